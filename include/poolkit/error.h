@@ -1,0 +1,40 @@
+/* poolkit: how misuse is reported.
+ *
+ * Every fault poolkit detects (a double free, a pointer from elsewhere, a
+ * corrupted free list, a bad autorelease token, live objects at destroy) is
+ * described by one pk_error and passed to the error handler. The default
+ * handler prints err->message as one line on stderr; a PK_FATAL error then
+ * aborts the process. A handler may record or log the error; if it returns
+ * from a PK_FATAL error, poolkit aborts anyway, because the pool's state can
+ * no longer be trusted.
+ */
+#ifndef POOLKIT_ERROR_H
+#define POOLKIT_ERROR_H
+
+#include <poolkit/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { PK_WARNING, PK_FATAL } pk_severity;
+
+typedef struct pk_error {
+    pk_severity severity;
+    const char *what;    /* short fault name: "double free", "foreign pointer", ... */
+    const char *pool;    /* pool or class name, or NULL */
+    const void *ptr;     /* the pointer at fault, or NULL */
+    const char *message; /* the whole human-readable line, without a newline */
+} pk_error;
+
+typedef void (*pk_error_handler)(const pk_error *err, void *arg);
+
+/* Installs handler for the whole process; NULL restores the default.
+ * Thread-safe. The handler may be called from any thread that uses poolkit,
+ * possibly with a pool's lock held: it must not call back into that pool. */
+PK_API void pk_set_error_handler(pk_error_handler handler, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

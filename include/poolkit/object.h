@@ -1,0 +1,142 @@
+/* poolkit objects: reference counting and autorelease pools for plain C.
+ *
+ * pk_new gives a zeroed object of a class with reference count 1; its memory
+ * comes from a poolkit pool chosen by the class's size (one pool per size
+ * class, shared by every class of that size, created on first use). pk_retain
+ * and pk_release are atomic, so objects may move between threads. When the
+ * count reaches zero the class's dealloc runs, then the memory goes back to
+ * its pool, from whatever thread released it.
+ *
+ * An object is PK_OBJECT_HEADER_SIZE bytes of header (class and count) and
+ * then its fields, aligned to 16 bytes; the pointer pk_new returns is the
+ * first field. A dealloc that releases the last reference to another object
+ * does not recurse: that object's dealloc runs after the current one returns,
+ * on the same thread and before the outermost pk_release returns, so chains of
+ * any length are freed in constant stack. A dealloc must return normally.
+ *
+ * Autorelease pools are per thread and nest: pk_autorelease_push returns a
+ * token; pk_autorelease_pop(token) releases, newest first, everything that was
+ * autoreleased or deferred since, including what gets autoreleased while it
+ * drains, and pops any inner pools still open. pk_scratch memory lives until
+ * the innermost pool pops. A thread that exits drains its pools; what is
+ * autoreleased with no pool pushed goes to the thread's implicit pool, drained
+ * at thread exit (POOLKIT_DEBUG=1 reports each such call as a warning). The
+ * main thread's implicit pool is not drained by exit().
+ *
+ * Errors: a count released past zero ("over-release"), a retain of a freed
+ * object, a popped, stale or foreign token ("bad autorelease token") and a
+ * pointer that cannot be an object ("foreign pointer") are reported through
+ * the error handler (error.h) as PK_FATAL.
+ */
+#ifndef POOLKIT_OBJECT_H
+#define POOLKIT_OBJECT_H
+
+#include <poolkit/export.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pk_pool; /* pool.h */
+
+typedef struct pk_class {
+    const char *name;
+    size_t size;                /* bytes of the object's own fields */
+    void (*dealloc)(void *obj); /* releases what obj holds (not obj's memory); may be NULL */
+} pk_class;
+
+/* Bytes of header in front of an object's fields: the memory a pool handed
+ * out starts at (char *)obj - PK_OBJECT_HEADER_SIZE. */
+#define PK_OBJECT_HEADER_SIZE 16
+
+/* A new object of cls: fields zeroed, reference count 1. The class needs no
+ * registration and must outlive its objects. Any thread. NULL with errno
+ * EINVAL (cls NULL) or ENOMEM. */
+PK_API void *pk_new(const pk_class *cls);
+/* Adds a reference; returns obj. NULL is allowed. Any thread (atomic). */
+PK_API void *pk_retain(void *obj);
+/* Drops a reference; at zero the class's dealloc runs, then the memory goes
+ * back to its pool. NULL is allowed. Any thread (atomic); dropping the only
+ * reference costs no atomic read-modify-write. */
+PK_API void pk_release(void *obj);
+/* Hands one reference to the calling thread's innermost autorelease pool,
+ * released when that pool pops; returns obj. NULL is allowed. */
+PK_API void *pk_autorelease(void *obj);
+/* The current count (0 once deallocated, while the memory is not reused).
+ * A snapshot only when other threads hold references. */
+PK_API size_t pk_refcount(const void *obj);
+PK_API const pk_class *pk_class_of(const void *obj);
+/* The pool that holds the memory of cls's objects (created if need be), for
+ * pk_pool_stats_get, pk_pool_reserve or pk_pool_trim; shared with every
+ * class of the same size class. NULL with errno ENOMEM, or EINVAL for a
+ * class too large to be pooled (its objects come from the C heap). */
+PK_API struct pk_pool *pk_class_pool(const pk_class *cls);
+
+typedef struct pk_autorelease_pool { uintptr_t token; } pk_autorelease_pool; /* value type */
+/* Pushes a pool on the calling thread's stack and returns its token: the
+ * stack position and a generation, so that a token that is no longer live is
+ * recognised. O(1); a push/pop loop does not allocate. If no memory is left
+ * it returns the token PK_AUTORELEASE_NONE with errno ENOMEM: popping that
+ * token does nothing, and what is autoreleased meanwhile goes to the
+ * enclosing pool. */
+PK_API pk_autorelease_pool pk_autorelease_push(void);
+#define PK_AUTORELEASE_NONE (~(uintptr_t)0)
+/* Pops the pool and every pool pushed after it on this thread: releases and
+ * runs deferred calls newest first, including what they autorelease or defer
+ * meanwhile, then frees the scratch memory taken since the push. A token
+ * that is not a live pool of this thread (popped already, popped with an
+ * outer pool, or from another thread) is reported as "bad autorelease
+ * token" (PK_FATAL) before anything changes. */
+PK_API void pk_autorelease_pop(pk_autorelease_pool pool);
+/* fn(ptr) when the innermost pool pops, in order with the autoreleased
+ * objects (pk_defer(buf, free)). Returns ptr; NULL with errno EINVAL (fn
+ * NULL) or ENOMEM, and then fn will not run. */
+PK_API void *pk_defer(void *ptr, void (*fn)(void *));
+/* size bytes aligned to alignof(max_align_t), valid until the innermost pool
+ * pops (thread exit with no pool): taken from a per-thread arena that the pop
+ * rewinds in O(1). NULL with errno ENOMEM. */
+PK_API void *pk_scratch(size_t size);
+
+/* The calling thread's autorelease stack. */
+typedef struct pk_autorelease_stats {
+    size_t pending;    /* objects and deferred calls waiting, implicit pool included */
+    size_t implicit;   /* of which in the implicit pool (below every pushed pool) */
+    size_t depth;      /* pools pushed and not yet popped */
+    size_t high_water; /* the most entries pending at once on this thread so far */
+    size_t pages;      /* stack pages the thread holds, the spare included */
+} pk_autorelease_stats;
+/* Fills *out for the calling thread; walks the thread's stack, so it costs
+ * O(entries pending). */
+PK_API void pk_autorelease_stats_get(pk_autorelease_stats *out);
+
+/* PK_AUTORELEASE_POOL { ... } pushes a pool and pops it when the block ends.
+ * Its one limit: leaving the block by return, goto, break or longjmp skips
+ * the pop. PK_AUTORELEASE_SCOPE() (GCC and Clang) pops on any exit from the
+ * enclosing scope, early return included. */
+#define PK__CAT2(a, b) a##b
+#define PK__CAT(a, b) PK__CAT2(a, b)
+#define PK_AUTORELEASE_POOL                                                        \
+    for (pk_autorelease_pool PK__CAT(pk__arp_, __LINE__) = pk_autorelease_push(), \
+                             *PK__CAT(pk__arp_once_, __LINE__) =                  \
+                                 &PK__CAT(pk__arp_, __LINE__);                     \
+         PK__CAT(pk__arp_once_, __LINE__);                                         \
+         pk_autorelease_pop(PK__CAT(pk__arp_, __LINE__)),                          \
+                             PK__CAT(pk__arp_once_, __LINE__) = NULL)
+
+#if defined(__GNUC__)
+static inline void pk__autorelease_scope_end(pk_autorelease_pool *pool) {
+    pk_autorelease_pop(*pool);
+}
+#  define PK_AUTORELEASE_SCOPE()                                          \
+      pk_autorelease_pool PK__CAT(pk__ars_, __LINE__)                     \
+          __attribute__((cleanup(pk__autorelease_scope_end), unused)) =  \
+              pk_autorelease_push()
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

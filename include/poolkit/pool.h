@@ -1,0 +1,202 @@
+/* poolkit pools: typed, fixed-size object caches.
+ *
+ * A pool hands out objects of one size and alignment. Objects live in slabs
+ * taken from the system with mmap; the slab of an object is found from its
+ * address, so objects carry no header. Each thread keeps a small cache of
+ * free objects per pool, so pk_pool_alloc and pk_pool_free normally touch only
+ * thread-local memory: no lock and no atomic instruction. Caches exchange
+ * whole batches with the pool under the pool's lock.
+ *
+ * Errors: calls that can fail return NULL (or 0) and set errno to EINVAL for
+ * bad arguments or ENOMEM when memory or the pool's limit runs out. Misuse
+ * that poolkit detects goes to the error handler (see error.h).
+ */
+#ifndef POOLKIT_POOL_H
+#define POOLKIT_POOL_H
+
+#include <poolkit/export.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pk_pool pk_pool;
+
+enum {
+    PK_POOL_ZERO     = 1u << 0, /* objects come out zeroed (no construct hook with it) */
+    PK_POOL_LOCAL    = 1u << 1, /* one thread only: no lock on the slow paths */
+    PK_POOL_DEBUG    = 1u << 2, /* poisoning, redzones, double-free and foreign-pointer checks */
+    PK_POOL_HARDENED = 1u << 3  /* every pointer checked against its slab before it is used */
+};
+
+typedef struct pk_pool_config {
+    const char *name;                        /* for stats and reports; may be NULL */
+    size_t size;                             /* object size in bytes, >= 1 */
+    size_t align;                            /* power of two up to 4096; 0 = natural for the size */
+    void (*construct)(void *obj, void *arg); /* runs when memory enters the pool */
+    void (*destruct)(void *obj, void *arg);  /* runs when memory leaves the pool */
+    void *arg;                               /* passed to both hooks */
+    size_t reserve;                          /* objects made ready at creation */
+    size_t limit;                            /* most objects live at once; 0 = none */
+    unsigned flags;                          /* PK_POOL_* */
+} pk_pool_config;
+
+typedef struct pk_pool_stats {
+    const char *name;
+    size_t size, align;           /* the object size and alignment the pool uses */
+    size_t live, peak_live;       /* objects handed out and not yet freed */
+    size_t slabs, bytes_reserved; /* memory the pool holds from the system */
+    uint64_t allocs, frees, remote_frees, slabs_released;
+} pk_pool_stats;
+
+/* Creates a pool. The config is copied; name must outlive the pool.
+ * Returns NULL with errno EINVAL (size 0, align not a power of two or over
+ * 4096, PK_POOL_ZERO with a construct hook, too large a size) or ENOMEM
+ * (the reserve could not be made ready). Thread-safe. */
+PK_API pk_pool *pk_pool_create(const pk_pool_config *config);
+
+/* Destroys the pool and gives all its memory back, running destruct on every
+ * constructed object. Live objects are reported through the error handler as
+ * a PK_WARNING (their count; their addresses in debug mode). May be called
+ * from any thread, but no other thread may be using the pool. NULL is a no-op. */
+PK_API void pk_pool_destroy(pk_pool *pool);
+
+/* pk_pool_alloc(pool): returns an object, or NULL with errno ENOMEM when
+ * memory or the limit runs out. Its contents are the state the last user
+ * left (or construct made), or zero with PK_POOL_ZERO. Any thread unless
+ * PK_POOL_LOCAL.
+ *
+ * pk_pool_free(pool, obj): gives obj back. obj must be a live object of this
+ * pool (never NULL); the check is made in debug and hardened modes and on
+ * every slow path. Any thread unless PK_POOL_LOCAL.
+ *
+ * Both are inline functions (defined at the end of this header) where the
+ * compiler allows, and are also exported by the library. */
+#if !defined(PK_NO_INLINE) && defined(__GNUC__) && \
+    (defined(__x86_64__) || defined(__aarch64__))
+#  define PK__HAVE_INLINE 1
+#else
+PK_API void *pk_pool_alloc(pk_pool *pool);
+PK_API void pk_pool_free(pk_pool *pool, void *obj);
+#endif
+
+/* Allocates up to n objects into objs; returns how many (fewer than n only
+ * with errno ENOMEM). Takes the pool's lock at most once. */
+PK_API size_t pk_pool_alloc_bulk(pk_pool *pool, void **objs, size_t n);
+
+/* Frees n objects, as n calls of pk_pool_free but with one lock at most. */
+PK_API void pk_pool_free_bulk(pk_pool *pool, void **objs, size_t n);
+
+/* Makes memory ready so that n more allocations need no system call.
+ * Returns how many objects are now ready; fewer than n sets errno ENOMEM. */
+PK_API size_t pk_pool_reserve(pk_pool *pool, size_t n);
+
+/* Gives back to the system every slab with no live object, after moving the
+ * calling thread's cached objects and the pool's shared batches home.
+ * Returns the bytes released. Other threads' small caches stay theirs. */
+PK_API size_t pk_pool_trim(pk_pool *pool);
+
+/* Fills *out. live and bytes_reserved are exact whenever no call on the pool
+ * is in progress. allocs and frees count objects that crossed between the
+ * pool's slabs and the thread caches (or the caller, for uncached pools);
+ * peak_live counts objects outside the slabs. They move per batch, so a loop
+ * served from a thread cache does not change them. remote_frees counts
+ * objects a thread returned beyond those it took (exact for a pure
+ * producer/consumer pair). */
+PK_API void pk_pool_stats_get(pk_pool *pool, pk_pool_stats *out);
+
+/* Calls fn on each live object, in address order within a slab. No other
+ * call on the pool may run meanwhile (fn may not use the pool either). */
+PK_API void pk_pool_visit(pk_pool *pool, void (*fn)(void *obj, void *arg), void *arg);
+
+/* The pool whose slab holds an object slot starting at ptr (live or not),
+ * or NULL for any other pointer: stack, malloc, interior, garbage. Never
+ * dereferences ptr; thread-safe. */
+PK_API pk_pool *pk_pool_owner(const void *ptr);
+
+/* ------------------------------------------------------------------------
+ * Inline fast paths. What follows is private: it may change with
+ * PK_POOL_ABI.
+ *
+ * The first word of every pool is the offset, from the thread pointer, of
+ * the calling thread's cache for that pool: two words, the head of a list of
+ * free objects (each free object's first word links to the next) and the
+ * room left in the list. A pool that must take the slow path (debug,
+ * hardened, hooks, zeroing, limit, tool builds) names a cache whose head is
+ * always NULL and whose room is never positive.
+ *
+ * Define PK_NO_INLINE before including this header to call the library's
+ * exported functions instead.
+ */
+#define PK_POOL_ABI 2
+
+PK_API void *pk__pool_alloc_slow(pk_pool *pool);
+PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);
+
+#ifdef PK__HAVE_INLINE
+typedef uintptr_t __attribute__((may_alias)) pk__link;
+/* The cache at `off` from the thread pointer. On x86-64 each access is one
+ * fs-relative instruction; the asm is volatile so the accesses stay in
+ * order, and needs no memory clobber because only these accessors and the
+ * library's out-of-line code touch the cache. The room changes by one
+ * read-modify-write, so it is not on the head's chain of dependences. */
+#  if defined(__x86_64__)
+static inline uintptr_t pk__tc_head(intptr_t off) {
+    uintptr_t h;
+    __asm__ volatile("movq %%fs:(%1), %0" : "=r"(h) : "r"(off));
+    return h;
+}
+static inline void pk__tc_set_head(intptr_t off, uintptr_t h) {
+    __asm__ volatile("movq %1, %%fs:(%0)" : : "r"(off), "r"(h));
+}
+static inline void pk__tc_room_add(intptr_t off) {
+    __asm__ volatile("addq $1, %%fs:8(%0)" : : "r"(off) : "cc");
+}
+/* Takes one from the room; true when there was none. */
+static inline int pk__tc_room_take(intptr_t off) {
+    int none;
+    __asm__ volatile("subq $1, %%fs:8(%1)" : "=@ccs"(none) : "r"(off));
+    return none;
+}
+#  else
+#    define PK__TC(off) ((volatile intptr_t *)((char *)__builtin_thread_pointer() + (off)))
+static inline uintptr_t pk__tc_head(intptr_t off) { return (uintptr_t)PK__TC(off)[0]; }
+static inline void pk__tc_set_head(intptr_t off, uintptr_t h) { PK__TC(off)[0] = (intptr_t)h; }
+static inline void pk__tc_room_add(intptr_t off) { PK__TC(off)[1] += 1; }
+static inline int pk__tc_room_take(intptr_t off) { return (PK__TC(off)[1] -= 1) < 0; }
+#  endif
+#  ifdef PK__EMIT_EXTERN_INLINE /* the library's one external definition */
+#    define PK__INLINE PK_API
+#  else
+#    define PK__INLINE static inline __attribute__((always_inline))
+#  endif
+
+PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
+    intptr_t off = *(const intptr_t *)pool;
+    uintptr_t obj = pk__tc_head(off);
+    if (__builtin_expect(obj != 0, 1)) {
+        pk__tc_set_head(off, *(const pk__link *)obj);
+        pk__tc_room_add(off);
+        return (void *)obj;
+    }
+    return pk__pool_alloc_slow(pool);
+}
+
+PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
+    intptr_t off = *(const intptr_t *)pool;
+    if (__builtin_expect(!pk__tc_room_take(off), 1)) {
+        *(pk__link *)obj = pk__tc_head(off);
+        pk__tc_set_head(off, (uintptr_t)obj);
+        return;
+    }
+    pk__pool_free_slow(pool, obj); /* the room was taken: the slow path gives it back */
+}
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

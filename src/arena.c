@@ -1,0 +1,232 @@
+/* Arenas: bump allocation in chunks taken from the page source.
+ *
+ * Layout and invariants:
+ * - Every chunk starts with a chunk header; allocations follow it. Chunks
+ *   form a list from the newest (arena->cur, the one being bumped) back to
+ *   the oldest, the home chunk, which is never freed before destroy.
+ * - The pk_arena itself sits at the end of the home chunk, so an arena costs
+ *   one page request, not two, and every chunk's payload starts at the same
+ *   offset (CHUNK_HDR): a mark's `used` is valid in a chunk exactly when
+ *   CHUNK_HDR <= used <= the chunk's position, one unsigned compare.
+ * - Normal chunks are arena->chunk_size bytes; a request that cannot fit in
+ *   one gets a chunk of its own, sized to fit, which becomes current (the
+ *   rest of the previous chunk is abandoned, so marks stay (chunk, offset)).
+ * - A chunk we leave records its position in `top`, so a mark that lies
+ *   beyond where the arena stopped in that chunk can be told from a good one.
+ * - Rewind keeps at most one freed normal chunk as a spare, so a loop that
+ *   saves, allocates across a chunk boundary and rewinds reuses it instead
+ *   of calling mmap and munmap on every turn. Reset and destroy drop it.
+ * - Memory is not zeroed on reuse: arenas promise nothing about contents.
+ */
+#include "internal.h"
+
+#include <poolkit/arena.h>
+
+#include <errno.h>
+#include <stdalign.h>
+#include <string.h>
+
+typedef struct chunk {
+    struct chunk *prev; /* next older chunk; NULL for the home chunk */
+    size_t size;        /* bytes mapped, header included */
+    size_t top;         /* position when the arena moved on to a newer chunk */
+} chunk;
+
+struct pk_arena {
+    char *ptr;         /* next free byte in cur */
+    char *end;         /* end of cur's usable bytes */
+    chunk *cur;        /* newest chunk */
+    chunk *spare;      /* a freed normal chunk kept for reuse, or NULL */
+    size_t chunk_size; /* normal chunk size: a multiple of the page size */
+};
+
+#define DEFAULT_ALIGN alignof(max_align_t)
+#define DEFAULT_CHUNK_SIZE ((size_t)64 * 1024)
+#define CHUNK_HDR align_up(sizeof(chunk), DEFAULT_ALIGN)
+#define ARENA_SIZE align_up(sizeof(pk_arena), DEFAULT_ALIGN)
+
+static chunk *home_of(const pk_arena *a) {
+    return (chunk *)(void *)((char *)a + ARENA_SIZE - a->chunk_size);
+}
+
+static char *usable_end(const pk_arena *a, chunk *c) {
+    return c == home_of(a) ? (char *)a : (char *)c + c->size;
+}
+
+static void make_current(pk_arena *a, chunk *c, size_t used) {
+    a->cur = c;
+    a->ptr = (char *)c + used;
+    a->end = usable_end(a, c);
+}
+
+/* Frees one chunk that rewind gave up. Rewind drops chunks newest first, so
+ * replacing the spare keeps the oldest normal one: the chunk the next
+ * allocation past the mark went into before, and will go into again. */
+static void drop_chunk(pk_arena *a, chunk *c) {
+    if (c->size != a->chunk_size) {
+        os_unmap(c, c->size);
+        return;
+    }
+    if (a->spare) os_unmap(a->spare, a->spare->size);
+    a->spare = c;
+}
+
+pk_arena *pk_arena_create(size_t chunk_size) {
+    size_t page = os_page_size();
+    if (chunk_size == 0) chunk_size = DEFAULT_CHUNK_SIZE;
+    if (chunk_size > SIZE_MAX / 2) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    chunk_size = align_up(chunk_size, page);
+    chunk *home = os_map(chunk_size, page);
+    if (!home) return NULL;
+    home->prev = NULL;
+    home->size = chunk_size;
+    pk_arena *a = (pk_arena *)(void *)((char *)home + chunk_size - ARENA_SIZE);
+    a->spare = NULL;
+    a->chunk_size = chunk_size;
+    make_current(a, home, CHUNK_HDR);
+    return a;
+}
+
+void pk_arena_destroy(pk_arena *arena) {
+    if (!arena) return;
+    chunk *home = home_of(arena), *spare = arena->spare;
+    for (chunk *c = arena->cur, *prev; c != home; c = prev) {
+        prev = c->prev;
+        os_unmap(c, c->size);
+    }
+    if (spare) os_unmap(spare, spare->size);
+    os_unmap(home, home->size); /* last: the arena lives in it */
+}
+
+/* Whether size bytes aligned to align fit in the current chunk, with *pad
+ * set to the padding they need. Written so nothing can overflow, whatever
+ * size and align are. size 0 never fits (size - 1 wraps): the slow path
+ * gives it a byte of its own, and the fast path needs no branch for it. */
+static inline bool fits(const pk_arena *a, size_t size, size_t align, size_t *pad) {
+    uintptr_t at = (uintptr_t)a->ptr;
+    size_t room = (size_t)((uintptr_t)a->end - at);
+    *pad = (size_t)(-at & (align - 1));
+    return *pad < room && size - 1 < room - *pad;
+}
+
+static inline void *bump(pk_arena *a, size_t pad, size_t size) {
+    char *p = a->ptr + pad;
+    a->ptr = p + size;
+    return p;
+}
+
+/* Makes current a chunk in which size bytes aligned to align are sure to fit.
+ * Leaves the arena untouched when the system has no memory. */
+static bool grow(pk_arena *a, size_t size, size_t align) {
+    size_t page = os_page_size();
+    size_t start = align_up(CHUNK_HDR, align); /* chunks are aligned to max(align, page) */
+    if (size > SIZE_MAX - start - page) {
+        errno = ENOMEM;
+        return false;
+    }
+    size_t need = start + size;
+    chunk *c;
+    if (need <= a->chunk_size && align <= page) {
+        c = a->spare ? a->spare : os_map(a->chunk_size, page);
+        if (!c) return false;
+        a->spare = NULL;
+        c->size = a->chunk_size;
+    } else {
+        size_t bytes = align_up(need, page);
+        c = os_map(bytes, align);
+        if (!c) return false;
+        c->size = bytes;
+    }
+    a->cur->top = (size_t)(a->ptr - (char *)a->cur);
+    c->prev = a->cur;
+    make_current(a, c, CHUNK_HDR);
+    return true;
+}
+
+static PK_NOINLINE void *alloc_slow(pk_arena *a, size_t size, size_t align) {
+    if (unlikely(!is_pow2(align))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (size == 0) size = 1; /* a unique address needs a byte of its own */
+    size_t pad;
+    if (!fits(a, size, align, &pad)) {
+        if (!grow(a, size, align)) return NULL;
+        fits(a, size, align, &pad);
+    }
+    return bump(a, pad, size);
+}
+
+void *pk_arena_alloc(pk_arena *arena, size_t size, size_t align) {
+    if (align == 0) align = DEFAULT_ALIGN;
+    size_t pad;
+    if (likely(is_pow2(align) && fits(arena, size, align, &pad))) return bump(arena, pad, size);
+    return alloc_slow(arena, size, align);
+}
+
+char *pk_arena_strdup(pk_arena *arena, const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = pk_arena_alloc(arena, n, 1);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+pk_arena_mark pk_arena_save(pk_arena *arena) {
+    pk_arena_mark m = {arena->cur, (size_t)(arena->ptr - (char *)arena->cur)};
+    return m;
+}
+
+static PK_COLD void bad_mark(pk_arena *a, pk_arena_mark m, const char *why) {
+    error_report(PK_FATAL, "bad arena mark", NULL, m.chunk,
+                 "arena %p, mark {chunk %p, used %zu}: %s", (void *)a, m.chunk, m.used, why);
+}
+
+/* The mark is in an older chunk, or bad: check it against the list before
+ * freeing anything, so that a reported mark leaves the arena as it was. The
+ * walk is O(chunks), which the chunks freed here pay for anyway. */
+static PK_NOINLINE void rewind_slow(pk_arena *a, pk_arena_mark m) {
+    chunk *c = a->cur;
+    if (m.chunk == c) {
+        bad_mark(a, m, "it is past the arena's position in its chunk (rewound past, or reset?)");
+        return;
+    }
+    while (c && c != m.chunk) c = c->prev;
+    if (!c) {
+        bad_mark(a, m, "its chunk is not the arena's (rewound past, reset, or another arena?)");
+        return;
+    }
+    if (m.used - CHUNK_HDR > c->top - CHUNK_HDR) {
+        bad_mark(a, m, "it lies beyond where the arena left its chunk");
+        return;
+    }
+    for (chunk *x = a->cur, *prev; x != c; x = prev) {
+        prev = x->prev;
+        drop_chunk(a, x);
+    }
+    make_current(a, c, m.used);
+}
+
+void pk_arena_rewind(pk_arena *arena, pk_arena_mark mark) {
+    size_t pos = (size_t)(arena->ptr - (char *)arena->cur);
+    if (likely(mark.chunk == arena->cur && mark.used - CHUNK_HDR <= pos - CHUNK_HDR)) {
+        arena->ptr = (char *)arena->cur + mark.used;
+        return;
+    }
+    rewind_slow(arena, mark);
+}
+
+/* The chunk kept is the home chunk: it holds the arena, and it is of normal
+ * size, as large as any other chunk that could be kept. */
+void pk_arena_reset(pk_arena *arena) {
+    chunk *home = home_of(arena);
+    for (chunk *c = arena->cur, *prev; c != home; c = prev) {
+        prev = c->prev;
+        os_unmap(c, c->size);
+    }
+    if (arena->spare) os_unmap(arena->spare, arena->spare->size);
+    arena->spare = NULL;
+    make_current(arena, home, CHUNK_HDR);
+}

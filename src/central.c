@@ -1,0 +1,272 @@
+/* The pool's shared state: its slabs and its depot of ready batches.
+ * Every function here runs with the pool's lock held (or on a LOCAL pool's
+ * one thread).
+ *
+ * Slabs move between three lists: PARTIAL (some slots free), FULL (none
+ * free) and EMPTY (all free). Objects are taken from partial slabs first so
+ * that empty ones stay empty and can go back to the system. Release keeps a
+ * few empty slabs (a quarter of the slabs in use, at least one) so a loop
+ * that allocates and frees across a slab boundary does not map and unmap on
+ * every turn.
+ *
+ * The depot holds up to DEPOT_MAX chains of exactly `batch` objects, built
+ * by a cache that overflowed and handed whole to a cache that ran dry: a
+ * producer/consumer pair exchanges memory in O(1) per batch under the lock.
+ */
+#include "pool_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define FILL_FREE 0xDD   /* debug: a free object's bytes */
+#define FILL_ALLOC 0xAA  /* debug: a new object's bytes, before the user writes */
+#define FILL_REDZONE 0xFD
+
+static void move_slab(pk_pool *p, slab *s, slab_list_id to) {
+    if (s->list == (uint32_t)to) return;
+    if (s->list < SLAB_LISTS) slab_list_remove(&p->lists[s->list], s);
+    slab_list_push(&p->lists[to], s, to);
+}
+
+static const char *pool_name(const pk_pool *p) { return p->name ? p->name : "(unnamed)"; }
+
+static bool bytes_are(const unsigned char *b, size_t n, unsigned char v, size_t *bad) {
+    for (size_t i = 0; i < n; i++) {
+        if (b[i] != v) {
+            *bad = i;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Debug pools: a slot leaving the slab. A reused slot must still hold the
+ * free fill, or something wrote to it after it was freed. */
+static void debug_on_take(pk_pool *p, slab *s, char *obj, bool reused) {
+    size_t idx = (size_t)(obj - s->objects) / p->geo.slot, bad;
+    bool plain = !p->construct && !p->destruct;
+    track_open(obj, p->size + p->redzone);
+    if (reused && plain && !bytes_are((unsigned char *)obj, p->size, FILL_FREE, &bad))
+        error_report(PK_FATAL, "write after free", p->name, obj,
+                     "object %p of pool '%s' was modified at byte %zu after it was freed", obj,
+                     pool_name(p), bad);
+    if (plain && !p->zero) memset(obj, FILL_ALLOC, p->size);
+    memset(obj + p->size, FILL_REDZONE, p->redzone);
+    track_close(obj, p->size + p->redzone);
+    s->live_bits[idx / 64] |= (uint64_t)1 << (idx % 64);
+}
+
+void central_debug_check_free(pk_pool *p, void *obj) {
+    const char *name = pool_name(p);
+    slab *s = slab_lookup(obj);
+    if (!s || s->magic != SLAB_MAGIC)
+        error_report(PK_FATAL, "foreign pointer", p->name, obj,
+                     "%p was not allocated by pool '%s' (not a poolkit object)", obj, name);
+    if (s->pool != p)
+        error_report(PK_FATAL, "wrong pool", p->name, obj,
+                     "%p belongs to pool '%s', not to pool '%s'", obj, pool_name(s->pool), name);
+    long idx = slab_slot_index(s, obj, p->geo.slot);
+    if (idx < 0 || (uint32_t)idx >= s->bump)
+        error_report(PK_FATAL, "interior pointer", p->name, obj,
+                     "%p is not the start of an object of pool '%s'", obj, name);
+    if (!(s->live_bits[idx / 64] & ((uint64_t)1 << (idx % 64))))
+        error_report(PK_FATAL, "double free", p->name, obj,
+                     "object %p of pool '%s' was freed twice", obj, name);
+    size_t bad;
+    track_open(obj, p->size + p->redzone);
+    if (!bytes_are((unsigned char *)obj + p->size, p->redzone, FILL_REDZONE, &bad))
+        error_report(PK_FATAL, "buffer overflow", p->name, obj,
+                     "a write %zu bytes past the end of object %p (size %zu) of pool '%s'",
+                     bad, obj, p->size, name);
+    s->live_bits[idx / 64] &= ~((uint64_t)1 << (idx % 64));
+    if (!p->construct && !p->destruct) memset(obj, FILL_FREE, p->size);
+    track_close(obj, p->size + p->redzone);
+}
+
+static slab *slab_for_take(pk_pool *p) {
+    slab *s = p->lists[SLAB_PARTIAL].head;
+    if (s) return s;
+    s = p->lists[SLAB_EMPTY].head;
+    if (!s) {
+        s = slab_create(p, &p->geo);
+        if (!s) return NULL;
+        track_close(s->objects, (size_t)s->capacity * p->geo.slot);
+        p->slabs_total++;
+        p->bytes_reserved += s->span;
+        p->slab_free += s->capacity;
+    }
+    move_slab(p, s, SLAB_PARTIAL);
+    return s;
+}
+
+size_t central_take(pk_pool *p, size_t n, void **list) {
+    if (!*list && n >= p->batch && p->depot_count) {
+        *list = p->depot[--p->depot_count];
+        p->allocs += p->batch;
+        return p->batch;
+    }
+    size_t got = 0;
+    while (got < n) {
+        slab *s = slab_for_take(p);
+        if (!s) break;
+        while (got < n && s->used < s->capacity) {
+            char *obj = s->free;
+            bool reused = obj != NULL;
+            if (reused) {
+                s->free = (void *)link_load(p, obj);
+            } else {
+                obj = s->objects + (size_t)s->bump * p->geo.slot;
+                s->bump++;
+                if (p->construct) {
+                    track_open(obj, p->size);
+                    p->construct(obj, p->arg);
+                    track_close(obj, p->size);
+                }
+            }
+            if (unlikely(p->debug)) debug_on_take(p, s, obj, reused);
+            s->used++;
+            link_store(p, obj, (uintptr_t)*list);
+            *list = obj;
+            got++;
+        }
+        if (s->used == s->capacity) move_slab(p, s, SLAB_FULL);
+    }
+    p->slab_free -= got;
+    p->out += got;
+    p->allocs += got;
+    size_t outside = p->out - p->depot_count * p->batch;
+    if (outside > p->peak_out) p->peak_out = outside;
+    if (!got) errno = ENOMEM;
+    return got;
+}
+
+/* A pointer coming home must be a slot of one of this pool's slabs:
+ * anything else is reported, never linked into a free list. */
+static slab *checked_slab(pk_pool *p, void *obj) {
+    slab *s = slab_lookup(obj);
+    if (likely(s && s->pool == p)) {
+        long idx = slab_slot_index(s, obj, p->geo.slot);
+        if (likely(idx >= 0 && (uint32_t)idx < s->bump)) {
+            if (unlikely(s->used == 0))
+                error_report(PK_FATAL, "double free", p->name, obj,
+                             "object %p of pool '%s' was freed twice", obj, pool_name(p));
+            return s;
+        }
+    }
+    const char *why = !s ? "not a poolkit object"
+                      : s->pool != p ? "it belongs to another pool"
+                                     : "not the start of an object";
+    error_report(PK_FATAL, p->hardened ? "corrupted free list" : "foreign pointer", p->name, obj,
+                 "%p given to pool '%s' is %s", obj, pool_name(p), why);
+    return NULL;
+}
+
+void central_give(pk_pool *p, void *obj) {
+    slab *s = checked_slab(p, obj);
+    link_store(p, obj, (uintptr_t)s->free);
+    s->free = obj;
+    s->used--;
+    p->slab_free++;
+    p->out--;
+    if (s->used == 0) move_slab(p, s, SLAB_EMPTY);
+    else if (s->list == SLAB_FULL) move_slab(p, s, SLAB_PARTIAL);
+}
+
+void central_give_chain(pk_pool *p, void *list) {
+    size_t n = 0;
+    for (char *obj = list; obj; n++) {
+        char *next = (char *)link_load(p, obj);
+        central_give(p, obj);
+        obj = next;
+    }
+    p->frees += n;
+    central_release(p, false);
+}
+
+bool central_depot_put(pk_pool *p, void *chain) {
+    if (p->depot_count == DEPOT_MAX) return false;
+    p->depot[p->depot_count++] = chain;
+    p->frees += p->batch;
+    return true;
+}
+
+void central_depot_drain(pk_pool *p) {
+    while (p->depot_count) {
+        void *chain = p->depot[--p->depot_count];
+        central_give_chain(p, chain);
+        p->frees -= p->batch; /* counted when the chain entered the depot */
+    }
+}
+
+static void debug_check_free_slots(pk_pool *p, slab *s) {
+    if (!p->debug || p->construct || p->destruct) return;
+    for (uint32_t i = 0; i < s->bump; i++) {
+        if (s->live_bits[i / 64] & ((uint64_t)1 << (i % 64))) continue;
+        char *obj = s->objects + (size_t)i * p->geo.slot;
+        size_t bad;
+        track_open(obj, p->size);
+        bool intact = bytes_are((unsigned char *)obj, p->size, FILL_FREE, &bad);
+        track_close(obj, p->size);
+        if (!intact)
+            error_report(PK_FATAL, "write after free", p->name, obj,
+                         "object %p of pool '%s' was modified at byte %zu after it was freed",
+                         obj, pool_name(p), bad);
+    }
+}
+
+static size_t release_slab(pk_pool *p, slab *s) {
+    debug_check_free_slots(p, s);
+    if (p->destruct)
+        for (uint32_t i = 0; i < s->bump; i++) {
+            char *obj = s->objects + (size_t)i * p->geo.slot;
+            track_open(obj, p->size);
+            p->destruct(obj, p->arg);
+        }
+    size_t bytes = s->span;
+    if (s->list < SLAB_LISTS) slab_list_remove(&p->lists[s->list], s);
+    p->slab_free -= s->capacity - s->used;
+    p->slabs_total--;
+    p->bytes_reserved -= bytes;
+    p->slabs_released++;
+    slab_destroy(s);
+    return bytes;
+}
+
+size_t central_release(pk_pool *p, bool all) {
+    slab_list *empty = &p->lists[SLAB_EMPTY];
+    size_t bytes = 0;
+    while (empty->count) {
+        slab *s = empty->head;
+        if (!all) {
+            size_t in_use = p->slabs_total - empty->count;
+            size_t allowance = in_use / 4 > 1 ? in_use / 4 : 1;
+            if (empty->count <= allowance) break;
+            if (p->slab_free - s->capacity < p->keep_free) break;
+        }
+        bytes += release_slab(p, s);
+    }
+    return bytes;
+}
+
+size_t central_reserve(pk_pool *p, size_t n) {
+    size_t ready = p->slab_free + p->depot_count * p->batch;
+    while (ready < n) {
+        if (p->limit && p->out + p->slab_free >= p->limit) break;
+        slab *s = slab_create(p, &p->geo);
+        if (!s) break;
+        track_close(s->objects, (size_t)s->capacity * p->geo.slot);
+        p->slabs_total++;
+        p->bytes_reserved += s->span;
+        p->slab_free += s->capacity;
+        ready += s->capacity;
+        slab_list_push(&p->lists[SLAB_EMPTY], s, SLAB_EMPTY);
+    }
+    if (n > p->keep_free) p->keep_free = n < ready ? n : ready;
+    if (ready < n) errno = ENOMEM;
+    return ready;
+}
+
+void central_free_all(pk_pool *p) {
+    for (int l = 0; l < SLAB_LISTS; l++)
+        while (p->lists[l].head) release_slab(p, p->lists[l].head);
+}

@@ -1,0 +1,46 @@
+/* What every layer of the library shares: branch hints, the system page
+ * source (os.c), error reporting (error.c) and process-wide options
+ * (options.c). Nothing here is visible outside the library. */
+#ifndef POOLKIT_INTERNAL_H
+#define POOLKIT_INTERNAL_H
+
+#include <poolkit/error.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define PK_NOINLINE __attribute__((noinline))
+#define PK_COLD __attribute__((cold, noinline))
+#define PK_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* ---- os.c: memory from the system, and nothing else. ---- */
+
+/* size bytes (a multiple of the page size) aligned to align (a power of two,
+ * at least a page), zero-filled, from mmap. NULL with errno ENOMEM when the
+ * system refuses or a fault was injected (fault.h). */
+void *os_map(size_t size, size_t align);
+void os_unmap(void *p, size_t size);
+/* Tells the system the pages' contents are no longer needed (they read as
+ * zero afterwards); the range stays mapped. */
+void os_discard(void *p, size_t size);
+size_t os_page_size(void);
+
+static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+static inline bool is_pow2(size_t n) { return n && !(n & (n - 1)); }
+
+/* ---- error.c: every detected fault goes through here. ---- */
+
+/* Formats one line "poolkit: <what> ...", hands it to the error handler and,
+ * for PK_FATAL, aborts once the handler returns. */
+void error_report(pk_severity sev, const char *what, const char *pool, const void *ptr,
+                  const char *fmt, ...) PK_PRINTF(5, 6);
+
+/* ---- options.c: switches read once from the environment. ---- */
+
+/* POOLKIT_DEBUG=1: every pool as if created with PK_POOL_DEBUG, plus the
+ * object and autorelease checks. */
+bool options_debug(void);
+
+#endif

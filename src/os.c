@@ -1,0 +1,75 @@
+/* The page source: the only place poolkit asks the system for memory.
+ *
+ * Aligned reservations are made by mapping size + align and unmapping the
+ * slack on both sides, so the alignment costs address space, never physical
+ * memory. Fault injection (fault.h) sits here so that every layer above sees
+ * a failing system the same way. */
+#define _GNU_SOURCE 1 /* MAP_ANONYMOUS, madvise */
+#include "internal.h"
+
+#include <poolkit/fault.h>
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static long fail_at = -1;             /* request number that starts failing; -1 = never */
+static unsigned long requests;        /* page requests so far */
+
+size_t os_page_size(void) {
+    static size_t page;
+    size_t p = __atomic_load_n(&page, __ATOMIC_RELAXED);
+    if (unlikely(p == 0)) {
+        p = (size_t)sysconf(_SC_PAGESIZE);
+        __atomic_store_n(&page, p, __ATOMIC_RELAXED);
+    }
+    return p;
+}
+
+static bool fault_injected(void) {
+    unsigned long n = __atomic_fetch_add(&requests, 1, __ATOMIC_RELAXED);
+    long at = __atomic_load_n(&fail_at, __ATOMIC_RELAXED);
+    return at >= 0 && n >= (unsigned long)at;
+}
+
+void *os_map(size_t size, size_t align) {
+    size_t page = os_page_size();
+    if (align < page) align = page;
+    if (fault_injected()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t span = size + (align > page ? align : 0);
+    if (span < size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *p = (char *)align_up((uintptr_t)raw, align);
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    size_t tail = (size_t)(raw + span - (p + size));
+    if (tail) munmap(p + size, tail);
+    return p;
+}
+
+void os_unmap(void *p, size_t size) {
+    if (p && size) munmap(p, size);
+}
+
+void os_discard(void *p, size_t size) {
+    if (p && size) madvise(p, size, MADV_DONTNEED);
+}
+
+void pk_fault_fail_after(long n) {
+    long at = -1;
+    if (n >= 0) at = (long)__atomic_load_n(&requests, __ATOMIC_RELAXED) + n;
+    __atomic_store_n(&fail_at, at, __ATOMIC_RELAXED);
+}
+
+unsigned long pk_fault_requests(void) {
+    return __atomic_load_n(&requests, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,360 @@
+/* Pools: creation, the out-of-line paths behind the inline fast paths, and
+ * the calls that look at a whole pool (stats, visit, trim, destroy).
+ *
+ * Which path a pool takes is decided once, at creation:
+ *   - inline: thread caches, the link word at offset 0, nothing to do per
+ *     object. tc_off names the pool's own cache word, so the header's inline
+ *     functions serve most calls.
+ *   - cached: thread caches, but something per object (a construct hook keeps
+ *     the link word past the object, zeroing, hardened links): tc_off names
+ *     the always-zero word, so every call comes here and uses the cache.
+ *   - direct: no cache (debug checks, a limit, no slot left): every call
+ *     takes the pool's lock and works on the slabs.
+ */
+#define _GNU_SOURCE 1 /* clock_gettime */
+#include "pool_internal.h"
+
+#include <errno.h>
+#include <stdalign.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define BATCH_BYTES 16384 /* about what one exchange between cache and pool moves */
+#define BATCH_MAX 64
+#define DEBUG_REDZONE 16
+
+static const char *pool_name(const pk_pool *p) { return p->name ? p->name : "(unnamed)"; }
+
+static size_t natural_align(size_t size) {
+    size_t a = size & -size; /* largest power of two dividing size */
+    return a > alignof(max_align_t) ? alignof(max_align_t) : a;
+}
+
+static uintptr_t make_secret(const void *p) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uintptr_t x = (uintptr_t)p ^ ((uintptr_t)ts.tv_nsec << 17) ^ (uintptr_t)ts.tv_sec;
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; /* mix */
+    return x | 1;
+}
+
+static bool layout(pk_pool *p, const pk_pool_config *c) {
+    bool hooks = c->construct || c->destruct;
+    size_t slot;
+    if (p->debug) {
+        p->redzone = DEBUG_REDZONE;
+        p->link_off = align_up(c->size + DEBUG_REDZONE, sizeof(uintptr_t));
+        slot = p->link_off + sizeof(uintptr_t);
+    } else if (hooks) {
+        p->link_off = align_up(c->size, sizeof(uintptr_t)); /* keep the constructed state */
+        slot = p->link_off + sizeof(uintptr_t);
+    } else {
+        slot = c->size < sizeof(uintptr_t) ? sizeof(uintptr_t) : c->size;
+    }
+    size_t a = p->align < sizeof(uintptr_t) ? sizeof(uintptr_t) : p->align;
+    if (slot > SIZE_MAX / 2) return false;
+    return slab_geometry_for(align_up(slot, a), p->align, p->debug, &p->geo);
+}
+
+static void choose_path(pk_pool *p) {
+    p->tc_off = tcache_null_off();
+    p->cached = !p->debug && !p->limit && tcache_attach(p);
+    if (!p->cached) return;
+    size_t batch = BATCH_BYTES / p->geo.slot;
+    p->batch = batch < 1 ? 1 : batch > BATCH_MAX ? BATCH_MAX : batch;
+    p->tc_cap = 2 * p->batch;
+#ifdef PK__HAVE_INLINE
+    bool plain = p->link_off == 0 && !p->zero && !p->hardened;
+    if (plain && !TRACK_ENABLED) {
+        p->fast_slot = p->slot;
+        p->tc_off = tcache_off(p->slot);
+    }
+#endif
+}
+
+pk_pool *pk_pool_create(const pk_pool_config *c) {
+    if (!c || c->size == 0 || (c->flags & PK_POOL_ZERO && c->construct) ||
+        (c->align && (!is_pow2(c->align) || c->align > 4096))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    pk_pool *p = os_map(align_up(sizeof *p, os_page_size()), 0);
+    if (!p) return NULL;
+    p->name = c->name;
+    p->size = c->size;
+    p->align = c->align ? c->align : natural_align(c->size);
+    p->flags = c->flags;
+    p->locked = !(c->flags & PK_POOL_LOCAL);
+    p->debug = (c->flags & PK_POOL_DEBUG) || options_debug();
+    p->hardened = (c->flags & PK_POOL_HARDENED) != 0;
+    p->zero = (c->flags & PK_POOL_ZERO) != 0;
+    p->construct = c->construct;
+    p->destruct = c->destruct;
+    p->arg = c->arg;
+    p->limit = c->limit;
+    p->secret = make_secret(p);
+    p->batch = 1;
+    if (!layout(p, c)) {
+        os_unmap(p, align_up(sizeof *p, os_page_size()));
+        errno = EINVAL;
+        return NULL;
+    }
+    pthread_mutex_init(&p->lock, NULL);
+    choose_path(p);
+    if (c->reserve && central_reserve(p, c->reserve) < c->reserve) {
+        pk_pool_destroy(p);
+        errno = ENOMEM;
+        return NULL;
+    }
+    return p;
+}
+
+static void report_leaks(pk_pool *p, size_t live) {
+    char addrs[600] = "";
+    if (p->debug) {
+        size_t used = 0, shown = 0;
+        for (int l = 0; l < SLAB_LISTS; l++)
+            for (slab *s = p->lists[l].head; s; s = s->next)
+                for (uint32_t i = 0; i < s->bump && used + 24 < sizeof addrs; i++)
+                    if (s->live_bits[i / 64] & ((uint64_t)1 << (i % 64))) {
+                        used += (size_t)snprintf(addrs + used, sizeof addrs - used, "%s%p",
+                                                 shown++ ? " " : ": ",
+                                                 (void *)(s->objects + (size_t)i * p->geo.slot));
+                    }
+    }
+    error_report(PK_WARNING, "leak", p->name, NULL, "pool '%s' destroyed with %zu live object%s%s",
+                 pool_name(p), live, live == 1 ? "" : "s", addrs);
+}
+
+void pk_pool_destroy(pk_pool *p) {
+    if (!p) return;
+    tcache_registry_lock();
+    size_t live = p->out - p->depot_count * p->batch - tcache_cached(p);
+    tcache_detach(p);
+    tcache_registry_unlock();
+    if (live) report_leaks(p, live);
+    central_free_all(p);
+    pthread_mutex_destroy(&p->lock);
+    os_unmap(p, align_up(sizeof *p, os_page_size()));
+}
+
+/* ---- The slow paths behind pk_pool_alloc and pk_pool_free. ---- */
+
+static void *direct_alloc(pk_pool *p) {
+    void *obj = NULL;
+    pool_lock(p);
+    if (p->limit && p->out >= p->limit) errno = ENOMEM;
+    else central_take(p, 1, &obj);
+    pool_unlock(p);
+    if (!obj) return NULL;
+    track_handout(p, obj);
+    if (p->zero) memset(obj, 0, p->size);
+    return obj;
+}
+
+static void direct_free(pk_pool *p, void *obj) {
+    if (unlikely(!obj))
+        error_report(PK_FATAL, "null pointer", p->name, obj, "NULL given to pool '%s'", pool_name(p));
+    track_takeback(p, obj);
+    pool_lock(p);
+    if (p->debug) central_debug_check_free(p, obj);
+    central_give(p, obj);
+    p->frees++;
+    central_release(p, false);
+    pool_unlock(p);
+}
+
+/* Hardened pools: the link about to be followed must name a slot of this
+ * pool, or the list was overwritten. */
+static char *checked_next(pk_pool *p, void *obj) {
+    char *n = (char *)link_load(p, obj);
+    if (!p->hardened || !n) return n;
+    slab *s = slab_lookup(n);
+    if (s && s->pool == p && slab_slot_index(s, n, p->geo.slot) >= 0) return n;
+    error_report(PK_FATAL, "corrupted free list", p->name, obj,
+                 "the free object %p of pool '%s' links to %p, which is not one of its objects",
+                 obj, pool_name(p), (void *)n);
+    return NULL;
+}
+
+void *pk__pool_alloc_slow(pk_pool *p) {
+    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
+    if (!c) return direct_alloc(p);
+    if (!c->head) {
+        pool_lock(p);
+        size_t got = central_take(p, p->batch, &c->head);
+        tcache_account(p, (long)got);
+        pool_unlock(p);
+        if (!got) return NULL;
+        c->room -= (intptr_t)got;
+    }
+    char *obj = c->head;
+    c->head = checked_next(p, obj);
+    c->room++;
+    track_handout(p, obj);
+    if (p->zero) memset(obj, 0, p->size);
+    return obj;
+}
+
+/* Moves `batch` objects from the top of a full cache to the depot (or the
+ * slabs). */
+static void flush(pk_pool *p, tc_slot *c) {
+    char *chain = c->head, *last = chain;
+    for (size_t i = 1; i < p->batch; i++) last = checked_next(p, last);
+    c->head = checked_next(p, last);
+    c->room += (intptr_t)p->batch;
+    link_store(p, last, 0);
+    pool_lock(p);
+    tcache_account(p, -(long)p->batch);
+    if (!central_depot_put(p, chain)) central_give_chain(p, chain);
+    pool_unlock(p);
+}
+
+void pool_free_generic(pk_pool *p, void *obj) {
+    tc_slot *c = p->cached && obj ? tcache_slot(p) : NULL;
+    if (!c) {
+        direct_free(p, obj);
+        return;
+    }
+    track_takeback(p, obj);
+    if (c->room <= 0) flush(p, c);
+    link_store(p, obj, (uintptr_t)c->head);
+    c->head = obj;
+    c->room--;
+}
+
+void pk__pool_free_slow(pk_pool *p, void *obj) {
+    tcache_undo_take(p);
+    pool_free_generic(p, obj);
+}
+
+/* ---- Bulk calls: the cache first, then the pool's lock at most once. ---- */
+
+size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
+    size_t i = 0;
+    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
+    for (; c && i < n && c->head; i++) {
+        objs[i] = c->head;
+        c->head = checked_next(p, objs[i]);
+        c->room++;
+    }
+    if (i < n) {
+        pool_lock(p);
+        size_t want = n - i;
+        if (p->limit) want = p->out >= p->limit ? 0 : want < p->limit - p->out ? want : p->limit - p->out;
+        void *list = NULL;
+        size_t got = want ? central_take(p, want, &list) : 0;
+        if (c) tcache_account(p, (long)got);
+        pool_unlock(p);
+        for (char *obj = list; obj; obj = (char *)link_load(p, obj)) objs[i++] = obj;
+        if (got < n - (i - got)) errno = ENOMEM;
+    }
+    for (size_t k = 0; k < i; k++) {
+        track_handout(p, objs[k]);
+        if (p->zero) memset(objs[k], 0, p->size);
+    }
+    return i;
+}
+
+void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
+    size_t i = 0;
+    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
+    for (; c && i < n && c->room > 0 && objs[i]; i++) {
+        track_takeback(p, objs[i]);
+        link_store(p, objs[i], (uintptr_t)c->head);
+        c->head = objs[i];
+        c->room--;
+    }
+    if (i == n) return;
+    pool_lock(p);
+    if (c) tcache_account(p, -(long)(n - i));
+    for (; i < n; i++) {
+        if (unlikely(!objs[i]))
+            error_report(PK_FATAL, "null pointer", p->name, NULL, "NULL given to pool '%s'",
+                         pool_name(p));
+        track_takeback(p, objs[i]);
+        if (p->debug) central_debug_check_free(p, objs[i]);
+        central_give(p, objs[i]);
+        p->frees++;
+    }
+    central_release(p, false);
+    pool_unlock(p);
+}
+
+/* ---- Whole-pool calls. ---- */
+
+size_t pk_pool_reserve(pk_pool *p, size_t n) {
+    pool_lock(p);
+    size_t ready = central_reserve(p, n);
+    pool_unlock(p);
+    return ready;
+}
+
+size_t pk_pool_trim(pk_pool *p) {
+    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
+    pool_lock(p);
+    size_t before = p->bytes_reserved;
+    if (c && c->head) {
+        tcache_account(p, -(long)(p->tc_cap - (size_t)c->room));
+        central_give_chain(p, c->head);
+        c->head = NULL;
+        c->room = (intptr_t)p->tc_cap;
+    }
+    central_depot_drain(p);
+    p->keep_free = 0;
+    central_release(p, true);
+    size_t bytes = before - p->bytes_reserved;
+    pool_unlock(p);
+    return bytes;
+}
+
+void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
+    tcache_registry_lock();
+    pool_lock(p);
+    size_t cached = tcache_cached(p);
+    memset(out, 0, sizeof *out);
+    out->name = p->name;
+    out->size = p->size;
+    out->align = p->align;
+    out->live = p->out - p->depot_count * p->batch - cached;
+    out->peak_live = p->peak_out > out->live ? p->peak_out : out->live;
+    out->slabs = p->slabs_total;
+    out->bytes_reserved = p->bytes_reserved;
+    out->allocs = p->allocs;
+    out->frees = p->frees;
+    out->remote_frees = p->remote_frees;
+    out->slabs_released = p->slabs_released;
+    pool_unlock(p);
+    tcache_registry_unlock();
+}
+
+void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
+    /* Every free object goes home first, so a slot is live exactly when it
+     * was handed out and is not on its slab's free list. */
+    tcache_registry_lock();
+    pool_lock(p);
+    tcache_drain_all(p);
+    central_depot_drain(p);
+    pool_unlock(p);
+    tcache_registry_unlock();
+    for (int l = 0; l < SLAB_LISTS; l++) {
+        if (l == SLAB_EMPTY) continue;
+        for (slab *s = p->lists[l].head; s; s = s->next) {
+            uint64_t free_bits[(65536 / sizeof(uintptr_t) + 63) / 64] = {0};
+            for (char *f = s->free; f; f = (char *)link_load(p, f)) {
+                size_t i = (size_t)(f - s->objects) / p->geo.slot;
+                free_bits[i / 64] |= (uint64_t)1 << (i % 64);
+            }
+            for (uint32_t i = 0; i < s->bump; i++)
+                if (!(free_bits[i / 64] & ((uint64_t)1 << (i % 64))))
+                    fn(s->objects + (size_t)i * p->geo.slot, arg);
+        }
+    }
+}
+
+pk_pool *pk_pool_owner(const void *ptr) {
+    slab *s = slab_lookup(ptr);
+    if (!s || s->magic != SLAB_MAGIC) return NULL;
+    return slab_slot_index(s, ptr, s->pool->geo.slot) >= 0 ? s->pool : NULL;
+}

@@ -1,0 +1,136 @@
+/* Slab layout, creation and release, and the address map.
+ *
+ * The address map is a two-level radix table over 64 KiB granules of the
+ * 48-bit user address space: 65536 first-level entries (bits 32..47), each a
+ * lazily mapped leaf of 65536 slab pointers (bits 16..31). Writers hold
+ * map_lock; readers use atomic loads, so a lookup of any pointer is safe
+ * without a lock and never touches the pointer's memory. Leaves are never
+ * freed: they cost 512 KiB of address space each and only touched pages of
+ * physical memory. */
+#include "slab.h"
+#include "track.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#define L1_BITS 16
+#define L2_BITS 16
+#define ADDRESS_BITS (GRANULE_SHIFT + L2_BITS + L1_BITS) /* 48 */
+
+static slab **map_l1[1u << L1_BITS];
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool map_set(uintptr_t start, uintptr_t end, slab *value) {
+    bool ok = true;
+    pthread_mutex_lock(&map_lock);
+    for (uintptr_t g = start >> GRANULE_SHIFT; g <= (end - 1) >> GRANULE_SHIFT; g++) {
+        size_t i1 = (size_t)(g >> L2_BITS), i2 = (size_t)(g & ((1u << L2_BITS) - 1));
+        slab **leaf = __atomic_load_n(&map_l1[i1], __ATOMIC_ACQUIRE);
+        if (!leaf) {
+            if (!value) continue;
+            leaf = os_map(sizeof(slab *) << L2_BITS, 0);
+            if (!leaf) {
+                ok = false;
+                break;
+            }
+            __atomic_store_n(&map_l1[i1], leaf, __ATOMIC_RELEASE);
+        }
+        __atomic_store_n(&leaf[i2], value, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&map_lock);
+    return ok;
+}
+
+slab *slab_lookup(const void *ptr) {
+    uintptr_t a = (uintptr_t)ptr;
+    if (a >> ADDRESS_BITS) return NULL;
+    uintptr_t g = a >> GRANULE_SHIFT;
+    slab **leaf = __atomic_load_n(&map_l1[g >> L2_BITS], __ATOMIC_ACQUIRE);
+    if (!leaf) return NULL;
+    return __atomic_load_n(&leaf[g & ((1u << L2_BITS) - 1)], __ATOMIC_ACQUIRE);
+}
+
+bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry *g) {
+    const size_t small_slab = (size_t)1 << GRANULE_SHIFT;
+    size_t page = os_page_size();
+    size_t base = align_up(sizeof(slab), 16);
+    memset(g, 0, sizeof *g);
+    g->slot = slot;
+    g->align = align;
+    g->debug_bits = debug_bits;
+    if (slot > ((size_t)1 << 46)) return false;
+
+    if (slot <= small_slab) {
+        /* At least 16 slots per slab so the tail and header waste stay small. */
+        size_t want = base + 16 * slot + (debug_bits ? 16 * slot / 8 + 64 : 0);
+        size_t span = small_slab;
+        while (span < want) span <<= 1;
+        size_t cap = span / slot, header;
+        for (;; cap--) {
+            size_t bits = debug_bits ? align_up((cap + 63) / 64 * 8, 8) : 0;
+            header = align_up(base + bits, align < 16 ? 16 : align);
+            if (header + cap * slot <= span) break;
+        }
+        g->slab_align = g->span = span;
+        g->header = header;
+        g->capacity = (uint32_t)cap;
+        return cap > 0;
+    }
+    /* One slot per slab: map just a page past it; align the mapping to the
+     * next power of two so masking still finds the header. */
+    size_t header = align_up(base + (debug_bits ? 8 : 0), align < 16 ? 16 : align);
+    size_t span = align_up(header + slot, page);
+    size_t slab_align = small_slab;
+    while (slab_align < span) slab_align <<= 1;
+    g->slab_align = slab_align;
+    g->span = span;
+    g->header = header;
+    g->capacity = 1;
+    return true;
+}
+
+slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
+    slab *s = os_map(g->span, g->slab_align);
+    if (!s) return NULL;
+    if (!map_set((uintptr_t)s, (uintptr_t)s + g->span, s)) {
+        map_set((uintptr_t)s, (uintptr_t)s + g->span, NULL);
+        os_unmap(s, g->span);
+        errno = ENOMEM;
+        return NULL;
+    }
+    s->magic = SLAB_MAGIC;
+    s->pool = pool;
+    s->objects = (char *)s + g->header;
+    s->span = g->span;
+    s->capacity = g->capacity;
+    s->list = SLAB_LISTS;
+    if (g->debug_bits) s->live_bits = (uint64_t *)((char *)s + align_up(sizeof(slab), 16));
+    return s;
+}
+
+void slab_destroy(slab *s) {
+    size_t span = s->span;
+    track_open(s, span); /* the shadow of unmapped memory must not stay poisoned */
+    map_set((uintptr_t)s, (uintptr_t)s + span, NULL);
+    s->magic = 0;
+    os_unmap(s, span);
+}
+
+void slab_list_push(slab_list *l, slab *s, slab_list_id id) {
+    s->prev = NULL;
+    s->next = l->head;
+    if (l->head) l->head->prev = s;
+    l->head = s;
+    l->count++;
+    s->list = id;
+}
+
+void slab_list_remove(slab_list *l, slab *s) {
+    if (s->prev) s->prev->next = s->next;
+    else l->head = s->next;
+    if (s->next) s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+    l->count--;
+    s->list = SLAB_LISTS;
+}

@@ -1,0 +1,85 @@
+/* Slabs: one aligned mapping that holds a header and equal-sized slots.
+ *
+ * Invariants:
+ * - A slab's mapping starts at an address aligned to its pool's slab_align,
+ *   and every slot lies inside the first slab_align bytes, so the slab of an
+ *   object is ptr & ~(slab_align - 1) (slab_of).
+ * - Slots [0, bump) have been handed out at least once (and constructed, if
+ *   the pool has a construct hook); slots [bump, capacity) were never touched.
+ * - used counts slots outside the slab: with a thread cache, in the depot or
+ *   with the user. A slab with used == 0 holds nothing anyone can reach.
+ * - The address map records which 64 KiB granules belong to which slab, so
+ *   any pointer at all can be looked up without touching its memory
+ *   (pk_pool_owner, foreign-pointer checks).
+ */
+#ifndef POOLKIT_SLAB_H
+#define POOLKIT_SLAB_H
+
+#include "internal.h"
+
+#define SLAB_MAGIC 0x626c5330706b6b70ull /* "pkk0Slb" */
+#define GRANULE_SHIFT 16                 /* the address map's unit: 64 KiB */
+
+struct pk_pool;
+
+typedef enum { SLAB_PARTIAL, SLAB_FULL, SLAB_EMPTY, SLAB_LISTS } slab_list_id;
+
+typedef struct slab {
+    uint64_t magic;
+    struct pk_pool *pool;
+    struct slab *prev, *next; /* in the pool's list named by `list` */
+    char *objects;            /* slot 0 */
+    size_t span;              /* bytes mapped from the start of the slab */
+    uint32_t capacity;        /* slots in this slab */
+    uint32_t used;            /* slots outside the slab */
+    uint32_t bump;            /* slots ever handed out */
+    uint32_t list;            /* slab_list_id */
+    void *free;               /* freed slots, linked through the pool's link word */
+    uint64_t *live_bits;      /* debug pools: one bit per slot, set while handed out */
+} slab;
+
+typedef struct slab_list {
+    slab *head;
+    size_t count;
+} slab_list;
+
+/* Geometry shared by all slabs of one pool. */
+typedef struct slab_geometry {
+    size_t slot;       /* bytes per slot */
+    size_t align;      /* object alignment */
+    size_t slab_align; /* power of two; the mask that finds a slab */
+    size_t span;       /* bytes mapped per slab (<= slab_align) */
+    size_t header;     /* bytes before slot 0 */
+    uint32_t capacity; /* slots per slab */
+    bool debug_bits;   /* keep live_bits */
+} slab_geometry;
+
+/* Chooses the slab layout for slots of `slot` bytes aligned to `align`.
+ * Small slots share a slab of at least 64 KiB; a slot over 64 KiB gets a slab
+ * of its own sized to a page past the object. False if it cannot fit. */
+bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry *g);
+
+/* Maps a new empty slab and records it in the address map. NULL + ENOMEM. */
+slab *slab_create(struct pk_pool *pool, const slab_geometry *g);
+/* Removes the slab from the address map and unmaps it. */
+void slab_destroy(slab *s);
+
+static inline slab *slab_of(const void *ptr, size_t slab_align) {
+    return (slab *)((uintptr_t)ptr & ~(uintptr_t)(slab_align - 1));
+}
+
+/* The slab holding ptr's granule, or NULL; never touches ptr's memory. */
+slab *slab_lookup(const void *ptr);
+
+/* Index of the slot that starts at ptr, or -1 if ptr is not a slot start. */
+static inline long slab_slot_index(const slab *s, const void *ptr, size_t slot) {
+    uintptr_t off = (uintptr_t)ptr - (uintptr_t)s->objects;
+    if ((uintptr_t)ptr < (uintptr_t)s->objects || off >= (uintptr_t)s->capacity * slot) return -1;
+    if (off % slot) return -1;
+    return (long)(off / slot);
+}
+
+void slab_list_push(slab_list *l, slab *s, slab_list_id id);
+void slab_list_remove(slab_list *l, slab *s);
+
+#endif
