@@ -83,11 +83,14 @@ void central_debug_check_free(pk_pool *p, void *obj) {
     track_close(obj, p->size + p->redzone);
 }
 
-static slab *slab_for_take(pk_pool *p) {
+/* A slab to take from; a new one only when allowed (a refill that already
+ * has something stops at what is ready, so pk_pool_reserve's promise holds). */
+static slab *slab_for_take(pk_pool *p, bool may_map) {
     slab *s = p->lists[SLAB_PARTIAL].head;
     if (s) return s;
     s = p->lists[SLAB_EMPTY].head;
     if (!s) {
+        if (!may_map) return NULL;
         s = slab_create(p, &p->geo);
         if (!s) return NULL;
         track_close(s->objects, (size_t)s->capacity * p->geo.slot);
@@ -99,17 +102,16 @@ static slab *slab_for_take(pk_pool *p) {
     return s;
 }
 
-size_t central_take(pk_pool *p, size_t n, void **list) {
+size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
+    size_t from_depot = 0, got = 0;
     if (!*list && n >= p->batch && p->depot_count) {
         *list = p->depot[--p->depot_count];
-        p->allocs += p->batch;
-        return p->batch;
+        from_depot = p->batch;
     }
-    size_t got = 0;
-    while (got < n) {
-        slab *s = slab_for_take(p);
+    while (from_depot + got < n) {
+        slab *s = slab_for_take(p, all || from_depot + got == 0);
         if (!s) break;
-        while (got < n && s->used < s->capacity) {
+        while (from_depot + got < n && s->used < s->capacity) {
             char *obj = s->free;
             bool reused = obj != NULL;
             if (reused) {
@@ -133,11 +135,19 @@ size_t central_take(pk_pool *p, size_t n, void **list) {
     }
     p->slab_free -= got;
     p->out += got;
-    p->allocs += got;
+    p->allocs += from_depot + got;
     size_t outside = p->out - p->depot_count * p->batch;
     if (outside > p->peak_out) p->peak_out = outside;
-    if (!got) errno = ENOMEM;
-    return got;
+    if (!from_depot && !got) errno = ENOMEM;
+    return from_depot + got;
+}
+
+void central_check_free(pk_pool *p, void *obj) {
+    if (likely(slab_owner(obj) == p)) return;
+    slab *s = slab_lookup(obj);
+    const char *why = !s ? "not a poolkit object" : "not the start of one of its objects";
+    error_report(PK_FATAL, "foreign pointer", p->name, obj, "%p given to pool '%s' is %s", obj,
+                 pool_name(p), why);
 }
 
 /* A pointer coming home must be a slot of one of this pool's slabs:

@@ -145,7 +145,7 @@ static void *direct_alloc(pk_pool *p) {
     void *obj = NULL;
     pool_lock(p);
     if (p->limit && p->out >= p->limit) errno = ENOMEM;
-    else central_take(p, 1, &obj);
+    else central_take(p, 1, &obj, false);
     pool_unlock(p);
     if (!obj) return NULL;
     track_handout(p, obj);
@@ -181,17 +181,19 @@ static char *checked_next(pk_pool *p, void *obj) {
 void *pk__pool_alloc_slow(pk_pool *p) {
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     if (!c) return direct_alloc(p);
-    if (!c->head) {
+    char *obj = tc_head(c);
+    intptr_t room = tc_room(c);
+    if (!obj) {
+        void *list = NULL;
         pool_lock(p);
-        size_t got = central_take(p, p->batch, &c->head);
+        size_t got = central_take(p, p->batch, &list, false);
         tcache_account(p, (long)got);
         pool_unlock(p);
         if (!got) return NULL;
-        c->room -= (intptr_t)got;
+        obj = list;
+        room -= (intptr_t)got;
     }
-    char *obj = c->head;
-    c->head = checked_next(p, obj);
-    c->room++;
+    tc_set(c, checked_next(p, obj), room + 1);
     track_handout(p, obj);
     if (p->zero) memset(obj, 0, p->size);
     return obj;
@@ -200,10 +202,9 @@ void *pk__pool_alloc_slow(pk_pool *p) {
 /* Moves `batch` objects from the top of a full cache to the depot (or the
  * slabs). */
 static void flush(pk_pool *p, tc_slot *c) {
-    char *chain = c->head, *last = chain;
+    char *chain = tc_head(c), *last = chain;
     for (size_t i = 1; i < p->batch; i++) last = checked_next(p, last);
-    c->head = checked_next(p, last);
-    c->room += (intptr_t)p->batch;
+    tc_set(c, checked_next(p, last), tc_room(c) + (intptr_t)p->batch);
     link_store(p, last, 0);
     pool_lock(p);
     tcache_account(p, -(long)p->batch);
@@ -217,11 +218,14 @@ void pool_free_generic(pk_pool *p, void *obj) {
         direct_free(p, obj);
         return;
     }
+    central_check_free(p, obj);
+    if (unlikely(obj == tc_head(c)))
+        error_report(PK_FATAL, "double free", p->name, obj, "object %p of pool '%s' was freed twice",
+                     obj, pool_name(p));
     track_takeback(p, obj);
-    if (c->room <= 0) flush(p, c);
-    link_store(p, obj, (uintptr_t)c->head);
-    c->head = obj;
-    c->room--;
+    if (tc_room(c) <= 0) flush(p, c);
+    link_store(p, obj, (uintptr_t)tc_head(c));
+    tc_set(c, obj, tc_room(c) - 1);
 }
 
 void pk__pool_free_slow(pk_pool *p, void *obj) {
@@ -234,21 +238,20 @@ void pk__pool_free_slow(pk_pool *p, void *obj) {
 size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
     size_t i = 0;
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
-    for (; c && i < n && c->head; i++) {
-        objs[i] = c->head;
-        c->head = checked_next(p, objs[i]);
-        c->room++;
+    for (; c && i < n && tc_head(c); i++) {
+        objs[i] = tc_head(c);
+        tc_set(c, checked_next(p, objs[i]), tc_room(c) + 1);
     }
     if (i < n) {
         pool_lock(p);
-        size_t want = n - i;
+        size_t need = n - i, want = need;
         if (p->limit) want = p->out >= p->limit ? 0 : want < p->limit - p->out ? want : p->limit - p->out;
         void *list = NULL;
-        size_t got = want ? central_take(p, want, &list) : 0;
+        size_t got = want ? central_take(p, want, &list, true) : 0;
         if (c) tcache_account(p, (long)got);
         pool_unlock(p);
         for (char *obj = list; obj; obj = (char *)link_load(p, obj)) objs[i++] = obj;
-        if (got < n - (i - got)) errno = ENOMEM;
+        if (got < need) errno = ENOMEM;
     }
     for (size_t k = 0; k < i; k++) {
         track_handout(p, objs[k]);
@@ -260,11 +263,11 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
 void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
     size_t i = 0;
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
-    for (; c && i < n && c->room > 0 && objs[i]; i++) {
+    for (; c && i < n && tc_room(c) > 0 && objs[i]; i++) {
+        central_check_free(p, objs[i]);
         track_takeback(p, objs[i]);
-        link_store(p, objs[i], (uintptr_t)c->head);
-        c->head = objs[i];
-        c->room--;
+        link_store(p, objs[i], (uintptr_t)tc_head(c));
+        tc_set(c, objs[i], tc_room(c) - 1);
     }
     if (i == n) return;
     pool_lock(p);
@@ -295,11 +298,10 @@ size_t pk_pool_trim(pk_pool *p) {
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     pool_lock(p);
     size_t before = p->bytes_reserved;
-    if (c && c->head) {
-        tcache_account(p, -(long)(p->tc_cap - (size_t)c->room));
-        central_give_chain(p, c->head);
-        c->head = NULL;
-        c->room = (intptr_t)p->tc_cap;
+    if (c && tc_head(c)) {
+        tcache_account(p, -(long)(p->tc_cap - (size_t)tc_room(c)));
+        central_give_chain(p, tc_head(c));
+        tc_set(c, NULL, (intptr_t)p->tc_cap);
     }
     central_depot_drain(p);
     p->keep_free = 0;
@@ -353,8 +355,4 @@ void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
     }
 }
 
-pk_pool *pk_pool_owner(const void *ptr) {
-    slab *s = slab_lookup(ptr);
-    if (!s || s->magic != SLAB_MAGIC) return NULL;
-    return slab_slot_index(s, ptr, s->pool->geo.slot) >= 0 ? s->pool : NULL;
-}
+pk_pool *pk_pool_owner(const void *ptr) { return slab_owner(ptr); }

@@ -27,6 +27,16 @@ typedef struct tc_slot {
     intptr_t room;
 } tc_slot;
 
+/* The library reads and writes caches with relaxed atomics: plain moves on
+ * the machine, but visible as such to ThreadSanitizer, since stats read
+ * other threads' caches. */
+static inline void *tc_head(const tc_slot *c) { return __atomic_load_n(&c->head, __ATOMIC_RELAXED); }
+static inline intptr_t tc_room(const tc_slot *c) { return __atomic_load_n(&c->room, __ATOMIC_RELAXED); }
+static inline void tc_set(tc_slot *c, void *head, intptr_t room) {
+    __atomic_store_n(&c->head, head, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->room, room, __ATOMIC_RELAXED);
+}
+
 struct pk_pool {
     intptr_t tc_off; /* must stay first: read by the inline fast paths */
 
@@ -103,8 +113,10 @@ static inline void track_takeback(const pk_pool *p, void *obj) {
 /* ---- central.c: the pool's slabs and depot; caller holds the lock. ---- */
 
 /* Takes up to n objects from the depot or slabs and pushes them onto the
- * list *list. Returns how many (0 with errno ENOMEM). */
-size_t central_take(pk_pool *p, size_t n, void **list);
+ * list *list. With `all`, maps slabs until n are taken; otherwise, once it
+ * has some, it stops at what is ready. Returns how many (0 with errno
+ * ENOMEM). */
+size_t central_take(pk_pool *p, size_t n, void **list, bool all);
 /* Returns every object of a NULL-terminated list to its slab. */
 void central_give_chain(pk_pool *p, void *list);
 /* Returns one object to its slab. */
@@ -120,6 +132,9 @@ size_t central_release(pk_pool *p, bool all);
 size_t central_reserve(pk_pool *p, size_t n);
 /* Destructs constructed objects and unmaps every slab (pool destroy). */
 void central_free_all(pk_pool *p);
+/* A pointer given to free must start a slot of this pool; reports it
+ * otherwise. Needs no lock and reads no slab. */
+void central_check_free(pk_pool *p, void *obj);
 /* Debug pools: the whole check of a pointer given to free. */
 void central_debug_check_free(pk_pool *p, void *obj);
 

@@ -2,11 +2,14 @@
  *
  * The address map is a two-level radix table over 64 KiB granules of the
  * 48-bit user address space: 65536 first-level entries (bits 32..47), each a
- * lazily mapped leaf of 65536 slab pointers (bits 16..31). Writers hold
- * map_lock; readers use atomic loads, so a lookup of any pointer is safe
- * without a lock and never touches the pointer's memory. Leaves are never
- * freed: they cost 512 KiB of address space each and only touched pages of
- * physical memory. */
+ * lazily mapped leaf of 65536 entries (bits 16..31). An entry names the slab
+ * and copies what pk_pool_owner needs (pool, first slot, slot size, slot
+ * count), so answering for any pointer never reads the slab, which another
+ * thread may be unmapping at that moment. Writers hold map_lock; readers use
+ * atomic loads and may see a slab half-recorded while it comes or goes,
+ * which can give a wrong answer for a pointer into that slab but never a
+ * crash. Leaves are never freed: they cost 2 MiB of address space each and
+ * only touched pages of physical memory. */
 #include "slab.h"
 #include "track.h"
 
@@ -18,37 +21,68 @@
 #define L2_BITS 16
 #define ADDRESS_BITS (GRANULE_SHIFT + L2_BITS + L1_BITS) /* 48 */
 
-static slab **map_l1[1u << L1_BITS];
+typedef struct map_entry {
+    slab *slab;
+    struct pk_pool *pool;
+    char *objects;
+    uint32_t slot, capacity;
+} map_entry;
+
+static map_entry *map_l1[1u << L1_BITS];
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static bool map_set(uintptr_t start, uintptr_t end, slab *value) {
+static void entry_store(map_entry *e, const map_entry *v) {
+    __atomic_store_n(&e->pool, v->pool, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->objects, v->objects, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->slot, v->slot, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->capacity, v->capacity, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->slab, v->slab, __ATOMIC_RELEASE);
+}
+
+static bool map_set(uintptr_t start, uintptr_t end, const map_entry *value) {
     bool ok = true;
     pthread_mutex_lock(&map_lock);
     for (uintptr_t g = start >> GRANULE_SHIFT; g <= (end - 1) >> GRANULE_SHIFT; g++) {
         size_t i1 = (size_t)(g >> L2_BITS), i2 = (size_t)(g & ((1u << L2_BITS) - 1));
-        slab **leaf = __atomic_load_n(&map_l1[i1], __ATOMIC_ACQUIRE);
+        map_entry *leaf = __atomic_load_n(&map_l1[i1], __ATOMIC_ACQUIRE);
         if (!leaf) {
-            if (!value) continue;
-            leaf = os_map(sizeof(slab *) << L2_BITS, 0);
+            if (!value->slab) continue;
+            leaf = os_map(sizeof(map_entry) << L2_BITS, 0);
             if (!leaf) {
                 ok = false;
                 break;
             }
             __atomic_store_n(&map_l1[i1], leaf, __ATOMIC_RELEASE);
         }
-        __atomic_store_n(&leaf[i2], value, __ATOMIC_RELEASE);
+        entry_store(&leaf[i2], value);
     }
     pthread_mutex_unlock(&map_lock);
     return ok;
 }
 
-slab *slab_lookup(const void *ptr) {
+static map_entry *map_find(const void *ptr) {
     uintptr_t a = (uintptr_t)ptr;
     if (a >> ADDRESS_BITS) return NULL;
     uintptr_t g = a >> GRANULE_SHIFT;
-    slab **leaf = __atomic_load_n(&map_l1[g >> L2_BITS], __ATOMIC_ACQUIRE);
-    if (!leaf) return NULL;
-    return __atomic_load_n(&leaf[g & ((1u << L2_BITS) - 1)], __ATOMIC_ACQUIRE);
+    map_entry *leaf = __atomic_load_n(&map_l1[g >> L2_BITS], __ATOMIC_ACQUIRE);
+    return leaf ? &leaf[g & ((1u << L2_BITS) - 1)] : NULL;
+}
+
+slab *slab_lookup(const void *ptr) {
+    map_entry *e = map_find(ptr);
+    return e ? __atomic_load_n(&e->slab, __ATOMIC_ACQUIRE) : NULL;
+}
+
+struct pk_pool *slab_owner(const void *ptr) {
+    map_entry *e = map_find(ptr);
+    if (!e || !__atomic_load_n(&e->slab, __ATOMIC_ACQUIRE)) return NULL;
+    struct pk_pool *pool = __atomic_load_n(&e->pool, __ATOMIC_RELAXED);
+    uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
+    uintptr_t slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
+    uintptr_t count = __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
+    uintptr_t a = (uintptr_t)ptr;
+    if (!slot || a < first || a - first >= slot * count || (a - first) % slot) return NULL;
+    return pool;
 }
 
 bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry *g) {
@@ -90,15 +124,11 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry
     return true;
 }
 
+static const map_entry no_entry;
+
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     slab *s = os_map(g->span, g->slab_align);
     if (!s) return NULL;
-    if (!map_set((uintptr_t)s, (uintptr_t)s + g->span, s)) {
-        map_set((uintptr_t)s, (uintptr_t)s + g->span, NULL);
-        os_unmap(s, g->span);
-        errno = ENOMEM;
-        return NULL;
-    }
     s->magic = SLAB_MAGIC;
     s->pool = pool;
     s->objects = (char *)s + g->header;
@@ -106,13 +136,21 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     s->capacity = g->capacity;
     s->list = SLAB_LISTS;
     if (g->debug_bits) s->live_bits = (uint64_t *)((char *)s + align_up(sizeof(slab), 16));
+    map_entry e = {s, pool, s->objects, (uint32_t)g->slot, g->capacity};
+    if (g->slot > UINT32_MAX) e.slot = 0; /* owner lookups then answer NULL */
+    if (!map_set((uintptr_t)s, (uintptr_t)s + g->span, &e)) {
+        map_set((uintptr_t)s, (uintptr_t)s + g->span, &no_entry);
+        os_unmap(s, g->span);
+        errno = ENOMEM;
+        return NULL;
+    }
     return s;
 }
 
 void slab_destroy(slab *s) {
     size_t span = s->span;
     track_open(s, span); /* the shadow of unmapped memory must not stay poisoned */
-    map_set((uintptr_t)s, (uintptr_t)s + span, NULL);
+    map_set((uintptr_t)s, (uintptr_t)s + span, &no_entry);
     s->magic = 0;
     os_unmap(s, span);
 }

@@ -70,6 +70,9 @@ static inline slab *slab_of(const void *ptr, size_t slab_align) {
 
 /* The slab holding ptr's granule, or NULL; never touches ptr's memory. */
 slab *slab_lookup(const void *ptr);
+/* The pool with an object slot starting at ptr, or NULL; reads neither ptr's
+ * memory nor the slab's, so it is safe while slabs come and go. */
+struct pk_pool *slab_owner(const void *ptr);
 
 /* Index of the slot that starts at ptr, or -1 if ptr is not a slot start. */
 static inline long slab_slot_index(const slab *s, const void *ptr, size_t slot) {

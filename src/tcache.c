@@ -23,6 +23,7 @@
 #include "pool_internal.h"
 
 #include <pthread.h>
+#include <string.h>
 
 #define TC_SLOTS 128
 
@@ -39,7 +40,7 @@ static __thread thread_rec *self __attribute__((tls_model("initial-exec")));
 static __thread int state __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
-static thread_rec *threads;
+static thread_rec *threads, *spare_recs;
 static pk_pool *slot_pool[TC_SLOTS];
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
@@ -62,9 +63,12 @@ void tcache_registry_unlock(void) { pthread_mutex_unlock(&registry); }
 intptr_t tcache_off(unsigned slot) { return (char *)&tc[slot] - thread_pointer(); }
 intptr_t tcache_null_off(void) { return tcache_off(0); }
 
+static void rec_stock(void);
+
 bool tcache_attach(pk_pool *p) {
     bool ok = false;
     pthread_mutex_lock(&registry);
+    rec_stock(); /* so the next thread to use a pool need not map a page */
     for (unsigned s = 1; s < TC_SLOTS; s++) {
         if (!slot_pool[s]) {
             slot_pool[s] = p;
@@ -80,8 +84,7 @@ bool tcache_attach(pk_pool *p) {
 /* Caller holds the registry lock. */
 static void forget_slot(unsigned slot) {
     for (thread_rec *t = threads; t; t = t->next) {
-        __atomic_store_n(&t->caches[slot].head, NULL, __ATOMIC_RELAXED);
-        __atomic_store_n(&t->caches[slot].room, 0, __ATOMIC_RELAXED);
+        tc_set(&t->caches[slot], NULL, 0);
         t->balance[slot] = 0;
     }
 }
@@ -99,30 +102,60 @@ static void thread_exit(void *arg) {
     pthread_mutex_lock(&registry);
     for (unsigned s = 1; s < TC_SLOTS; s++) {
         pk_pool *p = slot_pool[s];
-        tc_slot c = tc[s];
-        tc[s] = (tc_slot){NULL, 0};
-        if (!p || !c.head) continue;
+        void *head = tc_head(&tc[s]);
+        intptr_t room = tc_room(&tc[s]);
+        tc_set(&tc[s], NULL, 0);
+        if (!p || !head) continue;
         pool_lock(p);
-        tcache_account(p, -(long)(p->tc_cap - (size_t)c.room));
-        central_give_chain(p, c.head);
+        tcache_account(p, -(long)(p->tc_cap - (size_t)room));
+        central_give_chain(p, head);
         pool_unlock(p);
     }
     if (rec->prev) rec->prev->next = rec->next;
     else threads = rec->next;
     if (rec->next) rec->next->prev = rec->prev;
+    rec->next = spare_recs;
+    spare_recs = rec;
     pthread_mutex_unlock(&registry);
     self = NULL;
-    os_unmap(rec, align_up(sizeof *rec, os_page_size()));
+}
+
+/* Thread records come from pages carved into several and are recycled when
+ * threads exit, so a new thread's first call seldom asks the system for a
+ * page (pk_pool_reserve's promise). Caller holds the registry lock. */
+static void rec_stock(void) {
+    if (spare_recs) return;
+    size_t page = os_page_size(), bytes = align_up(sizeof(thread_rec), 64);
+    size_t span = align_up(bytes * 4, page);
+    char *mem = os_map(span, 0);
+    if (!mem) return;
+    for (size_t off = 0; off + bytes <= span; off += bytes) {
+        thread_rec *r = (thread_rec *)(mem + off);
+        r->next = spare_recs;
+        spare_recs = r;
+    }
+}
+
+static thread_rec *rec_get(void) {
+    rec_stock();
+    if (!spare_recs) return NULL;
+    thread_rec *r = spare_recs;
+    spare_recs = r->next;
+    memset(r, 0, sizeof *r);
+    return r;
 }
 
 static void make_exit_key(void) { pthread_key_create(&exit_key, thread_exit); }
 
 static bool thread_register(void) {
     pthread_once(&exit_key_once, make_exit_key);
-    thread_rec *rec = os_map(align_up(sizeof *rec, os_page_size()), 0);
-    if (!rec) return false;
-    rec->caches = tc;
     pthread_mutex_lock(&registry);
+    thread_rec *rec = rec_get();
+    if (!rec) {
+        pthread_mutex_unlock(&registry);
+        return false;
+    }
+    rec->caches = tc;
     rec->next = threads;
     if (threads) threads->prev = rec;
     threads = rec;
@@ -137,11 +170,14 @@ tc_slot *tcache_slot(pk_pool *p) {
     if (unlikely(state != THREAD_LIVE) && (state == THREAD_EXITING || !thread_register()))
         return NULL;
     tc_slot *c = &tc[p->slot];
-    if (!c->head && c->room == 0) c->room = (intptr_t)p->tc_cap;
+    if (!tc_head(c) && tc_room(c) == 0) tc_set(c, NULL, (intptr_t)p->tc_cap);
     return c;
 }
 
-void tcache_undo_take(pk_pool *p) { tc[p->fast_slot].room++; }
+void tcache_undo_take(pk_pool *p) {
+    tc_slot *c = &tc[p->fast_slot];
+    tc_set(c, tc_head(c), tc_room(c) + 1);
+}
 
 void tcache_account(pk_pool *p, long n) {
     if (!self || n == 0) return;
@@ -158,8 +194,7 @@ size_t tcache_cached(pk_pool *p) {
     if (!p->slot) return 0;
     for (thread_rec *t = threads; t; t = t->next) {
         tc_slot *c = &t->caches[p->slot];
-        if (__atomic_load_n(&c->head, __ATOMIC_RELAXED))
-            n += p->tc_cap - (size_t)__atomic_load_n(&c->room, __ATOMIC_RELAXED);
+        if (tc_head(c)) n += p->tc_cap - (size_t)tc_room(c);
     }
     return n;
 }
@@ -168,9 +203,8 @@ void tcache_drain_all(pk_pool *p) {
     if (!p->slot) return;
     for (thread_rec *t = threads; t; t = t->next) {
         tc_slot *c = &t->caches[p->slot];
-        void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
-        __atomic_store_n(&c->head, NULL, __ATOMIC_RELAXED);
-        __atomic_store_n(&c->room, 0, __ATOMIC_RELAXED);
+        void *head = tc_head(c);
+        tc_set(c, NULL, 0);
         if (head) central_give_chain(p, head);
     }
 }

@@ -1,0 +1,748 @@
+/* Pools across threads: cross-thread frees, threads that exit with cached
+ * objects, destroy from another thread, concurrent calls. Every test ends
+ * with the pool quiescent and checks that nothing is lost: stats.live == 0
+ * and a trim gives the memory back.
+ *
+ * Heavy tests carry "Stress" in their names; POOLKIT_TEST_SCALE scales them
+ * down for sanitizer and valgrind runs (see support.h). */
+#include "support.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <set>
+#include <thread>
+
+using namespace pktest;
+
+namespace {
+
+/* Single-producer single-consumer ring of pointers. */
+class Ring {
+  public:
+    explicit Ring(size_t capacity) : slots_(capacity) {}
+
+    bool push(void *p) {
+        size_t t = tail_.load(std::memory_order_relaxed);
+        if (t - head_.load(std::memory_order_acquire) == slots_.size()) return false;
+        slots_[t % slots_.size()] = p;
+        tail_.store(t + 1, std::memory_order_release);
+        return true;
+    }
+    bool pop(void *&p) {
+        size_t h = head_.load(std::memory_order_relaxed);
+        if (h == tail_.load(std::memory_order_acquire)) return false;
+        p = slots_[h % slots_.size()];
+        head_.store(h + 1, std::memory_order_release);
+        return true;
+    }
+    size_t capacity() const { return slots_.size(); }
+
+  private:
+    std::vector<void *> slots_;
+    alignas(64) std::atomic<size_t> head_{0};
+    alignas(64) std::atomic<size_t> tail_{0};
+};
+
+/* A mailbox where any thread drops objects and any other takes them. */
+class Mailbox {
+  public:
+    void put(void *p, uint64_t key) {
+        std::lock_guard<std::mutex> g(m_);
+        items_.emplace_back(p, key);
+    }
+    bool take(void *&p, uint64_t &key) {
+        std::lock_guard<std::mutex> g(m_);
+        if (items_.empty()) return false;
+        p = items_.front().first;
+        key = items_.front().second;
+        items_.pop_front();
+        return true;
+    }
+    std::vector<std::pair<void *, uint64_t>> drain() {
+        std::lock_guard<std::mutex> g(m_);
+        std::vector<std::pair<void *, uint64_t>> v(items_.begin(), items_.end());
+        items_.clear();
+        return v;
+    }
+
+  private:
+    std::mutex m_;
+    std::deque<std::pair<void *, uint64_t>> items_;
+};
+
+/* Waits until a flag is raised; raising it wakes every waiter. */
+class Gate {
+  public:
+    void open() {
+        std::lock_guard<std::mutex> g(m_);
+        open_ = true;
+        cv_.notify_all();
+    }
+    void wait() {
+        std::unique_lock<std::mutex> g(m_);
+        cv_.wait(g, [this] { return open_; });
+    }
+
+  private:
+    std::mutex m_;
+    std::condition_variable cv_;
+    bool open_ = false;
+};
+
+/* Cheap per-object check for small objects: the key in the first and last
+ * words (or bytes). */
+void stamp(void *obj, size_t size, uint64_t key) {
+    if (size >= 16) {
+        std::memcpy(obj, &key, 8);
+        std::memcpy(static_cast<char *>(obj) + size - 8, &key, 8);
+    } else {
+        fill_pattern(obj, size, key);
+    }
+}
+bool stamped(const void *obj, size_t size, uint64_t key) {
+    if (size >= 16) {
+        uint64_t a, b;
+        std::memcpy(&a, obj, 8);
+        std::memcpy(&b, static_cast<const char *>(obj) + size - 8, 8);
+        return a == key && b == key;
+    }
+    return check_pattern(obj, size, key) == size;
+}
+
+void expect_empty_after_trim(pk_pool *p, const char *what) {
+    pk_pool_stats s = stats_of(p);
+    EXPECT_EQ(s.live, 0u) << what;
+    pk_pool_trim(p);
+    s = stats_of(p);
+    EXPECT_EQ(s.live, 0u) << what;
+    EXPECT_LE(s.slabs, 1u) << what << ": slabs left after every thread is gone and the pool is trimmed";
+}
+
+}  // namespace
+
+/* ======================================================================
+ * Producer / consumer
+ * ==================================================================== */
+
+TEST(PoolThreads, ProducerConsumerStress) {
+    const size_t size = 32;
+    const size_t n = scaled(2000000, 5000);
+    PoolPtr p = make_pool(size, 0, 0, "pc");
+    Ring ring(1024);
+    std::atomic<size_t> bad{0};
+    std::thread producer([&] {
+        for (size_t i = 0; i < n; i++) {
+            void *o = pk_pool_alloc(p.get());
+            if (!o) {
+                bad++;
+                continue;
+            }
+            stamp(o, size, i);
+            while (!ring.push(o)) std::this_thread::yield();
+        }
+    });
+    std::thread consumer([&] {
+        size_t expect = 0;
+        while (expect < n - bad.load()) {
+            void *o;
+            if (!ring.pop(o)) {
+                std::this_thread::yield();
+                continue;
+            }
+            if (!stamped(o, size, expect)) bad++;
+            expect++;
+            pk_pool_free(p.get(), o);
+        }
+    });
+    producer.join();
+    consumer.join();
+    EXPECT_EQ(bad.load(), 0u);
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.live, 0u);
+    EXPECT_GT(s.remote_frees, 0u);
+    EXPECT_EQ(s.remote_frees, n) << "pool.h: remote_frees is exact for a pure producer/consumer pair";
+    EXPECT_LE(s.peak_live, 64u * 1024) << "objects in flight stay bounded (ring of " << ring.capacity() << ")";
+    EXPECT_LE(s.bytes_reserved, size_t(16) << 20) << "memory stays bounded";
+    expect_empty_after_trim(p.get(), "producer/consumer");
+}
+
+TEST(PoolThreads, ProducerConsumerWithBulkCallsStress) {
+    const size_t size = 64;
+    const size_t rounds = scaled(20000, 200);
+    const size_t k = 32;
+    PoolPtr p = make_pool(size, 0, 0, "pcbulk");
+    Ring ring(256);
+    std::atomic<size_t> bad{0};
+    std::thread producer([&] {
+        std::vector<void *> objs(k);
+        for (size_t r = 0; r < rounds; r++) {
+            if (pk_pool_alloc_bulk(p.get(), objs.data(), k) != k) bad++;
+            for (void *o : objs) {
+                stamp(o, size, reinterpret_cast<uintptr_t>(o));
+                while (!ring.push(o)) std::this_thread::yield();
+            }
+        }
+    });
+    std::thread consumer([&] {
+        std::vector<void *> objs;
+        for (size_t got = 0; got < rounds * k;) {
+            void *o;
+            if (!ring.pop(o)) {
+                std::this_thread::yield();
+                continue;
+            }
+            if (!stamped(o, size, reinterpret_cast<uintptr_t>(o))) bad++;
+            objs.push_back(o);
+            got++;
+            if (objs.size() == 50) {
+                pk_pool_free_bulk(p.get(), objs.data(), objs.size());
+                objs.clear();
+            }
+        }
+        pk_pool_free_bulk(p.get(), objs.data(), objs.size());
+    });
+    producer.join();
+    consumer.join();
+    EXPECT_EQ(bad.load(), 0u);
+    EXPECT_GT(stats_of(p.get()).remote_frees, 0u);
+    expect_empty_after_trim(p.get(), "bulk producer/consumer");
+}
+
+/* ======================================================================
+ * Many threads churning one pool, freeing each other's objects
+ * ==================================================================== */
+
+namespace {
+
+struct ChurnCase {
+    const char *label;
+    size_t size;
+    unsigned flags;
+    bool hooks;
+    size_t limit;
+};
+
+std::ostream &operator<<(std::ostream &os, const ChurnCase &c) { return os << c.label; }
+
+class PoolChurn : public ::testing::TestWithParam<ChurnCase> {};
+
+}  // namespace
+
+TEST_P(PoolChurn, ThreadsFreeEachOthersObjectsStress) {
+    const ChurnCase &c = GetParam();
+    const int threads = 4;
+    const size_t steps = scaled(c.flags & PK_POOL_DEBUG ? 150000 : 600000, 2000);
+    HookTracker tracker(c.size);
+    pk_pool_config cfg = make_config(c.size, 0, c.flags, "churn");
+    cfg.limit = c.limit;
+    if (c.hooks) tracker.install(cfg);
+    {
+        PoolPtr p = make_pool(cfg);
+        ASSERT_NE(p.get(), nullptr);
+        Mailbox mail;
+        /* hook pools keep the whole pattern (HookTracker checks it at the
+         * next hand-out); others a cheap stamp */
+        auto write = [&](void *o, uint64_t key) {
+            if (c.hooks) {
+                fill_pattern(o, c.size, key);
+                tracker.set_state(o, key);
+            } else {
+                stamp(o, c.size, key);
+            }
+        };
+        auto intact = [&](void *o, uint64_t key) {
+            return c.hooks ? check_pattern(o, c.size, key) == c.size : stamped(o, c.size, key);
+        };
+        std::atomic<size_t> bad{0}, failed_allocs{0};
+        std::atomic<size_t> held{0}, max_held{0};
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads; t++) {
+            ts.emplace_back([&, t] {
+                Rng rng(static_cast<uint64_t>(t) + 1);
+                std::vector<std::pair<void *, uint64_t>> mine;
+                uint64_t key = static_cast<uint64_t>(t) << 48;
+                for (size_t i = 0; i < steps; i++) {
+                    unsigned r = static_cast<unsigned>(rng.below(100));
+                    if (r < 45 || mine.empty()) {
+                        void *o = pk_pool_alloc(p.get());
+                        if (!o) {
+                            if (!c.limit || errno != ENOMEM) bad++;
+                            failed_allocs++;
+                            continue;
+                        }
+                        size_t h = ++held;
+                        size_t m = max_held.load();
+                        while (h > m && !max_held.compare_exchange_weak(m, h)) {
+                        }
+                        if ((c.flags & PK_POOL_ZERO) && !all_bytes(o, c.size, 0)) bad++;
+                        if (c.hooks && !tracker.check_handed_out(o).empty()) bad++;
+                        if (pk_pool_owner(o) != p.get()) bad++;
+                        key++;
+                        write(o, key);
+                        mine.emplace_back(o, key);
+                    } else if (r < 70) {
+                        /* give one away */
+                        size_t k = rng.below(mine.size());
+                        std::swap(mine[k], mine.back());
+                        mail.put(mine.back().first, mine.back().second);
+                        mine.pop_back();
+                    } else {
+                        /* free one of someone else's if there is one, else one of mine */
+                        void *o;
+                        uint64_t k;
+                        if (!mail.take(o, k)) {
+                            size_t j = rng.below(mine.size());
+                            std::swap(mine[j], mine.back());
+                            o = mine.back().first;
+                            k = mine.back().second;
+                            mine.pop_back();
+                        }
+                        if (!intact(o, k)) bad++;
+                        held--;
+                        pk_pool_free(p.get(), o);
+                    }
+                }
+                for (auto &e : mine) {
+                    if (!intact(e.first, e.second)) bad++;
+                    held--;
+                    pk_pool_free(p.get(), e.first);
+                }
+            });
+        }
+        for (auto &t : ts) t.join();
+        for (auto &e : mail.drain()) {
+            if (!intact(e.first, e.second)) bad++;
+            held--;
+            pk_pool_free(p.get(), e.first);
+        }
+        EXPECT_EQ(bad.load(), 0u) << c;
+        EXPECT_EQ(held.load(), 0u);
+        if (c.limit) {
+            EXPECT_LE(max_held.load(), c.limit) << c;
+        } else {
+            EXPECT_EQ(failed_allocs.load(), 0u) << c;
+        }
+        expect_empty_after_trim(p.get(), c.label);
+    }
+    if (c.hooks) {
+        EXPECT_EQ(tracker.constructs(), tracker.destructs()) << c;
+        EXPECT_EQ(tracker.violations(), "") << c;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, PoolChurn,
+                         ::testing::Values(ChurnCase{"Default", 48, 0, false, 0},
+                                           ChurnCase{"Tiny", 1, 0, false, 0},
+                                           ChurnCase{"Zero", 100, PK_POOL_ZERO, false, 0},
+                                           ChurnCase{"Hooks", 64, 0, true, 0},
+                                           ChurnCase{"Hardened", 32, PK_POOL_HARDENED, false, 0},
+                                           ChurnCase{"Debug", 40, PK_POOL_DEBUG, false, 0},
+                                           ChurnCase{"Limit", 24, 0, false, 200},
+                                           ChurnCase{"Large", 5000, 0, false, 0}),
+                         [](const ::testing::TestParamInfo<ChurnCase> &i) { return std::string(i.param.label); });
+
+/* ======================================================================
+ * Thread exit
+ * ==================================================================== */
+
+TEST(PoolThreads, ThreadsExitingWithCachedObjectsGiveThemBack) {
+    PoolPtr p = make_pool(64, 0, 0, "exiting");
+    const int waves = static_cast<int>(scaled(20, 3));
+    for (int w = 0; w < waves; w++) {
+        std::vector<std::thread> ts;
+        for (int t = 0; t < 8; t++)
+            ts.emplace_back([&] {
+                std::vector<void *> objs;
+                for (int i = 0; i < 3000; i++) objs.push_back(pk_pool_alloc(p.get()));
+                for (void *o : objs) pk_pool_free(p.get(), o);
+                /* and a few more, so the cache is certainly not empty at exit */
+                for (int i = 0; i < 10; i++) objs[static_cast<size_t>(i)] = pk_pool_alloc(p.get());
+                for (int i = 0; i < 10; i++) pk_pool_free(p.get(), objs[static_cast<size_t>(i)]);
+            });
+        for (auto &t : ts) t.join();
+        ASSERT_EQ(stats_of(p.get()).live, 0u) << "wave " << w;
+    }
+    expect_empty_after_trim(p.get(), "threads exited");
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.allocs, s.frees) << "every object is back in the slabs";
+}
+
+TEST(PoolThreads, ObjectsOfAnExitedThreadCanBeFreedElsewhere) {
+    PoolPtr p = make_pool(128, 0, 0, "orphans");
+    std::vector<void *> objs;
+    std::thread t([&] {
+        for (int i = 0; i < 20000; i++) {
+            void *o = pk_pool_alloc(p.get());
+            stamp(o, 128, static_cast<uint64_t>(i));
+            objs.push_back(o);
+        }
+    });
+    t.join();
+    EXPECT_EQ(stats_of(p.get()).live, objs.size());
+    for (size_t i = 0; i < objs.size(); i++) {
+        ASSERT_TRUE(stamped(objs[i], 128, i));
+        pk_pool_free(p.get(), objs[i]);
+    }
+    EXPECT_GT(stats_of(p.get()).remote_frees, 0u);
+    expect_empty_after_trim(p.get(), "orphans freed on the main thread");
+}
+
+TEST(PoolThreads, TrimMovesOnlyTheCallersCacheHomeButLosesNothing) {
+    PoolPtr p = make_pool(64, 0, 0, "trim");
+    Gate cached, done;
+    std::thread t([&] {
+        std::vector<void *> objs;
+        for (int i = 0; i < 5000; i++) objs.push_back(pk_pool_alloc(p.get()));
+        for (void *o : objs) pk_pool_free(p.get(), o);
+        cached.open();
+        done.wait(); /* keeps its cache while main trims */
+    });
+    cached.wait();
+    pk_pool_trim(p.get());
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.live, 0u) << "objects cached by another thread are not live";
+    EXPECT_LE(s.slabs, 3u) << "only what the other thread's small cache pins remains";
+    done.open();
+    t.join();
+    expect_empty_after_trim(p.get(), "after the other thread exited");
+}
+
+TEST(PoolThreads, ManyShortLivedThreadsUseOnePool) {
+    PoolPtr p = make_pool(32, 0, 0, "short");
+    const int n = static_cast<int>(scaled(400, 20));
+    std::atomic<int> bad{0};
+    for (int round = 0; round < n / 16; round++) {
+        std::vector<std::thread> ts;
+        for (int t = 0; t < 16; t++)
+            ts.emplace_back([&] {
+                void *o = pk_pool_alloc(p.get());
+                if (!o || pk_pool_owner(o) != p.get()) bad++;
+                pk_pool_free(p.get(), o);
+            });
+        for (auto &t : ts) t.join();
+    }
+    EXPECT_EQ(bad.load(), 0);
+    expect_empty_after_trim(p.get(), "short-lived threads");
+}
+
+/* ======================================================================
+ * Destroy from another thread
+ * ==================================================================== */
+
+TEST(PoolThreads, DestroyFromAThreadOtherThanTheCreator) {
+    pk_pool *raw = nullptr;
+    std::thread creator([&] {
+        pk_pool_config c = make_config(64, 0, 0, "handed");
+        raw = pk_pool_create(&c);
+        std::vector<void *> objs;
+        for (int i = 0; i < 1000; i++) objs.push_back(pk_pool_alloc(raw));
+        for (void *o : objs) pk_pool_free(raw, o);
+    });
+    creator.join();
+    ASSERT_NE(raw, nullptr);
+    std::thread destroyer([raw] { pk_pool_destroy(raw); });
+    destroyer.join();
+}
+
+TEST(PoolThreads, DestroyWhileAnotherThreadHoldsCachedObjects) {
+    /* The other thread freed all its objects (so it is not using the pool)
+     * but its cache still holds some when the pool goes away; it then uses a
+     * new pool, which may get the same cache slot. */
+    for (int round = 0; round < static_cast<int>(scaled(50, 5)); round++) {
+        PoolPtr a = make_pool(48, 0, 0, "first");
+        Gate cached, destroyed, finished;
+        pk_pool *b_raw = nullptr;
+        std::atomic<int> bad{0};
+        std::thread t([&] {
+            std::vector<void *> objs;
+            for (int i = 0; i < 300; i++) objs.push_back(pk_pool_alloc(a.get()));
+            for (void *o : objs) pk_pool_free(a.get(), o);
+            cached.open();
+            destroyed.wait();
+            objs.clear();
+            for (int i = 0; i < 300; i++) {
+                void *o = pk_pool_alloc(b_raw);
+                if (!o || pk_pool_owner(o) != b_raw) bad++;
+                objs.push_back(o);
+            }
+            for (void *o : objs) pk_pool_free(b_raw, o);
+            finished.open();
+        });
+        cached.wait();
+        a.reset();
+        PoolPtr b = make_pool(48, 0, 0, "second");
+        b_raw = b.get();
+        destroyed.open();
+        finished.wait();
+        t.join();
+        EXPECT_EQ(bad.load(), 0) << "round " << round;
+        expect_empty_after_trim(b.get(), "second pool");
+    }
+}
+
+TEST(PoolThreads, DestroyAfterTheCreatingThreadExited) {
+    pk_pool *raw = nullptr;
+    std::vector<void *> left;
+    std::thread t([&] {
+        pk_pool_config c = make_config(200, 0, 0, "orphaned");
+        raw = pk_pool_create(&c);
+        for (int i = 0; i < 100; i++) left.push_back(pk_pool_alloc(raw));
+    });
+    t.join();
+    for (void *o : left) pk_pool_free(raw, o);
+    EXPECT_EQ(stats_of(raw).live, 0u);
+    pk_pool_destroy(raw);
+}
+
+TEST(PoolThreads, CreateAndDestroyConcurrentlyStress) {
+    const int threads = 4;
+    const size_t rounds = scaled(3000, 50);
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; t++)
+        ts.emplace_back([&, t] {
+            for (size_t r = 0; r < rounds; r++) {
+                pk_pool_config c = make_config(16 + 16 * static_cast<size_t>(t), 0,
+                                               r % 7 == 0 ? unsigned(PK_POOL_DEBUG) : 0u, "transient");
+                pk_pool *p = pk_pool_create(&c);
+                if (!p) {
+                    bad++;
+                    continue;
+                }
+                void *objs[20];
+                for (auto &o : objs) {
+                    o = pk_pool_alloc(p);
+                    if (!o || pk_pool_owner(o) != p) bad++;
+                }
+                for (auto &o : objs) pk_pool_free(p, o);
+                pk_pool_destroy(p);
+            }
+        });
+    for (auto &t : ts) t.join();
+    EXPECT_EQ(bad.load(), 0);
+}
+
+/* More pools than there are thread-cache slots, used from several threads. */
+TEST(PoolThreads, HundredsOfPoolsAcrossThreads) {
+    std::vector<PoolPtr> pools;
+    for (int i = 0; i < 300; i++) pools.push_back(make_pool(8 + 8 * static_cast<size_t>(i % 16)));
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 3; t++)
+        ts.emplace_back([&] {
+            for (int round = 0; round < 20; round++)
+                for (auto &p : pools) {
+                    void *a = pk_pool_alloc(p.get());
+                    void *b = pk_pool_alloc(p.get());
+                    if (!a || !b || a == b || pk_pool_owner(a) != p.get()) bad++;
+                    pk_pool_free(p.get(), a);
+                    pk_pool_free(p.get(), b);
+                }
+        });
+    for (auto &t : ts) t.join();
+    EXPECT_EQ(bad.load(), 0);
+    for (auto &p : pools) EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+/* ======================================================================
+ * Concurrent calls other than alloc/free
+ * ==================================================================== */
+
+TEST(PoolThreads, OwnerWhilePoolsComeAndGoStress) {
+    std::atomic<bool> stop{false};
+    std::atomic<uintptr_t> published{0};
+    std::atomic<int> bad{0};
+    std::thread churn([&] {
+        const size_t rounds = scaled(2000, 50);
+        for (size_t r = 0; r < rounds; r++) {
+            PoolPtr p = make_pool(r % 2 ? 64 : 70000);
+            std::vector<void *> objs;
+            for (int i = 0; i < 50; i++) objs.push_back(pk_pool_alloc(p.get()));
+            for (void *o : objs) {
+                if (pk_pool_owner(o) != p.get()) bad++;
+                published.store(reinterpret_cast<uintptr_t>(o), std::memory_order_relaxed);
+            }
+            for (void *o : objs) pk_pool_free(p.get(), o);
+        }
+        stop = true;
+    });
+    std::thread lookup([&] {
+        Rng rng(1);
+        while (!stop) {
+            uintptr_t a = published.load(std::memory_order_relaxed);
+            (void)pk_pool_owner(reinterpret_cast<const void *>(a));
+            (void)pk_pool_owner(reinterpret_cast<const void *>(a + 8));
+            (void)pk_pool_owner(reinterpret_cast<const void *>(a ^ (rng.next() & 0xfffff)));
+        }
+    });
+    churn.join();
+    lookup.join();
+    EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(PoolThreads, TrimReserveAndStatsWhileOtherThreadsAllocateStress) {
+    PoolPtr p = make_pool(80, 0, 0, "busy");
+    std::atomic<bool> stop{false};
+    std::atomic<size_t> bad{0};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < 3; t++)
+        workers.emplace_back([&, t] {
+            Rng rng(static_cast<uint64_t>(t) + 7);
+            std::vector<std::pair<void *, uint64_t>> mine;
+            uint64_t key = static_cast<uint64_t>(t) << 40;
+            const size_t steps = scaled(600000, 3000);
+            for (size_t i = 0; i < steps; i++) {
+                if (mine.size() < 5000 && (mine.empty() || rng.chance(50))) {
+                    void *o = pk_pool_alloc(p.get());
+                    if (!o) {
+                        bad++;
+                        continue;
+                    }
+                    stamp(o, 80, ++key);
+                    mine.emplace_back(o, key);
+                } else {
+                    size_t k = rng.below(mine.size());
+                    std::swap(mine[k], mine.back());
+                    if (!stamped(mine.back().first, 80, mine.back().second)) bad++;
+                    pk_pool_free(p.get(), mine.back().first);
+                    mine.pop_back();
+                }
+            }
+            for (auto &e : mine) pk_pool_free(p.get(), e.first);
+        });
+    std::thread admin([&] {
+        while (!stop) {
+            pk_pool_trim(p.get());
+            if (pk_pool_reserve(p.get(), 100) < 100) bad++;
+            pk_pool_stats s = stats_of(p.get());
+            if (s.live > 3u * 5000 + 1000) bad++;
+            std::this_thread::yield();
+        }
+    });
+    for (auto &t : workers) t.join();
+    stop = true;
+    admin.join();
+    EXPECT_EQ(bad.load(), 0u);
+    expect_empty_after_trim(p.get(), "busy pool");
+}
+
+TEST(PoolThreads, LimitHoldsAcrossThreadsStress) {
+    const size_t limit = 100;
+    pk_pool_config c = make_config(24, 0, 0, "limited");
+    c.limit = limit;
+    PoolPtr p = make_pool(c);
+    std::atomic<size_t> held{0}, max_held{0}, bad{0}, refused{0};
+    std::atomic<int> arrived{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; t++)
+        ts.emplace_back([&, t] {
+            Rng rng(static_cast<uint64_t>(t) + 3);
+            std::vector<void *> mine;
+            /* first every thread takes what it can and holds it until all
+             * have tried: 4 x 60 > 100, so some are refused */
+            for (int i = 0; i < 60; i++) {
+                errno = 0;
+                void *o = pk_pool_alloc(p.get());
+                if (!o) {
+                    if (errno != ENOMEM) bad++;
+                    refused++;
+                    continue;
+                }
+                held++;
+                mine.push_back(o);
+            }
+            arrived++;
+            while (arrived.load() < 4) std::this_thread::yield();
+            if (held.load() > limit) bad++;
+            const size_t steps = scaled(300000, 2000);
+            for (size_t i = 0; i < steps; i++) {
+                if (mine.size() < 60 && (mine.empty() || rng.chance(55))) {
+                    errno = 0;
+                    void *o = pk_pool_alloc(p.get());
+                    if (!o) {
+                        if (errno != ENOMEM) bad++;
+                        refused++;
+                        continue;
+                    }
+                    size_t h = ++held;
+                    size_t m = max_held.load();
+                    while (h > m && !max_held.compare_exchange_weak(m, h)) {
+                    }
+                    mine.push_back(o);
+                } else {
+                    held--;
+                    pk_pool_free(p.get(), mine.back());
+                    mine.pop_back();
+                }
+            }
+            for (void *o : mine) {
+                held--;
+                pk_pool_free(p.get(), o);
+            }
+        });
+    for (auto &t : ts) t.join();
+    EXPECT_EQ(bad.load(), 0u);
+    EXPECT_LE(max_held.load(), limit);
+    EXPECT_GT(refused.load(), 0u) << "4 threads wanting up to 60 each must hit a limit of 100";
+    expect_empty_after_trim(p.get(), "limited pool");
+}
+
+TEST(PoolThreads, LocalPoolsOnePerThread) {
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; t++)
+        ts.emplace_back([&] {
+            PoolPtr p = make_pool(40, 0, PK_POOL_LOCAL, "mine");
+            std::vector<void *> objs;
+            for (int r = 0; r < 20; r++) {
+                for (int i = 0; i < 2000; i++) objs.push_back(pk_pool_alloc(p.get()));
+                for (void *o : objs)
+                    if (pk_pool_owner(o) != p.get()) bad++;
+                for (void *o : objs) pk_pool_free(p.get(), o);
+                objs.clear();
+            }
+            pk_pool_trim(p.get());
+            if (stats_of(p.get()).live != 0 || stats_of(p.get()).slabs > 1) bad++;
+        });
+    for (auto &t : ts) t.join();
+    EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(PoolThreads, HooksRunOncePerStayAcrossThreadsStress) {
+    HookTracker tracker(48);
+    {
+        pk_pool_config c = make_config(48, 0, 0, "hooked");
+        tracker.install(c);
+        PoolPtr p = make_pool(c);
+        Ring ring(512);
+        const size_t n = scaled(500000, 2000);
+        std::atomic<size_t> bad{0};
+        std::thread producer([&] {
+            for (size_t i = 0; i < n; i++) {
+                void *o = pk_pool_alloc(p.get());
+                if (!tracker.check_handed_out(o).empty()) bad++;
+                fill_pattern(o, 48, i + 1);
+                tracker.set_state(o, i + 1);
+                while (!ring.push(o)) std::this_thread::yield();
+            }
+        });
+        std::thread consumer([&] {
+            for (size_t i = 0; i < n;) {
+                void *o;
+                if (!ring.pop(o)) {
+                    std::this_thread::yield();
+                    continue;
+                }
+                i++;
+                pk_pool_free(p.get(), o);
+            }
+        });
+        producer.join();
+        consumer.join();
+        EXPECT_EQ(bad.load(), 0u);
+        expect_empty_after_trim(p.get(), "hooked pool");
+    }
+    EXPECT_EQ(tracker.constructs(), tracker.destructs());
+    EXPECT_EQ(tracker.violations(), "");
+}
