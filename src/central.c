@@ -9,9 +9,15 @@
  * that allocates and frees across a slab boundary does not map and unmap on
  * every turn.
  *
- * The depot holds up to DEPOT_MAX chains of exactly `batch` objects, built
- * by a cache that overflowed and handed whole to a cache that ran dry: a
- * producer/consumer pair exchanges memory in O(1) per batch under the lock.
+ * The depot holds chains of exactly `batch` objects, built by a cache that
+ * overflowed and handed whole to a cache that ran dry: a producer/consumer
+ * pair exchanges memory in O(1) per batch under the lock, and a program that
+ * frees a large structure and builds another (binary trees) recycles it
+ * without visiting the slabs. It may hold half as many objects as are still
+ * in use (at least DEPOT_MIN chains), so a pool that churns around a large
+ * live set recycles whole batches, while one that empties keeps little:
+ * beyond that, chains go back to their slabs, whose emptiness decides what
+ * returns to the system.
  */
 #include "pool_internal.h"
 
@@ -43,7 +49,7 @@ static bool bytes_are(const unsigned char *b, size_t n, unsigned char v, size_t 
 /* Debug pools: a slot leaving the slab. A reused slot must still hold the
  * free fill, or something wrote to it after it was freed. */
 static void debug_on_take(pk_pool *p, slab *s, char *obj, bool reused) {
-    size_t idx = (size_t)(obj - s->objects) / p->geo.slot, bad;
+    size_t idx = slot_div((uint64_t)(obj - s->objects), p->geo.slot, p->geo.recip), bad;
     bool plain = !p->construct && !p->destruct;
     track_open(obj, p->size + p->redzone);
     if (reused && plain && !bytes_are((unsigned char *)obj, p->size, FILL_FREE, &bad))
@@ -65,7 +71,7 @@ void central_debug_check_free(pk_pool *p, void *obj) {
     if (s->pool != p)
         error_report(PK_FATAL, "wrong pool", p->name, obj,
                      "%p belongs to pool '%s', not to pool '%s'", obj, pool_name(s->pool), name);
-    long idx = slab_slot_index(s, obj, p->geo.slot);
+    long idx = slab_slot_index(s, obj, &p->geo);
     if (idx < 0 || (uint32_t)idx >= s->bump)
         error_report(PK_FATAL, "interior pointer", p->name, obj,
                      "%p is not the start of an object of pool '%s'", obj, name);
@@ -102,31 +108,60 @@ static slab *slab_for_take(pk_pool *p, bool may_map) {
     return s;
 }
 
+/* Takes one slot from s (its free list first), doing what the pool needs
+ * per object: construct a fresh slot, debug fills and checks. */
+static char *take_one(pk_pool *p, slab *s) {
+    char *obj = s->free;
+    bool reused = obj != NULL;
+    if (reused) {
+        s->free = (void *)link_load(p, obj);
+    } else {
+        obj = s->objects + (size_t)s->bump * p->geo.slot;
+        s->bump++;
+        if (p->construct) {
+            track_open(obj, p->size);
+            p->construct(obj, p->arg);
+            track_close(obj, p->size);
+        }
+    }
+    if (unlikely(p->debug)) debug_on_take(p, s, obj, reused);
+    s->used++;
+    return obj;
+}
+
+/* Carves k never-used slots of s onto *list in one tight loop: the common
+ * case of a fresh slab, where nothing per object is needed but the link. */
+static void take_fresh(pk_pool *p, slab *s, size_t k, void **list) {
+    size_t slot = p->geo.slot;
+    char *obj = s->objects + (size_t)s->bump * slot, *head = *list;
+    for (size_t i = 0; i < k; i++, obj += slot) {
+        *(void **)obj = head;
+        head = obj;
+    }
+    *list = head;
+    s->bump += (uint32_t)k;
+    s->used += (uint32_t)k;
+}
+
 size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
     size_t from_depot = 0, got = 0;
     if (!*list && n >= p->batch && p->depot_count) {
         *list = p->depot[--p->depot_count];
         from_depot = p->batch;
     }
+    bool plain = !p->construct && !p->debug && !p->hardened && p->link_off == 0 && !TRACK_ENABLED;
     while (from_depot + got < n) {
         slab *s = slab_for_take(p, all || from_depot + got == 0);
         if (!s) break;
         while (from_depot + got < n && s->used < s->capacity) {
-            char *obj = s->free;
-            bool reused = obj != NULL;
-            if (reused) {
-                s->free = (void *)link_load(p, obj);
-            } else {
-                obj = s->objects + (size_t)s->bump * p->geo.slot;
-                s->bump++;
-                if (p->construct) {
-                    track_open(obj, p->size);
-                    p->construct(obj, p->arg);
-                    track_close(obj, p->size);
-                }
+            size_t fresh = s->capacity - s->bump, need = n - from_depot - got;
+            if (plain && !s->free && fresh) {
+                size_t k = fresh < need ? fresh : need;
+                take_fresh(p, s, k, list);
+                got += k;
+                continue;
             }
-            if (unlikely(p->debug)) debug_on_take(p, s, obj, reused);
-            s->used++;
+            char *obj = take_one(p, s);
             link_store(p, obj, (uintptr_t)*list);
             *list = obj;
             got++;
@@ -155,7 +190,7 @@ void central_check_free(pk_pool *p, void *obj) {
 static slab *checked_slab(pk_pool *p, void *obj) {
     slab *s = slab_lookup(obj);
     if (likely(s && s->pool == p)) {
-        long idx = slab_slot_index(s, obj, p->geo.slot);
+        long idx = slab_slot_index(s, obj, &p->geo);
         if (likely(idx >= 0 && (uint32_t)idx < s->bump)) {
             if (unlikely(s->used == 0))
                 error_report(PK_FATAL, "double free", p->name, obj,
@@ -193,8 +228,22 @@ void central_give_chain(pk_pool *p, void *list) {
     central_release(p, false);
 }
 
+static bool depot_grow(pk_pool *p) {
+    size_t slots = p->depot_slots ? 2 * p->depot_slots : os_page_size() / sizeof(void *);
+    void **d = os_map(align_up(slots * sizeof(void *), os_page_size()), 0);
+    if (!d) return false;
+    if (p->depot_count) memcpy(d, p->depot, p->depot_count * sizeof(void *));
+    if (p->depot) os_unmap(p->depot, align_up(p->depot_slots * sizeof(void *), os_page_size()));
+    p->depot = d;
+    p->depot_slots = slots;
+    return true;
+}
+
 bool central_depot_put(pk_pool *p, void *chain) {
-    if (p->depot_count == DEPOT_MAX) return false;
+    size_t in_use = p->out - p->depot_count * p->batch;
+    size_t limit = in_use / (2 * p->batch);
+    if (p->depot_count >= (limit > DEPOT_MIN ? limit : DEPOT_MIN)) return false;
+    if (p->depot_count == p->depot_slots && !depot_grow(p)) return false;
     p->depot[p->depot_count++] = chain;
     p->frees += p->batch;
     return true;
@@ -224,7 +273,7 @@ static void debug_check_free_slots(pk_pool *p, slab *s) {
     }
 }
 
-static size_t release_slab(pk_pool *p, slab *s) {
+static size_t release_slab(pk_pool *p, slab *s, bool cache) {
     debug_check_free_slots(p, s);
     if (p->destruct)
         for (uint32_t i = 0; i < s->bump; i++) {
@@ -238,7 +287,7 @@ static size_t release_slab(pk_pool *p, slab *s) {
     p->slabs_total--;
     p->bytes_reserved -= bytes;
     p->slabs_released++;
-    slab_destroy(s);
+    slab_destroy(s, cache);
     return bytes;
 }
 
@@ -253,7 +302,7 @@ size_t central_release(pk_pool *p, bool all) {
             if (empty->count <= allowance) break;
             if (p->slab_free - s->capacity < p->keep_free) break;
         }
-        bytes += release_slab(p, s);
+        bytes += release_slab(p, s, false);
     }
     return bytes;
 }
@@ -278,5 +327,8 @@ size_t central_reserve(pk_pool *p, size_t n) {
 
 void central_free_all(pk_pool *p) {
     for (int l = 0; l < SLAB_LISTS; l++)
-        while (p->lists[l].head) release_slab(p, p->lists[l].head);
+        while (p->lists[l].head) release_slab(p, p->lists[l].head, true);
+    if (p->depot) os_unmap(p->depot, align_up(p->depot_slots * sizeof(void *), os_page_size()));
+    p->depot = NULL;
+    p->depot_count = p->depot_slots = 0;
 }

@@ -73,13 +73,62 @@ static void choose_path(pk_pool *p) {
 #endif
 }
 
+/* Pool records of destroyed pools, kept for the next create (bounded), so
+ * that a pool per request or per tree costs no system call. */
+#define SPARE_RECORDS_MAX 64
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static pk_pool *spare_records;
+static size_t spare_count;
+
+static size_t record_bytes(void) { return align_up(sizeof(pk_pool), os_page_size()); }
+
+static pk_pool *record_get(void) {
+    pthread_mutex_lock(&spare_lock);
+    pk_pool *p = spare_records;
+    if (p) {
+        spare_records = *(pk_pool **)p;
+        spare_count--;
+    }
+    pthread_mutex_unlock(&spare_lock);
+    if (!p) return os_map(record_bytes(), 0);
+    memset(p, 0, sizeof *p);
+    return p;
+}
+
+static void record_put(pk_pool *p) {
+    pthread_mutex_lock(&spare_lock);
+    bool keep = !TRACK_ENABLED && spare_count < SPARE_RECORDS_MAX;
+    if (keep) {
+        *(pk_pool **)p = spare_records;
+        spare_records = p;
+        spare_count++;
+    }
+    pthread_mutex_unlock(&spare_lock);
+    if (!keep) os_unmap(p, record_bytes());
+}
+
+size_t pk_pool_release_cache(void) {
+    pthread_mutex_lock(&spare_lock);
+    pk_pool *p = spare_records;
+    size_t bytes = spare_count * record_bytes();
+    spare_records = NULL;
+    spare_count = 0;
+    pthread_mutex_unlock(&spare_lock);
+    while (p) {
+        pk_pool *next = *(pk_pool **)p;
+        os_unmap(p, record_bytes());
+        p = next;
+    }
+    return bytes + slab_cache_release();
+}
+
 pk_pool *pk_pool_create(const pk_pool_config *c) {
     if (!c || c->size == 0 || (c->flags & PK_POOL_ZERO && c->construct) ||
         (c->align && (!is_pow2(c->align) || c->align > 4096))) {
         errno = EINVAL;
         return NULL;
     }
-    pk_pool *p = os_map(align_up(sizeof *p, os_page_size()), 0);
+    pk_pool *p = record_get();
     if (!p) return NULL;
     p->name = c->name;
     p->size = c->size;
@@ -96,7 +145,7 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     p->secret = make_secret(p);
     p->batch = 1;
     if (!layout(p, c)) {
-        os_unmap(p, align_up(sizeof *p, os_page_size()));
+        record_put(p);
         errno = EINVAL;
         return NULL;
     }
@@ -133,10 +182,10 @@ void pk_pool_destroy(pk_pool *p) {
     size_t live = p->out - p->depot_count * p->batch - tcache_cached(p);
     tcache_detach(p);
     tcache_registry_unlock();
-    if (live) report_leaks(p, live);
+    if (live && !(p->flags & PK_POOL_REGION)) report_leaks(p, live);
     central_free_all(p);
     pthread_mutex_destroy(&p->lock);
-    os_unmap(p, align_up(sizeof *p, os_page_size()));
+    record_put(p);
 }
 
 /* ---- The slow paths behind pk_pool_alloc and pk_pool_free. ---- */
@@ -167,15 +216,18 @@ static void direct_free(pk_pool *p, void *obj) {
 
 /* Hardened pools: the link about to be followed must name a slot of this
  * pool, or the list was overwritten. */
-static char *checked_next(pk_pool *p, void *obj) {
-    char *n = (char *)link_load(p, obj);
-    if (!p->hardened || !n) return n;
+static PK_NOINLINE char *check_link(pk_pool *p, void *obj, char *n) {
     slab *s = slab_lookup(n);
-    if (s && s->pool == p && slab_slot_index(s, n, p->geo.slot) >= 0) return n;
+    if (s && s->pool == p && slab_slot_index(s, n, &p->geo) >= 0) return n;
     error_report(PK_FATAL, "corrupted free list", p->name, obj,
                  "the free object %p of pool '%s' links to %p, which is not one of its objects",
                  obj, pool_name(p), (void *)n);
     return NULL;
+}
+
+static inline char *checked_next(pk_pool *p, void *obj) {
+    char *n = (char *)link_load(p, obj);
+    return unlikely(p->hardened && n) ? check_link(p, obj, n) : n;
 }
 
 void *pk__pool_alloc_slow(pk_pool *p) {

@@ -17,7 +17,7 @@
 
 #include <pthread.h>
 
-#define DEPOT_MAX 16 /* chains the pool keeps ready between caches */
+#define DEPOT_MIN 16 /* chains a depot may always hold; more as the pool grows */
 
 /* A thread's cache for one pool: a list of free objects linked through
  * their link words, and the room left (tc_cap minus the list's length).
@@ -68,8 +68,8 @@ struct pk_pool {
     size_t slab_free;     /* free slots in slabs (free lists + untouched) */
     size_t out;           /* objects outside slabs */
     size_t keep_free;     /* free slots that release must leave (reserve) */
-    void *depot[DEPOT_MAX];
-    size_t depot_count;
+    void **depot;         /* chains of `batch` objects, ready for a cache */
+    size_t depot_count, depot_slots;
     size_t peak_out;
     uint64_t allocs, frees, remote_frees, slabs_released;
 };

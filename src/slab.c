@@ -25,6 +25,7 @@ typedef struct map_entry {
     slab *slab;
     struct pk_pool *pool;
     char *objects;
+    uint64_t recip;
     uint32_t slot, capacity;
 } map_entry;
 
@@ -34,6 +35,7 @@ static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 static void entry_store(map_entry *e, const map_entry *v) {
     __atomic_store_n(&e->pool, v->pool, __ATOMIC_RELAXED);
     __atomic_store_n(&e->objects, v->objects, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->recip, v->recip, __ATOMIC_RELAXED);
     __atomic_store_n(&e->slot, v->slot, __ATOMIC_RELAXED);
     __atomic_store_n(&e->capacity, v->capacity, __ATOMIC_RELAXED);
     __atomic_store_n(&e->slab, v->slab, __ATOMIC_RELEASE);
@@ -80,9 +82,10 @@ struct pk_pool *slab_owner(const void *ptr) {
     uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
     uintptr_t slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
     uintptr_t count = __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
+    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
     uintptr_t a = (uintptr_t)ptr;
-    if (!slot || a < first || a - first >= slot * count || (a - first) % slot) return NULL;
-    return pool;
+    if (!slot || a < first || a - first >= slot * count) return NULL;
+    return slot_div(a - first, slot, recip) * slot == a - first ? pool : NULL;
 }
 
 bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry *g) {
@@ -93,6 +96,7 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry
     g->slot = slot;
     g->align = align;
     g->debug_bits = debug_bits;
+    g->recip = slot < ((uint64_t)1 << 32) ? UINT64_MAX / slot + 1 : 0;
     if (slot > ((size_t)1 << 46)) return false;
 
     if (slot <= small_slab) {
@@ -126,8 +130,60 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry
 
 static const map_entry no_entry;
 
+/* Slabs of destroyed or trimmed pools wait here, still mapped, for the next
+ * slab of the same span: a program that makes a pool per request or per tree
+ * then pays no system call and no page fault per pool. Bounded by
+ * CACHE_BYTES; pk_pool_release_cache empties it. Tool builds skip it so that
+ * every slab's memory is fresh to Valgrind and ASan. */
+#define CACHE_BYTES ((size_t)16 << 20)
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static slab *cache_head;
+static size_t cache_bytes;
+
+static slab *cache_take(size_t span) {
+    pthread_mutex_lock(&cache_lock);
+    slab **link = &cache_head, *s;
+    while ((s = *link) && s->span != span) link = &s->next;
+    if (s) {
+        *link = s->next;
+        cache_bytes -= span;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return s;
+}
+
+static bool cache_put(slab *s) {
+    if (TRACK_ENABLED) return false;
+    pthread_mutex_lock(&cache_lock);
+    bool ok = cache_bytes + s->span <= CACHE_BYTES;
+    if (ok) {
+        s->next = cache_head;
+        cache_head = s;
+        cache_bytes += s->span;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return ok;
+}
+
+size_t slab_cache_release(void) {
+    pthread_mutex_lock(&cache_lock);
+    slab *s = cache_head;
+    size_t bytes = cache_bytes;
+    cache_head = NULL;
+    cache_bytes = 0;
+    pthread_mutex_unlock(&cache_lock);
+    while (s) {
+        slab *next = s->next;
+        os_unmap(s, s->span);
+        s = next;
+    }
+    return bytes;
+}
+
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
-    slab *s = os_map(g->span, g->slab_align);
+    slab *s = cache_take(g->span);
+    if (s) memset(s, 0, g->header); /* a clean header, live bits included */
+    else s = os_map(g->span, g->slab_align);
     if (!s) return NULL;
     s->magic = SLAB_MAGIC;
     s->pool = pool;
@@ -136,7 +192,7 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     s->capacity = g->capacity;
     s->list = SLAB_LISTS;
     if (g->debug_bits) s->live_bits = (uint64_t *)((char *)s + align_up(sizeof(slab), 16));
-    map_entry e = {s, pool, s->objects, (uint32_t)g->slot, g->capacity};
+    map_entry e = {s, pool, s->objects, g->recip, (uint32_t)g->slot, g->capacity};
     if (g->slot > UINT32_MAX) e.slot = 0; /* owner lookups then answer NULL */
     if (!map_set((uintptr_t)s, (uintptr_t)s + g->span, &e)) {
         map_set((uintptr_t)s, (uintptr_t)s + g->span, &no_entry);
@@ -147,12 +203,12 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     return s;
 }
 
-void slab_destroy(slab *s) {
+void slab_destroy(slab *s, bool cache) {
     size_t span = s->span;
     track_open(s, span); /* the shadow of unmapped memory must not stay poisoned */
     map_set((uintptr_t)s, (uintptr_t)s + span, &no_entry);
     s->magic = 0;
-    os_unmap(s, span);
+    if (!cache || !cache_put(s)) os_unmap(s, span);
 }
 
 void slab_list_push(slab_list *l, slab *s, slab_list_id id) {

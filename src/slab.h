@@ -52,6 +52,7 @@ typedef struct slab_geometry {
     size_t header;     /* bytes before slot 0 */
     uint32_t capacity; /* slots per slab */
     bool debug_bits;   /* keep live_bits */
+    uint64_t recip;    /* 2^64 / slot rounded up: offset / slot by a multiply; 0 if slot >= 2^32 */
 } slab_geometry;
 
 /* Chooses the slab layout for slots of `slot` bytes aligned to `align`.
@@ -61,8 +62,12 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry
 
 /* Maps a new empty slab and records it in the address map. NULL + ENOMEM. */
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g);
-/* Removes the slab from the address map and unmaps it. */
-void slab_destroy(slab *s);
+/* Removes the slab from the address map and unmaps it, or, with `cache`,
+ * keeps it in the process-wide cache of spare slabs (bounded) for the next
+ * slab_create. */
+void slab_destroy(slab *s, bool cache);
+/* Unmaps every cached spare slab; returns the bytes given back. */
+size_t slab_cache_release(void);
 
 static inline slab *slab_of(const void *ptr, size_t slab_align) {
     return (slab *)((uintptr_t)ptr & ~(uintptr_t)(slab_align - 1));
@@ -74,12 +79,20 @@ slab *slab_lookup(const void *ptr);
  * memory nor the slab's, so it is safe while slabs come and go. */
 struct pk_pool *slab_owner(const void *ptr);
 
+/* off / slot for off, slot < 2^32, with recip = 2^64 / slot rounded up
+ * (exact in that range): a multiply instead of a division, which on the free
+ * path of every object would cost tens of cycles. */
+__extension__ typedef unsigned __int128 u128;
+static inline size_t slot_div(uint64_t off, uint64_t slot, uint64_t recip) {
+    return recip ? (size_t)(((u128)recip * off) >> 64) : (size_t)(off / slot);
+}
+
 /* Index of the slot that starts at ptr, or -1 if ptr is not a slot start. */
-static inline long slab_slot_index(const slab *s, const void *ptr, size_t slot) {
+static inline long slab_slot_index(const slab *s, const void *ptr, const slab_geometry *g) {
     uintptr_t off = (uintptr_t)ptr - (uintptr_t)s->objects;
-    if ((uintptr_t)ptr < (uintptr_t)s->objects || off >= (uintptr_t)s->capacity * slot) return -1;
-    if (off % slot) return -1;
-    return (long)(off / slot);
+    if ((uintptr_t)ptr < (uintptr_t)s->objects || off >= (uintptr_t)s->capacity * g->slot) return -1;
+    size_t idx = slot_div(off, g->slot, g->recip);
+    return idx * g->slot == off ? (long)idx : -1;
 }
 
 void slab_list_push(slab_list *l, slab *s, slab_list_id id);

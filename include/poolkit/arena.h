@@ -20,8 +20,13 @@
 extern "C" {
 #endif
 
+/* An arena (opaque). */
 typedef struct pk_arena pk_arena;
-typedef struct pk_arena_mark { void *chunk; size_t used; } pk_arena_mark; /* value type */
+/* A position in an arena, from pk_arena_save: a plain value to copy freely. */
+typedef struct pk_arena_mark {
+    void *chunk; /* the chunk that was current */
+    size_t used; /* bytes used in it */
+} pk_arena_mark;
 
 /* Creates an arena whose chunks hold chunk_size bytes (0 = the default,
  * 64 KiB). Returns NULL with errno ENOMEM. */

@@ -17,16 +17,24 @@
 extern "C" {
 #endif
 
-typedef enum { PK_WARNING, PK_FATAL } pk_severity;
+/* How bad a fault is: a warning is reported and the program goes on; after a
+ * fatal error the program aborts. */
+typedef enum {
+    PK_WARNING, /* reported; the call goes on (live objects at destroy, ...) */
+    PK_FATAL    /* reported, then abort() (double free, foreign pointer, ...) */
+} pk_severity;
 
+/* One detected fault, as the error handler receives it. */
 typedef struct pk_error {
-    pk_severity severity;
+    pk_severity severity; /* PK_WARNING or PK_FATAL */
     const char *what;    /* short fault name: "double free", "foreign pointer", ... */
     const char *pool;    /* pool or class name, or NULL */
     const void *ptr;     /* the pointer at fault, or NULL */
     const char *message; /* the whole human-readable line, without a newline */
 } pk_error;
 
+/* A function that receives every fault; arg is what pk_set_error_handler
+ * was given. */
 typedef void (*pk_error_handler)(const pk_error *err, void *arg);
 
 /* Installs handler for the whole process; NULL restores the default.

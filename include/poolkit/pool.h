@@ -23,15 +23,20 @@
 extern "C" {
 #endif
 
+/* A pool of objects of one size and alignment (opaque). */
 typedef struct pk_pool pk_pool;
 
+/* Flags for pk_pool_config.flags. */
 enum {
     PK_POOL_ZERO     = 1u << 0, /* objects come out zeroed (no construct hook with it) */
     PK_POOL_LOCAL    = 1u << 1, /* one thread only: no lock on the slow paths */
     PK_POOL_DEBUG    = 1u << 2, /* poisoning, redzones, double-free and foreign-pointer checks */
-    PK_POOL_HARDENED = 1u << 3  /* every pointer checked against its slab before it is used */
+    PK_POOL_HARDENED = 1u << 3, /* every pointer checked against its slab before it is used */
+    PK_POOL_REGION   = 1u << 4  /* a region: destroy frees live objects without reporting them */
 };
 
+/* How to make a pool: pass to pk_pool_create. Zero-initialise it and set
+ * what you need; only size is required. */
 typedef struct pk_pool_config {
     const char *name;                        /* for stats and reports; may be NULL */
     size_t size;                             /* object size in bytes, >= 1 */
@@ -44,12 +49,19 @@ typedef struct pk_pool_config {
     unsigned flags;                          /* PK_POOL_* */
 } pk_pool_config;
 
+/* A pool's figures, filled by pk_pool_stats_get. */
 typedef struct pk_pool_stats {
-    const char *name;
-    size_t size, align;           /* the object size and alignment the pool uses */
-    size_t live, peak_live;       /* objects handed out and not yet freed */
-    size_t slabs, bytes_reserved; /* memory the pool holds from the system */
-    uint64_t allocs, frees, remote_frees, slabs_released;
+    const char *name;        /* the config's name (may be NULL) */
+    size_t size;             /* object size in bytes */
+    size_t align;            /* object alignment the pool uses */
+    size_t live;             /* objects handed out and not yet freed */
+    size_t peak_live;        /* most objects outside the slabs at once (per batch) */
+    size_t slabs;            /* slabs the pool holds */
+    size_t bytes_reserved;   /* bytes the pool holds from the system */
+    uint64_t allocs;         /* objects handed to thread caches or callers (per batch) */
+    uint64_t frees;          /* objects given back by thread caches or callers (per batch) */
+    uint64_t remote_frees;   /* objects a thread gave back beyond those it took */
+    uint64_t slabs_released; /* slabs given back to the system so far */
 } pk_pool_stats;
 
 /* Creates a pool. The config is copied; name must outlive the pool.
@@ -60,26 +72,27 @@ PK_API pk_pool *pk_pool_create(const pk_pool_config *config);
 
 /* Destroys the pool and gives all its memory back, running destruct on every
  * constructed object. Live objects are reported through the error handler as
- * a PK_WARNING (their count; their addresses in debug mode). May be called
+ * a PK_WARNING (their count; their addresses in debug mode), unless the pool
+ * was made with PK_POOL_REGION (a pool per request or per tree, freed whole). May be called
  * from any thread, but no other thread may be using the pool. NULL is a no-op. */
 PK_API void pk_pool_destroy(pk_pool *pool);
 
-/* pk_pool_alloc(pool): returns an object, or NULL with errno ENOMEM when
- * memory or the limit runs out. Its contents are the state the last user
- * left (or construct made), or zero with PK_POOL_ZERO. Any thread unless
- * PK_POOL_LOCAL.
- *
- * pk_pool_free(pool, obj): gives obj back. obj must be a live object of this
- * pool (never NULL); the check is made in debug and hardened modes and on
- * every slow path. Any thread unless PK_POOL_LOCAL.
- *
- * Both are inline functions (defined at the end of this header) where the
- * compiler allows, and are also exported by the library. */
+/* pk_pool_alloc and pk_pool_free are inline functions (defined at the end of
+ * this header) where the compiler allows, and are also exported by the
+ * library; their contracts follow. */
 #if !defined(PK_NO_INLINE) && defined(__GNUC__) && \
     (defined(__x86_64__) || defined(__aarch64__))
 #  define PK__HAVE_INLINE 1
-#else
+#endif
+#if !defined(PK__HAVE_INLINE) || defined(PK__DOXYGEN)
+/* Returns an object, or NULL with errno ENOMEM when memory or the limit runs
+ * out. Its contents are the state the last user left (or construct made), or
+ * zero with PK_POOL_ZERO. Any thread unless PK_POOL_LOCAL. */
 PK_API void *pk_pool_alloc(pk_pool *pool);
+/* Gives obj back. obj must be a live object of this pool (never NULL); the
+ * check is made in debug and hardened modes and whenever the call reaches the
+ * library (a full thread cache, hooks, zeroing). Any thread unless
+ * PK_POOL_LOCAL. */
 PK_API void pk_pool_free(pk_pool *pool, void *obj);
 #endif
 
@@ -98,6 +111,13 @@ PK_API size_t pk_pool_reserve(pk_pool *pool, size_t n);
  * calling thread's cached objects and the pool's shared batches home.
  * Returns the bytes released. Other threads' small caches stay theirs. */
 PK_API size_t pk_pool_trim(pk_pool *pool);
+
+/* Destroyed pools leave their memory in a process-wide cache (at most 16 MiB
+ * of slabs and 64 pool records) so that the next pool needs no system call
+ * (a pool per request or per tree). This gives all of it back to the system
+ * and returns the bytes released. Empty slabs of live pools, released
+ * automatically or by pk_pool_trim, never go to the cache. Thread-safe. */
+PK_API size_t pk_pool_release_cache(void);
 
 /* Fills *out. live and bytes_reserved are exact whenever no call on the pool
  * is in progress. allocs and frees count objects that crossed between the

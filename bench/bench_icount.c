@@ -1,0 +1,94 @@
+/* Instruction counts of pk_pool's fast paths, for callgrind: the CI gate.
+ *
+ * Runs N alloc+free pairs (touching one byte of each object, as the hot loop
+ * does) inside one kernel function per mode:
+ *   default  kernel_pool_default  a default (thread-safe) pool, inline fast paths
+ *   local    kernel_pool_local    a PK_POOL_LOCAL pool, inline fast paths
+ *   empty    kernel_empty         the same loop with no allocation
+ * bench/gate.sh runs each mode under
+ *   valgrind --tool=callgrind --toggle-collect='kernel_*'
+ * for two values of N and takes the difference, so start-up costs and the
+ * first refill of the thread cache cancel; per pair net of the empty loop =
+ *   (I(mode, N2) - I(mode, N1) - I(empty, N2) + I(empty, N1)) / (N2 - N1).
+ *
+ * Usage: bench_icount MODE N [SIZE]   (SIZE defaults to 64 bytes)
+ * Run without arguments it times the three kernels natively, for a look. */
+#include "harness.h"
+
+#include <poolkit/pool.h>
+
+#define ICOUNT_LOOP(ALLOC, FREE)                 \
+    for (size_t i = 0; i < n; i++) {             \
+        char *p = (char *)(ALLOC);               \
+        p[0] = (char)i; /* touch one byte */     \
+        BENCH_ESCAPE(p);                         \
+        FREE;                                    \
+    }
+
+static char empty_target[64];
+
+BENCH_KERNEL void kernel_empty(size_t n);
+BENCH_KERNEL void kernel_pool_default(pk_pool *pool, size_t n);
+BENCH_KERNEL void kernel_pool_local(pk_pool *pool, size_t n);
+
+BENCH_KERNEL void kernel_empty(size_t n) { ICOUNT_LOOP(empty_target, (void)0) }
+
+BENCH_KERNEL void kernel_pool_default(pk_pool *pool, size_t n) {
+    ICOUNT_LOOP(pk_pool_alloc(pool), pk_pool_free(pool, p))
+}
+
+BENCH_KERNEL void kernel_pool_local(pk_pool *pool, size_t n) {
+    ICOUNT_LOOP(pk_pool_alloc(pool), pk_pool_free(pool, p))
+}
+
+static int run_mode(const char *mode, size_t n, size_t size) {
+    if (strcmp(mode, "empty") == 0) {
+        kernel_empty(n);
+        return 0;
+    }
+    unsigned flags;
+    if (strcmp(mode, "default") == 0)
+        flags = 0;
+    else if (strcmp(mode, "local") == 0)
+        flags = PK_POOL_LOCAL;
+    else
+        return -1;
+    pk_pool *pool = pk_pool_create(&(pk_pool_config){.name = mode, .size = size, .flags = flags});
+    if (!pool) {
+        fprintf(stderr, "bench_icount: pk_pool_create failed: %s\n", strerror(errno));
+        exit(2);
+    }
+    if (flags & PK_POOL_LOCAL)
+        kernel_pool_local(pool, n);
+    else
+        kernel_pool_default(pool, n);
+    pk_pool_destroy(pool);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 3) {
+        size_t n = (size_t)strtoull(argv[2], NULL, 10);
+        size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
+        if (run_mode(argv[1], n, size) != 0) {
+            fprintf(stderr, "usage: %s default|local|empty N [SIZE]\n", argv[0]);
+            return 2;
+        }
+        return 0;
+    }
+    /* No arguments: a native look at the same kernels (the gate counts
+     * instructions under callgrind instead; see bench/gate.sh). */
+    bench_opts o = bench_parse(argc, argv, 5);
+    bench_header("instruction-count kernels, timed natively (the gate is bench/gate.sh)", &o);
+    const char *modes[3] = {"empty", "default", "local"};
+    bench_series t[3] = {{{0}, 0}};
+    size_t n = 10000000;
+    for (int rep = -1; rep < o.reps; rep++)
+        for (int m = 0; m < 3; m++) {
+            double t0 = bench_now_ns();
+            run_mode(modes[m], n, 64);
+            if (rep >= 0) bench_add(&t[m], (bench_now_ns() - t0) / (double)n);
+        }
+    for (int m = 0; m < 3; m++) bench_row(modes[m], &t[m], "ns", "per pair (64 B)");
+    return 0;
+}

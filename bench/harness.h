@@ -1,0 +1,324 @@
+/* The shared harness of poolkit's benchmarks: timing, repetitions and their
+ * statistics, the machine line, memory readings and table printing.
+ *
+ * Method (every program follows it): warm up first; repeat at least five
+ * times; run the contenders interleaved inside each repetition (A B C A B C
+ * ...) so that drift on a noisy machine hits all of them alike; report the
+ * median and the min-max spread; keep the optimizer from deleting the work
+ * with an escape/clobber barrier (never -O0); give per-operation figures net
+ * of the empty loop where that matters. Every program prints the command that
+ * reproduces it and the machine it ran on.
+ *
+ * Header-only and static: each benchmark is one standalone program. Include
+ * it first (it defines _GNU_SOURCE for clock_gettime, dlopen and friends). */
+#ifndef POOLKIT_BENCH_HARNESS_H
+#define POOLKIT_BENCH_HARNESS_H
+
+#ifndef _GNU_SOURCE
+#  define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Passed by bench/CMakeLists.txt: the flags the program was compiled with. */
+#ifndef BENCH_CFLAGS
+#  define BENCH_CFLAGS "(unknown flags)"
+#endif
+
+/* The optimizer must believe that p is read and that any memory may change,
+ * so the allocation it came from and the write into it stay. p goes in a
+ * register ("r", not "g": given the choice, clang puts p in a stack slot,
+ * adding a store that is no part of the work measured). */
+#define BENCH_ESCAPE(p) __asm__ __volatile__("" : : "r"(p) : "memory")
+/* Any memory may have been read or written here. */
+#define BENCH_CLOBBER() __asm__ __volatile__("" : : : "memory")
+
+#define BENCH_NOINLINE __attribute__((noinline))
+/* A kernel: a real function with its own name (for callgrind's
+ * --toggle-collect and for profiles), never inlined, cloned or merged with
+ * an identical twin. */
+#if defined(__clang__)
+#  define BENCH_KERNEL __attribute__((noinline, used))
+#else
+#  define BENCH_KERNEL __attribute__((noipa, used))
+#endif
+
+#define BENCH_MAX_REPS 64
+
+/* ---- time ---- */
+
+static inline double bench_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* ---- options shared by every program ---- */
+
+typedef struct bench_opts {
+    int reps;       /* recorded repetitions (--reps N, at least 5) */
+    int quick;      /* --quick: fewer repetitions and smaller runs */
+    const char *method; /* the method line, when not the usual one */
+    int argc;
+    char **argv;
+} bench_opts;
+
+/* Parses --reps N and --quick, leaving the others to the program: returns
+ * the options; unknown arguments are left in argv for bench_arg_*. */
+static inline bench_opts bench_parse(int argc, char **argv, int default_reps) {
+    bench_opts o = {default_reps, 0, NULL, argc, argv};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            o.quick = 1;
+        } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+            o.reps = atoi(argv[++i]);
+        }
+    }
+    if (o.quick && o.reps > 5) o.reps = 5;
+    if (o.reps < 5) o.reps = 5; /* the method's floor */
+    if (o.reps > BENCH_MAX_REPS) o.reps = BENCH_MAX_REPS;
+    return o;
+}
+
+/* The integer after option name (e.g. "--depth"), or def when absent. */
+static inline long bench_arg_long(const bench_opts *o, const char *name, long def) {
+    for (int i = 1; i + 1 < o->argc; i++)
+        if (strcmp(o->argv[i], name) == 0) return atol(o->argv[i + 1]);
+    return def;
+}
+
+static inline int bench_arg_flag(const bench_opts *o, const char *name) {
+    for (int i = 1; i < o->argc; i++)
+        if (strcmp(o->argv[i], name) == 0) return 1;
+    return 0;
+}
+
+/* ---- repetitions and their statistics ---- */
+
+typedef struct bench_series {
+    double v[BENCH_MAX_REPS];
+    int n;
+} bench_series;
+
+static inline void bench_add(bench_series *s, double x) {
+    if (s->n < BENCH_MAX_REPS) s->v[s->n++] = x;
+}
+
+static inline int bench__cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static inline double bench_median(const bench_series *s) {
+    if (s->n == 0) return 0.0;
+    double t[BENCH_MAX_REPS];
+    memcpy(t, s->v, sizeof(double) * (size_t)s->n);
+    qsort(t, (size_t)s->n, sizeof(double), bench__cmp_double);
+    return s->n % 2 ? t[s->n / 2] : (t[s->n / 2 - 1] + t[s->n / 2]) / 2.0;
+}
+
+static inline double bench_min(const bench_series *s) {
+    double m = s->n ? s->v[0] : 0.0;
+    for (int i = 1; i < s->n; i++)
+        if (s->v[i] < m) m = s->v[i];
+    return m;
+}
+
+static inline double bench_max(const bench_series *s) {
+    double m = s->n ? s->v[0] : 0.0;
+    for (int i = 1; i < s->n; i++)
+        if (s->v[i] > m) m = s->v[i];
+    return m;
+}
+
+/* ---- the machine line and the command ---- */
+
+static inline void bench_cpu_model(char *out, size_t len) {
+    snprintf(out, len, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *c = strchr(line, ':');
+            if (c) {
+                c++;
+                while (*c == ' ' || *c == '\t') c++;
+                c[strcspn(c, "\n")] = 0;
+                snprintf(out, len, "%s", c);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static inline const char *bench_compiler(void) {
+#if defined(__clang__)
+    return "clang " __clang_version__;
+#elif defined(__GNUC__)
+    return "gcc " __VERSION__;
+#else
+    return "unknown compiler";
+#endif
+}
+
+/* Prints the title, the command that reproduces the run and the machine. */
+static inline void bench_header(const char *title, const bench_opts *o) {
+    char cpu[256];
+    bench_cpu_model(cpu, sizeof cpu);
+    printf("== %s\n", title);
+    printf("command: ");
+    for (int i = 0; i < o->argc; i++) printf("%s%s", i ? " " : "", o->argv[i]);
+    printf("\n");
+    double load = -1.0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &load) != 1) load = -1.0;
+        fclose(f);
+    }
+    printf("machine: %s, %ld cores online, %s, flags: %s; load average %.2f at start\n", cpu,
+           sysconf(_SC_NPROCESSORS_ONLN), bench_compiler(), BENCH_CFLAGS, load);
+    if (o->method)
+        printf("method: %s\n", o->method);
+    else
+        printf("method: median of %d interleaved repetitions after a warm-up, [min - max]\n",
+               o->reps);
+    fflush(stdout);
+}
+
+/* ---- memory readings ---- */
+
+/* Resident set size of this process in bytes, from /proc/self/statm. */
+static inline size_t bench_rss_bytes(void) {
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    fclose(f);
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* A "Vm...:" field of /proc/self/status (VmHWM, VmRSS) in bytes. */
+static inline size_t bench_status_bytes(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t n = strlen(field), kib = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, field, n) == 0 && line[n] == ':') {
+            kib = (size_t)strtoull(line + n + 1, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return kib * 1024;
+}
+
+/* ---- running a contender in a child process ----
+ *
+ * fn runs in a forked child and fills out[0..n-1] (times, counts); the child
+ * adds its peak RSS growth (VmHWM at the end minus VmRSS at the start; the
+ * kernel resets the high-water mark at fork) as out[n]. Returns 0, or -1 if
+ * the child failed, in which case out[] is zero. */
+typedef void (*bench_child_fn)(void *arg, double *out);
+
+static inline int bench_in_child(bench_child_fn fn, void *arg, double *out, int n) {
+    int fd[2];
+    memset(out, 0, sizeof(double) * (size_t)(n + 1));
+    fflush(stdout);
+    fflush(stderr);
+    if (pipe(fd) != 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        double res[BENCH_MAX_REPS];
+        memset(res, 0, sizeof res);
+        size_t start = bench_status_bytes("VmRSS");
+        fn(arg, res);
+        size_t hwm = bench_status_bytes("VmHWM");
+        res[n] = hwm > start ? (double)(hwm - start) : 0.0;
+        ssize_t w = write(fd[1], res, sizeof(double) * (size_t)(n + 1));
+        fflush(stdout);
+        _exit(w == (ssize_t)(sizeof(double) * (size_t)(n + 1)) ? 0 : 1);
+    }
+    close(fd[1]);
+    size_t want = sizeof(double) * (size_t)(n + 1), got = 0;
+    while (got < want) {
+        ssize_t r = read(fd[0], (char *)out + got, want - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (got != want || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        memset(out, 0, want);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- tables ---- */
+
+/* One row: label, median, [min - max], then free text (ratio, notes). */
+static inline void bench_row(const char *label, const bench_series *s, const char *unit,
+                             const char *extra) {
+    printf("  %-34s %10.2f %-5s [%9.2f - %9.2f]  %s\n", label, bench_median(s), unit,
+           bench_min(s), bench_max(s), extra ? extra : "");
+}
+
+static inline void bench_row_na(const char *label, const char *why) {
+    printf("  %-34s %10s        not available: %s\n", label, "-", why);
+}
+
+/* A target line: "target: WHAT: measured ... PASS/FAIL". Returns pass. */
+static inline int bench_target(int pass, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline int bench_target(int pass, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("target: ");
+    vprintf(fmt, ap);
+    printf("  -> %s\n", pass ? "PASS" : "FAIL");
+    va_end(ap);
+    return pass;
+}
+
+/* ---- a fixed-seed random source (splitmix64) ---- */
+
+typedef struct bench_rng { uint64_t s; } bench_rng;
+
+static inline uint64_t bench_rand64(bench_rng *r) {
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1). */
+static inline double bench_rand_unit(bench_rng *r) {
+    return (double)(bench_rand64(r) >> 11) * 0x1.0p-53;
+}
+
+/* Uniform in [0, n), n > 0. */
+static inline size_t bench_rand_below(bench_rng *r, size_t n) {
+    return (size_t)(((bench_rand64(r) >> 32) * (uint64_t)n) >> 32);
+}
+
+#endif

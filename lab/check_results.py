@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Checks a pk-lab results.json: its schema (lab/PROTOCOL.md) and that it is
+complete: all eight experiments, every row with its fields, every contender
+the lab lists present, either measured or "not available" with a reason.
+
+    check_results.py DIR/results.json
+    check_results.py --run PATH/TO/pk-lab --out DIR [pk-lab args...]
+    check_results.py --compare A/results.json B/results.json [--tolerance 0.10]
+
+The second form first runs `pk-lab run --smoke --out DIR` (plus any extra
+arguments), then checks DIR/results.json: the lab's smoke test (ctest
+lab.smoke). The third checks repeatability: every poolkit median measured in
+both runs must agree within the tolerance (relative to the smaller). Standard
+library only. Exit status 0 when every check passes.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+
+EXPERIMENTS = [
+    "autorelease-sweep", "alloc-styles", "common-ops", "object-generation",
+    "pool-pattern", "peers", "threads", "binary-trees",
+]
+FAMILIES = {"poolkit", "peer", "published"}
+
+# Contenders each experiment must show (measured, or not available with a reason).
+EXPECTED = {
+    "autorelease-sweep": ["poolkit pk_new", "GNUstep NSObject", "PKObject"],
+    "alloc-styles": ["GNUstep NSObject", "PKObject", "glibc malloc", "poolkit pk_pool",
+                     "poolkit pk_new"],
+    "object-generation": ["GNUstep NSObject", "PKObject", "glibc malloc",
+                          "C ring buffer (10,000 slots)", "C bunch (16 per malloc)",
+                          "poolkit pk_pool", "poolkit pk_new"],
+    "pool-pattern": ["empty loop", "glibc malloc", "jemalloc", "mimalloc", "tcmalloc",
+                     "Boost.Pool object_pool", "Boost.Pool pool", "poolkit pk_arena",
+                     "poolkit pk_pool", "Zig GeneralPurposeAllocator", "Zig ArenaAllocator",
+                     "Zig MemoryPool"],
+    "peers": ["glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "Boost.Pool pool",
+              "GLib g_slice", "APR pools", "talloc", "poolkit pk_arena", "poolkit pk_pool",
+              "Zig GeneralPurposeAllocator", "Zig ArenaAllocator", "Zig MemoryPool"],
+    "threads": ["glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool"],
+    "binary-trees": ["glibc malloc", "APR pools", "poolkit pk_pool", "poolkit pk_arena",
+                     "poolkit pk_new"],
+    "common-ops": [],
+}
+# Experiments that carry the study's published figures.
+PUBLISHED = {"autorelease-sweep", "alloc-styles", "common-ops", "object-generation",
+             "pool-pattern"}
+
+COMMON_OPS = [
+    "IMP-cached message send", "C++ virtual method call", "integer division",
+    "Objective-C message send", "float division with int conversion",
+    "floating-point division", "16-byte memcpy", "16-byte malloc/free",
+    "NSInvocation message send", "NSObject alloc/init/release",
+    "NSAutoreleasePool alloc/init/release", "NSButtonCell creation", "16 MB malloc/free",
+    "read 16-byte file", "zero-second delayed perform", "NSButtonCell draw",
+    "pthread create/join", "1 MB memcpy", "write 16-byte file", "write 16-byte file (atomic)",
+    "process spawn", "read 16 MB file", "write 16 MB file", "write 16 MB file (atomic)",
+    # poolkit's rows, next to the rows they replace
+    "pk_pool alloc/free (16 B)", "pk_arena alloc (16 B)", "pk_new/pk_release",
+    "pk_autorelease push/pop", "PKObject alloc/init/release",
+]
+# Rows of common-ops that come from pk-lab-objc (covered by its "not
+# available" rows when it cannot run).
+OBJC_OPS = {"IMP-cached message send", "Objective-C message send", "NSInvocation message send",
+            "NSObject alloc/init/release", "NSAutoreleasePool alloc/init/release",
+            "zero-second delayed perform", "PKObject alloc/init/release"}
+
+
+class Checker:
+    def __init__(self):
+        self.failures = []
+        self.passed = 0
+
+    def check(self, ok, what):
+        if ok:
+            self.passed += 1
+        else:
+            self.failures.append(what)
+        return ok
+
+
+def is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_row(c, exp, i, row):
+    where = "%s row %d (%s)" % (exp, i, row.get("subject", "?"))
+    for key in ("subject", "family", "median", "min", "max", "reps", "params", "available"):
+        if not c.check(key in row, "%s: no field '%s'" % (where, key)):
+            return
+    c.check(isinstance(row["subject"], str) and row["subject"], "%s: empty subject" % where)
+    c.check(row["family"] in FAMILIES, "%s: family '%s'" % (where, row["family"]))
+    c.check(isinstance(row["params"], dict), "%s: params is not an object" % where)
+    c.check(isinstance(row["reps"], int) and row["reps"] >= 0, "%s: bad reps" % where)
+    c.check(isinstance(row["available"], bool), "%s: available is not a boolean" % where)
+    if row["available"]:
+        ok = all(is_num(row[k]) for k in ("median", "min", "max"))
+        if c.check(ok, "%s: available but median/min/max not numbers" % where):
+            c.check(row["min"] <= row["median"] <= row["max"],
+                    "%s: not min <= median <= max" % where)
+        if row["family"] == "published":
+            c.check(row["reps"] == 0, "%s: published row with reps %s" % (where, row["reps"]))
+        else:
+            c.check(row["reps"] >= 1, "%s: measured row with no repetition" % where)
+            c.check(isinstance(row.get("version"), str) and isinstance(row.get("flags"), str),
+                    "%s: no version/flags (what ran)" % where)
+    else:
+        c.check(isinstance(row.get("why"), str) and row["why"].strip(),
+                "%s: not available without a reason" % where)
+        c.check(row["median"] is None, "%s: not available but has a median" % where)
+
+
+def check(path):
+    c = Checker()
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        print("check_results: cannot read %s: %s" % (path, e))
+        return 1
+    machine = data.get("machine", {})
+    for key in ("cpu", "cores", "os", "compiler"):
+        c.check(key in machine and machine[key] not in ("", None), "machine: no '%s'" % key)
+    exps = {e.get("name"): e for e in data.get("experiments", [])}
+    missing = [name for name in EXPERIMENTS if name not in exps]
+    c.check(not missing, "experiments missing: %s" % ", ".join(missing))
+    unavailable = []
+    for name in EXPERIMENTS:
+        e = exps.get(name)
+        if e is None:
+            continue
+        for key in ("title", "unit", "rows"):
+            c.check(key in e, "%s: no '%s'" % (name, key))
+        rows = e.get("rows", [])
+        c.check(len(rows) > 0, "%s: no rows" % name)
+        for i, row in enumerate(rows):
+            if isinstance(row, dict):
+                check_row(c, name, i, row)
+            else:
+                c.check(False, "%s row %d: not an object" % (name, i))
+        subjects = {}
+        for row in rows:
+            if isinstance(row, dict):
+                subjects.setdefault(row.get("subject"), []).append(row)
+        for subject in EXPECTED[name]:
+            have = subjects.get(subject)
+            if c.check(bool(have), "%s: contender '%s' missing" % (name, subject)):
+                if not any(r.get("available") for r in have):
+                    unavailable.append((name, subject, have[0].get("why", "")))
+        if name in PUBLISHED:
+            c.check(any(r.get("family") == "published" for r in rows if isinstance(r, dict)),
+                    "%s: no published rows" % name)
+        measured = [r for r in rows if isinstance(r, dict) and r.get("family") != "published"
+                    and r.get("available")]
+        c.check(len(measured) > 0, "%s: nothing measured" % name)
+        if name == "common-ops":
+            ops = {r.get("params", {}).get("op") for r in rows if isinstance(r, dict)}
+            objc_na = any(not r.get("available") and "op" not in r.get("params", {})
+                          for r in rows if isinstance(r, dict))
+            for op in COMMON_OPS:
+                c.check(op in ops or (op in OBJC_OPS and objc_na),
+                        "common-ops: row '%s' missing" % op)
+    for exp, subject, why in unavailable:
+        print("  not available: %s / %s: %s" % (exp, subject, why))
+    for f in c.failures:
+        print("  FAIL: %s" % f)
+    print("check_results: %s: %d experiments, %d checks passed, %d failed"
+          % (path, len(exps), c.passed, len(c.failures)))
+    return 0 if not c.failures else 1
+
+
+def row_key(exp, row):
+    return (exp, row["subject"], json.dumps(row.get("params", {}), sort_keys=True))
+
+
+def compare(path_a, path_b, tolerance):
+    runs = []
+    for path in (path_a, path_b):
+        with open(path) as f:
+            data = json.load(f)
+        rows = {}
+        for e in data.get("experiments", []):
+            for r in e.get("rows", []):
+                if r.get("family") == "poolkit" and r.get("available") and is_num(r.get("median")):
+                    rows[row_key(e["name"], r)] = r["median"]
+        runs.append(rows)
+    common = sorted(set(runs[0]) & set(runs[1]))
+    bad = []
+    for k in common:
+        a, b = runs[0][k], runs[1][k]
+        lo, hi = min(abs(a), abs(b)), max(abs(a), abs(b))
+        diff = (hi - lo) / lo if lo > 0 else (0 if hi == 0 else float("inf"))
+        if diff > tolerance:
+            bad.append((diff, k, a, b))
+    for diff, (exp, subject, params), a, b in sorted(bad, reverse=True):
+        print("  differ by %.0f%%: %s / %s %s: %.4g vs %.4g" % (diff * 100, exp, subject, params, a, b))
+    print("check_results: compare: %d poolkit medians in both runs, %d within %.0f%%, %d not"
+          % (len(common), len(common) - len(bad), tolerance * 100, len(bad)))
+    return 0 if common and not bad else 1
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[1] == "--run":
+        if len(argv) < 5 or argv[3] != "--out":
+            print(__doc__)
+            return 2
+        lab, out, extra = argv[2], argv[4], argv[5:]
+        cmd = [lab, "run", "--smoke", "--out", out] + extra
+        print("check_results: running " + " ".join(cmd), flush=True)
+        rc = subprocess.call(cmd)
+        if rc != 0:
+            print("check_results: pk-lab exited with status %d" % rc)
+            return 1
+        return check(os.path.join(out, "results.json"))
+    if len(argv) >= 4 and argv[1] == "--compare":
+        tol = 0.10
+        if len(argv) >= 6 and argv[4] == "--tolerance":
+            tol = float(argv[5])
+        return compare(argv[2], argv[3], tol)
+    if len(argv) != 2 or argv[1].startswith("-"):
+        print(__doc__)
+        return 2
+    return check(argv[1])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

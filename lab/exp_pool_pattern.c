@@ -1,0 +1,184 @@
+/* pool-pattern: the typed memory pool benchmark (Zig, 2023).
+ *
+ * A fixed-seed random pattern of allocations and frees around a small live
+ * set (PROTOCOL.md gives it exactly, so that every program makes the same
+ * calls): each round frees a random live object with probability
+ * len(open)/256 and allocates one with the complement. Three sizes: 1 byte,
+ * 8 KiB and 1 MiB. Every contender runs in a forked child, so that its peak
+ * RSS is its own; the child warms up on a tenth of the rounds, then times
+ * the rounds with the same context (what the warm-up left cached stays, as
+ * glibc's heap does: steady state, not first use). Figures
+ * are ns per round, and net of the empty loop (the same pattern with a
+ * static buffer for "allocation") measured in the same repetition.
+ */
+#include "lab.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXP "pool-pattern"
+
+static const struct size_case {
+    const char *name;
+    size_t bytes;
+    long rounds[4];               /* smoke, quick, default, full */
+    double pub_us[3];             /* raw, arena, pool */
+    long pub_allocs, pub_peak;
+} sizes[] = {
+    {"small", 1, {20000, 250000, 1000000, 2500000}, {3.25, 0.48, 0.43}, 1248859, 154},
+    {"medium", 8192, {8000, 100000, 400000, 1000000}, {8.70, 1.92, 0.42}, 499709, 154},
+    {"big", 1048576, {200, 2500, 10000, 25000}, {224.03, 169.42, 2.60}, 12589, 146},
+};
+#define NSIZES 3
+
+/* The in-process contenders, in table order. */
+static const char *const contenders[] = {
+    "empty loop",       "glibc malloc",     "jemalloc",        "mimalloc",
+    "tcmalloc",         "Boost.Pool object_pool", "Boost.Pool pool", "poolkit pk_arena",
+    "poolkit pk_pool",
+};
+#define NCONT (int)(sizeof contenders / sizeof contenders[0])
+
+static const char *const published_subjects[3] = {
+    "Zig 2023: general-purpose allocator", "Zig 2023: ArenaAllocator", "Zig 2023: MemoryPool"};
+
+static long rounds_of(const struct size_case *s) {
+    return lab_pick(s->rounds[0], s->rounds[1], s->rounds[2], s->rounds[3]);
+}
+
+static lab_params params_of(const struct size_case *s) {
+    lab_params ps = {0};
+    lab_pset_str(&ps, "size", s->name);
+    lab_pset_num(&ps, "rounds", (double)rounds_of(s));
+    return ps;
+}
+
+static void published(void) {
+    for (int k = 0; k < NSIZES; k++) {
+        lab_params ps = {0};
+        lab_pset_str(&ps, "size", sizes[k].name);
+        for (int i = 0; i < 3; i++) {
+            lab_row *r = lab_published(EXP, published_subjects[i], &ps, "ns/op",
+                                       sizes[k].pub_us[i] * 1000.0);
+            lab_row_info(r, "Zig std.heap, 2023 (published)", NULL);
+            lab_row_extra(r, "allocs", (double)sizes[k].pub_allocs);
+            lab_row_extra(r, "peak_live", (double)sizes[k].pub_peak);
+        }
+    }
+}
+
+typedef struct child_arg {
+    lab_allocator *a;
+    const struct size_case *s;
+    long rounds;
+} child_arg;
+
+/* The timed rounds run at least 3 times, and until 30 ms have passed (at
+ * most 15 times), on the same context; the child reports their median, so
+ * that one descheduling on a busy machine does not decide a short run (the
+ * big size takes well under a millisecond for most contenders). */
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void child(void *argp, double *out) {
+    child_arg *c = (child_arg *)argp;
+    lab_pattern_stats st = {0, 0};
+    long warm = c->rounds / 10 > 0 ? c->rounds / 10 : 1;
+    void *ctx = c->a->open(c->s->bytes);
+    c->a->pattern(ctx, c->s->bytes, warm, &st); /* warm-up, same context */
+    double runs[15], spent = 0;
+    int k = 0;
+    while (k < 15 && (k < 3 || spent < 30e6)) {
+        runs[k] = c->a->pattern(ctx, c->s->bytes, c->rounds, &st);
+        spent += runs[k++];
+    }
+    qsort(runs, (size_t)k, sizeof runs[0], cmp_double);
+    out[0] = k % 2 ? runs[k / 2] : (runs[k / 2 - 1] + runs[k / 2]) / 2;
+    out[1] = (double)st.allocs;
+    out[2] = (double)st.peak_live;
+    c->a->close(ctx);
+}
+
+static void run(int rep) {
+    for (int k = 0; k < NSIZES; k++) {
+        const struct size_case *s = &sizes[k];
+        long rounds = lab_warm(rounds_of(s));
+        lab_params ps = params_of(s);
+        double ns_round[NCONT], res[NCONT][4];
+        int ok[NCONT];
+        /* Rotate the starting contender each repetition, so that none is
+         * always first after a size change. */
+        for (int j = 0; j < NCONT; j++) {
+            int i = (j + (rep > 0 ? rep : 0)) % NCONT;
+            lab_allocator *a = lab_allocator_named(contenders[i]);
+            ok[i] = 0;
+            if (!a || !a->available || !a->pattern) continue;
+            lab_progress(a->subject, s->name);
+            child_arg c = {a, s, rounds};
+            if (lab_in_child(child, &c, res[i], 3) != 0 || res[i][0] < 0) continue;
+            ok[i] = 1;
+            ns_round[i] = res[i][0] / (double)rounds;
+        }
+        if (rep < 0) continue;
+        double empty = ok[0] ? ns_round[0] : 0;
+        for (int i = 0; i < NCONT; i++) {
+            lab_allocator *a = lab_allocator_named(contenders[i]);
+            if (!a) continue;
+            lab_row *r = lab_row_for(EXP, a, &ps);
+            if (!a->available) continue;
+            if (!ok[i]) {
+                if (r->samples.n == 0) lab_row_unavailable(r, "the contender failed in its child process");
+                continue;
+            }
+            lab_row_sample(r, ns_round[i]);
+            lab_row_extra(r, "net", ns_round[i] - empty);
+            lab_row_extra(r, "peak_rss_kb", res[i][3]);
+            lab_row_extra(r, "allocs", res[i][1]);
+            lab_row_extra(r, "peak_live", res[i][2]);
+        }
+    }
+}
+
+static void print(FILE *out) {
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+    fprintf(out, "== pool-pattern: the typed memory pool benchmark (Zig, 2023)\n");
+    fprintf(out, "   ns per round [min - max], net of the empty loop; peak RSS of a child "
+                 "process per contender\n");
+    for (int k = 0; k < NSIZES; k++) {
+        const struct size_case *s = &sizes[k];
+        char want[48];
+        snprintf(want, sizeof want, "\"%s\"", s->name);
+        fprintf(out, "\n  %s (%zu B objects), %s rounds; published (Zig 2023, us per op): raw %s, "
+                     "arena %s, pool %s; %s allocs, peak %ld live\n",
+                s->name, s->bytes, lab_fmt((double)rounds_of(s), b1), lab_fmt(s->pub_us[0], b2),
+                lab_fmt(s->pub_us[1], b3), lab_fmt(s->pub_us[2], b4),
+                lab_fmt((double)s->pub_allocs, b5), s->pub_peak);
+        fprintf(out, "  %-30s %10s %23s %10s %10s %6s %12s\n", "contender", "ns/round",
+                "[min - max]", "net", "allocs", "peak", "peak RSS KiB");
+        for (int i = 0; i < lab_row_count(); i++) {
+            lab_row *r = lab_row_at(i);
+            const char *sz = lab_param_get(r, "size");
+            if (strcmp(r->experiment, EXP) || !strcmp(r->family, "published")) continue;
+            if (sz ? strcmp(sz, want) : k != 0) continue;
+            if (!r->available) {
+                fprintf(out, "  %-30s %s: %.90s\n", r->subject, r->failed ? "failed" : "n/a", r->why);
+                continue;
+            }
+            char range[48];
+            snprintf(range, sizeof range, "[%s - %s]", lab_fmt(lab_min(&r->samples), b1),
+                     lab_fmt(lab_max(&r->samples), b2));
+            fprintf(out, "  %-30s %10s %23s %10s %10s %6s %12s\n", r->subject,
+                    lab_fmt_row(r, b3), range, lab_fmt(lab_extra_median(r, "net"), b4),
+                    lab_fmt(lab_extra_median(r, "allocs"), b5),
+                    lab_fmt(lab_extra_median(r, "peak_live"), b6),
+                    lab_fmt(lab_extra_median(r, "peak_rss_kb"), b1));
+        }
+    }
+}
+
+const lab_experiment lab_exp_pool_pattern = {
+    EXP, "The typed memory pool benchmark (Zig, 2023)", "ns/round", 8.0, published, run, print,
+};

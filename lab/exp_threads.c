@@ -1,0 +1,174 @@
+/* threads: throughput and scaling from one thread to the number of cores.
+ *
+ *   producer/consumer  T threads in a ring: each allocates objects and hands
+ *                      them, through a single-producer single-consumer
+ *                      queue, to the next thread, which frees them; so every
+ *                      object is freed on a thread other than the one that
+ *                      allocated it (with one thread, the ring closes on
+ *                      itself and the same thread frees: the baseline);
+ *   churn              each thread keeps 256 live objects and replaces a
+ *                      random one per step (no sharing).
+ *
+ * 64-byte objects. Throughput: objects allocated and freed per second, all
+ * threads together, from the moment the threads are released at a barrier
+ * until the last one is joined. One context (one pool) per measurement,
+ * shared by all the threads.
+ */
+#include "lab.h"
+#include "kernels.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXP "threads"
+#define OBJ 64
+
+static const char *const contenders[] = {
+    "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool",
+};
+#define NCONT (int)(sizeof contenders / sizeof contenders[0])
+static const char *const workloads[] = {"producer/consumer", "churn"};
+
+static int max_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (n > 64) n = 64;
+    return (int)n;
+}
+
+static long per_thread(void) { return lab_pick(20000, 500000, 4000000, 10000000); }
+
+typedef struct worker {
+    pthread_t thread;
+    lab_allocator *a;
+    void *ctx;
+    int workload, index;
+    long n;
+    lab_spsc *in, *out;
+    pthread_barrier_t *start;
+    double t_start, t_end; /* this thread's own clock readings */
+} worker;
+
+static void *work(void *arg) {
+    worker *w = (worker *)arg;
+    pthread_barrier_wait(w->start);
+    w->t_start = lab_now_ns();
+    if (w->workload == 0) w->a->pc(w->ctx, OBJ, w->n, w->in, w->out);
+    else w->a->churn(w->ctx, OBJ, w->n, 0x5eed + (uint64_t)w->index);
+    w->t_end = lab_now_ns();
+    return NULL;
+}
+
+/* Millions of objects per second, or -1. */
+static double measure(lab_allocator *a, int workload, int threads, long n) {
+    worker w[64];
+    lab_spsc *queues = NULL;
+    if (posix_memalign((void **)&queues, 64, sizeof(lab_spsc) * (size_t)threads)) return -1;
+    memset(queues, 0, sizeof(lab_spsc) * (size_t)threads);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+    void *ctx = a->open(OBJ);
+    int made = 0;
+    for (int t = 0; t < threads; t++) {
+        w[t] = (worker){0};
+        w[t].a = a;
+        w[t].ctx = ctx;
+        w[t].workload = workload;
+        w[t].index = t;
+        w[t].n = n;
+        w[t].in = &queues[(t + threads - 1) % threads];
+        w[t].out = &queues[t];
+        w[t].start = &start;
+        if (pthread_create(&w[t].thread, NULL, work, &w[t]) != 0) break;
+        made++;
+    }
+    double mops = -1;
+    if (made == threads) {
+        /* From the first thread's start to the last one's end, by the
+         * threads' own clocks: the main thread may be descheduled after
+         * the barrier (more runnable threads than cores). */
+        pthread_barrier_wait(&start);
+        for (int t = 0; t < made; t++) pthread_join(w[t].thread, NULL);
+        double first = w[0].t_start, last = w[0].t_end;
+        for (int t = 1; t < made; t++) {
+            if (w[t].t_start < first) first = w[t].t_start;
+            if (w[t].t_end > last) last = w[t].t_end;
+        }
+        mops = (double)n * threads / (last - first) * 1e3;
+    } else {
+        /* cannot happen in practice; release those that started */
+        fprintf(stderr, "pk-lab: threads: could not start %d threads\n", threads);
+        abort();
+    }
+    a->close(ctx);
+    pthread_barrier_destroy(&start);
+    free(queues);
+    return mops;
+}
+
+static void run(int rep) {
+    int maxt = max_threads();
+    long n = lab_warm(per_thread());
+    for (int wl = 0; wl < 2; wl++) {
+        for (int t = 1; t <= maxt; t++) {
+            char detail[48];
+            snprintf(detail, sizeof detail, "%s, %d thread%s", workloads[wl], t, t == 1 ? "" : "s");
+            lab_params ps = {0};
+            lab_pset_str(&ps, "workload", workloads[wl]);
+            lab_pset_num(&ps, "threads", t);
+            lab_pset_num(&ps, "objects_per_thread", (double)n);
+            for (int j = 0; j < NCONT; j++) {
+                int i = (j + (rep > 0 ? rep : 0)) % NCONT;
+                lab_allocator *a = lab_allocator_named(contenders[i]);
+                if (!a) continue;
+                if (rep >= 0) lab_row_for(EXP, a, &ps);
+                if (!a->available || !a->pc) continue;
+                lab_progress(a->subject, detail);
+                double mops = measure(a, wl, t, n);
+                if (rep >= 0 && mops > 0) lab_row_sample(lab_row_for(EXP, a, &ps), mops);
+            }
+        }
+    }
+}
+
+static void print(FILE *out) {
+    int maxt = max_threads();
+    char b[32];
+    fprintf(out, "== threads: producer/consumer and per-thread churn, 64 B objects\n");
+    fprintf(out, "   million objects allocated and freed per second, all threads (higher is "
+                 "better); x = scaling from 1 thread\n");
+    for (int wl = 0; wl < 2; wl++) {
+        char want[32];
+        snprintf(want, sizeof want, "\"%s\"", workloads[wl]);
+        fprintf(out, "\n  %s\n  %-24s", workloads[wl], "allocator \\ threads");
+        for (int t = 1; t <= maxt; t++) fprintf(out, " %9d", t);
+        fprintf(out, "   scaling\n");
+        for (int i = 0; i < NCONT; i++) {
+            lab_allocator *a = lab_allocator_named(contenders[i]);
+            if (!a) continue;
+            fprintf(out, "  %-24s", a->subject);
+            if (!a->available) {
+                fprintf(out, " n/a: %.80s\n", a->why);
+                continue;
+            }
+            double first = 0, last = 0;
+            for (int t = 1; t <= maxt; t++) {
+                char tt[8];
+                snprintf(tt, sizeof tt, "%d", t);
+                lab_row *r = lab_find(EXP, a->subject, "workload", want, "threads", tt, NULL);
+                double v = r && r->available ? lab_median(&r->samples) : 0.0 / 0.0;
+                if (t == 1) first = v;
+                last = v;
+                fprintf(out, " %9s", lab_fmt(v, b));
+            }
+            fprintf(out, "   x%s\n", lab_fmt(first > 0 ? last / first : 0.0 / 0.0, b));
+        }
+    }
+}
+
+const lab_experiment lab_exp_threads = {
+    EXP, "Producer/consumer and per-thread churn, 1 thread to the number of cores", "Mops/s",
+    4.0, NULL, run, print,
+};

@@ -1,0 +1,269 @@
+/* pk-lab: the lab's shared vocabulary.
+ *
+ * The lab reruns five allocation studies, and three experiments of its own,
+ * with poolkit and its peers side by side (../../shared/LAB.md has the list,
+ * lab/PROTOCOL.md the interface to the contender programs in other
+ * languages). This header is what every file of the lab shares:
+ *
+ *   - the run's options and scale (smoke, quick, default, full);
+ *   - time, and the barriers that keep the optimizer from deleting the work;
+ *   - rows: one per (experiment, subject, params), each holding the samples
+ *     of every repetition, merged into median, min and max when written;
+ *   - progress lines on stderr;
+ *   - the allocator adapters (one file per peer) and their kernels.
+ *
+ * Method, for every experiment (LAB.md): warm up first; repeat; interleave
+ * the contenders inside each repetition (A B C A B C ...), so that drift on a
+ * noisy machine hits all of them alike; keep the work with an escape barrier
+ * (never -O0); give per-operation figures net of the empty loop where the
+ * experiment says so.
+ */
+#ifndef PK_LAB_H
+#define PK_LAB_H
+
+#ifndef _GNU_SOURCE
+#  define _GNU_SOURCE 1
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- barriers and time ---------------------------------------------------- */
+
+/* The optimizer must believe p is read and any memory may have changed. */
+#define LAB_ESCAPE(p) __asm__ __volatile__("" : : "r"(p) : "memory")
+/* Any memory may have been read or written here. */
+#define LAB_CLOBBER() __asm__ __volatile__("" : : : "memory")
+#define LAB_NOINLINE __attribute__((noinline))
+#if defined(__clang__)
+#  define LAB_KERNEL __attribute__((noinline, used))
+#else
+#  define LAB_KERNEL __attribute__((noipa, used))
+#endif
+
+/* Monotonic time in nanoseconds. */
+double lab_now_ns(void);
+
+/* ---- options -------------------------------------------------------------- */
+
+typedef enum { LAB_SMOKE, LAB_QUICK, LAB_DEFAULT, LAB_FULL } lab_scale;
+
+#define LAB_MAX_REPS 64
+
+typedef struct lab_opts {
+    lab_scale scale;
+    int reps;         /* recorded repetitions */
+    const char *out;  /* the report folder */
+    const char *self; /* the path of pk-lab's executable (for the contender programs) */
+} lab_opts;
+
+extern lab_opts lab_opt;
+
+/* The scale's name as PROTOCOL.md spells it: "smoke", "quick", "default", "full". */
+const char *lab_scale_name(lab_scale s);
+/* One of four values, by scale. */
+long lab_pick(long smoke, long quick, long def, long full);
+
+/* ---- rows ----------------------------------------------------------------- */
+
+#define LAB_MAX_PARAMS 6
+#define LAB_MAX_EXTRA 8
+
+typedef struct lab_param {
+    char key[32];
+    char value[96]; /* JSON text: a number, or a quoted string */
+} lab_param;
+
+typedef struct lab_series {
+    double v[LAB_MAX_REPS];
+    int n;
+} lab_series;
+
+typedef struct lab_row {
+    char experiment[40];
+    char subject[96];
+    char family[16];   /* poolkit, peer or published */
+    char unit[24];     /* "" = the experiment's */
+    lab_param params[LAB_MAX_PARAMS];
+    int nparams;
+    lab_series samples;
+    struct {
+        char name[32];
+        lab_series s;
+    } extra[LAB_MAX_EXTRA];
+    int nextra;
+    char version[128];
+    char flags[256];
+    int available;     /* 0: "not available" (why says why) */
+    int failed;        /* a contender program failed (why has its stderr's tail) */
+    char why[600];
+    int published_reps; /* published rows: reps is 0 */
+} lab_row;
+
+/* A row's params: what distinguishes it from the other rows of its
+ * experiment (PROTOCOL.md names the keys). Built with lab_pset_str and
+ * lab_pset_num, which store the values as JSON text. */
+typedef struct lab_params {
+    lab_param p[LAB_MAX_PARAMS];
+    int n;
+} lab_params;
+void lab_pset_str(lab_params *ps, const char *key, const char *value);
+void lab_pset_num(lab_params *ps, const char *key, double value);
+
+/* The row of (experiment, subject, params), made on first use. */
+lab_row *lab_row_get(const char *experiment, const char *subject, const char *family,
+                     const lab_params *params);
+void lab_row_sample(lab_row *r, double v);
+void lab_row_extra(lab_row *r, const char *name, double v);
+void lab_row_info(lab_row *r, const char *version, const char *flags);
+void lab_row_unavailable(lab_row *r, const char *why);
+/* A published figure: reps 0, median = min = max = v. unit NULL = the experiment's. */
+lab_row *lab_published(const char *experiment, const char *subject, const lab_params *params,
+                       const char *unit, double v);
+
+/* Lookup: the row of experiment and subject whose params contain every
+ * (key, JSON value) pair given (NULL-terminated), or NULL. */
+lab_row *lab_find(const char *experiment, const char *subject, ...);
+double lab_median(const lab_series *s);
+double lab_min(const lab_series *s);
+double lab_max(const lab_series *s);
+/* The median of extra metric name, or NAN. */
+double lab_extra_median(const lab_row *r, const char *name);
+/* The value of a param (JSON text), or NULL. */
+const char *lab_param_get(const lab_row *r, const char *key);
+
+/* The row of an in-process allocator: version and flags filled in, and "not
+ * available" with the adapter's reason when it did not load. */
+struct lab_allocator;
+lab_row *lab_row_for(const char *experiment, const struct lab_allocator *a, const lab_params *ps);
+
+/* v for a table: 3 significant digits (or a thousands-grouped integer for
+ * large values); "-" for NaN. buf holds at least 32 bytes. */
+const char *lab_fmt(double v, char *buf);
+/* The median of a row as lab_fmt prints it; "n/a" for an unavailable row. */
+const char *lab_fmt_row(const lab_row *r, char *buf);
+
+/* Every row, in the order made. */
+int lab_row_count(void);
+lab_row *lab_row_at(int i);
+
+/* ---- the running experiment ------------------------------------------------- */
+
+typedef struct lab_experiment {
+    const char *name;
+    const char *title;
+    const char *unit;
+    double weight;                     /* seconds per repetition at default scale, for the ETA */
+    void (*published)(void);           /* adds the study's own figures */
+    void (*run)(int rep);              /* one repetition (rep < 0: the warm-up) */
+    void (*print)(FILE *out);          /* the table, in the study's style */
+} lab_experiment;
+
+extern const lab_experiment *const lab_experiments[];
+extern const int lab_experiment_count;
+
+/* Progress: what runs now (contender and detail), for the progress line. */
+void lab_progress(const char *subject, const char *detail);
+/* 1 during the warm-up pass: record nothing, and the run may be shortened. */
+extern int lab_warming;
+/* During the warm-up, n / 10 (at least 1); else n. */
+long lab_warm(long n);
+
+/* The flags pk-lab was compiled with, and the compiler ("gcc 12.2.0"). */
+const char *lab_flags(void);
+const char *lab_compiler(void);
+/* The version of a Debian package ("5.3.0-1"), or "" (cached). */
+const char *lab_deb_version(const char *package);
+/* poolkit's version and how it is linked. */
+const char *lab_poolkit_version(void);
+
+/* A scratch folder inside the report folder (made on first use). */
+const char *lab_scratch_dir(void);
+
+/* Peak RSS in a forked child: fn(arg, out) runs in the child and fills
+ * out[0..n-1]; out[n] gets the child's peak RSS growth in KiB. 0 or -1. */
+typedef void (*lab_child_fn)(void *arg, double *out);
+int lab_in_child(lab_child_fn fn, void *arg, double *out, int n);
+
+/* ---- allocators ------------------------------------------------------------
+ *
+ * One adapter per peer (peer_*.c): a name, what ran (version), whether it is
+ * available and why not, and kernels compiled against it with direct calls
+ * (kernels.h), so that no indirect call stands between the loop and the
+ * allocator that the allocator itself does not bring (dlopen'ed peers are
+ * called through a pointer, as any shared library is).
+ */
+struct lab_spsc;
+
+typedef struct lab_pattern_stats {
+    long allocs;
+    long peak_live;
+} lab_pattern_stats;
+
+typedef struct lab_allocator {
+    const char *subject;       /* "glibc malloc", "poolkit pk_pool" */
+    const char *family;        /* "peer" or "poolkit" */
+    char version[128];
+    int available;
+    char why[300];
+    int frees_each;            /* 0: free is a no-op; the kernels reset in bulk */
+    int thread_safe;           /* usable in the threads experiment */
+    void (*load)(struct lab_allocator *self);
+    /* A context for objects of size bytes (a pool, an arena, a heap handle). */
+    void *(*open)(size_t size);
+    void (*close)(void *ctx);
+    /* Kernels: each returns nanoseconds for the timed part. */
+    double (*hot)(void *ctx, size_t size, long n);
+    double (*batch)(void *ctx, size_t size, long n, long per_batch, const uint32_t *order);
+    double (*pattern)(void *ctx, size_t size, long rounds, lab_pattern_stats *st);
+    /* Thread workloads (thread_safe only; kernels.h and exp_threads.c). */
+    void (*churn)(void *ctx, size_t size, long n, uint64_t seed);
+    void (*pc)(void *ctx, size_t size, long n, struct lab_spsc *in, struct lab_spsc *out);
+} lab_allocator;
+
+/* Every adapter, loaded (available or not), in report order. */
+lab_allocator **lab_allocators(void);
+/* By subject, or NULL. */
+lab_allocator *lab_allocator_named(const char *subject);
+
+/* The pattern's random numbers (PROTOCOL.md: splitmix64, seed 0x5eed). */
+typedef struct lab_rng {
+    uint64_t state;
+} lab_rng;
+static inline uint64_t lab_rng_next(lab_rng *r) {
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static inline double lab_rng_double(lab_rng *r) {
+    return (double)(lab_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* A random permutation of 0..n-1 (fixed seed). */
+void lab_permutation(uint32_t *order, long n, uint64_t seed);
+
+/* ---- the contender programs (external.c) ------------------------------------ */
+
+/* Runs each contender program that lists experiment once (one repetition),
+ * merging its lines into the rows. rep < 0: the warm-up call (results
+ * dropped). */
+void lab_external_run(const char *experiment, int rep);
+/* Adds "not available" rows for the subjects of experiment that no program
+ * provides (program missing, or not listing them). Called once per experiment. */
+void lab_external_fill(const char *experiment);
+/* Why the program that provides rows of experiment could not give them all
+ * (missing, or its last failure), or NULL. */
+const char *lab_external_why(const char *experiment);
+/* Prints the experiments and subjects the programs list (for `pk-lab list`). */
+void lab_external_list(FILE *out, const char *experiment);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

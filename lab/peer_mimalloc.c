@@ -1,0 +1,41 @@
+/* Peer: mimalloc, loaded at run time from Debian's libmimalloc2.0 with
+ * dlopen(RTLD_LOCAL): mi_malloc and mi_free. */
+#include "lab.h"
+#include "peer_dl.h"
+
+static void *(*mi_malloc_p)(size_t);
+static void (*mi_free_p)(void *);
+
+static void *mi_open(size_t size) {
+    (void)size;
+    return NULL;
+}
+static void mi_close(void *ctx) { (void)ctx; }
+
+#define K_NAME mi
+#define K_ALLOC(c, sz) mi_malloc_p(sz)
+#define K_FREE(c, p, sz) mi_free_p(p)
+#define K_FREES_EACH 1
+#define K_THREADS 1
+#include "kernels.h"
+
+void lab_adapter_mimalloc(lab_allocator *a) {
+    a->subject = "mimalloc";
+    a->family = "peer";
+    a->open = mi_open;
+    a->close = mi_close;
+    K_FILL(a);
+    snprintf(a->version, sizeof a->version, "mimalloc");
+    void *lib = lab_dlopen("libmimalloc.so.2", "libmimalloc2.0", a->why, sizeof a->why);
+    if (!lib || !lab_dlsym(lib, "mi_malloc", &mi_malloc_p, a->why, sizeof a->why) ||
+        !lab_dlsym(lib, "mi_free", &mi_free_p, a->why, sizeof a->why))
+        return;
+    int (*ver)(void) = NULL;
+    char v[32] = "";
+    if (lab_dlsym(lib, "mi_version", &ver, NULL, 0)) {
+        int n = ver(); /* major*100 + minor*10 + patch */
+        snprintf(v, sizeof v, " %d.%d.%d", n / 100, (n / 10) % 10, n % 10);
+    }
+    lab_version_line(a->version, sizeof a->version, "mimalloc", v, "libmimalloc2.0");
+    a->available = 1;
+}

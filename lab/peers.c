@@ -1,0 +1,91 @@
+/* The allocator adapters: the list, in report order, and what they share
+ * (loading a library at run time, the version line). */
+#include "lab.h"
+#include "peer_dl.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+void lab_adapter_glibc(lab_allocator *a);
+void lab_adapter_jemalloc(lab_allocator *a);
+void lab_adapter_mimalloc(lab_allocator *a);
+void lab_adapter_tcmalloc(lab_allocator *a);
+void lab_adapter_boost_pool(lab_allocator *a);
+void lab_adapter_boost_object_pool(lab_allocator *a);
+void lab_adapter_gslice(lab_allocator *a);
+void lab_adapter_apr(lab_allocator *a);
+void lab_adapter_talloc(lab_allocator *a);
+void lab_adapter_pk_pool(lab_allocator *a);
+void lab_adapter_pk_arena(lab_allocator *a);
+void lab_adapter_empty(lab_allocator *a);
+
+static void (*const adapters[])(lab_allocator *) = {
+    lab_adapter_glibc,      lab_adapter_jemalloc,   lab_adapter_mimalloc,
+    lab_adapter_tcmalloc,   lab_adapter_boost_pool, lab_adapter_boost_object_pool,
+    lab_adapter_gslice,     lab_adapter_apr,        lab_adapter_talloc,
+    lab_adapter_pk_pool,    lab_adapter_pk_arena,   lab_adapter_empty,
+};
+#define NADAPTERS (int)(sizeof adapters / sizeof adapters[0])
+
+static lab_allocator table[NADAPTERS];
+static lab_allocator *list[NADAPTERS + 1];
+
+lab_allocator **lab_allocators(void) {
+    if (!list[0]) {
+        for (int i = 0; i < NADAPTERS; i++) {
+            adapters[i](&table[i]);
+            if (!table[i].available && !table[i].why[0])
+                snprintf(table[i].why, sizeof table[i].why, "could not be loaded");
+            list[i] = &table[i];
+        }
+    }
+    return list;
+}
+
+lab_allocator *lab_allocator_named(const char *subject) {
+    for (lab_allocator **a = lab_allocators(); *a; a++)
+        if (strcmp((*a)->subject, subject) == 0) return *a;
+    return NULL;
+}
+
+void *lab_dlopen(const char *file, const char *package, char *why, size_t len) {
+    void *lib = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *err = dlerror();
+        snprintf(why, len, "%s not loadable (install %s): %s", file, package,
+                 err ? err : "dlopen failed");
+    }
+    return lib;
+}
+
+int lab_dlsym_(void *lib, const char *name, void *fnptr, char *why, size_t len) {
+    dlerror();
+    void *s = dlsym(lib, name);
+    if (!s) {
+        if (why) {
+            const char *err = dlerror();
+            snprintf(why, len, "%s: %s", name, err ? err : "symbol not found");
+        }
+        return 0;
+    }
+    memcpy(fnptr, &s, sizeof s); /* object pointer to function pointer */
+    return 1;
+}
+
+void lab_version_line(char *out, size_t len, const char *name, const char *version,
+                      const char *package) {
+    const char *deb = package ? lab_deb_version(package) : "";
+    snprintf(out, len, "%s%s%s%s%s", name, version, *deb ? " (Debian " : "", deb,
+             *deb ? ")" : "");
+}
+
+void lab_permutation(uint32_t *order, long n, uint64_t seed) {
+    lab_rng r = {seed};
+    for (long i = 0; i < n; i++) order[i] = (uint32_t)i;
+    for (long i = n - 1; i > 0; i--) {
+        long j = (long)(lab_rng_next(&r) % (uint64_t)(i + 1));
+        uint32_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}

@@ -1,0 +1,176 @@
+/* What every experiment needs besides rows: time, the scale, versions of
+ * what ran, a scratch folder, and running a contender in a child process to
+ * read its peak memory. */
+#include "lab.h"
+
+#include <errno.h>
+#include <poolkit/poolkit.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef LAB_CFLAGS
+#  define LAB_CFLAGS "(flags unknown)"
+#endif
+#ifndef LAB_POOLKIT_BUILD
+#  define LAB_POOLKIT_BUILD "(build type unknown)"
+#endif
+
+lab_opts lab_opt = {LAB_DEFAULT, 5, "lab-report", "pk-lab"};
+int lab_warming;
+
+double lab_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+const char *lab_scale_name(lab_scale s) {
+    static const char *const names[] = {"smoke", "quick", "default", "full"};
+    return names[s];
+}
+
+long lab_pick(long smoke, long quick, long def, long full) {
+    switch (lab_opt.scale) {
+    case LAB_SMOKE: return smoke;
+    case LAB_QUICK: return quick;
+    case LAB_FULL: return full;
+    default: return def;
+    }
+}
+
+long lab_warm(long n) {
+    if (!lab_warming) return n;
+    return n / 10 > 0 ? n / 10 : 1;
+}
+
+const char *lab_compiler(void) {
+    static char buf[128];
+    if (!buf[0]) {
+#if defined(__clang__)
+        snprintf(buf, sizeof buf, "clang %s", __clang_version__);
+#elif defined(__GNUC__)
+        snprintf(buf, sizeof buf, "gcc %s", __VERSION__);
+#else
+        snprintf(buf, sizeof buf, "unknown compiler");
+#endif
+        size_t n = strlen(buf);
+        while (n && buf[n - 1] == ' ') buf[--n] = 0;
+    }
+    return buf;
+}
+
+const char *lab_flags(void) {
+    static char buf[256];
+    if (!buf[0]) snprintf(buf, sizeof buf, "%s, %s", lab_compiler(), LAB_CFLAGS);
+    return buf;
+}
+
+const char *lab_poolkit_version(void) {
+    static char buf[96];
+    if (!buf[0])
+        snprintf(buf, sizeof buf, "poolkit %s (static, %s)", PK_VERSION_STRING, LAB_POOLKIT_BUILD);
+    return buf;
+}
+
+/* dpkg-query's answer, cached per package. */
+const char *lab_deb_version(const char *package) {
+    static struct {
+        char name[64];
+        char version[64];
+    } cache[32];
+    static int n;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(cache[i].name, package)) return cache[i].version;
+    if (n == 32) return "";
+    snprintf(cache[n].name, sizeof cache[n].name, "%s", package);
+    cache[n].version[0] = 0;
+    for (const char *c = package; *c; c++) /* a package name, nothing for the shell */
+        if (!(*c == '-' || *c == '.' || *c == '+' || (*c >= 'a' && *c <= 'z') ||
+              (*c >= '0' && *c <= '9')))
+            return cache[n++].version;
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "dpkg-query -W -f='${Version}' '%s' 2>/dev/null", package);
+    FILE *p = popen(cmd, "r");
+    if (p) {
+        if (!fgets(cache[n].version, sizeof cache[n].version, p)) cache[n].version[0] = 0;
+        cache[n].version[strcspn(cache[n].version, "\n")] = 0;
+        pclose(p);
+    }
+    return cache[n++].version;
+}
+
+const char *lab_scratch_dir(void) {
+    static char dir[4096];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "%s/.scratch", lab_opt.out);
+        mkdir(lab_opt.out, 0755);
+        mkdir(dir, 0755);
+    }
+    return dir;
+}
+
+/* A "Vm...:" field of /proc/self/status, in KiB. */
+static double status_kib(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t n = strlen(field);
+    double kib = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, field, n) && line[n] == ':') {
+            kib = strtod(line + n + 1, NULL);
+            break;
+        }
+    }
+    fclose(f);
+    return kib;
+}
+
+int lab_in_child(lab_child_fn fn, void *arg, double *out, int n) {
+    int fd[2];
+    size_t want = sizeof(double) * (size_t)(n + 1);
+    memset(out, 0, want);
+    fflush(stdout);
+    fflush(stderr);
+    if (pipe(fd) != 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        double res[LAB_MAX_REPS + 1] = {0};
+        /* The kernel starts the child's high-water mark at its RSS after
+         * fork; the growth from here is the contender's. */
+        double start = status_kib("VmRSS");
+        fn(arg, res);
+        double hwm = status_kib("VmHWM");
+        res[n] = hwm > start ? hwm - start : 0;
+        ssize_t w = write(fd[1], res, want);
+        _exit(w == (ssize_t)want ? 0 : 1);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = read(fd[0], (char *)out + got, want - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (got != want || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        memset(out, 0, want);
+        return -1;
+    }
+    return 0;
+}

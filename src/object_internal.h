@@ -1,0 +1,97 @@
+/* What object.c and autorelease.c share: the object header and the inline
+ * release that the autorelease drain uses for every object it pops.
+ *
+ * Header (16 bytes, so the fields stay 16-byte aligned):
+ *   cls   the class; once the memory is back in its pool, the pool's free
+ *         link (pools keep it in the first word); while a released object
+ *         waits for its dealloc behind another one, the wait queue's link.
+ *   refs  the reference count, always accessed atomically. 1..REFS_MAX while
+ *         alive. From the moment its dealloc is decided it holds REFS_DEAD:
+ *         DEAD_TAG in the top 16 bits and the class in the low 48, so a
+ *         release or retain that comes too late is recognised and can name
+ *         the class even after the pool has reused the first word.
+ */
+#ifndef POOLKIT_OBJECT_INTERNAL_H
+#define POOLKIT_OBJECT_INTERNAL_H
+
+#include "internal.h"
+
+#include <poolkit/object.h>
+
+typedef struct object_header {
+    const pk_class *cls;
+    uintptr_t refs;
+} object_header;
+
+_Static_assert(sizeof(object_header) == PK_OBJECT_HEADER_SIZE, "object header size");
+
+#if UINTPTR_MAX > 0xFFFFFFFFu
+#  define REFS_MAX (((uintptr_t)1 << 48) - 1)
+#  define DEAD_TAG ((uintptr_t)0xDEADu << 48)
+#  define DEAD_CLASS_MASK REFS_MAX
+#else
+#  define REFS_MAX ((uintptr_t)0x7FFFFFFFu)
+#  define DEAD_TAG ((uintptr_t)0xDEAD0000u)
+#  define DEAD_CLASS_MASK ((uintptr_t)0)
+#endif
+
+/* The dead mark for an object of cls. A class whose address does not fit
+ * under the tag (not on Linux's x86-64 or AArch64 user space) still yields a
+ * mark no live count has; refs_dead_class then finds no class in it, or in
+ * the worst case a wrong one for the report (the dealloc queue checks). */
+static inline uintptr_t refs_dead(const pk_class *cls) {
+#if UINTPTR_MAX > 0xFFFFFFFFu
+    return DEAD_TAG | (uintptr_t)cls;
+#else
+    (void)cls;
+    return DEAD_TAG;
+#endif
+}
+
+/* Not a count a live object can have: 0, or a dead mark or garbage. */
+static inline bool refs_invalid(uintptr_t n) { return n - 1 >= REFS_MAX; }
+
+/* The class recorded in a dead mark, or NULL. */
+static inline const pk_class *refs_dead_class(uintptr_t n) {
+    if ((n & ~DEAD_CLASS_MASK) != DEAD_TAG) return NULL;
+    return (const pk_class *)(n & DEAD_CLASS_MASK);
+}
+
+static inline object_header *header_of(const void *obj) {
+    return (object_header *)((char *)obj - sizeof(object_header));
+}
+
+/* object.c: disposes of an object whose class has no dealloc, whose count
+ * is 1 and whose only reference the caller holds. */
+void object_dispose_quiet(object_header *h, const pk_class *cls);
+
+/* Releases obj if that runs no code of the program (a live object whose
+ * class has no dealloc); false, having done nothing, otherwise. */
+static inline bool object_release_quietly(void *obj) {
+    object_header *h = header_of(obj);
+    uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
+    const pk_class *cls = h->cls;
+    if (n != 1 || cls->dealloc != NULL) return false;
+    object_dispose_quiet(h, cls);
+    return true;
+}
+
+/* object.c: the count reached zero (we hold the only reference). */
+void object_dispose(object_header *h);
+/* object.c: a release that saw a count other than 1. */
+void object_release_contended(object_header *h, uintptr_t seen);
+
+/* pk_release without the NULL check. An acquire load that sees 1 means the
+ * caller holds the only reference (nobody can retain without one), so the
+ * object is disposed of with no read-modify-write; the acquire pairs with
+ * the release half of other threads' decrements. */
+static inline void object_release(void *obj) {
+    object_header *h = header_of(obj);
+    uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
+    if (likely(n == 1))
+        object_dispose(h);
+    else
+        object_release_contended(h, n);
+}
+
+#endif

@@ -1,0 +1,432 @@
+// Object tests: one behaviour of pk_new / pk_retain / pk_release per test.
+#include "support.h"
+
+#include <poolkit/poolkit.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csetjmp>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using pktest::scaled;
+
+// ---- classes used below ------------------------------------------------------
+
+struct Pair {
+    uint64_t a, b;
+};
+const pk_class kPair = {"Pair", sizeof(Pair), nullptr};
+
+std::atomic<long> g_deallocs{0};
+
+void count_dealloc(void *) { g_deallocs++; }
+const pk_class kCounted = {"Counted", 24, count_dealloc};
+
+// A singly linked list node: its dealloc releases the next node and records
+// the order in which nodes go.
+struct Node {
+    Node *next;
+    long id;
+};
+std::vector<long> *g_order = nullptr;
+void node_dealloc(void *obj) {
+    Node *n = static_cast<Node *>(obj);
+    if (g_order) g_order->push_back(n->id);
+    pk_release(n->next);
+}
+const pk_class kNode = {"Node", sizeof(Node), node_dealloc};
+
+// A binary tree node that releases both children.
+struct Tree {
+    Tree *left, *right;
+};
+std::atomic<long> g_tree_deallocs{0};
+void tree_dealloc(void *obj) {
+    Tree *t = static_cast<Tree *>(obj);
+    g_tree_deallocs++;
+    pk_release(t->left);
+    pk_release(t->right);
+}
+const pk_class kTree = {"Tree", sizeof(Tree), tree_dealloc};
+
+Tree *make_tree(int depth) {
+    Tree *t = static_cast<Tree *>(pk_new(&kTree));
+    if (depth > 0) {
+        t->left = make_tree(depth - 1);
+        t->right = make_tree(depth - 1);
+    }
+    return t;
+}
+
+void *memory_of(void *obj) { return static_cast<char *>(obj) - PK_OBJECT_HEADER_SIZE; }
+
+// POOLKIT_DEBUG=1: debug pools poison freed memory and keep no thread caches.
+bool debug_mode() {
+    const char *v = std::getenv("POOLKIT_DEBUG");
+    return v && *v && std::strcmp(v, "0") != 0;
+}
+
+// ---- a handler that records a report and jumps back into the test -----------
+
+struct Report {
+    int count = 0;
+    pk_severity severity = PK_WARNING;
+    std::string what, pool, message;
+    const void *ptr = nullptr;
+};
+thread_local Report t_report;
+thread_local std::jmp_buf *t_escape = nullptr;
+
+void record_and_escape(const pk_error *err, void *) {
+    t_report.count++;
+    t_report.severity = err->severity;
+    t_report.what = err->what ? err->what : "";
+    t_report.pool = err->pool ? err->pool : "";
+    t_report.message = err->message ? err->message : "";
+    t_report.ptr = err->ptr;
+    if (t_escape) std::longjmp(*t_escape, 1);
+}
+
+// ---- tests ------------------------------------------------------------------
+
+TEST(Object, NewGivesZeroedFieldsAndCountOne) {
+    // Dirty the pool's memory first, so zeroing is not an accident of fresh pages.
+    std::vector<void *> objs;
+    for (int i = 0; i < 100; i++) {
+        Pair *p = static_cast<Pair *>(pk_new(&kPair));
+        ASSERT_NE(p, nullptr);
+        p->a = p->b = ~0ull;
+        objs.push_back(p);
+    }
+    for (void *o : objs) pk_release(o);
+    for (int i = 0; i < 100; i++) {
+        Pair *p = static_cast<Pair *>(pk_new(&kPair));
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(p->a, 0u);
+        EXPECT_EQ(p->b, 0u);
+        EXPECT_EQ(pk_refcount(p), 1u);
+        EXPECT_EQ(pk_class_of(p), &kPair);
+        EXPECT_TRUE(pktest::aligned_to(p, 16));
+        pk_release(p);
+    }
+}
+
+TEST(Object, LargeFieldsAreZeroedToo) {
+    static const pk_class big = {"Big", 3000, nullptr};
+    for (int round = 0; round < 2; round++) {
+        unsigned char *p = static_cast<unsigned char *>(pk_new(&big));
+        ASSERT_NE(p, nullptr);
+        EXPECT_TRUE(pktest::all_bytes(p, 3000, 0));
+        std::memset(p, 0xAB, 3000);
+        pk_release(p);
+    }
+}
+
+TEST(Object, RetainAndReleaseMoveTheCount) {
+    void *o = pk_new(&kCounted);
+    long before = g_deallocs;
+    EXPECT_EQ(pk_retain(o), o);
+    EXPECT_EQ(pk_retain(o), o);
+    EXPECT_EQ(pk_refcount(o), 3u);
+    pk_release(o);
+    pk_release(o);
+    EXPECT_EQ(pk_refcount(o), 1u);
+    EXPECT_EQ(g_deallocs, before);
+    pk_release(o);
+    EXPECT_EQ(g_deallocs, before + 1);
+}
+
+TEST(Object, NullIsAllowedEverywhere) {
+    EXPECT_EQ(pk_retain(nullptr), nullptr);
+    pk_release(nullptr);
+    EXPECT_EQ(pk_autorelease(nullptr), nullptr);
+    EXPECT_EQ(pk_refcount(nullptr), 0u);
+    EXPECT_EQ(pk_class_of(nullptr), nullptr);
+}
+
+TEST(Object, NewWithoutClassFailsWithEinval) {
+    errno = 0;
+    EXPECT_EQ(pk_new(nullptr), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    errno = 0;
+    EXPECT_EQ(pk_class_pool(nullptr), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+}
+
+TEST(Object, MemoryComesFromTheClassPoolAndGoesBack) {
+    static const pk_class cls = {"Pooled", 40, nullptr}; // 64-byte slots
+    pk_pool *pool = pk_class_pool(&cls);
+    ASSERT_NE(pool, nullptr);
+    void *o = pk_new(&cls);
+    ASSERT_NE(o, nullptr);
+    EXPECT_EQ(pk_pool_owner(memory_of(o)), pool);
+    EXPECT_GE(pktest::stats_of(pool).size, 40u + PK_OBJECT_HEADER_SIZE);
+    pk_release(o);
+    // The slot is free again: the next object of the class reuses it.
+    void *again = pk_new(&cls);
+    EXPECT_EQ(again, o);
+    pk_release(again);
+}
+
+TEST(Object, ClassesOfOneSizeShareAPoolOthersDoNot) {
+    static const pk_class a = {"A", 20, nullptr}, b = {"B", 30, nullptr}, c = {"C", 200, nullptr};
+    EXPECT_EQ(pk_class_pool(&a), pk_class_pool(&b)); // both 32-byte fields
+    EXPECT_NE(pk_class_pool(&a), pk_class_pool(&c));
+}
+
+TEST(Object, HugeClassesComeFromTheHeap) {
+    static const pk_class huge = {"Huge", 200000, count_dealloc};
+    errno = 0;
+    EXPECT_EQ(pk_class_pool(&huge), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    unsigned char *p = static_cast<unsigned char *>(pk_new(&huge));
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(pktest::all_bytes(p, 200000, 0));
+    EXPECT_EQ(pk_pool_owner(memory_of(p)), nullptr);
+    long before = g_deallocs;
+    pk_release(p);
+    EXPECT_EQ(g_deallocs, before + 1);
+}
+
+TEST(Object, DeallocRunsOnceBeforeTheMemoryGoes) {
+    struct Probe {
+        int *seen;
+    };
+    static int seen_count;
+    static const pk_class probe = {"Probe", sizeof(Probe), [](void *obj) {
+                                        Probe *p = static_cast<Probe *>(obj);
+                                        // The object is still whole here.
+                                        EXPECT_EQ(pk_class_of(obj)->name, std::string("Probe"));
+                                        (*p->seen)++;
+                                    }};
+    seen_count = 0;
+    Probe *p = static_cast<Probe *>(pk_new(&probe));
+    p->seen = &seen_count;
+    pk_release(p);
+    EXPECT_EQ(seen_count, 1);
+}
+
+TEST(Object, DeallocChainsRunInOrder) {
+    std::vector<long> order;
+    g_order = &order;
+    Node *head = nullptr;
+    for (long i = 99; i >= 0; i--) {
+        Node *n = static_cast<Node *>(pk_new(&kNode));
+        n->id = i;
+        n->next = head;
+        head = n;
+    }
+    pk_release(head);
+    g_order = nullptr;
+    ASSERT_EQ(order.size(), 100u);
+    for (long i = 0; i < 100; i++) EXPECT_EQ(order[i], i);
+}
+
+TEST(Object, DeallocChainsOfAnyLengthNeedNoDeepStack) {
+    // A million-node list released from a thread with a 64 KiB stack: plain
+    // recursion would need tens of megabytes.
+    const long n = static_cast<long>(scaled(1000000, 20000));
+    std::atomic<long> done{0};
+    auto body = [&] {
+        std::vector<long> *saved = g_order;
+        g_order = nullptr;
+        Node *head = nullptr;
+        for (long i = 0; i < n; i++) {
+            Node *nd = static_cast<Node *>(pk_new(&kNode));
+            nd->id = i;
+            nd->next = head;
+            head = nd;
+        }
+        pk_release(head);
+        g_order = saved;
+        done = 1;
+    };
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    size_t stack = pktest::slow_tool() || PKTEST_ASAN ? 1u << 20 : 64u << 10;
+    pthread_attr_setstacksize(&attr, stack);
+    pthread_t th;
+    struct Thunk {
+        static void *run(void *arg) {
+            (*static_cast<decltype(body) *>(arg))();
+            return nullptr;
+        }
+    };
+    ASSERT_EQ(pthread_create(&th, &attr, Thunk::run, &body), 0);
+    pthread_join(th, nullptr);
+    pthread_attr_destroy(&attr);
+    EXPECT_EQ(done, 1);
+}
+
+TEST(Object, TreesAreFreedWhole) {
+    long before = g_tree_deallocs;
+    Tree *t = make_tree(12);
+    pk_release(t);
+    EXPECT_EQ(g_tree_deallocs - before, (2L << 12) - 1);
+}
+
+TEST(Object, OverReleaseIsReported) {
+    // The dealloc releases its own object once more: the count is past zero.
+    // (Inside the dealloc, so the memory is still the object's, under any tool.)
+    static const pk_class selfish = {"Selfish", 16, [](void *obj) { pk_release(obj); }};
+    std::thread th([] {
+        std::jmp_buf env;
+        t_escape = &env;
+        t_report = Report();
+        pk_set_error_handler(record_and_escape, nullptr);
+        void *volatile obj = pk_new(&selfish);
+        if (setjmp(env) == 0) pk_release(obj);
+        pk_set_error_handler(nullptr, nullptr);
+        t_escape = nullptr;
+        EXPECT_EQ(t_report.count, 1);
+        EXPECT_EQ(t_report.severity, PK_FATAL);
+        EXPECT_EQ(t_report.what, "over-release");
+        EXPECT_EQ(t_report.pool, "Selfish");
+        EXPECT_EQ(t_report.ptr, obj);
+        EXPECT_NE(t_report.message.find("Selfish"), std::string::npos) << t_report.message;
+    });
+    th.join(); // the jump left that thread's dealloc unfinished: the thread is dropped
+}
+
+TEST(Object, OverReleaseAfterTheMemoryWentBackIsReported) {
+    if (PKTEST_ASAN || pktest::running_under_valgrind())
+        GTEST_SKIP() << "reads freed memory on purpose";
+    static const pk_class cls = {"Twice", 48, nullptr};
+    void *volatile obj = pk_new(&cls);
+    std::jmp_buf env;
+    t_escape = &env;
+    t_report = Report();
+    pk_set_error_handler(record_and_escape, nullptr);
+    pk_release(obj);
+    if (setjmp(env) == 0) pk_release(obj);
+    pk_set_error_handler(nullptr, nullptr);
+    t_escape = nullptr;
+    EXPECT_EQ(t_report.count, 1);
+    EXPECT_EQ(t_report.what, "over-release");
+    if (!debug_mode()) { // (a debug pool fills the whole slot)
+        EXPECT_EQ(t_report.pool, "Twice"); // named though the pool reused the first word
+    }
+}
+
+TEST(Object, RetainOfADeallocatedObjectIsReported) {
+    static const pk_class zombie = {"Zombie", 16, [](void *obj) { pk_retain(obj); }};
+    std::thread th([] {
+        std::jmp_buf env;
+        t_escape = &env;
+        t_report = Report();
+        pk_set_error_handler(record_and_escape, nullptr);
+        void *volatile obj = pk_new(&zombie);
+        if (setjmp(env) == 0) pk_release(obj);
+        pk_set_error_handler(nullptr, nullptr);
+        t_escape = nullptr;
+        EXPECT_EQ(t_report.count, 1);
+        EXPECT_EQ(t_report.what, "retain of a deallocated object");
+        EXPECT_EQ(t_report.pool, "Zombie");
+    });
+    th.join();
+}
+
+TEST(Object, OverReleaseAbortsByDefault) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    static const pk_class selfish = {"Selfish", 16, [](void *obj) { pk_release(obj); }};
+    EXPECT_DEATH(pk_release(pk_new(&selfish)), "over-release.*Selfish");
+}
+
+TEST(Object, ManyThreadsRetainAndReleaseOneObject) {
+    const int threads = 8;
+    const long rounds = static_cast<long>(scaled(100000, 2000));
+    long before = g_deallocs;
+    void *obj = pk_new(&kCounted);
+    std::atomic<bool> go{false};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; t++) {
+        pk_retain(obj); // each thread owns one reference, released at its end
+        ts.emplace_back([&, obj] {
+            while (!go.load()) std::this_thread::yield();
+            for (long i = 0; i < rounds; i++) {
+                pk_retain(obj);
+                if (i % 3 == 0) pk_retain(obj), pk_release(obj);
+                pk_release(obj);
+            }
+            pk_release(obj);
+        });
+    }
+    go = true;
+    for (auto &t : ts) t.join();
+    EXPECT_EQ(pk_refcount(obj), 1u);
+    EXPECT_EQ(g_deallocs, before);
+    pk_release(obj);
+    EXPECT_EQ(g_deallocs, before + 1);
+}
+
+TEST(Object, LastReleaseOnAnyThreadDeallocsExactlyOnce) {
+    const int objects = static_cast<int>(scaled(2000, 100));
+    long before = g_deallocs;
+    std::vector<void *> objs;
+    for (int i = 0; i < objects; i++) {
+        void *o = pk_new(&kCounted);
+        for (int r = 0; r < 3; r++) pk_retain(o); // four references in all
+        objs.push_back(o);
+    }
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; t++)
+        ts.emplace_back([&] {
+            for (void *o : objs) pk_release(o);
+        });
+    for (auto &t : ts) t.join();
+    EXPECT_EQ(g_deallocs - before, objects);
+}
+
+TEST(Object, MemoryReleasedOnAnotherThreadReturnsToItsPool) {
+    static const pk_class cls = {"Travelling", 1000, nullptr}; // its own 1 KiB size class
+    pk_pool *pool = pk_class_pool(&cls);
+    ASSERT_NE(pool, nullptr);
+    pk_pool_stats before = pktest::stats_of(pool);
+    const size_t n = scaled(20000, 2000);
+    std::vector<void *> objs(n);
+    std::thread producer([&] {
+        for (size_t i = 0; i < n; i++) objs[i] = pk_new(&cls);
+    });
+    producer.join();
+    for (void *o : objs) {
+        ASSERT_NE(o, nullptr);
+        ASSERT_EQ(pk_pool_owner(memory_of(o)), pool);
+    }
+    std::thread consumer([&] {
+        for (void *o : objs) pk_release(o);
+    });
+    consumer.join();
+    pk_pool_stats after = pktest::stats_of(pool);
+    EXPECT_EQ(after.live, before.live); // both threads have exited: their caches went home
+    if (!debug_mode()) { // debug pools keep no thread caches, which count these
+        EXPECT_GT(after.remote_frees, before.remote_frees);
+    }
+    // The memory is reused by the next objects of the class.
+    std::vector<void *> again;
+    for (size_t i = 0; i < 100; i++) again.push_back(pk_new(&cls));
+    for (void *o : again) EXPECT_EQ(pk_pool_owner(memory_of(o)), pool);
+    for (void *o : again) pk_release(o);
+}
+
+TEST(Object, OutOfMemoryGivesNullAndEnomem) {
+    static const pk_class fresh = {"Fresh", 1500, nullptr}; // a size class nothing else uses
+    pk_fault_fail_after(0);
+    errno = 0;
+    void *o = pk_new(&fresh);
+    int err = errno;
+    pk_fault_fail_after(-1);
+    EXPECT_EQ(o, nullptr);
+    EXPECT_EQ(err, ENOMEM);
+    o = pk_new(&fresh); // and works again once memory is back
+    EXPECT_NE(o, nullptr);
+    pk_release(o);
+}
+
+}  // namespace
