@@ -97,7 +97,7 @@ static slab *slab_for_take(pk_pool *p, bool may_map) {
     s = p->lists[SLAB_EMPTY].head;
     if (!s) {
         if (!may_map) return NULL;
-        s = slab_create(p, &p->geo);
+        s = slab_create(p, &p->geo, p->next_color++);
         if (!s) return NULL;
         track_close(s->objects, (size_t)s->capacity * p->geo.slot);
         p->slabs_total++;
@@ -311,7 +311,7 @@ size_t central_reserve(pk_pool *p, size_t n) {
     size_t ready = p->slab_free + p->depot_count * p->batch;
     while (ready < n) {
         if (p->limit && p->out + p->slab_free >= p->limit) break;
-        slab *s = slab_create(p, &p->geo);
+        slab *s = slab_create(p, &p->geo, p->next_color++);
         if (!s) break;
         track_close(s->objects, (size_t)s->capacity * p->geo.slot);
         p->slabs_total++;

@@ -1,9 +1,11 @@
 /* The page source: the only place poolkit asks the system for memory.
  *
- * Aligned reservations are made by mapping size + align and unmapping the
- * slack on both sides, so the alignment costs address space, never physical
- * memory. Fault injection (fault.h) sits here so that every layer above sees
- * a failing system the same way. */
+ * An aligned request first asks for the next aligned address of a range
+ * kept for poolkit, as a hint: when the kernel grants it (the usual case),
+ * the mapping costs one system call. Otherwise it maps size + align and
+ * unmaps the slack on both sides, so alignment costs address space, never
+ * physical memory. Fault injection (fault.h) sits here so that every layer
+ * above sees a failing system the same way. */
 #define _GNU_SOURCE 1 /* MAP_ANONYMOUS, madvise */
 #include "internal.h"
 
@@ -32,12 +34,47 @@ static bool fault_injected(void) {
     return at >= 0 && n >= (unsigned long)at;
 }
 
+/* The hint range: 4 TiB up, a random start within its first TiB (so slab
+ * addresses are not the same in every run), wrapping after 64 TiB. */
+#define HINT_BASE ((uintptr_t)4 << 40)
+#define HINT_SPAN ((uintptr_t)64 << 40)
+static uintptr_t hint_next;
+
+static uintptr_t hint_take(size_t size, size_t align) {
+    uintptr_t seen = __atomic_load_n(&hint_next, __ATOMIC_RELAXED), start, next;
+    do {
+        uintptr_t cur = seen;
+        if (cur == 0) {
+            uintptr_t seed = (uintptr_t)&cur ^ (uintptr_t)requests * 0x9E3779B97F4A7C15ull;
+            cur = HINT_BASE + ((seed >> 12) & (((uintptr_t)1 << 40) - 1));
+        }
+        start = align_up(cur, align);
+        if (start + size > HINT_BASE + HINT_SPAN) start = align_up(HINT_BASE, align);
+        next = start + size;
+    } while (!__atomic_compare_exchange_n(&hint_next, &seen, next, true, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    return start;
+}
+
+static void *map_at_hint(size_t size, size_t align) {
+    if (sizeof(void *) < 8) return NULL;
+    void *want = (void *)hint_take(size, align);
+    void *p = mmap(want, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == want) return p;
+    if (p != MAP_FAILED) munmap(p, size);
+    return NULL;
+}
+
 void *os_map(size_t size, size_t align) {
     size_t page = os_page_size();
     if (align < page) align = page;
     if (fault_injected()) {
         errno = ENOMEM;
         return NULL;
+    }
+    if (align > page) {
+        void *p = map_at_hint(size, align);
+        if (p) return p;
     }
     size_t span = size + (align > page ? align : 0);
     if (span < size) {

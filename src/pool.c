@@ -22,6 +22,7 @@
 
 #define BATCH_BYTES 16384 /* about what one exchange between cache and pool moves */
 #define BATCH_MAX 64
+#define BATCH_MIN 4
 #define DEBUG_REDZONE 16
 
 static const char *pool_name(const pk_pool *p) { return p->name ? p->name : "(unnamed)"; }
@@ -61,8 +62,12 @@ static void choose_path(pk_pool *p) {
     p->tc_off = tcache_null_off();
     p->cached = !p->debug && !p->limit && tcache_attach(p);
     if (!p->cached) return;
+    /* About BATCH_BYTES per exchange, but at least BATCH_MIN objects up to
+     * 1 MiB: a cache of a few objects would send a workload that wanders
+     * (allocate a few, free a few) to the lock on most calls. */
     size_t batch = BATCH_BYTES / p->geo.slot;
-    p->batch = batch < 1 ? 1 : batch > BATCH_MAX ? BATCH_MAX : batch;
+    size_t least = p->geo.slot <= ((size_t)1 << 20) ? BATCH_MIN : 1;
+    p->batch = batch < least ? least : batch > BATCH_MAX ? BATCH_MAX : batch;
     p->tc_cap = 2 * p->batch;
 #ifdef PK__HAVE_INLINE
     bool plain = p->link_off == 0 && !p->zero && !p->hardened;

@@ -88,6 +88,11 @@ struct pk_pool *slab_owner(const void *ptr) {
     return slot_div(a - first, slot, recip) * slot == a - first ? pool : NULL;
 }
 
+static void set_colors(slab_geometry *g, size_t spare) {
+    g->color_step = g->align > 64 ? g->align : 64;
+    g->colors = spare / g->color_step + 1;
+}
+
 bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry *g) {
     const size_t small_slab = (size_t)1 << GRANULE_SHIFT;
     size_t page = os_page_size();
@@ -113,18 +118,20 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry
         g->slab_align = g->span = span;
         g->header = header;
         g->capacity = (uint32_t)cap;
+        set_colors(g, span - header - cap * slot);
         return cap > 0;
     }
-    /* One slot per slab: map just a page past it; align the mapping to the
-     * next power of two so masking still finds the header. */
+    /* One slot per slab: map just a page past it. The slot starts in the
+     * first 64 KiB, so a 64 KiB alignment is all masking needs; a larger one
+     * would spread slabs apart and cost a page-table page each. */
     size_t header = align_up(base + (debug_bits ? 8 : 0), align < 16 ? 16 : align);
     size_t span = align_up(header + slot, page);
     size_t slab_align = small_slab;
-    while (slab_align < span) slab_align <<= 1;
     g->slab_align = slab_align;
     g->span = span;
     g->header = header;
     g->capacity = 1;
+    set_colors(g, span - header - slot);
     return true;
 }
 
@@ -180,14 +187,14 @@ size_t slab_cache_release(void) {
     return bytes;
 }
 
-slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
+slab *slab_create(struct pk_pool *pool, const slab_geometry *g, size_t color) {
     slab *s = cache_take(g->span);
     if (s) memset(s, 0, g->header); /* a clean header, live bits included */
     else s = os_map(g->span, g->slab_align);
     if (!s) return NULL;
     s->magic = SLAB_MAGIC;
     s->pool = pool;
-    s->objects = (char *)s + g->header;
+    s->objects = (char *)s + g->header + (color % g->colors) * g->color_step;
     s->span = g->span;
     s->capacity = g->capacity;
     s->list = SLAB_LISTS;

@@ -2,8 +2,8 @@
  *
  * Invariants:
  * - A slab's mapping starts at an address aligned to its pool's slab_align,
- *   and every slot lies inside the first slab_align bytes, so the slab of an
- *   object is ptr & ~(slab_align - 1) (slab_of).
+ *   and every slot starts inside the first slab_align bytes, so the slab of
+ *   an object is ptr & ~(slab_align - 1) (slab_of).
  * - Slots [0, bump) have been handed out at least once (and constructed, if
  *   the pool has a construct hook); slots [bump, capacity) were never touched.
  * - used counts slots outside the slab: with a thread cache, in the depot or
@@ -53,6 +53,8 @@ typedef struct slab_geometry {
     uint32_t capacity; /* slots per slab */
     bool debug_bits;   /* keep live_bits */
     uint64_t recip;    /* 2^64 / slot rounded up: offset / slot by a multiply; 0 if slot >= 2^32 */
+    size_t colors;     /* distinct starting offsets (colours) the spare tail allows */
+    size_t color_step; /* bytes between two colours: a cache line, or the alignment */
 } slab_geometry;
 
 /* Chooses the slab layout for slots of `slot` bytes aligned to `align`.
@@ -60,8 +62,10 @@ typedef struct slab_geometry {
  * of its own sized to a page past the object. False if it cannot fit. */
 bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry *g);
 
-/* Maps a new empty slab and records it in the address map. NULL + ENOMEM. */
-slab *slab_create(struct pk_pool *pool, const slab_geometry *g);
+/* Maps a new empty slab and records it in the address map; its slot 0 starts
+ * `color` colours past the header, so that the objects of different slabs
+ * do not all compete for the same cache sets. NULL + ENOMEM. */
+slab *slab_create(struct pk_pool *pool, const slab_geometry *g, size_t color);
 /* Removes the slab from the address map and unmaps it, or, with `cache`,
  * keeps it in the process-wide cache of spare slabs (bounded) for the next
  * slab_create. */

@@ -19,10 +19,15 @@
 #  define TRACK_ENABLED 1
 /* An object handed out: undefined contents unless they were made (zeroing,
  * a construct hook, a state kept from the last use). */
-#  define track_alloc(p, size, defined) VALGRIND_MALLOCLIKE_BLOCK((p), (size), 0, (defined))
-#  define track_free(p, size) VALGRIND_FREELIKE_BLOCK((p), 0)
-#  define track_open(p, size) VALGRIND_MAKE_MEM_DEFINED((p), (size))
-#  define track_close(p, size) VALGRIND_MAKE_MEM_NOACCESS((p), (size))
+static inline void track_alloc(void *p, size_t size, int defined) {
+    VALGRIND_MALLOCLIKE_BLOCK(p, size, 0, defined);
+}
+static inline void track_free(void *p, size_t size) {
+    (void)size;
+    VALGRIND_FREELIKE_BLOCK(p, 0);
+}
+static inline void track_open(void *p, size_t size) { VALGRIND_MAKE_MEM_DEFINED(p, size); }
+static inline void track_close(void *p, size_t size) { VALGRIND_MAKE_MEM_NOACCESS(p, size); }
 #elif defined(POOLKIT_ASAN)
 #  include <sanitizer/asan_interface.h>
 #  define TRACK_ENABLED 1

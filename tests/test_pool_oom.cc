@@ -159,6 +159,7 @@ TEST(PoolOom, CreateReturnsNullWithENOMEMWhenTheReserveCannotBeMade) {
         long long mapped = mapped_net.load();
         pk_pool_config c = make_config(256, 0, 0, "reserved");
         c.reserve = 5000; /* several slabs */
+        pk_pool_release_cache(); /* so the reserve needs pages, not earlier pools' slabs */
         pk_fault_fail_after(n);
         errno = 0;
         pk_pool *p = pk_pool_create(&c);

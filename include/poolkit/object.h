@@ -43,8 +43,10 @@ extern "C" {
 
 struct pk_pool; /* pool.h */
 
+/* A class of objects: static data that pk_new's caller provides; it needs
+ * no registration and must outlive its objects. */
 typedef struct pk_class {
-    const char *name;
+    const char *name;           /* for reports (may be NULL) */
     size_t size;                /* bytes of the object's own fields */
     void (*dealloc)(void *obj); /* releases what obj holds (not obj's memory); may be NULL */
 } pk_class;
@@ -74,7 +76,10 @@ PK_API const pk_class *pk_class_of(const void *obj);
  * class too large to be pooled (its objects come from the C heap). */
 PK_API struct pk_pool *pk_class_pool(const pk_class *cls);
 
-typedef struct pk_autorelease_pool { uintptr_t token; } pk_autorelease_pool; /* value type */
+/* A pushed autorelease pool, from pk_autorelease_push: a plain value. */
+typedef struct pk_autorelease_pool {
+    uintptr_t token; /* stack position and generation; opaque */
+} pk_autorelease_pool;
 #define PK_AUTORELEASE_NONE (~(uintptr_t)0) /* the token of a push that failed */
 
 /* Autorelease pools belong to the thread that pushed them: every call below
@@ -105,9 +110,13 @@ typedef struct pk_autorelease_pool { uintptr_t token; } pk_autorelease_pool; /* 
  * the compiler allows, and are also exported by the library. */
 #if !defined(PK_NO_INLINE) && defined(__GNUC__)
 #  define PK__ARP_HAVE_INLINE 1
-#else
+#endif
+#if !defined(PK__ARP_HAVE_INLINE) || defined(PK__DOXYGEN)
+/* Pushes a pool; returns its token (see above). */
 PK_API pk_autorelease_pool pk_autorelease_push(void);
+/* Pops pool and every pool pushed after it (see above). */
 PK_API void pk_autorelease_pop(pk_autorelease_pool pool);
+/* Hands one reference of obj to the innermost pool; returns obj (see above). */
 PK_API void *pk_autorelease(void *obj);
 #endif
 
@@ -224,12 +233,12 @@ PK__ARP_INLINE void *pk_autorelease(void *obj) {
 }
 #endif
 
+#define PK__CAT2(a, b) a##b
+#define PK__CAT(a, b) PK__CAT2(a, b)
 /* PK_AUTORELEASE_POOL { ... } pushes a pool and pops it when the block ends.
  * Its one limit: leaving the block by return, goto, break or longjmp skips
  * the pop. PK_AUTORELEASE_SCOPE() (GCC and Clang) pops on any exit from the
  * enclosing scope, early return included. */
-#define PK__CAT2(a, b) a##b
-#define PK__CAT(a, b) PK__CAT2(a, b)
 #define PK_AUTORELEASE_POOL                                                        \
     for (pk_autorelease_pool PK__CAT(pk__arp_, __LINE__) = pk_autorelease_push(), \
                              *PK__CAT(pk__arp_once_, __LINE__) =                  \

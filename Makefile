@@ -1,0 +1,188 @@
+# poolkit: the front door over CMake (Ninja).
+#
+#   make               release build (gcc) in build/
+#   make test          everything CI checks; see the stages below
+#   make bench         release build, then bench/run.sh build/
+#   make install       install build/ under PREFIX (default /usr/local; DESTDIR works)
+#   make lab           lab/run.sh build: installs the peers, builds and runs the
+#                      lab, writes lab-report/ (LAB_ARGS: pk-lab run arguments)
+#   make fuzz          a longer fuzzing run (FUZZ_SECONDS, default 900)
+#   make docs          scripts/docs.sh build/, once it exists
+#   make clean         remove every build directory made here
+#
+# `make test` runs these stages in order and stops at the first failure:
+#   setup     scripts/setup.sh: installs missing tools (nothing when all are there)
+#   gcc       release build with gcc in build/, ctest
+#   clang     release build with clang in build-clang/, ctest
+#   asan      ASan+UBSan build (clang) in build-asan/, ctest
+#   tsan      TSan build (gcc) in build-tsan/, ctest
+#   valgrind  every test program of build/ under valgrind memcheck
+#             (ctest -L memcheck; programs labeled novalgrind are left out)
+#   install   install build/ into a scratch prefix and build a consumer with
+#             find_package and with pkg-config (ctest -L install)
+#   gate      bench/gate.sh build/ (instruction-count gates), if present
+#   objc      GNUstep (lab/objc/setup.sh) and PKObject's tests
+#   tools     the library built for Valgrind and for ASan catches seeded bugs
+#   fuzz      a bounded libFuzzer run over the whole C API (FUZZ_SECONDS, 60)
+# One stage alone: make test-clang. A subset: make test STAGES="gcc asan".
+#
+# Variables: PREFIX, CTEST_JOBS (2), CMAKE_ARGS (extra -D options for every
+# configure), BUILD (build), LAB_ARGS (arguments for pk-lab run), FUZZ_SECONDS.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+BUILD       ?= build
+PREFIX      ?= /usr/local
+CTEST_JOBS  ?= 2
+CMAKE       ?= cmake
+CTEST       ?= ctest
+CMAKE_ARGS  ?=
+LAB_ARGS    ?=
+STAGES      ?= gcc clang asan tsan valgrind install gate objc tools fuzz
+
+BUILD_CLANG := $(BUILD)-clang
+BUILD_ASAN  := $(BUILD)-asan
+BUILD_TSAN  := $(BUILD)-tsan
+
+# The sanitizers' runtimes want a fixed address-space layout on kernels with
+# high mmap randomization; run their tests with ASLR off where allowed.
+NORANDOM := $(shell setarch $$(uname -m) -R true >/dev/null 2>&1 && echo "setarch $$(uname -m) -R")
+
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1 \
+           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+           TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+# $(call configure,DIR,CC,CXX,BUILD_TYPE,OPTIONS)
+configure = $(CMAKE) -S . -B $(1) -G Ninja -DCMAKE_C_COMPILER=$(2) -DCMAKE_CXX_COMPILER=$(3) \
+            -DCMAKE_BUILD_TYPE=$(4) $(5) $(CMAKE_ARGS)
+# $(call ctest,DIR,ARGS)
+ctest = $(CTEST) --test-dir $(1) --output-on-failure --no-tests=error -j$(CTEST_JOBS) $(2)
+
+SAN_OPTIONS := -DPOOLKIT_BUILD_BENCH=OFF -DPOOLKIT_BUILD_LAB=OFF -DPOOLKIT_BUILD_EXAMPLES=OFF \
+               -DPOOLKIT_REQUIRE_GTEST=ON "-DCMAKE_C_FLAGS_DEBUG=-g -O1" "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
+
+.PHONY: all build build-gcc build-clang build-asan build-tsan test bench install lab docs clean help \
+        test-setup test-gcc test-clang test-asan test-tsan test-valgrind test-install test-gate \
+        test-objc test-tools test-fuzz fuzz
+
+all: build
+
+build build-gcc:
+	$(call configure,$(BUILD),gcc,g++,Release,-DPOOLKIT_MEMCHECK=ON)
+	$(CMAKE) --build $(BUILD)
+
+build-clang:
+	$(call configure,$(BUILD_CLANG),clang,clang++,Release,-DPOOLKIT_REQUIRE_GTEST=ON)
+	$(CMAKE) --build $(BUILD_CLANG)
+
+build-asan:
+	$(call configure,$(BUILD_ASAN),clang,clang++,Debug,-DPOOLKIT_SANITIZE=address$(,)undefined $(SAN_OPTIONS))
+	$(CMAKE) --build $(BUILD_ASAN)
+
+build-tsan:
+	$(call configure,$(BUILD_TSAN),gcc,g++,Debug,-DPOOLKIT_SANITIZE=thread $(SAN_OPTIONS))
+	$(CMAKE) --build $(BUILD_TSAN)
+
+, := ,
+
+test:
+	@start=$$(date +%s); done_stages=""; \
+	for stage in setup $(STAGES); do \
+	    t0=$$(date +%s); \
+	    echo "==> make test: stage $$stage"; \
+	    if ! $(MAKE) --no-print-directory test-$$stage; then \
+	        echo "make test: FAILED in stage $$stage after $$(( $$(date +%s) - start ))s (passed:$${done_stages:- none})"; \
+	        exit 1; \
+	    fi; \
+	    done_stages="$$done_stages $$stage $$(( $$(date +%s) - t0 ))s"; \
+	done; \
+	echo "make test: PASSED in $$(( $$(date +%s) - start ))s:$$done_stages"
+
+test-setup:
+	bash scripts/setup.sh
+
+test-gcc:
+	$(call configure,$(BUILD),gcc,g++,Release,-DPOOLKIT_MEMCHECK=ON -DPOOLKIT_REQUIRE_GTEST=ON)
+	$(CMAKE) --build $(BUILD)
+	$(call ctest,$(BUILD),-LE 'memcheck|install')
+
+test-clang: build-clang
+	$(call ctest,$(BUILD_CLANG))
+
+test-asan: build-asan
+	$(SAN_ENV) $(NORANDOM) $(call ctest,$(BUILD_ASAN))
+
+test-tsan: build-tsan
+	$(SAN_ENV) $(NORANDOM) $(call ctest,$(BUILD_TSAN))
+
+test-valgrind: build
+	$(call ctest,$(BUILD),-L memcheck)
+
+test-install: build
+	$(call ctest,$(BUILD),-L install)
+
+# PKObject's own tests under GNUstep (lab/objc/setup.sh installs it as root).
+test-objc: build
+	bash lab/objc/setup.sh
+	bash bindings/objc/test.sh $(abspath $(BUILD))
+
+# The library built for Valgrind and for ASan, each made to catch seeded bugs.
+test-tools:
+	@if [ -f scripts/tool-builds.sh ]; then \
+	    echo "bash scripts/tool-builds.sh $(abspath $(BUILD))-tools"; \
+	    bash scripts/tool-builds.sh $(abspath $(BUILD))-tools; \
+	else \
+	    echo "tools: scripts/tool-builds.sh not present, skipped"; \
+	fi
+
+# A bounded fuzzing run (FUZZ_SECONDS, 60 by default); `make fuzz` runs longer.
+FUZZ_SECONDS ?= 60
+test-fuzz:
+	@if [ -f scripts/fuzz.sh ]; then \
+	    echo "bash scripts/fuzz.sh $(FUZZ_SECONDS) $(abspath $(BUILD))-fuzz"; \
+	    bash scripts/fuzz.sh $(FUZZ_SECONDS) $(abspath $(BUILD))-fuzz; \
+	else \
+	    echo "fuzz: scripts/fuzz.sh not present, skipped"; \
+	fi
+
+fuzz:
+	$(MAKE) --no-print-directory test-fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-900}
+
+test-gate: build
+	@if [ -f bench/gate.sh ]; then \
+	    echo "bash bench/gate.sh $(abspath $(BUILD))"; \
+	    bash bench/gate.sh $(abspath $(BUILD)); \
+	else \
+	    echo "gate: bench/gate.sh not present, skipped"; \
+	fi
+
+bench: build
+	@if [ -f bench/run.sh ]; then \
+	    echo "bash bench/run.sh $(abspath $(BUILD))"; \
+	    bash bench/run.sh $(abspath $(BUILD)); \
+	else \
+	    echo "bench: bench/run.sh not present yet"; \
+	fi
+
+install: build
+	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
+
+# Set-up (peers, GNUstep, Zig, the report's virtual environment), build,
+# every experiment, and the report in lab-report/.
+lab:
+	bash lab/run.sh $(abspath $(BUILD)) $(LAB_ARGS)
+
+docs:
+	@if [ -f scripts/docs.sh ]; then \
+	    echo "bash scripts/docs.sh $(BUILD)"; \
+	    bash scripts/docs.sh $(BUILD); \
+	else \
+	    echo "docs: not yet (the headers in include/poolkit/ document the API for now)"; \
+	fi
+
+clean:
+	rm -rf $(BUILD) $(BUILD_CLANG) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD)-tools $(BUILD)-fuzz
+
+help:
+	@sed -n '1,/^$$/s/^# \{0,1\}//p' Makefile
