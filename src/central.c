@@ -52,11 +52,12 @@ static void debug_on_take(pk_pool *p, slab *s, char *obj, bool reused) {
     size_t idx = slot_div((uint64_t)(obj - s->objects), p->geo.slot, p->geo.recip), bad;
     bool plain = !p->construct && !p->destruct;
     track_open(obj, p->size + p->redzone);
-    if (reused && plain && !bytes_are((unsigned char *)obj, p->size, FILL_FREE, &bad))
+    if (reused && plain &&
+        !bytes_are((unsigned char *)obj + p->fill_from, p->size - p->fill_from, FILL_FREE, &bad))
         error_report(PK_FATAL, "write after free", p->name, obj,
                      "object %p of pool '%s' was modified at byte %zu after it was freed", obj,
-                     pool_name(p), bad);
-    if (plain && !p->zero) memset(obj, FILL_ALLOC, p->size);
+                     pool_name(p), bad + p->fill_from);
+    if (plain && !p->zero) memset(obj + p->fill_from, FILL_ALLOC, p->size - p->fill_from);
     memset(obj + p->size, FILL_REDZONE, p->redzone);
     track_close(obj, p->size + p->redzone);
     s->live_bits[idx / 64] |= (uint64_t)1 << (idx % 64);
@@ -85,7 +86,7 @@ void central_debug_check_free(pk_pool *p, void *obj) {
                      "a write %zu bytes past the end of object %p (size %zu) of pool '%s'",
                      bad, obj, p->size, name);
     s->live_bits[idx / 64] &= ~((uint64_t)1 << (idx % 64));
-    if (!p->construct && !p->destruct) memset(obj, FILL_FREE, p->size);
+    if (!p->construct && !p->destruct) memset((char *)obj + p->fill_from, FILL_FREE, p->size - p->fill_from);
     track_close(obj, p->size + p->redzone);
 }
 
@@ -110,11 +111,22 @@ static slab *slab_for_take(pk_pool *p, bool may_map) {
 
 /* Takes one slot from s (its free list first), doing what the pool needs
  * per object: construct a fresh slot, debug fills and checks. */
+/* Hardened pools: a slab's free list links only slots of that slab that
+ * were handed out before; anything else was written by someone else. */
+static void check_slab_link(pk_pool *p, slab *s, void *from, void *next) {
+    long idx = next ? slab_slot_index(s, next, &p->geo) : 0;
+    if (!next || (idx >= 0 && (uint32_t)idx < s->bump)) return;
+    error_report(PK_FATAL, "corrupted free list", p->name, from,
+                 "the free object %p of pool '%s' links to %p, which is not a free slot of its slab",
+                 from, pool_name(p), next);
+}
+
 static char *take_one(pk_pool *p, slab *s) {
     char *obj = s->free;
     bool reused = obj != NULL;
     if (reused) {
         s->free = (void *)link_load(p, obj);
+        if (p->hardened) check_slab_link(p, s, obj, s->free);
     } else {
         obj = s->objects + (size_t)s->bump * p->geo.slot;
         s->bump++;
@@ -220,6 +232,7 @@ void central_give(pk_pool *p, void *obj) {
 void central_give_chain(pk_pool *p, void *list) {
     size_t n = 0;
     for (char *obj = list; obj; n++) {
+        checked_slab(p, obj); /* before its link is read: a forged link may point anywhere */
         char *next = (char *)link_load(p, obj);
         central_give(p, obj);
         obj = next;
@@ -264,17 +277,27 @@ static void debug_check_free_slots(pk_pool *p, slab *s) {
         char *obj = s->objects + (size_t)i * p->geo.slot;
         size_t bad;
         track_open(obj, p->size);
-        bool intact = bytes_are((unsigned char *)obj, p->size, FILL_FREE, &bad);
+        bool intact = bytes_are((unsigned char *)obj + p->fill_from, p->size - p->fill_from, FILL_FREE, &bad);
         track_close(obj, p->size);
         if (!intact)
             error_report(PK_FATAL, "write after free", p->name, obj,
                          "object %p of pool '%s' was modified at byte %zu after it was freed",
-                         obj, pool_name(p), bad);
+                         obj, pool_name(p), bad + p->fill_from);
+    }
+}
+
+static void check_slab_free_list(pk_pool *p, slab *s) {
+    size_t n = 0;
+    for (char *f = s->free; f && n <= s->capacity; n++) {
+        char *next = (char *)link_load(p, f);
+        check_slab_link(p, s, f, next);
+        f = next;
     }
 }
 
 static size_t release_slab(pk_pool *p, slab *s, bool cache) {
     debug_check_free_slots(p, s);
+    if (p->hardened) check_slab_free_list(p, s);
     if (p->destruct)
         for (uint32_t i = 0; i < s->bump; i++) {
             char *obj = s->objects + (size_t)i * p->geo.slot;

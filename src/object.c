@@ -26,6 +26,7 @@
  * list of a million objects needs no more than DEALLOC_NESTING frames.
  */
 #include "object_internal.h"
+#include "pool_internal.h"
 
 #include <poolkit/pool.h>
 
@@ -98,6 +99,7 @@ static PK_NOINLINE pk_pool *class_pool_get(size_t ci) {
         c.name = class_names[ci];
         c.size = class_slot(ci);
         c.align = 16;
+        c.flags = POOL_KEEPS_HEADER;
         p = pk_pool_create(&c);
         if (!p && errno == EINVAL) p = HEAP_CLASS;
         if (p) __atomic_store_n(&class_pools[ci], p, __ATOMIC_RELEASE);

@@ -128,7 +128,9 @@ size_t pk_pool_release_cache(void) {
 }
 
 pk_pool *pk_pool_create(const pk_pool_config *c) {
-    if (!c || c->size == 0 || (c->flags & PK_POOL_ZERO && c->construct) ||
+    const unsigned known = PK_POOL_ZERO | PK_POOL_LOCAL | PK_POOL_DEBUG | PK_POOL_HARDENED |
+                           PK_POOL_REGION | POOL_KEEPS_HEADER;
+    if (!c || c->size == 0 || (c->flags & ~known) || (c->flags & PK_POOL_ZERO && c->construct) ||
         (c->align && (!is_pow2(c->align) || c->align > 4096))) {
         errno = EINVAL;
         return NULL;
@@ -142,6 +144,7 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     p->locked = !(c->flags & PK_POOL_LOCAL);
     p->debug = (c->flags & PK_POOL_DEBUG) || options_debug();
     p->hardened = (c->flags & PK_POOL_HARDENED) != 0;
+    if ((c->flags & POOL_KEEPS_HEADER) && c->size > POOL_HEADER_BYTES) p->fill_from = POOL_HEADER_BYTES;
     p->zero = (c->flags & PK_POOL_ZERO) != 0;
     p->construct = c->construct;
     p->destruct = c->destruct;
@@ -185,6 +188,12 @@ void pk_pool_destroy(pk_pool *p) {
     if (!p) return;
     tcache_registry_lock();
     size_t live = p->out - p->depot_count * p->batch - tcache_cached(p);
+    if (p->hardened) {
+        /* Every free object goes home through the checks, so a forged link
+         * is reported here rather than forgotten with the memory. */
+        tcache_drain_all(p);
+        central_depot_drain(p);
+    }
     tcache_detach(p);
     tcache_registry_unlock();
     if (live && !(p->flags & PK_POOL_REGION)) report_leaks(p, live);

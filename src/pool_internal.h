@@ -17,6 +17,12 @@
 
 #include <pthread.h>
 
+/* Private pk_pool_config flag for the object layer's pools: debug fills
+ * leave the first 16 bytes (the object header, whose "deallocated" mark
+ * names the class in an over-release report) alone. */
+#define POOL_KEEPS_HEADER (1u << 30)
+#define POOL_HEADER_BYTES 16
+
 #define DEPOT_MIN 16 /* chains a depot may always hold; more as the pool grows */
 
 /* A thread's cache for one pool: a list of free objects linked through
@@ -45,6 +51,7 @@ struct pk_pool {
     size_t size, align;
     size_t link_off;  /* where a free object keeps its link word */
     size_t redzone;   /* debug pools: guard bytes after the object */
+    size_t fill_from; /* debug pools: first byte the fills cover */
     slab_geometry geo;
     unsigned flags;
     bool locked;      /* not PK_POOL_LOCAL */

@@ -66,7 +66,7 @@ typedef struct pk_pool_stats {
 
 /* Creates a pool. The config is copied; name must outlive the pool.
  * Returns NULL with errno EINVAL (size 0, align not a power of two or over
- * 4096, PK_POOL_ZERO with a construct hook, too large a size) or ENOMEM
+ * 4096, an unknown flag, PK_POOL_ZERO with a construct hook, too large a size) or ENOMEM
  * (the reserve could not be made ready). Thread-safe. */
 PK_API pk_pool *pk_pool_create(const pk_pool_config *config);
 
