@@ -45,7 +45,7 @@ static uintptr_t hint_take(size_t size, size_t align) {
     do {
         uintptr_t cur = seen;
         if (cur == 0) {
-            uintptr_t seed = (uintptr_t)&cur ^ (uintptr_t)requests * 0x9E3779B97F4A7C15ull;
+            uintptr_t seed = (uintptr_t)&cur ^ __atomic_load_n(&requests, __ATOMIC_RELAXED) * 0x9E3779B97F4A7C15ull;
             cur = HINT_BASE + ((seed >> 12) & (((uintptr_t)1 << 40) - 1));
         }
         start = align_up(cur, align);

@@ -11,15 +11,9 @@
  * tool watches that memory and would report the write itself: under
  * valgrind, or under ASan when the library poisons free objects
  * (POOLKIT_ASAN builds).
- *
- * Tests marked "LIBRARY BUG" below fail against the library as it is; each
- * is reported with a minimal reproduction and should pass once it is fixed.
  */
 #include "support.h"
 
-#include <sys/wait.h>
-
-#include <csignal>
 #include <set>
 #include <thread>
 
@@ -346,12 +340,10 @@ TEST(SafetyHardenedDeathTest, ForgedLinkToALiveObjectIsReported) {
     pk_pool_free(p.get(), keep);
 }
 
-/* LIBRARY BUG (reported): links in a slab's own free list are followed
- * without the hardened check (take_one in central.c), so a forged link
- * there crashes the allocator (or, with a link that decodes to readable
- * memory, hands that memory out) instead of being reported. Here every
- * object freed into the slabs has its link forged, then the pool
- * allocates. */
+/* Links in a slab's own free list (not a thread cache) are checked too: a
+ * forged one must be reported, not followed into memory the pool does not
+ * own. Every object freed into the slabs has its link forged, then the pool
+ * allocates; the report names one of the forged objects. */
 TEST(SafetyHardenedDeathTest, ForgedLinkInASlabFreeListIsReported) {
     PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
     std::vector<void *> objs = alloc_n(p.get(), 3000);
@@ -380,9 +372,9 @@ TEST(SafetyHardenedDeathTest, ForgedLinkInASlabFreeListIsReported) {
     for (void *o : objs) pk_pool_free(p.get(), o);
 }
 
-/* LIBRARY BUG (reported): the same in a pool that works on its slabs
- * directly (a limit, or debug with hardened): the first allocation loads
- * the forged link unchecked and the second follows it. */
+/* The same in a pool that works on its slabs directly (a limit; debug with
+ * hardened is the same path): the allocation that loads the forged link
+ * reports it, naming the object that held it. */
 TEST(SafetyHardenedDeathTest, ForgedLinkInALimitedPoolIsReported) {
     pk_pool_config c = make_config(64, 0, PK_POOL_HARDENED, "hardlim");
     c.limit = 10000;
@@ -404,7 +396,7 @@ TEST(SafetyHardenedDeathTest, ForgedLinkInALimitedPoolIsReported) {
 }
 
 /* A forged link in the thread cache is reported by pk_pool_trim, which
- * walks the cache to move it home. */
+ * walks the cache to move it home, before following it. */
 TEST(SafetyHardenedDeathTest, ForgedLinkIsReportedAtTrim) {
     PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
     void *keep = pk_pool_alloc(p.get());
@@ -424,9 +416,8 @@ TEST(SafetyHardenedDeathTest, ForgedLinkIsReportedAtTrim) {
     pk_pool_free(p.get(), keep);
 }
 
-/* LIBRARY BUG (reported): API.md promises the report "at trim and destroy";
- * pk_pool_destroy forgets the thread caches and unmaps the slabs without
- * looking at any link. */
+/* API.md promises the report "at trim and destroy": pk_pool_destroy checks
+ * the free lists before it gives the memory back. */
 TEST(SafetyHardenedDeathTest, ForgedLinkIsReportedAtDestroy) {
     PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
     void *a = pk_pool_alloc(p.get());
@@ -682,9 +673,9 @@ TEST_F(SafetyEnvDeathTest, ChecksRedzonesOfAPoolCreatedWithoutTheFlag) {
         fatal_report_matching("buffer overflow", "plain") + "|TOOL-WATCHES");
 }
 
-/* LIBRARY BUG (reported): in debug mode, an over-release after the memory
- * went back loses the class name, because the free fill overwrites the dead
- * mark (object.c keeps the class in it so that the report can name it). */
+/* In debug mode the free fill must leave an object's header alone: the dead
+ * mark in it is what lets an over-release after the memory went back name
+ * the class. */
 TEST_F(SafetyEnvDeathTest, OverReleaseAfterTheMemoryWentBackNamesTheClass) {
     if (running_under_valgrind()) GTEST_SKIP() << "reads freed memory on purpose";
     EXPECT_DEATH(
@@ -700,4 +691,30 @@ TEST_F(SafetyEnvDeathTest, OverReleaseAfterTheMemoryWentBackNamesTheClass) {
             pk_release(obj);
         },
         fatal_report_matching("over-release", "PlainObject") + "|TOOL-WATCHES");
+}
+
+/* Autoreleasing with no pool pushed goes to the thread's implicit pool; in
+ * debug mode that is reported as a warning naming the class and the
+ * object, and the program goes on. */
+TEST_F(SafetyEnvDeathTest, AutoreleaseWithNoPoolIsReportedWithTheClass) {
+    EXPECT_EXIT(
+        {
+            ErrorCapture cap;
+            void *obj = nullptr;
+            std::thread th([&] { obj = pk_autorelease(pk_new(&kPlain)); }); /* drained at exit */
+            th.join();
+            std::vector<RecordedError> errs = cap.errors();
+            bool found = false;
+            for (const RecordedError &e : errs)
+                found |= e.severity == PK_WARNING && e.what == "autorelease with no pool" &&
+                         e.pool == "PlainObject" && e.ptr == obj &&
+                         e.message.find("PlainObject") != std::string::npos;
+            if (!found) {
+                std::fprintf(stderr, "no warning naming the class and %p among %zu reports\n", obj,
+                             errs.size());
+                std::exit(2);
+            }
+            std::exit(0);
+        },
+        ::testing::ExitedWithCode(0), "");
 }

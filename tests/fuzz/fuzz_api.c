@@ -36,7 +36,13 @@
  * handler prints it and aborts.
  *
  * The number of operations executed over the whole run is printed at exit
- * ("fuzz_api: N operations in M inputs").
+ * ("fuzz_api: N operations in M inputs"). PK_FUZZ_TRACE=1 in the
+ * environment prints each operation's name as it runs (to read a crash
+ * input: ./fuzz_api crash-...).
+ *
+ * The seed corpus (tests/fuzz/corpus/) holds a few programs written by
+ * hand: pools of every kind, arenas with marks, objects and autorelease
+ * pools, faults inside a reserve, and bursts.
  *
  * Build (scripts/fuzz.sh does this):
  *   clang -fsanitize=fuzzer,address,undefined -Iinclude tests/fuzz/fuzz_api.c
@@ -124,7 +130,7 @@ MODEL static unsigned u16(src *s) { return (unsigned)byte(s) | (unsigned)byte(s)
  * Content patterns: whole block up to 64 bytes, else its first and last 32.
  * ---------------------------------------------------------------------- */
 
-MODEL static inline uint8_t pat(uint64_t key, size_t i) {
+static inline uint8_t pat(uint64_t key, size_t i) {
     return (uint8_t)((key >> ((i & 7) * 8)) + (uint8_t)i);
 }
 
@@ -197,6 +203,7 @@ static void warn_reset(void) {
  * ---------------------------------------------------------------------- */
 
 static bool g_fault; /* pk_fault_fail_after armed */
+static bool g_under_valgrind; /* the standalone build under memcheck */
 
 /* A failed call: allowed only as ENOMEM while faults are armed. */
 static void check_oom(const char *call) {
@@ -245,7 +252,7 @@ static size_t natural_align(size_t size) {
 }
 
 /* What construct leaves in an object (its first 16 bytes at most). */
-MODEL static inline uint8_t ctor_byte(const void *obj, size_t i) {
+static inline uint8_t ctor_byte(const void *obj, size_t i) {
     return (uint8_t)(((uintptr_t)obj >> 3) ^ (0xC3 + 7 * i));
 }
 MODEL static size_t ctor_len(const mpool *m) { return m->size < 16 ? m->size : 16; }
@@ -304,7 +311,7 @@ MODEL static void pool_took(mpool *m, unsigned char *obj) {
     if (m->hooks)
         CHECK(ctor_intact(m, obj), "pool %s: %p handed out unconstructed or changed", m->name,
               (void *)obj);
-    if (m->debug && !m->hooks && !m->zero)
+    if (m->debug && !m->hooks && !m->zero && !g_under_valgrind) /* (memcheck: undefined) */
         CHECK(all_bytes(obj, m->size < 64 ? m->size : 64, 0xAA),
               "pool %s: debug object %p lacks the alloc fill", m->name, (void *)obj);
     uint64_t key = new_key();
@@ -340,7 +347,7 @@ static void pool_destroy_slot(mpool *m) {
                   strcmp(g_warn.pool, m->name) == 0,
               "pool %s destroyed with %zu live objects: %d warnings, last '%s'", m->name,
               m->nlive, g_warn.count, g_warn.message);
-        char count[32];
+        char count[48];
         snprintf(count, sizeof count, " %zu live object", m->nlive);
         CHECK(strstr(g_warn.message, count) != NULL, "leak report '%s' does not say%s",
               g_warn.message, count);
@@ -1181,12 +1188,12 @@ static void op_owner(src *s) {
         return;
     }
     case 2: {
-        int local;
+        int local = 0;
         CHECK(pk_pool_owner(&local) == NULL, "pk_pool_owner of a stack address");
         return;
     }
     case 3: {
-        void *b = malloc(1 + pick % 200);
+        void *b = calloc(1, 1 + pick % 200);
         CHECK(pk_pool_owner(b) == NULL, "pk_pool_owner of malloc block %p", b);
         free(b);
         return;
@@ -1305,27 +1312,37 @@ static void op_fault(src *s) {
 
 static void op_burst(src *s);
 
-typedef void (*op_fn)(src *);
-static const op_fn kOps[64] = {
+typedef struct op_def {
+    void (*fn)(src *);
+    const char *name;
+} op_def;
+#define OP(name) {op_##name, #name}
+static const op_def kOps[64] = {
     /* pools: the common calls weigh most */
-    op_pool_alloc, op_pool_alloc, op_pool_alloc, op_pool_alloc, op_pool_alloc, op_pool_alloc,
-    op_pool_free, op_pool_free, op_pool_free, op_pool_free, op_pool_free, op_pool_free,
-    op_pool_alloc_bulk, op_pool_alloc_bulk, op_pool_free_bulk, op_pool_free_bulk,
-    op_pool_create, op_pool_create, op_pool_reserve, op_pool_trim, op_pool_stats, op_pool_visit,
-    op_pool_destroy, op_owner, op_owner,
+    OP(pool_alloc), OP(pool_alloc), OP(pool_alloc), OP(pool_alloc), OP(pool_alloc), OP(pool_alloc),
+    OP(pool_free), OP(pool_free), OP(pool_free), OP(pool_free), OP(pool_free), OP(pool_free),
+    OP(pool_alloc_bulk), OP(pool_alloc_bulk), OP(pool_free_bulk), OP(pool_free_bulk),
+    OP(pool_create), OP(pool_create), OP(pool_reserve), OP(pool_trim), OP(pool_stats),
+    OP(pool_visit), OP(pool_destroy), OP(owner), OP(owner),
     /* arenas */
-    op_arena_create, op_arena_alloc, op_arena_alloc, op_arena_alloc, op_arena_strdup,
-    op_arena_save, op_arena_save, op_arena_rewind, op_arena_rewind, op_arena_reset,
+    OP(arena_create), OP(arena_alloc), OP(arena_alloc), OP(arena_alloc), OP(arena_strdup),
+    OP(arena_save), OP(arena_save), OP(arena_rewind), OP(arena_rewind), OP(arena_reset),
     /* objects and autorelease pools */
-    op_new, op_new, op_new, op_new, op_retain, op_retain, op_release, op_release, op_release,
-    op_autorelease, op_autorelease, op_autorelease, op_link, op_chain, op_push, op_push,
-    op_pop, op_pop, op_defer, op_defer, op_scratch, op_scratch, op_ar_stats,
+    OP(new), OP(new), OP(new), OP(new), OP(retain), OP(retain), OP(release), OP(release),
+    OP(release), OP(autorelease), OP(autorelease), OP(autorelease), OP(link), OP(chain), OP(push),
+    OP(push),
+    OP(pop), OP(pop), OP(defer), OP(defer), OP(scratch), OP(scratch), OP(ar_stats),
     /* everything at once, faults, bursts */
-    op_check, op_fault, op_burst, op_burst, op_burst, op_burst,
+    OP(check), OP(fault), OP(burst), OP(burst), OP(burst), OP(burst),
 };
+#undef OP
+
+static bool g_trace; /* PK_FUZZ_TRACE=1: each operation's name on stderr */
 
 static void run_op(src *s) {
-    kOps[byte(s) % 64](s);
+    const op_def *op = &kOps[byte(s) % 64];
+    if (g_trace) fprintf(stderr, "%s%s\n", s->burst ? "  " : "", op->name);
+    op->fn(s);
     g_ops++;
 }
 
@@ -1402,6 +1419,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argv;
     pk_set_error_handler(handler, NULL);
     atexit(report_totals);
+    const char *trace = getenv("PK_FUZZ_TRACE");
+    g_trace = trace && *trace && strcmp(trace, "0") != 0;
+    const char *preload = getenv("LD_PRELOAD");
+    g_under_valgrind = preload && strstr(preload, "vgpreload");
     /* Register this thread and make its autorelease stack and every class
      * pool now, so that no input's first use of them needs a page while
      * faults are armed inside a pk_pool_reserve promise. */
@@ -1410,7 +1431,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     c.size = 64;
     pk_pool *p = pk_pool_create(&c);
     if (p) {
-        pk_pool_free(p, pk_pool_alloc(p));
+        void *o = pk_pool_alloc(p);
+        if (o) pk_pool_free(p, o);
         pk_pool_destroy(p);
     }
     pk_autorelease_pool t = pk_autorelease_push();
