@@ -167,6 +167,9 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     return p;
 }
 
+static void each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg);
+static void untrack(void *obj, void *pool) { track_takeback(pool, obj); }
+
 static void report_leaks(pk_pool *p, size_t live) {
     char addrs[600] = "";
     if (p->debug) {
@@ -188,15 +191,20 @@ void pk_pool_destroy(pk_pool *p) {
     if (!p) return;
     tcache_registry_lock();
     size_t live = p->out - p->depot_count * p->batch - tcache_cached(p);
-    if (p->hardened) {
+    if (p->hardened || TRACK_ENABLED) {
         /* Every free object goes home through the checks, so a forged link
-         * is reported here rather than forgotten with the memory. */
+         * is reported here rather than forgotten with the memory, and tool
+         * builds can tell which objects are still live. */
         tcache_drain_all(p);
         central_depot_drain(p);
     }
     tcache_detach(p);
     tcache_registry_unlock();
     if (live && !(p->flags & PK_POOL_REGION)) report_leaks(p, live);
+    /* The objects die with the pool: a tool must not report them later, or
+     * see their addresses handed out again while it still thinks them live
+     * (poolkit reported any leak above). */
+    if (TRACK_ENABLED) each_live(p, untrack, p);
     central_free_all(p);
     pthread_mutex_destroy(&p->lock);
     record_put(p);
@@ -397,21 +405,16 @@ void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
     tcache_registry_unlock();
 }
 
-void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
-    /* Every free object goes home first, so a slot is live exactly when it
-     * was handed out and is not on its slab's free list. */
-    tcache_registry_lock();
-    pool_lock(p);
-    tcache_drain_all(p);
-    central_depot_drain(p);
-    pool_unlock(p);
-    tcache_registry_unlock();
+/* Calls fn on every live object; every free object must be home in its slab
+ * (caches and depot drained), so a slot is live exactly when it was handed
+ * out and is not on its slab's free list. */
+static void each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
     for (int l = 0; l < SLAB_LISTS; l++) {
         if (l == SLAB_EMPTY) continue;
         for (slab *s = p->lists[l].head; s; s = s->next) {
             uint64_t free_bits[(65536 / sizeof(uintptr_t) + 63) / 64] = {0};
             for (char *f = s->free; f; f = (char *)link_load(p, f)) {
-                size_t i = (size_t)(f - s->objects) / p->geo.slot;
+                size_t i = slot_div((uint64_t)(f - s->objects), p->geo.slot, p->geo.recip);
                 free_bits[i / 64] |= (uint64_t)1 << (i % 64);
             }
             for (uint32_t i = 0; i < s->bump; i++)
@@ -419,6 +422,16 @@ void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
                     fn(s->objects + (size_t)i * p->geo.slot, arg);
         }
     }
+}
+
+void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
+    tcache_registry_lock();
+    pool_lock(p);
+    tcache_drain_all(p);
+    central_depot_drain(p);
+    pool_unlock(p);
+    tcache_registry_unlock();
+    each_live(p, fn, arg);
 }
 
 pk_pool *pk_pool_owner(const void *ptr) { return slab_owner(ptr); }
