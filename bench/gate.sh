@@ -11,13 +11,13 @@
 # difference between the two runs cancels start-up and the first refill;
 # subtracting the empty loop leaves the instructions of one alloc+free pair.
 #
-# Gates (exit 1 when one fails):
-#   default pool  <= 20 instructions per pair (the target)
-#   LOCAL pool    <= 16 (the target asks for 12; the design shares one fast
-#                  path between both kinds of pool, so the gate allows what
-#                  that path may cost: 12 is printed as the target, 16 is
-#                  what fails the gate; both measure 13 with gcc 12 and
-#                  clang 14 at the time of writing)
+# Gates (exit 1 when one fails): both pools share one inline fast path that
+# measures 13 instructions per pair in this loop (12 of its own, plus a
+# reload of the pool's offset that the loop's store to the object forces),
+# with gcc 12 and clang 14. The gates sit one above that, so a regression
+# fails CI; the issue's targets (20 default, 12 LOCAL) are printed beside.
+#   default pool  <= 14 (target 20)
+#   LOCAL pool    <= 14 (target 12)
 set -u
 
 build=${1:-}
@@ -41,8 +41,9 @@ fi
 N1=${GATE_N1:-100000}
 N2=${GATE_N2:-1100000}
 SIZE=${GATE_SIZE:-64}
-GATE_DEFAULT=20
-GATE_LOCAL=16
+GATE_DEFAULT=14
+GATE_LOCAL=14
+TARGET_DEFAULT=20
 TARGET_LOCAL=12
 
 tmp=$(mktemp -d)
@@ -86,16 +87,14 @@ net_local=$(awk -v a="${per[local]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f",
 
 status=0
 check() { # label value gate target
-    local ok
-    ok=$(awk -v v="$2" -v g="$3" 'BEGIN {print (v <= g) ? 1 : 0}')
-    if [ "$ok" = 1 ]; then
-        printf 'target: %s: %s instructions per alloc+free pair (net of the empty loop); target <= %s, gate <= %s  -> PASS\n' "$1" "$2" "$4" "$3"
-    else
-        printf 'target: %s: %s instructions per alloc+free pair (net of the empty loop); target <= %s, gate <= %s  -> FAIL\n' "$1" "$2" "$4" "$3"
-        status=1
-    fi
+    local gate target
+    gate=$(awk -v v="$2" -v g="$3" 'BEGIN {print (v <= g) ? "PASS" : "FAIL"}')
+    target=$(awk -v v="$2" -v t="$4" 'BEGIN {print (v <= t) ? "met" : "not met"}')
+    printf 'target: %s: %s instructions per alloc+free pair (net of the empty loop); target <= %s: %s; gate <= %s  -> %s\n' \
+        "$1" "$2" "$4" "$target" "$3" "$gate"
+    [ "$gate" = PASS ] || status=1
 }
-check "pk_pool default" "$net_default" "$GATE_DEFAULT" "$GATE_DEFAULT"
+check "pk_pool default" "$net_default" "$GATE_DEFAULT" "$TARGET_DEFAULT"
 check "pk_pool LOCAL  " "$net_local" "$GATE_LOCAL" "$TARGET_LOCAL"
 if [ "$status" = 0 ]; then
     echo "instruction-count gate: PASS"
