@@ -99,7 +99,7 @@ static BENCH_KERNEL void loop_tcmalloc(size_t n, size_t size) {
     HOT_LOOP(peers.tc_malloc(size), peers.tc_free(p))
 }
 
-enum { C_EMPTY, C_NAIVE, C_NAIVE_CALL, C_POOL, C_LOCAL, C_GLIBC, C_MI, C_JE, C_TC, NCONT };
+enum { C_EMPTY, C_NAIVE, C_NAIVE_CALL, C_POOL, C_LOCAL, C_HARD, C_DEBUG, C_GLIBC, C_MI, C_JE, C_TC, NCONT };
 
 static char cont_label[NCONT][96];
 static const char *cont_why[NCONT]; /* non-NULL: not available */
@@ -108,7 +108,8 @@ static const char *cont_why[NCONT]; /* non-NULL: not available */
 static const size_t sizes[NSIZES] = {16, 32, 64, 128, 256};
 
 /* Runs contender c once for n pairs at the given size; ns per pair. */
-static double run_once(int c, size_t size, size_t n, pk_pool *pool, pk_pool *local) {
+static double run_once(int c, size_t size, size_t n, pk_pool *pool, pk_pool *local,
+                       pk_pool *hard, pk_pool *debug) {
     double t0 = bench_now_ns();
     switch (c) {
     case C_EMPTY: loop_empty(n); break;
@@ -116,6 +117,8 @@ static double run_once(int c, size_t size, size_t n, pk_pool *pool, pk_pool *loc
     case C_NAIVE_CALL: naive_reset(size); loop_naive_call(n); break;
     case C_POOL: loop_pool(n, pool); break;
     case C_LOCAL: loop_pool(n, local); break;
+    case C_HARD: loop_pool(n, hard); break;
+    case C_DEBUG: loop_pool(n / 8, debug); return (bench_now_ns() - t0) / (double)(n / 8);
     case C_GLIBC: loop_malloc(n, size); break;
     case C_MI: loop_mimalloc(n, size); break;
     case C_JE: loop_jemalloc(n, size); break;
@@ -157,17 +160,23 @@ int main(int argc, char **argv) {
                                                    : "pk_pool default, inline");
     snprintf(cont_label[C_LOCAL], sizeof cont_label[0], PK_MODE_CALLS ? "pk_pool LOCAL, calls (.so)"
                                                     : "pk_pool LOCAL, inline");
+    snprintf(cont_label[C_HARD], sizeof cont_label[0], "pk_pool HARDENED");
+    snprintf(cont_label[C_DEBUG], sizeof cont_label[0], "pk_pool DEBUG");
     snprintf(cont_label[C_GLIBC], sizeof cont_label[0], "glibc malloc/free");
     snprintf(cont_label[C_MI], sizeof cont_label[0], "%s mi_malloc/mi_free", peers.mi_name[0] ? peers.mi_name : "mimalloc");
     snprintf(cont_label[C_JE], sizeof cont_label[0], "%s mallocx/dallocx", peers.je_name[0] ? peers.je_name : "jemalloc");
     snprintf(cont_label[C_TC], sizeof cont_label[0], "%s tc_malloc/tc_free", peers.tc_name[0] ? peers.tc_name : "tcmalloc");
 
-    pk_pool *pool[NSIZES], *local[NSIZES];
+    pk_pool *pool[NSIZES], *local[NSIZES], *hard[NSIZES], *debug[NSIZES];
     for (int s = 0; s < NSIZES; s++) {
         pool[s] = pk_pool_create(&(pk_pool_config){.name = "bench default", .size = sizes[s]});
         local[s] = pk_pool_create(
             &(pk_pool_config){.name = "bench local", .size = sizes[s], .flags = PK_POOL_LOCAL});
-        if (!pool[s] || !local[s]) {
+        hard[s] = pk_pool_create(
+            &(pk_pool_config){.name = "bench hardened", .size = sizes[s], .flags = PK_POOL_HARDENED});
+        debug[s] = pk_pool_create(
+            &(pk_pool_config){.name = "bench debug", .size = sizes[s], .flags = PK_POOL_DEBUG});
+        if (!pool[s] || !local[s] || !hard[s] || !debug[s]) {
             fprintf(stderr, "pk_pool_create(size %zu) failed: %s\n", sizes[s], strerror(errno));
             return 2;
         }
@@ -186,7 +195,7 @@ int main(int argc, char **argv) {
             double v[NCONT] = {0};
             for (int c = 0; c < NCONT; c++) {
                 if (cont_why[c]) continue;
-                v[c] = run_once(c, sizes[s], n, pool[s], local[s]);
+                v[c] = run_once(c, sizes[s], n, pool[s], local[s], hard[s], debug[s]);
             }
             if (rep < 0) continue;
             for (int c = 0; c < NCONT; c++) {
@@ -239,12 +248,21 @@ int main(int argc, char **argv) {
                                  bench_median(&t[s][C_LOCAL]), bench_median(&t[s][C_NAIVE]));
         }
     }
+    for (int s = 0; s < NSIZES && !PK_MODE_CALLS; s++) {
+        double h = bench_median(&t[s][C_HARD]) / bench_median(&t[s][C_POOL]);
+        double d = bench_median(&t[s][C_DEBUG]) / bench_median(&t[s][C_POOL]);
+        pass &= bench_target(h <= 1.15, "hot loop %3zu B, PK_POOL_HARDENED <= 1.15x the default pool: "
+                             "%.2fx (%.2f ns); PK_POOL_DEBUG costs %.1fx (%.2f ns, informative)",
+                             sizes[s], h, bench_median(&t[s][C_HARD]), d, bench_median(&t[s][C_DEBUG]));
+    }
     printf("hot loop targets (%s): %s\n", PK_MODE_CALLS ? "calls" : "inline",
            pass ? "all pass" : "some FAIL");
 
     for (int s = 0; s < NSIZES; s++) {
         pk_pool_destroy(pool[s]);
         pk_pool_destroy(local[s]);
+        pk_pool_destroy(hard[s]);
+        pk_pool_destroy(debug[s]);
     }
     return 0;
 }
