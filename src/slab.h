@@ -1,9 +1,9 @@
 /* Slabs: one aligned mapping that holds a header and equal-sized slots.
  *
  * Invariants:
- * - A slab's mapping starts at an address aligned to its pool's slab_align,
- *   and every slot starts inside the first slab_align bytes, so the slab of
- *   an object is ptr & ~(slab_align - 1) (slab_of).
+ * - A slab's mapping starts at an address aligned to its pool's slab_align
+ *   (at least one 64 KiB granule), and every slot starts inside the first
+ *   slab_align bytes.
  * - Slots [0, bump) have been handed out at least once (and constructed, if
  *   the pool has a construct hook); slots [bump, capacity) were never touched.
  * - used counts slots outside the slab: with a thread cache, in the depot or
@@ -72,10 +72,6 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g, size_t color);
 void slab_destroy(slab *s, bool cache);
 /* Unmaps every cached spare slab; returns the bytes given back. */
 size_t slab_cache_release(void);
-
-static inline slab *slab_of(const void *ptr, size_t slab_align) {
-    return (slab *)((uintptr_t)ptr & ~(uintptr_t)(slab_align - 1));
-}
 
 /* The slab holding ptr's granule, or NULL; never touches ptr's memory. */
 slab *slab_lookup(const void *ptr);
