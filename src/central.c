@@ -22,6 +22,8 @@
 #include "pool_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FILL_FREE 0xDD   /* debug: a free object's bytes */
@@ -63,19 +65,12 @@ static void debug_on_take(pk_pool *p, slab *s, char *obj, bool reused) {
     s->live_bits[idx / 64] |= (uint64_t)1 << (idx % 64);
 }
 
+static slab *checked_slab(pk_pool *p, void *obj, bool from_link);
+
 void central_debug_check_free(pk_pool *p, void *obj) {
     const char *name = pool_name(p);
-    slab *s = slab_lookup(obj);
-    if (!s || s->magic != SLAB_MAGIC)
-        error_report(PK_FATAL, "foreign pointer", p->name, obj,
-                     "%p was not allocated by pool '%s' (not a poolkit object)", obj, name);
-    if (s->pool != p)
-        error_report(PK_FATAL, "wrong pool", p->name, obj,
-                     "%p belongs to pool '%s', not to pool '%s'", obj, pool_name(s->pool), name);
-    long idx = slab_slot_index(s, obj, &p->geo);
-    if (idx < 0 || (uint32_t)idx >= s->bump)
-        error_report(PK_FATAL, "interior pointer", p->name, obj,
-                     "%p is not the start of an object of pool '%s'", obj, name);
+    slab *s = checked_slab(p, obj, false);
+    size_t idx = slot_div((uint64_t)((char *)obj - s->objects), p->geo.slot, p->geo.recip);
     if (!(s->live_bits[idx / 64] & ((uint64_t)1 << (idx % 64))))
         error_report(PK_FATAL, "double free", p->name, obj,
                      "object %p of pool '%s' was freed twice", obj, name);
@@ -98,7 +93,7 @@ static slab *slab_for_take(pk_pool *p, bool may_map) {
     s = p->lists[SLAB_EMPTY].head;
     if (!s) {
         if (!may_map) return NULL;
-        s = slab_create(p, &p->geo, p->next_color++);
+        s = slab_create(p, &p->geo);
         if (!s) return NULL;
         track_close(s->objects, (size_t)s->capacity * p->geo.slot);
         p->slabs_total++;
@@ -189,37 +184,41 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
     return from_depot + got;
 }
 
+/* Reports obj, given to pool p, as not one of its object slots, naming the
+ * fault from what the address map says it is. A pointer that came from a
+ * hardened pool's link is a corrupted free list, whatever it points to. */
+static PK_COLD __attribute__((noreturn)) void report_bad_pointer(pk_pool *p, const void *obj,
+                                                                   bool from_link) {
+    slab *s = slab_lookup(obj);
+    const char *what = from_link ? "corrupted free list"
+                       : !s ? "foreign pointer"
+                       : s->pool != p ? "wrong pool"
+                                      : "interior pointer";
+    char why[160];
+    if (!s) snprintf(why, sizeof why, "not a poolkit object");
+    else if (s->pool != p) snprintf(why, sizeof why, "an object of pool '%s'", pool_name(s->pool));
+    else snprintf(why, sizeof why, "not the start of one of its objects");
+    error_report(PK_FATAL, what, p->name, obj, "%p given to pool '%s' is %s", obj, pool_name(p), why);
+    abort(); /* error_report never returns from a fatal report */
+}
+
 void central_check_free(pk_pool *p, void *obj) {
-    if (likely(slab_owner(obj) == p)) return;
-    slab *s = slab_lookup(obj);
-    const char *why = !s ? "not a poolkit object" : "not the start of one of its objects";
-    error_report(PK_FATAL, "foreign pointer", p->name, obj, "%p given to pool '%s' is %s", obj,
-                 pool_name(p), why);
+    if (unlikely(slab_owner(obj) != p)) report_bad_pointer(p, obj, false);
 }
 
-/* A pointer coming home must be a slot of one of this pool's slabs:
- * anything else is reported, never linked into a free list. */
-static slab *checked_slab(pk_pool *p, void *obj) {
+/* A pointer coming home must be a slot of one of this pool's slabs that was
+ * handed out: anything else is reported, never linked into a free list. */
+static slab *checked_slab(pk_pool *p, void *obj, bool from_link) {
     slab *s = slab_lookup(obj);
-    if (likely(s && s->pool == p)) {
-        long idx = slab_slot_index(s, obj, &p->geo);
-        if (likely(idx >= 0 && (uint32_t)idx < s->bump)) {
-            if (unlikely(s->used == 0))
-                error_report(PK_FATAL, "double free", p->name, obj,
-                             "object %p of pool '%s' was freed twice", obj, pool_name(p));
-            return s;
-        }
-    }
-    const char *why = !s ? "not a poolkit object"
-                      : s->pool != p ? "it belongs to another pool"
-                                     : "not the start of an object";
-    error_report(PK_FATAL, p->hardened ? "corrupted free list" : "foreign pointer", p->name, obj,
-                 "%p given to pool '%s' is %s", obj, pool_name(p), why);
-    return NULL;
+    long idx = s && s->pool == p ? slab_slot_index(s, obj, &p->geo) : -1;
+    if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) report_bad_pointer(p, obj, from_link);
+    if (unlikely(s->used == 0))
+        error_report(PK_FATAL, "double free", p->name, obj, "object %p of pool '%s' was freed twice",
+                     obj, pool_name(p));
+    return s;
 }
 
-void central_give(pk_pool *p, void *obj) {
-    slab *s = checked_slab(p, obj);
+static void give_to_slab(pk_pool *p, slab *s, void *obj) {
     link_store(p, obj, (uintptr_t)s->free);
     s->free = obj;
     s->used--;
@@ -229,12 +228,15 @@ void central_give(pk_pool *p, void *obj) {
     else if (s->list == SLAB_FULL) move_slab(p, s, SLAB_PARTIAL);
 }
 
+void central_give(pk_pool *p, void *obj) { give_to_slab(p, checked_slab(p, obj, false), obj); }
+
 void central_give_chain(pk_pool *p, void *list) {
     size_t n = 0;
     for (char *obj = list; obj; n++) {
-        checked_slab(p, obj); /* before its link is read: a forged link may point anywhere */
+        /* checked before its link is read: a forged link may point anywhere */
+        slab *s = checked_slab(p, obj, p->hardened);
         char *next = (char *)link_load(p, obj);
-        central_give(p, obj);
+        give_to_slab(p, s, obj);
         obj = next;
     }
     p->frees += n;
@@ -334,7 +336,7 @@ size_t central_reserve(pk_pool *p, size_t n) {
     size_t ready = p->slab_free + p->depot_count * p->batch;
     while (ready < n) {
         if (p->limit && p->out + p->slab_free >= p->limit) break;
-        slab *s = slab_create(p, &p->geo, p->next_color++);
+        slab *s = slab_create(p, &p->geo);
         if (!s) break;
         track_close(s->objects, (size_t)s->capacity * p->geo.slot);
         p->slabs_total++;

@@ -22,9 +22,6 @@
  * system refuses or a fault was injected (fault.h). */
 void *os_map(size_t size, size_t align);
 void os_unmap(void *p, size_t size);
-/* Tells the system the pages' contents are no longer needed (they read as
- * zero afterwards); the range stays mapped. */
-void os_discard(void *p, size_t size);
 size_t os_page_size(void);
 
 static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }

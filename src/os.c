@@ -6,7 +6,7 @@
  * unmaps the slack on both sides, so alignment costs address space, never
  * physical memory. Fault injection (fault.h) sits here so that every layer
  * above sees a failing system the same way. */
-#define _GNU_SOURCE 1 /* MAP_ANONYMOUS, madvise */
+#define _GNU_SOURCE 1 /* MAP_ANONYMOUS */
 #include "internal.h"
 
 #include <poolkit/fault.h>
@@ -95,10 +95,6 @@ void *os_map(size_t size, size_t align) {
 
 void os_unmap(void *p, size_t size) {
     if (p && size) munmap(p, size);
-}
-
-void os_discard(void *p, size_t size) {
-    if (p && size) madvise(p, size, MADV_DONTNEED);
 }
 
 void pk_fault_fail_after(long n) {

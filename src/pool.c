@@ -239,8 +239,7 @@ static void direct_free(pk_pool *p, void *obj) {
 /* Hardened pools: the link about to be followed must name a slot of this
  * pool, or the list was overwritten. */
 static PK_NOINLINE char *check_link(pk_pool *p, void *obj, char *n) {
-    slab *s = slab_lookup(n);
-    if (s && s->pool == p && slab_slot_index(s, n, &p->geo) >= 0) return n;
+    if (slab_owner(n) == p) return n;
     error_report(PK_FATAL, "corrupted free list", p->name, obj,
                  "the free object %p of pool '%s' links to %p, which is not one of its objects",
                  obj, pool_name(p), (void *)n);

@@ -75,7 +75,6 @@ struct pk_pool {
     size_t slab_free;     /* free slots in slabs (free lists + untouched) */
     size_t out;           /* objects outside slabs */
     size_t keep_free;     /* free slots that release must leave (reserve) */
-    size_t next_color;    /* colour of the next slab (see slab_create) */
     void **depot;         /* chains of `batch` objects, ready for a cache */
     size_t depot_count, depot_slots;
     size_t peak_out;

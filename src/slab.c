@@ -88,11 +88,6 @@ struct pk_pool *slab_owner(const void *ptr) {
     return slot_div(a - first, slot, recip) * slot == a - first ? pool : NULL;
 }
 
-static void set_colors(slab_geometry *g, size_t spare) {
-    g->color_step = g->align > 64 ? g->align : 64;
-    g->colors = spare / g->color_step + 1;
-}
-
 bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry *g) {
     const size_t small_slab = (size_t)1 << GRANULE_SHIFT;
     size_t page = os_page_size();
@@ -118,7 +113,6 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry
         g->slab_align = g->span = span;
         g->header = header;
         g->capacity = (uint32_t)cap;
-        set_colors(g, span - header - cap * slot);
         return cap > 0;
     }
     /* One slot per slab: map just a page past it. The slot starts in the
@@ -131,7 +125,6 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry
     g->span = span;
     g->header = header;
     g->capacity = 1;
-    set_colors(g, span - header - slot);
     return true;
 }
 
@@ -187,14 +180,13 @@ size_t slab_cache_release(void) {
     return bytes;
 }
 
-slab *slab_create(struct pk_pool *pool, const slab_geometry *g, size_t color) {
+slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     slab *s = cache_take(g->span);
     if (s) memset(s, 0, g->header); /* a clean header, live bits included */
     else s = os_map(g->span, g->slab_align);
     if (!s) return NULL;
-    s->magic = SLAB_MAGIC;
     s->pool = pool;
-    s->objects = (char *)s + g->header + (color % g->colors) * g->color_step;
+    s->objects = (char *)s + g->header;
     s->span = g->span;
     s->capacity = g->capacity;
     s->list = SLAB_LISTS;
@@ -214,7 +206,6 @@ void slab_destroy(slab *s, bool cache) {
     size_t span = s->span;
     track_open(s, span); /* the shadow of unmapped memory must not stay poisoned */
     map_set((uintptr_t)s, (uintptr_t)s + span, &no_entry);
-    s->magic = 0;
     if (!cache || !cache_put(s)) os_unmap(s, span);
 }
 

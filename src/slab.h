@@ -17,7 +17,6 @@
 
 #include "internal.h"
 
-#define SLAB_MAGIC 0x626c5330706b6b70ull /* "pkk0Slb" */
 #define GRANULE_SHIFT 16                 /* the address map's unit: 64 KiB */
 
 struct pk_pool;
@@ -25,7 +24,6 @@ struct pk_pool;
 typedef enum { SLAB_PARTIAL, SLAB_FULL, SLAB_EMPTY, SLAB_LISTS } slab_list_id;
 
 typedef struct slab {
-    uint64_t magic;
     struct pk_pool *pool;
     struct slab *prev, *next; /* in the pool's list named by `list` */
     char *objects;            /* slot 0 */
@@ -53,8 +51,6 @@ typedef struct slab_geometry {
     uint32_t capacity; /* slots per slab */
     bool debug_bits;   /* keep live_bits */
     uint64_t recip;    /* 2^64 / slot rounded up: offset / slot by a multiply; 0 if slot >= 2^32 */
-    size_t colors;     /* distinct starting offsets (colours) the spare tail allows */
-    size_t color_step; /* bytes between two colours: a cache line, or the alignment */
 } slab_geometry;
 
 /* Chooses the slab layout for slots of `slot` bytes aligned to `align`.
@@ -62,10 +58,8 @@ typedef struct slab_geometry {
  * of its own sized to a page past the object. False if it cannot fit. */
 bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry *g);
 
-/* Maps a new empty slab and records it in the address map; its slot 0 starts
- * `color` colours past the header, so that the objects of different slabs
- * do not all compete for the same cache sets. NULL + ENOMEM. */
-slab *slab_create(struct pk_pool *pool, const slab_geometry *g, size_t color);
+/* Maps a new empty slab and records it in the address map. NULL + ENOMEM. */
+slab *slab_create(struct pk_pool *pool, const slab_geometry *g);
 /* Removes the slab from the address map and unmaps it, or, with `cache`,
  * keeps it in the process-wide cache of spare slabs (bounded) for the next
  * slab_create. */
