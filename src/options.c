@@ -1,10 +1,21 @@
-/* Process-wide switches, read once from the environment. */
+/* Process-wide switches, read once from the environment.
+ *
+ * A malformed value is reported once on stderr (as a PK_WARNING through the
+ * error handler) and the default is used: a switch is never ignored
+ * silently. */
 #include "internal.h"
 
+#include <poolkit/pool.h>
+
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define PURGE_DELAY_DEFAULT_MS 500 /* see pk_set_purge_delay in pool.h */
+
 static int debug_state = -1; /* -1 = not read yet */
+static long purge_delay = -1; /* ms; -1 = not read yet */
 
 bool options_debug(void) {
     int s = __atomic_load_n(&debug_state, __ATOMIC_RELAXED);
@@ -14,4 +25,45 @@ bool options_debug(void) {
         __atomic_store_n(&debug_state, s, __ATOMIC_RELAXED);
     }
     return s;
+}
+
+/* A count of milliseconds: digits only, at most a day. */
+static long parse_ms(const char *v) {
+    if (!v || !*v) return -1;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || n < 0 || n > 86400000L || v[0] == '-' || v[0] == '+' || v[0] == ' ')
+        return -2;
+    return n;
+}
+
+static PK_COLD long read_purge_delay(void) {
+    const char *v = getenv("POOLKIT_PURGE_DELAY_MS");
+    long ms = parse_ms(v);
+    if (ms == -2)
+        error_report(PK_WARNING, "bad option", NULL, NULL,
+                     "POOLKIT_PURGE_DELAY_MS=%s is not a count of milliseconds (0 to 86400000); "
+                     "using %d", v, PURGE_DELAY_DEFAULT_MS);
+    if (ms < 0) ms = PURGE_DELAY_DEFAULT_MS;
+    long unset = -1;
+    /* Whoever stores first wins, so a racing pk_set_purge_delay is not undone. */
+    if (!__atomic_compare_exchange_n(&purge_delay, &unset, ms, false, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED))
+        ms = unset;
+    return ms;
+}
+
+long options_purge_delay_ms(void) {
+    long ms = __atomic_load_n(&purge_delay, __ATOMIC_RELAXED);
+    return likely(ms >= 0) ? ms : read_purge_delay();
+}
+
+long pk_set_purge_delay(long ms) {
+    long old = options_purge_delay_ms();
+    if (ms >= 0) {
+        if (ms > 86400000L) ms = 86400000L;
+        old = __atomic_exchange_n(&purge_delay, ms, __ATOMIC_RELAXED);
+    }
+    return old;
 }

@@ -119,6 +119,19 @@ PK_API size_t pk_pool_trim(pk_pool *pool);
  * automatically or by pk_pool_trim, never go to the cache. Thread-safe. */
 PK_API size_t pk_pool_release_cache(void);
 
+/* Memory whose objects are all free (an empty slab, a spare arena chunk, the
+ * slabs of a destroyed pool) stays mapped for this many milliseconds before
+ * it goes back to the system, so a program that builds and tears down the
+ * same structures again and again does not fault its memory back in. 0 gives
+ * it back at once. The initial value comes from the environment variable
+ * POOLKIT_PURGE_DELAY_MS (a count of milliseconds), else 500. Memory is
+ * returned on poolkit's own calls (no background thread): within about the
+ * delay as long as the program keeps calling poolkit. pk_pool_trim returns a
+ * pool's empty slabs at once whatever the delay.
+ * ms >= 0 sets the delay; a negative ms only reads it. Returns the delay in
+ * force before the call. Thread-safe. */
+PK_API long pk_set_purge_delay(long ms);
+
 /* Fills *out. live and bytes_reserved are exact whenever no call on the pool
  * is in progress. allocs and frees count objects that crossed between the
  * pool's slabs and the thread caches (or the caller, for uncached pools);
