@@ -13,10 +13,16 @@
  *   - visit sees exactly the live objects;
  *   - at the end (all freed, trimmed, destroyed) construct and destruct
  *     counts match.
- * Fixed seeds: a failure names its configuration and step, and repeats. */
+ * Fixed seeds: a failure names its configuration and step, and repeats.
+ *
+ * Beyond the small configurations: large working sets (up to 10^5 live
+ * objects, 10^6 operations, frees in random order), and many pools at once
+ * (operations spread over 1,000 pools of every kind, objects of all of them
+ * checked against each other: no overlap, each owned by its own pool). */
 #include "support.h"
 
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -35,6 +41,12 @@ struct ModelConfig {
     size_t max_live = 2000;
     size_t ops = 100000;
     uint64_t seed = 1;
+    /* how the target live count moves: a new random target about every
+     * target_every steps, a drain to 0 about every drain_every steps */
+    size_t target_every = 2000;
+    size_t drain_every = 5000;
+    bool grow_first = false;       /* the first target is max_live */
+    size_t full_check_every = 4096; /* steps between checks of every live object */
 };
 
 std::ostream &operator<<(std::ostream &os, const ModelConfig &c) {
@@ -53,14 +65,26 @@ void warm_up_thread() {
     pk_pool_destroy(p);
 }
 
+/* The live objects of every pool in a test, by address (with their sizes):
+ * objects of different pools must not overlap either. */
+using AllLive = std::map<uintptr_t, size_t>;
+
 class PoolModel {
   public:
-    explicit PoolModel(const ModelConfig &c)
+    explicit PoolModel(const ModelConfig &c, AllLive *all = nullptr)
         : cfg_(c), tracker_(c.size), rng_(c.seed),
-          align_(c.align ? c.align : natural_align(c.size)) {}
+          align_(c.align ? c.align : natural_align(c.size)), all_(all) {}
 
     /* Runs the whole sequence; stops at the first failed check. */
     void run() {
+        ASSERT_NO_FATAL_FAILURE(start());
+        const size_t ops = scaled(cfg_.ops, 2000);
+        while (step_ < ops) ASSERT_NO_FATAL_FAILURE(step());
+        ASSERT_NO_FATAL_FAILURE(finish());
+    }
+
+    /* Makes the pool (and checks config.reserve). */
+    void start() {
         warm_up_thread();
         pk_pool_config pc = make_config(cfg_.size, cfg_.align, cfg_.flags, "model");
         pc.limit = cfg_.limit;
@@ -74,19 +98,24 @@ class PoolModel {
         if (cfg_.reserve) {
             ASSERT_NO_FATAL_FAILURE(allocs_without_page_requests(cfg_.reserve, "config.reserve"));
         }
+        target_ = rng_.below(cfg_.max_live + 1);
+        if (cfg_.grow_first) target_ = cfg_.max_live;
+    }
 
-        const size_t ops = scaled(cfg_.ops, 2000);
-        size_t target = rng_.below(cfg_.max_live + 1);
-        for (step_ = 0; step_ < ops; step_++) {
-            if (rng_.below(2000) == 0) target = rng_.below(cfg_.max_live + 1);
-            if (rng_.below(5000) == 0) target = 0; /* drain now and then so slabs empty */
-            ASSERT_NO_FATAL_FAILURE(one_step(target));
-            ASSERT_NO_FATAL_FAILURE(check_live_count());
-            if (step_ % 4096 == 0) {
-                ASSERT_NO_FATAL_FAILURE(check_all_contents());
-            }
+    /* One random operation, then the checks. */
+    void step() {
+        if (rng_.below(cfg_.target_every) == 0) target_ = rng_.below(cfg_.max_live + 1);
+        if (rng_.below(cfg_.drain_every) == 0) target_ = 0; /* drain now and then so slabs empty */
+        ASSERT_NO_FATAL_FAILURE(one_step(target_));
+        ASSERT_NO_FATAL_FAILURE(check_live_count());
+        if (step_ % cfg_.full_check_every == 0) {
+            ASSERT_NO_FATAL_FAILURE(check_all_contents());
         }
+        step_++;
+    }
 
+    /* Checks everything, frees everything, trims and destroys the pool. */
+    void finish() {
         ASSERT_NO_FATAL_FAILURE(check_all_contents());
         ASSERT_NO_FATAL_FAILURE(do_visit());
         while (!live_.empty()) ASSERT_NO_FATAL_FAILURE(free_one(live_.begin()->first));
@@ -105,7 +134,10 @@ class PoolModel {
 
     ~PoolModel() {
         if (pool_) {
-            for (auto &e : live_) pk_pool_free(pool_, reinterpret_cast<void *>(e.first));
+            for (auto &e : live_) {
+                pk_pool_free(pool_, reinterpret_cast<void *>(e.first));
+                if (all_) all_->erase(e.first);
+            }
             pk_pool_destroy(pool_);
         }
     }
@@ -140,7 +172,8 @@ class PoolModel {
             ASSERT_NO_FATAL_FAILURE(do_trim());
         } else if (r < 997) {
             ASSERT_NO_FATAL_FAILURE(do_reserve(1 + rng_.below(300)));
-        } else {
+        } else if (live_.size() <= 5000 || rng_.below(live_.size() / 5000) == 0) {
+            /* a visit costs O(live): about as often per object with large sets */
             ASSERT_NO_FATAL_FAILURE(do_visit());
         }
     }
@@ -153,6 +186,20 @@ class PoolModel {
         uintptr_t a = reinterpret_cast<uintptr_t>(o);
         ASSERT_TRUE(aligned_to(o, align_)) << where() << ": " << o << " not aligned to " << align_;
         ASSERT_EQ(live_.count(a), 0u) << where() << ": " << o << " handed out while live";
+        if (all_) {
+            auto n = all_->lower_bound(a);
+            if (n != all_->end()) {
+                ASSERT_LE(a + cfg_.size, n->first)
+                    << where() << ": " << o << " overlaps a live object of another pool, "
+                    << ptr_str(reinterpret_cast<void *>(n->first));
+            }
+            if (n != all_->begin()) {
+                auto p = std::prev(n);
+                ASSERT_LE(p->first + p->second, a)
+                    << where() << ": " << o << " overlaps a live object of another pool, "
+                    << ptr_str(reinterpret_cast<void *>(p->first));
+            }
+        }
         auto next = live_.lower_bound(a);
         if (next != live_.end()) {
             ASSERT_LE(a + cfg_.size, next->first) << where() << ": " << o << " overlaps the next live object";
@@ -171,6 +218,12 @@ class PoolModel {
         fill_pattern(o, cfg_.size, key);
         if (cfg_.hooks) tracker_.set_state(o, key);
         live_[a] = key;
+        if (all_) (*all_)[a] = cfg_.size;
+    }
+
+    void forget(uintptr_t a) {
+        live_.erase(a);
+        if (all_) all_->erase(a);
     }
 
     void alloc_one() {
@@ -190,7 +243,7 @@ class PoolModel {
         size_t bad = check_pattern(reinterpret_cast<void *>(a), cfg_.size, it->second);
         ASSERT_EQ(bad, cfg_.size) << where() << ": contents of " << reinterpret_cast<void *>(a)
                                   << " changed at byte " << bad;
-        live_.erase(it);
+        forget(a);
         pk_pool_free(pool_, reinterpret_cast<void *>(a));
     }
 
@@ -235,7 +288,7 @@ class PoolModel {
             auto it = live_.find(reinterpret_cast<uintptr_t>(o));
             size_t bad = check_pattern(o, cfg_.size, it->second);
             ASSERT_EQ(bad, cfg_.size) << where() << ": contents of " << o << " changed at byte " << bad;
-            live_.erase(it);
+            forget(it->first);
         }
         pk_pool_free_bulk(pool_, objs.data(), objs.size());
     }
@@ -338,9 +391,11 @@ class PoolModel {
     Rng rng_;
     size_t align_;
     pk_pool *pool_ = nullptr;
+    AllLive *all_;
     std::map<uintptr_t, uint64_t> live_;
     uint64_t next_key_ = 1;
     size_t step_ = 0;
+    size_t target_ = 0;
 };
 
 ModelConfig cfg(const char *label, size_t size, size_t align = 0, unsigned flags = 0, bool hooks = false,
@@ -427,5 +482,93 @@ std::string config_name(const ::testing::TestParamInfo<ModelConfig> &info) { ret
 
 INSTANTIATE_TEST_SUITE_P(Fixed, PoolModelTest, ::testing::ValuesIn(fixed_configs()), config_name);
 INSTANTIATE_TEST_SUITE_P(Seeded, PoolModelTest, ::testing::ValuesIn(random_configs()), config_name);
+
+/* ======================================================================
+ * Large working sets: up to 10^5 live objects, 10^6 operations
+ * ==================================================================== */
+
+/* The live count climbs to max_live first, then wanders between random
+ * targets held for about max_live steps each, with a full drain now and
+ * then; frees pick live objects at random, so slabs empty in any order. */
+ModelConfig large(const char *label, size_t size, size_t max_live, size_t ops, unsigned flags = 0,
+                  bool hooks = false, uint64_t seed = 1) {
+    ModelConfig c = cfg(label, size, 0, flags, hooks, 0, 0, max_live, seed);
+    c.ops = ops;
+    c.grow_first = true;
+    c.target_every = max_live;
+    c.drain_every = 4 * max_live;
+    c.full_check_every = std::max<size_t>(4096, max_live / 2);
+    return c;
+}
+
+std::vector<ModelConfig> large_configs() {
+    return {
+        large("Size48Live100k", 48, 100000, 1000000, 0, false, 31),
+        large("Size8Live100k", 8, 100000, 400000, 0, false, 32),
+        large("Size200HooksLive50k", 200, 50000, 250000, 0, true, 33),
+        large("Size64HardenedLive100k", 64, 100000, 400000, HARD, false, 34),
+        large("Size1000DebugLive20k", 1000, 20000, 150000, DEBUG, false, 35),
+        large("Size32LocalLive100k", 32, 100000, 400000, LOCAL, false, 36),
+        large("Size4096Live10k", 4096, 10000, 100000, 0, false, 37),
+    };
+}
+
+INSTANTIATE_TEST_SUITE_P(Large, PoolModelTest, ::testing::ValuesIn(large_configs()), config_name);
+
+/* ======================================================================
+ * Many pools at once
+ * ==================================================================== */
+
+/* A configuration drawn from a seed, as random_configs() draws them, with
+ * a small working set. */
+ModelConfig small_random_config(uint64_t seed, size_t index) {
+    Rng r(seed);
+    ModelConfig c;
+    c.seed = seed;
+    c.size = 1 + r.below(size_t(1) << (1 + r.below(12)));
+    if (c.size > 4096) c.size = 4096;
+    c.align = r.chance(40) ? 0 : size_t(1) << r.below(13);
+    c.flags = static_cast<unsigned>(r.below(16));
+    c.hooks = !(c.flags & PK_POOL_ZERO) && r.chance(30);
+    c.limit = r.chance(15) ? 1 + r.below(200) : 0;
+    c.reserve = r.chance(15) ? r.below(300) : 0;
+    if (c.limit && c.reserve > c.limit) c.reserve = c.limit; /* else the reserve cannot be made */
+    c.max_live = 1 + r.below(std::min<size_t>(300, std::max<size_t>(4, 400000 / (c.size + 64))));
+    c.target_every = 200;
+    c.drain_every = 1000;
+    c.label = "Pool" + std::to_string(index);
+    return c;
+}
+
+/* Operations spread over `pools` pools, each checked against its own model
+ * after every step, objects of all pools against each other; the pool for
+ * each step is drawn at random, half the time from a few busy ones. */
+void run_many_pools(size_t pools, size_t ops, uint64_t seed) {
+    AllLive all;
+    std::vector<std::unique_ptr<PoolModel>> models;
+    for (size_t i = 0; i < pools; i++) {
+        models.emplace_back(new PoolModel(small_random_config(seed * 100000 + i, i), &all));
+        ASSERT_NO_FATAL_FAILURE(models.back()->start());
+    }
+    Rng pick(seed);
+    const size_t busy = std::max<size_t>(1, pools / 50);
+    size_t most_live = 0;
+    for (size_t s = 0; s < ops; s++) {
+        size_t i = pick.chance(50) ? pick.below(busy) : pick.below(pools);
+        ASSERT_NO_FATAL_FAILURE(models[i]->step());
+        most_live = std::max(most_live, all.size());
+    }
+    EXPECT_GT(most_live, pools) << "the pools held objects at once";
+    for (auto &m : models) ASSERT_NO_FATAL_FAILURE(m->finish());
+    EXPECT_TRUE(all.empty());
+}
+
+TEST(PoolModelManyPools, OperationsSpreadOverAThousandPoolsMatchTheModels) {
+    run_many_pools(1000, scaled(500000, 20000), 7);
+}
+
+TEST(PoolModelManyPools, OperationsSpreadOverAHundredPoolsMatchTheModels) {
+    run_many_pools(100, scaled(200000, 10000), 8);
+}
 
 }  // namespace
