@@ -746,3 +746,317 @@ TEST(PoolThreads, HooksRunOncePerStayAcrossThreadsStress) {
     EXPECT_EQ(tracker.constructs(), tracker.destructs());
     EXPECT_EQ(tracker.violations(), "");
 }
+
+/* ======================================================================
+ * Large working sets, many pools, large batches
+ * ==================================================================== */
+
+namespace {
+
+/* Waits until `n` threads have arrived; the last one in lets all go. */
+class Barrier {
+  public:
+    explicit Barrier(int n) : n_(n) {}
+    void arrive_and_wait() {
+        std::unique_lock<std::mutex> g(m_);
+        int gen = gen_;
+        if (++in_ == n_) {
+            in_ = 0;
+            gen_++;
+            cv_.notify_all();
+            return;
+        }
+        cv_.wait(g, [&] { return gen_ != gen; });
+    }
+
+  private:
+    std::mutex m_;
+    std::condition_variable cv_;
+    int n_, in_ = 0, gen_ = 0;
+};
+
+/* Takes element k out of v in O(1) (order does not matter). */
+template <class T>
+T take_at(std::vector<T> &v, size_t k) {
+    std::swap(v[k], v.back());
+    T e = v.back();
+    v.pop_back();
+    return e;
+}
+
+}  // namespace
+
+TEST(PoolThreads, LargeWorkingSetsWithRandomAndCrossThreadFreesStress) {
+    const int threads = 4;
+    const size_t size = 48;
+    const size_t hold = scaled(50000, 2000); /* each thread's largest working set */
+    const size_t steps = scaled(1000000, 4000);
+    PoolPtr p = make_pool(size, 0, 0, "large-sets");
+    Mailbox mail;
+    Barrier filled(threads + 1), checked(threads + 1);
+    std::atomic<size_t> bad{0}, in_mail{0};
+    std::vector<size_t> held(threads, 0);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; t++)
+        ts.emplace_back([&, t] {
+            Rng rng(static_cast<uint64_t>(t) + 101);
+            std::vector<std::pair<void *, uint64_t>> mine;
+            mine.reserve(hold);
+            uint64_t key = uint64_t(t + 1) << 40;
+            auto alloc = [&] {
+                void *o = pk_pool_alloc(p.get());
+                if (!o) {
+                    bad++;
+                    return;
+                }
+                stamp(o, size, ++key);
+                mine.emplace_back(o, key);
+            };
+            auto check_and_free = [&](void *o, uint64_t k) {
+                if (!stamped(o, size, k)) bad++;
+                pk_pool_free(p.get(), o);
+            };
+            /* fill, then stop while the main thread checks the count */
+            while (mine.size() < hold) alloc();
+            held[size_t(t)] = mine.size();
+            filled.arrive_and_wait();
+            checked.arrive_and_wait();
+            /* wander between a quarter and all of `hold`, freeing at random,
+             * one free in ten by another thread */
+            size_t target = hold / 4;
+            for (size_t i = 0; i < steps; i++) {
+                if (i % (hold / 2 + 1) == 0) target = hold / 4 + rng.below(hold - hold / 4 + 1);
+                bool grow = mine.size() < target;
+                if (mine.empty() || (grow ? rng.chance(70) : rng.chance(30))) {
+                    alloc();
+                } else if (rng.chance(10)) {
+                    auto e = take_at(mine, rng.below(mine.size()));
+                    mail.put(e.first, e.second);
+                    in_mail++;
+                } else {
+                    void *o;
+                    uint64_t k;
+                    if (rng.chance(50) && mail.take(o, k)) {
+                        in_mail--;
+                        check_and_free(o, k);
+                    } else {
+                        auto e = take_at(mine, rng.below(mine.size()));
+                        check_and_free(e.first, e.second);
+                    }
+                }
+            }
+            while (!mine.empty()) {
+                auto e = take_at(mine, rng.below(mine.size()));
+                check_and_free(e.first, e.second);
+            }
+        });
+    filled.arrive_and_wait();
+    size_t total = 0;
+    for (size_t h : held) total += h;
+    EXPECT_EQ(stats_of(p.get()).live, total) << "live is exact while no call is in progress";
+    checked.arrive_and_wait();
+    for (auto &t : ts) t.join();
+    for (auto &e : mail.drain()) {
+        if (!stamped(e.first, size, e.second)) bad++;
+        pk_pool_free(p.get(), e.first);
+    }
+    EXPECT_EQ(bad.load(), 0u);
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_GT(s.remote_frees, 0u);
+    EXPECT_GE(s.peak_live, total);
+    expect_empty_after_trim(p.get(), "large working sets");
+}
+
+TEST(PoolThreads, ThousandPoolsAcrossThreadsStress) {
+    const int threads = 4;
+    const size_t npools = 1000;
+    const size_t steps = scaled(600000, 4000);
+    std::vector<PoolPtr> pools;
+    std::vector<size_t> sizes;
+    for (size_t i = 0; i < npools; i++) {
+        sizes.push_back(8 + 8 * (i % 64));
+        pools.push_back(make_pool(sizes.back(), 0, i % 17 == 0 ? unsigned(PK_POOL_HARDENED) : 0u, "thousand"));
+        ASSERT_NE(pools.back().get(), nullptr) << "pool " << i;
+    }
+    struct Held {
+        size_t pool;
+        void *obj;
+        uint64_t key;
+    };
+    std::mutex mail_m;
+    std::vector<Held> mail;
+    std::atomic<size_t> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; t++)
+        ts.emplace_back([&, t] {
+            Rng rng(static_cast<uint64_t>(t) + 201);
+            std::vector<Held> mine;
+            uint64_t key = uint64_t(t + 1) << 40;
+            auto check_and_free = [&](const Held &h) {
+                if (!stamped(h.obj, sizes[h.pool], h.key)) bad++;
+                pk_pool_free(pools[h.pool].get(), h.obj);
+            };
+            for (size_t i = 0; i < steps; i++) {
+                unsigned r = static_cast<unsigned>(rng.below(100));
+                if (mine.size() < 20000 && (mine.empty() || r < 50)) {
+                    /* a third of the time one of a few busy pools */
+                    size_t k = rng.chance(33) ? rng.below(10) : rng.below(npools);
+                    void *o = pk_pool_alloc(pools[k].get());
+                    if (!o || pk_pool_owner(o) != pools[k].get()) {
+                        bad++;
+                        continue;
+                    }
+                    stamp(o, sizes[k], ++key);
+                    mine.push_back(Held{k, o, key});
+                } else if (r < 60) {
+                    Held h = take_at(mine, rng.below(mine.size()));
+                    std::lock_guard<std::mutex> g(mail_m);
+                    mail.push_back(h);
+                } else {
+                    Held h;
+                    bool theirs = false;
+                    if (r < 75) {
+                        std::lock_guard<std::mutex> g(mail_m);
+                        if (!mail.empty()) {
+                            h = take_at(mail, rng.below(mail.size()));
+                            theirs = true;
+                        }
+                    }
+                    if (!theirs) h = take_at(mine, rng.below(mine.size()));
+                    check_and_free(h);
+                }
+            }
+            for (const Held &h : mine) check_and_free(h);
+        });
+    for (auto &t : ts) t.join();
+    for (const Held &h : mail) {
+        if (!stamped(h.obj, sizes[h.pool], h.key)) bad++;
+        pk_pool_free(pools[h.pool].get(), h.obj);
+    }
+    EXPECT_EQ(bad.load(), 0u);
+    uint64_t remote = 0;
+    for (size_t i = 0; i < npools; i++) {
+        pk_pool_stats s = stats_of(pools[i].get());
+        ASSERT_EQ(s.live, 0u) << "pool " << i;
+        remote += s.remote_frees;
+    }
+    EXPECT_GT(remote, 0u);
+    for (size_t i = 0; i < npools; i += 97) expect_empty_after_trim(pools[i].get(), "one of a thousand pools");
+}
+
+TEST(PoolThreads, ProducerConsumerWithLargeBatchesStress) {
+    const size_t size = 64;
+    const size_t batch = scaled(20000, 1000);
+    const size_t batches = scaled(100, 10);
+    const size_t in_flight = 3;
+    PoolPtr p = make_pool(size, 0, 0, "batches");
+    std::mutex m;
+    std::condition_variable cv;
+    std::deque<std::vector<void *>> queue;
+    std::atomic<size_t> bad{0};
+    std::thread producer([&] {
+        uint64_t key = 0;
+        for (size_t b = 0; b < batches; b++) {
+            std::vector<void *> objs(batch);
+            size_t got = b % 2 ? pk_pool_alloc_bulk(p.get(), objs.data(), batch) : 0;
+            for (size_t i = got; i < batch; i++) objs[i] = pk_pool_alloc(p.get());
+            for (void *&o : objs) {
+                if (!o) {
+                    bad++;
+                    o = pk_pool_alloc(p.get());
+                }
+                stamp(o, size, reinterpret_cast<uintptr_t>(o) ^ key);
+            }
+            std::unique_lock<std::mutex> g(m);
+            cv.wait(g, [&] { return queue.size() < in_flight; });
+            queue.push_back(std::move(objs));
+            cv.notify_all();
+            key++;
+        }
+    });
+    std::thread consumer([&] {
+        Rng rng(3);
+        for (size_t b = 0; b < batches; b++) {
+            std::vector<void *> objs;
+            {
+                std::unique_lock<std::mutex> g(m);
+                cv.wait(g, [&] { return !queue.empty(); });
+                objs = std::move(queue.front());
+                queue.pop_front();
+                cv.notify_all();
+            }
+            for (void *o : objs)
+                if (!stamped(o, size, reinterpret_cast<uintptr_t>(o) ^ b)) bad++;
+            for (size_t i = objs.size() - 1; i > 0; i--) std::swap(objs[i], objs[rng.below(i + 1)]);
+            if (b % 3 == 0) {
+                pk_pool_free_bulk(p.get(), objs.data(), objs.size());
+            } else {
+                for (void *o : objs) pk_pool_free(p.get(), o);
+            }
+        }
+    });
+    producer.join();
+    consumer.join();
+    EXPECT_EQ(bad.load(), 0u);
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.live, 0u);
+    EXPECT_EQ(s.remote_frees, batch * batches)
+        << "pool.h: remote_frees is exact for a pure producer/consumer pair";
+    EXPECT_LE(s.peak_live, (in_flight + 2) * batch + 4096) << "objects in flight stay bounded by the queue";
+    EXPECT_LE(s.bytes_reserved, 2 * (in_flight + 2) * batch * size + (size_t(4) << 20))
+        << "memory stays bounded by what is in flight";
+    expect_empty_after_trim(p.get(), "large batches");
+}
+
+TEST(PoolThreads, LiveIsExactAfterThreadsJoin) {
+    const int threads = 4;
+    const size_t size = 40;
+    PoolPtr p = make_pool(size, 0, 0, "joined");
+    /* each thread allocates a random number of objects, frees a random
+     * part of them (some of another thread's), and exits holding the rest */
+    std::vector<std::vector<void *>> kept(threads);
+    std::vector<std::vector<void *>> shared_out(threads);
+    Barrier handed(threads);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; t++)
+        ts.emplace_back([&, t] {
+            Rng rng(static_cast<uint64_t>(t) + 301);
+            std::vector<void *> mine;
+            size_t n = scaled(10000, 500) + rng.below(scaled(40000, 1000));
+            for (size_t i = 0; i < n; i++) mine.push_back(pk_pool_alloc(p.get()));
+            for (size_t i = 0; i < n / 3; i++) pk_pool_free(p.get(), take_at(mine, rng.below(mine.size())));
+            for (size_t i = 0; i < n / 10; i++)
+                shared_out[size_t(t)].push_back(take_at(mine, rng.below(mine.size())));
+            handed.arrive_and_wait();
+            /* free half of what the next thread handed out */
+            std::vector<void *> &theirs = shared_out[size_t((t + 1) % threads)];
+            for (size_t i = 0; i < theirs.size() / 2; i++) pk_pool_free(p.get(), theirs[i]);
+            handed.arrive_and_wait();
+            kept[size_t(t)] = mine;
+        });
+    for (auto &t : ts) t.join();
+    size_t live = 0;
+    std::vector<void *> rest;
+    for (int t = 0; t < threads; t++) {
+        rest.insert(rest.end(), kept[size_t(t)].begin(), kept[size_t(t)].end());
+        std::vector<void *> &out = shared_out[size_t(t)];
+        rest.insert(rest.end(), out.begin() + static_cast<long>(out.size() / 2), out.end());
+    }
+    live = rest.size();
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.live, live) << "after the threads joined";
+    EXPECT_GE(s.allocs - s.frees, live);
+    EXPECT_GE(s.peak_live, live);
+    /* the main thread frees half; the rest on a new thread */
+    for (size_t i = 0; i < rest.size() / 2; i++) pk_pool_free(p.get(), rest[i]);
+    EXPECT_EQ(stats_of(p.get()).live, live - rest.size() / 2);
+    std::thread last([&] {
+        for (size_t i = rest.size() / 2; i < rest.size(); i++) pk_pool_free(p.get(), rest[i]);
+    });
+    last.join();
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+    expect_empty_after_trim(p.get(), "joined");
+    s = stats_of(p.get());
+    EXPECT_EQ(s.allocs, s.frees) << "every object is back in the slabs once the other threads are gone and "
+                                    "the main thread has trimmed";
+}
