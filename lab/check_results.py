@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks a pk-lab results.json: its schema (lab/PROTOCOL.md) and that it is
-complete: all eight experiments, every row with its fields, every contender
+complete: all nine experiments, every row with its fields, every contender
 the lab lists present, either measured or "not available" with a reason.
 
     check_results.py DIR/results.json
@@ -21,7 +21,7 @@ import sys
 
 EXPERIMENTS = [
     "autorelease-sweep", "alloc-styles", "common-ops", "object-generation",
-    "pool-pattern", "peers", "threads", "binary-trees",
+    "pool-pattern", "peers", "threads", "binary-trees", "workset",
 ]
 FAMILIES = {"poolkit", "peer", "published"}
 
@@ -44,6 +44,9 @@ EXPECTED = {
     "binary-trees": ["glibc malloc", "APR pools", "poolkit pk_pool", "poolkit pk_arena",
                      "poolkit pk_new"],
     "common-ops": [],
+    "workset": ["empty loop", "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "Boost.Pool pool",
+                "Boost.Pool object_pool", "GLib g_slice", "APR pools", "talloc",
+                "poolkit pk_arena", "poolkit pk_pool", "Zig MemoryPool"],
 }
 # Experiments that carry the study's published figures.
 PUBLISHED = {"autorelease-sweep", "alloc-styles", "common-ops", "object-generation",

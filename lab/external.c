@@ -52,6 +52,7 @@ static const expected zig_expected[] = {
     {"peers", "Zig GeneralPurposeAllocator", "peer"},
     {"peers", "Zig ArenaAllocator", "peer"},
     {"peers", "Zig MemoryPool", "peer"},
+    {"workset", "Zig MemoryPool", "peer"},
     {NULL, NULL, NULL},
 };
 

@@ -9,15 +9,17 @@
  *   K_FREES_EACH    1 if K_FREE really frees, 0 if only K_RESET does
  *   K_THREADS       1 to generate the thread workloads (thread-safe allocators)
  *
- * and gets static functions K_NAME_hot, _batch, _pattern (and _churn, _pc),
- * plus K_FILL(a), which puts them in a lab_allocator.
+ * and gets static functions K_NAME_hot, _batch, _pattern, _workset (and _churn,
+ * _pc), plus K_FILL(a), which puts them in a lab_allocator. The working-set
+ * loop itself lives in workset.h, shared with bench/bench_workset.c.
  *
  * Every new object is touched (its first byte written) and escapes, so no
  * allocation can be optimized away. Allocators that cannot free one object
  * (APR pools, pk_arena) are reset every 1024 objects in the hot loop and
  * after every batch in the batch loop; the reset is part of the time. In the
  * pattern they are never reset: that is the study's "arena" row (memory
- * grows, and peak RSS shows it).
+ * grows, and peak RSS shows it). In the working set they are reset at the end
+ * of each phase (their "free all", whatever the order).
  *
  * The loop bodies are also macros (LAB_PATTERN_LOOP), so that C++ adapters
  * can instantiate them inside templates.
@@ -26,6 +28,7 @@
 #define PK_LAB_KERNELS_COMMON_H
 
 #include "lab.h"
+#include "workset.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -152,6 +155,18 @@ static LAB_KERNEL double K(pattern)(void *ctx, size_t size, long rounds, lab_pat
 #undef K_PATTERN_ALLOC
 #undef K_PATTERN_FREE
 
+/* The working set (workset.h): a first phase, then timed phases. */
+static LAB_KERNEL double K(workset)(void *ctx, size_t size, long n, int order,
+                                    const uint32_t *perm, void **objs, long phases,
+                                    double cap_ns, struct workset_stats *st) {
+    (void)ctx;
+    (void)size;
+    double ns = 0;
+    WORKSET_RUN(K_ALLOC, K_FREE, K_RESET, ctx, size, n, order, perm, objs, phases, cap_ns,
+                lab_now_ns, ns, st);
+    return ns;
+}
+
 #if K_THREADS
 /* Per-thread churn: a working set of 256 objects; each step frees a random
  * one and allocates its replacement. */
@@ -223,6 +238,7 @@ static void K(fill)(lab_allocator *a) {
     a->hot = K(hot);
     a->batch = K(batch);
     a->pattern = K(pattern);
+    a->workset = K(workset);
     a->frees_each = K_FREES_EACH;
 #if K_THREADS
     a->churn = K(churn);

@@ -199,6 +199,7 @@ int lab_in_child(lab_child_fn fn, void *arg, double *out, int n);
  * called through a pointer, as any shared library is).
  */
 struct lab_spsc;
+struct workset_stats; /* workset.h */
 
 typedef struct lab_pattern_stats {
     long allocs;
@@ -221,6 +222,10 @@ typedef struct lab_allocator {
     double (*hot)(void *ctx, size_t size, long n);
     double (*batch)(void *ctx, size_t size, long n, long per_batch, const uint32_t *order);
     double (*pattern)(void *ctx, size_t size, long rounds, lab_pattern_stats *st);
+    /* The working-set kernel (workset.h): order is a workset_order, perm a
+     * permutation of 0..n-1, objs room for n pointers (workset_objs). */
+    double (*workset)(void *ctx, size_t size, long n, int order, const uint32_t *perm,
+                      void **objs, long phases, double cap_ns, struct workset_stats *st);
     /* Thread workloads (thread_safe only; kernels.h and exp_threads.c). */
     void (*churn)(void *ctx, size_t size, long n, uint64_t seed);
     void (*pc)(void *ctx, size_t size, long n, struct lab_spsc *in, struct lab_spsc *out);

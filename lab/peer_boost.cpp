@@ -4,7 +4,9 @@
 //                             malloc() / free() (unordered, O(1))
 //   "Boost.Pool object_pool"  boost::object_pool<T>: typed; its free() keeps
 //                             the free list ordered (O(free chunks)), as the
-//                             library does; pool-pattern only
+//                             library does; pool-pattern and workset only (T's
+//                             size is a template argument: the sizes those
+//                             experiments use)
 #include "lab.h"
 #include "peer_dl.h"
 
@@ -39,6 +41,29 @@ template <size_t N> static double op_pattern_n(long rounds, lab_pattern_stats *s
     double ns = 0;
     LAB_PATTERN_LOOP(OP_ALLOC, OP_FREE, c, N, rounds, st, ns);
     return ns;
+}
+
+#  define OP_END(c) ((void)(c))
+
+template <size_t N>
+static double op_workset_n(long n, int order, const uint32_t *perm, void **objs, long phases,
+                           double cap_ns, workset_stats *st) {
+    boost::object_pool<lab_obj<N>> pool;
+    boost::object_pool<lab_obj<N>> *c = &pool;
+    double ns = 0;
+    WORKSET_RUN(OP_ALLOC, OP_FREE, OP_END, c, N, n, order, perm, objs, phases, cap_ns, lab_now_ns,
+                ns, st);
+    return ns;
+}
+
+static double op_workset(void *, size_t size, long n, int order, const uint32_t *perm,
+                         void **objs, long phases, double cap_ns, workset_stats *st) {
+    switch (size) {
+    case 16: return op_workset_n<16>(n, order, perm, objs, phases, cap_ns, st);
+    case 48: return op_workset_n<48>(n, order, perm, objs, phases, cap_ns, st);
+    case 256: return op_workset_n<256>(n, order, perm, objs, phases, cap_ns, st);
+    default: return -1;
+    }
 }
 
 static void *op_open(size_t size) { return reinterpret_cast<void *>(size); }
@@ -85,6 +110,7 @@ extern "C" void lab_adapter_boost_object_pool(lab_allocator *a) {
     a->open = op_open;
     a->close = op_close;
     a->pattern = op_pattern;
+    a->workset = op_workset;
     a->frees_each = 1;
     boost_version(a->version, sizeof a->version, "Boost.Pool object_pool<T>");
     a->available = 1;

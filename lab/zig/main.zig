@@ -4,17 +4,19 @@
 //!   pk-lab-zig run EXPERIMENT [--scale quick|default|full|smoke] [--reps N] [--warmup N]
 //!
 //! Result lines (JSON, one per line) go to stdout, anything else to stderr.
-//! Experiments: pool-pattern (LAB.md section 5), peers (hot and batch loops).
+//! Experiments: pool-pattern (LAB.md section 5), peers (hot and batch loops),
+//! workset (working sets of 1,000 to 1,000,000 objects).
 
 const std = @import("std");
 const common = @import("common.zig");
 const pool_pattern = @import("pool_pattern.zig");
 const peers = @import("peers.zig");
+const workset = @import("workset.zig");
 
 const usage =
     \\usage: pk-lab-zig list
     \\       pk-lab-zig run EXPERIMENT [--scale quick|default|full|smoke] [--reps N] [--warmup N]
-    \\experiments: pool-pattern, peers
+    \\experiments: pool-pattern, peers, workset
     \\
 ;
 
@@ -46,6 +48,7 @@ fn realMain() !u8 {
         if (args.len != 2) return fail("list takes no arguments", .{});
         try pool_pattern.list(out);
         try peers.list(out);
+        try workset.list(out);
         try bw.flush();
         return 0;
     }
@@ -87,6 +90,8 @@ fn realMain() !u8 {
         try pool_pattern.run(gpa, out, scale, reps, warmup)
     else if (std.mem.eql(u8, exp, peers.name))
         try peers.run(gpa, out, scale, reps, warmup)
+    else if (std.mem.eql(u8, exp, workset.name))
+        try workset.run(gpa, out, scale, reps, warmup)
     else
         return fail("unknown experiment '{s}'", .{exp});
     try bw.flush();
@@ -104,4 +109,5 @@ test {
     _ = @import("rng.zig");
     _ = @import("peers.zig");
     _ = @import("pool_pattern.zig");
+    _ = @import("workset.zig");
 }
