@@ -69,13 +69,7 @@ static BENCH_KERNEL void naive_free_call(void *p) { naive_free(p); }
 
 /* ---- the loops: one kernel per contender, identical bodies ---- */
 
-#define HOT_LOOP(ALLOC, FREE)                      \
-    for (size_t i = 0; i < n; i++) {               \
-        char *p = (char *)(ALLOC);                 \
-        p[0] = (char)i; /* touch one byte */       \
-        BENCH_ESCAPE(p);                           \
-        FREE;                                      \
-    }
+#define HOT_LOOP(ALLOC, FREE) BENCH_HOT_LOOP(n, ALLOC, FREE)
 
 static char empty_target[64];
 static bench_peers peers;

@@ -54,6 +54,17 @@
 
 #define BENCH_MAX_REPS 64
 
+/* The hot loop the benchmarks share: n times allocate (ALLOC, an
+ * expression), touch one byte, escape, free (FREE, a statement that may use
+ * p, the object). */
+#define BENCH_HOT_LOOP(n, ALLOC, FREE)                  \
+    for (size_t i = 0; i < (n); i++) {                  \
+        char *p = (char *)(ALLOC);                      \
+        p[0] = (char)i; /* touch one byte */            \
+        BENCH_ESCAPE(p);                                \
+        FREE;                                           \
+    }
+
 /* ---- time ---- */
 
 static inline double bench_now_ns(void) {

@@ -7,8 +7,11 @@
  *   mimalloc: libmimalloc.so.2          mi_malloc / mi_free
  *   jemalloc: libjemalloc.so.2          mallocx / dallocx (flags 0)
  *   tcmalloc: libtcmalloc_minimal.so.4  tc_malloc / tc_free
+ *   APR pools: libapr-1.so.0            apr_pool_create_ex / apr_palloc /
+ *                                       apr_pool_destroy (bench_apr_load, apart:
+ *                                       only the programs that compare pools load it)
  *
- * Install them with: apt-get install libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4
+ * Install them with: apt-get install libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 libapr1
  * Include harness.h first. */
 #ifndef POOLKIT_BENCH_PEERS_H
 #define POOLKIT_BENCH_PEERS_H
@@ -116,6 +119,50 @@ static inline void bench_peers_load(bench_peers *p) {
             snprintf(p->tc_name, sizeof p->tc_name, "tcmalloc %d.%d%s", major, minor,
                      patch ? patch : "");
         }
+    }
+}
+
+/* ---- APR pools (libapr-1.so.0) ---- */
+
+typedef struct bench_apr {
+    /* apr_status_t is an int; pools and allocators are opaque. */
+    int (*pool_create_ex)(void **newpool, void *parent, int (*abort_fn)(int), void *allocator);
+    void *(*palloc)(void *pool, size_t size);
+    void (*pool_clear)(void *pool);
+    void (*pool_destroy)(void *pool);
+    char name[64]; /* "APR 1.7.2" */
+    char why[160]; /* why not available, or "" */
+} bench_apr;
+
+/* Loads APR and calls apr_initialize; on failure a->pool_create_ex is NULL
+ * and a->why says why. */
+static inline void bench_apr_load(bench_apr *a) {
+    memset(a, 0, sizeof *a);
+    snprintf(a->name, sizeof a->name, "APR");
+    void *lib = bench__open("libapr-1.so.0", a->why, sizeof a->why);
+    void *s[4] = {NULL, NULL, NULL, NULL}, *init, *ver;
+    if (!lib || !(init = bench__sym(lib, "apr_initialize", a->why, sizeof a->why)) ||
+        !(s[0] = bench__sym(lib, "apr_pool_create_ex", a->why, sizeof a->why)) ||
+        !(s[1] = bench__sym(lib, "apr_palloc", a->why, sizeof a->why)) ||
+        !(s[2] = bench__sym(lib, "apr_pool_clear", a->why, sizeof a->why)) ||
+        !(s[3] = bench__sym(lib, "apr_pool_destroy", a->why, sizeof a->why))) {
+        if (!a->why[0]) snprintf(a->why, sizeof a->why, "libapr-1.so.0 (apt-get install libapr1)");
+        return;
+    }
+    int (*initialize)(void);
+    memcpy(&initialize, &init, sizeof init);
+    if (initialize() != 0) {
+        snprintf(a->why, sizeof a->why, "apr_initialize failed");
+        return;
+    }
+    memcpy(&a->pool_create_ex, &s[0], sizeof s[0]);
+    memcpy(&a->palloc, &s[1], sizeof s[1]);
+    memcpy(&a->pool_clear, &s[2], sizeof s[2]);
+    memcpy(&a->pool_destroy, &s[3], sizeof s[3]);
+    if ((ver = dlsym(lib, "apr_version_string"))) {
+        const char *(*version)(void);
+        memcpy(&version, &ver, sizeof ver);
+        snprintf(a->name, sizeof a->name, "APR %s", version());
     }
 }
 

@@ -5,11 +5,12 @@
 #
 # Order: hot loop (inline, static), hot loop through calls (shared), random
 # fill pattern, memory, cross-thread, binary-trees, objects and containers
-# (when built), then the instruction-count gate (bench/gate.sh, when valgrind
-# is installed).
+# (when built), then issue 9's programs at realistic scale (working sets,
+# many pools, an arena per task), then the instruction-count gate
+# (bench/gate.sh, when valgrind is installed).
 # Each command is printed before it runs, so any one can be rerun alone.
-# About 2 minutes on a quiet 2-core machine (4 under heavy load); --quick
-# takes about a third of that.
+# About 4 minutes on a quiet 2-core machine (the working sets take about 1.5
+# of them; twice that under heavy load); --quick takes about a third of that.
 # Timing targets are reported, not enforced (a shared machine is noisy): the
 # exit status is non-zero only when a program fails to run. The gate that
 # fails `make test` is bench/gate.sh.
@@ -40,7 +41,7 @@ status=0
 start=$(date +%s)
 
 for name in bench_hotloop bench_hotloop_shared bench_pattern bench_memory bench_xthread \
-    bench_bintrees bench_objects bench_containers; do
+    bench_bintrees bench_objects bench_containers bench_workset bench_manypools bench_arenas; do
     if ! prog=$(find_prog "$name"); then
         if [ "$name" != bench_objects ] && [ "$name" != bench_containers ]; then
             echo "== $name: not built (cmake --build $build)" | tee -a "$log"

@@ -1,0 +1,152 @@
+/* Arenas per task (issue 9, target 6): a task creates an arena, makes 4,096
+ * allocations of 32 B (touching each: one word written), and destroys the
+ * arena; repeated. Against the same task on an APR pool (apr_pool_create_ex
+ * as a child of one long-lived pool, apr_palloc, apr_pool_destroy: the way
+ * servers use a pool per request), loaded at run time from libapr-1.so.0
+ * (peers.h; "not available" when absent).
+ *
+ * Rows: pk_arena_create(0) / pk_arena_alloc(a, 32, 0) / pk_arena_destroy,
+ * and APR as above, which the target compares; for information, one arena
+ * kept and pk_arena_reset per task, one APR pool kept and apr_pool_clear per
+ * task, and malloc(32) for each allocation with every block freed at the end
+ * of the task. Contenders interleaved within each repetition (the first
+ * rotates), after a warm-up; ns per task and per allocation. Target:
+ * pk_arena per task no slower than an APR pool per task (median of
+ * per-repetition ratios <= 1.0).
+ *
+ * Usage: bench_arenas [--reps N] [--quick] [--tasks N]
+ */
+#include "harness.h"
+#include "peers.h"
+
+#include <poolkit/arena.h>
+
+#define TASK_ALLOCS 4096
+#define OBJ_SIZE 32
+
+static bench_apr apr;
+static void *apr_root;
+static void *malloc_objs[TASK_ALLOCS];
+
+/* One task's allocations: ALLOC is an expression giving OBJ_SIZE bytes (it
+ * may use i, the allocation's index). */
+#define TASK_BODY(ALLOC)                                            \
+    for (size_t i = 0; i < TASK_ALLOCS; i++) {                      \
+        char *p = (char *)(ALLOC);                                  \
+        memcpy(p, &i, sizeof i); /* the touch: one word */          \
+        BENCH_ESCAPE(p);                                            \
+    }
+
+static BENCH_KERNEL void tasks_pk_arena(long tasks) {
+    for (long t = 0; t < tasks; t++) {
+        pk_arena *a = pk_arena_create(0);
+        if (!a) abort();
+        TASK_BODY(pk_arena_alloc(a, OBJ_SIZE, 0))
+        pk_arena_destroy(a);
+    }
+}
+
+static BENCH_KERNEL void tasks_apr_pool(long tasks) {
+    for (long t = 0; t < tasks; t++) {
+        void *pool = NULL;
+        if (apr.pool_create_ex(&pool, apr_root, NULL, NULL) != 0) abort();
+        TASK_BODY(apr.palloc(pool, OBJ_SIZE))
+        apr.pool_destroy(pool);
+    }
+}
+
+static pk_arena *kept_arena;
+static BENCH_KERNEL void tasks_pk_reset(long tasks) {
+    for (long t = 0; t < tasks; t++) {
+        TASK_BODY(pk_arena_alloc(kept_arena, OBJ_SIZE, 0))
+        pk_arena_reset(kept_arena);
+    }
+}
+
+static void *kept_pool;
+static BENCH_KERNEL void tasks_apr_clear(long tasks) {
+    for (long t = 0; t < tasks; t++) {
+        TASK_BODY(apr.palloc(kept_pool, OBJ_SIZE))
+        apr.pool_clear(kept_pool);
+    }
+}
+
+static BENCH_KERNEL void tasks_malloc(long tasks) {
+    for (long t = 0; t < tasks; t++) {
+        TASK_BODY((malloc_objs[i] = malloc(OBJ_SIZE)))
+        for (size_t i = 0; i < TASK_ALLOCS; i++) free(malloc_objs[i]);
+    }
+}
+
+enum { C_PK, C_APR, C_PK_RESET, C_APR_CLEAR, C_MALLOC, NCONT };
+static const char *const label[NCONT] = {
+    "pk_arena per task (create/destroy)", "APR pool per task (create/destroy)",
+    "pk_arena kept, reset per task (info)", "APR pool kept, clear per task (info)",
+    "malloc/free each (info)",
+};
+static void (*const kernel[NCONT])(long) = {tasks_pk_arena, tasks_apr_pool, tasks_pk_reset,
+                                             tasks_apr_clear, tasks_malloc};
+
+int main(int argc, char **argv) {
+    bench_opts o = bench_parse(argc, argv, 9);
+    long tasks = bench_arg_long(&o, "--tasks", o.quick ? 500 : 2000);
+    bench_header("an arena per task: 4,096 allocations of 32 B, pk_arena vs APR pools (issue 9)",
+                 &o);
+    bench_apr_load(&apr);
+    if (apr.pool_create_ex &&
+        (apr.pool_create_ex(&apr_root, NULL, NULL, NULL) != 0 ||
+         apr.pool_create_ex(&kept_pool, apr_root, NULL, NULL) != 0)) {
+        snprintf(apr.why, sizeof apr.why, "apr_pool_create_ex failed");
+        apr.pool_create_ex = NULL;
+    }
+    int have_apr = apr.pool_create_ex != NULL;
+    kept_arena = pk_arena_create(0);
+    if (!kept_arena) return 1;
+    printf("%ld tasks per run, %d allocations of %d B per task; %s\n", tasks, TASK_ALLOCS,
+           OBJ_SIZE, have_apr ? apr.name : "APR: not available");
+
+    bench_series t[NCONT] = {{{0}, 0}}, ratio = {{0}, 0};
+    for (int rep = -1; rep < o.reps; rep++) {
+        long n = rep < 0 ? tasks / 4 + 1 : tasks;
+        double v[NCONT] = {0};
+        for (int j = 0; j < NCONT; j++) {
+            int c = (j + (rep > 0 ? rep : 0)) % NCONT;
+            if (!have_apr && (c == C_APR || c == C_APR_CLEAR)) continue;
+            double s = bench_now_ns();
+            kernel[c](n);
+            v[c] = (bench_now_ns() - s) / (double)n;
+        }
+        if (rep < 0) continue;
+        for (int c = 0; c < NCONT; c++) bench_add(&t[c], v[c]);
+        if (have_apr) bench_add(&ratio, v[C_PK] / v[C_APR]);
+    }
+
+    printf("\n  %-38s %10s %-5s %-25s  %s\n", "per task", "median", "", "[min - max]",
+           "ns per allocation");
+    for (int c = 0; c < NCONT; c++) {
+        if (!have_apr && (c == C_APR || c == C_APR_CLEAR)) {
+            bench_row_na(label[c], apr.why);
+            continue;
+        }
+        char extra[48];
+        snprintf(extra, sizeof extra, "%.2f", bench_median(&t[c]) / TASK_ALLOCS);
+        printf("  %-38s %10.0f %-5s [%9.0f - %9.0f]  %s\n", label[c], bench_median(&t[c]), "ns",
+               bench_min(&t[c]), bench_max(&t[c]), extra);
+    }
+
+    printf("\n");
+    if (have_apr) {
+        double r = bench_median(&ratio);
+        int pass = bench_target(r <= 1.0,
+                                "arena per task (4,096 x 32 B): pk_arena no slower than an APR "
+                                "pool: %.2fx (%.1f vs %.1f us per task)",
+                                r, bench_median(&t[C_PK]) / 1e3, bench_median(&t[C_APR]) / 1e3);
+        printf("arena targets: %s\n", pass ? "all pass" : "some FAIL");
+        apr.pool_destroy(apr_root);
+    } else {
+        printf("target: arena per task (4,096 x 32 B): pk_arena no slower than an APR pool: "
+               "not available (%s)\n", apr.why);
+    }
+    pk_arena_destroy(kept_arena);
+    return 0;
+}
