@@ -8,6 +8,10 @@
  *                   1,000,000 ... 1 objects per pool (a fresh pool per batch, popped
  *                   at its end). Targets: per object on the best row <= one malloc+free;
  *                   the one-pool-per-object row <= 1.3x the best row
+ *   one big pool    issue 9: the sweep's first row (1,000,000 objects autoreleased into
+ *                   one pool, then the pool popped) against malloc(16) + memset(0) for
+ *                   the same N, all allocated, then all freed newest first (the order
+ *                   of the pool's drain): target per object <= 1x
  *   binary-trees    the Benchmarks Game program at depth 16, nodes from malloc (freed
  *                   recursively) against pk_new nodes whose dealloc releases the
  *                   children: target <= 0.4x
@@ -83,6 +87,18 @@ BENCH_KERNEL static void kernel_sweep_malloc(long total, long per_pool) {
         }
         for (long j = per_pool; j-- > 0;) free(sweep_ptrs[j]);
     }
+}
+
+/* The same N allocated, zeroed and kept, then freed newest first: what one
+ * autorelease pool holding every object stands for. */
+BENCH_KERNEL static void kernel_malloc_zero_all(long total) {
+    for (long j = 0; j < total; j++) {
+        void *p = malloc(sizeof(fields16));
+        memset(p, 0, sizeof(fields16));
+        BENCH_ESCAPE(p);
+        sweep_ptrs[j] = p;
+    }
+    for (long j = total; j-- > 0;) free(sweep_ptrs[j]);
 }
 
 /* ---- binary-trees ---- */
@@ -250,6 +266,7 @@ int main(int argc, char **argv) {
     kernel_sweep(total, total);
     kernel_sweep(total, 1);
     kernel_sweep_malloc(total, 1000);
+    kernel_malloc_zero_all(total);
     long sum_m = kernel_trees_malloc(depth > 6 ? 6 : depth);
     long sum_p = kernel_trees_pk(depth > 6 ? 6 : depth);
     if (sum_m != sum_p) {
@@ -261,6 +278,7 @@ int main(int argc, char **argv) {
     bench_series r_nr = {{0}, 0}, r_pp = {{0}, 0};
     bench_series sweep[SWEEP_ROWS], sweep_m[SWEEP_ROWS];
     bench_series trees_m = {{0}, 0}, trees_p = {{0}, 0}, r_trees = {{0}, 0};
+    bench_series mzero = {{0}, 0}, r_big = {{0}, 0};
     memset(sweep, 0, sizeof sweep);
     memset(sweep_m, 0, sizeof sweep_m);
 
@@ -290,6 +308,13 @@ int main(int argc, char **argv) {
             double t0 = now_ns();
             kernel_sweep_malloc(total, sweep_per_pool[i]);
             bench_add(&sweep_m[i], (now_ns() - t0) / (double)total);
+        }
+        {
+            double t0 = now_ns();
+            kernel_malloc_zero_all(total);
+            double z = (now_ns() - t0) / (double)total;
+            bench_add(&mzero, z);
+            bench_add(&r_big, row[0] / z); /* row 0: all in one pool */
         }
         double t0 = now_ns();
         sum_m = kernel_trees_malloc(depth);
@@ -329,6 +354,8 @@ int main(int argc, char **argv) {
         bench_row(label, &sweep_m[i], "ns", "(informative)");
     }
 
+    bench_row("malloc+memset(0), all kept, then freed", &mzero, "ns", "(issue 9's reference)");
+
     printf("\nbinary-trees depth %d (checksum %ld), ms per run:\n", depth, sum_p);
     bench_row("malloc nodes, recursive free", &trees_m, "ms", "");
     bench_row("pk_new nodes, pk_release root", &trees_p, "ms", "");
@@ -346,6 +373,7 @@ int main(int argc, char **argv) {
     snprintf(note, sizeof note, "sweep best row (%ld per pool) / malloc+free", sweep_per_pool[best]);
     ratio_row(note, &r_best_mf);
     ratio_row("sweep one pool per object / best row", &r_one_best);
+    ratio_row("one pool of 1,000,000 / malloc+memset(0)+free", &r_big);
     ratio_row("binary-trees pk_new / malloc", &r_trees);
 
     printf("\n");
@@ -365,6 +393,11 @@ int main(int argc, char **argv) {
     q = bench_median(&r_one_best);
     ok &= bench_target(q <= 1.3, "sweep one pool per object: %.2f ns: %.2fx the best row; target <= 1.3x",
                        bench_median(&sweep[SWEEP_ROWS - 1]), q);
+    q = bench_median(&r_big);
+    ok &= bench_target(q <= 1.0,
+                       "%ld pk_new objects autoreleased into one pool, then popped: %.2f ns per "
+                       "object vs malloc+memset(0)+free %.2f ns: %.2fx; target <= 1x",
+                       total, bench_median(&sweep[0]), bench_median(&mzero), q);
     q = bench_median(&r_trees);
     ok &= bench_target(q <= 0.4,
                        "binary-trees depth %d: %.1f ms vs malloc %.1f ms: %.2fx; target <= 0.4x",
