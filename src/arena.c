@@ -79,7 +79,12 @@ pk_arena *pk_arena_create(size_t chunk_size) {
         return NULL;
     }
     chunk_size = align_up(chunk_size, page);
-    chunk *home = os_map(chunk_size, page);
+    /* Chunks come from and go back to retained memory, so an arena per task
+     * reuses the last task's pages, as APR's pools do; a tick here returns
+     * what stayed unused for the purge delay. */
+    fork_handlers_install();
+    os_retain_tick(os_now_ms());
+    chunk *home = os_map_reuse(chunk_size, page);
     if (!home) return NULL;
     home->prev = NULL;
     home->size = chunk_size;
@@ -95,10 +100,10 @@ void pk_arena_destroy(pk_arena *arena) {
     chunk *home = home_of(arena), *spare = arena->spare;
     for (chunk *c = arena->cur, *prev; c != home; c = prev) {
         prev = c->prev;
-        os_unmap(c, c->size);
+        os_unmap_later(c, c->size, os_page_size());
     }
-    if (spare) os_unmap(spare, spare->size);
-    os_unmap(home, home->size); /* last: the arena lives in it */
+    if (spare) os_unmap_later(spare, spare->size, os_page_size());
+    os_unmap_later(home, home->size, os_page_size()); /* last: the arena lives in it */
 }
 
 /* Whether size bytes aligned to align fit in the current chunk, with *pad
@@ -130,7 +135,7 @@ static bool grow(pk_arena *a, size_t size, size_t align) {
     size_t need = start + size;
     chunk *c;
     if (need <= a->chunk_size && align <= page) {
-        c = a->spare ? a->spare : os_map(a->chunk_size, page);
+        c = a->spare ? a->spare : os_map_reuse(a->chunk_size, page);
         if (!c) return false;
         a->spare = NULL;
         c->size = a->chunk_size;

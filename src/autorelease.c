@@ -541,3 +541,6 @@ void pk_autorelease_stats_get(pk_autorelease_stats *out) {
     out->pages = t->pages;
     out->page_allocs = t->page_allocs;
 }
+
+void arp_fork_lock(void) { pthread_mutex_lock(&page_lock); }
+void arp_fork_unlock(void) { pthread_mutex_unlock(&page_lock); }

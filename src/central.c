@@ -4,20 +4,21 @@
  *
  * Slabs move between three lists: PARTIAL (some slots free), FULL (none
  * free) and EMPTY (all free). Objects are taken from partial slabs first so
- * that empty ones stay empty and can go back to the system. Release keeps a
- * few empty slabs (a quarter of the slabs in use, at least one) so a loop
- * that allocates and frees across a slab boundary does not map and unmap on
- * every turn.
+ * that empty ones stay empty and can go back to the system.
  *
- * The depot holds chains of exactly `batch` objects, built by a cache that
- * overflowed and handed whole to a cache that ran dry: a producer/consumer
- * pair exchanges memory in O(1) per batch under the lock, and a program that
- * frees a large structure and builds another (binary trees) recycles it
- * without visiting the slabs. It may hold half as many objects as are still
- * in use (at least DEPOT_MIN chains), so a pool that churns around a large
- * live set recycles whole batches, while one that empties keeps little:
- * beyond that, chains go back to their slabs, whose emptiness decides what
- * returns to the system.
+ * The depot holds chains of exactly `batch` objects, handed over whole by a
+ * thread whose cache is full and taken whole by one whose cache ran dry: a
+ * producer/consumer pair exchanges memory in O(1) per batch, and a program
+ * that frees a large structure and builds another recycles it without
+ * visiting the slabs or faulting a page.
+ *
+ * Memory return (policy.h): every half purge delay the pool ticks. Chains
+ * that stayed in the depot through a whole interval (the low-water mark of
+ * depot_count) were not needed and go home to their slabs; slabs that were
+ * empty at the previous tick, or that the drain just emptied, go back to
+ * the system. So memory a program stopped using leaves within one to two
+ * intervals, and memory it reuses within an interval never leaves. With
+ * delay 0 nothing is kept: chains go home and empty slabs go at once.
  */
 #include "pool_internal.h"
 
@@ -152,10 +153,19 @@ static void take_fresh(pk_pool *p, slab *s, size_t k, void **list) {
 
 size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
     size_t from_depot = 0, got = 0;
-    if (!*list && n >= p->batch && p->depot_count) {
-        *list = p->depot[--p->depot_count];
-        from_depot = p->batch;
+    /* Whole chains from the depot first: they need no slab work. A chain
+     * joins a list already started through its last object. */
+    while (n - from_depot >= p->batch && p->depot_count) {
+        char *chain = p->depot[--p->depot_count];
+        if (*list) {
+            char *last = chain;
+            for (size_t i = 1; i < p->batch; i++) last = (char *)link_load(p, last);
+            link_store(p, last, (uintptr_t)*list);
+        }
+        *list = chain;
+        from_depot += p->batch;
     }
+    if (p->depot_count < p->depot_low) p->depot_low = p->depot_count;
     bool plain = !p->construct && !p->debug && !p->hardened && p->link_off == 0 && !TRACK_ENABLED;
     while (from_depot + got < n) {
         slab *s = slab_for_take(p, all || from_depot + got == 0);
@@ -224,11 +234,19 @@ static void give_to_slab(pk_pool *p, slab *s, void *obj) {
     s->used--;
     p->slab_free++;
     p->out--;
-    if (s->used == 0) move_slab(p, s, SLAB_EMPTY);
-    else if (s->list == SLAB_FULL) move_slab(p, s, SLAB_PARTIAL);
+    if (s->used == 0) {
+        move_slab(p, s, SLAB_EMPTY);
+        /* A slab the tick's drain empties was idle for the whole interval. */
+        s->empty_tick = p->draining ? p->tick_no - 1 : p->tick_no;
+    } else if (s->list == SLAB_FULL) {
+        move_slab(p, s, SLAB_PARTIAL);
+    }
 }
 
-void central_give(pk_pool *p, void *obj) { give_to_slab(p, checked_slab(p, obj, false), obj); }
+void central_give(pk_pool *p, void *obj) {
+    give_to_slab(p, checked_slab(p, obj, false), obj);
+    if (options_purge_delay_ms() == 0) central_release(p, false);
+}
 
 void central_give_chain(pk_pool *p, void *list) {
     size_t n = 0;
@@ -240,7 +258,7 @@ void central_give_chain(pk_pool *p, void *list) {
         obj = next;
     }
     p->frees += n;
-    central_release(p, false);
+    if (options_purge_delay_ms() == 0) central_release(p, false);
 }
 
 static bool depot_grow(pk_pool *p) {
@@ -254,14 +272,13 @@ static bool depot_grow(pk_pool *p) {
     return true;
 }
 
-bool central_depot_put(pk_pool *p, void *chain) {
-    size_t in_use = p->out - p->depot_count * p->batch;
-    size_t limit = in_use / (2 * p->batch);
-    if (p->depot_count >= (limit > DEPOT_MIN ? limit : DEPOT_MIN)) return false;
-    if (p->depot_count == p->depot_slots && !depot_grow(p)) return false;
+void central_depot_put(pk_pool *p, void *chain) {
+    if (options_purge_delay_ms() == 0 || (p->depot_count == p->depot_slots && !depot_grow(p))) {
+        central_give_chain(p, chain);
+        return;
+    }
     p->depot[p->depot_count++] = chain;
     p->frees += p->batch;
-    return true;
 }
 
 void central_depot_drain(pk_pool *p) {
@@ -316,20 +333,40 @@ static size_t release_slab(pk_pool *p, slab *s, bool cache) {
     return bytes;
 }
 
-size_t central_release(pk_pool *p, bool all) {
+/* Releases the empty slabs that became empty at or before tick `before`
+ * (every one with `any`), leaving keep_free free slots for the reserve. */
+static size_t release_empty(pk_pool *p, bool any, uint32_t before) {
     slab_list *empty = &p->lists[SLAB_EMPTY];
     size_t bytes = 0;
-    while (empty->count) {
-        slab *s = empty->head;
-        if (!all) {
-            size_t in_use = p->slabs_total - empty->count;
-            size_t allowance = in_use / 4 > 1 ? in_use / 4 : 1;
-            if (empty->count <= allowance) break;
-            if (p->slab_free - s->capacity < p->keep_free) break;
-        }
+    for (slab *s = empty->head, *next; s; s = next) {
+        next = s->next;
+        if (!any && (int32_t)(s->empty_tick - before) > 0) continue;
+        if (p->slab_free - s->capacity < p->keep_free) break;
         bytes += release_slab(p, s, false);
     }
     return bytes;
+}
+
+size_t central_release(pk_pool *p, bool all) {
+    if (all) p->keep_free = 0;
+    return release_empty(p, true, 0);
+}
+
+void central_maybe_tick(pk_pool *p, uint64_t now) {
+    uint64_t interval = (uint64_t)options_purge_delay_ms() / 2;
+    if (now - p->tick_ms < interval) return;
+    p->tick_ms = now;
+    size_t idle = p->depot_low < p->depot_count ? p->depot_low : p->depot_count;
+    p->draining = true;
+    while (idle--) {
+        void *chain = p->depot[--p->depot_count];
+        central_give_chain(p, chain);
+        p->frees -= p->batch; /* counted when the chain entered the depot */
+    }
+    p->draining = false;
+    release_empty(p, false, p->tick_no - 1);
+    p->tick_no++;
+    p->depot_low = p->depot_count;
 }
 
 size_t central_reserve(pk_pool *p, size_t n) {

@@ -46,3 +46,6 @@ void error_report(pk_severity sev, const char *what, const char *pool, const voi
     (h ? h : default_handler)(&err, arg);
     if (sev == PK_FATAL) abort();
 }
+
+void error_fork_lock(void) { pthread_mutex_lock(&handler_lock); }
+void error_fork_unlock(void) { pthread_mutex_unlock(&handler_lock); }

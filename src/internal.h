@@ -24,6 +24,23 @@ void *os_map(size_t size, size_t align);
 void os_unmap(void *p, size_t size);
 size_t os_page_size(void);
 
+/* Milliseconds from a coarse monotonic clock (a few ns to read): for purge
+ * ticks, which need no precision. */
+uint64_t os_now_ms(void);
+
+/* ---- retain.c: whole mappings kept for the purge delay. ---- */
+
+/* A mapping of size bytes aligned to align: one retained earlier (not
+ * zero) or a fresh one from os_map. */
+void *os_map_reuse(size_t size, size_t align);
+/* Keeps the mapping for reuse until the purge delay passes (within
+ * RETAIN_BYTES), or unmaps it now. */
+void os_unmap_later(void *p, size_t size, size_t align);
+/* Unmaps what has been retained longer than the delay. */
+void os_retain_tick(uint64_t now_ms);
+/* Unmaps everything retained; returns the bytes. */
+size_t os_retain_release(void);
+
 static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 static inline bool is_pow2(size_t n) { return n && !(n & (n - 1)); }
 
@@ -41,5 +58,22 @@ void error_report(pk_severity sev, const char *what, const char *pool, const voi
 bool options_debug(void);
 /* How long memory no pool uses stays mapped, in ms (pk_set_purge_delay). */
 long options_purge_delay_ms(void);
+
+/* ---- fork.c: locks every module's locks around fork(). ---- */
+
+/* Installs the pthread_atfork handlers once; called when a module first
+ * makes something a fork could catch half-changed. */
+void fork_handlers_install(void);
+/* Each module's part, in lock order (fork.c lists it). */
+void object_fork_lock(void);
+void object_fork_unlock(void);
+void arp_fork_lock(void);
+void arp_fork_unlock(void);
+void error_fork_lock(void);
+void error_fork_unlock(void);
+void os_fork_lock(void);
+void os_fork_unlock(void);
+void slab_fork_lock(void);
+void slab_fork_unlock(void);
 
 #endif

@@ -338,3 +338,6 @@ const pk_class *pk_class_of(const void *obj) {
     uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_RELAXED);
     return refs_invalid(n) ? refs_dead_class(n) : h->cls;
 }
+
+void object_fork_lock(void) { pthread_mutex_lock(&class_lock); }
+void object_fork_unlock(void) { pthread_mutex_unlock(&class_lock); }

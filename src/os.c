@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 static long fail_at = -1;             /* request number that starts failing; -1 = never */
@@ -105,4 +106,10 @@ void pk_fault_fail_after(long n) {
 
 unsigned long pk_fault_requests(void) {
     return __atomic_load_n(&requests, __ATOMIC_RELAXED);
+}
+
+uint64_t os_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }

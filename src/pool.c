@@ -1,15 +1,16 @@
 /* Pools: creation, the out-of-line paths behind the inline fast paths, and
- * the calls that look at a whole pool (stats, visit, trim, destroy).
+ * the calls that look at a whole pool (stats, visit, trim, destroy); the
+ * list of live pools, which purge ticks and fork handlers walk.
  *
  * Which path a pool takes is decided once, at creation:
  *   - inline: thread caches, the link word at offset 0, nothing to do per
- *     object. tc_off names the pool's own cache word, so the header's inline
+ *     object. tc_key names the pool's cache, so the header's inline
  *     functions serve most calls.
  *   - cached: thread caches, but something per object (a construct hook keeps
- *     the link word past the object, zeroing, hardened links): tc_off names
- *     the always-zero word, so every call comes here and uses the cache.
- *   - direct: no cache (debug checks, a limit, no slot left): every call
- *     takes the pool's lock and works on the slabs.
+ *     the link word past the object, zeroing, hardened links): tc_key is
+ *     TC_NO_KEY, so every call comes here and uses the cache.
+ *   - direct: no cache (debug checks, a limit): every call takes the pool's
+ *     lock and works on the slabs.
  */
 #define _GNU_SOURCE 1 /* clock_gettime */
 #include "pool_internal.h"
@@ -20,9 +21,6 @@
 #include <string.h>
 #include <time.h>
 
-#define BATCH_BYTES 16384 /* about what one exchange between cache and pool moves */
-#define BATCH_MAX 64
-#define BATCH_MIN 4
 #define DEBUG_REDZONE 16
 
 static const char *pool_name(const pk_pool *p) { return p->name ? p->name : "(unnamed)"; }
@@ -59,7 +57,8 @@ static bool layout(pk_pool *p, const pk_pool_config *c) {
 }
 
 static void choose_path(pk_pool *p) {
-    p->tc_off = tcache_null_off();
+    p->tc_table = tcache_table_off();
+    p->tc_key = TC_NO_KEY;
     p->cached = !p->debug && !p->limit && tcache_attach(p);
     if (!p->cached) return;
     /* About BATCH_BYTES per exchange, but at least BATCH_MIN objects up to
@@ -68,19 +67,63 @@ static void choose_path(pk_pool *p) {
     size_t batch = BATCH_BYTES / p->geo.slot;
     size_t least = p->geo.slot <= ((size_t)1 << 20) ? BATCH_MIN : 1;
     p->batch = batch < least ? least : batch > BATCH_MAX ? BATCH_MAX : batch;
-    p->tc_cap = 2 * p->batch;
 #ifdef PK__HAVE_INLINE
     bool plain = p->link_off == 0 && !p->zero && !p->hardened;
-    if (plain && !TRACK_ENABLED) {
-        p->fast_slot = p->slot;
-        p->tc_off = tcache_off(p->slot);
-    }
+    if (plain && !TRACK_ENABLED) p->tc_key = p->key * sizeof(tc_slot);
 #endif
+}
+
+/* Live pools, for purge ticks and the fork handlers. */
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static pk_pool *pools;
+
+static void pools_add(pk_pool *p) {
+    pthread_mutex_lock(&pools_lock);
+    p->prev = NULL;
+    p->next = pools;
+    if (pools) pools->prev = p;
+    pools = p;
+    pthread_mutex_unlock(&pools_lock);
+}
+
+static void pools_remove(pk_pool *p) {
+    pthread_mutex_lock(&pools_lock);
+    if (p->prev) p->prev->next = p->next;
+    else pools = p->next;
+    if (p->next) p->next->prev = p->prev;
+    pthread_mutex_unlock(&pools_lock);
+}
+
+
+/* The next time any thread should tick every pool; 0 = now. */
+static uint64_t next_poll_ms;
+
+/* Ticks every shared pool that is not busy (a busy pool ticks on its own
+ * slow paths) and the retained memory of destroyed pools and arenas.
+ * PK_POOL_LOCAL pools belong to one thread and tick only on its calls. */
+static PK_NOINLINE void purge_poll_all(uint64_t now) {
+    pthread_mutex_lock(&pools_lock);
+    for (pk_pool *p = pools; p; p = p->next) {
+        if (!p->locked || pthread_mutex_trylock(&p->lock) != 0) continue;
+        central_maybe_tick(p, now);
+        pthread_mutex_unlock(&p->lock);
+    }
+    pthread_mutex_unlock(&pools_lock);
+    os_retain_tick(now);
+}
+
+void pool_purge_poll(void) {
+    uint64_t now = os_now_ms(), next = __atomic_load_n(&next_poll_ms, __ATOMIC_RELAXED);
+    if (likely(now < next)) return;
+    uint64_t interval = (uint64_t)options_purge_delay_ms() / 2;
+    if (!__atomic_compare_exchange_n(&next_poll_ms, &next, now + (interval ? interval : 1), false,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return; /* another thread polls this interval */
+    purge_poll_all(now);
 }
 
 /* Pool records of destroyed pools, kept for the next create (bounded), so
  * that a pool per request or per tree costs no system call. */
-#define SPARE_RECORDS_MAX 64
 static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 static pk_pool *spare_records;
 static size_t spare_count;
@@ -112,6 +155,18 @@ static void record_put(pk_pool *p) {
     if (!keep) os_unmap(p, record_bytes());
 }
 
+void pools_fork_lock(void) {
+    pthread_mutex_lock(&pools_lock);
+    for (pk_pool *p = pools; p; p = p->next) pool_lock(p);
+    pthread_mutex_lock(&spare_lock);
+}
+
+void pools_fork_unlock(void) {
+    pthread_mutex_unlock(&spare_lock);
+    for (pk_pool *p = pools; p; p = p->next) pool_unlock(p);
+    pthread_mutex_unlock(&pools_lock);
+}
+
 size_t pk_pool_release_cache(void) {
     pthread_mutex_lock(&spare_lock);
     pk_pool *p = spare_records;
@@ -124,7 +179,7 @@ size_t pk_pool_release_cache(void) {
         os_unmap(p, record_bytes());
         p = next;
     }
-    return bytes + slab_cache_release();
+    return bytes + os_retain_release();
 }
 
 pk_pool *pk_pool_create(const pk_pool_config *c) {
@@ -135,6 +190,7 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
         errno = EINVAL;
         return NULL;
     }
+    fork_handlers_install();
     pk_pool *p = record_get();
     if (!p) return NULL;
     p->name = c->name;
@@ -159,6 +215,7 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     }
     pthread_mutex_init(&p->lock, NULL);
     choose_path(p);
+    pools_add(p);
     if (c->reserve && central_reserve(p, c->reserve) < c->reserve) {
         pk_pool_destroy(p);
         errno = ENOMEM;
@@ -191,6 +248,7 @@ void pk_pool_destroy(pk_pool *p) {
     if (!p) return;
     tcache_registry_lock();
     size_t live = p->out - p->depot_count * p->batch - tcache_cached(p);
+    pools_remove(p);
     if (p->hardened || TRACK_ENABLED) {
         /* Every free object goes home through the checks, so a forged link
          * is reported here rather than forgotten with the memory, and tool
@@ -198,7 +256,7 @@ void pk_pool_destroy(pk_pool *p) {
         tcache_drain_all(p);
         central_depot_drain(p);
     }
-    tcache_detach(p);
+    if (p->cached) tcache_detach(p);
     tcache_registry_unlock();
     if (live && !(p->flags & PK_POOL_REGION)) report_leaks(p, live);
     /* The objects die with the pool: a tool must not report them later, or
@@ -211,6 +269,9 @@ void pk_pool_destroy(pk_pool *p) {
 }
 
 /* ---- The slow paths behind pk_pool_alloc and pk_pool_free. ---- */
+
+/* Work the pool's lock covers: a tick when half the delay has passed. */
+static inline void pool_tick(pk_pool *p) { central_maybe_tick(p, os_now_ms()); }
 
 static void *direct_alloc(pk_pool *p) {
     void *obj = NULL;
@@ -232,7 +293,7 @@ static void direct_free(pk_pool *p, void *obj) {
     if (p->debug) central_debug_check_free(p, obj);
     central_give(p, obj);
     p->frees++;
-    central_release(p, false);
+    pool_tick(p);
     pool_unlock(p);
 }
 
@@ -253,18 +314,27 @@ static inline char *checked_next(pk_pool *p, void *obj) {
 
 void *pk__pool_alloc_slow(pk_pool *p) {
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
-    if (!c) return direct_alloc(p);
+    if (!c) {
+        pool_purge_poll();
+        return direct_alloc(p);
+    }
     char *obj = tc_head(c);
     intptr_t room = tc_room(c);
-    if (!obj) {
+    if (!obj && tc_spare(c)) { /* the spare batch becomes the list: no lock */
+        obj = tc_spare(c);
+        tc_set_spare(c, NULL);
+        room = 0;
+    } else if (!obj) {
+        pool_purge_poll();
         void *list = NULL;
         pool_lock(p);
         size_t got = central_take(p, p->batch, &list, false);
-        tcache_account(p, (long)got);
+        tcache_account(p, c, (long)got);
+        pool_tick(p);
         pool_unlock(p);
         if (!got) return NULL;
         obj = list;
-        room -= (intptr_t)got;
+        room = (intptr_t)(p->batch - got);
     }
     tc_set(c, checked_next(p, obj), room + 1);
     track_handout(p, obj);
@@ -272,22 +342,26 @@ void *pk__pool_alloc_slow(pk_pool *p) {
     return obj;
 }
 
-/* Moves `batch` objects from the top of a full cache to the depot (or the
- * slabs). */
-static void flush(pk_pool *p, tc_slot *c) {
-    char *chain = tc_head(c), *last = chain;
-    for (size_t i = 1; i < p->batch; i++) last = checked_next(p, last);
-    tc_set(c, checked_next(p, last), tc_room(c) + (intptr_t)p->batch);
-    link_store(p, last, 0);
-    pool_lock(p);
-    tcache_account(p, -(long)p->batch);
-    if (!central_depot_put(p, chain)) central_give_chain(p, chain);
-    pool_unlock(p);
+/* A full list becomes the spare batch; a spare already there goes to the
+ * depot first. */
+static void retire_list(pk_pool *p, tc_slot *c) {
+    void *spare = tc_spare(c);
+    if (spare) {
+        pool_purge_poll();
+        pool_lock(p);
+        tcache_account(p, c, -(long)p->batch);
+        central_depot_put(p, spare);
+        pool_tick(p);
+        pool_unlock(p);
+    }
+    tc_set_spare(c, tc_head(c));
+    tc_set(c, NULL, (intptr_t)p->batch);
 }
 
 void pool_free_generic(pk_pool *p, void *obj) {
     tc_slot *c = p->cached && obj ? tcache_slot(p) : NULL;
     if (!c) {
+        pool_purge_poll();
         direct_free(p, obj);
         return;
     }
@@ -296,22 +370,25 @@ void pool_free_generic(pk_pool *p, void *obj) {
         error_report(PK_FATAL, "double free", p->name, obj, "object %p of pool '%s' was freed twice",
                      obj, pool_name(p));
     track_takeback(p, obj);
-    if (tc_room(c) <= 0) flush(p, c);
+    if (tc_room(c) <= 0) retire_list(p, c);
     link_store(p, obj, (uintptr_t)tc_head(c));
     tc_set(c, obj, tc_room(c) - 1);
 }
 
-void pk__pool_free_slow(pk_pool *p, void *obj) {
-    tcache_undo_take(p);
-    pool_free_generic(p, obj);
-}
+void pk__pool_free_slow(pk_pool *p, void *obj) { pool_free_generic(p, obj); }
 
 /* ---- Bulk calls: the cache first, then the pool's lock at most once. ---- */
 
 size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
     size_t i = 0;
+    pool_purge_poll();
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
-    for (; c && i < n && tc_head(c); i++) {
+    for (; c && i < n; i++) {
+        if (!tc_head(c) && tc_spare(c)) {
+            tc_set(c, tc_spare(c), 0);
+            tc_set_spare(c, NULL);
+        }
+        if (!tc_head(c)) break;
         objs[i] = tc_head(c);
         tc_set(c, checked_next(p, objs[i]), tc_room(c) + 1);
     }
@@ -321,7 +398,8 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
         if (p->limit) want = p->out >= p->limit ? 0 : want < p->limit - p->out ? want : p->limit - p->out;
         void *list = NULL;
         size_t got = want ? central_take(p, want, &list, true) : 0;
-        if (c) tcache_account(p, (long)got);
+        if (c) tcache_account(p, c, (long)got);
+        pool_tick(p);
         pool_unlock(p);
         for (char *obj = list; obj; obj = (char *)link_load(p, obj)) objs[i++] = obj;
         if (got < need) errno = ENOMEM;
@@ -335,6 +413,7 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
 
 void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
     size_t i = 0;
+    pool_purge_poll();
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     for (; c && i < n && tc_room(c) > 0 && objs[i]; i++) {
         central_check_free(p, objs[i]);
@@ -344,7 +423,7 @@ void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
     }
     if (i == n) return;
     pool_lock(p);
-    if (c) tcache_account(p, -(long)(n - i));
+    if (c) tcache_account(p, c, -(long)(n - i));
     for (; i < n; i++) {
         if (unlikely(!objs[i]))
             error_report(PK_FATAL, "null pointer", p->name, NULL, "NULL given to pool '%s'",
@@ -354,7 +433,7 @@ void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
         central_give(p, objs[i]);
         p->frees++;
     }
-    central_release(p, false);
+    pool_tick(p);
     pool_unlock(p);
 }
 
@@ -371,13 +450,15 @@ size_t pk_pool_trim(pk_pool *p) {
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     pool_lock(p);
     size_t before = p->bytes_reserved;
-    if (c && tc_head(c)) {
-        tcache_account(p, -(long)(p->tc_cap - (size_t)tc_room(c)));
-        central_give_chain(p, tc_head(c));
-        tc_set(c, NULL, (intptr_t)p->tc_cap);
+    if (c && (tc_head(c) || tc_spare(c))) {
+        long n = (long)(tc_head(c) ? p->batch - (size_t)tc_room(c) : 0) + (long)(tc_spare(c) ? p->batch : 0);
+        tcache_account(p, c, -n);
+        if (tc_head(c)) central_give_chain(p, tc_head(c));
+        if (tc_spare(c)) central_give_chain(p, tc_spare(c));
+        tc_set(c, NULL, (intptr_t)p->batch);
+        tc_set_spare(c, NULL);
     }
     central_depot_drain(p);
-    p->keep_free = 0;
     central_release(p, true);
     size_t bytes = before - p->bytes_reserved;
     pool_unlock(p);

@@ -4,14 +4,19 @@
  * Where a free object can be, exactly one of:
  *   - in a slab: on its free list, or never handed out (slot >= bump);
  *   - in the depot: a chain of exactly `batch` objects ready for one cache;
- *   - in one thread's cache word for the pool.
+ *   - in one thread's cache for the pool: its list or its spare batch.
  * live = (objects outside slabs) - (objects in the depot) - (objects cached).
+ *
+ * Lock order: the thread registry (tcache.c), the pool list (pool.c), a
+ * pool's lock, then the leaf locks (pool records, retained memory, the
+ * address map). The fork handlers take them all in that order.
  */
 #ifndef POOLKIT_POOL_INTERNAL_H
 #define POOLKIT_POOL_INTERNAL_H
 
 #include <poolkit/pool.h>
 
+#include "policy.h"
 #include "slab.h"
 #include "track.h"
 
@@ -23,14 +28,19 @@
 #define POOL_KEEPS_HEADER (1u << 30)
 #define POOL_HEADER_BYTES 16
 
-#define DEPOT_MIN 16 /* chains a depot may always hold; more as the pool grows */
-
-/* A thread's cache for one pool: a list of free objects linked through
- * their link words, and the room left (tc_cap minus the list's length).
- * {NULL, 0} is a cache the thread has not set up yet. */
+/* A thread's cache for one pool. The inline fast paths use head and room
+ * (pool.h): a list of free objects linked through their link words, and the
+ * room left (batch minus the list's length). spare is a full batch kept
+ * off the fast path, so a thread that frees and allocates around a batch
+ * boundary swaps lists instead of taking the lock. balance counts objects
+ * taken minus returned, for remote_frees. {NULL, 0} is a cache the thread
+ * has not set up yet. 32 bytes: the inline paths index the table by
+ * key * sizeof(tc_slot). */
 typedef struct tc_slot {
     void *head;
     intptr_t room;
+    void *spare;
+    int64_t balance;
 } tc_slot;
 
 /* The library reads and writes caches with relaxed atomics: plain moves on
@@ -38,13 +48,20 @@ typedef struct tc_slot {
  * other threads' caches. */
 static inline void *tc_head(const tc_slot *c) { return __atomic_load_n(&c->head, __ATOMIC_RELAXED); }
 static inline intptr_t tc_room(const tc_slot *c) { return __atomic_load_n(&c->room, __ATOMIC_RELAXED); }
+static inline void *tc_spare(const tc_slot *c) { return __atomic_load_n(&c->spare, __ATOMIC_RELAXED); }
 static inline void tc_set(tc_slot *c, void *head, intptr_t room) {
     __atomic_store_n(&c->head, head, __ATOMIC_RELAXED);
     __atomic_store_n(&c->room, room, __ATOMIC_RELAXED);
 }
+static inline void tc_set_spare(tc_slot *c, void *spare) { __atomic_store_n(&c->spare, spare, __ATOMIC_RELAXED); }
+
+/* A key the inline paths never find in a table: pools that take the slow
+ * path on every call. */
+#define TC_NO_KEY (~(uintptr_t)0 >> 1)
 
 struct pk_pool {
-    intptr_t tc_off; /* must stay first: read by the inline fast paths */
+    intptr_t tc_table; /* must stay first: read by the inline fast paths */
+    uintptr_t tc_key;  /* must stay second: byte offset of the cache, or TC_NO_KEY */
 
     /* Set at creation, read-only afterwards. */
     const char *name;
@@ -61,11 +78,10 @@ struct pk_pool {
     void (*destruct)(void *, void *);
     void *arg;
     size_t limit;
-    unsigned slot;    /* thread-cache slot, 0 when uncached */
-    unsigned fast_slot; /* the slot tc_off names: slot for inline pools, else 0 */
-    size_t tc_cap;    /* objects one thread may cache */
-    size_t batch;     /* objects moved per exchange between cache and pool */
+    size_t key;       /* index of the pool's cache in every thread's table */
+    size_t batch;     /* objects per exchange between cache and pool; a thread caches two */
     uintptr_t secret; /* hardened pools: mixed into stored links */
+    struct pk_pool *prev, *next; /* the list of live pools, under the pool list's lock */
 
     pthread_mutex_t lock;
     /* Under lock. */
@@ -77,6 +93,10 @@ struct pk_pool {
     size_t keep_free;     /* free slots that release must leave (reserve) */
     void **depot;         /* chains of `batch` objects, ready for a cache */
     size_t depot_count, depot_slots;
+    size_t depot_low;     /* fewest chains in the depot since the last tick */
+    uint64_t tick_ms;     /* when the last purge tick ran */
+    uint32_t tick_no;     /* purge ticks so far; empty slabs remember it */
+    bool draining;        /* a tick is moving idle chains home */
     size_t peak_out;
     uint64_t allocs, frees, remote_frees, slabs_released;
 };
@@ -128,13 +148,18 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all);
 void central_give_chain(pk_pool *p, void *list);
 /* Returns one object to its slab. */
 void central_give(pk_pool *p, void *obj);
-/* Keeps a full batch chain in the depot if there is room; false otherwise. */
-bool central_depot_put(pk_pool *p, void *chain);
+/* Keeps a full batch chain in the depot, or returns it to the slabs when
+ * the purge delay is 0. */
+void central_depot_put(pk_pool *p, void *chain);
 /* Moves every depot chain back to the slabs. */
 void central_depot_drain(pk_pool *p);
-/* Releases empty slabs beyond the hysteresis allowance (all if `all`);
+/* Releases every empty slab beyond the reserve (all of them with `all`);
  * returns the bytes given back. */
 size_t central_release(pk_pool *p, bool all);
+/* Runs the pool's purge tick if half the delay has passed since the last:
+ * depot chains unused since the last tick go home, and slabs empty since
+ * the last tick go back to the system. */
+void central_maybe_tick(pk_pool *p, uint64_t now_ms);
 /* Makes slabs until n free slots are ready; returns the ready count. */
 size_t central_reserve(pk_pool *p, size_t n);
 /* Destructs constructed objects and unmaps every slab (pool destroy). */
@@ -145,29 +170,37 @@ void central_check_free(pk_pool *p, void *obj);
 /* Debug pools: the whole check of a pointer given to free. */
 void central_debug_check_free(pk_pool *p, void *obj);
 
-/* The out-of-line free, without tcache_undo_take (fastpath.c). */
+/* ---- pool.c ---- */
+
+/* The out-of-line free behind pk_pool_free (fastpath.c). */
 void pool_free_generic(pk_pool *p, void *obj);
+/* Purge ticks for every pool and retained memory, at most once per half
+ * delay process-wide; called on slow paths with no lock held. */
+void pool_purge_poll(void);
+/* Fork handlers' part for the pool list and every pool's lock. */
+void pools_fork_lock(void);
+void pools_fork_unlock(void);
 
-/* ---- tcache.c: per-thread cache words and the thread registry. ---- */
+/* ---- tcache.c: per-thread cache tables and the thread registry. ---- */
 
-bool tcache_attach(pk_pool *p);  /* gives the pool a slot; false if none left */
-void tcache_detach(pk_pool *p);  /* forgets every thread's cache for the pool */
-/* The calling thread's cache for p, registering the thread on first use and
- * setting the cache up; NULL when the thread is exiting. */
+bool tcache_attach(pk_pool *p);  /* gives the pool a key; false if out of memory */
+void tcache_detach(pk_pool *p);  /* forgets every thread's cache for the pool, frees the key */
+/* The calling thread's cache for p, registering the thread and growing its
+ * table on first use and setting the cache up; NULL when the thread is
+ * exiting or out of memory. */
 tc_slot *tcache_slot(pk_pool *p);
-/* Gives back the room the inline free path took before it came here. */
-void tcache_undo_take(pk_pool *p);
-/* Per-batch accounting of a thread's take (+n) or return (-n). */
-void tcache_account(pk_pool *p, long n);
+/* Per-batch accounting of the calling thread's take (+n) or return (-n). */
+void tcache_account(pk_pool *p, tc_slot *c, long n);
 /* Objects in all threads' caches for p (exact when quiescent). */
 size_t tcache_cached(pk_pool *p);
 /* Moves every thread's cached objects for p home to the slabs; caller
  * holds the registry lock and the pool's, and the pool is quiescent. */
 void tcache_drain_all(pk_pool *p);
-/* Offset, from the thread pointer, of the word that is always 0. */
-intptr_t tcache_null_off(void);
-intptr_t tcache_off(unsigned slot);
+/* Offset, from the thread pointer, of the calling thread's table header. */
+intptr_t tcache_table_off(void);
 void tcache_registry_lock(void);
+/* The fork child's registry: the forking thread only; caller holds the lock. */
+void tcache_fork_child(void);
 void tcache_registry_unlock(void);
 
 #endif

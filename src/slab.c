@@ -130,64 +130,20 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry
 
 static const map_entry no_entry;
 
-/* Slabs of destroyed or trimmed pools wait here, still mapped, for the next
- * slab of the same span: a program that makes a pool per request or per tree
- * then pays no system call and no page fault per pool. Bounded by
- * CACHE_BYTES; pk_pool_release_cache empties it. Tool builds skip it so that
- * every slab's memory is fresh to Valgrind and ASan. */
-#define CACHE_BYTES ((size_t)16 << 20)
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static slab *cache_head;
-static size_t cache_bytes;
-
-static slab *cache_take(size_t span) {
-    pthread_mutex_lock(&cache_lock);
-    slab **link = &cache_head, *s;
-    while ((s = *link) && s->span != span) link = &s->next;
-    if (s) {
-        *link = s->next;
-        cache_bytes -= span;
-    }
-    pthread_mutex_unlock(&cache_lock);
-    return s;
-}
-
-static bool cache_put(slab *s) {
-    if (TRACK_ENABLED) return false;
-    pthread_mutex_lock(&cache_lock);
-    bool ok = cache_bytes + s->span <= CACHE_BYTES;
-    if (ok) {
-        s->next = cache_head;
-        cache_head = s;
-        cache_bytes += s->span;
-    }
-    pthread_mutex_unlock(&cache_lock);
-    return ok;
-}
-
-size_t slab_cache_release(void) {
-    pthread_mutex_lock(&cache_lock);
-    slab *s = cache_head;
-    size_t bytes = cache_bytes;
-    cache_head = NULL;
-    cache_bytes = 0;
-    pthread_mutex_unlock(&cache_lock);
-    while (s) {
-        slab *next = s->next;
-        os_unmap(s, s->span);
-        s = next;
-    }
-    return bytes;
-}
+void slab_fork_lock(void) { pthread_mutex_lock(&map_lock); }
+void slab_fork_unlock(void) { pthread_mutex_unlock(&map_lock); }
 
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
-    slab *s = cache_take(g->span);
-    if (s) memset(s, 0, g->header); /* a clean header, live bits included */
-    else s = os_map(g->span, g->slab_align);
+    /* Slabs of destroyed pools wait in retained memory for the next slab of
+     * the same shape: a pool per request or per tree then pays no system
+     * call and no page fault. */
+    slab *s = os_map_reuse(g->span, g->slab_align);
     if (!s) return NULL;
+    memset(s, 0, g->header); /* a clean header, live bits included */
     s->pool = pool;
     s->objects = (char *)s + g->header;
     s->span = g->span;
+    s->slab_align = g->slab_align;
     s->capacity = g->capacity;
     s->list = SLAB_LISTS;
     if (g->debug_bits) s->live_bits = (uint64_t *)((char *)s + align_up(sizeof(slab), 16));
@@ -206,7 +162,8 @@ void slab_destroy(slab *s, bool cache) {
     size_t span = s->span;
     track_open(s, span); /* the shadow of unmapped memory must not stay poisoned */
     map_set((uintptr_t)s, (uintptr_t)s + span, &no_entry);
-    if (!cache || !cache_put(s)) os_unmap(s, span);
+    if (cache) os_unmap_later(s, span, s->slab_align);
+    else os_unmap(s, span);
 }
 
 void slab_list_push(slab_list *l, slab *s, slab_list_id id) {

@@ -28,10 +28,12 @@ typedef struct slab {
     struct slab *prev, *next; /* in the pool's list named by `list` */
     char *objects;            /* slot 0 */
     size_t span;              /* bytes mapped from the start of the slab */
+    size_t slab_align;        /* the mapping's alignment */
     uint32_t capacity;        /* slots in this slab */
     uint32_t used;            /* slots outside the slab */
     uint32_t bump;            /* slots ever handed out */
     uint32_t list;            /* slab_list_id */
+    uint32_t empty_tick;      /* the pool's purge tick when the slab last became empty */
     void *free;               /* freed slots, linked through the pool's link word */
     uint64_t *live_bits;      /* debug pools: one bit per slot, set while handed out */
 } slab;
@@ -61,11 +63,8 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry
 /* Maps a new empty slab and records it in the address map. NULL + ENOMEM. */
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g);
 /* Removes the slab from the address map and unmaps it, or, with `cache`,
- * keeps it in the process-wide cache of spare slabs (bounded) for the next
- * slab_create. */
+ * retains it for the purge delay for the next slab_create (retain.c). */
 void slab_destroy(slab *s, bool cache);
-/* Unmaps every cached spare slab; returns the bytes given back. */
-size_t slab_cache_release(void);
 
 /* The slab holding ptr's granule, or NULL; never touches ptr's memory. */
 slab *slab_lookup(const void *ptr);

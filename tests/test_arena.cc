@@ -322,7 +322,33 @@ TEST(Arena, DestroyGivesEveryChunkBack) {
     EXPECT_GE(spares, 1);
     for (void *p : probes) ASSERT_TRUE(is_mapped(p)) << p;
     pk_arena_destroy(a);
+    /* Destroy keeps the chunks for the next arena for the purge delay;
+     * pk_pool_release_cache gives retained memory back now. */
+    pk_pool_release_cache();
     for (void *p : probes) EXPECT_FALSE(is_mapped(p)) << p;
+}
+
+TEST(Arena, AnArenaPerTaskReusesTheLastOnesChunks) {
+    /* Create, allocate a few thousand small blocks, destroy: the next
+     * arena's chunks come from the last one's, with no page request. */
+    auto task = [] {
+        pk_arena *a = pk_arena_create(0);
+        ASSERT_NE(a, nullptr);
+        for (int i = 0; i < 4096; i++) ASSERT_NE(pk_arena_alloc(a, 32, 0), nullptr);
+        pk_arena_destroy(a);
+    };
+    long old = pk_set_purge_delay(60000);
+    task();
+    unsigned long before = pk_fault_requests();
+    for (int i = 0; i < 100; i++) task();
+    EXPECT_EQ(pk_fault_requests(), before) << "an arena per task asked the system for pages";
+    pk_set_purge_delay(0);
+    pk_pool_release_cache();
+    pk_arena *a = pk_arena_create(0);
+    void *home = a;
+    pk_arena_destroy(a);
+    EXPECT_FALSE(is_mapped(home)) << "with delay 0 destroy keeps nothing";
+    pk_set_purge_delay(old);
 }
 
 TEST(Arena, OutOfMemoryReturnsNullAndTheArenaRecovers) {

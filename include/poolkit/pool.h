@@ -3,9 +3,11 @@
  * A pool hands out objects of one size and alignment. Objects live in slabs
  * taken from the system with mmap; the slab of an object is found from its
  * address, so objects carry no header. Each thread keeps a small cache of
- * free objects per pool, so pk_pool_alloc and pk_pool_free normally touch only
- * thread-local memory: no lock and no atomic instruction. Caches exchange
- * whole batches with the pool under the pool's lock.
+ * free objects per pool (any number of pools), so pk_pool_alloc and
+ * pk_pool_free normally touch only thread-local memory: no lock and no
+ * atomic instruction. Caches exchange whole batches with the pool under the
+ * pool's lock; free memory goes back to the system once unused for the
+ * purge delay (pk_set_purge_delay).
  *
  * Errors: calls that can fail return NULL (or 0) and set errno to EINVAL for
  * bad arguments or ENOMEM when memory or the pool's limit runs out. Misuse
@@ -154,52 +156,40 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * Inline fast paths. What follows is private: it may change with
  * PK_POOL_ABI.
  *
- * The first word of every pool is the offset, from the thread pointer, of
- * the calling thread's cache for that pool: two words, the head of a list of
- * free objects (each free object's first word links to the next) and the
- * room left in the list. A pool that must take the slow path (debug,
- * hardened, hooks, zeroing, limit, tool builds) names a cache whose head is
- * always NULL and whose room is never positive.
+ * Each thread has a cache table: a pointer to an array of per-pool caches
+ * and the array's length in bytes, at a fixed offset from the thread
+ * pointer (the same in every thread). The first word of every pool is that
+ * offset; the second is the byte offset of the pool's cache in the array,
+ * or a value no table reaches for pools that take the slow path (debug,
+ * hardened, hooks, zeroing, limit, tool builds). A cache starts with two
+ * words: the head of a list of free objects (each free object's first word
+ * links to the next) and the room left in the list. A thread that has not
+ * called the library yet has an empty table, so its first call goes there.
+ * The table grows (the library replaces the array) only inside the
+ * library's own calls, which is why each inline call reads it afresh.
  *
  * Define PK_NO_INLINE before including this header to call the library's
  * exported functions instead.
  */
-#define PK_POOL_ABI 2
+#define PK_POOL_ABI 3
 
 PK_API void *pk__pool_alloc_slow(pk_pool *pool);
 PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);
 
 #ifdef PK__HAVE_INLINE
 typedef uintptr_t __attribute__((may_alias)) pk__link;
-/* The cache at `off` from the thread pointer. On x86-64 each access is one
- * fs-relative instruction; the asm is volatile so the accesses stay in
- * order, and needs no memory clobber because only these accessors and the
- * library's out-of-line code touch the cache. The room changes by one
- * read-modify-write, so it is not on the head's chain of dependences. */
+/* One word at `off` from the thread pointer. volatile: the library may
+ * replace the table in any call, so a value read before a call is stale. */
 #  if defined(__x86_64__)
-static inline uintptr_t pk__tc_head(intptr_t off) {
-    uintptr_t h;
-    __asm__ volatile("movq %%fs:(%1), %0" : "=r"(h) : "r"(off));
-    return h;
-}
-static inline void pk__tc_set_head(intptr_t off, uintptr_t h) {
-    __asm__ volatile("movq %1, %%fs:(%0)" : : "r"(off), "r"(h));
-}
-static inline void pk__tc_room_add(intptr_t off) {
-    __asm__ volatile("addq $1, %%fs:8(%0)" : : "r"(off) : "cc");
-}
-/* Takes one from the room; true when there was none. */
-static inline int pk__tc_room_take(intptr_t off) {
-    int none;
-    __asm__ volatile("subq $1, %%fs:8(%1)" : "=@ccs"(none) : "r"(off));
-    return none;
+static inline uintptr_t pk__tp_word(intptr_t off) {
+    uintptr_t v;
+    __asm__ volatile("movq %%fs:(%1), %0" : "=r"(v) : "r"(off));
+    return v;
 }
 #  else
-#    define PK__TC(off) ((volatile intptr_t *)((char *)__builtin_thread_pointer() + (off)))
-static inline uintptr_t pk__tc_head(intptr_t off) { return (uintptr_t)PK__TC(off)[0]; }
-static inline void pk__tc_set_head(intptr_t off, uintptr_t h) { PK__TC(off)[0] = (intptr_t)h; }
-static inline void pk__tc_room_add(intptr_t off) { PK__TC(off)[1] += 1; }
-static inline int pk__tc_room_take(intptr_t off) { return (PK__TC(off)[1] -= 1) < 0; }
+static inline uintptr_t pk__tp_word(intptr_t off) {
+    return *(volatile uintptr_t *)((char *)__builtin_thread_pointer() + off);
+}
 #  endif
 #  ifdef PK__EMIT_EXTERN_INLINE /* the library's one external definition */
 #    define PK__INLINE PK_API
@@ -208,24 +198,36 @@ static inline int pk__tc_room_take(intptr_t off) { return (PK__TC(off)[1] -= 1) 
 #  endif
 
 PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
-    intptr_t off = *(const intptr_t *)pool;
-    uintptr_t obj = pk__tc_head(off);
-    if (__builtin_expect(obj != 0, 1)) {
-        pk__tc_set_head(off, *(const pk__link *)obj);
-        pk__tc_room_add(off);
-        return (void *)obj;
+    const intptr_t *w = (const intptr_t *)pool;
+    intptr_t table = w[0];
+    uintptr_t key = (uintptr_t)w[1];
+    if (__builtin_expect(key < pk__tp_word(table + (intptr_t)sizeof(void *)), 1)) {
+        pk__link *c = (pk__link *)(pk__tp_word(table) + key);
+        uintptr_t obj = c[0];
+        if (__builtin_expect(obj != 0, 1)) {
+            c[0] = *(const pk__link *)obj;
+            c[1] += 1;
+            return (void *)obj;
+        }
     }
     return pk__pool_alloc_slow(pool);
 }
 
 PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
-    intptr_t off = *(const intptr_t *)pool;
-    if (__builtin_expect(!pk__tc_room_take(off), 1)) {
-        *(pk__link *)obj = pk__tc_head(off);
-        pk__tc_set_head(off, (uintptr_t)obj);
-        return;
+    const intptr_t *w = (const intptr_t *)pool;
+    intptr_t table = w[0];
+    uintptr_t key = (uintptr_t)w[1];
+    if (__builtin_expect(key < pk__tp_word(table + (intptr_t)sizeof(void *)), 1)) {
+        pk__link *c = (pk__link *)(pk__tp_word(table) + key);
+        intptr_t room = (intptr_t)c[1];
+        if (__builtin_expect(room > 0, 1)) {
+            c[1] = (uintptr_t)(room - 1);
+            *(pk__link *)obj = c[0];
+            c[0] = (uintptr_t)obj;
+            return;
+        }
     }
-    pk__pool_free_slow(pool, obj); /* the room was taken: the slow path gives it back */
+    pk__pool_free_slow(pool, obj);
 }
 #endif
 

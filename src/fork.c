@@ -1,0 +1,44 @@
+/* fork() from a multithreaded program: whatever other threads were doing,
+ * the child gets every lock free and every structure whole.
+ *
+ * Before the fork the forking thread takes every lock of the library in
+ * the one order the library nests them (outermost first), so no other
+ * thread is inside a critical section; after it, parent and child release
+ * them (the child's one thread is their owner). The child keeps the other
+ * threads' cache entries and thread records: their cached objects stay
+ * counted as cached, never handed out twice. */
+#include "pool_internal.h"
+
+#include <pthread.h>
+
+static void prepare(void) {
+    object_fork_lock();      /* held around pk_pool_create of a class pool */
+    arp_fork_lock();         /* held around pk_pool_create of the page pool */
+    tcache_registry_lock();  /* then a pool's lock (thread exit, stats) */
+    pools_fork_lock();       /* the pool list, every pool, pool records */
+    os_fork_lock();          /* retained memory: a leaf */
+    slab_fork_lock();        /* the address map: a leaf */
+    error_fork_lock();       /* the error handler: a leaf */
+}
+
+static void release(void) {
+    error_fork_unlock();
+    slab_fork_unlock();
+    os_fork_unlock();
+    pools_fork_unlock();
+    tcache_registry_unlock();
+    arp_fork_unlock();
+    object_fork_unlock();
+}
+
+static void child(void) {
+    tcache_fork_child();
+    release();
+}
+
+static void install(void) { pthread_atfork(prepare, release, child); }
+
+void fork_handlers_install(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install);
+}

@@ -1,0 +1,48 @@
+/* Every constant of poolkit's caching and memory-return policy, in one
+ * place, with the reason for its value. Change them here and nowhere else.
+ *
+ * The policy in one paragraph: each thread caches up to two batches of free
+ * objects per pool (the list the inline fast path uses and one spare batch,
+ * Bonwick's two magazines), so a thread that wanders around a batch
+ * boundary swaps lists without a lock. Whole batches move between threads
+ * and the pool's depot under the pool's lock. Free memory (depot batches,
+ * empty slabs, slabs of destroyed pools, arena chunks) is kept while it is
+ * being reused and goes back to the system once it has sat unused for the
+ * purge delay, measured by a low-water mark over half-delay intervals: what
+ * was never needed during a whole interval is surplus. No background thread:
+ * the checks run on poolkit's own slow paths, whichever pool they serve.
+ */
+#ifndef POOLKIT_POLICY_H
+#define POOLKIT_POLICY_H
+
+/* Thread caches. A batch is what one exchange with the pool moves: about
+ * BATCH_BYTES so the lock is amortized over tens of objects (a lock pair
+ * costs about 40 ns here, a fast-path pair about 2 ns), at most BATCH_MAX
+ * so that a thread never strands much memory per pool, at least BATCH_MIN
+ * so that large objects still get a cache. A thread holds at most two
+ * batches per pool. */
+#define BATCH_BYTES 16384
+#define BATCH_MAX 64
+#define BATCH_MIN 4
+
+/* Per-thread cache tables start with room for TABLE_MIN pools and double,
+ * so a thread using n pools pays O(log n) copies and 32 bytes per pool. */
+#define TABLE_MIN 64
+
+/* The purge delay: memory unused for this long goes back to the system
+ * (pk_set_purge_delay, POOLKIT_PURGE_DELAY_MS). Half a second is long
+ * enough that a program repeating phases every few milliseconds never
+ * refaults, short enough that a program that shrinks is seen to shrink. */
+#define PURGE_DELAY_DEFAULT_MS 500
+#define PURGE_DELAY_MAX_MS 86400000L
+
+/* Memory kept for reuse after a pool is destroyed or an arena gives back a
+ * chunk: at most this many bytes process-wide (on top of the delay), so a
+ * pool or an arena per request costs no system call, but a burst of
+ * destroyed pools cannot pin unbounded memory. */
+#define RETAIN_BYTES ((size_t)16 << 20)
+
+/* Pool records of destroyed pools kept for the next pk_pool_create. */
+#define SPARE_RECORDS_MAX 64
+
+#endif
