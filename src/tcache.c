@@ -279,6 +279,7 @@ tc_slot *tcache_slot(pk_pool *p) {
         return NULL;
     if (unlikely(p->key >= entries(&table)) && !table_grow(p->key)) return NULL;
     tc_slot *c = &table.slots[p->key];
+    if (tc_room(c) < 0) tc_set(c, tc_head(c), tc_room(c) + 1); /* the inline free's failed take */
     if (!tc_head(c) && tc_room(c) == 0) tc_set(c, NULL, (intptr_t)p->batch);
     return c;
 }

@@ -178,17 +178,48 @@ PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);
 
 #ifdef PK__HAVE_INLINE
 typedef uintptr_t __attribute__((may_alias)) pk__link;
-/* One word at `off` from the thread pointer. volatile: the library may
- * replace the table in any call, so a value read before a call is stale. */
+/* The table header is read with volatile accessors: the library may
+ * replace the table in any call, so a value read before a call is stale.
+ * On x86-64 the bound check is one fs-relative compare, and the room
+ * changes by one read-modify-write (the free path's take leaves -1 behind
+ * when there was no room; the library's slow path gives it back). The
+ * head is read and written with relaxed atomics: plain moves, which
+ * ThreadSanitizer also knows for what they are, since stats read other
+ * threads' caches. */
 #  if defined(__x86_64__)
 static inline uintptr_t pk__tp_word(intptr_t off) {
     uintptr_t v;
     __asm__ volatile("movq %%fs:(%1), %0" : "=r"(v) : "r"(off));
     return v;
 }
+/* key < the table's limit (its second word). */
+static inline int pk__tp_has(intptr_t table, uintptr_t key) {
+    int below;
+    __asm__ volatile("cmpq %%fs:8(%1), %2" : "=@ccb"(below) : "r"(table), "r"(key));
+    return below;
+}
+static inline void pk__room_add(pk__link *room) { __asm__ volatile("addq $1, %0" : "+m"(*room)); }
+/* Takes one from the room; true when there was none. */
+static inline int pk__room_take(pk__link *room) {
+    int none;
+    __asm__ volatile("subq $1, %1" : "=@ccs"(none), "+m"(*room));
+    return none;
+}
 #  else
 static inline uintptr_t pk__tp_word(intptr_t off) {
     return *(volatile uintptr_t *)((char *)__builtin_thread_pointer() + off);
+}
+static inline int pk__tp_has(intptr_t table, uintptr_t key) {
+    return key < pk__tp_word(table + (intptr_t)sizeof(void *));
+}
+static inline void pk__room_add(pk__link *room) {
+    __atomic_store_n(room, __atomic_load_n(room, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+static inline int pk__room_take(pk__link *room) {
+    uintptr_t r = __atomic_load_n(room, __ATOMIC_RELAXED);
+    if ((intptr_t)r <= 0) return 1;
+    __atomic_store_n(room, r - 1, __ATOMIC_RELAXED);
+    return 0;
 }
 #  endif
 #  ifdef PK__EMIT_EXTERN_INLINE /* the library's one external definition */
@@ -201,12 +232,12 @@ PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
     const intptr_t *w = (const intptr_t *)pool;
     intptr_t table = w[0];
     uintptr_t key = (uintptr_t)w[1];
-    if (__builtin_expect(key < pk__tp_word(table + (intptr_t)sizeof(void *)), 1)) {
+    if (__builtin_expect(pk__tp_has(table, key), 1)) {
         pk__link *c = (pk__link *)(pk__tp_word(table) + key);
-        uintptr_t obj = c[0];
+        uintptr_t obj = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
         if (__builtin_expect(obj != 0, 1)) {
-            c[0] = *(const pk__link *)obj;
-            c[1] += 1;
+            __atomic_store_n(&c[0], *(const pk__link *)obj, __ATOMIC_RELAXED);
+            pk__room_add(&c[1]);
             return (void *)obj;
         }
     }
@@ -217,13 +248,11 @@ PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
     const intptr_t *w = (const intptr_t *)pool;
     intptr_t table = w[0];
     uintptr_t key = (uintptr_t)w[1];
-    if (__builtin_expect(key < pk__tp_word(table + (intptr_t)sizeof(void *)), 1)) {
+    if (__builtin_expect(pk__tp_has(table, key), 1)) {
         pk__link *c = (pk__link *)(pk__tp_word(table) + key);
-        intptr_t room = (intptr_t)c[1];
-        if (__builtin_expect(room > 0, 1)) {
-            c[1] = (uintptr_t)(room - 1);
-            *(pk__link *)obj = c[0];
-            c[0] = (uintptr_t)obj;
+        if (__builtin_expect(!pk__room_take(&c[1]), 1)) {
+            *(pk__link *)obj = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
+            __atomic_store_n(&c[0], (uintptr_t)obj, __ATOMIC_RELAXED);
             return;
         }
     }
