@@ -114,11 +114,11 @@ PK_API size_t pk_pool_reserve(pk_pool *pool, size_t n);
  * Returns the bytes released. Other threads' small caches stay theirs. */
 PK_API size_t pk_pool_trim(pk_pool *pool);
 
-/* Destroyed pools leave their memory in a process-wide cache (at most 16 MiB
- * of slabs and 64 pool records) so that the next pool needs no system call
- * (a pool per request or per tree). This gives all of it back to the system
- * and returns the bytes released. Empty slabs of live pools, released
- * automatically or by pk_pool_trim, never go to the cache. Thread-safe. */
+/* Destroyed pools and arenas leave their memory mapped for the purge delay
+ * (at most 16 MiB process-wide), together with up to 64 pool records, so
+ * that the next pool or arena needs no system call (a pool or an arena per
+ * request or per tree). This gives all of it back to the system now and
+ * returns the bytes released. Thread-safe. */
 PK_API size_t pk_pool_release_cache(void);
 
 /* Memory whose objects are all free (an empty slab, a spare arena chunk, the
