@@ -31,6 +31,17 @@
 #define FILL_ALLOC 0xAA  /* debug: a new object's bytes, before the user writes */
 #define FILL_REDZONE 0xFD
 
+/* A slab's counts agree with its list (debug builds). */
+static inline void assert_slab(const pk_pool *p, const slab *s) {
+    (void)p;
+    (void)s;
+#ifndef NDEBUG
+    assert(s->pool == p && s->used <= s->bump && s->bump <= s->capacity);
+    assert(s->list != SLAB_EMPTY || s->used == 0);
+    assert(s->list != SLAB_FULL || s->used == s->capacity);
+#endif
+}
+
 static void move_slab(pk_pool *p, slab *s, slab_list_id to) {
     if (s->list == (uint32_t)to) return;
     if (s->list < SLAB_LISTS) slab_list_remove(&p->lists[s->list], s);
@@ -152,6 +163,7 @@ static void take_fresh(pk_pool *p, slab *s, size_t k, void **list) {
 }
 
 size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
+    ASSERT_POOL_LOCKED(p);
     size_t from_depot = 0, got = 0;
     /* Whole chains from the depot first: they need no slab work. A chain
      * joins a list already started through its last object. */
@@ -229,6 +241,8 @@ static slab *checked_slab(pk_pool *p, void *obj, bool from_link) {
 }
 
 static void give_to_slab(pk_pool *p, slab *s, void *obj) {
+    ASSERT_POOL_LOCKED(p);
+    assert_slab(p, s);
     link_store(p, obj, (uintptr_t)s->free);
     s->free = obj;
     s->used--;
@@ -273,6 +287,7 @@ static bool depot_grow(pk_pool *p) {
 }
 
 void central_depot_put(pk_pool *p, void *chain) {
+    ASSERT_POOL_LOCKED(p);
     if (options_purge_delay_ms() == 0 || (p->depot_count == p->depot_slots && !depot_grow(p))) {
         central_give_chain(p, chain);
         return;
@@ -348,11 +363,14 @@ static size_t release_empty(pk_pool *p, bool any, uint32_t before) {
 }
 
 size_t central_release(pk_pool *p, bool all) {
+    ASSERT_POOL_LOCKED(p);
     if (all) p->keep_free = 0;
     return release_empty(p, true, 0);
 }
 
 void central_maybe_tick(pk_pool *p, uint64_t now) {
+    ASSERT_POOL_LOCKED(p);
+    assert(p->depot_count * p->batch <= p->out); /* depot objects are outside the slabs */
     uint64_t interval = (uint64_t)options_purge_delay_ms() / 2;
     if (now - p->tick_ms < interval) return;
     p->tick_ms = now;

@@ -104,9 +104,9 @@ static uint64_t next_poll_ms;
 static PK_NOINLINE void purge_poll_all(uint64_t now) {
     pthread_mutex_lock(&pools_lock);
     for (pk_pool *p = pools; p; p = p->next) {
-        if (!p->locked || pthread_mutex_trylock(&p->lock) != 0) continue;
+        if (!p->locked || !pool_trylock(p)) continue;
         central_maybe_tick(p, now);
-        pthread_mutex_unlock(&p->lock);
+        pool_unlock(p);
     }
     pthread_mutex_unlock(&pools_lock);
     os_retain_tick(now);
@@ -216,7 +216,7 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     pthread_mutex_init(&p->lock, NULL);
     choose_path(p);
     pools_add(p);
-    if (c->reserve && central_reserve(p, c->reserve) < c->reserve) {
+    if (c->reserve && pk_pool_reserve(p, c->reserve) < c->reserve) {
         pk_pool_destroy(p);
         errno = ENOMEM;
         return NULL;
@@ -246,9 +246,10 @@ static void report_leaks(pk_pool *p, size_t live) {
 
 void pk_pool_destroy(pk_pool *p) {
     if (!p) return;
+    pools_remove(p); /* first: no purge sweep can reach the pool after this */
     tcache_registry_lock();
+    pool_lock(p);
     size_t live = p->out - p->depot_count * p->batch - tcache_cached(p);
-    pools_remove(p);
     if (p->hardened || TRACK_ENABLED) {
         /* Every free object goes home through the checks, so a forged link
          * is reported here rather than forgotten with the memory, and tool
@@ -256,6 +257,7 @@ void pk_pool_destroy(pk_pool *p) {
         tcache_drain_all(p);
         central_depot_drain(p);
     }
+    pool_unlock(p);
     if (p->cached) tcache_detach(p);
     tcache_registry_unlock();
     if (live && !(p->flags & PK_POOL_REGION)) report_leaks(p, live);
@@ -263,7 +265,9 @@ void pk_pool_destroy(pk_pool *p) {
      * see their addresses handed out again while it still thinks them live
      * (poolkit reported any leak above). */
     if (TRACK_ENABLED) each_live(p, untrack, p);
+    pool_lock(p);
     central_free_all(p);
+    pool_unlock(p);
     pthread_mutex_destroy(&p->lock);
     record_put(p);
 }

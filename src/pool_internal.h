@@ -20,6 +20,7 @@
 #include "slab.h"
 #include "track.h"
 
+#include <assert.h>
 #include <pthread.h>
 
 /* Private pk_pool_config flag for the object layer's pools: debug fills
@@ -84,6 +85,9 @@ struct pk_pool {
     struct pk_pool *prev, *next; /* the list of live pools, under the pool list's lock */
 
     pthread_mutex_t lock;
+#ifndef NDEBUG
+    pthread_t owner;      /* the thread holding lock, for assertions */
+#endif
     /* Under lock. */
     slab_list lists[SLAB_LISTS];
     size_t slabs_total;
@@ -101,11 +105,31 @@ struct pk_pool {
     uint64_t allocs, frees, remote_frees, slabs_released;
 };
 
+/* Debug builds (make test's sanitizer stages) record the lock's owner, so
+ * every function that needs the pool's lock can assert that its caller
+ * holds it. */
+#ifndef NDEBUG
+#  define POOL_OWNER_SET(p, v) ((p)->owner = (v))
+#  define ASSERT_POOL_LOCKED(p) assert(!(p)->locked || pthread_equal((p)->owner, pthread_self()))
+#else
+#  define POOL_OWNER_SET(p, v) ((void)0)
+#  define ASSERT_POOL_LOCKED(p) ((void)0)
+#endif
+
 static inline void pool_lock(pk_pool *p) {
-    if (p->locked) pthread_mutex_lock(&p->lock);
+    if (!p->locked) return;
+    pthread_mutex_lock(&p->lock);
+    POOL_OWNER_SET(p, pthread_self());
+}
+static inline bool pool_trylock(pk_pool *p) {
+    if (pthread_mutex_trylock(&p->lock) != 0) return false;
+    POOL_OWNER_SET(p, pthread_self());
+    return true;
 }
 static inline void pool_unlock(pk_pool *p) {
-    if (p->locked) pthread_mutex_unlock(&p->lock);
+    if (!p->locked) return;
+    POOL_OWNER_SET(p, (pthread_t)0);
+    pthread_mutex_unlock(&p->lock);
 }
 
 static inline uintptr_t *link_of(const pk_pool *p, void *obj) {
