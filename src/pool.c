@@ -112,14 +112,15 @@ static PK_NOINLINE void purge_poll_all(uint64_t now) {
     os_retain_tick(now);
 }
 
-void pool_purge_poll(void) {
+uint64_t pool_purge_poll(void) {
     uint64_t now = os_now_ms(), next = __atomic_load_n(&next_poll_ms, __ATOMIC_RELAXED);
-    if (likely(now < next)) return;
+    if (likely(now < next)) return now;
     uint64_t interval = (uint64_t)options_purge_delay_ms() / 2;
     if (!__atomic_compare_exchange_n(&next_poll_ms, &next, now + (interval ? interval : 1), false,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        return; /* another thread polls this interval */
+        return now; /* another thread polls this interval */
     purge_poll_all(now);
+    return now;
 }
 
 /* Pool records of destroyed pools, kept for the next create (bounded), so
@@ -274,14 +275,13 @@ void pk_pool_destroy(pk_pool *p) {
 
 /* ---- The slow paths behind pk_pool_alloc and pk_pool_free. ---- */
 
-/* Work the pool's lock covers: a tick when half the delay has passed. */
-static inline void pool_tick(pk_pool *p) { central_maybe_tick(p, os_now_ms()); }
 
-static void *direct_alloc(pk_pool *p) {
+static void *direct_alloc(pk_pool *p, uint64_t now) {
     void *obj = NULL;
     pool_lock(p);
     if (p->limit && p->out >= p->limit) errno = ENOMEM;
     else central_take(p, 1, &obj, false);
+    central_maybe_tick(p, now);
     pool_unlock(p);
     if (!obj) return NULL;
     track_handout(p, obj);
@@ -289,7 +289,7 @@ static void *direct_alloc(pk_pool *p) {
     return obj;
 }
 
-static void direct_free(pk_pool *p, void *obj) {
+static void direct_free(pk_pool *p, void *obj, uint64_t now) {
     if (unlikely(!obj))
         error_report(PK_FATAL, "null pointer", p->name, obj, "NULL given to pool '%s'", pool_name(p));
     track_takeback(p, obj);
@@ -297,7 +297,7 @@ static void direct_free(pk_pool *p, void *obj) {
     if (p->debug) central_debug_check_free(p, obj);
     central_give(p, obj);
     p->frees++;
-    pool_tick(p);
+    central_maybe_tick(p, now);
     pool_unlock(p);
 }
 
@@ -319,8 +319,7 @@ static inline char *checked_next(pk_pool *p, void *obj) {
 void *pk__pool_alloc_slow(pk_pool *p) {
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     if (!c) {
-        pool_purge_poll();
-        return direct_alloc(p);
+        return direct_alloc(p, pool_purge_poll());
     }
     char *obj = tc_head(c);
     intptr_t room = tc_room(c);
@@ -329,12 +328,12 @@ void *pk__pool_alloc_slow(pk_pool *p) {
         tc_set_spare(c, NULL);
         room = 0;
     } else if (!obj) {
-        pool_purge_poll();
+        uint64_t now = pool_purge_poll();
         void *list = NULL;
         pool_lock(p);
         size_t got = central_take(p, p->batch, &list, false);
         tcache_account(p, c, (long)got);
-        pool_tick(p);
+        central_maybe_tick(p, now);
         pool_unlock(p);
         if (!got) return NULL;
         obj = list;
@@ -351,11 +350,11 @@ void *pk__pool_alloc_slow(pk_pool *p) {
 static void retire_list(pk_pool *p, tc_slot *c) {
     void *spare = tc_spare(c);
     if (spare) {
-        pool_purge_poll();
+        uint64_t now = pool_purge_poll();
         pool_lock(p);
         tcache_account(p, c, -(long)p->batch);
         central_depot_put(p, spare);
-        pool_tick(p);
+        central_maybe_tick(p, now);
         pool_unlock(p);
     }
     tc_set_spare(c, tc_head(c));
@@ -365,8 +364,8 @@ static void retire_list(pk_pool *p, tc_slot *c) {
 void pool_free_generic(pk_pool *p, void *obj) {
     tc_slot *c = p->cached && obj ? tcache_slot(p) : NULL;
     if (!c) {
-        pool_purge_poll();
-        direct_free(p, obj);
+        uint64_t now = pool_purge_poll();
+        direct_free(p, obj, now);
         return;
     }
     central_check_free(p, obj);
@@ -385,7 +384,7 @@ void pk__pool_free_slow(pk_pool *p, void *obj) { pool_free_generic(p, obj); }
 
 size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
     size_t i = 0;
-    pool_purge_poll();
+    uint64_t now = pool_purge_poll();
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     for (; c && i < n; i++) {
         if (!tc_head(c) && tc_spare(c)) {
@@ -403,7 +402,7 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
         void *list = NULL;
         size_t got = want ? central_take(p, want, &list, true) : 0;
         if (c) tcache_account(p, c, (long)got);
-        pool_tick(p);
+        central_maybe_tick(p, now);
         pool_unlock(p);
         for (char *obj = list; obj; obj = (char *)link_load(p, obj)) objs[i++] = obj;
         if (got < need) errno = ENOMEM;
@@ -417,7 +416,7 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
 
 void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
     size_t i = 0;
-    pool_purge_poll();
+    uint64_t now = pool_purge_poll();
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     for (; c && i < n && tc_room(c) > 0 && objs[i]; i++) {
         central_check_free(p, objs[i]);
@@ -437,7 +436,7 @@ void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
         central_give(p, objs[i]);
         p->frees++;
     }
-    pool_tick(p);
+    central_maybe_tick(p, now);
     pool_unlock(p);
 }
 

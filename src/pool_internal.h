@@ -199,8 +199,9 @@ void central_debug_check_free(pk_pool *p, void *obj);
 /* The out-of-line free behind pk_pool_free (fastpath.c). */
 void pool_free_generic(pk_pool *p, void *obj);
 /* Purge ticks for every pool and retained memory, at most once per half
- * delay process-wide; called on slow paths with no lock held. */
-void pool_purge_poll(void);
+ * delay process-wide; called on slow paths with no lock held. Returns the
+ * time it read (os_now_ms), for the caller's own pool tick. */
+uint64_t pool_purge_poll(void);
 /* Fork handlers' part for the pool list and every pool's lock. */
 void pools_fork_lock(void);
 void pools_fork_unlock(void);
