@@ -379,14 +379,18 @@ void central_maybe_tick(pk_pool *p, uint64_t now) {
     uint64_t interval = (uint64_t)options_purge_delay_ms() / 2;
     if (now - p->tick_ms < interval) return;
     p->tick_ms = now;
+    /* The bottom `idle` chains were never taken during the interval. */
     size_t idle = p->depot_low < p->depot_count ? p->depot_low : p->depot_count;
     p->draining = true;
-    while (idle--) {
-        void *chain = p->depot[--p->depot_count];
-        central_give_chain(p, chain);
+    for (size_t i = 0; i < idle; i++) {
+        central_give_chain(p, p->depot[i]);
         p->frees -= p->batch; /* counted when the chain entered the depot */
     }
     p->draining = false;
+    if (idle) {
+        p->depot_count -= idle;
+        memmove(p->depot, p->depot + idle, p->depot_count * sizeof *p->depot);
+    }
     release_empty(p, false, p->tick_no - 1);
     p->tick_no++;
     p->depot_low = p->depot_count;
