@@ -378,7 +378,10 @@ void pool_free_generic(pk_pool *p, void *obj) {
     tc_set(c, obj, tc_room(c) - 1);
 }
 
-void pk__pool_free_slow(pk_pool *p, void *obj) { pool_free_generic(p, obj); }
+void pk__pool_free_slow(pk_pool *p, void *obj) {
+    tcache_fix_room(p->tc_key);
+    pool_free_generic(p, obj);
+}
 
 /* ---- Bulk calls: the cache first, then the pool's lock at most once. ---- */
 

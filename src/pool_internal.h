@@ -56,9 +56,9 @@ static inline void tc_set(tc_slot *c, void *head, intptr_t room) {
 }
 static inline void tc_set_spare(tc_slot *c, void *spare) { __atomic_store_n(&c->spare, spare, __ATOMIC_RELAXED); }
 
-/* A key the inline paths never find in a table: pools that take the slow
- * path on every call. */
-#define TC_NO_KEY (~(uintptr_t)0 >> 1)
+/* The byte offset of cache 0, never set up in any table: the key of pools
+ * that take the slow path on every call. */
+#define TC_NO_KEY ((uintptr_t)0)
 
 struct pk_pool {
     intptr_t tc_table; /* must stay first: read by the inline fast paths */
@@ -221,8 +221,11 @@ size_t tcache_cached(pk_pool *p);
 /* Moves every thread's cached objects for p home to the slabs; caller
  * holds the registry lock and the pool's, and the pool is quiescent. */
 void tcache_drain_all(pk_pool *p);
-/* Offset, from the thread pointer, of the calling thread's table header. */
+/* Offset, from the thread pointer, of the calling thread's table pointer. */
 intptr_t tcache_table_off(void);
+/* An inline free that found no room took one from it (pool.h); this sets
+ * the room of the calling thread's cache at key_off back to 0. */
+void tcache_fix_room(uintptr_t key_off);
 void tcache_registry_lock(void);
 /* The fork child's registry: the forking thread only; caller holds the lock. */
 void tcache_fork_child(void);

@@ -1,18 +1,21 @@
 /* Thread caches: a table of per-pool caches for each thread.
  *
- * Fast path protocol (pool.h): each thread's table header {slots, limit}
- * is initial-exec TLS, so its offset from the thread pointer is the same in
- * every thread and the pool stores it. A pool's cache is slots[key]; a
- * thread whose table is shorter than a key takes the slow path, which
- * grows the table. Any number of pools: the table doubles from TABLE_MIN
- * entries, and keys of destroyed pools are reused.
+ * Fast path protocol (pool.h): each thread's table pointer is initial-exec
+ * TLS, so its offset from the thread pointer is the same in every thread
+ * and the pool stores it; a pool's cache is at a fixed byte offset (its key
+ * times 32) in every table. A table is a reservation of TABLE_KEYS caches
+ * (policy.h) that the system backs a page at a time as keys are used, so it
+ * never moves and the inline paths need no bound check. A thread that has
+ * not registered points at `unregistered`, a shared table whose heads stay
+ * NULL and whose rooms are never positive: its first alloc or free goes to
+ * the slow path, which registers it. Key 0 is never set up in any table:
+ * it is the key of pools that take the slow path on every call.
  *
  * Only its own thread writes a cache while the thread runs, with plain
  * loads and stores: no lock, no atomic instruction. Other threads touch a
  * cache only under the registry lock and only when the owner is quiescent
  * for that pool (stats count it; destroy and visit take its objects), as
- * the contract requires. A thread replaces its own table only under the
- * registry lock, so those readers never see a table being freed.
+ * the contract requires.
  *
  * A thread registers on its first slow path; at exit its pthread key
  * destructor returns every cached object to its pool, and later calls on
@@ -23,44 +26,44 @@
 #include <pthread.h>
 #include <string.h>
 
-typedef struct tc_table {
-    tc_slot *slots;
-    uintptr_t limit; /* bytes: entries * sizeof(tc_slot) */
-} tc_table;
-
 _Static_assert(sizeof(tc_slot) == 32, "pool.h's inline paths index tables by key * 32");
 _Static_assert(offsetof(tc_slot, head) == 0 && offsetof(tc_slot, room) == sizeof(void *),
                "pool.h's inline paths read head and room as the cache's first two words");
-_Static_assert(offsetof(tc_table, limit) == sizeof(void *),
-               "pool.h's inline paths read the table's limit in its second word");
 _Static_assert(offsetof(struct pk_pool, tc_table) == 0 &&
                    offsetof(struct pk_pool, tc_key) == sizeof(intptr_t),
                "pool.h's inline paths read the table offset and key as the pool's first two words");
 
+#define TABLE_BYTES ((size_t)TABLE_KEYS * sizeof(tc_slot))
+
 typedef struct thread_rec {
     struct thread_rec *prev, *next;
-    tc_table *table; /* the thread's TLS table header */
+    tc_slot *slots; /* the thread's table */
 } thread_rec;
 
 enum { THREAD_NEW, THREAD_LIVE, THREAD_EXITING };
 
-static __thread tc_table table __attribute__((tls_model("initial-exec")));
+/* The table of threads that have not registered (or have exited). Only
+ * ever read as empty: heads stay NULL (the fast paths write a head only
+ * after finding one, or room for one), and rooms only go down from 0 by a
+ * failed take, which the slow path sets back to 0. Lost updates between
+ * threads can only leave a room at or below 0. */
+static tc_slot unregistered[TABLE_KEYS];
+
+static __thread tc_slot *table __attribute__((tls_model("initial-exec"))) = unregistered;
 static __thread thread_rec *self __attribute__((tls_model("initial-exec")));
 static __thread int state __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 static thread_rec *threads, *spare_recs;
 /* Under the registry lock: the pool of each key (NULL when free), and a
- * stack of free keys below key_count. */
-static pk_pool **key_pool;
-static size_t *free_keys;
-static size_t key_count, key_cap, free_count;
-/* Under the registry lock: one table kept ready for the next thread (made
- * when a pool is created, or left by a thread that exited), so a new
- * thread's first calls ask the system for nothing (pk_pool_reserve's
- * promise). */
+ * stack of free keys below key_count. Key 0 is never given out. */
+static pk_pool *key_pool[TABLE_KEYS];
+static uint32_t free_keys[TABLE_KEYS];
+static size_t key_count = 1, free_count;
+/* Under the registry lock: a table kept ready for the next thread (made when
+ * a pool is created, or left by a thread that exited), so a new thread's
+ * first calls ask the system for nothing (pk_pool_reserve's promise). */
 static tc_slot *stock;
-static size_t stock_cap;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
@@ -81,74 +84,31 @@ void tcache_registry_unlock(void) { pthread_mutex_unlock(&registry); }
 
 intptr_t tcache_table_off(void) { return (char *)&table - thread_pointer(); }
 
-static size_t entries(const tc_table *t) { return t->limit / sizeof(tc_slot); }
-
-static size_t array_bytes(size_t n, size_t elem) { return align_up(n * elem, os_page_size()); }
-
-/* Grows an os_map'ed array of `*cap` elements to at least `need`. */
-static bool grow_array(void **arr, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return true;
-    size_t n = *cap ? *cap : TABLE_MIN;
-    while (n < need) n *= 2;
-    void *a = os_map(array_bytes(n, elem), 0);
-    if (!a) return false;
-    if (*arr) {
-        memcpy(a, *arr, *cap * elem);
-        os_unmap(*arr, array_bytes(*cap, elem));
-    }
-    *arr = a;
-    *cap = n;
-    return true;
-}
-
 static void rec_stock(void);
 
-/* Keeps the stock table large enough for every key; caller holds the
- * registry lock. */
+/* Caller holds the registry lock. */
 static void table_stock(void) {
-    if (stock_cap >= key_count) return;
-    void *t = stock;
-    size_t cap = stock_cap;
-    if (grow_array(&t, &cap, key_count, sizeof(tc_slot))) {
-        stock = t;
-        stock_cap = cap;
-        memset(stock, 0, cap * sizeof(tc_slot));
-    }
+    if (!stock) stock = os_map(TABLE_BYTES, 0);
 }
 
 bool tcache_attach(pk_pool *p) {
     bool ok = true;
     pthread_mutex_lock(&registry);
     rec_stock(); /* so the next thread to use a pool need not map a page */
-    if (free_count) {
-        p->key = free_keys[--free_count];
-    } else if (grow_array((void **)&key_pool, &key_cap, key_count + 1, sizeof *key_pool)) {
-        p->key = key_count++;
-    } else {
-        ok = false;
-    }
-    if (ok) {
-        key_pool[p->key] = p;
-        table_stock();
-    }
+    table_stock();
+    if (free_count) p->key = free_keys[--free_count];
+    else if (key_count < TABLE_KEYS) p->key = key_count++;
+    else ok = false; /* the pool locks on every call instead */
+    if (ok) key_pool[p->key] = p;
     pthread_mutex_unlock(&registry);
     return ok;
 }
 
-/* Caller holds the registry lock. */
-static void forget_key(size_t key) {
-    for (thread_rec *t = threads; t; t = t->next)
-        if (key < entries(t->table)) memset(&t->table->slots[key], 0, sizeof(tc_slot));
-}
-
 void tcache_detach(pk_pool *p) {
     if (!p->cached) return;
-    forget_key(p->key);
+    for (thread_rec *t = threads; t; t = t->next) memset(&t->slots[p->key], 0, sizeof(tc_slot));
     key_pool[p->key] = NULL;
-    /* The free-key stack has room for every key below key_count. */
-    static size_t free_cap;
-    if (grow_array((void **)&free_keys, &free_cap, free_count + 1, sizeof *free_keys))
-        free_keys[free_count++] = p->key;
+    free_keys[free_count++] = (uint32_t)p->key;
     p->cached = false;
     p->tc_key = TC_NO_KEY;
 }
@@ -187,31 +147,28 @@ static void thread_exit(void *arg) {
     thread_rec *rec = arg;
     state = THREAD_EXITING;
     pthread_mutex_lock(&registry);
-    size_t n = entries(&table);
-    for (size_t k = 0; k < n && k < key_count; k++) {
-        if (key_pool[k]) give_back(key_pool[k], &table.slots[k]);
-    }
+    for (size_t k = 1; k < key_count; k++)
+        if (key_pool[k]) give_back(key_pool[k], &table[k]);
     if (rec->prev) rec->prev->next = rec->next;
     else threads = rec->next;
     if (rec->next) rec->next->prev = rec->prev;
     rec->next = spare_recs;
     spare_recs = rec;
-    if (table.slots && n > stock_cap) { /* every cache was emptied above */
-        if (stock) os_unmap(stock, array_bytes(stock_cap, sizeof(tc_slot)));
-        stock = table.slots;
-        stock_cap = n;
-    } else if (table.slots) {
-        os_unmap(table.slots, array_bytes(n, sizeof(tc_slot)));
+    tc_slot *mine = table;
+    table = unregistered;
+    if (!stock) { /* every cache was emptied above; slot 0 was never set up */
+        memset(mine, 0, sizeof *mine);
+        stock = mine;
+    } else {
+        os_unmap(mine, TABLE_BYTES);
     }
-    table.slots = NULL;
-    table.limit = 0;
     pthread_mutex_unlock(&registry);
     self = NULL;
 }
 
 /* Thread records come from pages carved into several and are recycled when
  * threads exit, so a new thread's first call seldom asks the system for a
- * page (pk_pool_reserve's promise). Caller holds the registry lock. */
+ * page. Caller holds the registry lock. */
 static void rec_stock(void) {
     if (spare_recs) return;
     size_t page = os_page_size(), bytes = align_up(sizeof(thread_rec), 64);
@@ -224,29 +181,26 @@ static void rec_stock(void) {
     }
 }
 
-static thread_rec *rec_get(void) {
-    rec_stock();
-    if (!spare_recs) return NULL;
-    thread_rec *r = spare_recs;
-    spare_recs = r->next;
-    memset(r, 0, sizeof *r);
-    return r;
-}
-
 static void make_exit_key(void) { pthread_key_create(&exit_key, thread_exit); }
 
 static bool thread_register(void) {
     pthread_once(&exit_key_once, make_exit_key);
     pthread_mutex_lock(&registry);
-    thread_rec *rec = rec_get();
-    if (!rec) {
+    rec_stock();
+    table_stock();
+    thread_rec *rec = spare_recs;
+    if (!rec || !stock) {
         pthread_mutex_unlock(&registry);
         return false;
     }
-    rec->table = &table;
+    spare_recs = rec->next;
+    memset(rec, 0, sizeof *rec);
+    rec->slots = stock;
+    stock = NULL;
     rec->next = threads;
     if (threads) threads->prev = rec;
     threads = rec;
+    table = rec->slots;
     pthread_mutex_unlock(&registry);
     self = rec;
     state = THREAD_LIVE;
@@ -254,32 +208,15 @@ static bool thread_register(void) {
     return true;
 }
 
-/* Replaces the calling thread's table with one that holds `key`. */
-static bool table_grow(size_t key) {
-    pthread_mutex_lock(&registry);
-    size_t cap = entries(&table);
-    void *slots = table.slots;
-    if (!slots && stock_cap > key) { /* a new thread: the stock table */
-        slots = stock;
-        cap = stock_cap;
-        stock = NULL;
-        stock_cap = 0;
-    }
-    bool ok = grow_array(&slots, &cap, key + 1, sizeof(tc_slot));
-    if (ok) {
-        __atomic_store_n(&table.slots, (tc_slot *)slots, __ATOMIC_RELAXED);
-        __atomic_store_n(&table.limit, cap * sizeof(tc_slot), __ATOMIC_RELAXED);
-    }
-    pthread_mutex_unlock(&registry);
-    return ok;
+void tcache_fix_room(uintptr_t key_off) {
+    tc_slot *c = (tc_slot *)((char *)table + key_off);
+    if (tc_room(c) < 0) __atomic_store_n(&c->room, 0, __ATOMIC_RELAXED);
 }
 
 tc_slot *tcache_slot(pk_pool *p) {
     if (unlikely(state != THREAD_LIVE) && (state == THREAD_EXITING || !thread_register()))
         return NULL;
-    if (unlikely(p->key >= entries(&table)) && !table_grow(p->key)) return NULL;
-    tc_slot *c = &table.slots[p->key];
-    if (tc_room(c) < 0) tc_set(c, tc_head(c), tc_room(c) + 1); /* the inline free's failed take */
+    tc_slot *c = &table[p->key];
     if (!tc_head(c) && tc_room(c) == 0) tc_set(c, NULL, (intptr_t)p->batch);
     return c;
 }
@@ -287,16 +224,14 @@ tc_slot *tcache_slot(pk_pool *p) {
 size_t tcache_cached(pk_pool *p) {
     size_t n = 0;
     if (!p->cached) return 0;
-    for (thread_rec *t = threads; t; t = t->next)
-        if (p->key < entries(t->table)) n += cached_in(p, &t->table->slots[p->key]);
+    for (thread_rec *t = threads; t; t = t->next) n += cached_in(p, &t->slots[p->key]);
     return n;
 }
 
 void tcache_drain_all(pk_pool *p) {
     if (!p->cached) return;
     for (thread_rec *t = threads; t; t = t->next) {
-        if (p->key >= entries(t->table)) continue;
-        tc_slot *c = &t->table->slots[p->key];
+        tc_slot *c = &t->slots[p->key];
         void *head = tc_head(c), *spare = tc_spare(c);
         tc_set(c, NULL, 0);
         tc_set_spare(c, NULL);

@@ -156,47 +156,39 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * Inline fast paths. What follows is private: it may change with
  * PK_POOL_ABI.
  *
- * Each thread has a cache table: a pointer to an array of per-pool caches
- * and the array's length in bytes, at a fixed offset from the thread
- * pointer (the same in every thread). The first word of every pool is that
- * offset; the second is the byte offset of the pool's cache in the array,
- * or a value no table reaches for pools that take the slow path (debug,
- * hardened, hooks, zeroing, limit, tool builds). A cache starts with two
+ * Each thread has a cache table: an array of per-pool caches, found through
+ * a pointer at a fixed offset from the thread pointer (the same in every
+ * thread). The first word of every pool is that offset; the second is the
+ * byte offset of the pool's cache in the array, the same in every table, or
+ * 0 for pools that take the slow path (debug, hardened, hooks, zeroing,
+ * limit, tool builds), whose cache is never set up. A cache starts with two
  * words: the head of a list of free objects (each free object's first word
  * links to the next) and the room left in the list. A thread that has not
- * called the library yet has an empty table, so its first call goes there.
- * The table grows (the library replaces the array) only inside the
- * library's own calls, which is why each inline call reads it afresh.
+ * called the library yet points at a table whose caches are all empty, so
+ * its first call goes there. Tables never move once a thread has one.
  *
  * Define PK_NO_INLINE before including this header to call the library's
  * exported functions instead.
  */
-#define PK_POOL_ABI 3
+#define PK_POOL_ABI 4
 
 PK_API void *pk__pool_alloc_slow(pk_pool *pool);
 PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);
 
 #ifdef PK__HAVE_INLINE
 typedef uintptr_t __attribute__((may_alias)) pk__link;
-/* The table header is read with volatile accessors: the library may
- * replace the table in any call, so a value read before a call is stale.
- * On x86-64 the bound check is one fs-relative compare, and the room
- * changes by one read-modify-write (the free path's take leaves -1 behind
- * when there was no room; the library's slow path gives it back). The
- * head is read and written with relaxed atomics: plain moves, which
- * ThreadSanitizer also knows for what they are, since stats read other
- * threads' caches. */
+/* The table pointer is read with a volatile accessor: the library replaces
+ * it when the thread registers or exits, so a value read before a call may
+ * be stale. On x86-64 the room changes by one read-modify-write (the free
+ * path's take leaves -1 behind when there was no room; the library's slow
+ * path gives it back). The head is read and written with relaxed atomics:
+ * plain moves, which ThreadSanitizer also knows for what they are, since
+ * stats read other threads' caches. */
 #  if defined(__x86_64__)
 static inline uintptr_t pk__tp_word(intptr_t off) {
     uintptr_t v;
     __asm__ volatile("movq %%fs:(%1), %0" : "=r"(v) : "r"(off));
     return v;
-}
-/* key < the table's limit (its second word). */
-static inline int pk__tp_has(intptr_t table, uintptr_t key) {
-    int below;
-    __asm__ volatile("cmpq %%fs:8(%1), %2" : "=@ccb"(below) : "r"(table), "r"(key));
-    return below;
 }
 static inline void pk__room_add(pk__link *room) { __asm__ volatile("addq $1, %0" : "+m"(*room)); }
 /* Takes one from the room; true when there was none. */
@@ -208,9 +200,6 @@ static inline int pk__room_take(pk__link *room) {
 #  else
 static inline uintptr_t pk__tp_word(intptr_t off) {
     return *(volatile uintptr_t *)((char *)__builtin_thread_pointer() + off);
-}
-static inline int pk__tp_has(intptr_t table, uintptr_t key) {
-    return key < pk__tp_word(table + (intptr_t)sizeof(void *));
 }
 static inline void pk__room_add(pk__link *room) {
     __atomic_store_n(room, __atomic_load_n(room, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
@@ -232,14 +221,12 @@ PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
     const intptr_t *w = (const intptr_t *)pool;
     intptr_t table = w[0];
     uintptr_t key = (uintptr_t)w[1];
-    if (__builtin_expect(pk__tp_has(table, key), 1)) {
-        pk__link *c = (pk__link *)(pk__tp_word(table) + key);
-        uintptr_t obj = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
-        if (__builtin_expect(obj != 0, 1)) {
-            __atomic_store_n(&c[0], *(const pk__link *)obj, __ATOMIC_RELAXED);
-            pk__room_add(&c[1]);
-            return (void *)obj;
-        }
+    pk__link *c = (pk__link *)(pk__tp_word(table) + key);
+    uintptr_t obj = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
+    if (__builtin_expect(obj != 0, 1)) {
+        __atomic_store_n(&c[0], *(const pk__link *)obj, __ATOMIC_RELAXED);
+        pk__room_add(&c[1]);
+        return (void *)obj;
     }
     return pk__pool_alloc_slow(pool);
 }
@@ -248,13 +235,11 @@ PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
     const intptr_t *w = (const intptr_t *)pool;
     intptr_t table = w[0];
     uintptr_t key = (uintptr_t)w[1];
-    if (__builtin_expect(pk__tp_has(table, key), 1)) {
-        pk__link *c = (pk__link *)(pk__tp_word(table) + key);
-        if (__builtin_expect(!pk__room_take(&c[1]), 1)) {
-            *(pk__link *)obj = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
-            __atomic_store_n(&c[0], (uintptr_t)obj, __ATOMIC_RELAXED);
-            return;
-        }
+    pk__link *c = (pk__link *)(pk__tp_word(table) + key);
+    if (__builtin_expect(!pk__room_take(&c[1]), 1)) {
+        *(pk__link *)obj = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
+        __atomic_store_n(&c[0], (uintptr_t)obj, __ATOMIC_RELAXED);
+        return;
     }
     pk__pool_free_slow(pool, obj);
 }
