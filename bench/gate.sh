@@ -12,11 +12,11 @@
 # subtracting the empty loop leaves the instructions of one alloc+free pair.
 #
 # Gates (exit 1 when one fails): both pools share one inline fast path that
-# measures 17 instructions per pair in this loop with gcc 12 (15 with clang
-# 14). Round one's path took 13, with a fixed table of 127 thread caches;
+# measures 17 instructions per pair in this loop with gcc 12 and clang 14.
+# Round one's path took 13, with a fixed table of 127 thread caches;
 # any number of pools costs, per call, a load of the pool's key and of the
 # thread's table pointer: 4 instructions per pair, about 0.45 ns here
-# (bench_hotloop). The gates sit one above the gcc measurement, so a
+# (bench_hotloop). The gates sit one above the measurement, so a
 # regression fails CI; the round-one targets (20 default, 12 LOCAL) are
 # printed beside.
 #   default pool  <= 18 (target 20)
