@@ -84,36 +84,48 @@ fi
 norandom=()
 if setarch "$(uname -m)" -R true >/dev/null 2>&1; then norandom=(setarch "$(uname -m)" -R); fi
 
-log=$build/fuzz.log
-echo "fuzz.sh: fuzzing for ${seconds}s (log: $log)"
-echo "fuzz.sh: command: ${norandom[*]} $build/fuzz_api -max_total_time=$seconds -max_len=4096" \
-    "-timeout=60 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=$build/artifacts/" \
-    "$FUZZ_ARGS $build/corpus"
-set +e
-# shellcheck disable=SC2086 # FUZZ_ARGS is a list of options
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1} \
-UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-    "${norandom[@]}" "$build/fuzz_api" -max_total_time="$seconds" -max_len=4096 -timeout=60 \
-    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$build/artifacts/" \
-    $FUZZ_ARGS "$build/corpus" >"$log" 2>&1
-rc=$?
-set -e
+# Half the time as configured, half with every pool hardened
+# (POOLKIT_HARDENED=1), whose checked links and encoded free lists are paths
+# the first run never takes.
+fuzz_once() { # LABEL SECONDS [VAR=VALUE]
+    local label=$1 secs_asked=$2 extra=${3:-}
+    local log=$build/fuzz-$label.log
+    echo "fuzz.sh: fuzzing $label for ${secs_asked}s (log: $log)"
+    echo "fuzz.sh: command: ${extra:+env $extra }${norandom[*]} $build/fuzz_api -max_total_time=$secs_asked -max_len=4096" \
+        "-timeout=60 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=$build/artifacts/" \
+        "$FUZZ_ARGS $build/corpus"
+    set +e
+    # shellcheck disable=SC2086 # FUZZ_ARGS is a list of options; extra is one VAR=VALUE or empty
+    env $extra \
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1} \
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+        "${norandom[@]}" "$build/fuzz_api" -max_total_time="$secs_asked" -max_len=4096 -timeout=60 \
+        -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$build/artifacts/" \
+        $FUZZ_ARGS "$build/corpus" >"$log" 2>&1
+    local rc=$?
+    set -e
 
-runs=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\1/p' "$log" | tail -n 1)
-secs=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\2/p' "$log" | tail -n 1)
-ops=$(sed -n 's/^fuzz_api: \([0-9]*\) operations in \([0-9]*\) inputs.*/\1/p' "$log" | tail -n 1)
-if [ "$rc" -ne 0 ]; then
-    grep -E 'fuzz_api: |ERROR: |SUMMARY: |runtime error|Test unit written' "$log" |
-        head -n 20 || true
-    echo "fuzz.sh: the fuzzer stopped with status $rc after ${secs:-?}s; full log: $log"
-    unit=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
-    if [ -n "$unit" ]; then echo "fuzz.sh: replay with: $build/fuzz_api $unit"; fi
-    exit "$rc"
-fi
-if [ -z "$runs" ] || [ -z "$ops" ]; then
-    tail -n 20 "$log"
-    echo "fuzz.sh: could not read the totals from $log" >&2
-    exit 1
-fi
-rate=$(( ${secs:-0} > 0 ? ops / secs : ops ))
-echo "fuzz.sh: $runs executions, $ops operations in ${secs}s ($rate operations/s), no finding"
+    local runs secs ops unit rate
+    runs=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\1/p' "$log" | tail -n 1)
+    secs=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\2/p' "$log" | tail -n 1)
+    ops=$(sed -n 's/^fuzz_api: \([0-9]*\) operations in \([0-9]*\) inputs.*/\1/p' "$log" | tail -n 1)
+    if [ "$rc" -ne 0 ]; then
+        grep -E 'fuzz_api: |ERROR: |SUMMARY: |runtime error|Test unit written' "$log" |
+            head -n 20 || true
+        echo "fuzz.sh: the fuzzer ($label) stopped with status $rc after ${secs:-?}s; full log: $log"
+        unit=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
+        if [ -n "$unit" ]; then echo "fuzz.sh: replay with: ${extra:+env $extra }$build/fuzz_api $unit"; fi
+        exit "$rc"
+    fi
+    if [ -z "$runs" ] || [ -z "$ops" ]; then
+        tail -n 20 "$log"
+        echo "fuzz.sh: could not read the totals from $log" >&2
+        exit 1
+    fi
+    rate=$(( ${secs:-0} > 0 ? ops / secs : ops ))
+    echo "fuzz.sh: $label: $runs executions, $ops operations in ${secs}s ($rate operations/s), no finding"
+}
+
+half=$(( (seconds + 1) / 2 ))
+fuzz_once as-configured "$half"
+fuzz_once hardened "$(( seconds - half > 0 ? seconds - half : 1 ))" POOLKIT_HARDENED=1

@@ -56,6 +56,9 @@ void error_report(pk_severity sev, const char *what, const char *pool, const voi
 /* POOLKIT_DEBUG=1: every pool as if created with PK_POOL_DEBUG, plus the
  * object and autorelease checks. */
 bool options_debug(void);
+/* POOLKIT_HARDENED=1 (or a build with POOLKIT_HARDENED_DEFAULT): every pool
+ * as if created with PK_POOL_HARDENED. */
+bool options_hardened(void);
 /* How long memory no pool uses stays mapped, in ms (pk_set_purge_delay). */
 long options_purge_delay_ms(void);
 

@@ -15,17 +15,41 @@
 #define PURGE_DELAY_DEFAULT_MS 500 /* see pk_set_purge_delay in pool.h */
 
 static int debug_state = -1; /* -1 = not read yet */
+static int hardened_state = -1;
 static long purge_delay = -1; /* ms; -1 = not read yet */
 
-bool options_debug(void) {
-    int s = __atomic_load_n(&debug_state, __ATOMIC_RELAXED);
+/* A switch: unset or empty is the default; "0" and "1" set it; anything
+ * else is reported once and the default used. */
+static PK_COLD int read_switch(const char *name, int dflt) {
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    if (strcmp(v, "0") == 0) return 0;
+    if (strcmp(v, "1") == 0) return 1;
+    error_report(PK_WARNING, "bad option", NULL, NULL, "%s=%s is not 0 or 1; using %d", name, v, dflt);
+    return dflt;
+}
+
+static int read_once(int *state, const char *name, int dflt) {
+    int s = __atomic_load_n(state, __ATOMIC_RELAXED);
     if (unlikely(s < 0)) {
-        const char *v = getenv("POOLKIT_DEBUG");
-        s = v && *v && strcmp(v, "0") != 0;
-        __atomic_store_n(&debug_state, s, __ATOMIC_RELAXED);
+        s = read_switch(name, dflt);
+        int unset = -1;
+        /* Whoever stores first wins, so a racing reader reports nothing twice
+         * in a row, and every caller sees one value. */
+        if (!__atomic_compare_exchange_n(state, &unset, s, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            s = unset;
     }
     return s;
 }
+
+bool options_debug(void) { return read_once(&debug_state, "POOLKIT_DEBUG", 0); }
+
+/* A build made with -DPOOLKIT_HARDENED_DEFAULT=ON hardens every pool unless
+ * POOLKIT_HARDENED=0. */
+#ifndef PK_HARDENED_DEFAULT
+#  define PK_HARDENED_DEFAULT 0
+#endif
+bool options_hardened(void) { return read_once(&hardened_state, "POOLKIT_HARDENED", PK_HARDENED_DEFAULT); }
 
 /* A count of milliseconds: digits only, at most a day. */
 static long parse_ms(const char *v) {

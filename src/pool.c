@@ -200,7 +200,7 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     p->flags = c->flags;
     p->locked = !(c->flags & PK_POOL_LOCAL);
     p->debug = (c->flags & PK_POOL_DEBUG) || options_debug();
-    p->hardened = (c->flags & PK_POOL_HARDENED) != 0;
+    p->hardened = (c->flags & PK_POOL_HARDENED) || options_hardened();
     if ((c->flags & POOL_KEEPS_HEADER) && c->size > POOL_HEADER_BYTES) p->fill_from = POOL_HEADER_BYTES;
     p->zero = (c->flags & PK_POOL_ZERO) != 0;
     p->construct = c->construct;

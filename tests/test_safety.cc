@@ -593,6 +593,78 @@ TEST(SafetyLeak, DestroyWithLiveObjectsWarnsWithTheirCount) {
 }
 
 /* ======================================================================
+ * POOLKIT_HARDENED=1: hardened mode for every pool, with no rebuild, and a
+ * malformed value reported. Each test runs in a re-executed child, as the
+ * POOLKIT_DEBUG tests below do.
+ * ==================================================================== */
+
+class SafetyHardenedEnvDeathTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        GTEST_FLAG_SET(death_test_style, "threadsafe");
+        setenv("POOLKIT_HARDENED", "1", 1);
+    }
+    void TearDown() override { unsetenv("POOLKIT_HARDENED"); }
+};
+
+/* A pool made without PK_POOL_HARDENED reports a forged free-list link
+ * instead of handing out the memory it names. */
+TEST_F(SafetyHardenedEnvDeathTest, HardensAPoolCreatedWithoutTheFlag) {
+    EXPECT_DEATH(
+        {
+            pk_set_error_handler(print_fields_handler, nullptr);
+            PoolPtr p = make_pool(64, 0, 0, "plain");
+            void *keep = pk_pool_alloc(p.get());
+            void *a = pk_pool_alloc(p.get());
+            pk_pool_free(p.get(), a);
+            alignas(64) static char elsewhere[256];
+            write_word(a, elsewhere + 64);
+            alloc_and_watch(p.get(), 500, elsewhere + 64, {keep});
+            std::fprintf(stderr, "no report\n");
+        },
+        "what=corrupted free list pool=plain");
+}
+
+/* Counts "bad option" reports and keeps the last message. */
+int g_bad_options = 0;
+std::string g_bad_option_message;
+void count_bad_options(const pk_error *e, void *) {
+    if (e->what && std::string(e->what) == "bad option") {
+        g_bad_options++;
+        g_bad_option_message = e->message ? e->message : "";
+    }
+}
+
+/* In a re-executed child with `var`=`value`: makes pools three times and
+ * exits 0 when exactly one report named the variable and its value. */
+void expect_malformed_switch_reported_once(const char *var, const char *value) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    setenv(var, value, 1);
+    const std::string want = std::string(var) + "=" + value + " is not 0 or 1";
+    EXPECT_EXIT(
+        {
+            pk_set_error_handler(count_bad_options, nullptr);
+            for (int i = 0; i < 3; i++) {
+                PoolPtr p = make_pool(32, 0, 0, "plain");
+                pk_pool_free(p.get(), pk_pool_alloc(p.get()));
+            }
+            bool ok = g_bad_options == 1 && g_bad_option_message.find(want) != std::string::npos;
+            std::fprintf(stderr, "%d report(s): %s\n", g_bad_options, g_bad_option_message.c_str());
+            std::exit(ok ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "1 report\\(s\\)");
+    unsetenv(var);
+}
+
+TEST(SafetyOptionsDeathTest, MalformedHardenedValueIsReportedOnce) {
+    expect_malformed_switch_reported_once("POOLKIT_HARDENED", "yes");
+}
+
+TEST(SafetyOptionsDeathTest, MalformedDebugValueIsReportedOnce) {
+    expect_malformed_switch_reported_once("POOLKIT_DEBUG", "on");
+}
+
+/* ======================================================================
  * POOLKIT_DEBUG=1: debug mode for every pool, with no rebuild. Options are
  * read once per process (options.c), so each test runs in a child that
  * starts afresh (the "threadsafe" death-test style re-executes the test

@@ -33,7 +33,8 @@ enum {
     PK_POOL_ZERO     = 1u << 0, /* objects come out zeroed (no construct hook with it) */
     PK_POOL_LOCAL    = 1u << 1, /* one thread only: no lock on the slow paths */
     PK_POOL_DEBUG    = 1u << 2, /* poisoning, redzones, double-free and foreign-pointer checks */
-    PK_POOL_HARDENED = 1u << 3, /* every pointer checked against its slab before it is used */
+    PK_POOL_HARDENED = 1u << 3, /* every pointer checked against its slab before it is used;
+                                   POOLKIT_HARDENED=1 sets it for every pool */
     PK_POOL_REGION   = 1u << 4  /* a region: destroy frees live objects without reporting them */
 };
 
