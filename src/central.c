@@ -167,6 +167,43 @@ static void take_fresh(pk_pool *p, slab *s, size_t k, void **list) {
     s->used += (uint32_t)k;
 }
 
+/* Hardened pools: fresh slots go out in a random order within runs of up to
+ * SHUFFLE_RUN, so one object's address does not tell an attacker which slot
+ * comes next (mimalloc's secure mode does the same when a page grows). */
+#define SHUFFLE_RUN 128
+static uint64_t next_random(pk_pool *p) {
+    uint64_t x = p->rng; /* xorshift64* */
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    p->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static void take_fresh_shuffled(pk_pool *p, slab *s, size_t k, void **list) {
+    uint8_t order[SHUFFLE_RUN];
+    for (size_t i = 0; i < k; i++) order[i] = (uint8_t)i;
+    for (size_t i = k - 1; i > 0; i--) {
+        size_t j = (size_t)(next_random(p) % (i + 1));
+        uint8_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    char *first = s->objects + (size_t)s->bump * p->geo.slot;
+    s->bump += (uint32_t)k; /* first: the links below name handed-out slots */
+    for (size_t i = 0; i < k; i++) {
+        char *obj = first + (size_t)order[i] * p->geo.slot;
+        if (p->construct) {
+            track_open(obj, p->size);
+            p->construct(obj, p->arg);
+            track_close(obj, p->size);
+        }
+        link_store(p, obj, (uintptr_t)*list);
+        *list = obj;
+    }
+    s->used += (uint32_t)k;
+}
+
 size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
     ASSERT_POOL_LOCKED(p);
     size_t from_depot = 0, got = 0;
@@ -192,6 +229,13 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
             if (plain && !s->free && fresh) {
                 size_t k = fresh < need ? fresh : need;
                 take_fresh(p, s, k, list);
+                got += k;
+                continue;
+            }
+            if (p->hardened && !p->debug && !s->free && fresh) {
+                size_t k = fresh < need ? fresh : need;
+                if (k > SHUFFLE_RUN) k = SHUFFLE_RUN;
+                take_fresh_shuffled(p, s, k, list);
                 got += k;
                 continue;
             }

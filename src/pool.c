@@ -208,6 +208,7 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     p->arg = c->arg;
     p->limit = c->limit;
     p->secret = make_secret(p);
+    p->rng = (uint64_t)p->secret * 0x9E3779B97F4A7C15ull | 1;
     p->batch = 1;
     if (!layout(p, c)) {
         record_put(p);

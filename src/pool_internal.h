@@ -82,6 +82,7 @@ struct pk_pool {
     size_t key;       /* index of the pool's cache in every thread's table */
     size_t batch;     /* objects per exchange between cache and pool; a thread caches two */
     uintptr_t secret; /* hardened pools: mixed into stored links */
+    uint64_t rng;     /* hardened pools: the order of fresh slots (under lock) */
     struct pk_pool *prev, *next; /* the list of live pools, under the pool list's lock */
 
     pthread_mutex_t lock;

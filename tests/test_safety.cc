@@ -281,6 +281,27 @@ TEST(SafetyDebugDeathTest, OverflowIntoTheRedzoneIsCaughtAtFree) {
  * into memory the pool does not own, never handed out
  * ==================================================================== */
 
+/* Hardened pools hand fresh slots out in a random order: the next object's
+ * address cannot be told from the last one's. A default pool's come out in
+ * address order (which is what makes the count below mean something). */
+TEST(SafetyHardened, FreshSlotsComeOutInAnUnpredictableOrder) {
+    auto steps_up = [](pk_pool *p) {
+        std::vector<void *> objs = alloc_n(p, 100);
+        size_t up = 0;
+        for (size_t i = 1; i < objs.size(); i++)
+            up += static_cast<char *>(objs[i]) - static_cast<char *>(objs[i - 1]) == 64;
+        std::set<void *> distinct(objs.begin(), objs.end());
+        EXPECT_EQ(distinct.size(), objs.size());
+        for (void *o : objs) EXPECT_EQ(pk_pool_owner(o), p);
+        for (void *o : objs) pk_pool_free(p, o);
+        return up;
+    };
+    PoolPtr plain = make_pool(64, 0, 0, "plain");
+    EXPECT_EQ(steps_up(plain.get()), 99u) << "a default pool's fresh slots come out in address order";
+    PoolPtr hard = make_pool(64, 0, PK_POOL_HARDENED, "hard");
+    EXPECT_LT(steps_up(hard.get()), 20u) << "a hardened pool's fresh slots come out in address order";
+}
+
 /* The link of an object in the thread cache, overwritten with a pointer to a
  * stack buffer: reported at the next allocation, before the forged pointer
  * could be handed out. */
