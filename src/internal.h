@@ -22,6 +22,8 @@
  * system refuses or a fault was injected (fault.h). */
 void *os_map(size_t size, size_t align);
 void os_unmap(void *p, size_t size);
+/* Makes whole pages no-access (guard pages); false if the system refuses. */
+bool os_protect_none(void *p, size_t size);
 size_t os_page_size(void);
 
 /* Milliseconds from a coarse monotonic clock (a few ns to read): for purge

@@ -113,3 +113,5 @@ uint64_t os_now_ms(void) {
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
+
+bool os_protect_none(void *p, size_t size) { return mprotect(p, size, PROT_NONE) == 0; }

@@ -53,7 +53,7 @@ static bool layout(pk_pool *p, const pk_pool_config *c) {
     }
     size_t a = p->align < sizeof(uintptr_t) ? sizeof(uintptr_t) : p->align;
     if (slot > SIZE_MAX / 2) return false;
-    return slab_geometry_for(align_up(slot, a), p->align, p->debug, &p->geo);
+    return slab_geometry_for(align_up(slot, a), p->align, p->debug, (c->flags & PK_POOL_GUARD) != 0, &p->geo);
 }
 
 static void choose_path(pk_pool *p) {
@@ -185,7 +185,7 @@ size_t pk_pool_release_cache(void) {
 
 pk_pool *pk_pool_create(const pk_pool_config *c) {
     const unsigned known = PK_POOL_ZERO | PK_POOL_LOCAL | PK_POOL_DEBUG | PK_POOL_HARDENED |
-                           PK_POOL_REGION | POOL_KEEPS_HEADER;
+                           PK_POOL_REGION | PK_POOL_GUARD | POOL_KEEPS_HEADER;
     if (!c || c->size == 0 || (c->flags & ~known) || (c->flags & PK_POOL_ZERO && c->construct) ||
         (c->align && (!is_pow2(c->align) || c->align > 4096))) {
         errno = EINVAL;

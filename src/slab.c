@@ -88,7 +88,7 @@ struct pk_pool *slab_owner(const void *ptr) {
     return slot_div(a - first, slot, recip) * slot == a - first ? pool : NULL;
 }
 
-bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry *g) {
+bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, slab_geometry *g) {
     const size_t small_slab = (size_t)1 << GRANULE_SHIFT;
     size_t page = os_page_size();
     size_t base = align_up(sizeof(slab), 16);
@@ -96,19 +96,20 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry
     g->slot = slot;
     g->align = align;
     g->debug_bits = debug_bits;
+    g->guard = guard ? page : 0;
     g->recip = slot < ((uint64_t)1 << 32) ? UINT64_MAX / slot + 1 : 0;
     if (slot > ((size_t)1 << 46)) return false;
 
     if (slot <= small_slab) {
         /* At least 16 slots per slab so the tail and header waste stay small. */
-        size_t want = base + 16 * slot + (debug_bits ? 16 * slot / 8 + 64 : 0);
+        size_t want = base + 16 * slot + (debug_bits ? 16 * slot / 8 + 64 : 0) + g->guard;
         size_t span = small_slab;
         while (span < want) span <<= 1;
         size_t cap = span / slot, header;
         for (;; cap--) {
             size_t bits = debug_bits ? align_up((cap + 63) / 64 * 8, 8) : 0;
             header = align_up(base + bits, align < 16 ? 16 : align);
-            if (header + cap * slot <= span) break;
+            if (header + cap * slot <= span - g->guard) break;
         }
         g->slab_align = g->span = span;
         g->header = header;
@@ -119,7 +120,7 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry
      * first 64 KiB, so a 64 KiB alignment is all masking needs; a larger one
      * would spread slabs apart and cost a page-table page each. */
     size_t header = align_up(base + (debug_bits ? 8 : 0), align < 16 ? 16 : align);
-    size_t span = align_up(header + slot, page);
+    size_t span = align_up(header + slot, page) + g->guard;
     size_t slab_align = small_slab;
     g->slab_align = slab_align;
     g->span = span;
@@ -140,10 +141,16 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     slab *s = os_map_reuse(g->span, g->slab_align);
     if (!s) return NULL;
     memset(s, 0, g->header); /* a clean header, live bits included */
+    if (g->guard && !os_protect_none((char *)s + g->span - g->guard, g->guard)) {
+        os_unmap(s, g->span);
+        errno = ENOMEM;
+        return NULL;
+    }
     s->pool = pool;
     s->objects = (char *)s + g->header;
     s->span = g->span;
     s->slab_align = g->slab_align;
+    s->guarded = g->guard != 0;
     s->capacity = g->capacity;
     s->list = SLAB_LISTS;
     if (g->debug_bits) s->live_bits = (uint64_t *)((char *)s + align_up(sizeof(slab), 16));
@@ -162,7 +169,9 @@ void slab_destroy(slab *s, bool cache) {
     size_t span = s->span;
     track_open(s, span); /* the shadow of unmapped memory must not stay poisoned */
     map_set((uintptr_t)s, (uintptr_t)s + span, &no_entry);
-    if (cache) os_unmap_later(s, span, s->slab_align);
+    /* A guarded slab is never retained: its guard page would sit inside the
+     * slots of the next pool to reuse the mapping. */
+    if (cache && !s->guarded) os_unmap_later(s, span, s->slab_align);
     else os_unmap(s, span);
 }
 

@@ -29,6 +29,7 @@ typedef struct slab {
     char *objects;            /* slot 0 */
     size_t span;              /* bytes mapped from the start of the slab */
     size_t slab_align;        /* the mapping's alignment */
+    bool guarded;             /* its last page is a no-access guard page */
     uint32_t capacity;        /* slots in this slab */
     uint32_t used;            /* slots outside the slab */
     uint32_t bump;            /* slots ever handed out */
@@ -52,13 +53,17 @@ typedef struct slab_geometry {
     size_t header;     /* bytes before slot 0 */
     uint32_t capacity; /* slots per slab */
     bool debug_bits;   /* keep live_bits */
+    size_t guard;      /* bytes of no-access guard page at the end of the span (0 = none) */
     uint64_t recip;    /* 2^64 / slot rounded up: offset / slot by a multiply; 0 if slot >= 2^32 */
 } slab_geometry;
 
 /* Chooses the slab layout for slots of `slot` bytes aligned to `align`.
  * Small slots share a slab of at least 64 KiB; a slot over 64 KiB gets a slab
- * of its own sized to a page past the object. False if it cannot fit. */
-bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, slab_geometry *g);
+ * of its own sized to a page past the object. With `guard`, the span's last
+ * page is left out of the slots and made no-access, so a linear overflow
+ * past the slab faults before it reaches the next one. False if it cannot
+ * fit. */
+bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, slab_geometry *g);
 
 /* Maps a new empty slab and records it in the address map. NULL + ENOMEM. */
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g);

@@ -281,6 +281,58 @@ TEST(SafetyDebugDeathTest, OverflowIntoTheRedzoneIsCaughtAtFree) {
  * into memory the pool does not own, never handed out
  * ==================================================================== */
 
+/* PK_POOL_GUARD: a no-access page after each slab. Writing on from an
+ * object faults before it leaves the slab; without the flag the same write
+ * runs on into the next mapping. Objects of every layout still work. */
+TEST(SafetyGuardDeathTest, AnOverflowPastTheSlabFaults) {
+    if (running_under_valgrind()) GTEST_SKIP() << "writes past a slab on purpose";
+    /* 200-byte objects live in 64 KiB slabs aligned to 64 KiB. Find two
+     * slabs of the pool that sit side by side; a write running from an
+     * object of the first into the second must fault at the guard page. */
+    const uintptr_t kSlab = uintptr_t(1) << 16;
+    PoolPtr p = make_pool(200, 0, PK_POOL_GUARD, "guarded");
+    ASSERT_NE(p.get(), nullptr);
+    std::vector<void *> objs = alloc_n(p.get(), 3000);
+    std::set<uintptr_t> bases;
+    for (void *o : objs) bases.insert(reinterpret_cast<uintptr_t>(o) & ~(kSlab - 1));
+    char *from = nullptr;
+    for (void *o : objs) {
+        uintptr_t base = reinterpret_cast<uintptr_t>(o) & ~(kSlab - 1);
+        if (bases.count(base + kSlab)) {
+            from = static_cast<char *>(o);
+            break;
+        }
+    }
+    if (!from) {
+        for (void *o : objs) pk_pool_free(p.get(), o);
+        GTEST_SKIP() << "no two slabs side by side";
+    }
+    char *to = reinterpret_cast<char *>((reinterpret_cast<uintptr_t>(from) & ~(kSlab - 1)) + kSlab + 64);
+    EXPECT_DEATH(
+        {
+            for (volatile char *w = from; w < to; w++) *w = 1;
+            std::fprintf(stderr, "no fault: the write reached the next slab\n");
+            std::exit(0);
+        },
+        "");
+    for (void *o : objs) pk_pool_free(p.get(), o);
+}
+
+TEST(SafetyGuard, GuardedPoolsOfEveryLayoutWork) {
+    for (size_t size : {8u, 48u, 200u, 4096u, 70000u}) {
+        for (unsigned extra : {0u, unsigned(PK_POOL_HARDENED), unsigned(PK_POOL_DEBUG)}) {
+            PoolPtr p = make_pool(size, 0, PK_POOL_GUARD | extra, "guarded");
+            ASSERT_NE(p.get(), nullptr) << size;
+            std::vector<void *> objs = alloc_n(p.get(), 300);
+            for (size_t i = 0; i < objs.size(); i++) std::memset(objs[i], int(i), size);
+            for (size_t i = 0; i < objs.size(); i++)
+                ASSERT_TRUE(all_bytes(objs[i], size, static_cast<unsigned char>(i))) << size << " " << i;
+            for (void *o : objs) pk_pool_free(p.get(), o);
+            pk_pool_trim(p.get());
+        }
+    }
+}
+
 /* Hardened pools hand fresh slots out in a random order: the next object's
  * address cannot be told from the last one's. A default pool's come out in
  * address order (which is what makes the count below mean something). */

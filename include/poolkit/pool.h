@@ -35,7 +35,8 @@ enum {
     PK_POOL_DEBUG    = 1u << 2, /* poisoning, redzones, double-free and foreign-pointer checks */
     PK_POOL_HARDENED = 1u << 3, /* every pointer checked against its slab before it is used;
                                    POOLKIT_HARDENED=1 sets it for every pool */
-    PK_POOL_REGION   = 1u << 4  /* a region: destroy frees live objects without reporting them */
+    PK_POOL_REGION   = 1u << 4, /* a region: destroy frees live objects without reporting them */
+    PK_POOL_GUARD    = 1u << 5  /* a no-access page after each slab: an overflow past it faults */
 };
 
 /* How to make a pool: pass to pk_pool_create. Zero-initialise it and set

@@ -383,6 +383,7 @@ static void op_pool_create(src *s) {
     if (b2 & 0x04) c.flags |= PK_POOL_HARDENED;
     if ((b2 & 0x18) == 0x18) c.flags |= PK_POOL_DEBUG;
     if (b2 & 0x20) c.flags |= PK_POOL_REGION;
+    if (b1 & 0x80) c.flags |= PK_POOL_GUARD;
     bool hooks = (b2 & 0x40) != 0;
     if (hooks) {
         c.construct = construct_hook;
