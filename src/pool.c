@@ -94,7 +94,6 @@ static void pools_remove(pk_pool *p) {
     pthread_mutex_unlock(&pools_lock);
 }
 
-
 /* The next time any thread should tick every pool; 0 = now. */
 static uint64_t next_poll_ms;
 
@@ -115,8 +114,12 @@ static PK_NOINLINE void purge_poll_all(uint64_t now) {
 uint64_t pool_purge_poll(void) {
     uint64_t now = os_now_ms(), next = __atomic_load_n(&next_poll_ms, __ATOMIC_RELAXED);
     if (likely(now < next)) return now;
-    uint64_t interval = (uint64_t)options_purge_delay_ms() / 2;
-    if (!__atomic_compare_exchange_n(&next_poll_ms, &next, now + (interval ? interval : 1), false,
+    uint64_t delay = (uint64_t)options_purge_delay_ms();
+    /* With delay 0 memory goes back on the calls that free it and nothing is
+     * retained: no sweep to make. */
+    if (delay == 0) return now;
+    uint64_t interval = delay / 2 ? delay / 2 : 1;
+    if (!__atomic_compare_exchange_n(&next_poll_ms, &next, now + interval, false,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return now; /* another thread polls this interval */
     purge_poll_all(now);
