@@ -128,6 +128,14 @@ static void check_slab_link(pk_pool *p, slab *s, void *from, void *next) {
                  from, pool_name(p), next);
 }
 
+/* A slot handed out for the first time: its construct hook runs now. */
+static inline void construct_fresh(pk_pool *p, char *obj) {
+    if (!p->construct) return;
+    track_open(obj, p->size);
+    p->construct(obj, p->arg);
+    track_close(obj, p->size);
+}
+
 static char *take_one(pk_pool *p, slab *s) {
     char *obj = s->free;
     bool reused = obj != NULL;
@@ -137,11 +145,7 @@ static char *take_one(pk_pool *p, slab *s) {
     } else {
         obj = s->objects + (size_t)s->bump * p->geo.slot;
         s->bump++;
-        if (p->construct) {
-            track_open(obj, p->size);
-            p->construct(obj, p->arg);
-            track_close(obj, p->size);
-        }
+        construct_fresh(p, obj);
     }
     if (unlikely(p->debug)) debug_on_take(p, s, obj, reused);
     s->used++;
@@ -155,8 +159,8 @@ static void take_fresh(pk_pool *p, slab *s, size_t k, void **list) {
     char *first = s->objects + (size_t)s->bump * slot, *head = *list;
     /* Linked from the top down so the list hands them out in address
      * order: a stream the hardware prefetcher follows, where a list that
-     * runs down within each batch and up across batches defeats it (about
-     * 4x slower per pair once the working set leaves the caches). */
+     * runs down within each batch and up across batches defeats it once the
+     * working set leaves the caches. */
     for (char *obj = first + (k - 1) * slot;; obj -= slot) {
         *(void **)obj = head;
         head = obj;
@@ -193,11 +197,7 @@ static void take_fresh_shuffled(pk_pool *p, slab *s, size_t k, void **list) {
     s->bump += (uint32_t)k; /* first: the links below name handed-out slots */
     for (size_t i = 0; i < k; i++) {
         char *obj = first + (size_t)order[i] * p->geo.slot;
-        if (p->construct) {
-            track_open(obj, p->size);
-            p->construct(obj, p->arg);
-            track_close(obj, p->size);
-        }
+        construct_fresh(p, obj);
         link_store(p, obj, (uintptr_t)*list);
         *list = obj;
     }
@@ -345,13 +345,20 @@ void central_depot_put(pk_pool *p, void *chain) {
     p->frees += p->batch;
 }
 
-void central_depot_drain(pk_pool *p) {
-    while (p->depot_count) {
-        void *chain = p->depot[--p->depot_count];
-        central_give_chain(p, chain);
+/* Gives the n oldest depot chains (the bottom of the stack) home to their
+ * slabs. */
+static void depot_drain_oldest(pk_pool *p, size_t n) {
+    if (!n) return;
+    for (size_t i = 0; i < n; i++) {
+        central_give_chain(p, p->depot[i]);
         p->frees -= p->batch; /* counted when the chain entered the depot */
     }
+    p->depot_count -= n;
+    memmove(p->depot, p->depot + n, p->depot_count * sizeof *p->depot);
+    if (p->depot_low > p->depot_count) p->depot_low = p->depot_count;
 }
+
+void central_depot_drain(pk_pool *p) { depot_drain_oldest(p, p->depot_count); }
 
 static void debug_check_free_slots(pk_pool *p, slab *s) {
     if (!p->debug || p->construct || p->destruct) return;
@@ -426,15 +433,8 @@ void central_maybe_tick(pk_pool *p, uint64_t now) {
     /* The bottom `idle` chains were never taken during the interval. */
     size_t idle = p->depot_low < p->depot_count ? p->depot_low : p->depot_count;
     p->draining = true;
-    for (size_t i = 0; i < idle; i++) {
-        central_give_chain(p, p->depot[i]);
-        p->frees -= p->batch; /* counted when the chain entered the depot */
-    }
+    depot_drain_oldest(p, idle);
     p->draining = false;
-    if (idle) {
-        p->depot_count -= idle;
-        memmove(p->depot, p->depot + idle, p->depot_count * sizeof *p->depot);
-    }
     release_empty(p, false, p->tick_no - 1);
     p->tick_no++;
     p->depot_low = p->depot_count;

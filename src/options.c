@@ -4,6 +4,7 @@
  * error handler) and the default is used: a switch is never ignored
  * silently. */
 #include "internal.h"
+#include "policy.h"
 
 #include <poolkit/pool.h>
 
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PURGE_DELAY_DEFAULT_MS 500 /* see pk_set_purge_delay in pool.h */
 
 static int debug_state = -1; /* -1 = not read yet */
 static int hardened_state = -1;
@@ -57,7 +57,7 @@ static long parse_ms(const char *v) {
     char *end;
     errno = 0;
     long n = strtol(v, &end, 10);
-    if (errno || *end || n < 0 || n > 86400000L || v[0] == '-' || v[0] == '+' || v[0] == ' ')
+    if (errno || *end || n < 0 || n > PURGE_DELAY_MAX_MS || v[0] == '-' || v[0] == '+' || v[0] == ' ')
         return -2;
     return n;
 }
@@ -67,8 +67,8 @@ static PK_COLD long read_purge_delay(void) {
     long ms = parse_ms(v);
     if (ms == -2)
         error_report(PK_WARNING, "bad option", NULL, NULL,
-                     "POOLKIT_PURGE_DELAY_MS=%s is not a count of milliseconds (0 to 86400000); "
-                     "using %d", v, PURGE_DELAY_DEFAULT_MS);
+                     "POOLKIT_PURGE_DELAY_MS=%s is not a count of milliseconds (0 to %ld); "
+                     "using %d", v, PURGE_DELAY_MAX_MS, PURGE_DELAY_DEFAULT_MS);
     if (ms < 0) ms = PURGE_DELAY_DEFAULT_MS;
     long unset = -1;
     /* Whoever stores first wins, so a racing pk_set_purge_delay is not undone. */
@@ -86,7 +86,7 @@ long options_purge_delay_ms(void) {
 long pk_set_purge_delay(long ms) {
     long old = options_purge_delay_ms();
     if (ms >= 0) {
-        if (ms > 86400000L) ms = 86400000L;
+        if (ms > PURGE_DELAY_MAX_MS) ms = PURGE_DELAY_MAX_MS;
         old = __atomic_exchange_n(&purge_delay, ms, __ATOMIC_RELAXED);
     }
     return old;

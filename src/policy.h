@@ -17,19 +17,19 @@
 
 /* Thread caches. A batch is what one exchange with the pool moves: about
  * BATCH_BYTES so the lock is amortized over tens of objects (a lock pair
- * costs about 40 ns here, a fast-path pair about 2 ns), at most BATCH_MAX
- * so that a thread never strands much memory per pool, at least BATCH_MIN
- * so that large objects still get a cache. A thread holds at most two
- * batches per pool. */
-#define BATCH_BYTES 16384 /* 128 objects of 128 B: measured 5% faster per pair than 64 at N = 1,000 */
+ * costs tens of ns, a fast-path pair about 2 ns); at most BATCH_MAX so that
+ * a thread never strands much memory per pool (it holds at most two
+ * batches: 32 KiB for objects up to 128 B); at least BATCH_MIN so that
+ * large objects still get a cache. */
+#define BATCH_BYTES 16384
 #define BATCH_MAX 128
 #define BATCH_MIN 4
 
 /* Each thread's cache table reserves room for TABLE_KEYS pools (32 bytes
  * each: 2 MiB of address space per thread, backed a page at a time as keys
  * are used), so a table never moves and the inline fast paths need no bound
- * check (19 instructions per pair instead of 23). Pools beyond TABLE_KEYS - 1
- * live at once still work, locking on every call. */
+ * check (17 instructions per pair, 23 with one: bench/gate.sh). Pools beyond
+ * TABLE_KEYS - 1 live at once still work, locking on every call. */
 #define TABLE_KEYS 65536
 
 /* The purge delay: memory unused for this long goes back to the system

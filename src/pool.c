@@ -279,7 +279,6 @@ void pk_pool_destroy(pk_pool *p) {
 
 /* ---- The slow paths behind pk_pool_alloc and pk_pool_free. ---- */
 
-
 static void *direct_alloc(pk_pool *p, uint64_t now) {
     void *obj = NULL;
     pool_lock(p);
@@ -322,16 +321,11 @@ static inline char *checked_next(pk_pool *p, void *obj) {
 
 void *pk__pool_alloc_slow(pk_pool *p) {
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
-    if (!c) {
-        return direct_alloc(p, pool_purge_poll());
-    }
+    if (!c) return direct_alloc(p, pool_purge_poll());
+    if (!tc_head(c)) tc_take_spare(c);
     char *obj = tc_head(c);
     intptr_t room = tc_room(c);
-    if (!obj && tc_spare(c)) { /* the spare batch becomes the list: no lock */
-        obj = tc_spare(c);
-        tc_set_spare(c, NULL);
-        room = 0;
-    } else if (!obj) {
+    if (!obj) {
         uint64_t now = pool_purge_poll();
         void *list = NULL;
         pool_lock(p);
@@ -394,11 +388,7 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
     uint64_t now = pool_purge_poll();
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     for (; c && i < n; i++) {
-        if (!tc_head(c) && tc_spare(c)) {
-            tc_set(c, tc_spare(c), 0);
-            tc_set_spare(c, NULL);
-        }
-        if (!tc_head(c)) break;
+        if (!tc_head(c) && !tc_take_spare(c)) break;
         objs[i] = tc_head(c);
         tc_set(c, checked_next(p, objs[i]), tc_room(c) + 1);
     }
@@ -460,14 +450,7 @@ size_t pk_pool_trim(pk_pool *p) {
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     pool_lock(p);
     size_t before = p->bytes_reserved;
-    if (c && (tc_head(c) || tc_spare(c))) {
-        long n = (long)(tc_head(c) ? p->batch - (size_t)tc_room(c) : 0) + (long)(tc_spare(c) ? p->batch : 0);
-        tcache_account(p, c, -n);
-        if (tc_head(c)) central_give_chain(p, tc_head(c));
-        if (tc_spare(c)) central_give_chain(p, tc_spare(c));
-        tc_set(c, NULL, (intptr_t)p->batch);
-        tc_set_spare(c, NULL);
-    }
+    if (c) tcache_return(p, c); /* set up again on the thread's next slow path */
     central_depot_drain(p);
     central_release(p, true);
     size_t bytes = before - p->bytes_reserved;

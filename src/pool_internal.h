@@ -55,6 +55,14 @@ static inline void tc_set(tc_slot *c, void *head, intptr_t room) {
     __atomic_store_n(&c->room, room, __ATOMIC_RELAXED);
 }
 static inline void tc_set_spare(tc_slot *c, void *spare) { __atomic_store_n(&c->spare, spare, __ATOMIC_RELAXED); }
+/* An empty list takes the spare batch (no lock): true if there was one. */
+static inline bool tc_take_spare(tc_slot *c) {
+    void *spare = tc_spare(c);
+    if (!spare) return false;
+    tc_set(c, spare, 0);
+    tc_set_spare(c, NULL);
+    return true;
+}
 
 /* The byte offset of cache 0, never set up in any table: the key of pools
  * that take the slow path on every call. */
@@ -217,6 +225,10 @@ void tcache_detach(pk_pool *p);  /* forgets every thread's cache for the pool, f
 tc_slot *tcache_slot(pk_pool *p);
 /* Per-batch accounting of the calling thread's take (+n) or return (-n). */
 void tcache_account(pk_pool *p, tc_slot *c, long n);
+/* Moves one cache's objects (list and spare) home to the slabs, accounted
+ * as returned, and leaves the cache empty and not set up; caller holds the
+ * pool's lock, and the cache's thread is quiescent for the pool. */
+void tcache_return(pk_pool *p, tc_slot *c);
 /* Objects in all threads' caches for p (exact when quiescent). */
 size_t tcache_cached(pk_pool *p);
 /* Moves every thread's cached objects for p home to the slabs; caller

@@ -22,6 +22,9 @@ typedef struct retained {
 static pthread_mutex_t retain_lock = PTHREAD_MUTEX_INITIALIZER;
 static retained *head;
 static size_t held;
+/* When the oldest entry was retained (at most): a tick before it has
+ * waited the delay has nothing to do and takes no lock. */
+static uint64_t oldest;
 
 void *os_map_reuse(size_t size, size_t align) {
     pthread_mutex_lock(&retain_lock);
@@ -45,6 +48,7 @@ void os_unmap_later(void *p, size_t size, size_t align) {
             r->size = size;
             r->align = align;
             r->since = os_now_ms();
+            if (!head) __atomic_store_n(&oldest, r->since, __ATOMIC_RELAXED);
             r->next = head;
             head = r;
             __atomic_store_n(&held, held + size, __ATOMIC_RELAXED);
@@ -59,6 +63,7 @@ void os_unmap_later(void *p, size_t size, size_t align) {
 static size_t release_older(uint64_t before) {
     retained *gone = NULL;
     size_t bytes = 0;
+    uint64_t left = UINT64_MAX; /* the oldest entry kept */
     pthread_mutex_lock(&retain_lock);
     for (retained **link = &head, *r; (r = *link);) {
         if (before == UINT64_MAX || r->since < before) {
@@ -67,9 +72,11 @@ static size_t release_older(uint64_t before) {
             r->next = gone;
             gone = r;
         } else {
+            if (r->since < left) left = r->since;
             link = &r->next;
         }
     }
+    __atomic_store_n(&oldest, left, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&retain_lock);
     while (gone) {
         retained *next = gone->next;
@@ -81,9 +88,10 @@ static size_t release_older(uint64_t before) {
 }
 
 void os_retain_tick(uint64_t now) {
-    if (!__atomic_load_n(&held, __ATOMIC_RELAXED)) return;
     uint64_t delay = (uint64_t)options_purge_delay_ms();
-    release_older(now >= delay ? now - delay + 1 : 0);
+    if (!__atomic_load_n(&held, __ATOMIC_RELAXED) || now < __atomic_load_n(&oldest, __ATOMIC_RELAXED) + delay)
+        return;
+    release_older(now - delay + 1);
 }
 
 size_t os_retain_release(void) { return release_older(UINT64_MAX); }

@@ -128,16 +128,21 @@ static size_t cached_in(const pk_pool *p, const tc_slot *c) {
     return n + (tc_spare(c) ? p->batch : 0);
 }
 
-/* Gives the objects of one cache back to its pool; caller holds the
- * registry lock (which keeps the pool alive) but not the pool's. */
-static void give_back(pk_pool *p, tc_slot *c) {
+void tcache_return(pk_pool *p, tc_slot *c) {
     void *head = tc_head(c), *spare = tc_spare(c);
-    size_t n = cached_in(p, c);
-    if (head || spare) {
+    tcache_account(p, c, -(long)cached_in(p, c));
+    tc_set(c, NULL, 0);
+    tc_set_spare(c, NULL);
+    if (head) central_give_chain(p, head);
+    if (spare) central_give_chain(p, spare);
+}
+
+/* Thread exit: the cache's objects go home and the cache is forgotten;
+ * caller holds the registry lock (which keeps the pool alive). */
+static void give_back(pk_pool *p, tc_slot *c) {
+    if (tc_head(c) || tc_spare(c)) {
         pool_lock(p);
-        tcache_account(p, c, -(long)n);
-        if (head) central_give_chain(p, head);
-        if (spare) central_give_chain(p, spare);
+        tcache_return(p, c);
         pool_unlock(p);
     }
     memset(c, 0, sizeof *c);
@@ -230,14 +235,7 @@ size_t tcache_cached(pk_pool *p) {
 
 void tcache_drain_all(pk_pool *p) {
     if (!p->cached) return;
-    for (thread_rec *t = threads; t; t = t->next) {
-        tc_slot *c = &t->slots[p->key];
-        void *head = tc_head(c), *spare = tc_spare(c);
-        tc_set(c, NULL, 0);
-        tc_set_spare(c, NULL);
-        if (head) central_give_chain(p, head);
-        if (spare) central_give_chain(p, spare);
-    }
+    for (thread_rec *t = threads; t; t = t->next) tcache_return(p, &t->slots[p->key]);
 }
 
 /* In a fork child only the forking thread exists. The others may have been

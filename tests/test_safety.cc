@@ -671,13 +671,25 @@ TEST(SafetyLeak, DestroyWithLiveObjectsWarnsWithTheirCount) {
  * POOLKIT_DEBUG tests below do.
  * ==================================================================== */
 
-class SafetyHardenedEnvDeathTest : public ::testing::Test {
+/* Death tests whose children start afresh with the switch `var` set to 1:
+ * options are read once per process (options.c), and the "threadsafe"
+ * death-test style re-executes the test program. */
+class SwitchOnDeathTest : public ::testing::Test {
   protected:
+    explicit SwitchOnDeathTest(const char *var) : var_(var) {}
     void SetUp() override {
         GTEST_FLAG_SET(death_test_style, "threadsafe");
-        setenv("POOLKIT_HARDENED", "1", 1);
+        setenv(var_, "1", 1);
     }
-    void TearDown() override { unsetenv("POOLKIT_HARDENED"); }
+    void TearDown() override { unsetenv(var_); }
+
+  private:
+    const char *var_;
+};
+
+class SafetyHardenedEnvDeathTest : public SwitchOnDeathTest {
+  protected:
+    SafetyHardenedEnvDeathTest() : SwitchOnDeathTest("POOLKIT_HARDENED") {}
 };
 
 /* A pool made without PK_POOL_HARDENED reports a forged free-list link
@@ -744,13 +756,9 @@ TEST(SafetyOptionsDeathTest, MalformedDebugValueIsReportedOnce) {
  * program) with the variable set.
  * ==================================================================== */
 
-class SafetyEnvDeathTest : public ::testing::Test {
+class SafetyEnvDeathTest : public SwitchOnDeathTest {
   protected:
-    void SetUp() override {
-        GTEST_FLAG_SET(death_test_style, "threadsafe");
-        setenv("POOLKIT_DEBUG", "1", 1);
-    }
-    void TearDown() override { unsetenv("POOLKIT_DEBUG"); }
+    SafetyEnvDeathTest() : SwitchOnDeathTest("POOLKIT_DEBUG") {}
 };
 
 /* A pool made without PK_POOL_DEBUG catches a double free of an object that
