@@ -4,6 +4,7 @@
  * does) inside one kernel function per mode:
  *   default  kernel_pool_default  a default (thread-safe) pool, inline fast paths
  *   local    kernel_pool_local    a PK_POOL_LOCAL pool, inline fast paths
+ *   hardened kernel_pool_hardened a PK_POOL_HARDENED pool (the lean checked path)
  *   empty    kernel_empty         the same loop with no allocation
  * bench/gate.sh runs each mode under
  *   valgrind --tool=callgrind --toggle-collect='kernel_*'
@@ -30,6 +31,7 @@ static char empty_target[64];
 BENCH_KERNEL void kernel_empty(size_t n);
 BENCH_KERNEL void kernel_pool_default(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_pool_local(pk_pool *pool, size_t n);
+BENCH_KERNEL void kernel_pool_hardened(pk_pool *pool, size_t n);
 
 BENCH_KERNEL void kernel_empty(size_t n) { ICOUNT_LOOP(empty_target, (void)0) }
 
@@ -38,6 +40,10 @@ BENCH_KERNEL void kernel_pool_default(pk_pool *pool, size_t n) {
 }
 
 BENCH_KERNEL void kernel_pool_local(pk_pool *pool, size_t n) {
+    ICOUNT_LOOP(pk_pool_alloc(pool), pk_pool_free(pool, p))
+}
+
+BENCH_KERNEL void kernel_pool_hardened(pk_pool *pool, size_t n) {
     ICOUNT_LOOP(pk_pool_alloc(pool), pk_pool_free(pool, p))
 }
 
@@ -51,6 +57,8 @@ static int run_mode(const char *mode, size_t n, size_t size) {
         flags = 0;
     else if (strcmp(mode, "local") == 0)
         flags = PK_POOL_LOCAL;
+    else if (strcmp(mode, "hardened") == 0)
+        flags = PK_POOL_HARDENED;
     else
         return -1;
     pk_pool *pool = pk_pool_create(&(pk_pool_config){.name = mode, .size = size, .flags = flags});
@@ -60,6 +68,8 @@ static int run_mode(const char *mode, size_t n, size_t size) {
     }
     if (flags & PK_POOL_LOCAL)
         kernel_pool_local(pool, n);
+    else if (flags & PK_POOL_HARDENED)
+        kernel_pool_hardened(pool, n);
     else
         kernel_pool_default(pool, n);
     pk_pool_destroy(pool);
@@ -71,7 +81,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|empty N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;
@@ -80,15 +90,15 @@ int main(int argc, char **argv) {
      * instructions under callgrind instead; see bench/gate.sh). */
     bench_opts o = bench_parse(argc, argv, 5);
     bench_header("instruction-count kernels, timed natively (the gate is bench/gate.sh)", &o);
-    const char *modes[3] = {"empty", "default", "local"};
-    bench_series t[3] = {{{0}, 0}};
+    const char *modes[4] = {"empty", "default", "local", "hardened"};
+    bench_series t[4] = {{{0}, 0}};
     size_t n = 10000000;
     for (int rep = -1; rep < o.reps; rep++)
-        for (int m = 0; m < 3; m++) {
+        for (int m = 0; m < 4; m++) {
             double t0 = bench_now_ns();
             run_mode(modes[m], n, 64);
             if (rep >= 0) bench_add(&t[m], (bench_now_ns() - t0) / (double)n);
         }
-    for (int m = 0; m < 3; m++) bench_row(modes[m], &t[m], "ns", "per pair (64 B)");
+    for (int m = 0; m < 4; m++) bench_row(modes[m], &t[m], "ns", "per pair (64 B)");
     return 0;
 }

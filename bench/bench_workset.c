@@ -146,6 +146,10 @@ KERNEL(tcmalloc, A_TC, F_TC)
 static void *pool_open(size_t size) {
     return pk_pool_create(&(pk_pool_config){.name = "bench workset", .size = size});
 }
+static void *hard_open(size_t size) {
+    return pk_pool_create(
+        &(pk_pool_config){.name = "bench workset hardened", .size = size, .flags = PK_POOL_HARDENED});
+}
 static void pool_close(void *ctx) { pk_pool_destroy(ctx); }
 static void *no_open(size_t size) {
     (void)size;
@@ -156,7 +160,7 @@ static void no_close(void *ctx) { (void)ctx; }
 typedef double (*ws_kernel)(void *, size_t, long, int, const uint32_t *, void **, long,
                             workset_stats *);
 
-enum { C_EMPTY, C_NAIVE, C_POOL, C_GLIBC, C_MI, C_JE, C_TC, NCONT };
+enum { C_EMPTY, C_NAIVE, C_POOL, C_HARD, C_GLIBC, C_MI, C_JE, C_TC, NCONT };
 static struct contender {
     char label[96];
     void *(*open)(size_t);
@@ -167,6 +171,7 @@ static struct contender {
     {"empty loop (no allocator)", no_open, no_close, ws_empty, NULL},
     {"naive free list (heap struct)", naive_open, naive_close, ws_naive, NULL},
     {"pk_pool", pool_open, pool_close, ws_pool, NULL},
+    {"pk_pool HARDENED", hard_open, pool_close, ws_pool, NULL},
     {"glibc malloc", no_open, no_close, ws_glibc, NULL},
     {"mimalloc", no_open, no_close, ws_mimalloc, NULL},
     {"jemalloc", no_open, no_close, ws_jemalloc, NULL},
@@ -192,7 +197,7 @@ static void child(void *argp, double *out) {
     struct contender *k = &cont[a->c];
     void **objs = workset_objs(a->n);
     void *ctx = k->open(a->size);
-    if (!objs || (a->c == C_POOL && !ctx)) {
+    if (!objs || ((a->c == C_POOL || a->c == C_HARD) && !ctx)) {
         out[0] = -1;
         return;
     }
@@ -234,6 +239,8 @@ static bench_series first_faults[MAXS][MAXN][NCONT], rss[MAXS][MAXN][NCONT];
 /* per-repetition ratios of pk_pool: to the LIFO/FIFO bound, to the fastest malloc */
 static bench_series r_bound[MAXS][MAXN][WORKSET_ORDERS], r_malloc[MAXS][MAXN][WORKSET_ORDERS];
 static bench_series r_naive[MAXS][MAXN][WORKSET_ORDERS];
+/* per-repetition ratios of the hardened pool to the default one (issue 10) */
+static bench_series r_hard[MAXS][MAXN][WORKSET_ORDERS];
 
 /* "1k", "10k", "1M": buf holds 24 bytes. */
 static const char *fmt_n(long n, char *buf) {
@@ -316,6 +323,8 @@ int main(int argc, char **argv) {
                             bench_add(&rss[s][k][c], v[c][3]);
                         }
                     }
+                    if (ok[C_POOL] && ok[C_HARD])
+                        bench_add(&r_hard[s][k][ord], v[C_HARD][0] / v[C_POOL][0]);
                     double fastest = INFINITY;
                     for (int m = 0; m < NMALLOCS; m++)
                         if (ok[mallocs[m]] && v[mallocs[m]][0] < fastest) fastest = v[mallocs[m]][0];
@@ -354,6 +363,8 @@ int main(int argc, char **argv) {
             }
             printf("  %-34s", "pk_pool / fastest of the mallocs");
             for (int k = 0; k < nn; k++) printf(" %8.2fx", bench_median(&r_malloc[s][k][ord]));
+            printf("\n  %-34s", "HARDENED / default pk_pool");
+            for (int k = 0; k < nn; k++) printf(" %8.2fx", bench_median(&r_hard[s][k][ord]));
             printf("\n  %-34s", "pk_pool / naive free list");
             for (int k = 0; k < nn; k++) printf(" %8.2fx", bench_median(&r_naive[s][k][ord]));
             if (ord != WORKSET_RANDOM) {
@@ -424,6 +435,22 @@ int main(int argc, char **argv) {
                     "list), every size: worst %zu B: %.2fx the bound (%.2f ns; %s %.2f, naive %.2f)",
                     workset_order_names[ord], fmt_n(ns_[k], b1), sizes[ws], worst, pk,
                     cont[fm].label, fmv, nv);
+        }
+    }
+    /* Issue 10: hardened pools cost at most 1.15x the default, judged at
+     * the worst size for each order and N. */
+    for (int ord = 0; ord < WORKSET_ORDERS; ord++) {
+        for (int k = 0; k < nn; k++) {
+            int ws = 0;
+            double worst = -1;
+            for (int s = 0; s < nsz; s++)
+                if (bench_median(&r_hard[s][k][ord]) > worst) worst = bench_median(&r_hard[s][k][ord]), ws = s;
+            pass &= bench_target(worst <= 1.15,
+                                 "working set %-6s N = %-4s PK_POOL_HARDENED <= 1.15x the default "
+                                 "pool, every size: worst %zu B: %.2fx (%.2f vs %.2f ns)",
+                                 workset_order_names[ord], fmt_n(ns_[k], b1), sizes[ws], worst,
+                                 bench_median(&t[ws][k][ord][C_HARD]),
+                                 bench_median(&t[ws][k][ord][C_POOL]));
         }
     }
     double pk_faults = 0;

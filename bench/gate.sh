@@ -4,7 +4,8 @@
 #
 # Usage: bench/gate.sh BUILD_DIR
 #
-# For each mode of bench_icount (empty loop, default pool, PK_POOL_LOCAL pool)
+# For each mode of bench_icount (empty loop, default, PK_POOL_LOCAL and
+# PK_POOL_HARDENED pools)
 # it runs N1 and N2 alloc+free pairs under
 #   valgrind --tool=callgrind --toggle-collect='kernel_*'
 # and reads the exact instruction total from callgrind's output file. The
@@ -21,6 +22,12 @@
 # printed beside.
 #   default pool  <= 18 (target 20)
 #   LOCAL pool    <= 18 (target 12)
+#   HARDENED pool <= 90 (issue 10's target: 2x the default, 34; not met).
+# A hardened pool leaves the inline path for the library's lean checked one
+# (pool.c): 87 instructions per pair with gcc 12, where the checked path
+# before it took about 110; the call, the decoding and a slot-boundary check of both
+# the freed pointer and the link followed are most of it. Putting that code
+# inline would copy it into every caller of every pool, hardened or not.
 set -u
 
 build=${1:-}
@@ -46,6 +53,7 @@ N2=${GATE_N2:-1100000}
 SIZE=${GATE_SIZE:-64}
 GATE_DEFAULT=18
 GATE_LOCAL=18
+GATE_HARDENED=90
 TARGET_DEFAULT=20
 TARGET_LOCAL=12
 
@@ -73,11 +81,11 @@ count() {
 }
 
 echo "== instruction-count gate: alloc+free pair, object size $SIZE B"
-echo "command: valgrind --tool=callgrind --toggle-collect='kernel_*' $bin MODE N $SIZE   (MODE in empty default local, N in $N1 $N2)"
+echo "command: valgrind --tool=callgrind --toggle-collect='kernel_*' $bin MODE N $SIZE   (MODE in empty default local hardened, N in $N1 $N2)"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores, $(valgrind --version)"
 
 declare -A per
-for mode in empty default local; do
+for mode in empty default local hardened; do
     i1=$(count "$mode" "$N1") || exit 1
     i2=$(count "$mode" "$N2") || exit 1
     per[$mode]=$(awk -v a="$i1" -v b="$i2" -v n1="$N1" -v n2="$N2" 'BEGIN {printf "%.3f", (b - a) / (n2 - n1)}')
@@ -87,6 +95,8 @@ done
 
 net_default=$(awk -v a="${per[default]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
 net_local=$(awk -v a="${per[local]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
+net_hardened=$(awk -v a="${per[hardened]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
+target_hardened=$(awk -v d="$net_default" 'BEGIN {printf "%.2f", 2 * d}')
 
 status=0
 check() { # label value gate target
@@ -99,6 +109,7 @@ check() { # label value gate target
 }
 check "pk_pool default" "$net_default" "$GATE_DEFAULT" "$TARGET_DEFAULT"
 check "pk_pool LOCAL  " "$net_local" "$GATE_LOCAL" "$TARGET_LOCAL"
+check "pk_pool HARDENED" "$net_hardened" "$GATE_HARDENED" "$target_hardened"
 if [ "$status" = 0 ]; then
     echo "instruction-count gate: PASS"
 else

@@ -171,10 +171,18 @@ static void take_fresh(pk_pool *p, slab *s, size_t k, void **list) {
     s->used += (uint32_t)k;
 }
 
-/* Hardened pools: fresh slots go out in a random order within runs of up to
- * SHUFFLE_RUN, so one object's address does not tell an attacker which slot
- * comes next (mimalloc's secure mode does the same when a page grows). */
+/* Hardened pools: fresh slots go out in an unpredictable order, so one
+ * object's address does not tell an attacker which slot comes next. A run
+ * of up to SHUFFLE_RUN fresh slots is cut into SHUFFLE_SLICES slices, and
+ * each next object is the next slot of a slice picked at random (mimalloc's
+ * secure mode extends its pages the same way): a few ascending streams,
+ * which the hardware prefetcher still partly follows. Measured in
+ * bench_workset (LIFO and FIFO, a million 64-byte objects), hardened over
+ * default: a full shuffle of the run 4.0-4.4x, 8 slices 2.9-3.7x, 4 slices
+ * 1.7-1.9x, no shuffle 1.1-1.2x. Four slices: two bits of uncertainty per
+ * object, at half the cost of eight. */
 #define SHUFFLE_RUN 128
+#define SHUFFLE_SLICES 4
 static uint64_t next_random(pk_pool *p) {
     uint64_t x = p->rng; /* xorshift64* */
     x ^= x >> 12;
@@ -185,18 +193,25 @@ static uint64_t next_random(pk_pool *p) {
 }
 
 static void take_fresh_shuffled(pk_pool *p, slab *s, size_t k, void **list) {
-    uint8_t order[SHUFFLE_RUN];
-    for (size_t i = 0; i < k; i++) order[i] = (uint8_t)i;
-    for (size_t i = k - 1; i > 0; i--) {
-        size_t j = (size_t)(next_random(p) % (i + 1));
-        uint8_t t = order[i];
-        order[i] = order[j];
-        order[j] = t;
+    uint8_t order[SHUFFLE_RUN], next[SHUFFLE_SLICES], end[SHUFFLE_SLICES];
+    size_t slices = k < SHUFFLE_SLICES ? k : SHUFFLE_SLICES;
+    for (size_t i = 0; i < slices; i++) {
+        next[i] = (uint8_t)(k * i / slices);
+        end[i] = (uint8_t)(k * (i + 1) / slices - 1);
+    }
+    for (size_t n = 0, live = slices; n < k; n++) {
+        size_t i = (size_t)(next_random(p) % live);
+        order[n] = next[i];
+        if (next[i]++ == end[i]) { /* slice used up: the last live one takes its place */
+            live--;
+            next[i] = next[live];
+            end[i] = end[live];
+        }
     }
     char *first = s->objects + (size_t)s->bump * p->geo.slot;
     s->bump += (uint32_t)k; /* first: the links below name handed-out slots */
-    for (size_t i = 0; i < k; i++) {
-        char *obj = first + (size_t)order[i] * p->geo.slot;
+    for (size_t n = k; n-- > 0;) { /* pushed last to first: the list hands out order[0] first */
+        char *obj = first + (size_t)order[n] * p->geo.slot;
         construct_fresh(p, obj);
         link_store(p, obj, (uintptr_t)*list);
         *list = obj;

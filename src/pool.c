@@ -6,9 +6,14 @@
  *   - inline: thread caches, the link word at offset 0, nothing to do per
  *     object. tc_key names the pool's cache, so the header's inline
  *     functions serve most calls.
+ *   - hardened: thread caches with encoded links; tc_key is TC_NO_KEY, so
+ *     every call comes here, to a lean path that decodes and checks each
+ *     link and freed pointer against the slab of the list's head without
+ *     the address map (hard_near), and takes the generic path below for
+ *     anything else.
  *   - cached: thread caches, but something per object (a construct hook keeps
- *     the link word past the object, zeroing, hardened links): tc_key is
- *     TC_NO_KEY, so every call comes here and uses the cache.
+ *     the link word past the object, zeroing): tc_key is TC_NO_KEY, so every
+ *     call comes here and uses the cache.
  *   - direct: no cache (debug checks, a limit): every call takes the pool's
  *     lock and works on the slabs.
  */
@@ -67,6 +72,17 @@ static void choose_path(pk_pool *p) {
     size_t batch = BATCH_BYTES / p->geo.slot;
     size_t least = p->geo.slot <= ((size_t)1 << 20) ? BATCH_MIN : 1;
     p->batch = batch < least ? least : batch > BATCH_MAX ? BATCH_MAX : batch;
+    /* The lean hardened path's checks need a slab's slots to span less
+     * than 4 GiB (hard_near); larger slots take the generic path. */
+    uint64_t span = (uint64_t)p->geo.capacity * p->geo.slot;
+    if (p->hardened && !p->zero && !TRACK_ENABLED && span < ((uint64_t)1 << 32)) {
+        p->hard.cache = p->key * sizeof(tc_slot);
+        p->hard.mask = p->geo.slab_align - 1;
+        p->hard.header = p->geo.header;
+        p->hard.recip = p->geo.recip;
+        p->hard.span = (uint32_t)span;
+        p->hard.link = (uint32_t)p->link_off;
+    }
 #ifdef PK__HAVE_INLINE
     bool plain = p->link_off == 0 && !p->zero && !p->hardened;
     if (plain && !TRACK_ENABLED) p->tc_key = p->key * sizeof(tc_slot);
@@ -210,8 +226,9 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     p->destruct = c->destruct;
     p->arg = c->arg;
     p->limit = c->limit;
-    p->secret = make_secret(p);
-    p->rng = (uint64_t)p->secret * 0x9E3779B97F4A7C15ull | 1;
+    memset(&p->hard, 0, sizeof p->hard);
+    p->hard.secret = make_secret(p);
+    p->rng = (uint64_t)p->hard.secret * 0x9E3779B97F4A7C15ull | 1;
     p->batch = 1;
     if (!layout(p, c)) {
         record_put(p);
@@ -319,7 +336,48 @@ static inline char *checked_next(pk_pool *p, void *obj) {
     return unlikely(p->hardened && n) ? check_link(p, obj, n) : n;
 }
 
+/* Hardened pools' lean paths (below) check that a pointer x starts a slot
+ * of the pool without the address map: x must lie in the same slab as
+ * `near`, a slot already known to be the pool's, on a slot boundary. The
+ * boundary test is a multiply: for off < 2^32, off is a multiple of the slot
+ * exactly when off * ceil(2^64 / slot) wraps below ceil(2^64 / slot). False
+ * sends the caller to the exact check, never to a report. */
+static inline bool hard_near(const pk_pool *p, uintptr_t x, uintptr_t near) {
+    uintptr_t off = (x & p->hard.mask) - p->hard.header;
+    return (x ^ near) <= p->hard.mask && off < p->hard.span && off * p->hard.recip < p->hard.recip;
+}
+
+static PK_NOINLINE void *alloc_generic(pk_pool *p);
+static PK_NOINLINE void *alloc_far_link(pk_pool *p, tc_slot *c, char *obj, char *next);
+
+/* Kept apart from the generic path, so the lean path pays for no registers
+ * the generic one needs. */
 void *pk__pool_alloc_slow(pk_pool *p) {
+    if (p->hard.cache) {
+        /* Every object on a hardened list was checked on its way in; its
+         * link, in the object's memory, is decoded and checked before the
+         * list follows it. */
+        tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.cache);
+        char *obj = tc_head(c);
+        if (likely(obj != NULL)) {
+            char *next = (char *)(*(uintptr_t *)(obj + p->hard.link) ^ p->hard.secret ^ (uintptr_t)obj);
+            if (unlikely(next && !hard_near(p, (uintptr_t)next, (uintptr_t)obj)))
+                return alloc_far_link(p, c, obj, next);
+            tc_set(c, next, tc_room(c) + 1);
+            return obj;
+        }
+    }
+    return alloc_generic(p);
+}
+
+/* A hardened list's link into another slab: checked against the address
+ * map (a tail call, so the lean path above needs no stack frame). */
+static PK_NOINLINE void *alloc_far_link(pk_pool *p, tc_slot *c, char *obj, char *next) {
+    tc_set(c, check_link(p, obj, next), tc_room(c) + 1);
+    return obj;
+}
+
+static void *alloc_generic(pk_pool *p) {
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     if (!c) return direct_alloc(p, pool_purge_poll());
     if (!tc_head(c)) tc_take_spare(c);
@@ -377,7 +435,25 @@ void pool_free_generic(pk_pool *p, void *obj) {
 }
 
 void pk__pool_free_slow(pk_pool *p, void *obj) {
-    tcache_fix_room(p->tc_key);
+    if (p->hard.cache) {
+        /* The list's head is a checked slot of the pool: an object in its
+         * slab, on a slot boundary, is one too. Anything else (another
+         * slab, an empty list, a double free) takes the exact checks. */
+        tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.cache);
+        char *head = tc_head(c);
+        intptr_t room = tc_room(c);
+        if (likely(room > 0 && obj != head && hard_near(p, (uintptr_t)obj, (uintptr_t)head))) {
+            *(uintptr_t *)((char *)obj + p->hard.link) = (uintptr_t)head ^ p->hard.secret ^ (uintptr_t)obj;
+            tc_set(c, obj, room - 1);
+            return;
+        }
+    } else if (p->tc_key != TC_NO_KEY) {
+        /* The inline free that found no room took one from it: give it
+         * back. (The cache of TC_NO_KEY is never set up; its room only runs
+         * down, 2^63 frees from wrapping.) */
+        tc_slot *z = (tc_slot *)((char *)tc_table + p->tc_key);
+        if (tc_room(z) < 0) __atomic_store_n(&z->room, 0, __ATOMIC_RELAXED);
+    }
     pool_free_generic(p, obj);
 }
 

@@ -71,6 +71,18 @@ static inline bool tc_take_spare(tc_slot *c) {
 struct pk_pool {
     intptr_t tc_table; /* must stay first: read by the inline fast paths */
     uintptr_t tc_key;  /* must stay second: byte offset of the cache, or TC_NO_KEY */
+    /* Hardened pools' lean path (pool.c), together in one cache line with
+     * the two words above. */
+    struct {
+        uintptr_t cache;  /* byte offset of the pool's cache in every table, or 0
+                             when the lean path is off */
+        uintptr_t secret; /* mixed into stored links (every hardened pool) */
+        uintptr_t mask;   /* slab_align - 1 */
+        uintptr_t header; /* slot 0's offset in its slab */
+        uint64_t recip;   /* the geometry's recip */
+        uint32_t span;    /* bytes of a slab's slots */
+        uint32_t link;    /* link_off */
+    } hard;
 
     /* Set at creation, read-only afterwards. */
     const char *name;
@@ -89,7 +101,6 @@ struct pk_pool {
     size_t limit;
     size_t key;       /* index of the pool's cache in every thread's table */
     size_t batch;     /* objects per exchange between cache and pool; a thread caches two */
-    uintptr_t secret; /* hardened pools: mixed into stored links */
     uint64_t rng;     /* hardened pools: the order of fresh slots (under lock) */
     struct pk_pool *prev, *next; /* the list of live pools, under the pool list's lock */
 
@@ -153,12 +164,12 @@ static inline uintptr_t link_load(const pk_pool *p, void *obj) {
     track_open(l, sizeof *l);
     uintptr_t v = *l;
     track_close(l, sizeof *l);
-    return p->hardened ? v ^ p->secret ^ (uintptr_t)obj : v;
+    return p->hardened ? v ^ p->hard.secret ^ (uintptr_t)obj : v;
 }
 static inline void link_store(const pk_pool *p, void *obj, uintptr_t v) {
     uintptr_t *l = link_of(p, obj);
     track_open(l, sizeof *l);
-    *l = p->hardened ? v ^ p->secret ^ (uintptr_t)obj : v;
+    *l = p->hardened ? v ^ p->hard.secret ^ (uintptr_t)obj : v;
     track_close(l, sizeof *l);
 }
 
@@ -234,11 +245,11 @@ size_t tcache_cached(pk_pool *p);
 /* Moves every thread's cached objects for p home to the slabs; caller
  * holds the registry lock and the pool's, and the pool is quiescent. */
 void tcache_drain_all(pk_pool *p);
+/* The calling thread's cache table: a shared all-empty table until the
+ * thread registers and after it exits (initial-exec TLS). */
+extern __thread tc_slot *tc_table __attribute__((tls_model("initial-exec")));
 /* Offset, from the thread pointer, of the calling thread's table pointer. */
 intptr_t tcache_table_off(void);
-/* An inline free that found no room took one from it (pool.h); this sets
- * the room of the calling thread's cache at key_off back to 0. */
-void tcache_fix_room(uintptr_t key_off);
 void tcache_registry_lock(void);
 /* The fork child's registry: the forking thread only; caller holds the lock. */
 void tcache_fork_child(void);

@@ -49,7 +49,7 @@ enum { THREAD_NEW, THREAD_LIVE, THREAD_EXITING };
  * threads can only leave a room at or below 0. */
 static tc_slot unregistered[TABLE_KEYS];
 
-static __thread tc_slot *table __attribute__((tls_model("initial-exec"))) = unregistered;
+__thread tc_slot *tc_table __attribute__((tls_model("initial-exec"))) = unregistered;
 static __thread thread_rec *self __attribute__((tls_model("initial-exec")));
 static __thread int state __attribute__((tls_model("initial-exec")));
 
@@ -82,7 +82,7 @@ static char *thread_pointer(void) {
 void tcache_registry_lock(void) { pthread_mutex_lock(&registry); }
 void tcache_registry_unlock(void) { pthread_mutex_unlock(&registry); }
 
-intptr_t tcache_table_off(void) { return (char *)&table - thread_pointer(); }
+intptr_t tcache_table_off(void) { return (char *)&tc_table - thread_pointer(); }
 
 static void rec_stock(void);
 
@@ -110,6 +110,7 @@ void tcache_detach(pk_pool *p) {
     key_pool[p->key] = NULL;
     free_keys[free_count++] = (uint32_t)p->key;
     p->cached = false;
+    p->hard.cache = 0;
     p->tc_key = TC_NO_KEY;
 }
 
@@ -153,14 +154,14 @@ static void thread_exit(void *arg) {
     state = THREAD_EXITING;
     pthread_mutex_lock(&registry);
     for (size_t k = 1; k < key_count; k++)
-        if (key_pool[k]) give_back(key_pool[k], &table[k]);
+        if (key_pool[k]) give_back(key_pool[k], &tc_table[k]);
     if (rec->prev) rec->prev->next = rec->next;
     else threads = rec->next;
     if (rec->next) rec->next->prev = rec->prev;
     rec->next = spare_recs;
     spare_recs = rec;
-    tc_slot *mine = table;
-    table = unregistered;
+    tc_slot *mine = tc_table;
+    tc_table = unregistered;
     if (!stock) { /* every cache was emptied above; slot 0 was never set up */
         memset(mine, 0, sizeof *mine);
         stock = mine;
@@ -205,7 +206,7 @@ static bool thread_register(void) {
     rec->next = threads;
     if (threads) threads->prev = rec;
     threads = rec;
-    table = rec->slots;
+    tc_table = rec->slots;
     pthread_mutex_unlock(&registry);
     self = rec;
     state = THREAD_LIVE;
@@ -213,15 +214,10 @@ static bool thread_register(void) {
     return true;
 }
 
-void tcache_fix_room(uintptr_t key_off) {
-    tc_slot *c = (tc_slot *)((char *)table + key_off);
-    if (tc_room(c) < 0) __atomic_store_n(&c->room, 0, __ATOMIC_RELAXED);
-}
-
 tc_slot *tcache_slot(pk_pool *p) {
     if (unlikely(state != THREAD_LIVE) && (state == THREAD_EXITING || !thread_register()))
         return NULL;
-    tc_slot *c = &table[p->key];
+    tc_slot *c = &tc_table[p->key];
     if (!tc_head(c) && tc_room(c) == 0) tc_set(c, NULL, (intptr_t)p->batch);
     return c;
 }
