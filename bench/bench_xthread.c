@@ -6,11 +6,11 @@
  *
  * Contenders, interleaved in one run: the ring alone (no allocation), glibc
  * malloc, jemalloc, tcmalloc, mimalloc (loaded with dlopen, peers.h) and
- * pk_pool (default flags). Each run is a forked child, so its peak RSS is
+ * pk_pool (default flags, and PK_POOL_HARDENED). Each run is a forked child, so its peak RSS is
  * its own. Reported: ns per object (median [min - max]) and the child's peak
  * RSS growth. Targets: pk_pool no slower than mimalloc, and memory bounded
  * (peak RSS growth under a quarter of what the objects would take if memory
- * were never reused).
+ * were never reused); the hardened pool at most 1.2x the default (issue 10).
  *
  * Usage: bench_xthread [--reps N] [--quick] [--objects N]
  */
@@ -75,7 +75,7 @@ static inline void *ring_pop(ring *r, size_t *head, size_t *tail_seen) {
 
 /* ---- contenders ---- */
 
-enum { C_RING, C_GLIBC, C_JE, C_TC, C_MI, C_POOL, NCONT };
+enum { C_RING, C_GLIBC, C_JE, C_TC, C_MI, C_POOL, C_HARD, NCONT };
 static char cont_label[NCONT][96];
 static const char *cont_why[NCONT];
 
@@ -119,10 +119,10 @@ PRODUCER(produce_pool, pk_pool_alloc(pool))
 CONSUMER(consume_pool, pk_pool_free(pool, p))
 
 typedef void (*kernel_fn)(size_t);
-static const kernel_fn producers[NCONT] = {produce_ring, produce_glibc, produce_je,
-                                           produce_tc,   produce_mi,    produce_pool};
-static const kernel_fn consumers[NCONT] = {consume_ring, consume_glibc, consume_je,
-                                           consume_tc,   consume_mi,    consume_pool};
+static const kernel_fn producers[NCONT] = {produce_ring, produce_glibc, produce_je,  produce_tc,
+                                           produce_mi,   produce_pool,  produce_pool};
+static const kernel_fn consumers[NCONT] = {consume_ring, consume_glibc, consume_je,  consume_tc,
+                                           consume_mi,   consume_pool,  consume_pool};
 
 typedef struct job {
     int contender;
@@ -140,8 +140,9 @@ enum { R_NS, R_RESERVED, R_REMOTE, NRES };
 /* Runs in a forked child: a fresh process for every run. */
 static void child(void *arg, double *res) {
     const job *j = arg;
-    if (j->contender == C_POOL) {
-        pool = pk_pool_create(&(pk_pool_config){.name = "xthread", .size = OBJ_SIZE});
+    if (j->contender == C_POOL || j->contender == C_HARD) {
+        pool = pk_pool_create(&(pk_pool_config){
+            .name = "xthread", .size = OBJ_SIZE, .flags = j->contender == C_HARD ? PK_POOL_HARDENED : 0});
         if (!pool) _exit(3);
     }
     pthread_t th;
@@ -184,8 +185,10 @@ int main(int argc, char **argv) {
     snprintf(cont_label[C_TC], sizeof cont_label[0], "%s tc_malloc/tc_free", peers.tc_name);
     snprintf(cont_label[C_MI], sizeof cont_label[0], "%s mi_malloc/mi_free", peers.mi_name);
     snprintf(cont_label[C_POOL], sizeof cont_label[0], "pk_pool default");
+    snprintf(cont_label[C_HARD], sizeof cont_label[0], "pk_pool HARDENED");
 
     bench_series t[NCONT] = {{{0}, 0}}, rss[NCONT] = {{{0}, 0}}, ratio_mi = {{0}, 0};
+    bench_series ratio_hard = {{0}, 0};
     double last[NCONT][NRES + 1];
     int failed[NCONT] = {0};
     memset(last, 0, sizeof last);
@@ -206,6 +209,7 @@ int main(int argc, char **argv) {
             memcpy(last[c], out, sizeof out);
         }
         if (rep >= 0 && v[C_MI] > 0 && v[C_POOL] > 0) bench_add(&ratio_mi, v[C_POOL] / v[C_MI]);
+        if (rep >= 0 && v[C_HARD] > 0 && v[C_POOL] > 0) bench_add(&ratio_hard, v[C_HARD] / v[C_POOL]);
     }
 
     printf("\n  %-34s %10s %-5s %-25s  %s\n", "contender", "median", "", "[min - max]",
@@ -245,6 +249,10 @@ int main(int argc, char **argv) {
                          "cross-thread: pk_pool memory bounded: peak RSS growth %.1f MiB (max of "
                          "runs) <= %.1f MiB (a quarter of %zu x %d B)",
                          mib(bench_max(&rss[C_POOL])), mib(bound), n, OBJ_SIZE);
+    pass &= bench_target(ratio_hard.n > 0 && bench_median(&ratio_hard) <= 1.2,
+                         "cross-thread: PK_POOL_HARDENED <= 1.2x the default pool: %.2fx per-run "
+                         "ratio median (%.1f vs %.1f ns per object)",
+                         bench_median(&ratio_hard), bench_median(&t[C_HARD]), bench_median(&t[C_POOL]));
     printf("cross-thread targets: %s\n", pass ? "all pass" : "some FAIL");
     return 0;
 }

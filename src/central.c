@@ -21,6 +21,7 @@
  * delay 0 nothing is kept: chains go home and empty slabs go at once.
  */
 #include "pool_internal.h"
+#include "sites.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -62,15 +63,32 @@ static bool bytes_are(const unsigned char *b, size_t n, unsigned char v, size_t 
 
 /* Debug pools: a slot leaving the slab. A reused slot must still hold the
  * free fill, or something wrote to it after it was freed. */
+/* A debug slot's call sites, or NULL when none are kept. */
+static void **slot_sites(const pk_pool *p, const slab *s, size_t idx) {
+    return s->sites ? s->sites + idx * p->geo.site_words : NULL;
+}
+
+static PK_COLD __attribute__((noreturn)) void report_write_after_free(pk_pool *p, slab *s, char *obj,
+                                                                       size_t idx, size_t at) {
+    char where[SITES_TEXT];
+    error_report(PK_FATAL, "write after free", p->name, obj,
+                 "object %p of pool '%s' was modified at byte %zu after it was freed%s%s", obj,
+                 pool_name(p), at, s->sites ? "; " : "",
+                 sites_format(where, sizeof where, slot_sites(p, s, idx)));
+    abort();
+}
+
 static void debug_on_take(pk_pool *p, slab *s, char *obj, bool reused) {
     size_t idx = slot_div((uint64_t)(obj - s->objects), p->geo.slot, p->geo.recip), bad;
     bool plain = !p->construct && !p->destruct;
     track_open(obj, p->size + p->redzone);
     if (reused && plain &&
         !bytes_are((unsigned char *)obj + p->fill_from, p->size - p->fill_from, FILL_FREE, &bad))
-        error_report(PK_FATAL, "write after free", p->name, obj,
-                     "object %p of pool '%s' was modified at byte %zu after it was freed", obj,
-                     pool_name(p), bad + p->fill_from);
+        report_write_after_free(p, s, obj, idx, bad + p->fill_from);
+    if (s->sites) {
+        sites_keep(slot_sites(p, s, idx), SITE_ALLOC);
+        slot_sites(p, s, idx)[SITE_FREE * sites_frames()] = NULL; /* no longer freed */
+    }
     if (plain && !p->zero) memset(obj + p->fill_from, FILL_ALLOC, p->size - p->fill_from);
     memset(obj + p->size, FILL_REDZONE, p->redzone);
     track_close(obj, p->size + p->redzone);
@@ -83,15 +101,19 @@ void central_debug_check_free(pk_pool *p, void *obj) {
     const char *name = pool_name(p);
     slab *s = checked_slab(p, obj, false);
     size_t idx = slot_div((uint64_t)((char *)obj - s->objects), p->geo.slot, p->geo.recip);
+    char where[SITES_TEXT];
+    const char *sep = s->sites ? "; " : "";
     if (!(s->live_bits[idx / 64] & ((uint64_t)1 << (idx % 64))))
         error_report(PK_FATAL, "double free", p->name, obj,
-                     "object %p of pool '%s' was freed twice", obj, name);
+                     "object %p of pool '%s' was freed twice%s%s", obj, name, sep,
+                     sites_format(where, sizeof where, slot_sites(p, s, idx)));
     size_t bad;
     track_open(obj, p->size + p->redzone);
     if (!bytes_are((unsigned char *)obj + p->size, p->redzone, FILL_REDZONE, &bad))
         error_report(PK_FATAL, "buffer overflow", p->name, obj,
-                     "a write %zu bytes past the end of object %p (size %zu) of pool '%s'",
-                     bad, obj, p->size, name);
+                     "a write %zu bytes past the end of object %p (size %zu) of pool '%s'%s%s",
+                     bad, obj, p->size, name, sep, sites_format(where, sizeof where, slot_sites(p, s, idx)));
+    if (s->sites) sites_keep(slot_sites(p, s, idx), SITE_FREE);
     s->live_bits[idx / 64] &= ~((uint64_t)1 << (idx % 64));
     if (!p->construct && !p->destruct) memset((char *)obj + p->fill_from, FILL_FREE, p->size - p->fill_from);
     track_close(obj, p->size + p->redzone);
@@ -298,9 +320,12 @@ static slab *checked_slab(pk_pool *p, void *obj, bool from_link) {
     slab *s = slab_lookup(obj);
     long idx = s && s->pool == p ? slab_slot_index(s, obj, &p->geo) : -1;
     if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) report_bad_pointer(p, obj, from_link);
-    if (unlikely(s->used == 0))
-        error_report(PK_FATAL, "double free", p->name, obj, "object %p of pool '%s' was freed twice",
-                     obj, pool_name(p));
+    if (unlikely(s->used == 0)) {
+        char where[SITES_TEXT];
+        error_report(PK_FATAL, "double free", p->name, obj, "object %p of pool '%s' was freed twice%s%s",
+                     obj, pool_name(p), s->sites ? "; " : "",
+                     sites_format(where, sizeof where, slot_sites(p, s, (size_t)idx)));
+    }
     return s;
 }
 
@@ -384,10 +409,7 @@ static void debug_check_free_slots(pk_pool *p, slab *s) {
         track_open(obj, p->size);
         bool intact = bytes_are((unsigned char *)obj + p->fill_from, p->size - p->fill_from, FILL_FREE, &bad);
         track_close(obj, p->size);
-        if (!intact)
-            error_report(PK_FATAL, "write after free", p->name, obj,
-                         "object %p of pool '%s' was modified at byte %zu after it was freed",
-                         obj, pool_name(p), bad + p->fill_from);
+        if (!intact) report_write_after_free(p, s, obj, i, bad + p->fill_from);
     }
 }
 

@@ -23,7 +23,7 @@ void pk_set_error_handler(pk_error_handler h, void *arg) {
 
 static void default_handler(const pk_error *err, void *arg) {
     (void)arg;
-    char line[1100];
+    char line[3200];
     int n = snprintf(line, sizeof line, "%s\n", err->message);
     if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
     if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0) { /* nothing more to do */ }
@@ -31,7 +31,7 @@ static void default_handler(const pk_error *err, void *arg) {
 
 void error_report(pk_severity sev, const char *what, const char *pool, const void *ptr,
                   const char *fmt, ...) {
-    char body[900], message[1024];
+    char body[3000], message[3100];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(body, sizeof body, fmt, ap);

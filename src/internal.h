@@ -63,6 +63,8 @@ bool options_debug(void);
 bool options_hardened(void);
 /* How long memory no pool uses stays mapped, in ms (pk_set_purge_delay). */
 long options_purge_delay_ms(void);
+/* POOLKIT_DEBUG_FRAMES: stack frames debug pools keep per call site (sites.h). */
+size_t options_debug_frames(void);
 
 /* ---- fork.c: locks every module's locks around fork(). ---- */
 

@@ -5,6 +5,7 @@
  * silently. */
 #include "internal.h"
 #include "policy.h"
+#include "sites.h"
 
 #include <poolkit/pool.h>
 
@@ -81,6 +82,34 @@ static PK_COLD long read_purge_delay(void) {
 long options_purge_delay_ms(void) {
     long ms = __atomic_load_n(&purge_delay, __ATOMIC_RELAXED);
     return likely(ms >= 0) ? ms : read_purge_delay();
+}
+
+/* A count of frames, 0 to SITES_MAX_FRAMES. */
+static long frames_state = -1;
+
+static PK_COLD long read_frames(void) {
+    const char *v = getenv("POOLKIT_DEBUG_FRAMES");
+    long k = SITES_DEFAULT_FRAMES;
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || *end || n < 0 || n > SITES_MAX_FRAMES || v[0] == '-' || v[0] == '+' || v[0] == ' ')
+            error_report(PK_WARNING, "bad option", NULL, NULL,
+                         "POOLKIT_DEBUG_FRAMES=%s is not a count of frames (0 to %d); using %d", v,
+                         SITES_MAX_FRAMES, SITES_DEFAULT_FRAMES);
+        else
+            k = n;
+    }
+    long unset = -1;
+    if (!__atomic_compare_exchange_n(&frames_state, &unset, k, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        k = unset;
+    return k;
+}
+
+size_t options_debug_frames(void) {
+    long k = __atomic_load_n(&frames_state, __ATOMIC_RELAXED);
+    return (size_t)(likely(k >= 0) ? k : read_frames());
 }
 
 long pk_set_purge_delay(long ms) {

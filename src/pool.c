@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE 1 /* clock_gettime */
 #include "pool_internal.h"
+#include "sites.h"
 
 #include <errno.h>
 #include <stdalign.h>
@@ -58,7 +59,10 @@ static bool layout(pk_pool *p, const pk_pool_config *c) {
     }
     size_t a = p->align < sizeof(uintptr_t) ? sizeof(uintptr_t) : p->align;
     if (slot > SIZE_MAX / 2) return false;
-    return slab_geometry_for(align_up(slot, a), p->align, p->debug, (c->flags & PK_POOL_GUARD) != 0, &p->geo);
+    if (!slab_geometry_for(align_up(slot, a), p->align, p->debug, (c->flags & PK_POOL_GUARD) != 0, &p->geo))
+        return false;
+    if (p->debug) p->geo.site_words = SITE_KINDS * sites_frames();
+    return true;
 }
 
 static void choose_path(pk_pool *p) {
@@ -249,18 +253,33 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
 static void each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg);
 static void untrack(void *obj, void *pool) { track_takeback(pool, obj); }
 
+/* The first few leaked objects of a debug pool come with where they were
+ * allocated; then addresses alone, as many as fit. */
+#define LEAKS_WITH_SITES 4
+
 static void report_leaks(pk_pool *p, size_t live) {
-    char addrs[600] = "";
+    char addrs[2800] = "", where[SITES_TEXT];
     if (p->debug) {
         size_t used = 0, shown = 0;
         for (int l = 0; l < SLAB_LISTS; l++)
             for (slab *s = p->lists[l].head; s; s = s->next)
-                for (uint32_t i = 0; i < s->bump && used + 24 < sizeof addrs; i++)
-                    if (s->live_bits[i / 64] & ((uint64_t)1 << (i % 64))) {
-                        used += (size_t)snprintf(addrs + used, sizeof addrs - used, "%s%p",
-                                                 shown++ ? " " : ": ",
-                                                 (void *)(s->objects + (size_t)i * p->geo.slot));
+                for (uint32_t i = 0; i < s->bump && used + 24 < sizeof addrs; i++) {
+                    if (!(s->live_bits[i / 64] & ((uint64_t)1 << (i % 64)))) continue;
+                    void *obj = s->objects + (size_t)i * p->geo.slot;
+                    const char *sep = shown++ ? " " : ": ";
+                    int w;
+                    if (s->sites && shown <= LEAKS_WITH_SITES)
+                        w = snprintf(addrs + used, sizeof addrs - used, "%s%p (%s)", sep, obj,
+                                     sites_format(where, sizeof where, s->sites + i * p->geo.site_words));
+                    else
+                        w = snprintf(addrs + used, sizeof addrs - used, "%s%p", sep, obj);
+                    if (w < 0 || (size_t)w >= sizeof addrs - used) {
+                        addrs[used] = '\0'; /* no half entries */
+                        used = sizeof addrs;
+                        break;
                     }
+                    used += (size_t)w;
+                }
     }
     error_report(PK_WARNING, "leak", p->name, NULL, "pool '%s' destroyed with %zu live object%s%s",
                  pool_name(p), live, live == 1 ? "" : "s", addrs);
@@ -367,6 +386,7 @@ void *pk__pool_alloc_slow(pk_pool *p) {
             return obj;
         }
     }
+    if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
     return alloc_generic(p);
 }
 
@@ -454,12 +474,14 @@ void pk__pool_free_slow(pk_pool *p, void *obj) {
         tc_slot *z = (tc_slot *)((char *)tc_table + p->tc_key);
         if (tc_room(z) < 0) __atomic_store_n(&z->room, 0, __ATOMIC_RELAXED);
     }
+    if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
     pool_free_generic(p, obj);
 }
 
 /* ---- Bulk calls: the cache first, then the pool's lock at most once. ---- */
 
 size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
+    if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
     size_t i = 0;
     uint64_t now = pool_purge_poll();
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
@@ -488,6 +510,7 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
 }
 
 void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
+    if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
     size_t i = 0;
     uint64_t now = pool_purge_poll();
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;

@@ -154,10 +154,22 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     s->capacity = g->capacity;
     s->list = SLAB_LISTS;
     if (g->debug_bits) s->live_bits = (uint64_t *)((char *)s + align_up(sizeof(slab), 16));
+    if (g->site_words) {
+        /* Apart from the slab: a debug pool's sites can outweigh its objects. */
+        size_t bytes = align_up((size_t)g->capacity * g->site_words * sizeof(void *), os_page_size());
+        s->sites = os_map(bytes, 0);
+        if (!s->sites) {
+            os_unmap(s, g->span);
+            errno = ENOMEM;
+            return NULL;
+        }
+        s->sites_bytes = bytes;
+    }
     map_entry e = {s, pool, s->objects, g->recip, (uint32_t)g->slot, g->capacity};
     if (g->slot > UINT32_MAX) e.slot = 0; /* owner lookups then answer NULL */
     if (!map_set((uintptr_t)s, (uintptr_t)s + g->span, &e)) {
         map_set((uintptr_t)s, (uintptr_t)s + g->span, &no_entry);
+        if (s->sites) os_unmap(s->sites, s->sites_bytes);
         os_unmap(s, g->span);
         errno = ENOMEM;
         return NULL;
@@ -169,6 +181,7 @@ void slab_destroy(slab *s, bool cache) {
     size_t span = s->span;
     track_open(s, span); /* the shadow of unmapped memory must not stay poisoned */
     map_set((uintptr_t)s, (uintptr_t)s + span, &no_entry);
+    if (s->sites) os_unmap(s->sites, s->sites_bytes);
     /* A guarded slab is never retained: its guard page would sit inside the
      * slots of the next pool to reuse the mapping. */
     if (cache && !s->guarded) os_unmap_later(s, span, s->slab_align);

@@ -37,6 +37,8 @@ typedef struct slab {
     uint32_t empty_tick;      /* the pool's purge tick when the slab last became empty */
     void *free;               /* freed slots, linked through the pool's link word */
     uint64_t *live_bits;      /* debug pools: one bit per slot, set while handed out */
+    void **sites;             /* debug pools: site_words per slot (sites.h), or NULL */
+    size_t sites_bytes;       /* mapped for sites */
 } slab;
 
 typedef struct slab_list {
@@ -55,6 +57,7 @@ typedef struct slab_geometry {
     bool debug_bits;   /* keep live_bits */
     size_t guard;      /* bytes of no-access guard page at the end of the span (0 = none) */
     uint64_t recip;    /* 2^64 / slot rounded up: offset / slot by a multiply; 0 if slot >= 2^32 */
+    size_t site_words; /* debug pools: words of call sites per slot (sites.h); 0 = none */
 } slab_geometry;
 
 /* Chooses the slab layout for slots of `slot` bytes aligned to `align`.

@@ -14,6 +14,7 @@
  */
 #include "support.h"
 
+#include <csignal>
 #include <set>
 #include <thread>
 
@@ -126,6 +127,75 @@ void write_word(void *obj, const void *value) { std::memcpy(obj, &value, sizeof 
 /* ======================================================================
  * PK_POOL_DEBUG
  * ==================================================================== */
+
+/* Call sites in debug reports: where the object was allocated and freed,
+ * named after the functions that did it. They are extern "C", exported
+ * (tests/CMakeLists.txt) and keep their frame (no tail call), so the
+ * report can name them. */
+extern "C" {
+__attribute__((noinline)) void *safety_allocate_here(pk_pool *p) {
+    void *o = pk_pool_alloc(p);
+    __asm__ volatile("" : : "r"(o) : "memory");
+    return o;
+}
+__attribute__((noinline)) void safety_free_here(pk_pool *p, void *o) {
+    pk_pool_free(p, o);
+    __asm__ volatile("" : : "r"(o) : "memory");
+}
+}
+
+TEST(SafetyDebugDeathTest, DoubleFreeNamesWhereTheObjectWasAllocatedAndFreed) {
+    PoolPtr p = make_pool(48, 0, PK_POOL_DEBUG, "dbg");
+    void *o = safety_allocate_here(p.get());
+    safety_free_here(p.get(), o);
+    EXPECT_DEATH(pk_pool_free(p.get(), o),
+                 "freed twice; allocated at safety_allocate_here\\+0x[0-9a-f]+[^;]*; "
+                 "freed at safety_free_here\\+0x[0-9a-f]+");
+    (void)pk_pool_alloc(p.get()); /* o again: live, so destroy reports one leak */
+}
+
+TEST(SafetyDebugDeathTest, WriteAfterFreeNamesWhereTheObjectWasAllocatedAndFreed) {
+    PoolPtr p = make_pool(48, 0, PK_POOL_DEBUG, "dbg");
+    void *o = safety_allocate_here(p.get());
+    safety_free_here(p.get(), o);
+    SKIP_IF_TOOL_WATCHES(o, 48);
+    EXPECT_DEATH(
+        {
+            static_cast<char *>(o)[20] = 1;
+            pk_pool_trim(p.get());
+        },
+        "modified at byte 20 after it was freed; allocated at safety_allocate_here\\+[^;]*; "
+        "freed at safety_free_here\\+");
+}
+
+TEST(SafetyDebugDeathTest, OverflowReportNamesWhereTheObjectWasAllocated) {
+    PoolPtr p = make_pool(48, 0, PK_POOL_DEBUG, "dbg");
+    char *o = static_cast<char *>(safety_allocate_here(p.get()));
+    SKIP_IF_TOOL_WATCHES(o + 48, 1);
+    EXPECT_DEATH(
+        {
+            o[48] = 1;
+            pk_pool_free(p.get(), o);
+        },
+        "past the end of object [^;]*; allocated at safety_allocate_here\\+");
+    pk_pool_free(p.get(), o);
+}
+
+TEST(SafetyLeak, DestroyInDebugModeNamesWhereLeakedObjectsWereAllocated) {
+    pk_pool_config c = make_config(48, 0, PK_POOL_DEBUG, "leaky");
+    pk_pool *p = pk_pool_create(&c);
+    ASSERT_NE(p, nullptr);
+    void *o = safety_allocate_here(p);
+    std::vector<RecordedError> errs;
+    {
+        ErrorCapture cap;
+        pk_pool_destroy(p);
+        errs = cap.errors();
+    }
+    ASSERT_EQ(errs.size(), 1u);
+    EXPECT_NE(errs[0].message.find(ptr_str(o) + " (allocated at safety_allocate_here+0x"), std::string::npos)
+        << errs[0].message;
+}
 
 TEST(SafetyDebugDeathTest, DoubleFreeOfTheLastFreedObject) {
     PoolPtr p = make_pool(64, 0, PK_POOL_DEBUG, "dbg");
@@ -856,6 +926,59 @@ TEST(SafetyOptionsDeathTest, MalformedHardenedValueIsReportedOnce) {
 
 TEST(SafetyOptionsDeathTest, MalformedDebugValueIsReportedOnce) {
     expect_malformed_switch_reported_once("POOLKIT_DEBUG", "on");
+}
+
+TEST(SafetyOptionsDeathTest, MalformedDebugFramesValueIsReportedOnce) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    setenv("POOLKIT_DEBUG_FRAMES", "many", 1);
+    EXPECT_EXIT(
+        {
+            pk_set_error_handler(count_bad_options, nullptr);
+            for (int i = 0; i < 3; i++) {
+                PoolPtr p = make_pool(32, 0, PK_POOL_DEBUG, "dbg");
+                pk_pool_free(p.get(), pk_pool_alloc(p.get()));
+            }
+            bool ok = g_bad_options == 1 &&
+                      g_bad_option_message.find("POOLKIT_DEBUG_FRAMES=many is not a count of frames") !=
+                          std::string::npos;
+            std::fprintf(stderr, "%d report(s): %s\n", g_bad_options, g_bad_option_message.c_str());
+            std::exit(ok ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "1 report\\(s\\)");
+    unsetenv("POOLKIT_DEBUG_FRAMES");
+}
+
+/* POOLKIT_DEBUG_FRAMES=4: deeper sites through backtrace(); the frames
+ * past the allocating function reach the test's body. */
+TEST(SafetyOptionsDeathTest, MoreFramesShowTheCallersOfTheCaller) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    setenv("POOLKIT_DEBUG_FRAMES", "4", 1);
+    EXPECT_EXIT(
+        {
+            PoolPtr p = make_pool(48, 0, PK_POOL_DEBUG, "dbg");
+            void *o = safety_allocate_here(p.get());
+            safety_free_here(p.get(), o);
+            pk_pool_free(p.get(), o);
+        },
+        ::testing::KilledBySignal(SIGABRT),
+        "allocated at safety_allocate_here\\+0x[0-9a-f]+ <- [^ ]*MoreFramesShowTheCallers[^ ]*TestBody");
+    unsetenv("POOLKIT_DEBUG_FRAMES");
+}
+
+/* POOLKIT_DEBUG_FRAMES=0: debug pools keep no call sites (and pay nothing
+ * for them); reports say what they said before sites existed. */
+TEST(SafetyOptionsDeathTest, NoFramesMeansNoSitesInReports) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    setenv("POOLKIT_DEBUG_FRAMES", "0", 1);
+    EXPECT_EXIT(
+        {
+            PoolPtr p = make_pool(48, 0, PK_POOL_DEBUG, "dbg");
+            void *o = safety_allocate_here(p.get());
+            safety_free_here(p.get(), o);
+            pk_pool_free(p.get(), o);
+        },
+        ::testing::KilledBySignal(SIGABRT), "was freed twice\n");
+    unsetenv("POOLKIT_DEBUG_FRAMES");
 }
 
 /* ======================================================================
