@@ -10,13 +10,16 @@
  * starting one rotates), after a warm-up. The pool is a run-time argument of
  * one kernel, so every pool runs the same machine code. Target: pools 1,000
  * and 10,000 at most 1.25x pool 1's time (median of per-repetition ratios).
- * For information: the time to create the pools, and what they hold.
+ * For information: the time to create the pools, and what they hold. Issue
+ * 11: pk_stats_print over all of them (the pools of the process) in under
+ * 50 ms.
  *
  * Usage: bench_manypools [--reps N] [--quick] [--iters N] [--size BYTES] [--pools N]
  */
 #include "harness.h"
 
 #include <poolkit/pool.h>
+#include <poolkit/stats.h>
 
 static BENCH_KERNEL void loop_pool(size_t n, pk_pool *pool) {
     BENCH_HOT_LOOP(n, pk_pool_alloc(pool), pk_pool_free(pool, p))
@@ -101,6 +104,25 @@ int main(int argc, char **argv) {
                              "%.2fx (%.2f vs %.2f ns)",
                              size, which[k], npools, r, bench_median(&t[k]), bench_median(&t[0]));
     }
+    /* Issue 11: the process report over every live pool, into /dev/null
+     * (table and JSON), median of the repetitions. */
+    FILE *devnull = fopen("/dev/null", "w");
+    bench_series report[2] = {{{0}, 0}};
+    for (int rep = -1; devnull && rep < o.reps; rep++)
+        for (int form = 0; form < 2; form++) {
+            double t0 = bench_now_ns();
+            pk_stats_print(devnull, form ? PK_STATS_JSON : 0);
+            if (rep >= 0) bench_add(&report[form], (bench_now_ns() - t0) / 1e6);
+        }
+    if (devnull) fclose(devnull);
+    bench_row("pk_stats_print, table", &report[0], "ms", "");
+    bench_row("pk_stats_print, JSON", &report[1], "ms", "");
+    double worst = bench_median(&report[0]) > bench_median(&report[1]) ? bench_median(&report[0])
+                                                                         : bench_median(&report[1]);
+    pass &= bench_target(devnull && worst < 50,
+                         "many pools: pk_stats_print over %ld live pools < 50 ms: %.1f ms (table "
+                         "%.1f, JSON %.1f)",
+                         npools, worst, bench_median(&report[0]), bench_median(&report[1]));
     printf("many-pools targets: %s\n", pass ? "all pass" : "some FAIL");
 
     for (long i = npools; i-- > 0;) {

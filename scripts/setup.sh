@@ -5,7 +5,7 @@
 # installs only the missing packages.
 #
 #   needed:  cmake (>= 3.25) ninja-build gcc g++ clang libclang-rt-N-dev llvm
-#            libgtest-dev valgrind pkg-config make binutils
+#            libgtest-dev valgrind pkg-config make binutils python3
 #   peers:   libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev
 #            (allocators the benchmarks compare against; best effort: a peer
 #            that cannot be installed is reported and skipped)
@@ -76,13 +76,14 @@ probe() { # PACKAGE: true if what the package gives us is present
         libgoogle-perftools-dev) have_any_file /usr/include/gperftools/tcmalloc.h /usr/local/include/gperftools/tcmalloc.h ;;
         libboost-dev) have_any_file /usr/include/boost/pool/pool.hpp /usr/local/include/boost/pool/pool.hpp ;;
         libvalgrind) have_any_file /usr/include/valgrind/memcheck.h ;;
+        python3) have python3 ;;
         *) return 1 ;;
     esac
 }
 
 needed_packages() {
     echo cmake ninja-build gcc g++ clang "libclang-rt-$(clang_major)-dev" llvm \
-        libgtest-dev valgrind pkg-config make binutils
+        libgtest-dev valgrind pkg-config make binutils python3
 }
 peer_packages="libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev"
 

@@ -40,6 +40,20 @@ struct pk_arena {
     size_t chunk_size; /* normal chunk size: a multiple of the page size */
 };
 
+/* Every arena's chunks, for pk_stats_get from any thread: moved only where
+ * chunks come and go, never on an allocation. */
+static size_t live_arenas, live_bytes;
+
+static void account(long arenas, long bytes) {
+    __atomic_fetch_add(&live_arenas, (size_t)arenas, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&live_bytes, (size_t)bytes, __ATOMIC_RELAXED);
+}
+
+void arena_totals(size_t *arenas, size_t *bytes) {
+    *arenas = __atomic_load_n(&live_arenas, __ATOMIC_RELAXED);
+    *bytes = __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
+}
+
 #define DEFAULT_ALIGN alignof(max_align_t)
 #define DEFAULT_CHUNK_SIZE ((size_t)64 * 1024)
 #define CHUNK_HDR align_up(sizeof(chunk), DEFAULT_ALIGN)
@@ -64,10 +78,14 @@ static void make_current(pk_arena *a, chunk *c, size_t used) {
  * allocation past the mark went into before, and will go into again. */
 static void drop_chunk(pk_arena *a, chunk *c) {
     if (c->size != a->chunk_size) {
+        account(0, -(long)c->size);
         os_unmap(c, c->size);
         return;
     }
-    if (a->spare) os_unmap(a->spare, a->spare->size);
+    if (a->spare) {
+        account(0, -(long)a->spare->size);
+        os_unmap(a->spare, a->spare->size);
+    }
     a->spare = c;
 }
 
@@ -92,16 +110,20 @@ pk_arena *pk_arena_create(size_t chunk_size) {
     a->spare = NULL;
     a->chunk_size = chunk_size;
     make_current(a, home, CHUNK_HDR);
+    account(1, (long)chunk_size);
     return a;
 }
 
 void pk_arena_destroy(pk_arena *arena) {
     if (!arena) return;
     chunk *home = home_of(arena), *spare = arena->spare;
+    size_t bytes = home->size + (spare ? spare->size : 0);
     for (chunk *c = arena->cur, *prev; c != home; c = prev) {
         prev = c->prev;
+        bytes += c->size;
         os_unmap_later(c, c->size, os_page_size());
     }
+    account(-1, -(long)bytes);
     if (spare) os_unmap_later(spare, spare->size, os_page_size());
     os_unmap_later(home, home->size, os_page_size()); /* last: the arena lives in it */
 }
@@ -137,6 +159,7 @@ static bool grow(pk_arena *a, size_t size, size_t align) {
     if (need <= a->chunk_size && align <= page) {
         c = a->spare ? a->spare : os_map_reuse(a->chunk_size, page);
         if (!c) return false;
+        if (!a->spare) account(0, (long)a->chunk_size);
         a->spare = NULL;
         c->size = a->chunk_size;
     } else {
@@ -144,6 +167,7 @@ static bool grow(pk_arena *a, size_t size, size_t align) {
         c = os_map(bytes, align);
         if (!c) return false;
         c->size = bytes;
+        account(0, (long)bytes);
     }
     a->cur->top = (size_t)(a->ptr - (char *)a->cur);
     c->prev = a->cur;
@@ -227,11 +251,27 @@ void pk_arena_rewind(pk_arena *arena, pk_arena_mark mark) {
  * size, as large as any other chunk that could be kept. */
 void pk_arena_reset(pk_arena *arena) {
     chunk *home = home_of(arena);
+    size_t bytes = arena->spare ? arena->spare->size : 0;
     for (chunk *c = arena->cur, *prev; c != home; c = prev) {
         prev = c->prev;
+        bytes += c->size;
         os_unmap(c, c->size);
     }
     if (arena->spare) os_unmap(arena->spare, arena->spare->size);
+    account(0, -(long)bytes);
     arena->spare = NULL;
     make_current(arena, home, CHUNK_HDR);
+}
+
+void pk_arena_stats_get(pk_arena *arena, pk_arena_stats *out) {
+    memset(out, 0, sizeof *out);
+    for (chunk *c = arena->cur; c; c = c->prev) {
+        out->bytes_used += c == arena->cur ? (size_t)(arena->ptr - (char *)c) : c->top;
+        out->bytes_reserved += c->size;
+        out->chunks++;
+    }
+    if (arena->spare) {
+        out->bytes_reserved += arena->spare->size;
+        out->chunks++;
+    }
 }

@@ -288,7 +288,11 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
     p->allocs += from_depot + got;
     size_t outside = p->out - p->depot_count * p->batch;
     if (outside > p->peak_out) p->peak_out = outside;
-    if (!from_depot && !got) errno = ENOMEM;
+    if (!from_depot && !got) {
+        errno = ENOMEM;
+        note_once(NOTE_OUT_OF_MEMORY, p->name, "pool '%s' is out of memory: the system refused a slab of %zu bytes",
+                  pool_name(p), p->geo.span);
+    }
     return from_depot + got;
 }
 
@@ -437,6 +441,10 @@ static size_t release_slab(pk_pool *p, slab *s, bool cache) {
     p->slabs_total--;
     p->bytes_reserved -= bytes;
     p->slabs_released++;
+    p->bytes_released += bytes;
+    note_once(NOTE_MEMORY_RETURNED, p->name,
+              "pool '%s' gave a slab of %zu bytes back to the system (purge delay %ld ms)",
+              pool_name(p), bytes, options_purge_delay_ms());
     slab_destroy(s, cache);
     return bytes;
 }

@@ -14,8 +14,9 @@
 static void prepare(void) {
     object_fork_lock();      /* held around pk_pool_create of a class pool */
     arp_fork_lock();         /* held around pk_pool_create of the page pool */
+    pools_fork_lock_list();  /* the pool list: pk_pool_foreach's callbacks take the registry */
     tcache_registry_lock();  /* then a pool's lock (thread exit, stats) */
-    pools_fork_lock();       /* the pool list, every pool, pool records */
+    pools_fork_lock_each();  /* every pool, pool records */
     os_fork_lock();          /* retained memory: a leaf */
     slab_fork_lock();        /* the address map: a leaf */
     error_fork_lock();       /* the error handler: a leaf */
@@ -25,8 +26,8 @@ static void release(void) {
     error_fork_unlock();
     slab_fork_unlock();
     os_fork_unlock();
-    pools_fork_unlock();
     tcache_registry_unlock();
+    pools_fork_unlock();
     arp_fork_unlock();
     object_fork_unlock();
 }

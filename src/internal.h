@@ -42,6 +42,13 @@ void os_unmap_later(void *p, size_t size, size_t align);
 void os_retain_tick(uint64_t now_ms);
 /* Unmaps everything retained; returns the bytes. */
 size_t os_retain_release(void);
+/* Bytes retained now. */
+size_t os_retained_bytes(void);
+
+/* ---- arena.c ---- */
+
+/* Live arenas and the bytes their chunks hold, from any thread. */
+void arena_totals(size_t *arenas, size_t *bytes);
 
 static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 static inline bool is_pow2(size_t n) { return n && !(n & (n - 1)); }
@@ -65,6 +72,19 @@ bool options_hardened(void);
 long options_purge_delay_ms(void);
 /* POOLKIT_DEBUG_FRAMES: stack frames debug pools keep per call site (sites.h). */
 size_t options_debug_frames(void);
+/* POOLKIT_VERBOSE=1: notable events are reported (note_once). */
+bool options_verbose(void);
+
+/* Reports a notable event through the error handler as a PK_NOTE, only
+ * with POOLKIT_VERBOSE=1 and only the first time for each kind. */
+enum { NOTE_LOCKED_POOL, NOTE_MEMORY_RETURNED, NOTE_OUT_OF_MEMORY, NOTE_KINDS };
+void note_once(int kind, const char *pool, const char *fmt, ...) PK_PRINTF(3, 4);
+
+/* ---- stats.c ---- */
+
+/* Registers the exit report (POOLKIT_STATS, debug mode's leak summary)
+ * once; called when the first pool is made. */
+void stats_at_exit_install(void);
 
 /* ---- fork.c: locks every module's locks around fork(). ---- */
 

@@ -339,5 +339,40 @@ const pk_class *pk_class_of(const void *obj) {
     return refs_invalid(n) ? refs_dead_class(n) : h->cls;
 }
 
+typedef struct census {
+    const pk_class *cls[OBJECT_CENSUS_MAX];
+    size_t live[OBJECT_CENSUS_MAX];
+    size_t n, other;
+} census;
+
+static void census_count(void *obj, void *arg) {
+    census *c = arg;
+    const object_header *h = obj;
+    if (refs_invalid(h->refs)) return; /* over-released: not a live object */
+    for (size_t i = 0; i < c->n; i++)
+        if (c->cls[i] == h->cls) {
+            c->live[i]++;
+            return;
+        }
+    if (c->n == OBJECT_CENSUS_MAX) {
+        c->other++;
+        return;
+    }
+    c->cls[c->n] = h->cls;
+    c->live[c->n++] = 1;
+}
+
+void object_census(void (*fn)(const pk_class *cls, size_t live, void *arg), void *arg) {
+    census *c = calloc(1, sizeof *c);
+    if (!c) return;
+    for (size_t ci = 0; ci < NCLASSES; ci++) {
+        pk_pool *p = __atomic_load_n(&class_pools[ci], __ATOMIC_ACQUIRE);
+        if (p && p != HEAP_CLASS) pk_pool_visit(p, census_count, c);
+    }
+    for (size_t i = 0; i < c->n; i++) fn(c->cls[i], c->live[i], arg);
+    if (c->other) fn(NULL, c->other, arg);
+    free(c);
+}
+
 void object_fork_lock(void) { pthread_mutex_lock(&class_lock); }
 void object_fork_unlock(void) { pthread_mutex_unlock(&class_lock); }

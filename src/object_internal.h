@@ -94,4 +94,12 @@ static inline void object_release(void *obj) {
         object_release_contended(h, n);
 }
 
+/* Live objects per class (stats.c): fn(cls, live, arg) for every class
+ * with live pooled objects, counted from the headers of every class pool's
+ * live slots (objects too large for the pools are not counted). Walks like
+ * pk_pool_visit: the object layer must be quiet on every other thread.
+ * Classes past the first OBJECT_CENSUS_MAX are summed under cls NULL. */
+#define OBJECT_CENSUS_MAX 256
+void object_census(void (*fn)(const pk_class *cls, size_t live, void *arg), void *arg);
+
 #endif

@@ -17,6 +17,7 @@
 
 static int debug_state = -1; /* -1 = not read yet */
 static int hardened_state = -1;
+static int verbose_state = -1;
 static long purge_delay = -1; /* ms; -1 = not read yet */
 
 /* A switch: unset or empty is the default; "0" and "1" set it; anything
@@ -44,6 +45,7 @@ static int read_once(int *state, const char *name, int dflt) {
 }
 
 bool options_debug(void) { return read_once(&debug_state, "POOLKIT_DEBUG", 0); }
+bool options_verbose(void) { return read_once(&verbose_state, "POOLKIT_VERBOSE", 0); }
 
 /* A build made with -DPOOLKIT_HARDENED_DEFAULT=ON hardens every pool unless
  * POOLKIT_HARDENED=0. */

@@ -21,6 +21,8 @@
 #include "pool_internal.h"
 #include "sites.h"
 
+#include <poolkit/stats.h>
+
 #include <errno.h>
 #include <stdalign.h>
 #include <stdio.h>
@@ -69,7 +71,12 @@ static void choose_path(pk_pool *p) {
     p->tc_table = tcache_table_off();
     p->tc_key = TC_NO_KEY;
     p->cached = !p->debug && !p->limit && tcache_attach(p);
-    if (!p->cached) return;
+    if (!p->cached) {
+        note_once(NOTE_LOCKED_POOL, p->name, "pool '%s' takes its lock on every call: %s",
+                  pool_name(p), p->debug ? "debug checks" : p->limit ? "a limit"
+                                                      : "every thread-cache key is in use");
+        return;
+    }
     /* About BATCH_BYTES per exchange, but at least BATCH_MIN objects up to
      * 1 MiB: a cache of a few objects would send a workload that wanders
      * (allocate a few, free a few) to the lock on most calls. */
@@ -179,8 +186,9 @@ static void record_put(pk_pool *p) {
     if (!keep) os_unmap(p, record_bytes());
 }
 
-void pools_fork_lock(void) {
-    pthread_mutex_lock(&pools_lock);
+void pools_fork_lock_list(void) { pthread_mutex_lock(&pools_lock); }
+
+void pools_fork_lock_each(void) {
     for (pk_pool *p = pools; p; p = p->next) pool_lock(p);
     pthread_mutex_lock(&spare_lock);
 }
@@ -215,6 +223,7 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
         return NULL;
     }
     fork_handlers_install();
+    stats_at_exit_install();
     pk_pool *p = record_get();
     if (!p) return NULL;
     p->name = c->name;
@@ -457,12 +466,15 @@ void pool_free_generic(pk_pool *p, void *obj) {
 void pk__pool_free_slow(pk_pool *p, void *obj) {
     if (p->hard.cache) {
         /* The list's head is a checked slot of the pool: an object in its
-         * slab, on a slot boundary, is one too. Anything else (another
-         * slab, an empty list, a double free) takes the exact checks. */
+         * slab, on a slot boundary, is one too; one in another slab is
+         * looked up in the address map. Anything else (a foreign pointer, a
+         * full or empty list, a double free) takes the generic path, whose
+         * checks report it. */
         tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.cache);
         char *head = tc_head(c);
         intptr_t room = tc_room(c);
-        if (likely(room > 0 && obj != head && hard_near(p, (uintptr_t)obj, (uintptr_t)head))) {
+        if (likely(room > 0 && obj != head) &&
+            (likely(hard_near(p, (uintptr_t)obj, (uintptr_t)head)) || slab_owner(obj) == p)) {
             *(uintptr_t *)((char *)obj + p->hard.link) = (uintptr_t)head ^ p->hard.secret ^ (uintptr_t)obj;
             tc_set(c, obj, room - 1);
             return;
@@ -557,6 +569,18 @@ size_t pk_pool_trim(pk_pool *p) {
     return bytes;
 }
 
+/* Pages ever touched: each slab's header and the slots handed out at least
+ * once (slots past bump were never written), page-rounded. */
+static size_t resident_bytes(const pk_pool *p) {
+    size_t page = os_page_size(), bytes = 0;
+    for (int l = 0; l < SLAB_LISTS; l++)
+        for (const slab *s = p->lists[l].head; s; s = s->next) {
+            size_t touched = align_up(p->geo.header + (size_t)s->bump * p->geo.slot, page);
+            bytes += touched < s->span ? touched : s->span;
+        }
+    return bytes;
+}
+
 void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
     tcache_registry_lock();
     pool_lock(p);
@@ -573,6 +597,8 @@ void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
     out->frees = p->frees;
     out->remote_frees = p->remote_frees;
     out->slabs_released = p->slabs_released;
+    out->bytes_resident = resident_bytes(p);
+    out->bytes_released = p->bytes_released;
     pool_unlock(p);
     tcache_registry_unlock();
 }
@@ -607,3 +633,11 @@ void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
 }
 
 pk_pool *pk_pool_owner(const void *ptr) { return slab_owner(ptr); }
+
+size_t pk_pool_foreach(void (*fn)(pk_pool *pool, void *arg), void *arg) {
+    size_t n = 0;
+    pthread_mutex_lock(&pools_lock);
+    for (pk_pool *p = pools; p; p = p->next, n++) fn(p, arg);
+    pthread_mutex_unlock(&pools_lock);
+    return n;
+}

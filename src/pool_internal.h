@@ -7,9 +7,10 @@
  *   - in one thread's cache for the pool: its list or its spare batch.
  * live = (objects outside slabs) - (objects in the depot) - (objects cached).
  *
- * Lock order: the thread registry (tcache.c), the pool list (pool.c), a
- * pool's lock, then the leaf locks (pool records, retained memory, the
- * address map). The fork handlers take them all in that order.
+ * Lock order: the pool list (pool.c; pk_pool_foreach holds it around calls
+ * that take the next two), the thread registry (tcache.c), a pool's lock,
+ * then the leaf locks (pool records, retained memory, the address map). The
+ * fork handlers take them all in that order.
  */
 #ifndef POOLKIT_POOL_INTERNAL_H
 #define POOLKIT_POOL_INTERNAL_H
@@ -122,7 +123,7 @@ struct pk_pool {
     uint32_t tick_no;     /* purge ticks so far; empty slabs remember it */
     bool draining;        /* a tick is moving idle chains home */
     size_t peak_out;
-    uint64_t allocs, frees, remote_frees, slabs_released;
+    uint64_t allocs, frees, remote_frees, slabs_released, bytes_released;
 };
 
 /* Debug builds (make test's sanitizer stages) record the lock's owner, so
@@ -222,8 +223,10 @@ void pool_free_generic(pk_pool *p, void *obj);
  * delay process-wide; called on slow paths with no lock held. Returns the
  * time it read (os_now_ms), for the caller's own pool tick. */
 uint64_t pool_purge_poll(void);
-/* Fork handlers' part for the pool list and every pool's lock. */
-void pools_fork_lock(void);
+/* Fork handlers' part: the pool list's lock (before the registry's), then
+ * every pool's lock and the pool records' (after it); one unlock for all. */
+void pools_fork_lock_list(void);
+void pools_fork_lock_each(void);
 void pools_fork_unlock(void);
 
 /* ---- tcache.c: per-thread cache tables and the thread registry. ---- */
@@ -240,6 +243,8 @@ void tcache_account(pk_pool *p, tc_slot *c, long n);
  * as returned, and leaves the cache empty and not set up; caller holds the
  * pool's lock, and the cache's thread is quiescent for the pool. */
 void tcache_return(pk_pool *p, tc_slot *c);
+/* Threads registered now (they have used a pool and not exited). */
+size_t tcache_live_threads(void);
 /* Objects in all threads' caches for p (exact when quiescent). */
 size_t tcache_cached(pk_pool *p);
 /* Moves every thread's cached objects for p home to the slabs; caller

@@ -96,5 +96,7 @@ void os_retain_tick(uint64_t now) {
 
 size_t os_retain_release(void) { return release_older(UINT64_MAX); }
 
+size_t os_retained_bytes(void) { return __atomic_load_n(&held, __ATOMIC_RELAXED); }
+
 void os_fork_lock(void) { pthread_mutex_lock(&retain_lock); }
 void os_fork_unlock(void) { pthread_mutex_unlock(&retain_lock); }

@@ -222,6 +222,14 @@ tc_slot *tcache_slot(pk_pool *p) {
     return c;
 }
 
+size_t tcache_live_threads(void) {
+    size_t n = 0;
+    pthread_mutex_lock(&registry);
+    for (thread_rec *t = threads; t; t = t->next) n++;
+    pthread_mutex_unlock(&registry);
+    return n;
+}
+
 size_t tcache_cached(pk_pool *p) {
     size_t n = 0;
     if (!p->cached) return 0;

@@ -928,6 +928,10 @@ TEST(SafetyOptionsDeathTest, MalformedDebugValueIsReportedOnce) {
     expect_malformed_switch_reported_once("POOLKIT_DEBUG", "on");
 }
 
+TEST(SafetyOptionsDeathTest, MalformedVerboseValueIsReportedOnce) {
+    expect_malformed_switch_reported_once("POOLKIT_VERBOSE", "yes");
+}
+
 TEST(SafetyOptionsDeathTest, MalformedDebugFramesValueIsReportedOnce) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     setenv("POOLKIT_DEBUG_FRAMES", "many", 1);

@@ -64,6 +64,20 @@ PK_API void pk_arena_rewind(pk_arena *arena, pk_arena_mark mark);
  * mark becomes invalid. */
 PK_API void pk_arena_reset(pk_arena *arena);
 
+/* An arena's figures, filled by pk_arena_stats_get. */
+typedef struct pk_arena_stats {
+    size_t bytes_used;     /* bytes from chunk starts to where allocation stands, in
+                              every chunk (alignment padding and abandoned chunk
+                              tails included) */
+    size_t bytes_reserved; /* bytes its chunks hold from the system, the spare included */
+    size_t chunks;         /* chunks, the spare included */
+} pk_arena_stats;
+
+/* Fills *out. Like every arena call, only from the thread that owns the
+ * arena (or with the caller's own lock). pk_stats_get counts every arena's
+ * reserved bytes from any thread. */
+PK_API void pk_arena_stats_get(pk_arena *arena, pk_arena_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,7 +21,9 @@ extern "C" {
  * fatal error the program aborts. */
 typedef enum {
     PK_WARNING, /* reported; the call goes on (live objects at destroy, ...) */
-    PK_FATAL    /* reported, then abort() (double free, foreign pointer, ...) */
+    PK_FATAL,   /* reported, then abort() (double free, foreign pointer, ...) */
+    PK_NOTE     /* not a fault: a notable event, reported only with POOLKIT_VERBOSE=1
+                   (stats.h), once per kind */
 } pk_severity;
 
 /* One detected fault, as the error handler receives it. */

@@ -66,6 +66,10 @@ typedef struct pk_pool_stats {
     uint64_t frees;          /* objects given back by thread caches or callers (per batch) */
     uint64_t remote_frees;   /* objects a thread gave back beyond those it took */
     uint64_t slabs_released; /* slabs given back to the system so far */
+    size_t bytes_resident;   /* of bytes_reserved, the pages ever touched: slab headers
+                                and slots handed out at least once (what the system
+                                holds in memory, unless it swapped) */
+    uint64_t bytes_released; /* bytes given back to the system so far */
 } pk_pool_stats;
 
 /* Creates a pool. The config is copied; name must outlive the pool.

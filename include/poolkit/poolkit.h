@@ -13,5 +13,6 @@
 #include <poolkit/arena.h>
 #include <poolkit/object.h>
 #include <poolkit/fault.h>
+#include <poolkit/stats.h>
 
 #endif

@@ -1375,6 +1375,26 @@ private:
     pk_autorelease_pool pool_;
 };
 
+/**
+ * @brief The process at a glance (pk_stats_get): pools, their live objects
+ *        and memory, arenas, retained memory, this thread's autorelease
+ *        stack. Thread-safe.
+ */
+inline pk_process_stats stats() noexcept {
+    pk_process_stats s;
+    pk_stats_get(&s);
+    return s;
+}
+
+/**
+ * @brief One pool's figures (pk_pool_stats_get): what pk::object_pool's
+ *        stats() gives, for any pool of the C API.
+ */
+inline pk_pool_stats pool_stats(pk_pool *pool) noexcept {
+    pk_pool_stats s;
+    pk_pool_stats_get(pool, &s);
+    return s;
+}
 
 } // namespace pk
 

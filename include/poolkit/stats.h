@@ -1,0 +1,78 @@
+/* poolkit statistics: every pool of a running program, at exit and on
+ * demand.
+ *
+ * pk_pool_stats_get (pool.h) gives one pool's figures; this header adds the
+ * whole process: a walk over every live pool, the process totals, and one
+ * report, as a table or as JSON (schema: docs/stats.schema.json). Nothing
+ * here costs anything on the allocation and free paths: the pools are
+ * already on a list for their purge ticks, and every figure is one the
+ * pools keep anyway.
+ *
+ * The environment variable POOLKIT_STATS prints the report at exit:
+ * POOLKIT_STATS=1 on stderr, POOLKIT_STATS=FILE into FILE (JSON when its
+ * name ends in ".json"). POOLKIT_VERBOSE=1 reports notable events, once per
+ * kind, as PK_NOTE errors (error.h): a pool that locks on every call and
+ * why, the first memory given back to the system, the first out-of-memory.
+ */
+#ifndef POOLKIT_STATS_H
+#define POOLKIT_STATS_H
+
+#include <poolkit/export.h>
+#include <poolkit/pool.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Calls fn(pool, arg) for every live pool of the process, the object
+ * layer's size-class pools ("pk_new 48", ...) included, newest first.
+ * Returns how many it visited. The pool list's lock is held meanwhile, so
+ * no pool can be created or destroyed until it returns: fn must not create
+ * or destroy a pool (it would wait forever), but may call pk_pool_stats_get
+ * or anything else on the pool it is given. Thread-safe. */
+PK_API size_t pk_pool_foreach(void (*fn)(pk_pool *pool, void *arg), void *arg);
+
+/* The process at a glance, filled by pk_stats_get. */
+typedef struct pk_process_stats {
+    size_t pools;               /* live pools (size-class pools of pk_new included) */
+    size_t pool_live;           /* objects live in them */
+    size_t pool_bytes_reserved; /* bytes their slabs hold from the system */
+    size_t pool_bytes_resident; /* of which ever touched (see pk_pool_stats) */
+    uint64_t pool_bytes_released; /* bytes live pools gave back to the system so far */
+    size_t arenas;              /* live arenas */
+    size_t arena_bytes_reserved; /* bytes their chunks hold from the system */
+    size_t retained_bytes;      /* memory of destroyed pools and arenas kept for reuse
+                                   (pk_pool_release_cache) */
+    /* The calling thread's autorelease stack (pk_autorelease_stats_get). */
+    size_t autorelease_depth, autorelease_pending, autorelease_high_water;
+} pk_process_stats;
+
+/* Fills *out. Thread-safe; costs one pk_pool_stats_get per pool. */
+PK_API void pk_stats_get(pk_process_stats *out);
+
+/* Flags for pk_stats_print. */
+enum {
+    PK_STATS_JSON = 1u << 0,   /* JSON (docs/stats.schema.json) instead of a table */
+    PK_STATS_CLASSES = 1u << 1 /* also count live pk_new objects per class (pk_class
+                                  name): walks every live object and, like
+                                  pk_pool_visit, needs every other thread to be
+                                  quiet in the object layer */
+};
+
+/* Writes the report: every pool (name, object size, live, peak, slabs,
+ * bytes reserved and resident, allocs, frees, remote frees, slabs and bytes
+ * given back), arenas, the calling thread's autorelease stack and process
+ * totals. Figures that move per batch (allocs, frees, peak, remote frees;
+ * see pk_pool_stats) are marked so. Returns 0, or -1 with errno set when
+ * writing failed or flags has an unknown bit (EINVAL). Thread-safe (without
+ * PK_STATS_CLASSES). */
+PK_API int pk_stats_print(FILE *out, unsigned flags);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
