@@ -376,6 +376,18 @@ static inline bool hard_near(const pk_pool *p, uintptr_t x, uintptr_t near) {
 }
 
 static PK_NOINLINE void *alloc_generic(pk_pool *p);
+
+/* Debug pools: the call site first (sites.h), apart from the entry points
+ * so that they need no stack frame of their own for it. */
+static PK_NOINLINE void *alloc_captured(pk_pool *p, void *caller) {
+    sites_capture(caller);
+    return alloc_generic(p);
+}
+
+static PK_NOINLINE void free_captured(pk_pool *p, void *obj, void *caller) {
+    sites_capture(caller);
+    pool_free_generic(p, obj);
+}
 static PK_NOINLINE void *alloc_far_link(pk_pool *p, tc_slot *c, char *obj, char *next);
 
 /* Kept apart from the generic path, so the lean path pays for no registers
@@ -395,7 +407,7 @@ void *pk__pool_alloc_slow(pk_pool *p) {
             return obj;
         }
     }
-    if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
+    if (unlikely(p->debug)) return alloc_captured(p, __builtin_return_address(0));
     return alloc_generic(p);
 }
 
@@ -463,6 +475,19 @@ void pool_free_generic(pk_pool *p, void *obj) {
     tc_set(c, obj, tc_room(c) - 1);
 }
 
+/* A hardened free into a slab other than the list head's: the address map
+ * says whether it is one of the pool's slots (a tail call, so the lean path
+ * needs no stack frame). */
+static PK_NOINLINE void free_far(pk_pool *p, tc_slot *c, void *obj) {
+    if (slab_owner(obj) != p) {
+        pool_free_generic(p, obj); /* reports it */
+        return;
+    }
+    char *head = tc_head(c);
+    *(uintptr_t *)((char *)obj + p->hard.link) = (uintptr_t)head ^ p->hard.secret ^ (uintptr_t)obj;
+    tc_set(c, obj, tc_room(c) - 1);
+}
+
 void pk__pool_free_slow(pk_pool *p, void *obj) {
     if (p->hard.cache) {
         /* The list's head is a checked slot of the pool: an object in its
@@ -473,8 +498,11 @@ void pk__pool_free_slow(pk_pool *p, void *obj) {
         tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.cache);
         char *head = tc_head(c);
         intptr_t room = tc_room(c);
-        if (likely(room > 0 && obj != head) &&
-            (likely(hard_near(p, (uintptr_t)obj, (uintptr_t)head)) || slab_owner(obj) == p)) {
+        if (likely(room > 0 && obj != head)) {
+            if (unlikely(!hard_near(p, (uintptr_t)obj, (uintptr_t)head))) {
+                free_far(p, c, obj);
+                return;
+            }
             *(uintptr_t *)((char *)obj + p->hard.link) = (uintptr_t)head ^ p->hard.secret ^ (uintptr_t)obj;
             tc_set(c, obj, room - 1);
             return;
@@ -486,7 +514,10 @@ void pk__pool_free_slow(pk_pool *p, void *obj) {
         tc_slot *z = (tc_slot *)((char *)tc_table + p->tc_key);
         if (tc_room(z) < 0) __atomic_store_n(&z->room, 0, __ATOMIC_RELAXED);
     }
-    if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
+    if (unlikely(p->debug)) {
+        free_captured(p, obj, __builtin_return_address(0));
+        return;
+    }
     pool_free_generic(p, obj);
 }
 
