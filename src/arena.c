@@ -42,16 +42,18 @@ struct pk_arena {
 
 /* Every arena's chunks, for pk_stats_get from any thread: moved only where
  * chunks come and go, never on an allocation. */
-static size_t live_arenas, live_bytes;
+static size_t live_arenas, live_bytes, peak_bytes;
 
 static void account(long arenas, long bytes) {
     __atomic_fetch_add(&live_arenas, (size_t)arenas, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&live_bytes, (size_t)bytes, __ATOMIC_RELAXED);
+    size_t now = __atomic_add_fetch(&live_bytes, (size_t)bytes, __ATOMIC_RELAXED);
+    if (bytes > 0) peak_raise(&peak_bytes, now);
 }
 
-void arena_totals(size_t *arenas, size_t *bytes) {
+void arena_totals(size_t *arenas, size_t *bytes, size_t *peak) {
     *arenas = __atomic_load_n(&live_arenas, __ATOMIC_RELAXED);
     *bytes = __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
+    *peak = __atomic_load_n(&peak_bytes, __ATOMIC_RELAXED);
 }
 
 #define DEFAULT_ALIGN alignof(max_align_t)

@@ -132,6 +132,7 @@ static slab *slab_for_take(pk_pool *p, bool may_map) {
         track_close(s->objects, (size_t)s->capacity * p->geo.slot);
         p->slabs_total++;
         p->bytes_reserved += s->span;
+        pools_reserved_add((long)s->span);
         p->slab_free += s->capacity;
     }
     move_slab(p, s, SLAB_PARTIAL);
@@ -440,6 +441,7 @@ static size_t release_slab(pk_pool *p, slab *s, bool cache) {
     p->slab_free -= s->capacity - s->used;
     p->slabs_total--;
     p->bytes_reserved -= bytes;
+    pools_reserved_add(-(long)bytes);
     p->slabs_released++;
     p->bytes_released += bytes;
     note_once(NOTE_MEMORY_RETURNED, p->name,
@@ -494,6 +496,7 @@ size_t central_reserve(pk_pool *p, size_t n) {
         track_close(s->objects, (size_t)s->capacity * p->geo.slot);
         p->slabs_total++;
         p->bytes_reserved += s->span;
+        pools_reserved_add((long)s->span);
         p->slab_free += s->capacity;
         ready += s->capacity;
         slab_list_push(&p->lists[SLAB_EMPTY], s, SLAB_EMPTY);

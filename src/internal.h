@@ -47,8 +47,22 @@ size_t os_retained_bytes(void);
 
 /* ---- arena.c ---- */
 
-/* Live arenas and the bytes their chunks hold, from any thread. */
-void arena_totals(size_t *arenas, size_t *bytes);
+/* Live arenas, the bytes their chunks hold, and the most they held at once,
+ * from any thread. */
+void arena_totals(size_t *arenas, size_t *bytes, size_t *peak);
+
+/* ---- stats.c: process-wide figures kept where memory comes and goes. ---- */
+
+/* Slab bytes of every pool: bytes mapped (+) or given back (-). */
+void pools_reserved_add(long bytes);
+/* Slab bytes of every pool now, and the most at once so far. */
+void pools_reserved(size_t *now, size_t *peak);
+/* Raises *peak to v if v is higher (racing raisers keep the highest). */
+static inline void peak_raise(size_t *peak, size_t v) {
+    size_t old = __atomic_load_n(peak, __ATOMIC_RELAXED);
+    while (v > old && !__atomic_compare_exchange_n(peak, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
 
 static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 static inline bool is_pow2(size_t n) { return n && !(n & (n - 1)); }

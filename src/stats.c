@@ -23,6 +23,20 @@
 
 size_t tcache_live_threads(void); /* tcache.c */
 
+/* ---- process-wide figures ---- */
+
+static size_t pool_bytes_now, pool_bytes_peak;
+
+void pools_reserved_add(long bytes) {
+    size_t now = __atomic_add_fetch(&pool_bytes_now, (size_t)bytes, __ATOMIC_RELAXED);
+    if (bytes > 0) peak_raise(&pool_bytes_peak, now);
+}
+
+void pools_reserved(size_t *now, size_t *peak) {
+    *now = __atomic_load_n(&pool_bytes_now, __ATOMIC_RELAXED);
+    *peak = __atomic_load_n(&pool_bytes_peak, __ATOMIC_RELAXED);
+}
+
 /* ---- gathering ---- */
 
 typedef struct pool_row {
@@ -60,7 +74,9 @@ static void totals_of(const rows *r, pk_process_stats *out) {
         out->pool_bytes_resident += st->bytes_resident;
         out->pool_bytes_released += st->bytes_released;
     }
-    arena_totals(&out->arenas, &out->arena_bytes_reserved);
+    size_t now;
+    pools_reserved(&now, &out->pool_bytes_reserved_peak);
+    arena_totals(&out->arenas, &out->arena_bytes_reserved, &out->arena_bytes_reserved_peak);
     out->retained_bytes = os_retained_bytes();
     pk_autorelease_stats a;
     pk_autorelease_stats_get(&a);
@@ -137,7 +153,9 @@ static void print_table(FILE *f, const rows *r, const pk_process_stats *t, const
                     c->row[i].cls ? name_or(c->row[i].cls->name, "(unnamed)") : "(other classes)",
                     c->row[i].cls ? c->row[i].cls->size : 0, c->row[i].live);
     }
-    fprintf(f, "arenas: %zu live, %s reserved\n", t->arenas, human(t->arena_bytes_reserved, b1));
+    fprintf(f, "arenas: %zu live, %s reserved (at most %s at once)\n", t->arenas,
+            human(t->arena_bytes_reserved, b1), human(t->arena_bytes_reserved_peak, b2));
+    fprintf(f, "pools' slabs at most at once: %s\n", human(t->pool_bytes_reserved_peak, b3));
     fprintf(f, "autorelease (this thread): depth %zu, pending %zu, high water %zu\n",
             t->autorelease_depth, t->autorelease_pending, t->autorelease_high_water);
     fprintf(f, "retained for reuse (destroyed pools and arenas): %s\n", human(t->retained_bytes, b4));
@@ -188,14 +206,15 @@ static void print_json(FILE *f, const rows *r, const pk_process_stats *t, const 
         }
         fputs("\n ]", f);
     }
-    fprintf(f, ",\n \"arenas\": {\"live\": %zu, \"bytes_reserved\": %zu},\n", t->arenas,
-            t->arena_bytes_reserved);
+    fprintf(f, ",\n \"arenas\": {\"live\": %zu, \"bytes_reserved\": %zu, \"bytes_reserved_peak\": %zu},\n",
+            t->arenas, t->arena_bytes_reserved, t->arena_bytes_reserved_peak);
     fprintf(f, " \"autorelease\": {\"depth\": %zu, \"pending\": %zu, \"high_water\": %zu},\n",
             t->autorelease_depth, t->autorelease_pending, t->autorelease_high_water);
     fprintf(f, " \"totals\": {\"pools\": %zu, \"live\": %zu, \"bytes_reserved\": %zu, "
-               "\"bytes_resident\": %zu, \"bytes_released\": %llu, \"retained_bytes\": %zu}}\n",
-            t->pools, t->pool_live, t->pool_bytes_reserved, t->pool_bytes_resident,
-            (unsigned long long)t->pool_bytes_released, t->retained_bytes);
+               "\"bytes_reserved_peak\": %zu, \"bytes_resident\": %zu, \"bytes_released\": %llu, "
+               "\"retained_bytes\": %zu}}\n",
+            t->pools, t->pool_live, t->pool_bytes_reserved, t->pool_bytes_reserved_peak,
+            t->pool_bytes_resident, (unsigned long long)t->pool_bytes_released, t->retained_bytes);
 }
 
 int pk_stats_print(FILE *out, unsigned flags) {

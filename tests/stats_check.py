@@ -107,6 +107,9 @@ def check_model(doc, what, at_exit):
           f"{what}: totals.bytes_reserved = the sum")
     check(doc["arenas"]["live"] == 1 and doc["arenas"]["bytes_reserved"] >= 100000,
           f"{what}: one arena holding at least its 100,000 bytes")
+    check(t["bytes_reserved_peak"] >= t["bytes_reserved"] and
+          doc["arenas"]["bytes_reserved_peak"] >= doc["arenas"]["bytes_reserved"],
+          f"{what}: peaks at least what is reserved now")
     depth = 0 if at_exit else 1
     check(doc["autorelease"]["depth"] == depth and doc["autorelease"]["pending"] == depth,
           f"{what}: autorelease depth and pending {depth}")

@@ -127,6 +127,8 @@ TEST(StatsProcess, TotalsFollowAScriptedWorkload) {
     EXPECT_GE(ast.bytes_used, 200000u);
     EXPECT_LE(ast.bytes_used, ast.bytes_reserved);
     EXPECT_EQ(during.arena_bytes_reserved - before.arena_bytes_reserved, ast.bytes_reserved);
+    EXPECT_GE(during.pool_bytes_reserved_peak, during.pool_bytes_reserved);
+    EXPECT_GE(during.arena_bytes_reserved_peak, during.arena_bytes_reserved);
     pk_arena_destroy(ar);
 
     for (int i = 1000; i < 3000; i++) pk_pool_free(a.get(), as[i]);
@@ -137,6 +139,8 @@ TEST(StatsProcess, TotalsFollowAScriptedWorkload) {
     EXPECT_EQ(sa.bytes_released, released);
     EXPECT_EQ(sa.live, 0u);
     pk_stats_get(&after);
+    EXPECT_GE(after.pool_bytes_reserved_peak, during.pool_bytes_reserved_peak) << "a peak never falls";
+    EXPECT_GE(after.arena_bytes_reserved_peak, during.arena_bytes_reserved_peak);
     EXPECT_EQ(after.arenas, before.arenas);
     EXPECT_EQ(after.pool_live, before.pool_live);
     pk_process_stats viacxx = pk::stats();

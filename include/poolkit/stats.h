@@ -42,9 +42,12 @@ typedef struct pk_process_stats {
     size_t pool_live;           /* objects live in them */
     size_t pool_bytes_reserved; /* bytes their slabs hold from the system */
     size_t pool_bytes_resident; /* of which ever touched (see pk_pool_stats) */
+    size_t pool_bytes_reserved_peak; /* the most every pool's slabs held at once, destroyed
+                                        pools' included, since the process started */
     uint64_t pool_bytes_released; /* bytes live pools gave back to the system so far */
     size_t arenas;              /* live arenas */
     size_t arena_bytes_reserved; /* bytes their chunks hold from the system */
+    size_t arena_bytes_reserved_peak; /* the most all arenas' chunks held at once */
     size_t retained_bytes;      /* memory of destroyed pools and arenas kept for reuse
                                    (pk_pool_release_cache) */
     /* The calling thread's autorelease stack (pk_autorelease_stats_get). */
