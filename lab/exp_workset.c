@@ -28,9 +28,14 @@
  * the same loop (lab/zig/workset.zig).
  */
 #include "lab.h"
+#include "json.h"
 #include "workset.h"
 
+#include <poolkit/stats.h>
+
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,16 +109,44 @@ typedef struct child_arg {
     const uint32_t *perm;
 } child_arg;
 
+/* poolkit's own account of a run, read back from its JSON report
+ * (pk_stats_print, docs/stats.schema.json): out[0] the most its pools and
+ * arenas held from the system at once, out[1] what they held at the end of
+ * the run, in KiB; NaN when the report cannot be read. */
+static void poolkit_report(double *out) {
+    out[0] = out[1] = NAN;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return;
+    int rc = pk_stats_print(f, PK_STATS_JSON);
+    fclose(f);
+    json *j = rc == 0 ? json_parse(text) : NULL;
+    const json *t = j ? json_get(j, "totals") : NULL, *a = j ? json_get(j, "arenas") : NULL;
+    const json *tp = t ? json_get(t, "bytes_reserved_peak") : NULL, *tn = t ? json_get(t, "bytes_reserved") : NULL;
+    const json *ap = a ? json_get(a, "bytes_reserved_peak") : NULL, *an = a ? json_get(a, "bytes_reserved") : NULL;
+    if (tp && tn && ap && an) {
+        out[0] = (tp->number + ap->number) / 1024.0;
+        out[1] = (tn->number + an->number) / 1024.0;
+    }
+    json_free(j);
+    free(text);
+}
+
 /* In the child: out[0] ns per pair, [1] faults in the first phase, [2]
- * faults per repeated phase, [3] pairs timed; out[4] (lab_in_child) peak RSS
+ * faults per repeated phase, [3] pairs timed, [4] and [5] poolkit's report
+ * (poolkit_report; NaN for the peers); out[6] (lab_in_child) peak RSS
  * growth in KiB. */
 static void child(void *argp, double *out) {
     child_arg *c = (child_arg *)argp;
     void **objs = workset_objs(c->n);
+    out[4] = out[5] = NAN;
     if (!objs) {
         out[0] = -1;
         return;
     }
+    bool ours = !strcmp(c->a->family, "poolkit");
+    if (ours) pk_stats_reset_peaks(); /* the run's own peak, not the lab's */
     void *ctx = c->a->open(c->size);
     workset_stats st = {0, 0, 0};
     /* the code warm-up (workset.h), on the same context */
@@ -121,6 +154,7 @@ static void child(void *argp, double *out) {
                   &st);
     double ns = c->a->workset(ctx, c->size, c->n, c->order, c->perm, objs, c->phases, cap_ns(),
                               &st);
+    if (ours) poolkit_report(out + 4);
     c->a->close(ctx);
     workset_objs_free(objs, c->n);
     if (ns < 0 || st.phases < 1) {
@@ -167,7 +201,7 @@ static void run(int rep) {
             const uint32_t *perm = perm_for(n);
             long phases = want / n > 0 ? want / n : 1;
             for (int order = 0; order < WORKSET_ORDERS; order++) {
-                double res[NCONT][5];
+                double res[NCONT][7];
                 int ok[NCONT];
                 char detail[64];
                 snprintf(detail, sizeof detail, "%s, N = %ld, %zu B", workset_order_names[order],
@@ -179,7 +213,7 @@ static void run(int rep) {
                     if (!a || !a->available || !a->workset || skip_reason(a, order, n)) continue;
                     lab_progress(a->subject, detail);
                     child_arg c = {a, sz[s], n, phases, order, perm};
-                    if (lab_in_child(child, &c, res[i], 4) != 0 || res[i][0] < 0) continue;
+                    if (lab_in_child(child, &c, res[i], 6) != 0 || res[i][0] < 0) continue;
                     ok[i] = 1;
                 }
                 if (rep < 0) continue;
@@ -204,7 +238,11 @@ static void run(int rep) {
                     lab_row_extra(r, "faults_first", res[i][1]);
                     lab_row_extra(r, "faults_repeat", res[i][2]);
                     lab_row_extra(r, "pairs", res[i][3]);
-                    lab_row_extra(r, "peak_rss_kb", res[i][4] > objs_kib ? res[i][4] - objs_kib : 0);
+                    lab_row_extra(r, "peak_rss_kb", res[i][6] > objs_kib ? res[i][6] - objs_kib : 0);
+                    if (!isnan(res[i][4])) {
+                        lab_row_extra(r, "pk_reserved_peak_kb", res[i][4]);
+                        lab_row_extra(r, "pk_reserved_end_kb", res[i][5]);
+                    }
                     lab_row_extra(r, "frees_each", a->frees_each);
                 }
             }
@@ -283,6 +321,9 @@ static void print_cells(FILE *out, const lab_row *r, const void *argp) {
         double kib = p && p->available ? lab_extra_median(p, "peak_rss_kb") : NAN;
         double base = e && e->available ? lab_extra_median(e, "peak_rss_kb") : 0;
         fprintf(out, "   %8s", lab_fmt((kib - base) * 1024.0 / (double)n, b));
+        /* poolkit's own report, read back: the most it reserved at once */
+        double pk = p && p->available ? lab_extra_median(p, "pk_reserved_peak_kb") : NAN;
+        if (!isnan(pk)) fprintf(out, "   %8s", lab_fmt(pk * 1024.0 / (double)n, b));
     }
     fprintf(out, "\n");
 }
@@ -315,10 +356,13 @@ static void print(FILE *out) {
                      "loop's\n  %-26s", sz[s],
                 "allocator \\ N");
         for (int k = 0; k < c.nn; k++) fprintf(out, " %8s", lab_fmt((double)c.ns_[k], b));
-        fprintf(out, "   %8s\n", "B/object");
+        fprintf(out, "   %8s   %8s\n", "B/object", "reserved");
         each_subject(out, print_cells, &c);
     }
     fprintf(out, "  (APR pools and pk_arena free a whole phase at once, whatever the order)\n");
+    fprintf(out, "  (reserved: poolkit rows only, from poolkit's own JSON report of the run read "
+                 "back: the most its pools\n   and arenas held from the system at once, per object "
+                 "at the largest N, LIFO)\n");
 }
 
 const lab_experiment lab_exp_workset = {

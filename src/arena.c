@@ -50,6 +50,10 @@ static void account(long arenas, long bytes) {
     if (bytes > 0) peak_raise(&peak_bytes, now);
 }
 
+void arena_reset_peak(void) {
+    __atomic_store_n(&peak_bytes, __atomic_load_n(&live_bytes, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
 void arena_totals(size_t *arenas, size_t *bytes, size_t *peak) {
     *arenas = __atomic_load_n(&live_arenas, __ATOMIC_RELAXED);
     *bytes = __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);

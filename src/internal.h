@@ -50,6 +50,8 @@ size_t os_retained_bytes(void);
 /* Live arenas, the bytes their chunks hold, and the most they held at once,
  * from any thread. */
 void arena_totals(size_t *arenas, size_t *bytes, size_t *peak);
+/* Starts the peak afresh from what is held now (pk_stats_reset_peaks). */
+void arena_reset_peak(void);
 
 /* ---- stats.c: process-wide figures kept where memory comes and goes. ---- */
 

@@ -32,6 +32,11 @@ void pools_reserved_add(long bytes) {
     if (bytes > 0) peak_raise(&pool_bytes_peak, now);
 }
 
+void pk_stats_reset_peaks(void) {
+    __atomic_store_n(&pool_bytes_peak, __atomic_load_n(&pool_bytes_now, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    arena_reset_peak();
+}
+
 void pools_reserved(size_t *now, size_t *peak) {
     *now = __atomic_load_n(&pool_bytes_now, __ATOMIC_RELAXED);
     *peak = __atomic_load_n(&pool_bytes_peak, __ATOMIC_RELAXED);

@@ -57,6 +57,11 @@ typedef struct pk_process_stats {
 /* Fills *out. Thread-safe; costs one pk_pool_stats_get per pool. */
 PK_API void pk_stats_get(pk_process_stats *out);
 
+/* Starts the two peaks of pk_process_stats afresh from what is reserved
+ * now, so that a phase of a program (a benchmark run, a request) can read
+ * its own peak. Thread-safe. */
+PK_API void pk_stats_reset_peaks(void);
+
 /* Flags for pk_stats_print. */
 enum {
     PK_STATS_JSON = 1u << 0,   /* JSON (docs/stats.schema.json) instead of a table */
