@@ -430,63 +430,60 @@ TEST(SafetyHardened, FreshSlotsComeOutInAnUnpredictableOrder) {
     EXPECT_LT(steps_up(hard.get()), 45u) << "a hardened pool's fresh slots come out in address order";
 }
 
-/* The link of an object in the thread cache, overwritten with a pointer to a
- * stack buffer: reported at the next allocation, before the forged pointer
- * could be handed out. */
-TEST(SafetyHardenedDeathTest, ForgedLinkToAStackBufferIsReported) {
+/* The seeded attack on a thread cache's list: pool "hard" (64-byte objects)
+ * holds `keep` live and `a` free at the head of the list; in a child, a's
+ * link is overwritten with forge(keep) and the pool allocates until it
+ * reports, naming a, before the forged pointer could be handed out
+ * (alloc_and_watch fails the child if it ever is). */
+template <class Forge>
+void expect_forged_link_reported(Forge forge) {
     PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
     void *keep = pk_pool_alloc(p.get());
     void *a = pk_pool_alloc(p.get());
     pk_pool_free(p.get(), a);
-    SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
-    alignas(64) char on_stack[256];
+    if (tool_watches(a, sizeof(void *))) {
+        pk_pool_free(p.get(), keep);
+        GTEST_SKIP() << "a tool watches free objects and reports the write itself";
+    }
+    const void *forged = forge(keep);
     EXPECT_DEATH(
         {
             pk_set_error_handler(print_fields_handler, nullptr);
-            write_word(a, on_stack + 64);
-            alloc_and_watch(p.get(), 500, on_stack + 64, {keep});
+            write_word(a, forged);
+            alloc_and_watch(p.get(), 500, forged, {keep});
             std::fprintf(stderr, "no report\n");
         },
         fatal_report("corrupted free list", "hard", a));
     pk_pool_free(p.get(), keep);
+}
+
+TEST(SafetyHardenedDeathTest, ForgedLinkToAStackBufferIsReported) {
+    alignas(64) char on_stack[256];
+    expect_forged_link_reported([&](void *) { return static_cast<const void *>(on_stack + 64); });
 }
 
 TEST(SafetyHardenedDeathTest, ForgedLinkToAMallocBlockIsReported) {
-    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
-    void *keep = pk_pool_alloc(p.get());
-    void *a = pk_pool_alloc(p.get());
-    pk_pool_free(p.get(), a);
-    SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
     void *m = std::malloc(64);
-    EXPECT_DEATH(
-        {
-            pk_set_error_handler(print_fields_handler, nullptr);
-            write_word(a, m);
-            alloc_and_watch(p.get(), 500, m, {keep});
-            std::fprintf(stderr, "no report\n");
-        },
-        fatal_report("corrupted free list", "hard", a));
+    expect_forged_link_reported([&](void *) { return static_cast<const void *>(m); });
     std::free(m);
-    pk_pool_free(p.get(), keep);
 }
 
-/* The link forged to point at a live object of the same pool: still a
- * pointer the pool must not follow. */
+/* A live object of the same pool: still a pointer the pool must not follow. */
 TEST(SafetyHardenedDeathTest, ForgedLinkToALiveObjectIsReported) {
-    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
-    void *keep = pk_pool_alloc(p.get());
-    void *a = pk_pool_alloc(p.get());
-    pk_pool_free(p.get(), a);
-    SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
-    EXPECT_DEATH(
-        {
-            pk_set_error_handler(print_fields_handler, nullptr);
-            write_word(a, keep);
-            alloc_and_watch(p.get(), 500, keep, {keep});
-            std::fprintf(stderr, "no report\n");
-        },
-        "HANDLER severity=FATAL what=corrupted free list pool=hard ptr=" + ptr_str(a));
-    pk_pool_free(p.get(), keep);
+    expect_forged_link_reported([](void *keep) { return static_cast<const void *>(keep); });
+}
+
+/* An object of another pool, whose slab the pool must not follow into. */
+TEST(SafetyHardenedDeathTest, ForgedLinkIntoAnotherPoolsSlabIsReported) {
+    PoolPtr other = make_pool(64, 0, 0, "other");
+    void *theirs = pk_pool_alloc(other.get());
+    expect_forged_link_reported([&](void *) { return static_cast<const void *>(theirs); });
+    pk_pool_free(other.get(), theirs);
+}
+
+/* The middle of a slot of the same slab. */
+TEST(SafetyHardenedDeathTest, ForgedLinkToTheMiddleOfASlotIsReported) {
+    expect_forged_link_reported([](void *keep) { return static_cast<const void *>(static_cast<char *>(keep) + 24); });
 }
 
 /* Links in a slab's own free list (not a thread cache) are checked too: a
@@ -582,48 +579,6 @@ TEST(SafetyHardenedDeathTest, ForgedLinkIsReportedAtDestroy) {
         },
         "HANDLER severity=FATAL what=corrupted free list pool=hard ptr=0x[0-9a-f]+\n"
         "MESSAGE poolkit: corrupted free list: [^\n]*'hard'");
-}
-
-/* The link overwritten with a pointer to an object of another pool, whose
- * slab the pool must not follow into. */
-TEST(SafetyHardenedDeathTest, ForgedLinkIntoAnotherPoolsSlabIsReported) {
-    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
-    PoolPtr other = make_pool(64, 0, 0, "other");
-    void *theirs = pk_pool_alloc(other.get());
-    void *keep = pk_pool_alloc(p.get());
-    void *a = pk_pool_alloc(p.get());
-    pk_pool_free(p.get(), a);
-    SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
-    EXPECT_DEATH(
-        {
-            pk_set_error_handler(print_fields_handler, nullptr);
-            write_word(a, theirs);
-            alloc_and_watch(p.get(), 500, theirs, {keep});
-            std::fprintf(stderr, "no report\n");
-        },
-        fatal_report("corrupted free list", "hard", a));
-    pk_pool_free(p.get(), keep);
-    pk_pool_free(other.get(), theirs);
-}
-
-/* The link overwritten with a pointer into the middle of a slot of the
- * same slab. */
-TEST(SafetyHardenedDeathTest, ForgedLinkToTheMiddleOfASlotIsReported) {
-    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
-    void *keep = pk_pool_alloc(p.get());
-    void *a = pk_pool_alloc(p.get());
-    pk_pool_free(p.get(), a);
-    SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
-    char *middle = static_cast<char *>(keep) + 24;
-    EXPECT_DEATH(
-        {
-            pk_set_error_handler(print_fields_handler, nullptr);
-            write_word(a, middle);
-            alloc_and_watch(p.get(), 500, middle, {keep});
-            std::fprintf(stderr, "no report\n");
-        },
-        fatal_report("corrupted free list", "hard", a));
-    pk_pool_free(p.get(), keep);
 }
 
 /* A linear overflow from the slot before changes only the low byte of the
@@ -899,17 +854,19 @@ void count_bad_options(const pk_error *e, void *) {
     }
 }
 
-/* In a re-executed child with `var`=`value`: makes pools three times and
- * exits 0 when exactly one report named the variable and its value. */
-void expect_malformed_switch_reported_once(const char *var, const char *value) {
+/* In a re-executed child with `var`=`value`: makes pools (with `flags`)
+ * three times and exits 0 when exactly one report said `why` about the
+ * variable and its value. */
+void expect_malformed_switch_reported_once(const char *var, const char *value,
+                                           const char *why = " is not 0 or 1", unsigned flags = 0) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     setenv(var, value, 1);
-    const std::string want = std::string(var) + "=" + value + " is not 0 or 1";
+    const std::string want = std::string(var) + "=" + value + why;
     EXPECT_EXIT(
         {
             pk_set_error_handler(count_bad_options, nullptr);
             for (int i = 0; i < 3; i++) {
-                PoolPtr p = make_pool(32, 0, 0, "plain");
+                PoolPtr p = make_pool(32, 0, flags, "plain");
                 pk_pool_free(p.get(), pk_pool_alloc(p.get()));
             }
             bool ok = g_bad_options == 1 && g_bad_option_message.find(want) != std::string::npos;
@@ -933,30 +890,15 @@ TEST(SafetyOptionsDeathTest, MalformedVerboseValueIsReportedOnce) {
 }
 
 TEST(SafetyOptionsDeathTest, MalformedDebugFramesValueIsReportedOnce) {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
-    setenv("POOLKIT_DEBUG_FRAMES", "many", 1);
-    EXPECT_EXIT(
-        {
-            pk_set_error_handler(count_bad_options, nullptr);
-            for (int i = 0; i < 3; i++) {
-                PoolPtr p = make_pool(32, 0, PK_POOL_DEBUG, "dbg");
-                pk_pool_free(p.get(), pk_pool_alloc(p.get()));
-            }
-            bool ok = g_bad_options == 1 &&
-                      g_bad_option_message.find("POOLKIT_DEBUG_FRAMES=many is not a count of frames") !=
-                          std::string::npos;
-            std::fprintf(stderr, "%d report(s): %s\n", g_bad_options, g_bad_option_message.c_str());
-            std::exit(ok ? 0 : 1);
-        },
-        ::testing::ExitedWithCode(0), "1 report\\(s\\)");
-    unsetenv("POOLKIT_DEBUG_FRAMES");
+    expect_malformed_switch_reported_once("POOLKIT_DEBUG_FRAMES", "many", " is not a count of frames",
+                                          PK_POOL_DEBUG);
 }
 
-/* POOLKIT_DEBUG_FRAMES=4: deeper sites through backtrace(); the frames
- * past the allocating function reach the test's body. */
-TEST(SafetyOptionsDeathTest, MoreFramesShowTheCallersOfTheCaller) {
+/* In a re-executed child with POOLKIT_DEBUG_FRAMES=`frames`: a debug pool's
+ * double free, whose report must match `report`. */
+void expect_double_free_report(const char *frames, const std::string &report) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
-    setenv("POOLKIT_DEBUG_FRAMES", "4", 1);
+    setenv("POOLKIT_DEBUG_FRAMES", frames, 1);
     EXPECT_EXIT(
         {
             PoolPtr p = make_pool(48, 0, PK_POOL_DEBUG, "dbg");
@@ -964,25 +906,22 @@ TEST(SafetyOptionsDeathTest, MoreFramesShowTheCallersOfTheCaller) {
             safety_free_here(p.get(), o);
             pk_pool_free(p.get(), o);
         },
-        ::testing::KilledBySignal(SIGABRT),
-        "allocated at safety_allocate_here\\+0x[0-9a-f]+ <- [^ ]*MoreFramesShowTheCallers[^ ]*TestBody");
+        ::testing::KilledBySignal(SIGABRT), report);
     unsetenv("POOLKIT_DEBUG_FRAMES");
+}
+
+/* POOLKIT_DEBUG_FRAMES=4: deeper sites through backtrace(): the allocating
+ * and the freeing function, then their callers. */
+TEST(SafetyOptionsDeathTest, MoreFramesShowTheCallersOfTheCaller) {
+    expect_double_free_report("4",
+                              "allocated at safety_allocate_here\\+0x[0-9a-f]+ <- [^;]+ <- [^;]+; "
+                              "freed at safety_free_here\\+0x[0-9a-f]+ <- [^;]+ <- ");
 }
 
 /* POOLKIT_DEBUG_FRAMES=0: debug pools keep no call sites (and pay nothing
  * for them); reports say what they said before sites existed. */
 TEST(SafetyOptionsDeathTest, NoFramesMeansNoSitesInReports) {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
-    setenv("POOLKIT_DEBUG_FRAMES", "0", 1);
-    EXPECT_EXIT(
-        {
-            PoolPtr p = make_pool(48, 0, PK_POOL_DEBUG, "dbg");
-            void *o = safety_allocate_here(p.get());
-            safety_free_here(p.get(), o);
-            pk_pool_free(p.get(), o);
-        },
-        ::testing::KilledBySignal(SIGABRT), "was freed twice\n");
-    unsetenv("POOLKIT_DEBUG_FRAMES");
+    expect_double_free_report("0", "was freed twice\n");
 }
 
 /* ======================================================================
