@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -105,6 +106,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: pk-lab list\n"
             "       pk-lab run [NAME...] [--smoke|--quick|--full] [--reps N] [--out DIR]\n"
+            "       pk-lab compare OLD NEW   (two runs' results.json, or their folders)\n"
             "\n"
             "  --smoke     every experiment in seconds (1 repetition)\n"
             "  --quick     smaller sizes, 3 repetitions\n"
@@ -256,6 +258,31 @@ static void reexec_for_tls(char **argv) {
     execv("/proc/self/exe", argv); /* returns only on failure: go on without */
 }
 
+#ifndef LAB_SOURCE_DIR
+#  define LAB_SOURCE_DIR "."
+#endif
+
+/* Two runs side by side: lab/compare.py does the work, with the report's
+ * own computation of every ratio (lab/report.py). OLD and NEW are
+ * results.json files or the folders that hold them. */
+static int cmd_compare(int argc, char **argv) {
+    if (argc != 2) {
+        usage(stderr);
+        return 2;
+    }
+    char paths[2][4096];
+    for (int i = 0; i < 2; i++) {
+        struct stat st;
+        bool dir = stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode);
+        snprintf(paths[i], sizeof paths[i], "%s%s", argv[i], dir ? "/results.json" : "");
+    }
+    char *args[] = {"python3", LAB_SOURCE_DIR "/lab/compare.py", paths[0], paths[1], NULL};
+    fflush(stdout);
+    execvp("python3", args);
+    fprintf(stderr, "pk-lab: cannot run python3 for compare: %s\n", strerror(errno));
+    return 2;
+}
+
 int main(int argc, char **argv) {
     reexec_for_tls(argv);
     lab_opt.self = argv[0];
@@ -270,6 +297,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "list")) return cmd_list();
     if (!strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2, command);
+    if (!strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

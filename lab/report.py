@@ -30,6 +30,18 @@ except Exception as e:  # the report still works without charts
     MPL_WHY = str(e)
 
 
+# ---- the ratios, as numbers (lab/compare.py reads them) -------------------
+
+# Each headline ratio as (study, ratio, value, (lo, hi) or None), in the
+# order the sections make them: what `pk-lab compare` sets side by side.
+RATIOS = []
+
+
+def note_ratio(study, label, value, rng=None):
+    if value is not None and not (isinstance(value, float) and math.isnan(value)):
+        RATIOS.append((study, label, value, rng))
+
+
 # ---- reading --------------------------------------------------------------
 
 class Results:
@@ -286,6 +298,7 @@ def autorelease_sweep(res, charts, outdir):
         head = [("Autorelease is Fast (2006)", "poolkit: empty push/pop ÷ create+autorelease+release "
                  "(the claim: about 1 or less, so \"one pool per iteration is fine\")", "≈ 1",
                  with_range(pk[2], rng), verdict(pk[2], rng, 1.5, above=False))]
+        note_ratio("autorelease-sweep", "poolkit: empty push/pop ÷ create+autorelease+release", pk[2], rng)
         if gn in decisive:
             g = decisive[gn]
             grng = spread(res.find(exp, gn, op="empty push/pop"),
@@ -361,6 +374,7 @@ def alloc_styles(res, charts, outdir):
         here = "{:.1f}%".format(d * 100)
         if rng:
             here += " ({:.0f}% to {:.0f}%)".format((1 - rng[1]) * 100, (1 - rng[0]) * 100)
+        note_ratio("alloc-styles", "GNUstep: allocWithZone+init ÷ new", z / n, rng)
         head = ("alloc, allocWithZone showdown (2009)", "time saved by allocWithZone+init against new (GNUstep)",
                 "{:.1f}% to {:.1f}%".format(min(pub_save) * 100, max(pub_save) * 100) if pub_save
                 else "1.5 to 7%", here, verdict(z / n, rng, 1.0, above=False))
@@ -464,6 +478,11 @@ def common_ops(res, charts, outdir):
         ax.grid(True, axis="x", which="both", alpha=0.3)
         ax.legend(fontsize=8)
         save(fig, outdir, "common_ops.png", charts)
+    row = lambda op: measured.get(op)
+    note_ratio("common-ops", "16-byte malloc/free ÷ C++ virtual call", ratio(mf, vc),
+               spread(row("16-byte malloc/free"), row("C++ virtual method call")))
+    note_ratio("common-ops", "malloc/free ÷ pool alloc/free", ratio(mf, pool),
+               spread(row("16-byte malloc/free"), row("pk_pool alloc/free (16 B)")))
     head = ("Performance Comparisons of Common Operations (2007)",
             "16-byte malloc/free ÷ C++ virtual call", times(pub_mf_vc), times(ratio(mf, vc)),
             "pool alloc/free {} cheaper than malloc/free".format(times(ratio(mf, pool))) if pool else "")
@@ -531,7 +550,11 @@ def object_generation(res, charts, outdir):
                      or res.find(exp, "PKObject", remedy="ring buffer", variant="remedy"))
         head = ("Optimized Object Generation (2002)", "NSObject ÷ PKObject alloc/init/release "
                 "(\"300% faster\")", times(headline), with_range(gb / pk, rng), verdict(gb / pk, rng, 3.0))
+        note_ratio("object-generation", "NSObject ÷ PKObject alloc/init/release", gb / pk, rng)
     else:
+        note_ratio("object-generation", "malloc/free ÷ pk_pool (C analogue)", ratio(base, pool),
+                   spread(res.find(exp, "glibc malloc", remedy="C analogues", variant="malloc/free"),
+                          res.find(exp, "poolkit pk_pool", remedy="C analogues", variant="pk_pool")))
         head = ("Optimized Object Generation (2002)", "malloc/free ÷ pk_pool (C analogue; GNUstep "
                 "rows not available)", times(headline), times(ratio(base, pool)),
                 "holds" if base and pool and base / pool >= 3 else "does not hold")
@@ -608,6 +631,8 @@ def pool_pattern(res, charts, outdir):
         save(fig, outdir, "pattern_net.png", charts)
     small = [m for s, m, _ in parts if s == "small"][0]
     big = [m for s, m, _ in parts if s == "big"][0]
+    note_ratio("pool-pattern", "general-purpose ÷ pool, net, small", small)
+    note_ratio("pool-pattern", "general-purpose ÷ pool, net, big", big)
     head = ("Typed memory pool benchmark (Zig, 2023)", "general-purpose ÷ pool, net (small / big)",
             "{} / {}".format(times(parts[0][2]), times(parts[2][2])),
             "{} / {}".format(times(small), times(big)),
@@ -730,6 +755,9 @@ def threads(res, charts, outdir):
         axes[0].legend(fontsize=7)
         fig.suptitle("threads: throughput and scaling")
         save(fig, outdir, "threads.png", charts)
+    note_ratio("threads", "pk_pool ÷ glibc malloc at {} threads".format(tmax), ratio(pk, gl),
+               spread(res.find(exp, "poolkit pk_pool", workload="producer/consumer", threads=tmax),
+                      res.find(exp, "glibc malloc", workload="producer/consumer", threads=tmax)))
     head = ("threads (producer/consumer)", "pk_pool ÷ glibc malloc at {} threads".format(tmax), "–",
             times(ratio(pk, gl)), "")
     return md, head
@@ -772,6 +800,8 @@ def binary_trees(res, charts, outdir):
         ax.set_title("binary-trees, depth {}".format(depth))
         ax.grid(True, axis="x", alpha=0.3)
         save(fig, outdir, "binary_trees.png", charts)
+    note_ratio("binary-trees", "malloc ÷ pk_pool, whole program", ratio(base, pool),
+               spread(res.find(exp, "glibc malloc", depth=depth), res.find(exp, "poolkit pk_pool", depth=depth)))
     head = ("binary-trees (Benchmarks Game)", "malloc ÷ pk_pool, whole program", "–",
             times(ratio(base, pool)), "")
     return md, head
@@ -911,6 +941,9 @@ def workset(res, charts, outdir):
             fig.suptitle("workset: {} B objects, allocate N, touch, free all, repeat".format(size))
             save(fig, outdir, "workset_{}B.png".format(size), charts)
     head = None
+    for o, lo, hi in head_parts:
+        note_ratio("workset", "pk_pool ÷ fastest peer, {}, best N".format(o), lo)
+        note_ratio("workset", "pk_pool ÷ fastest peer, {}, worst N".format(o), hi)
     if head_parts:
         head = ("working sets (workset, {} B)".format(48 if 48 in sizes else sizes[0]),
                 "pk_pool ÷ fastest peer, ns per pair, over N = {}–{} ({})".format(
