@@ -58,16 +58,16 @@ struct script {
 };
 
 script make_script(const params &p) {
-    bench_rng rng{0x5eed0f0015ull};
+    shared_rng rng{0x5eed0f0015ull};
     script s;
     s.a.resize(p.ops);
     s.b.resize(p.ops);
     s.keys.resize(p.n + p.ops);
     for (std::size_t i = 0; i < p.ops; i++) {
-        s.a[i] = static_cast<std::uint32_t>(bench_rand_below(&rng, p.n));
-        s.b[i] = static_cast<std::uint32_t>(bench_rand_below(&rng, p.n));
+        s.a[i] = static_cast<std::uint32_t>(shared_rng_below(&rng, p.n));
+        s.b[i] = static_cast<std::uint32_t>(shared_rng_below(&rng, p.n));
     }
-    for (auto &k : s.keys) k = bench_rand64(&rng);
+    for (auto &k : s.keys) k = shared_rng_next(&rng);
     return s;
 }
 

@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
     size_t *order = malloc(count * sizeof *order);
     if (!objs || !order) return 2;
     memset(objs, 0, count * sizeof *objs); /* resident before any reading */
-    bench_rng rng = {42};
+    shared_rng rng = {42};
     pk_pool *pool = pk_pool_create(&(pk_pool_config){.name = "memory", .size = size});
     if (!pool) {
         fprintf(stderr, "pk_pool_create: %s\n", strerror(errno));
@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
 
         for (size_t i = 0; i < count; i++) order[i] = i;
         for (size_t i = count - 1; i > 0; i--) { /* random order of frees */
-            size_t j = bench_rand_below(&rng, i + 1), t = order[i];
+            size_t j = shared_rng_below(&rng, i + 1), t = order[i];
             order[i] = order[j];
             order[j] = t;
         }

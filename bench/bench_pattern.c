@@ -98,18 +98,18 @@ static char empty_target[4096];
     do {                                                             \
         void *open[OPEN_MAX];                                        \
         size_t len = 0, peak = 0, allocs = 0;                        \
-        bench_rng rng = {SEED};                                      \
+        shared_rng rng = {SEED};                                      \
         double t0 = bench_now_ns();                                  \
         for (size_t r = 0; r < rounds; r++) {                        \
             double fill = (double)len / 256.0;                       \
-            if (bench_rand_unit(&rng) <= fill && len) {              \
-                size_t i = bench_rand_below(&rng, len);              \
+            if (shared_rng_unit(&rng) <= fill && len) {              \
+                size_t i = shared_rng_below(&rng, len);              \
                 void *p = open[i];                                   \
                 open[i] = open[--len];                               \
                 BENCH_ESCAPE(p);                                     \
                 FREE;                                                \
             }                                                        \
-            if (bench_rand_unit(&rng) >= fill) {                     \
+            if (shared_rng_unit(&rng) >= fill) {                     \
                 char *p = (char *)(ALLOC);                           \
                 p[0] = (char)r; /* touch the new object */           \
                 BENCH_ESCAPE(p);                                     \

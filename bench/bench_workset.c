@@ -218,18 +218,11 @@ static double max2(double a, double b) { return a > b ? a : b; }
 #define MAXS 3
 #define MAXN 4
 
-/* The random order for N (lab_permutation's: SplitMix64 from 0x5eed). */
+/* The random order for N: the lab's (lab/shared.h, seed 0x5eed). */
 static uint32_t *make_perm(long n) {
     uint32_t *p = malloc(sizeof *p * (size_t)n);
     if (!p) abort();
-    bench_rng r = {0x5eed};
-    for (long i = 0; i < n; i++) p[i] = (uint32_t)i;
-    for (long i = n - 1; i > 0; i--) {
-        long j = (long)(bench_rand64(&r) % (uint64_t)(i + 1));
-        uint32_t t = p[i];
-        p[i] = p[j];
-        p[j] = t;
-    }
+    shared_permutation(p, n, 0x5eed);
     return p;
 }
 

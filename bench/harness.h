@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lab/shared.h" /* the random source and the CPU name, shared with the lab */
+
 /* Passed by bench/CMakeLists.txt: the flags the program was compiled with. */
 #ifndef BENCH_CFLAGS
 #  define BENCH_CFLAGS "(unknown flags)"
@@ -153,26 +155,6 @@ static inline double bench_max(const bench_series *s) {
 
 /* ---- the machine line and the command ---- */
 
-static inline void bench_cpu_model(char *out, size_t len) {
-    snprintf(out, len, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c++;
-                while (*c == ' ' || *c == '\t') c++;
-                c[strcspn(c, "\n")] = 0;
-                snprintf(out, len, "%s", c);
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
-
 static inline const char *bench_compiler(void) {
 #if defined(__clang__)
     return "clang " __clang_version__;
@@ -186,7 +168,7 @@ static inline const char *bench_compiler(void) {
 /* Prints the title, the command that reproduces the run and the machine. */
 static inline void bench_header(const char *title, const bench_opts *o) {
     char cpu[256];
-    bench_cpu_model(cpu, sizeof cpu);
+    shared_cpu_model(cpu, sizeof cpu);
     printf("== %s\n", title);
     printf("command: ");
     for (int i = 0; i < o->argc; i++) printf("%s%s", i ? " " : "", o->argv[i]);
@@ -309,27 +291,6 @@ static inline int bench_target(int pass, const char *fmt, ...) {
     printf("  -> %s\n", pass ? "PASS" : "FAIL");
     va_end(ap);
     return pass;
-}
-
-/* ---- a fixed-seed random source (splitmix64) ---- */
-
-typedef struct bench_rng { uint64_t s; } bench_rng;
-
-static inline uint64_t bench_rand64(bench_rng *r) {
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, 1). */
-static inline double bench_rand_unit(bench_rng *r) {
-    return (double)(bench_rand64(r) >> 11) * 0x1.0p-53;
-}
-
-/* Uniform in [0, n), n > 0. */
-static inline size_t bench_rand_below(bench_rng *r, size_t n) {
-    return (size_t)(((bench_rand64(r) >> 32) * (uint64_t)n) >> 32);
 }
 
 #endif

@@ -61,7 +61,7 @@ static double measure(lab_allocator *a, int loop, size_t size, long n, const uin
 
 static void run(int rep) {
     static uint32_t order[PER_BATCH];
-    if (!order[1]) lab_permutation(order, PER_BATCH, 0x5eed);
+    if (!order[1]) shared_permutation(order, PER_BATCH, 0x5eed);
     size_t sz[9];
     int nsz = sizes(sz);
     long n = lab_warm(ops());

@@ -93,7 +93,7 @@ static const uint32_t *perm_for(long n) {
         if (cache[i].n == 0) {
             cache[i].perm = malloc(sizeof(uint32_t) * (size_t)n);
             if (!cache[i].perm) abort();
-            lab_permutation(cache[i].perm, n, 0x5eed);
+            shared_permutation(cache[i].perm, n, 0x5eed);
             cache[i].n = n;
             return cache[i].perm;
         }

@@ -42,16 +42,16 @@
     do {                                                                          \
         void **open_ = (void **)malloc(sizeof(void *) * LAB_PATTERN_CAP);         \
         long n_ = 0, allocs_ = 0, peak_ = 0;                                      \
-        lab_rng rng_ = {0x5eed};                                                  \
+        shared_rng rng_ = {0x5eed};                                                  \
         double t0_ = lab_now_ns();                                                \
         for (long r_ = 0; r_ < (rounds); r_++) {                                  \
             double fill_ = (double)n_ / 256.0;                                    \
-            if (lab_rng_double(&rng_) <= fill_ && n_ > 0) {                       \
-                long i_ = (long)(lab_rng_next(&rng_) % (uint64_t)n_);             \
+            if (shared_rng_unit(&rng_) <= fill_ && n_ > 0) {                       \
+                long i_ = (long)(shared_rng_next(&rng_) % (uint64_t)n_);             \
                 FREE(ctx, open_[i_], size);                                       \
                 open_[i_] = open_[--n_];                                          \
             }                                                                     \
-            if (lab_rng_double(&rng_) >= fill_) {                                 \
+            if (shared_rng_unit(&rng_) >= fill_) {                                 \
                 char *p_ = (char *)ALLOC(ctx, size);                              \
                 p_[0] = (char)r_;                                                 \
                 LAB_ESCAPE(p_);                                                   \
@@ -174,14 +174,14 @@ static LAB_KERNEL void K(churn)(void *ctx, size_t size, long n, uint64_t seed) {
     (void)ctx;
     (void)size;
     void *ws[256];
-    lab_rng rng = {seed};
+    shared_rng rng = {seed};
     for (int i = 0; i < 256; i++) {
         char *p = (char *)K_ALLOC(ctx, size);
         p[0] = 1;
         ws[i] = p;
     }
     for (long i = 0; i < n; i++) {
-        unsigned k = (unsigned)(lab_rng_next(&rng) & 255);
+        unsigned k = (unsigned)(shared_rng_next(&rng) & 255);
         K_FREE(ctx, ws[k], size);
         char *p = (char *)K_ALLOC(ctx, size);
         p[0] = (char)i;

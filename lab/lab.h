@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "shared.h" /* the random source, permutations, the CPU name (shared with bench/) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -235,23 +237,6 @@ typedef struct lab_allocator {
 lab_allocator **lab_allocators(void);
 /* By subject, or NULL. */
 lab_allocator *lab_allocator_named(const char *subject);
-
-/* The pattern's random numbers (PROTOCOL.md: splitmix64, seed 0x5eed). */
-typedef struct lab_rng {
-    uint64_t state;
-} lab_rng;
-static inline uint64_t lab_rng_next(lab_rng *r) {
-    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static inline double lab_rng_double(lab_rng *r) {
-    return (double)(lab_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/* A random permutation of 0..n-1 (fixed seed). */
-void lab_permutation(uint32_t *order, long n, uint64_t seed);
 
 /* ---- the contender programs (external.c) ------------------------------------ */
 

@@ -12,26 +12,6 @@
 
 lab_machine lab_machine_info;
 
-static void cpu_model(char *out, size_t len) {
-    snprintf(out, len, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "model name", 10)) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c++;
-                while (*c == ' ' || *c == '\t') c++;
-                c[strcspn(c, "\n")] = 0;
-                snprintf(out, len, "%s", c);
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
-
 static void os_name(char *out, size_t len) {
     char pretty[128] = "Linux";
     FILE *f = fopen("/etc/os-release", "r");
@@ -59,7 +39,7 @@ static void os_name(char *out, size_t len) {
 
 void lab_machine_probe(void) {
     lab_machine *m = &lab_machine_info;
-    cpu_model(m->cpu, sizeof m->cpu);
+    shared_cpu_model(m->cpu, sizeof m->cpu);
     m->cores = sysconf(_SC_NPROCESSORS_ONLN);
     os_name(m->os, sizeof m->os);
     snprintf(m->compiler, sizeof m->compiler, "%s", lab_compiler());

@@ -79,13 +79,3 @@ void lab_version_line(char *out, size_t len, const char *name, const char *versi
              *deb ? ")" : "");
 }
 
-void lab_permutation(uint32_t *order, long n, uint64_t seed) {
-    lab_rng r = {seed};
-    for (long i = 0; i < n; i++) order[i] = (uint32_t)i;
-    for (long i = n - 1; i > 0; i--) {
-        long j = (long)(lab_rng_next(&r) % (uint64_t)(i + 1));
-        uint32_t t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
-}

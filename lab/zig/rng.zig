@@ -1,5 +1,5 @@
 //! The lab's fixed-seed random source: SplitMix64, the same generator as
-//! bench/harness.h (bench_rand64 / bench_rand_unit / bench_rand_below), so the
+//! lab/shared.h (shared_rng_next / shared_rng_unit / shared_rng_below), so the
 //! C contenders of pk-lab and this program replay the same sequence of
 //! operations when they start from the same seed. README.md spells it out.
 

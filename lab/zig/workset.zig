@@ -6,7 +6,7 @@
 //!   LIFO    objects go to objs[0..N); freed objs[N-1] down to objs[0]
 //!   FIFO    objects go to objs[0..N); freed objs[0] up to objs[N-1]
 //!   random  the i-th object goes to objs[perm[i]]; freed objs[0] up to objs[N-1]
-//! perm: the lab's permutation of 0..N-1 (lab_permutation in lab/peers.c:
+//! perm: the lab's permutation of 0..N-1 (shared_permutation in lab/shared.h:
 //! SplitMix64 from seed 0x5eed, Fisher-Yates from the top, j = next() % (i+1)),
 //! so that both programs free in the same order.
 //!
@@ -85,7 +85,7 @@ pub fn capFor(scale: common.Scale) u64 {
 const warm_n = 64;
 const perm_seed: u64 = 0x5eed;
 
-/// lab_permutation (lab/peers.c): a permutation of 0..n-1.
+/// shared_permutation (lab/shared.h): a permutation of 0..n-1.
 pub fn permutation(out: []u32) void {
     for (out, 0..) |*p, i| p.* = @intCast(i);
     var r = rng_mod.Rng.init(perm_seed);
@@ -252,7 +252,7 @@ pub fn run(gpa: std.mem.Allocator, out: anytype, scale: common.Scale, reps: usiz
     return 0;
 }
 
-test "the permutation is lab_permutation's (seed 0x5eed)" {
+test "the permutation is shared_permutation's (seed 0x5eed)" {
     var p: [10]u32 = undefined;
     permutation(&p);
     try std.testing.expectEqualSlices(u32, &.{ 9, 1, 8, 6, 0, 7, 4, 3, 5, 2 }, &p);
