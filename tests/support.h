@@ -249,7 +249,7 @@ class ErrorCapture {
  *   HANDLER severity=<FATAL|WARNING> what=<what> pool=<pool> ptr=<%p>
  * followed by a second line with the message. */
 inline void print_fields_handler(const pk_error *e, void *) {
-    char line[1400];
+    char line[3200];
     int n = std::snprintf(line, sizeof line, "HANDLER severity=%s what=%s pool=%s ptr=%p\nMESSAGE %s\n",
                           e->severity == PK_FATAL ? "FATAL" : "WARNING", e->what ? e->what : "(null)",
                           e->pool ? e->pool : "(null)", e->ptr, e->message ? e->message : "(null)");
@@ -259,6 +259,51 @@ inline void print_fields_handler(const pk_error *e, void *) {
         }
     }
 }
+
+/* The death test every misuse test makes: in a child, with
+ * print_fields_handler installed, `statements` must end in a fatal report
+ * whose fields and message match `regex`. */
+#define PKTEST_EXPECT_REPORT(statements, regex)                            \
+    EXPECT_DEATH(                                                          \
+        {                                                                  \
+            pk_set_error_handler(::pktest::print_fields_handler, nullptr); \
+            statements;                                                    \
+        },                                                                 \
+        regex)
+
+/* Up to n objects from p (fewer if it runs out). */
+inline std::vector<void *> alloc_n(pk_pool *p, size_t n) {
+    std::vector<void *> v;
+    v.reserve(n);
+    for (size_t i = 0; i < n; i++) {
+        void *o = pk_pool_alloc(p);
+        if (!o) break;
+        v.push_back(o);
+    }
+    return v;
+}
+
+inline void free_all(pk_pool *p, std::vector<void *> &v) {
+    for (void *o : v) pk_pool_free(p, o);
+    v.clear();
+}
+
+/* No two of objs (each size bytes) overlap. */
+inline ::testing::AssertionResult no_overlap(std::vector<void *> objs, size_t size) {
+    std::sort(objs.begin(), objs.end());
+    for (size_t i = 1; i < objs.size(); i++) {
+        uintptr_t a = reinterpret_cast<uintptr_t>(objs[i - 1]);
+        uintptr_t b = reinterpret_cast<uintptr_t>(objs[i]);
+        if (a == b) return ::testing::AssertionFailure() << "object " << objs[i] << " handed out twice";
+        if (a + size > b)
+            return ::testing::AssertionFailure()
+                   << "objects " << objs[i - 1] << " and " << objs[i] << " overlap (size " << size << ")";
+    }
+    return ::testing::AssertionSuccess();
+}
+
+/* pk_pool_visit's callback that gathers the objects into a std::vector<void *>. */
+inline void collect(void *obj, void *arg) { static_cast<std::vector<void *> *>(arg)->push_back(obj); }
 
 /* ---- construct/destruct tracker ------------------------------------------ */
 
@@ -388,6 +433,18 @@ struct Rng {
     }
     size_t below(size_t n) { return n ? static_cast<size_t>(next() % n) : 0; }
     bool chance(unsigned percent) { return below(100) < percent; }
+};
+
+/* A pool named "hooked" whose construct and destruct hooks a HookTracker
+ * checks. */
+struct HookPool {
+    HookTracker tracker;
+    PoolPtr pool;
+    explicit HookPool(size_t size, unsigned flags = 0, size_t align = 0) : tracker(size) {
+        pk_pool_config c = make_config(size, align, flags, "hooked");
+        tracker.install(c);
+        pool = make_pool(c);
+    }
 };
 
 }  // namespace pktest

@@ -96,16 +96,6 @@ bool tool_watches_free_objects(unsigned flags) {
             GTEST_SKIP() << "a tool watches this memory and reports the write itself"; \
     } while (0)
 
-std::vector<void *> alloc_n(pk_pool *p, size_t n) {
-    std::vector<void *> v;
-    for (size_t i = 0; i < n; i++) {
-        void *o = pk_pool_alloc(p);
-        if (!o) break;
-        v.push_back(o);
-    }
-    return v;
-}
-
 /* Allocates up to n objects in the death-test child, stopping the child with
  * a distinct exit code (and a line saying so) if a pointer that is not one
  * of the pool's free objects comes out: the forged one, or a live one. */
@@ -200,9 +190,8 @@ TEST(SafetyLeak, DestroyInDebugModeNamesWhereLeakedObjectsWereAllocated) {
 TEST(SafetyDebugDeathTest, DoubleFreeOfTheLastFreedObject) {
     PoolPtr p = make_pool(64, 0, PK_POOL_DEBUG, "dbg");
     void *a = pk_pool_alloc(p.get());
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_pool_free(p.get(), a);
             pk_pool_free(p.get(), a);
         },
@@ -219,9 +208,8 @@ TEST(SafetyDebugDeathTest, DoubleFreeOfAnObjectFreedLongBefore) {
     std::vector<void *> objs = alloc_n(p.get(), 3000);
     ASSERT_EQ(objs.size(), 3000u);
     void *victim = objs[1234];
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_pool_free(p.get(), victim);
             for (size_t i = 0; i < objs.size(); i++)
                 if (i % 10 && objs[i] != victim) pk_pool_free(p.get(), objs[i]);
@@ -240,16 +228,14 @@ TEST(SafetyDebugDeathTest, FreeToTheWrongPool) {
     PoolPtr p = make_pool(64, 0, PK_POOL_DEBUG, "dbg");
     PoolPtr q = make_pool(64, 0, 0, "other");
     void *o = pk_pool_alloc(q.get());
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_pool_free(p.get(), o);
         },
         fatal_report("wrong pool", "dbg", o));
     /* The message names the pool the object belongs to as well. */
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_pool_free(p.get(), o);
         },
         "MESSAGE poolkit: wrong pool: [^\n]*'other'");
@@ -259,9 +245,8 @@ TEST(SafetyDebugDeathTest, FreeToTheWrongPool) {
 TEST(SafetyDebugDeathTest, FreeOfAMallocPointer) {
     PoolPtr p = make_pool(64, 0, PK_POOL_DEBUG, "dbg");
     void *m = std::malloc(64);
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_pool_free(p.get(), m);
         },
         fatal_report("foreign pointer", "dbg", m));
@@ -272,9 +257,8 @@ TEST(SafetyDebugDeathTest, FreeOfAnInteriorPointer) {
     PoolPtr p = make_pool(64, 0, PK_POOL_DEBUG, "dbg");
     void *o = pk_pool_alloc(p.get());
     void *inner = static_cast<char *>(o) + 24;
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_pool_free(p.get(), inner);
         },
         fatal_report("interior pointer", "dbg", inner));
@@ -287,9 +271,8 @@ TEST(SafetyDebugDeathTest, WriteAfterFreeIsCaughtWhenTheObjectIsHandedOutAgain) 
     void *a = pk_pool_alloc(p.get());
     pk_pool_free(p.get(), a);
     SKIP_IF_TOOL_WATCHES(a, 40);
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             static_cast<unsigned char *>(a)[17] = 0x42;
             std::vector<void *> objs = alloc_n(p.get(), 2000); /* a comes out again */
             std::fprintf(stderr, "no report after %zu allocations\n", objs.size());
@@ -303,9 +286,8 @@ TEST(SafetyDebugDeathTest, WriteAfterFreeIsCaughtAtTrim) {
     void *a = pk_pool_alloc(p.get());
     pk_pool_free(p.get(), a);
     SKIP_IF_TOOL_WATCHES(a, 40);
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             static_cast<unsigned char *>(a)[0] = 0;
             pk_pool_trim(p.get());
             std::fprintf(stderr, "no report at trim\n");
@@ -318,9 +300,8 @@ TEST(SafetyDebugDeathTest, WriteAfterFreeIsCaughtAtDestroy) {
     void *a = pk_pool_alloc(p.get());
     pk_pool_free(p.get(), a);
     SKIP_IF_TOOL_WATCHES(a, 40);
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             static_cast<unsigned char *>(a)[39] ^= 0xFF;
             pk_pool_destroy(p.release());
             std::fprintf(stderr, "no report at destroy\n");
@@ -334,9 +315,8 @@ TEST(SafetyDebugDeathTest, OverflowIntoTheRedzoneIsCaughtAtFree) {
     void *o = pk_pool_alloc(p.get());
     SKIP_IF_TOOL_WATCHES(static_cast<char *>(o) + 40, 16);
     for (size_t past : {size_t(0), size_t(15)}) {
-        EXPECT_DEATH(
+        PKTEST_EXPECT_REPORT(
             {
-                pk_set_error_handler(print_fields_handler, nullptr);
                 static_cast<unsigned char *>(o)[40 + past] ^= 0x11;
                 pk_pool_free(p.get(), o);
             },
@@ -446,9 +426,8 @@ void expect_forged_link_reported(Forge forge) {
         GTEST_SKIP() << "a tool watches free objects and reports the write itself";
     }
     const void *forged = forge(keep);
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             write_word(a, forged);
             alloc_and_watch(p.get(), 500, forged, {keep});
             std::fprintf(stderr, "no report\n");
@@ -530,9 +509,8 @@ TEST(SafetyHardenedDeathTest, ForgedLinkInALimitedPoolIsReported) {
     pk_pool_free(p.get(), a);
     SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
     alignas(64) static char target[256];
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             write_word(a, target + 64);
             alloc_and_watch(p.get(), 500, target + 64, {keep});
             std::fprintf(stderr, "no report\n");
@@ -550,9 +528,8 @@ TEST(SafetyHardenedDeathTest, ForgedLinkIsReportedAtTrim) {
     pk_pool_free(p.get(), a);
     SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
     alignas(64) static char target[256];
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             write_word(a, target + 64);
             pk_pool_trim(p.get());
             std::fprintf(stderr, "no report at trim\n");
@@ -570,9 +547,8 @@ TEST(SafetyHardenedDeathTest, ForgedLinkIsReportedAtDestroy) {
     pk_pool_free(p.get(), a);
     SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
     alignas(64) static char target[256];
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             write_word(a, target + 64);
             pk_pool_destroy(p.release());
             std::fprintf(stderr, "no report at destroy\n");
@@ -593,9 +569,8 @@ TEST(SafetyHardenedDeathTest, LinearOverflowIntoTheNextSlotsLinkIsReported) {
         void *a = pk_pool_alloc(p.get());
         pk_pool_free(p.get(), a);
         SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
-        EXPECT_DEATH(
+        PKTEST_EXPECT_REPORT(
             {
-                pk_set_error_handler(print_fields_handler, nullptr);
                 static_cast<unsigned char *>(a)[0] ^= static_cast<unsigned char>(flip);
                 for (int i = 0; i < 500; i++) (void)pk_pool_alloc(p.get());
                 std::fprintf(stderr, "no report\n");
@@ -612,9 +587,8 @@ TEST(SafetyHardenedDeathTest, ImmediateDoubleFreeIsReported) {
     PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
     void *keep = pk_pool_alloc(p.get());
     void *a = pk_pool_alloc(p.get());
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_pool_free(p.get(), a);
             pk_pool_free(p.get(), a);
             std::fprintf(stderr, "no report\n");
@@ -631,9 +605,8 @@ TEST(SafetyHardenedDeathTest, FreeOfAForgedSlotAddressIsReported) {
     void *keep = pk_pool_alloc(p.get());
     void *fake = std::aligned_alloc(65536, 131072);
     char *forged = static_cast<char *>(fake) + reinterpret_cast<uintptr_t>(keep) % 65536;
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_pool_free(p.get(), forged);
             std::fprintf(stderr, "no report\n");
         },
@@ -646,9 +619,8 @@ TEST(SafetyHardenedDeathTest, FreeOfAForgedSlotAddressIsReported) {
 TEST(SafetyHardenedDeathTest, FreeOfAMallocPointer) {
     PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
     void *m = std::malloc(64);
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_pool_free(p.get(), m);
         },
         "HANDLER severity=FATAL what=[a-z ]+ pool=hard ptr=" + ptr_str(m) +
@@ -660,9 +632,8 @@ TEST(SafetyHardenedDeathTest, FreeOfAnInteriorPointer) {
     PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
     void *o = pk_pool_alloc(p.get());
     void *inner = static_cast<char *>(o) + 8;
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_pool_free(p.get(), inner);
         },
         "HANDLER severity=FATAL what=[a-z ]+ pool=hard ptr=" + ptr_str(inner) +
@@ -685,9 +656,8 @@ const pk_class kPlain = {"PlainObject", 40, nullptr};
 TEST(SafetyObjectDeathTest, OverReleaseInsideTheDeallocNamesTheClass) {
     void *obj = pk_new(&kSelfish);
     ASSERT_NE(obj, nullptr);
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_release(obj);
         },
         fatal_report("over-release", "Selfish", obj));
@@ -699,9 +669,8 @@ TEST(SafetyObjectDeathTest, OverReleaseAfterTheMemoryWentBackNamesTheClass) {
     ASSERT_NE(obj, nullptr);
     pk_release(obj);
     SKIP_IF_TOOL_WATCHES(static_cast<char *>(obj) - PK_OBJECT_HEADER_SIZE, PK_OBJECT_HEADER_SIZE);
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_release(obj);
         },
         fatal_report("over-release", "PlainObject", obj));
@@ -711,9 +680,8 @@ TEST(SafetyAutoreleaseDeathTest, PoppingAPoolTwiceIsReported) {
     pk_autorelease_pool a = pk_autorelease_push();
     pk_autorelease_pop(a);
     const void *token = reinterpret_cast<const void *>(a.token);
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_autorelease_pop(a);
         },
         "HANDLER severity=FATAL what=bad autorelease token pool=\\(null\\) ptr=" +
@@ -726,9 +694,8 @@ TEST(SafetyAutoreleaseDeathTest, PoppingAPoolPoppedWithItsOuterPoolIsReported) {
     pk_autorelease(pk_new(&kPlain));
     pk_autorelease_pop(outer);
     const void *token = reinterpret_cast<const void *>(inner.token);
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_autorelease_pop(inner);
         },
         "HANDLER severity=FATAL what=bad autorelease token pool=\\(null\\) ptr=" +
@@ -741,9 +708,8 @@ TEST(SafetyAutoreleaseDeathTest, PoppingAnotherThreadsPoolIsReported) {
     th.join();
     pk_autorelease_pool mine = pk_autorelease_push(); /* this thread has a live stack */
     const void *token = reinterpret_cast<const void *>(theirs.token);
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             pk_autorelease_pop(theirs);
         },
         "HANDLER severity=FATAL what=bad autorelease token pool=\\(null\\) ptr=" +
@@ -829,9 +795,8 @@ class SafetyHardenedEnvDeathTest : public SwitchOnDeathTest {
 /* A pool made without PK_POOL_HARDENED reports a forged free-list link
  * instead of handing out the memory it names. */
 TEST_F(SafetyHardenedEnvDeathTest, HardensAPoolCreatedWithoutTheFlag) {
-    EXPECT_DEATH(
+    PKTEST_EXPECT_REPORT(
         {
-            pk_set_error_handler(print_fields_handler, nullptr);
             PoolPtr p = make_pool(64, 0, 0, "plain");
             void *keep = pk_pool_alloc(p.get());
             void *a = pk_pool_alloc(p.get());

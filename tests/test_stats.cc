@@ -23,12 +23,6 @@ std::vector<pk_pool *> all_pools() {
     return v;
 }
 
-std::vector<void *> alloc_n(pk_pool *p, size_t n) {
-    std::vector<void *> v;
-    for (size_t i = 0; i < n; i++) v.push_back(pk_pool_alloc(p));
-    return v;
-}
-
 bool contains(const std::vector<pk_pool *> &v, const pk_pool *p) {
     return std::find(v.begin(), v.end(), p) != v.end();
 }

@@ -1,0 +1,243 @@
+/* Pools: memory going back: trim, release and destroy. */
+#include "support.h"
+
+#include <thread>
+
+using namespace pktest;
+
+/* ======================================================================
+ * trim and release
+ * ==================================================================== */
+
+TEST(PoolTrim, HundredThousandLive200ByteObjectsReserveAtMost110Percent) {
+    PoolPtr p = make_pool(200);
+    std::vector<void *> objs = alloc_n(p.get(), 100000);
+    ASSERT_EQ(objs.size(), 100000u);
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_LE(static_cast<double>(s.bytes_reserved), 1.10 * 100000 * 200)
+        << s.bytes_reserved << " bytes in " << s.slabs << " slabs";
+    free_all(p.get(), objs);
+}
+
+TEST(PoolTrim, AfterAllAreFreedAtMostOneSlabRemains) {
+    PoolPtr p = make_pool(200);
+    std::vector<void *> objs = alloc_n(p.get(), 100000);
+    ASSERT_EQ(objs.size(), 100000u);
+    pk_pool_stats full = stats_of(p.get());
+    free_all(p.get(), objs);
+    size_t before = stats_of(p.get()).bytes_reserved;
+    size_t released = pk_pool_trim(p.get());
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_LE(s.slabs, 1u);
+    EXPECT_EQ(s.live, 0u);
+    EXPECT_LE(s.bytes_reserved, full.bytes_reserved / 10)
+        << s.bytes_reserved << " bytes still reserved after trim";
+    EXPECT_EQ(released, before - s.bytes_reserved) << "trim returns the bytes it released";
+}
+
+TEST(PoolTrim, ReturnsZeroWhenThereIsNothingToGiveBack) {
+    PoolPtr p = make_pool(64);
+    EXPECT_EQ(pk_pool_trim(p.get()), 0u);
+    std::vector<void *> objs = alloc_n(p.get(), 10000);
+    free_all(p.get(), objs);
+    pk_pool_trim(p.get());
+    EXPECT_EQ(pk_pool_trim(p.get()), 0u);
+}
+
+TEST(PoolTrim, KeepsLiveObjectsAndGivesBackEmptySlabs) {
+    const size_t size = 96;
+    PoolPtr p = make_pool(size);
+    std::vector<void *> objs = alloc_n(p.get(), 50000);
+    ASSERT_EQ(objs.size(), 50000u);
+    pk_pool_stats full = stats_of(p.get());
+    /* free the lowest 90% by address: whole slabs become empty */
+    std::sort(objs.begin(), objs.end());
+    std::vector<void *> keep(objs.begin() + 45000, objs.end());
+    std::vector<void *> gone(objs.begin(), objs.begin() + 45000);
+    for (size_t i = 0; i < keep.size(); i++) fill_pattern(keep[i], size, i);
+    free_all(p.get(), gone);
+    pk_pool_trim(p.get());
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.live, keep.size());
+    size_t per_slab = full.bytes_reserved / std::max<size_t>(full.slabs, 1);
+    EXPECT_LE(s.bytes_reserved, full.bytes_reserved / 5 + 2 * per_slab);
+    for (size_t i = 0; i < keep.size(); i++) ASSERT_EQ(check_pattern(keep[i], size, i), size);
+    std::vector<void *> seen;
+    pk_pool_visit(p.get(), collect, &seen);
+    EXPECT_EQ(seen.size(), keep.size());
+    free_all(p.get(), keep);
+}
+
+TEST(PoolTrim, PoolWorksAfterTrim) {
+    PoolPtr p = make_pool(64);
+    for (int r = 0; r < 20; r++) {
+        std::vector<void *> objs = alloc_n(p.get(), 5000);
+        ASSERT_EQ(objs.size(), 5000u);
+        EXPECT_TRUE(no_overlap(objs, 64));
+        free_all(p.get(), objs);
+        pk_pool_trim(p.get());
+        EXPECT_EQ(stats_of(p.get()).live, 0u);
+    }
+}
+
+TEST(PoolTrim, ProcessResidentMemoryFalls) {
+    if (running_under_valgrind() || PKTEST_ASAN) GTEST_SKIP() << "resident size is the tool's here";
+    size_t base = rss_bytes();
+    if (base == 0) GTEST_SKIP() << "no /proc/self/status";
+    PoolPtr p = make_pool(200);
+    std::vector<void *> objs = alloc_n(p.get(), 200000);
+    for (void *o : objs) std::memset(o, 1, 200);
+    size_t full = rss_bytes();
+    if (full < base + (20u << 20)) GTEST_SKIP() << "resident size did not grow as expected";
+    free_all(p.get(), objs);
+    std::vector<void *>().swap(objs);
+    pk_pool_trim(p.get());
+    size_t after = rss_bytes();
+    EXPECT_LE(after, base + (full - base) / 4)
+        << "RSS " << base / 1024 << " KiB before, " << full / 1024 << " full, " << after / 1024 << " after trim";
+}
+
+/* With the purge delay at 0, empty slabs go back as they empty; with a
+ * delay they go back once unused for it (test_pool_purge.cc). */
+TEST(PoolRelease, EmptySlabsAreReleasedWithoutTrim) {
+    struct Delay {
+        long old = pk_set_purge_delay(0);
+        ~Delay() { pk_set_purge_delay(old); }
+    } delay;
+    PoolPtr p = make_pool(200);
+    std::vector<void *> objs = alloc_n(p.get(), 100000);
+    pk_pool_stats full = stats_of(p.get());
+    free_all(p.get(), objs);
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_TRUE(s.slabs_released > 0 || s.slabs < full.slabs)
+        << full.slabs << " slabs before, " << s.slabs << " after freeing all, " << s.slabs_released << " released";
+    EXPECT_LT(s.bytes_reserved, full.bytes_reserved / 2) << "most of the memory goes back without a trim";
+}
+
+TEST(PoolRelease, LoopAcrossASlabBoundaryDoesNotThrash) {
+    PoolPtr p = make_pool(64);
+    /* allocate until a new slab is opened; then the last objects sit at a slab
+     * boundary */
+    std::vector<void *> base;
+    size_t slabs = 0;
+    for (int i = 0; i < 1000000; i++) {
+        base.push_back(pk_pool_alloc(p.get()));
+        size_t now = stats_of(p.get()).slabs;
+        if (i > 0 && now > slabs && slabs > 0) break;
+        slabs = now;
+    }
+    for (size_t burst : {1u, 10u, 100u, 500u, 1000u}) {
+        uint64_t released0 = stats_of(p.get()).slabs_released;
+        size_t iters = std::max<size_t>(scaled(100000) / burst, 50);
+        std::vector<void *> objs;
+        for (size_t it = 0; it < iters; it++) {
+            objs = alloc_n(p.get(), burst);
+            free_all(p.get(), objs);
+            base.push_back(pk_pool_alloc(p.get())); /* step over the boundary ... */
+            pk_pool_free(p.get(), base.back());     /* ... and back */
+            base.pop_back();
+        }
+        uint64_t released = stats_of(p.get()).slabs_released - released0;
+        EXPECT_LE(released, 8u) << "burst " << burst << ": " << released << " slabs released in " << iters
+                                << " iterations";
+    }
+    free_all(p.get(), base);
+}
+
+/* ======================================================================
+ * destroy
+ * ==================================================================== */
+
+TEST(PoolDestroy, WithLiveObjectsReportsAWarningNamingThePoolAndCount) {
+    ErrorCapture errors;
+    PoolPtr p = make_pool(64, 0, 0, "leaking_pool");
+    std::vector<void *> objs = alloc_n(p.get(), 37);
+    p.reset();
+    std::vector<RecordedError> e = errors.errors();
+    ASSERT_GE(e.size(), 1u);
+    bool counted = false;
+    for (const RecordedError &r : e) {
+        EXPECT_EQ(r.severity, PK_WARNING) << r.message;
+        EXPECT_EQ(r.pool, "leaking_pool") << r.message;
+        EXPECT_NE(r.message.find("leaking_pool"), std::string::npos) << r.message;
+        if (r.message.find("37") != std::string::npos) counted = true;
+    }
+    EXPECT_TRUE(counted) << "the warning gives the number of live objects: " << e[0].message;
+}
+
+TEST(PoolDestroy, WithLiveObjectsInDebugModeReportsTheirAddresses) {
+    ErrorCapture errors;
+    PoolPtr p = make_pool(64, 0, PK_POOL_DEBUG, "debug_leak");
+    std::vector<void *> objs = alloc_n(p.get(), 3);
+    p.reset();
+    std::vector<RecordedError> e = errors.errors();
+    ASSERT_GE(e.size(), 1u);
+    for (void *o : objs) {
+        bool named = false;
+        for (const RecordedError &r : e)
+            if (r.ptr == o || r.message.find(ptr_str(o)) != std::string::npos) named = true;
+        EXPECT_TRUE(named) << "live object " << o << " not reported";
+    }
+    for (const RecordedError &r : e) EXPECT_EQ(r.severity, PK_WARNING);
+}
+
+TEST(PoolDestroy, WithNoLiveObjectsReportsNothing) {
+    ErrorCapture errors;
+    for (unsigned flags : {0u, unsigned(PK_POOL_LOCAL), unsigned(PK_POOL_DEBUG), unsigned(PK_POOL_HARDENED)}) {
+        PoolPtr p = make_pool(64, 0, flags);
+        std::vector<void *> objs = alloc_n(p.get(), 1000);
+        free_all(p.get(), objs);
+        objs = alloc_n(p.get(), 10); /* some objects now sit in this thread's cache */
+        free_all(p.get(), objs);
+    }
+    EXPECT_EQ(errors.count(), 0u);
+}
+
+TEST(PoolDestroy, FromAnotherThread) {
+    PoolPtr p = make_pool(64);
+    std::vector<void *> objs = alloc_n(p.get(), 1000);
+    free_all(p.get(), objs);
+    objs = alloc_n(p.get(), 10);
+    free_all(p.get(), objs);
+    pk_pool *raw = p.release();
+    std::thread t([raw] { pk_pool_destroy(raw); });
+    t.join();
+    /* this thread's cache for the destroyed pool must not leak into new pools */
+    for (int i = 0; i < 100; i++) {
+        PoolPtr q = make_pool(64);
+        std::vector<void *> o = alloc_n(q.get(), 100);
+        for (void *x : o) ASSERT_EQ(pk_pool_owner(x), q.get());
+        ASSERT_TRUE(no_overlap(o, 64));
+        ASSERT_EQ(stats_of(q.get()).live, 100u);
+        free_all(q.get(), o);
+    }
+}
+
+TEST(PoolDestroy, ThreadCacheOfADestroyedPoolIsNotHandedToTheNextPool) {
+    const size_t rounds = scaled(2000, 50);
+    for (size_t i = 0; i < rounds; i++) {
+        PoolPtr a = make_pool(48);
+        std::vector<void *> objs = alloc_n(a.get(), 20);
+        free_all(a.get(), objs); /* cached by this thread */
+        a.reset();
+        PoolPtr b = make_pool(48);
+        objs = alloc_n(b.get(), 20);
+        for (void *o : objs) ASSERT_EQ(pk_pool_owner(o), b.get()) << "iteration " << i;
+        ASSERT_EQ(stats_of(b.get()).live, 20u);
+        free_all(b.get(), objs);
+    }
+}
+
+TEST(PoolDestroy, ManyPoolsAtOnce) {
+    std::vector<PoolPtr> pools;
+    std::vector<void *> objs;
+    for (int i = 0; i < 2000; i++) {
+        pools.push_back(make_pool(16 + 8 * static_cast<size_t>(i % 50)));
+        ASSERT_NE(pools.back().get(), nullptr) << "pool " << i;
+        objs.push_back(pk_pool_alloc(pools.back().get()));
+    }
+    for (size_t i = 0; i < pools.size(); i++) {
+        ASSERT_EQ(pk_pool_owner(objs[i]), pools[i].get());
+        pk_pool_free(pools[i].get(), objs[i]);
+    }
+}
