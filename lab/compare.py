@@ -19,6 +19,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402  (the sections that compute the ratios)
+from labreport import common  # noqa: E402
+
 
 THRESHOLD = 0.10
 
@@ -27,8 +29,8 @@ def ratios_of(path):
     with open(path) as f:
         data = json.load(f)
     res = report.Results(data)
-    report.HAVE_MPL = False  # numbers only: no charts
-    report.RATIOS.clear()
+    report.chartlib.HAVE_MPL = False  # numbers only: no charts
+    common.RATIOS.clear()
     for name, fn in report.SECTIONS:
         if name in res.exps:
             try:
@@ -36,13 +38,13 @@ def ratios_of(path):
             except Exception as e:  # one broken section must not lose the rest
                 print("compare: section {} failed on {}: {}".format(name, path, e), file=sys.stderr)
     out = {}
-    for study, label, value, rng in report.RATIOS:
+    for study, label, value, rng in common.RATIOS:
         out.setdefault((study, label), (value, rng))
     return data, out
 
 
 def fmt(v):
-    return report.fmt(v) if v is not None else "–"
+    return common.fmt(v) if v is not None else "–"
 
 
 def cell(value, rng):

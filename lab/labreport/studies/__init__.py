@@ -1,0 +1,1 @@
+"""One module per experiment, each with the section that reports it."""

@@ -1,0 +1,67 @@
+"""The report's section for the peers experiment."""
+
+from labreport import charts as chartlib
+from labreport.common import extra, fmt, na_lines, table
+
+
+def peers(res, charts, outdir):
+    exp = "peers"
+    subs = res.subjects(exp)
+    sizes = sorted({int(r["params"]["size"]) for r in res.rows(exp) if "size" in r["params"]})
+    md = ["## peers: hot loop and batch loop, every allocator", ""]
+    ranks = {}
+    for loop, what in (("hot", "allocate+touch+free"), ("batch", "object, batches of 1,024 freed in random order")):
+        md.append("**{} loop**: ns per {}, net of the empty loop (median)".format(loop, what))
+        md.append("")
+        body = []
+        for s in subs:
+            if s == "empty loop":
+                continue
+            cells = []
+            for z in sizes:
+                r = res.find(exp, s, loop=loop, size=z)
+                cells.append(fmt(extra(r, "net")) if r and r.get("available") else "–")
+            if all(c == "–" for c in cells):
+                continue
+            body.append([s] + cells)
+        body.append(["(empty loop, gross)"] + [fmt(res.med(exp, "empty loop", loop=loop, size=z))
+                                                for z in sizes])
+        md.append(table(["allocator"] + ["{} B".format(z) for z in sizes], body))
+        md.append("")
+        if loop == "hot":
+            for z in sizes:
+                nets = sorted((extra(res.find(exp, s, loop="hot", size=z), "net"), s) for s in subs
+                              if s != "empty loop" and extra(res.find(exp, s, loop="hot", size=z), "net")
+                              is not None)
+                ranks[z] = [s for _, s in nets]
+    pk_rank = {z: (r.index("poolkit pk_pool") + 1 if "poolkit pk_pool" in r else None, len(r))
+               for z, r in ranks.items()}
+    firsts = {z: r[0] for z, r in ranks.items() if r}
+    finding = "**Finding.** In the hot loop, pk_pool ranks " + ", ".join(
+        "{} of {} at {} B".format(rk, n, z) for z, (rk, n) in pk_rank.items() if rk) + "; "
+    finding += "the fastest rows: " + ", ".join("{} B {}".format(z, s) for z, s in firsts.items()) + "."
+    md += [finding, ""]
+    na = na_lines(res, exp)
+    if na:
+        md += [na, ""]
+    if chartlib.HAVE_MPL and sizes:
+        shown = [s for s in subs if s != "empty loop"
+                 and any(extra(res.find(exp, s, loop="hot", size=z), "net") is not None for z in sizes)]
+        fig, ax = chartlib.plt.subplots(figsize=(11, 5))
+        width = 0.8 / max(len(shown), 1)
+        for i, s in enumerate(shown):
+            vals = [extra(res.find(exp, s, loop="hot", size=z), "net") for z in sizes]
+            vals = [max(v, 0.1) if v is not None else 0 for v in vals]
+            ax.bar([k + i * width for k in range(len(sizes))], vals, width, label=s, color=chartlib.color(s))
+        ax.set_xticks([k + 0.4 - width / 2 for k in range(len(sizes))])
+        ax.set_xticklabels(["{} B".format(z) for z in sizes])
+        ax.set_yscale("log")
+        ax.set_ylabel("net ns per allocate+touch+free (log; floor 0.1)")
+        ax.set_title("peers: hot loop, per allocator and size")
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=7, ncol=3)
+        chartlib.save(fig, outdir, "hot_loop.png", charts)
+    firsts_pk = sum(1 for s in firsts.values() if s.startswith("poolkit"))
+    head = ("peers (hot loop)", "sizes where a poolkit row is the fastest", "–",
+            "{} of {}".format(firsts_pk, len(firsts)), "")
+    return md, head

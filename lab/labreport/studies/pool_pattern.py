@@ -1,0 +1,83 @@
+"""The report's section for the pool-pattern experiment."""
+
+from labreport import charts as chartlib
+from labreport.common import extra, fmt, na_lines, note_ratio, ratio, table, times, value
+
+
+SIZES = ["small", "medium", "big"]
+
+
+def pool_pattern(res, charts, outdir):
+    exp = "pool-pattern"
+    subs = res.subjects(exp)
+    md = ["## pool-pattern: the typed memory pool benchmark (Zig, 2023)", "",
+          "ns per round (median), net of the empty loop, and peak RSS of each contender's "
+          "child process. Published: µs per operation for the general-purpose allocator / "
+          "arena / pool.", ""]
+    pubs = ["Zig 2023: general-purpose allocator", "Zig 2023: ArenaAllocator", "Zig 2023: MemoryPool"]
+    for size in SIZES:
+        r0 = next((r for r in res.rows(exp) if r["params"].get("size") == size
+                   and r["family"] != "published"), None)
+        rounds = r0["params"].get("rounds") if r0 else None
+        pv = [res.med(exp, p, size=size) for p in pubs]
+        md.append("**{}** ({} rounds; published: raw {} µs, arena {} µs, pool {} µs)".format(
+            size, fmt(rounds), *[fmt(v / 1000 if v else None) for v in pv]))
+        md.append("")
+        body = []
+        for s in subs:
+            r = res.find(exp, s, size=size)
+            if not r or not r.get("available"):
+                continue
+            body.append([s, fmt(value(r)), "{} – {}".format(fmt(r["min"]), fmt(r["max"])),
+                         fmt(extra(r, "net")), fmt(extra(r, "allocs")), fmt(extra(r, "peak_live")),
+                         fmt(extra(r, "peak_rss_kb"))])
+        md.append(table(["contender", "ns/round", "min – max", "net ns", "allocs", "peak live",
+                         "peak RSS KiB"], body))
+        md.append("")
+    # decisive: raw (glibc) ÷ pool (pk_pool), net, per size, against published raw ÷ pool
+    parts, lowest = [], []
+    for size in SIZES:
+        g = extra(res.find(exp, "glibc malloc", size=size), "net")
+        p = extra(res.find(exp, "poolkit pk_pool", size=size), "net")
+        pr, pp = res.med(exp, pubs[0], size=size), res.med(exp, pubs[2], size=size)
+        parts.append((size, ratio(g, p), ratio(pr, pp)))
+        nets = [(extra(res.find(exp, s, size=size), "net"), s) for s in subs if s != "empty loop"]
+        nets = [(v, s) for v, s in nets if v is not None]
+        if nets:
+            lowest.append((size, min(nets)[1]))
+    finding = "**Finding.** The study's pool beat the general-purpose allocator by " + ", ".join(
+        "{} ({})".format(times(pub), size) for size, _, pub in parts) + "; here pk_pool against "
+    finding += "glibc malloc, net of the harness: " + ", ".join(
+        "{} ({})".format(times(mine), size) for size, mine, _ in parts) + ". "
+    if lowest:
+        finding += "Lowest net cost: " + ", ".join("{} {}".format(size, s) for size, s in lowest) + "."
+    md += [finding, ""]
+    na = na_lines(res, exp)
+    if na:
+        md += [na, ""]
+    if chartlib.HAVE_MPL:
+        shown = [s for s in subs if s != "empty loop"
+                 and any(extra(res.find(exp, s, size=z), "net") is not None for z in SIZES)]
+        fig, ax = chartlib.plt.subplots(figsize=(10, 5))
+        width = 0.8 / max(len(shown), 1)
+        for i, s in enumerate(shown):
+            vals = [extra(res.find(exp, s, size=z), "net") for z in SIZES]
+            vals = [max(v, 0.5) if v is not None else 0 for v in vals]
+            ax.bar([k + i * width for k in range(len(SIZES))], vals, width, label=s, color=chartlib.color(s))
+        ax.set_xticks([k + 0.4 - width / 2 for k in range(len(SIZES))])
+        ax.set_xticklabels(["small (1 B)", "medium (8 KiB)", "big (1 MiB)"])
+        ax.set_yscale("log")
+        ax.set_ylabel("net ns per round (log; floor 0.5)")
+        ax.set_title("pool-pattern: net cost per size")
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+        chartlib.save(fig, outdir, "pattern_net.png", charts)
+    small = [m for s, m, _ in parts if s == "small"][0]
+    big = [m for s, m, _ in parts if s == "big"][0]
+    note_ratio("pool-pattern", "general-purpose ÷ pool, net, small", small)
+    note_ratio("pool-pattern", "general-purpose ÷ pool, net, big", big)
+    head = ("Typed memory pool benchmark (Zig, 2023)", "general-purpose ÷ pool, net (small / big)",
+            "{} / {}".format(times(parts[0][2]), times(parts[2][2])),
+            "{} / {}".format(times(small), times(big)),
+            "holds" if small and big and small > 1 and big > 1 else "does not hold")
+    return md, head
