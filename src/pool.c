@@ -491,10 +491,10 @@ static PK_NOINLINE void free_far(pk_pool *p, tc_slot *c, void *obj) {
 void pk__pool_free_slow(pk_pool *p, void *obj) {
     if (p->hard.cache) {
         /* The list's head is a checked slot of the pool: an object in its
-         * slab, on a slot boundary, is one too; one in another slab is
-         * looked up in the address map. Anything else (a foreign pointer, a
-         * full or empty list, a double free) takes the generic path, whose
-         * checks report it. */
+         * slab, on a slot boundary, is one too; anything else (another slab,
+         * an empty list) is looked up in the address map, and what fails
+         * there (a foreign pointer) takes the generic path, which reports
+         * it, as it does the head freed again and a full list. */
         tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.cache);
         char *head = tc_head(c);
         intptr_t room = tc_room(c);
