@@ -13,9 +13,16 @@
  *   rest of the previous chunk is abandoned, so marks stay (chunk, offset)).
  * - A chunk we leave records its position in `top`, so a mark that lies
  *   beyond where the arena stopped in that chunk can be told from a good one.
- * - Rewind keeps at most one freed normal chunk as a spare, so a loop that
- *   saves, allocates across a chunk boundary and rewinds reuses it instead
- *   of calling mmap and munmap on every turn. Reset and destroy drop it.
+ * - Normal chunks that rewind and reset free wait on the arena's spare list
+ *   (linked through prev, newest first, the time they were freed in top) for
+ *   the purge delay (pk_set_purge_delay), and growth takes them before it
+ *   asks the system: an arena reset once per phase, request or frame faults
+ *   none of its memory back in, and a loop that saves, allocates across a
+ *   chunk boundary and rewinds calls neither mmap nor munmap. Spares idle
+ *   past the delay go back on the arena's next rewind past a chunk or reset
+ *   (an arena no one calls keeps them until destroy); with delay 0, one
+ *   spare is kept and the rest go at once. Chunks of their own
+ *   (larger than a normal chunk) go back at once.
  * - Memory is not zeroed on reuse: arenas promise nothing about contents.
  */
 #include "internal.h"
@@ -36,7 +43,7 @@ struct pk_arena {
     char *ptr;         /* next free byte in cur */
     char *end;         /* end of cur's usable bytes */
     chunk *cur;        /* newest chunk */
-    chunk *spare;      /* a freed normal chunk kept for reuse, or NULL */
+    chunk *spare;      /* freed normal chunks kept for reuse (the spare list), or NULL */
     size_t chunk_size; /* normal chunk size: a multiple of the page size */
 };
 
@@ -79,19 +86,38 @@ static void make_current(pk_arena *a, chunk *c, size_t used) {
     a->end = usable_end(a, c);
 }
 
-/* Frees one chunk that rewind gave up. Rewind drops chunks newest first, so
- * replacing the spare keeps the oldest normal one: the chunk the next
- * allocation past the mark went into before, and will go into again. */
-static void drop_chunk(pk_arena *a, chunk *c) {
+static void unmap_chunk(chunk *c) {
+    account(0, -(long)c->size);
+    os_unmap(c, c->size);
+}
+
+/* Gives back the spares freed at least the purge delay before now; with
+ * delay 0, all but the newest. */
+static void purge_spares(pk_arena *a, uint64_t now) {
+    uint64_t delay = (uint64_t)options_purge_delay_ms();
+    chunk **at = &a->spare;
+    if (delay == 0 && *at) at = &(*at)->prev;
+    while (*at) {
+        chunk *c = *at;
+        if (delay && now - c->top < delay) {
+            at = &c->prev;
+            continue;
+        }
+        *at = c->prev;
+        unmap_chunk(c);
+    }
+}
+
+/* Frees one chunk that rewind or reset gave up. Rewind drops chunks newest
+ * first, so the oldest lands at the head of the spare list: the chunk the
+ * next allocation past the mark went into before, and will go into again. */
+static void drop_chunk(pk_arena *a, chunk *c, uint64_t now) {
     if (c->size != a->chunk_size) {
-        account(0, -(long)c->size);
-        os_unmap(c, c->size);
+        unmap_chunk(c);
         return;
     }
-    if (a->spare) {
-        account(0, -(long)a->spare->size);
-        os_unmap(a->spare, a->spare->size);
-    }
+    c->prev = a->spare;
+    c->top = now;
     a->spare = c;
 }
 
@@ -122,15 +148,19 @@ pk_arena *pk_arena_create(size_t chunk_size) {
 
 void pk_arena_destroy(pk_arena *arena) {
     if (!arena) return;
-    chunk *home = home_of(arena), *spare = arena->spare;
-    size_t bytes = home->size + (spare ? spare->size : 0);
+    chunk *home = home_of(arena);
+    size_t bytes = home->size;
+    for (chunk *c = arena->spare, *prev; c; c = prev) {
+        prev = c->prev;
+        bytes += c->size;
+        os_unmap_later(c, c->size, os_page_size());
+    }
     for (chunk *c = arena->cur, *prev; c != home; c = prev) {
         prev = c->prev;
         bytes += c->size;
         os_unmap_later(c, c->size, os_page_size());
     }
     account(-1, -(long)bytes);
-    if (spare) os_unmap_later(spare, spare->size, os_page_size());
     os_unmap_later(home, home->size, os_page_size()); /* last: the arena lives in it */
 }
 
@@ -163,10 +193,14 @@ static bool grow(pk_arena *a, size_t size, size_t align) {
     size_t need = start + size;
     chunk *c;
     if (need <= a->chunk_size && align <= page) {
-        c = a->spare ? a->spare : os_map_reuse(a->chunk_size, page);
-        if (!c) return false;
-        if (!a->spare) account(0, (long)a->chunk_size);
-        a->spare = NULL;
+        c = a->spare;
+        if (c) {
+            a->spare = c->prev;
+        } else {
+            c = os_map_reuse(a->chunk_size, page);
+            if (!c) return false;
+            account(0, (long)a->chunk_size);
+        }
         c->size = a->chunk_size;
     } else {
         size_t bytes = align_up(need, page);
@@ -237,10 +271,12 @@ static PK_NOINLINE void rewind_slow(pk_arena *a, pk_arena_mark m) {
         bad_mark(a, m, "it lies beyond where the arena left its chunk");
         return;
     }
+    uint64_t now = os_now_ms();
     for (chunk *x = a->cur, *prev; x != c; x = prev) {
         prev = x->prev;
-        drop_chunk(a, x);
+        drop_chunk(a, x, now);
     }
+    purge_spares(a, now);
     make_current(a, c, m.used);
 }
 
@@ -253,19 +289,17 @@ void pk_arena_rewind(pk_arena *arena, pk_arena_mark mark) {
     rewind_slow(arena, mark);
 }
 
-/* The chunk kept is the home chunk: it holds the arena, and it is of normal
- * size, as large as any other chunk that could be kept. */
+/* The chunk kept current is the home chunk: it holds the arena, and it is
+ * of normal size, as large as any other chunk that could be kept. The others
+ * go to the spare list (oversized ones back to the system). */
 void pk_arena_reset(pk_arena *arena) {
     chunk *home = home_of(arena);
-    size_t bytes = arena->spare ? arena->spare->size : 0;
+    uint64_t now = os_now_ms();
     for (chunk *c = arena->cur, *prev; c != home; c = prev) {
         prev = c->prev;
-        bytes += c->size;
-        os_unmap(c, c->size);
+        drop_chunk(arena, c, now);
     }
-    if (arena->spare) os_unmap(arena->spare, arena->spare->size);
-    account(0, -(long)bytes);
-    arena->spare = NULL;
+    purge_spares(arena, now);
     make_current(arena, home, CHUNK_HDR);
 }
 
@@ -276,8 +310,8 @@ void pk_arena_stats_get(pk_arena *arena, pk_arena_stats *out) {
         out->bytes_reserved += c->size;
         out->chunks++;
     }
-    if (arena->spare) {
-        out->bytes_reserved += arena->spare->size;
+    for (chunk *c = arena->spare; c; c = c->prev) {
+        out->bytes_reserved += c->size;
         out->chunks++;
     }
 }

@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csetjmp>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 #include <vector>
 
 #include <sys/mman.h>
@@ -248,7 +251,10 @@ TEST(Arena, MarksNest) {
     pk_arena_destroy(a);
 }
 
+/* With purge delay 0 (nothing kept for later) a rewind gives the newer
+ * chunks back at once, but one. */
 TEST(Arena, RewindAcrossChunkBoundariesFreesTheNewerChunks) {
+    long old = pk_set_purge_delay(0);
     pk_arena *a = pk_arena_create(4096);  // one page per chunk: a page is a chunk
     unsigned char *before = alloc_bytes(a, 64);
     memset(before, 5, 64);
@@ -269,6 +275,42 @@ TEST(Arena, RewindAcrossChunkBoundariesFreesTheNewerChunks) {
     EXPECT_EQ(alloc_bytes(a, 100), first);
     EXPECT_TRUE(all_bytes_are(before, 64, 5));
     pk_arena_destroy(a);
+    pk_set_purge_delay(old);
+}
+
+/* An arena reset once per phase: the next phase's chunks are the last
+ * one's, with no page request, for as long as the purge delay; then they go
+ * back to the system on the next reset. */
+TEST(Arena, PhasesAfterAResetReuseTheChunksUntilThePurgeDelay) {
+    long old = pk_set_purge_delay(60000);
+    pk_arena *a = pk_arena_create(4096);
+    auto phase = [&] {
+        std::vector<unsigned char *> got;
+        for (int i = 0; i < 200; i++) got.push_back(alloc_bytes(a, 1000));
+        return got;
+    };
+    std::vector<unsigned char *> first = phase();
+    pk_arena_reset(a);
+    unsigned long before = pk_fault_requests();
+    for (int round = 0; round < 5; round++) {
+        phase();
+        pk_arena_reset(a);
+    }
+    EXPECT_EQ(pk_fault_requests(), before) << "a phase after a reset asked the system for memory";
+    pk_arena_stats st;
+    pk_arena_stats_get(a, &st);
+    EXPECT_GE(st.chunks, 40u) << "the spares are counted";
+
+    pk_set_purge_delay(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    pk_arena_reset(a); /* the spares idle past the delay go now */
+    pk_arena_stats_get(a, &st);
+    EXPECT_EQ(st.chunks, 1u);
+    size_t gone = 0;
+    for (unsigned char *p : first) gone += !is_mapped(p);
+    EXPECT_GT(gone, first.size() / 2) << "the spares' pages are still mapped";
+    pk_arena_destroy(a);
+    pk_set_purge_delay(old);
 }
 
 TEST(Arena, RewindLoopAcrossABoundaryReusesASpareChunk) {

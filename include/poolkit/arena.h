@@ -51,17 +51,21 @@ PK_API char *pk_arena_strdup(pk_arena *arena, const char *s);
 PK_API pk_arena_mark pk_arena_save(pk_arena *arena);
 
 /* Frees everything allocated since mark was taken; the mark stays usable.
- * Chunks made after the mark go back to the system, but one is kept as a
- * spare so that a loop of save, allocate, rewind does not call the system
- * each turn. Rewinding to a mark that is no longer in the arena's past (it
+ * Chunks made after the mark are kept as spares for the next growth of the
+ * arena, so that a loop of save, allocate, rewind does not call the system
+ * each turn; spares unused for the purge delay (pk_set_purge_delay) go back
+ * to the system on a later rewind or reset (with delay 0: all but one, at
+ * once). Chunks larger than a normal chunk go back at once. Rewinding to a mark that is no longer in the arena's past (it
  * was rewound past, or the arena was reset since) is misuse: it is reported
  * as the fatal error "bad arena mark" (error.h) whenever the mark's chunk no
  * longer belongs to the arena or the mark lies past the arena's position in
  * its chunk; otherwise it cannot be told from a good mark. */
 PK_API void pk_arena_rewind(pk_arena *arena, pk_arena_mark mark);
 
-/* Frees everything, keeping one normal-size chunk for reuse; every earlier
- * mark becomes invalid. */
+/* Frees everything; every earlier mark becomes invalid. The first chunk
+ * stays current, and the others are kept as spares exactly as
+ * pk_arena_rewind keeps them: an arena reset once per phase, request or
+ * frame faults none of its memory back in. */
 PK_API void pk_arena_reset(pk_arena *arena);
 
 /* An arena's figures, filled by pk_arena_stats_get. */
