@@ -40,7 +40,7 @@ static pattern patterns[3] = {
 };
 
 #define SEED 0x5EEDF00Dull
-#define OPEN_MAX 512 /* len(open) never exceeds 256: at 256 every round frees */
+#define OPEN_MAX SHARED_PATTERN_OPEN_MAX /* lab/shared.h */
 
 enum { C_EMPTY, C_NAIVE, C_GLIBC, C_ARENA, C_POOL, NCONT };
 static const char *cont_label[NCONT] = {

@@ -201,72 +201,10 @@ static inline size_t bench_rss_bytes(void) {
     return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* A "Vm...:" field of /proc/self/status (VmHWM, VmRSS) in bytes. */
-static inline size_t bench_status_bytes(const char *field) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return 0;
-    char line[256];
-    size_t n = strlen(field), kib = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, field, n) == 0 && line[n] == ':') {
-            kib = (size_t)strtoull(line + n + 1, NULL, 10);
-            break;
-        }
-    }
-    fclose(f);
-    return kib * 1024;
-}
-
-/* ---- running a contender in a child process ----
- *
- * fn runs in a forked child and fills out[0..n-1] (times, counts); the child
- * adds its peak RSS growth (VmHWM at the end minus VmRSS at the start; the
- * kernel resets the high-water mark at fork) as out[n]. Returns 0, or -1 if
- * the child failed, in which case out[] is zero. */
-typedef void (*bench_child_fn)(void *arg, double *out);
-
-static inline int bench_in_child(bench_child_fn fn, void *arg, double *out, int n) {
-    int fd[2];
-    memset(out, 0, sizeof(double) * (size_t)(n + 1));
-    fflush(stdout);
-    fflush(stderr);
-    if (pipe(fd) != 0) return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        close(fd[0]);
-        double res[BENCH_MAX_REPS];
-        memset(res, 0, sizeof res);
-        size_t start = bench_status_bytes("VmRSS");
-        fn(arg, res);
-        size_t hwm = bench_status_bytes("VmHWM");
-        res[n] = hwm > start ? (double)(hwm - start) : 0.0;
-        ssize_t w = write(fd[1], res, sizeof(double) * (size_t)(n + 1));
-        fflush(stdout);
-        _exit(w == (ssize_t)(sizeof(double) * (size_t)(n + 1)) ? 0 : 1);
-    }
-    close(fd[1]);
-    size_t want = sizeof(double) * (size_t)(n + 1), got = 0;
-    while (got < want) {
-        ssize_t r = read(fd[0], (char *)out + got, want - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    close(fd[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (got != want || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        memset(out, 0, want);
-        return -1;
-    }
-    return 0;
-}
+/* Running a contender in a child process: shared_in_child (lab/shared.h);
+ * out[n] is the child's peak RSS growth in bytes. */
+typedef shared_child_fn bench_child_fn;
+#define bench_in_child shared_in_child
 
 /* ---- tables ---- */
 

@@ -33,7 +33,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#define LAB_PATTERN_CAP 1024 /* len(open) never passes 257: at 256, fill is 1 */
+#define LAB_PATTERN_CAP SHARED_PATTERN_OPEN_MAX /* lab/shared.h */
 
 /* The pool-pattern loop (PROTOCOL.md). ALLOC(ctx, size) and FREE(ctx, p, size)
  * as in the adapters; sets ns (double) to the time of the rounds, st->allocs

@@ -1,8 +1,9 @@
 /* What bench/ and the lab share, written once: the fixed-seed random source
  * both use (splitmix64; PROTOCOL.md fixes it and the seed 0x5eed, so a
  * random order is the same order in `make bench` and in `pk-lab`), the
- * random permutation built from it, and the machine's CPU name for the
- * lines both print. Header-only: each builds it into its own programs
+ * random permutation built from it, the machine's CPU name for the lines
+ * both print, the child-process runner every memory figure comes from, and
+ * the pattern workload's bound. Header-only: each builds it into its own programs
  * (workset.h, the working-set loop, is shared the same way). */
 #ifndef PK_LAB_SHARED_H
 #define PK_LAB_SHARED_H
@@ -11,6 +12,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct shared_rng {
     uint64_t state;
@@ -65,5 +71,80 @@ static inline void shared_cpu_model(char *out, size_t len) {
     }
     fclose(f);
 }
+
+/* A "Vm...:" field of /proc/self/status (VmHWM, VmRSS), in bytes. */
+static inline size_t shared_status_bytes(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t n = strlen(field), kib = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, field, n) == 0 && line[n] == ':') {
+            kib = (size_t)strtoull(line + n + 1, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return kib * 1024;
+}
+
+/* ---- running a contender in a child process ----
+ *
+ * fn runs in a forked child, so each measurement starts from a fresh heap
+ * and its memory is its own; it fills out[0..n-1] (n <= SHARED_CHILD_MAX)
+ * and the child adds its peak RSS growth in bytes as out[n] (VmHWM at the
+ * end minus VmRSS at the start: the kernel starts the high-water mark
+ * afresh at fork). Returns 0, or -1 if the child failed (out[] all zero). */
+#define SHARED_CHILD_MAX 64
+typedef void (*shared_child_fn)(void *arg, double *out);
+
+static inline int shared_in_child(shared_child_fn fn, void *arg, double *out, int n) {
+    int fd[2];
+    size_t want = sizeof(double) * (size_t)(n + 1), got = 0;
+    memset(out, 0, want);
+    if (n < 0 || n > SHARED_CHILD_MAX) return -1;
+    fflush(stdout);
+    fflush(stderr);
+    if (pipe(fd) != 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        double res[SHARED_CHILD_MAX + 1];
+        memset(res, 0, sizeof res);
+        size_t start = shared_status_bytes("VmRSS");
+        fn(arg, res);
+        size_t hwm = shared_status_bytes("VmHWM");
+        res[n] = hwm > start ? (double)(hwm - start) : 0.0;
+        ssize_t w = write(fd[1], res, want);
+        fflush(stdout);
+        _exit(w == (ssize_t)want ? 0 : 1);
+    }
+    close(fd[1]);
+    while (got < want) {
+        ssize_t r = read(fd[0], (char *)out + got, want - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (got != want || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        memset(out, 0, want);
+        return -1;
+    }
+    return 0;
+}
+
+/* The pool-pattern workload's list of open objects (bench_pattern, the
+ * lab's pool-pattern experiment): its length never passes 257 (at 256
+ * every round frees), so twice that is room to spare. */
+#define SHARED_PATTERN_OPEN_MAX 512
 
 #endif

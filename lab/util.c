@@ -114,63 +114,10 @@ const char *lab_scratch_dir(void) {
     return dir;
 }
 
-/* A "Vm...:" field of /proc/self/status, in KiB. */
-static double status_kib(const char *field) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return 0;
-    char line[256];
-    size_t n = strlen(field);
-    double kib = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (!strncmp(line, field, n) && line[n] == ':') {
-            kib = strtod(line + n + 1, NULL);
-            break;
-        }
-    }
-    fclose(f);
-    return kib;
-}
-
+/* shared_in_child (lab/shared.h), with the peak RSS growth in KiB as the
+ * lab's rows keep it. */
 int lab_in_child(lab_child_fn fn, void *arg, double *out, int n) {
-    int fd[2];
-    size_t want = sizeof(double) * (size_t)(n + 1);
-    memset(out, 0, want);
-    fflush(stdout);
-    fflush(stderr);
-    if (pipe(fd) != 0) return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        close(fd[0]);
-        double res[LAB_MAX_REPS + 1] = {0};
-        /* The kernel starts the child's high-water mark at its RSS after
-         * fork; the growth from here is the contender's. */
-        double start = status_kib("VmRSS");
-        fn(arg, res);
-        double hwm = status_kib("VmHWM");
-        res[n] = hwm > start ? hwm - start : 0;
-        ssize_t w = write(fd[1], res, want);
-        _exit(w == (ssize_t)want ? 0 : 1);
-    }
-    close(fd[1]);
-    size_t got = 0;
-    while (got < want) {
-        ssize_t r = read(fd[0], (char *)out + got, want - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    close(fd[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (got != want || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        memset(out, 0, want);
-        return -1;
-    }
-    return 0;
+    int rc = shared_in_child(fn, arg, out, n);
+    out[n] /= 1024.0;
+    return rc;
 }
