@@ -14,6 +14,7 @@
 #include "lab.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,10 +84,18 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* out[0] ns for the rounds (median of the runs), [1] allocations and [2]
+ * peak live objects per run, [3] and [4] poolkit's own report of its memory
+ * (lab_pk_memory_end; NaN for the peers); out[5] (lab_in_child) peak RSS
+ * growth in KiB. */
 static void child(void *argp, double *out) {
     child_arg *c = (child_arg *)argp;
     lab_pattern_stats st = {0, 0};
     long warm = c->rounds / 10 > 0 ? c->rounds / 10 : 1;
+    bool ours = !strcmp(c->a->family, "poolkit");
+    lab_pk_memory pkm;
+    out[3] = out[4] = NAN;
+    if (ours) lab_pk_memory_begin(&pkm);
     void *ctx = c->a->open(c->s->bytes);
     c->a->pattern(ctx, c->s->bytes, warm, &st); /* warm-up, same context */
     double runs[15], spent = 0;
@@ -99,6 +108,7 @@ static void child(void *argp, double *out) {
     out[0] = k % 2 ? runs[k / 2] : (runs[k / 2 - 1] + runs[k / 2]) / 2;
     out[1] = (double)st.allocs;
     out[2] = (double)st.peak_live;
+    if (ours) lab_pk_memory_end(&pkm, out + 3);
     c->a->close(ctx);
 }
 
@@ -107,7 +117,7 @@ static void run(int rep) {
         const struct size_case *s = &sizes[k];
         long rounds = lab_warm(rounds_of(s));
         lab_params ps = params_of(s);
-        double ns_round[NCONT], res[NCONT][4];
+        double ns_round[NCONT], res[NCONT][6];
         int ok[NCONT];
         /* Rotate the starting contender each repetition, so that none is
          * always first after a size change. */
@@ -118,7 +128,7 @@ static void run(int rep) {
             if (!a || !a->available || !a->pattern) continue;
             lab_progress(a->subject, s->name);
             child_arg c = {a, s, rounds};
-            if (lab_in_child(child, &c, res[i], 3) != 0 || res[i][0] < 0) continue;
+            if (lab_in_child(child, &c, res[i], 5) != 0 || res[i][0] < 0) continue;
             ok[i] = 1;
             ns_round[i] = res[i][0] / (double)rounds;
         }
@@ -135,7 +145,8 @@ static void run(int rep) {
             }
             lab_row_sample(r, ns_round[i]);
             lab_row_extra(r, "net", ns_round[i] - empty);
-            lab_row_extra(r, "peak_rss_kb", res[i][3]);
+            lab_row_extra(r, "peak_rss_kb", res[i][5]);
+            if (!isnan(res[i][3])) lab_row_extra(r, "pk_reserved_peak_kb", res[i][3]);
             lab_row_extra(r, "allocs", res[i][1]);
             lab_row_extra(r, "peak_live", res[i][2]);
         }
@@ -156,8 +167,8 @@ static void print(FILE *out) {
                 s->name, s->bytes, lab_fmt((double)rounds_of(s), b1), lab_fmt(s->pub_us[0], b2),
                 lab_fmt(s->pub_us[1], b3), lab_fmt(s->pub_us[2], b4),
                 lab_fmt((double)s->pub_allocs, b5), s->pub_peak);
-        fprintf(out, "  %-30s %10s %23s %10s %10s %6s %12s\n", "contender", "ns/round",
-                "[min - max]", "net", "allocs", "peak", "peak RSS KiB");
+        fprintf(out, "  %-30s %10s %23s %10s %10s %6s %12s %12s\n", "contender", "ns/round",
+                "[min - max]", "net", "allocs", "peak", "peak RSS KiB", "reserved KiB");
         for (int i = 0; i < lab_row_count(); i++) {
             lab_row *r = lab_row_at(i);
             const char *sz = lab_param_get(r, "size");
@@ -170,13 +181,16 @@ static void print(FILE *out) {
             char range[48];
             snprintf(range, sizeof range, "[%s - %s]", lab_fmt(lab_min(&r->samples), b1),
                      lab_fmt(lab_max(&r->samples), b2));
-            fprintf(out, "  %-30s %10s %23s %10s %10s %6s %12s\n", r->subject,
+            double pk = lab_extra_median(r, "pk_reserved_peak_kb");
+            fprintf(out, "  %-30s %10s %23s %10s %10s %6s %12s %12s\n", r->subject,
                     lab_fmt_row(r, b3), range, lab_fmt(lab_extra_median(r, "net"), b4),
                     lab_fmt(lab_extra_median(r, "allocs"), b5),
                     lab_fmt(lab_extra_median(r, "peak_live"), b6),
-                    lab_fmt(lab_extra_median(r, "peak_rss_kb"), b1));
+                    lab_fmt(lab_extra_median(r, "peak_rss_kb"), b1), isnan(pk) ? "" : lab_fmt(pk, b2));
         }
     }
+    fprintf(out, "  (reserved KiB: poolkit rows only, from poolkit's own JSON report of the run read "
+                 "back: the most its pools and arenas held from the system at once)\n");
 }
 
 const lab_experiment lab_exp_pool_pattern = {

@@ -28,10 +28,8 @@
  * the same loop (lab/zig/workset.zig).
  */
 #include "lab.h"
-#include "json.h"
 #include "workset.h"
 
-#include <poolkit/stats.h>
 
 #include <math.h>
 #include <stdbool.h>
@@ -109,34 +107,10 @@ typedef struct child_arg {
     const uint32_t *perm;
 } child_arg;
 
-/* poolkit's own account of a run, read back from its JSON report
- * (pk_stats_print, docs/stats.schema.json): out[0] the most its pools and
- * arenas held from the system at once, out[1] what they held at the end of
- * the run, in KiB; NaN when the report cannot be read. */
-static void poolkit_report(double *out) {
-    out[0] = out[1] = NAN;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) return;
-    int rc = pk_stats_print(f, PK_STATS_JSON);
-    fclose(f);
-    json *j = rc == 0 ? json_parse(text) : NULL;
-    const json *t = j ? json_get(j, "totals") : NULL, *a = j ? json_get(j, "arenas") : NULL;
-    const json *tp = t ? json_get(t, "bytes_reserved_peak") : NULL, *tn = t ? json_get(t, "bytes_reserved") : NULL;
-    const json *ap = a ? json_get(a, "bytes_reserved_peak") : NULL, *an = a ? json_get(a, "bytes_reserved") : NULL;
-    if (tp && tn && ap && an) {
-        out[0] = (tp->number + ap->number) / 1024.0;
-        out[1] = (tn->number + an->number) / 1024.0;
-    }
-    json_free(j);
-    free(text);
-}
-
 /* In the child: out[0] ns per pair, [1] faults in the first phase, [2]
- * faults per repeated phase, [3] pairs timed, [4] and [5] poolkit's report
- * (poolkit_report; NaN for the peers); out[6] (lab_in_child) peak RSS
- * growth in KiB. */
+ * faults per repeated phase, [3] pairs timed, [4] and [5] poolkit's own
+ * report of its memory (lab_pk_memory_end; NaN for the peers); out[6]
+ * (lab_in_child) peak RSS growth in KiB. */
 static void child(void *argp, double *out) {
     child_arg *c = (child_arg *)argp;
     void **objs = workset_objs(c->n);
@@ -146,7 +120,8 @@ static void child(void *argp, double *out) {
         return;
     }
     bool ours = !strcmp(c->a->family, "poolkit");
-    if (ours) pk_stats_reset_peaks(); /* the run's own peak, not the lab's */
+    lab_pk_memory pkm;
+    if (ours) lab_pk_memory_begin(&pkm);
     void *ctx = c->a->open(c->size);
     workset_stats st = {0, 0, 0};
     /* the code warm-up (workset.h), on the same context */
@@ -154,7 +129,7 @@ static void child(void *argp, double *out) {
                   &st);
     double ns = c->a->workset(ctx, c->size, c->n, c->order, c->perm, objs, c->phases, cap_ns(),
                               &st);
-    if (ours) poolkit_report(out + 4);
+    if (ours) lab_pk_memory_end(&pkm, out + 4);
     c->a->close(ctx);
     workset_objs_free(objs, c->n);
     if (ns < 0 || st.phases < 1) {

@@ -192,6 +192,18 @@ const char *lab_scratch_dir(void);
 typedef void (*lab_child_fn)(void *arg, double *out);
 int lab_in_child(lab_child_fn fn, void *arg, double *out, int n);
 
+/* poolkit's own account of a run, read back from its JSON report
+ * (pk_stats_print, docs/stats.schema.json): begin before the contender
+ * opens, end before it closes; end writes out[0], the most its pools and
+ * arenas held from the system at once during the run, and out[1], what
+ * they held at the end, in KiB, both net of what the process held at begin
+ * (NaN when the report cannot be read). */
+typedef struct lab_pk_memory {
+    double base_kib;
+} lab_pk_memory;
+void lab_pk_memory_begin(lab_pk_memory *m);
+void lab_pk_memory_end(const lab_pk_memory *m, double *out);
+
 /* ---- allocators ------------------------------------------------------------
  *
  * One adapter per peer (peer_*.c): a name, what ran (version), whether it is

@@ -1,9 +1,11 @@
 /* What every experiment needs besides rows: time, the scale, versions of
  * what ran, a scratch folder, and running a contender in a child process to
  * read its peak memory. */
+#include "json.h"
 #include "lab.h"
 
 #include <errno.h>
+#include <math.h>
 #include <poolkit/poolkit.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,4 +122,31 @@ int lab_in_child(lab_child_fn fn, void *arg, double *out, int n) {
     int rc = shared_in_child(fn, arg, out, n);
     out[n] /= 1024.0;
     return rc;
+}
+
+void lab_pk_memory_begin(lab_pk_memory *m) {
+    pk_process_stats st;
+    pk_stats_reset_peaks(); /* the run's own peak, not the lab's */
+    pk_stats_get(&st);
+    m->base_kib = (double)(st.pool_bytes_reserved + st.arena_bytes_reserved) / 1024.0;
+}
+
+void lab_pk_memory_end(const lab_pk_memory *m, double *out) {
+    out[0] = out[1] = NAN;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return;
+    int rc = pk_stats_print(f, PK_STATS_JSON);
+    fclose(f);
+    json *j = rc == 0 ? json_parse(text) : NULL;
+    const json *t = j ? json_get(j, "totals") : NULL, *a = j ? json_get(j, "arenas") : NULL;
+    const json *tp = t ? json_get(t, "bytes_reserved_peak") : NULL, *tn = t ? json_get(t, "bytes_reserved") : NULL;
+    const json *ap = a ? json_get(a, "bytes_reserved_peak") : NULL, *an = a ? json_get(a, "bytes_reserved") : NULL;
+    if (tp && tn && ap && an) {
+        out[0] = (tp->number + ap->number) / 1024.0 - m->base_kib;
+        out[1] = (tn->number + an->number) / 1024.0 - m->base_kib;
+    }
+    json_free(j);
+    free(text);
 }
