@@ -34,91 +34,44 @@ typedef struct bench_peers {
     char mi_why[160], je_why[160], tc_why[160]; /* why not available, or "" */
 } bench_peers;
 
-static inline void *bench__sym(void *lib, const char *name, char *why, size_t len) {
-    void *s = dlsym(lib, name);
-    if (!s) snprintf(why, len, "%s", dlerror());
-    return s;
-}
+/* The re-execution jemalloc needs under dlopen: lab/shared.h. Call first
+ * thing in main. */
+#define BENCH_TLS_TUNABLE SHARED_TLS_TUNABLE
+#define bench_peers_reexec shared_reexec_for_tls
 
-static inline void *bench__open(const char *file, char *why, size_t len) {
-    void *lib = dlopen(file, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) snprintf(why, len, "%s", dlerror());
-    return lib;
-}
-
-/* jemalloc's library uses the initial-exec TLS model, which dlopen can only
- * satisfy from glibc's small surplus of static TLS ("cannot allocate memory
- * in static TLS block"). The program re-executes itself once with a larger
- * surplus (the glibc tunable glibc.rtld.optional_static_tls); nothing else
- * changes. Call first thing in main. */
-#define BENCH_TLS_TUNABLE "glibc.rtld.optional_static_tls=65536"
-static inline void bench_peers_reexec(char **argv) {
-    const char *old = getenv("GLIBC_TUNABLES");
-    if (old && strstr(old, "optional_static_tls")) return;
-    char buf[1024];
-    if (old && *old)
-        snprintf(buf, sizeof buf, "%s:%s", old, BENCH_TLS_TUNABLE);
-    else
-        snprintf(buf, sizeof buf, "%s", BENCH_TLS_TUNABLE);
-    setenv("GLIBC_TUNABLES", buf, 1);
-    execv("/proc/self/exe", argv); /* returns only on failure: go on without */
-}
-
-/* Loads every peer it can into *p. */
+/* Loads every peer it can into *p (shared_dlopen and the version readers
+ * of lab/shared.h, which the lab's adapters use too). */
 static inline void bench_peers_load(bench_peers *p) {
+    char v[48];
     memset(p, 0, sizeof *p);
-    void *s, *t;
-
     snprintf(p->mi_name, sizeof p->mi_name, "mimalloc");
-    void *mi = bench__open("libmimalloc.so.2", p->mi_why, sizeof p->mi_why);
-    if (mi && (s = bench__sym(mi, "mi_malloc", p->mi_why, sizeof p->mi_why)) &&
-        (t = bench__sym(mi, "mi_free", p->mi_why, sizeof p->mi_why))) {
-        memcpy(&p->mi_malloc, &s, sizeof s);
-        memcpy(&p->mi_free, &t, sizeof t);
-        int (*ver)(void) = NULL;
-        if ((s = dlsym(mi, "mi_version"))) {
-            memcpy(&ver, &s, sizeof s);
-            int v = ver(); /* major*100 + minor*10 + patch, e.g. 209 */
-            snprintf(p->mi_name, sizeof p->mi_name, "mimalloc %d.%d.%d", v / 100,
-                     (v / 10) % 10, v % 10);
-        }
+    void *mi = shared_dlopen("libmimalloc.so.2", "libmimalloc2.0", p->mi_why, sizeof p->mi_why);
+    if (mi && shared_dlsym(mi, "mi_malloc", &p->mi_malloc, p->mi_why, sizeof p->mi_why) &&
+        shared_dlsym(mi, "mi_free", &p->mi_free, p->mi_why, sizeof p->mi_why)) {
+        shared_mimalloc_version(mi, v, sizeof v);
+        snprintf(p->mi_name, sizeof p->mi_name, "mimalloc%s", v);
+    } else {
+        p->mi_malloc = NULL;
     }
 
     snprintf(p->je_name, sizeof p->je_name, "jemalloc");
-    void *je = bench__open("libjemalloc.so.2", p->je_why, sizeof p->je_why);
-    if (je && (s = bench__sym(je, "mallocx", p->je_why, sizeof p->je_why)) &&
-        (t = bench__sym(je, "dallocx", p->je_why, sizeof p->je_why))) {
-        memcpy(&p->mallocx, &s, sizeof s);
-        memcpy(&p->dallocx, &t, sizeof t);
-        int (*ctl)(const char *, void *, size_t *, void *, size_t) = NULL;
-        if ((s = dlsym(je, "mallctl"))) {
-            memcpy(&ctl, &s, sizeof s);
-            const char *v = NULL;
-            size_t len = sizeof v;
-            if (ctl("version", &v, &len, NULL, 0) == 0 && v) {
-                char ver[32];
-                snprintf(ver, sizeof ver, "%s", v);
-                ver[strcspn(ver, "-")] = 0; /* "5.3.0-0-g54eaed1d..." */
-                snprintf(p->je_name, sizeof p->je_name, "jemalloc %s", ver);
-            }
-        }
+    void *je = shared_dlopen("libjemalloc.so.2", "libjemalloc2", p->je_why, sizeof p->je_why);
+    if (je && shared_dlsym(je, "mallocx", &p->mallocx, p->je_why, sizeof p->je_why) &&
+        shared_dlsym(je, "dallocx", &p->dallocx, p->je_why, sizeof p->je_why)) {
+        shared_jemalloc_version(je, v, sizeof v);
+        snprintf(p->je_name, sizeof p->je_name, "jemalloc%s", v);
+    } else {
+        p->mallocx = NULL;
     }
 
     snprintf(p->tc_name, sizeof p->tc_name, "tcmalloc");
-    void *tc = bench__open("libtcmalloc_minimal.so.4", p->tc_why, sizeof p->tc_why);
-    if (tc && (s = bench__sym(tc, "tc_malloc", p->tc_why, sizeof p->tc_why)) &&
-        (t = bench__sym(tc, "tc_free", p->tc_why, sizeof p->tc_why))) {
-        memcpy(&p->tc_malloc, &s, sizeof s);
-        memcpy(&p->tc_free, &t, sizeof t);
-        const char *(*ver)(int *, int *, const char **) = NULL;
-        if ((s = dlsym(tc, "tc_version"))) {
-            memcpy(&ver, &s, sizeof s);
-            int major = 0, minor = 0;
-            const char *patch = "";
-            ver(&major, &minor, &patch);
-            snprintf(p->tc_name, sizeof p->tc_name, "tcmalloc %d.%d%s", major, minor,
-                     patch ? patch : "");
-        }
+    void *tc = shared_dlopen("libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", p->tc_why, sizeof p->tc_why);
+    if (tc && shared_dlsym(tc, "tc_malloc", &p->tc_malloc, p->tc_why, sizeof p->tc_why) &&
+        shared_dlsym(tc, "tc_free", &p->tc_free, p->tc_why, sizeof p->tc_why)) {
+        shared_tcmalloc_version(tc, v, sizeof v);
+        snprintf(p->tc_name, sizeof p->tc_name, "tcmalloc%s", v);
+    } else {
+        p->tc_malloc = NULL;
     }
 }
 
@@ -139,31 +92,24 @@ typedef struct bench_apr {
 static inline void bench_apr_load(bench_apr *a) {
     memset(a, 0, sizeof *a);
     snprintf(a->name, sizeof a->name, "APR");
-    void *lib = bench__open("libapr-1.so.0", a->why, sizeof a->why);
-    void *s[4] = {NULL, NULL, NULL, NULL}, *init, *ver;
-    if (!lib || !(init = bench__sym(lib, "apr_initialize", a->why, sizeof a->why)) ||
-        !(s[0] = bench__sym(lib, "apr_pool_create_ex", a->why, sizeof a->why)) ||
-        !(s[1] = bench__sym(lib, "apr_palloc", a->why, sizeof a->why)) ||
-        !(s[2] = bench__sym(lib, "apr_pool_clear", a->why, sizeof a->why)) ||
-        !(s[3] = bench__sym(lib, "apr_pool_destroy", a->why, sizeof a->why))) {
-        if (!a->why[0]) snprintf(a->why, sizeof a->why, "libapr-1.so.0 (apt-get install libapr1)");
+    void *lib = shared_dlopen("libapr-1.so.0", "libapr1", a->why, sizeof a->why);
+    int (*initialize)(void) = NULL;
+    const char *(*version)(void) = NULL;
+    if (!lib || !shared_dlsym(lib, "apr_initialize", &initialize, a->why, sizeof a->why) ||
+        !shared_dlsym(lib, "apr_pool_create_ex", &a->pool_create_ex, a->why, sizeof a->why) ||
+        !shared_dlsym(lib, "apr_palloc", &a->palloc, a->why, sizeof a->why) ||
+        !shared_dlsym(lib, "apr_pool_clear", &a->pool_clear, a->why, sizeof a->why) ||
+        !shared_dlsym(lib, "apr_pool_destroy", &a->pool_destroy, a->why, sizeof a->why)) {
+        a->pool_create_ex = NULL;
         return;
     }
-    int (*initialize)(void);
-    memcpy(&initialize, &init, sizeof init);
     if (initialize() != 0) {
         snprintf(a->why, sizeof a->why, "apr_initialize failed");
+        a->pool_create_ex = NULL;
         return;
     }
-    memcpy(&a->pool_create_ex, &s[0], sizeof s[0]);
-    memcpy(&a->palloc, &s[1], sizeof s[1]);
-    memcpy(&a->pool_clear, &s[2], sizeof s[2]);
-    memcpy(&a->pool_destroy, &s[3], sizeof s[3]);
-    if ((ver = dlsym(lib, "apr_version_string"))) {
-        const char *(*version)(void);
-        memcpy(&version, &ver, sizeof ver);
+    if (shared_dlsym(lib, "apr_version_string", &version, NULL, 0))
         snprintf(a->name, sizeof a->name, "APR %s", version());
-    }
 }
 
 #endif

@@ -245,19 +245,6 @@ static int cmd_run(int argc, char **argv, const char *command) {
     return 0;
 }
 
-/* jemalloc's library uses the initial-exec TLS model, which dlopen can only
- * satisfy from glibc's small surplus of static TLS. Re-execute once with a
- * larger surplus (a glibc tunable); nothing else changes. */
-static void reexec_for_tls(char **argv) {
-    const char *old = getenv("GLIBC_TUNABLES");
-    if (old && strstr(old, "optional_static_tls")) return;
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s%sglibc.rtld.optional_static_tls=65536", old ? old : "",
-             old && *old ? ":" : "");
-    setenv("GLIBC_TUNABLES", buf, 1);
-    execv("/proc/self/exe", argv); /* returns only on failure: go on without */
-}
-
 #ifndef LAB_SOURCE_DIR
 #  define LAB_SOURCE_DIR "."
 #endif
@@ -284,7 +271,7 @@ static int cmd_compare(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    reexec_for_tls(argv);
+    shared_reexec_for_tls(argv); /* jemalloc under dlopen (lab/shared.h) */
     lab_opt.self = argv[0];
     if (argc < 2) {
         usage(stderr);

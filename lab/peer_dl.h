@@ -7,18 +7,16 @@
 
 #include <stddef.h>
 
+#include "shared.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Opens file; on failure writes "FILE not loadable (install PACKAGE):
- * dlerror" into why and returns NULL. */
-void *lab_dlopen(const char *file, const char *package, char *why, size_t len);
-/* Looks name up into *fnptr (a pointer to a function pointer); on failure
- * writes dlerror into why (when not NULL) and returns 0. */
-#define lab_dlsym(lib, name, fnptr, why, len) \
-    lab_dlsym_((lib), (name), (void *)(fnptr), (why), (len))
-int lab_dlsym_(void *lib, const char *name, void *fnptr, char *why, size_t len);
+/* Opening a library and looking up its functions: shared_dlopen and
+ * shared_dlsym (shared.h, the same code bench/peers.h uses). */
+#define lab_dlopen shared_dlopen
+#define lab_dlsym shared_dlsym
 /* "NAME VERSION (Debian X)" into out; version starts with a space or is "". */
 void lab_version_line(char *out, size_t len, const char *name, const char *version,
                       const char *package);

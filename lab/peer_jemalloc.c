@@ -33,14 +33,8 @@ void lab_adapter_jemalloc(lab_allocator *a) {
     if (!lib || !lab_dlsym(lib, "malloc", &je_malloc, a->why, sizeof a->why) ||
         !lab_dlsym(lib, "free", &je_free, a->why, sizeof a->why))
         return;
-    int (*ctl)(const char *, void *, size_t *, void *, size_t) = NULL;
-    const char *v = NULL;
-    size_t len = sizeof v;
-    char ver[48] = "";
-    if (lab_dlsym(lib, "mallctl", &ctl, NULL, 0) && ctl("version", &v, &len, NULL, 0) == 0 && v) {
-        snprintf(ver, sizeof ver, " %s", v);
-        ver[strcspn(ver, "-")] = 0; /* "5.3.0-0-g54eaed1d..." */
-    }
+    char ver[48];
+    shared_jemalloc_version(lib, ver, sizeof ver);
     lab_version_line(a->version, sizeof a->version, "jemalloc", ver, "libjemalloc2");
     a->available = 1;
 }

@@ -30,12 +30,8 @@ void lab_adapter_mimalloc(lab_allocator *a) {
     if (!lib || !lab_dlsym(lib, "mi_malloc", &mi_malloc_p, a->why, sizeof a->why) ||
         !lab_dlsym(lib, "mi_free", &mi_free_p, a->why, sizeof a->why))
         return;
-    int (*ver)(void) = NULL;
-    char v[32] = "";
-    if (lab_dlsym(lib, "mi_version", &ver, NULL, 0)) {
-        int n = ver(); /* major*100 + minor*10 + patch */
-        snprintf(v, sizeof v, " %d.%d.%d", n / 100, (n / 10) % 10, n % 10);
-    }
+    char v[32];
+    shared_mimalloc_version(lib, v, sizeof v);
     lab_version_line(a->version, sizeof a->version, "mimalloc", v, "libmimalloc2.0");
     a->available = 1;
 }

@@ -31,14 +31,8 @@ void lab_adapter_tcmalloc(lab_allocator *a) {
     if (!lib || !lab_dlsym(lib, "tc_malloc", &tc_malloc_p, a->why, sizeof a->why) ||
         !lab_dlsym(lib, "tc_free", &tc_free_p, a->why, sizeof a->why))
         return;
-    const char *(*ver)(int *, int *, const char **) = NULL;
-    char v[48] = "";
-    if (lab_dlsym(lib, "tc_version", &ver, NULL, 0)) {
-        int major = 0, minor = 0;
-        const char *patch = "";
-        ver(&major, &minor, &patch);
-        snprintf(v, sizeof v, " %d.%d%s", major, minor, patch ? patch : "");
-    }
+    char v[48];
+    shared_tcmalloc_version(lib, v, sizeof v);
     lab_version_line(a->version, sizeof a->version, "tcmalloc (gperftools)", v,
                      "libtcmalloc-minimal4");
     a->available = 1;

@@ -48,30 +48,6 @@ lab_allocator *lab_allocator_named(const char *subject) {
     return NULL;
 }
 
-void *lab_dlopen(const char *file, const char *package, char *why, size_t len) {
-    void *lib = dlopen(file, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *err = dlerror();
-        snprintf(why, len, "%s not loadable (install %s): %s", file, package,
-                 err ? err : "dlopen failed");
-    }
-    return lib;
-}
-
-int lab_dlsym_(void *lib, const char *name, void *fnptr, char *why, size_t len) {
-    dlerror();
-    void *s = dlsym(lib, name);
-    if (!s) {
-        if (why) {
-            const char *err = dlerror();
-            snprintf(why, len, "%s: %s", name, err ? err : "symbol not found");
-        }
-        return 0;
-    }
-    memcpy(fnptr, &s, sizeof s); /* object pointer to function pointer */
-    return 1;
-}
-
 void lab_version_line(char *out, size_t len, const char *name, const char *version,
                       const char *package) {
     const char *deb = package ? lab_deb_version(package) : "";

@@ -2,8 +2,8 @@
  * both use (splitmix64; PROTOCOL.md fixes it and the seed 0x5eed, so a
  * random order is the same order in `make bench` and in `pk-lab`), the
  * random permutation built from it, the machine's CPU name for the lines
- * both print, the child-process runner every memory figure comes from, and
- * the pattern workload's bound. Header-only: each builds it into its own programs
+ * both print, the child-process runner every memory figure comes from, the
+ * pattern workload's bound, and the loading of peer allocators. Header-only: each builds it into its own programs
  * (workset.h, the working-set loop, is shared the same way). */
 #ifndef PK_LAB_SHARED_H
 #define PK_LAB_SHARED_H
@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -146,5 +147,87 @@ static inline int shared_in_child(shared_child_fn fn, void *arg, double *out, in
  * lab's pool-pattern experiment): its length never passes 257 (at 256
  * every round frees), so twice that is room to spare. */
 #define SHARED_PATTERN_OPEN_MAX 512
+
+/* ---- peer allocators loaded at run time ----
+ *
+ * dlopen(RTLD_NOW | RTLD_LOCAL), so a peer never replaces the process's
+ * malloc and needs no header or link-time dependency: bench/peers.h and
+ * the lab's peer_*.c both load mimalloc, jemalloc and tcmalloc with these. */
+
+/* Opens file; on failure writes "FILE not loadable (install PACKAGE):
+ * dlerror" into why and returns NULL. */
+static inline void *shared_dlopen(const char *file, const char *package, char *why, size_t len) {
+    void *lib = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *err = dlerror();
+        snprintf(why, len, "%s not loadable (install %s): %s", file, package, err ? err : "dlopen failed");
+    }
+    return lib;
+}
+
+/* Looks name up into *fnptr (a pointer to a function pointer); on failure
+ * writes dlerror into why (when not NULL) and returns 0. */
+static inline int shared_dlsym_(void *lib, const char *name, void *fnptr, char *why, size_t len) {
+    dlerror();
+    void *s = dlsym(lib, name);
+    if (!s) {
+        if (why) {
+            const char *err = dlerror();
+            snprintf(why, len, "%s: %s", name, err ? err : "symbol not found");
+        }
+        return 0;
+    }
+    memcpy(fnptr, &s, sizeof s); /* object pointer to function pointer */
+    return 1;
+}
+#define shared_dlsym(lib, name, fnptr, why, len) shared_dlsym_((lib), (name), (void *)(fnptr), (why), (len))
+
+/* " 2.0.9" (a space, then the version) into out, or "" when the library
+ * does not say: from mi_version, mallctl("version") and tc_version. */
+static inline void shared_mimalloc_version(void *lib, char *out, size_t len) {
+    int (*ver)(void) = NULL;
+    out[0] = 0;
+    if (shared_dlsym(lib, "mi_version", &ver, NULL, 0)) {
+        int n = ver(); /* major*100 + minor*10 + patch */
+        snprintf(out, len, " %d.%d.%d", n / 100, (n / 10) % 10, n % 10);
+    }
+}
+
+static inline void shared_jemalloc_version(void *lib, char *out, size_t len) {
+    int (*ctl)(const char *, void *, size_t *, void *, size_t) = NULL;
+    const char *v = NULL;
+    size_t vlen = sizeof v;
+    out[0] = 0;
+    if (shared_dlsym(lib, "mallctl", &ctl, NULL, 0) && ctl("version", &v, &vlen, NULL, 0) == 0 && v) {
+        snprintf(out, len, " %s", v);
+        out[strcspn(out, "-")] = 0; /* "5.3.0-0-g54eaed1d..." */
+    }
+}
+
+static inline void shared_tcmalloc_version(void *lib, char *out, size_t len) {
+    const char *(*ver)(int *, int *, const char **) = NULL;
+    out[0] = 0;
+    if (shared_dlsym(lib, "tc_version", &ver, NULL, 0)) {
+        int major = 0, minor = 0;
+        const char *patch = "";
+        ver(&major, &minor, &patch);
+        snprintf(out, len, " %d.%d%s", major, minor, patch ? patch : "");
+    }
+}
+
+/* jemalloc's library uses the initial-exec TLS model, which dlopen can only
+ * satisfy from glibc's small surplus of static TLS ("cannot allocate memory
+ * in static TLS block"). A program that loads it re-executes itself once,
+ * first thing in main, with a larger surplus (a glibc tunable); nothing
+ * else changes. */
+#define SHARED_TLS_TUNABLE "glibc.rtld.optional_static_tls=65536"
+static inline void shared_reexec_for_tls(char **argv) {
+    const char *old = getenv("GLIBC_TUNABLES");
+    if (old && strstr(old, "optional_static_tls")) return;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s%s%s", old ? old : "", old && *old ? ":" : "", SHARED_TLS_TUNABLE);
+    setenv("GLIBC_TUNABLES", buf, 1);
+    execv("/proc/self/exe", argv); /* returns only on failure: go on without */
+}
 
 #endif
