@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lab/shared.h" /* the random source and the CPU name, shared with the lab */
+#include "../lab/shared.h" /* what bench/ shares with the lab */
 
 /* Passed by bench/CMakeLists.txt: the flags the program was compiled with. */
 #ifndef BENCH_CFLAGS
@@ -40,7 +40,7 @@
  * so the allocation it came from and the write into it stay. p goes in a
  * register ("r", not "g": given the choice, clang puts p in a stack slot,
  * adding a store that is no part of the work measured). */
-#define BENCH_ESCAPE(p) __asm__ __volatile__("" : : "r"(p) : "memory")
+#define BENCH_ESCAPE(p) SHARED_ESCAPE(p)
 /* Any memory may have been read or written here. */
 #define BENCH_CLOBBER() __asm__ __volatile__("" : : : "memory")
 
@@ -54,7 +54,7 @@
 #  define BENCH_KERNEL __attribute__((noipa, used))
 #endif
 
-#define BENCH_MAX_REPS 64
+#define BENCH_MAX_REPS SHARED_MAX_REPS
 
 /* The hot loop the benchmarks share: n times allocate (ALLOC, an
  * expression), touch one byte, escape, free (FREE, a statement that may use
@@ -69,11 +69,7 @@
 
 /* ---- time ---- */
 
-static inline double bench_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
+#define bench_now_ns shared_now_ns
 
 /* ---- options shared by every program ---- */
 
@@ -115,43 +111,15 @@ static inline int bench_arg_flag(const bench_opts *o, const char *name) {
     return 0;
 }
 
-/* ---- repetitions and their statistics ---- */
+/* ---- repetitions and their statistics: lab/shared.h's (0, not NaN, for
+ * none, as the tables here print it) ---- */
 
-typedef struct bench_series {
-    double v[BENCH_MAX_REPS];
-    int n;
-} bench_series;
-
-static inline void bench_add(bench_series *s, double x) {
-    if (s->n < BENCH_MAX_REPS) s->v[s->n++] = x;
-}
-
-static inline int bench__cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static inline double bench_median(const bench_series *s) {
-    if (s->n == 0) return 0.0;
-    double t[BENCH_MAX_REPS];
-    memcpy(t, s->v, sizeof(double) * (size_t)s->n);
-    qsort(t, (size_t)s->n, sizeof(double), bench__cmp_double);
-    return s->n % 2 ? t[s->n / 2] : (t[s->n / 2 - 1] + t[s->n / 2]) / 2.0;
-}
-
-static inline double bench_min(const bench_series *s) {
-    double m = s->n ? s->v[0] : 0.0;
-    for (int i = 1; i < s->n; i++)
-        if (s->v[i] < m) m = s->v[i];
-    return m;
-}
-
-static inline double bench_max(const bench_series *s) {
-    double m = s->n ? s->v[0] : 0.0;
-    for (int i = 1; i < s->n; i++)
-        if (s->v[i] > m) m = s->v[i];
-    return m;
-}
+typedef shared_series bench_series;
+#define bench_add shared_series_add
+static inline double bench__or0(double x) { return isnan(x) ? 0.0 : x; }
+static inline double bench_median(const bench_series *s) { return bench__or0(shared_median(s)); }
+static inline double bench_min(const bench_series *s) { return bench__or0(shared_min(s)); }
+static inline double bench_max(const bench_series *s) { return bench__or0(shared_max(s)); }
 
 /* ---- the machine line and the command ---- */
 

@@ -38,7 +38,7 @@ extern "C" {
 /* ---- barriers and time ---------------------------------------------------- */
 
 /* The optimizer must believe p is read and any memory may have changed. */
-#define LAB_ESCAPE(p) __asm__ __volatile__("" : : "r"(p) : "memory")
+#define LAB_ESCAPE(p) SHARED_ESCAPE(p)
 /* Any memory may have been read or written here. */
 #define LAB_CLOBBER() __asm__ __volatile__("" : : : "memory")
 #define LAB_NOINLINE __attribute__((noinline))
@@ -55,7 +55,7 @@ double lab_now_ns(void);
 
 typedef enum { LAB_SMOKE, LAB_QUICK, LAB_DEFAULT, LAB_FULL } lab_scale;
 
-#define LAB_MAX_REPS 64
+#define LAB_MAX_REPS SHARED_MAX_REPS
 
 typedef struct lab_opts {
     lab_scale scale;
@@ -81,10 +81,7 @@ typedef struct lab_param {
     char value[96]; /* JSON text: a number, or a quoted string */
 } lab_param;
 
-typedef struct lab_series {
-    double v[LAB_MAX_REPS];
-    int n;
-} lab_series;
+typedef shared_series lab_series; /* shared.h */
 
 typedef struct lab_row {
     char experiment[40];

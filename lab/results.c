@@ -132,32 +132,9 @@ lab_row *lab_find(const char *experiment, const char *subject, ...) {
     return NULL;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double lab_median(const lab_series *s) {
-    if (s->n == 0) return NAN;
-    double t[LAB_MAX_REPS];
-    memcpy(t, s->v, sizeof(double) * (size_t)s->n);
-    qsort(t, (size_t)s->n, sizeof(double), cmp_double);
-    return s->n % 2 ? t[s->n / 2] : (t[s->n / 2 - 1] + t[s->n / 2]) / 2.0;
-}
-
-double lab_min(const lab_series *s) {
-    double m = s->n ? s->v[0] : NAN;
-    for (int i = 1; i < s->n; i++)
-        if (s->v[i] < m) m = s->v[i];
-    return m;
-}
-
-double lab_max(const lab_series *s) {
-    double m = s->n ? s->v[0] : NAN;
-    for (int i = 1; i < s->n; i++)
-        if (s->v[i] > m) m = s->v[i];
-    return m;
-}
+double lab_median(const lab_series *s) { return shared_median(s); }
+double lab_min(const lab_series *s) { return shared_min(s); }
+double lab_max(const lab_series *s) { return shared_max(s); }
 
 double lab_extra_median(const lab_row *r, const char *name) {
     for (int i = 0; i < r->nextra; i++)

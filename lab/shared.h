@@ -3,7 +3,8 @@
  * random order is the same order in `make bench` and in `pk-lab`), the
  * random permutation built from it, the machine's CPU name for the lines
  * both print, the child-process runner every memory figure comes from, the
- * pattern workload's bound, and the loading of peer allocators. Header-only: each builds it into its own programs
+ * pattern workload's bound, the loading of peer allocators, and time,
+ * repetitions and their statistics. Header-only: each builds it into its own programs
  * (workset.h, the working-set loop, is shared the same way). */
 #ifndef PK_LAB_SHARED_H
 #define PK_LAB_SHARED_H
@@ -14,6 +15,8 @@
 #include <string.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
+#include <time.h>
 #include <stdlib.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -87,6 +90,57 @@ static inline size_t shared_status_bytes(const char *field) {
     }
     fclose(f);
     return kib * 1024;
+}
+
+/* ---- time, repetitions and their statistics ---- */
+
+/* Keeps p (and what it points to) alive to the compiler: the work that
+ * produced it cannot be dropped. */
+#define SHARED_ESCAPE(p) __asm__ __volatile__("" : : "r"(p) : "memory")
+
+static inline double shared_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The repetitions of one measurement (at most SHARED_MAX_REPS kept). */
+#define SHARED_MAX_REPS 64
+typedef struct shared_series {
+    double v[SHARED_MAX_REPS];
+    int n;
+} shared_series;
+
+static inline void shared_series_add(shared_series *s, double x) {
+    if (s->n < SHARED_MAX_REPS) s->v[s->n++] = x;
+}
+
+static inline int shared__cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median, least and most of the repetitions; NaN for none. */
+static inline double shared_median(const shared_series *s) {
+    if (s->n == 0) return NAN;
+    double t[SHARED_MAX_REPS];
+    memcpy(t, s->v, sizeof(double) * (size_t)s->n);
+    qsort(t, (size_t)s->n, sizeof(double), shared__cmp_double);
+    return s->n % 2 ? t[s->n / 2] : (t[s->n / 2 - 1] + t[s->n / 2]) / 2.0;
+}
+
+static inline double shared_min(const shared_series *s) {
+    double m = s->n ? s->v[0] : NAN;
+    for (int i = 1; i < s->n; i++)
+        if (s->v[i] < m) m = s->v[i];
+    return m;
+}
+
+static inline double shared_max(const shared_series *s) {
+    double m = s->n ? s->v[0] : NAN;
+    for (int i = 1; i < s->n; i++)
+        if (s->v[i] > m) m = s->v[i];
+    return m;
 }
 
 /* ---- running a contender in a child process ----
