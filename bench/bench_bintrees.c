@@ -20,78 +20,15 @@
  * Usage: bench_bintrees [--depth N] [--reps N] [--quick]
  */
 #include "harness.h"
+#include "../lab/bintrees.h"
 
 #include <poolkit/arena.h>
 #include <poolkit/error.h>
 #include <poolkit/pool.h>
 
-typedef struct node {
-    struct node *left, *right;
-} node;
-
-#define MIN_DEPTH 4
-
-/* ---- malloc ---- */
-
-static node *tree_malloc(int depth) {
-    node *n = malloc(sizeof *n);
-    if (!n) abort();
-    if (depth > 0) {
-        n->left = tree_malloc(depth - 1);
-        n->right = tree_malloc(depth - 1);
-    } else {
-        n->left = n->right = NULL;
-    }
-    return n;
-}
-
-static void free_malloc(node *n) {
-    if (n->left) {
-        free_malloc(n->left);
-        free_malloc(n->right);
-    }
-    free(n);
-}
-
-/* ---- pk_pool ---- */
-
-static node *tree_pool(pk_pool *p, int depth) {
-    node *n = pk_pool_alloc(p);
-    if (!n) abort();
-    if (depth > 0) {
-        n->left = tree_pool(p, depth - 1);
-        n->right = tree_pool(p, depth - 1);
-    } else {
-        n->left = n->right = NULL;
-    }
-    return n;
-}
-
-static void free_pool(pk_pool *p, node *n) {
-    if (n->left) {
-        free_pool(p, n->left);
-        free_pool(p, n->right);
-    }
-    pk_pool_free(p, n);
-}
-
-/* ---- pk_arena ---- */
-
-static node *tree_arena(pk_arena *a, int depth) {
-    node *n = pk_arena_alloc(a, sizeof *n, _Alignof(node));
-    if (!n) abort();
-    if (depth > 0) {
-        n->left = tree_arena(a, depth - 1);
-        n->right = tree_arena(a, depth - 1);
-    } else {
-        n->left = n->right = NULL;
-    }
-    return n;
-}
-
-static long check(const node *n) {
-    return 1 + (n->left ? check(n->left) + check(n->right) : 0);
-}
+typedef bt_node node; /* lab/bintrees.h: the node, the trees, the program */
+#define MIN_DEPTH BT_MIN_DEPTH
+#define check bt_check
 
 /* ---- the program, once per variant ---- */
 
@@ -128,96 +65,93 @@ static long one_tree(int v, int depth, pk_pool *shared_pool, pk_arena *shared_ar
     long c;
     switch (v) {
     case V_MALLOC: {
-        node *t = tree_malloc(depth);
+        node *t = bt_make_malloc(depth);
         c = check(t);
-        free_malloc(t);
+        bt_free_malloc(t);
         return c;
     }
     case V_POOL_TREE: { /* the pool goes with its tree, as APR's pools do */
         pk_pool *p = pk_pool_create(&tree_pool_config);
         if (!p) abort();
-        c = check(tree_pool(p, depth));
+        c = check(bt_make_pool(p, depth));
         pk_pool_destroy(p);
         return c;
     }
     case V_POOL_TREE_FREE: {
         pk_pool *p = pk_pool_create(&node_pool);
         if (!p) abort();
-        node *t = tree_pool(p, depth);
+        node *t = bt_make_pool(p, depth);
         c = check(t);
-        free_pool(p, t);
+        bt_free_pool(p, t);
         pk_pool_destroy(p);
         return c;
     }
     case V_ARENA_TREE: {
         pk_arena *a = pk_arena_create(0);
         if (!a) abort();
-        c = check(tree_arena(a, depth));
+        c = check(bt_make_arena(a, depth));
         pk_arena_destroy(a);
         return c;
     }
     case V_POOL_ONE: {
-        node *t = tree_pool(shared_pool, depth);
+        node *t = bt_make_pool(shared_pool, depth);
         c = check(t);
-        free_pool(shared_pool, t);
+        bt_free_pool(shared_pool, t);
         return c;
     }
     default: {
-        c = check(tree_arena(shared_arena, depth));
+        c = check(bt_make_arena(shared_arena, depth));
         pk_arena_reset(shared_arena);
         return c;
     }
     }
 }
 
+/* One variant's context for bt_program: its shared pool or arena, and
+ * where the long-lived tree lives. */
+typedef struct run {
+    int v;
+    pk_pool *shared_pool, *long_pool;
+    pk_arena *shared_arena, *long_arena;
+} run;
+
+static long run_one(void *ctx, int depth) {
+    run *r = ctx;
+    return one_tree(r->v, depth, r->shared_pool, r->shared_arena);
+}
+
+/* The long-lived tree, in its own pool or arena for those variants. */
+static node *run_make_long(void *ctx, int depth) {
+    run *r = ctx;
+    if (r->v == V_MALLOC) return bt_make_malloc(depth);
+    if (r->v == V_POOL_ONE) return bt_make_pool(r->shared_pool, depth);
+    if (r->v == V_POOL_TREE || r->v == V_POOL_TREE_FREE) {
+        if (!(r->long_pool = pk_pool_create(&node_pool))) abort();
+        return bt_make_pool(r->long_pool, depth);
+    }
+    if (!(r->long_arena = pk_arena_create(0))) abort();
+    return bt_make_arena(r->long_arena, depth);
+}
+
+static void run_free_long(void *ctx, node *t) {
+    run *r = ctx;
+    if (r->v == V_MALLOC) bt_free_malloc(t);
+    else if (r->v == V_POOL_ONE) bt_free_pool(r->shared_pool, t);
+    else if (r->long_pool) bt_free_pool(r->long_pool, t);
+    pk_pool_destroy(r->long_pool);
+    pk_arena_destroy(r->long_arena);
+}
+
+static const bt_variant variant = {run_one, run_make_long, run_free_long};
+
 /* The whole benchmark program; returns its checksum (sum of all checks). */
 static BENCH_KERNEL long binary_trees(int v, int max_depth, int print) {
-    pk_pool *shared_pool = NULL, *long_pool = NULL;
-    pk_arena *shared_arena = NULL, *long_arena = NULL;
-    if (v == V_POOL_ONE && !(shared_pool = pk_pool_create(&node_pool))) abort();
-    if (v == V_ARENA_RESET && !(shared_arena = pk_arena_create(0))) abort();
-    long sum = 0;
-
-    long c = one_tree(v, max_depth + 1, shared_pool, shared_arena);
-    sum += c;
-    if (print) printf("    stretch tree of depth %d\t check: %ld\n", max_depth + 1, c);
-
-    /* The long-lived tree, in its own pool or arena for those variants. */
-    node *long_lived;
-    if (v == V_MALLOC) {
-        long_lived = tree_malloc(max_depth);
-    } else if (v == V_POOL_ONE) {
-        long_lived = tree_pool(shared_pool, max_depth);
-    } else if (v == V_POOL_TREE || v == V_POOL_TREE_FREE) {
-        if (!(long_pool = pk_pool_create(&node_pool))) abort();
-        long_lived = tree_pool(long_pool, max_depth);
-    } else {
-        if (!(long_arena = pk_arena_create(0))) abort();
-        long_lived = tree_arena(long_arena, max_depth);
-    }
-
-    for (int d = MIN_DEPTH; d <= max_depth; d += 2) {
-        long iterations = 1L << (max_depth - d + MIN_DEPTH), total = 0;
-        for (long i = 0; i < iterations; i++) total += one_tree(v, d, shared_pool, shared_arena);
-        sum += total;
-        if (print) printf("    %ld\t trees of depth %d\t check: %ld\n", iterations, d, total);
-    }
-
-    c = check(long_lived);
-    sum += c;
-    if (print) printf("    long lived tree of depth %d\t check: %ld\n", max_depth, c);
-    if (v == V_MALLOC) {
-        free_malloc(long_lived);
-    } else if (v == V_POOL_ONE) {
-        free_pool(shared_pool, long_lived);
-    } else if (long_pool) {
-        free_pool(long_pool, long_lived);
-        pk_pool_destroy(long_pool);
-    } else {
-        pk_arena_destroy(long_arena);
-    }
-    pk_pool_destroy(shared_pool);
-    pk_arena_destroy(shared_arena);
+    run r = {v, NULL, NULL, NULL, NULL};
+    if (v == V_POOL_ONE && !(r.shared_pool = pk_pool_create(&node_pool))) abort();
+    if (v == V_ARENA_RESET && !(r.shared_arena = pk_arena_create(0))) abort();
+    long sum = bt_program(&variant, &r, max_depth, print);
+    pk_pool_destroy(r.shared_pool);
+    pk_arena_destroy(r.shared_arena);
     return sum;
 }
 

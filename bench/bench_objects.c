@@ -28,6 +28,7 @@
  * Usage: bench_objects [--reps N] [--quick] [--iters N] [--depth N] [--wall]
  */
 #include "harness.h"
+#include "../lab/bintrees.h"
 
 #include <poolkit/poolkit.h>
 
@@ -101,97 +102,11 @@ BENCH_KERNEL static void kernel_malloc_zero_all(long total) {
     for (long j = total; j-- > 0;) free(sweep_ptrs[j]);
 }
 
-/* ---- binary-trees ---- */
+/* ---- binary-trees (lab/bintrees.h: the same program the lab runs) ---- */
 
-typedef struct mnode { struct mnode *left, *right; } mnode;
+BENCH_KERNEL static long kernel_trees_malloc(int max_depth) { return bt_program(&bt_malloc, NULL, max_depth, 0); }
 
-static mnode *mtree_make(int depth) {
-    mnode *n = malloc(sizeof *n);
-    if (!n) abort();
-    if (depth > 0) {
-        n->left = mtree_make(depth - 1);
-        n->right = mtree_make(depth - 1);
-    } else {
-        n->left = n->right = NULL;
-    }
-    return n;
-}
-
-static long mtree_check(const mnode *n) {
-    return 1 + (n->left ? mtree_check(n->left) + mtree_check(n->right) : 0);
-}
-
-static void mtree_free(mnode *n) {
-    if (n->left) {
-        mtree_free(n->left);
-        mtree_free(n->right);
-    }
-    free(n);
-}
-
-typedef struct pnode { struct pnode *left, *right; } pnode;
-
-static void pnode_dealloc(void *obj) {
-    pnode *n = obj;
-    pk_release(n->left);
-    pk_release(n->right);
-}
-
-static const pk_class node_class = {"tree node", sizeof(pnode), pnode_dealloc};
-
-static pnode *ptree_make(int depth) {
-    pnode *n = pk_new(&node_class); /* fields come zeroed */
-    if (!n) abort();
-    if (depth > 0) {
-        n->left = ptree_make(depth - 1);
-        n->right = ptree_make(depth - 1);
-    }
-    return n;
-}
-
-static long ptree_check(const pnode *n) {
-    return 1 + (n->left ? ptree_check(n->left) + ptree_check(n->right) : 0);
-}
-
-/* The Benchmarks Game's program without its printing; returns the sum of
- * every check so both versions can be compared. */
-BENCH_KERNEL static long kernel_trees_malloc(int max_depth) {
-    long sum = 0;
-    mnode *stretch = mtree_make(max_depth + 1);
-    sum += mtree_check(stretch);
-    mtree_free(stretch);
-    mnode *long_lived = mtree_make(max_depth);
-    for (int d = 4; d <= max_depth; d += 2) {
-        long iters = 1L << (max_depth - d + 4);
-        for (long i = 0; i < iters; i++) {
-            mnode *t = mtree_make(d);
-            sum += mtree_check(t);
-            mtree_free(t);
-        }
-    }
-    sum += mtree_check(long_lived);
-    mtree_free(long_lived);
-    return sum;
-}
-
-BENCH_KERNEL static long kernel_trees_pk(int max_depth) {
-    long sum = 0;
-    pnode *stretch = ptree_make(max_depth + 1);
-    sum += ptree_check(stretch);
-    pk_release(stretch);
-    pnode *long_lived = ptree_make(max_depth);
-    for (int d = 4; d <= max_depth; d += 2) {
-        long iters = 1L << (max_depth - d + 4);
-        for (long i = 0; i < iters; i++) {
-            pnode *t = ptree_make(d);
-            sum += ptree_check(t);
-            pk_release(t);
-        }
-    }
-    sum += ptree_check(long_lived);
-    pk_release(long_lived);
-    return sum;
-}
+BENCH_KERNEL static long kernel_trees_pk(int max_depth) { return bt_program(&bt_objects, NULL, max_depth, 0); }
 
 /* ---- driver ---- */
 

@@ -14,6 +14,7 @@
  * each built, checked (node count) and freed. Time: the whole program, in
  * ms. The node counts are compared across variants (they must agree).
  */
+#include "bintrees.h"
 #include "lab.h"
 
 #include <poolkit/poolkit.h>
@@ -27,90 +28,55 @@
 
 #define EXP "binary-trees"
 
-typedef struct node {
-    struct node *l, *r;
-} node;
+typedef bt_node node; /* bintrees.h: the node, the trees, the program */
 
-static long check(const node *n) { return 1 + (n->l ? check(n->l) + check(n->r) : 0); }
+/* ---- the variants (bintrees.h's bt_variant) ---- */
 
-/* ---- malloc ---- */
-static node *m_make(int d) {
-    node *n = malloc(sizeof *n);
-    if (d > 0) {
-        n->l = m_make(d - 1);
-        n->r = m_make(d - 1);
-    } else {
-        n->l = n->r = NULL;
-    }
-    return n;
-}
-static void m_free(node *n) {
-    if (n->l) {
-        m_free(n->l);
-        m_free(n->r);
-    }
-    free(n);
-}
-
-/* ---- pk_pool ---- */
 static pk_pool *node_pool;
-static node *p_make(int d) {
-    node *n = pk_pool_alloc(node_pool);
-    if (d > 0) {
-        n->l = p_make(d - 1);
-        n->r = p_make(d - 1);
-    } else {
-        n->l = n->r = NULL;
-    }
-    return n;
-}
-static void p_free(node *n) {
-    if (n->l) {
-        p_free(n->l);
-        p_free(n->r);
-    }
-    pk_pool_free(node_pool, n);
-}
 
-/* ---- pk_arena ---- */
-static node *a_make(pk_arena *a, int d) {
-    node *n = pk_arena_alloc(a, sizeof *n, _Alignof(node));
-    if (d > 0) {
-        n->l = a_make(a, d - 1);
-        n->r = a_make(a, d - 1);
-    } else {
-        n->l = n->r = NULL;
-    }
-    return n;
+static long p_one(void *ctx, int d) {
+    (void)ctx;
+    node *t = bt_make_pool(node_pool, d);
+    long c = bt_check(t);
+    bt_free_pool(node_pool, t);
+    return c;
 }
+static node *p_long(void *ctx, int d) { return (void)ctx, bt_make_pool(node_pool, d); }
+static void p_free_long(void *ctx, node *t) { (void)ctx, bt_free_pool(node_pool, t); }
 
-/* ---- pk_new ---- */
-static void o_dealloc(void *obj) {
-    node *n = obj;
-    pk_release(n->l);
-    pk_release(n->r);
+/* An arena for the short-lived trees, rewound to a mark after each, and one
+ * for the long-lived tree. */
+typedef struct arenas {
+    pk_arena *a, *la;
+    pk_arena_mark m;
+} arenas;
+static long a_one(void *ctx, int d) {
+    arenas *x = ctx;
+    long c = bt_check(bt_make_arena(x->a, d));
+    pk_arena_rewind(x->a, x->m);
+    return c;
 }
-static const pk_class node_class = {"binary-trees node", sizeof(node), o_dealloc};
-static node *o_make(int d) {
-    node *n = pk_new(&node_class);
-    if (d > 0) {
-        n->l = o_make(d - 1);
-        n->r = o_make(d - 1);
-    }
-    return n;
-}
+static node *a_long(void *ctx, int d) { return bt_make_arena(((arenas *)ctx)->la, d); }
+static void a_free_long(void *ctx, node *t) { (void)ctx, (void)t; }
 
 #ifdef LAB_HAVE_APR
+/* APR: a pool for the short-lived trees, cleared after each (as the Game's C
+ * programs do), and one for the long-lived tree. */
+typedef struct aprs {
+    apr_pool_t *p, *lp;
+} aprs;
 static node *apr_make(apr_pool_t *p, int d) {
     node *n = apr_palloc(p, sizeof *n);
-    if (d > 0) {
-        n->l = apr_make(p, d - 1);
-        n->r = apr_make(p, d - 1);
-    } else {
-        n->l = n->r = NULL;
-    }
-    return n;
+    return d > 0 ? bt_leaf_or_pair(n, apr_make(p, d - 1), apr_make(p, d - 1)) : bt_leaf_or_pair(n, NULL, NULL);
 }
+static long apr_one(void *ctx, int d) {
+    aprs *x = ctx;
+    long c = bt_check(apr_make(x->p, d));
+    apr_pool_clear(x->p);
+    return c;
+}
+static node *apr_long(void *ctx, int d) { return apr_make(((aprs *)ctx)->lp, d); }
+static void apr_free_long(void *ctx, node *t) { (void)ctx, (void)t; }
 #endif
 
 enum { V_MALLOC, V_APR, V_POOL, V_ARENA, V_OBJECT, NV };
@@ -119,102 +85,34 @@ static const char *const subjects[NV] = {"glibc malloc", "APR pools", "poolkit p
 
 /* One whole program; returns the sum of all checks. */
 static long program(int v, int max) {
-    long sum = 0;
-    int stretch = max + 1;
+    static const bt_variant p = {p_one, p_long, p_free_long}, a = {a_one, a_long, a_free_long};
     switch (v) {
-    case V_MALLOC: {
-        node *t = m_make(stretch);
-        sum += check(t);
-        m_free(t);
-        node *ll = m_make(max);
-        for (int d = 4; d <= max; d += 2) {
-            long iters = 1L << (max - d + 4);
-            for (long i = 0; i < iters; i++) {
-                t = m_make(d);
-                sum += check(t);
-                m_free(t);
-            }
-        }
-        sum += check(ll);
-        m_free(ll);
-        break;
-    }
-    case V_POOL: {
-        node *t = p_make(stretch);
-        sum += check(t);
-        p_free(t);
-        node *ll = p_make(max);
-        for (int d = 4; d <= max; d += 2) {
-            long iters = 1L << (max - d + 4);
-            for (long i = 0; i < iters; i++) {
-                t = p_make(d);
-                sum += check(t);
-                p_free(t);
-            }
-        }
-        sum += check(ll);
-        p_free(ll);
-        break;
-    }
+    case V_MALLOC: return bt_program(&bt_malloc, NULL, max, 0);
+    case V_POOL: return bt_program(&p, NULL, max, 0);
+    case V_OBJECT: return bt_program(&bt_objects, NULL, max, 0);
     case V_ARENA: {
-        pk_arena *a = pk_arena_create(0), *la = pk_arena_create(0);
-        pk_arena_mark m = pk_arena_save(a);
-        sum += check(a_make(a, stretch));
-        pk_arena_rewind(a, m);
-        node *ll = a_make(la, max);
-        for (int d = 4; d <= max; d += 2) {
-            long iters = 1L << (max - d + 4);
-            for (long i = 0; i < iters; i++) {
-                sum += check(a_make(a, d));
-                pk_arena_rewind(a, m);
-            }
-        }
-        sum += check(ll);
-        pk_arena_destroy(la);
-        pk_arena_destroy(a);
-        break;
-    }
-    case V_OBJECT: {
-        node *t = o_make(stretch);
-        sum += check(t);
-        pk_release(t);
-        node *ll = o_make(max);
-        for (int d = 4; d <= max; d += 2) {
-            long iters = 1L << (max - d + 4);
-            for (long i = 0; i < iters; i++) {
-                t = o_make(d);
-                sum += check(t);
-                pk_release(t);
-            }
-        }
-        sum += check(ll);
-        pk_release(ll);
-        break;
+        arenas x = {pk_arena_create(0), pk_arena_create(0), {0, 0}};
+        if (!x.a || !x.la) abort();
+        x.m = pk_arena_save(x.a);
+        long sum = bt_program(&a, &x, max, 0);
+        pk_arena_destroy(x.la);
+        pk_arena_destroy(x.a);
+        return sum;
     }
 #ifdef LAB_HAVE_APR
     case V_APR: {
-        apr_pool_t *p = NULL, *lp = NULL;
-        apr_pool_create(&p, NULL);
-        apr_pool_create(&lp, NULL);
-        sum += check(apr_make(p, stretch));
-        apr_pool_clear(p);
-        node *ll = apr_make(lp, max);
-        for (int d = 4; d <= max; d += 2) {
-            long iters = 1L << (max - d + 4);
-            for (long i = 0; i < iters; i++) {
-                sum += check(apr_make(p, d));
-                apr_pool_clear(p);
-            }
-        }
-        sum += check(ll);
-        apr_pool_destroy(lp);
-        apr_pool_destroy(p);
-        break;
+        static const bt_variant ap = {apr_one, apr_long, apr_free_long};
+        aprs x = {NULL, NULL};
+        apr_pool_create(&x.p, NULL);
+        apr_pool_create(&x.lp, NULL);
+        long sum = bt_program(&ap, &x, max, 0);
+        apr_pool_destroy(x.lp);
+        apr_pool_destroy(x.p);
+        return sum;
     }
 #endif
     default: return -1;
     }
-    return sum;
 }
 
 static int depth(void) { return (int)lab_pick(10, 15, 17, 21); }
