@@ -287,7 +287,7 @@ void json_write(const json *j, char *out, size_t len) {
     w_value(&w, j);
 }
 
-void json_put_string(FILE *f, const char *s) {
+static void put_string(FILE *f, const char *s) {
     fputc('"', f);
     for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -300,7 +300,66 @@ void json_put_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-void json_put_number(FILE *f, double v) {
-    if (isfinite(v)) fprintf(f, "%.10g", v);
-    else fputs("null", f);
+void jw_begin(json_writer *w, FILE *f) {
+    memset(w, 0, sizeof *w);
+    w->f = f;
+}
+
+/* The separator and the key before a value. */
+static void jw_lead(json_writer *w, const char *key) {
+    if (w->depth > 0) {
+        if (w->count[w->depth - 1]++) fputc(',', w->f);
+        if (w->depth <= 4) fputs("\n", w->f);
+    }
+    if (key) {
+        put_string(w->f, key);
+        fputc(':', w->f);
+    }
+}
+
+static void jw_open(json_writer *w, const char *key, char open, char close) {
+    jw_lead(w, key);
+    fputc(open, w->f);
+    if (w->depth < JSON_WRITER_DEPTH) {
+        w->count[w->depth] = 0;
+        w->close[w->depth] = close;
+    }
+    w->depth++;
+}
+
+void jw_object(json_writer *w, const char *key) { jw_open(w, key, '{', '}'); }
+void jw_array(json_writer *w, const char *key) { jw_open(w, key, '[', ']'); }
+
+void jw_end(json_writer *w) {
+    if (w->depth == 0) return;
+    w->depth--;
+    if (w->depth < 4 && w->count[w->depth]) fputc('\n', w->f);
+    fputc(w->depth < JSON_WRITER_DEPTH ? w->close[w->depth] : '}', w->f);
+    if (w->depth == 0) fputc('\n', w->f);
+}
+
+void jw_string(json_writer *w, const char *key, const char *v) {
+    jw_lead(w, key);
+    put_string(w->f, v);
+}
+
+void jw_number(json_writer *w, const char *key, double v) {
+    jw_lead(w, key);
+    if (isfinite(v)) fprintf(w->f, "%.10g", v);
+    else fputs("null", w->f);
+}
+
+void jw_int(json_writer *w, const char *key, long v) {
+    jw_lead(w, key);
+    fprintf(w->f, "%ld", v);
+}
+
+void jw_bool(json_writer *w, const char *key, int v) {
+    jw_lead(w, key);
+    fputs(v ? "true" : "false", w->f);
+}
+
+void jw_raw(json_writer *w, const char *key, const char *text) {
+    jw_lead(w, key);
+    fputs(text, w->f);
 }

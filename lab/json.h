@@ -27,9 +27,29 @@ const char *json_str(const json *obj, const char *key);
 /* Writes j as compact JSON text into out (at most len bytes, NUL-ended). */
 void json_write(const json *j, char *out, size_t len);
 
-/* Writes s as a JSON string, quoted and escaped. */
-void json_put_string(FILE *f, const char *s);
-/* Writes a number, or null for NaN and infinities. */
-void json_put_number(FILE *f, double v);
+/* A streaming writer (results.json): values go in order and the writer
+ * puts the commas, the colons and the brackets. key is the member's name
+ * inside an object, NULL inside an array or at the top. Objects and arrays
+ * nest up to JSON_WRITER_DEPTH; the first four levels (down to results.json's
+ * rows) put each member on a line of its own. */
+#define JSON_WRITER_DEPTH 8
+typedef struct json_writer {
+    FILE *f;
+    int depth;
+    int count[JSON_WRITER_DEPTH]; /* members written at each level */
+    char close[JSON_WRITER_DEPTH]; /* '}' or ']' */
+} json_writer;
+
+void jw_begin(json_writer *w, FILE *f);
+void jw_object(json_writer *w, const char *key);
+void jw_array(json_writer *w, const char *key);
+void jw_end(json_writer *w); /* closes the innermost object or array */
+void jw_string(json_writer *w, const char *key, const char *v);
+/* A number, or null for NaN and infinities. */
+void jw_number(json_writer *w, const char *key, double v);
+void jw_int(json_writer *w, const char *key, long v);
+void jw_bool(json_writer *w, const char *key, int v);
+/* Text that is JSON already (a parameter's value). */
+void jw_raw(json_writer *w, const char *key, const char *text);
 
 #endif

@@ -54,162 +54,81 @@ void lab_machine_line(FILE *out) {
             m->os, m->flags, lab_poolkit_version());
 }
 
-static void put_key(FILE *f, const char *key) {
-    json_put_string(f, key);
-    fputc(':', f);
-}
-
-static void put_row(FILE *f, const lab_row *r) {
-    fputs("{", f);
-    put_key(f, "subject");
-    json_put_string(f, r->subject);
-    fputc(',', f);
-    put_key(f, "family");
-    json_put_string(f, r->family);
+static void put_row(json_writer *w, const lab_row *r) {
     int have = r->available && r->samples.n > 0;
-    fputc(',', f);
-    put_key(f, "median");
-    json_put_number(f, have ? lab_median(&r->samples) : NAN);
-    fputc(',', f);
-    put_key(f, "min");
-    json_put_number(f, have ? lab_min(&r->samples) : NAN);
-    fputc(',', f);
-    put_key(f, "max");
-    json_put_number(f, have ? lab_max(&r->samples) : NAN);
-    fputc(',', f);
-    put_key(f, "reps");
-    fprintf(f, "%d", r->published_reps || !have ? 0 : r->samples.n);
-    fputc(',', f);
-    put_key(f, "params");
-    fputc('{', f);
-    for (int i = 0; i < r->nparams; i++) {
-        if (i) fputc(',', f);
-        put_key(f, r->params[i].key);
-        fputs(r->params[i].value, f);
-    }
-    fputc('}', f);
-    if (r->unit[0]) {
-        fputc(',', f);
-        put_key(f, "unit");
-        json_put_string(f, r->unit);
-    }
-    fputc(',', f);
-    put_key(f, "version");
-    json_put_string(f, r->version);
-    fputc(',', f);
-    put_key(f, "flags");
-    json_put_string(f, r->flags);
-    fputc(',', f);
-    put_key(f, "extra");
-    fputc('{', f);
-    for (int i = 0; i < r->nextra; i++) {
-        if (i) fputc(',', f);
-        put_key(f, r->extra[i].name);
-        json_put_number(f, lab_median(&r->extra[i].s));
-    }
-    fputc('}', f);
-    fputc(',', f);
-    put_key(f, "available");
-    fputs(r->available ? "true" : "false", f);
+    jw_object(w, NULL);
+    jw_string(w, "subject", r->subject);
+    jw_string(w, "family", r->family);
+    jw_number(w, "median", have ? lab_median(&r->samples) : NAN);
+    jw_number(w, "min", have ? lab_min(&r->samples) : NAN);
+    jw_number(w, "max", have ? lab_max(&r->samples) : NAN);
+    jw_int(w, "reps", r->published_reps || !have ? 0 : r->samples.n);
+    jw_object(w, "params");
+    for (int i = 0; i < r->nparams; i++) jw_raw(w, r->params[i].key, r->params[i].value);
+    jw_end(w);
+    if (r->unit[0]) jw_string(w, "unit", r->unit);
+    jw_string(w, "version", r->version);
+    jw_string(w, "flags", r->flags);
+    jw_object(w, "extra");
+    for (int i = 0; i < r->nextra; i++) jw_number(w, r->extra[i].name, lab_median(&r->extra[i].s));
+    jw_end(w);
+    jw_bool(w, "available", r->available);
     if (!r->available) {
-        fputc(',', f);
-        put_key(f, "why");
-        json_put_string(f, r->why);
-        if (r->failed) {
-            fputc(',', f);
-            put_key(f, "failed");
-            fputs("true", f);
-        }
+        jw_string(w, "why", r->why);
+        if (r->failed) jw_bool(w, "failed", 1);
     }
     if (have && !r->published_reps) { /* every repetition, for the charts' spread */
-        fputc(',', f);
-        put_key(f, "samples");
-        fputc('[', f);
-        for (int i = 0; i < r->samples.n; i++) {
-            if (i) fputc(',', f);
-            json_put_number(f, r->samples.v[i]);
-        }
-        fputc(']', f);
+        jw_array(w, "samples");
+        for (int i = 0; i < r->samples.n; i++) jw_number(w, NULL, r->samples.v[i]);
+        jw_end(w);
     }
-    fputs("}", f);
+    jw_end(w);
 }
 
 int lab_write_results(const char *path, const lab_experiment *const *done, const double *secs,
                       int ndone, const char *command, double seconds) {
-    char tmp[4200];
+    char tmp[4200], when[64];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f) return -1;
     const lab_machine *m = &lab_machine_info;
-    fputs("{\n", f);
-    put_key(f, "machine");
-    fputs("{", f);
-    put_key(f, "cpu");
-    json_put_string(f, m->cpu);
-    fputc(',', f);
-    put_key(f, "cores");
-    fprintf(f, "%ld", m->cores);
-    fputc(',', f);
-    put_key(f, "os");
-    json_put_string(f, m->os);
-    fputc(',', f);
-    put_key(f, "compiler");
-    json_put_string(f, m->compiler);
-    fputc(',', f);
-    put_key(f, "flags");
-    json_put_string(f, m->flags);
-    fputc(',', f);
-    put_key(f, "memory_gib");
-    fprintf(f, "%.1f", m->memory_gib);
-    fputc(',', f);
-    put_key(f, "poolkit");
-    json_put_string(f, lab_poolkit_version());
-    fputs("},\n", f);
-    put_key(f, "command");
-    json_put_string(f, command);
-    fputs(",\n", f);
-    put_key(f, "scale");
-    json_put_string(f, lab_scale_name(lab_opt.scale));
-    fputs(",\n", f);
-    put_key(f, "reps");
-    fprintf(f, "%d,\n", lab_opt.reps);
-    char when[64];
     time_t now = time(NULL);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    put_key(f, "date");
-    json_put_string(f, when);
-    fputs(",\n", f);
-    put_key(f, "duration_s");
-    fprintf(f, "%.1f,\n", seconds);
-    put_key(f, "experiments");
-    fputs("[\n", f);
+    json_writer w;
+    jw_begin(&w, f);
+    jw_object(&w, NULL);
+    jw_object(&w, "machine");
+    jw_string(&w, "cpu", m->cpu);
+    jw_int(&w, "cores", m->cores);
+    jw_string(&w, "os", m->os);
+    jw_string(&w, "compiler", m->compiler);
+    jw_string(&w, "flags", m->flags);
+    jw_number(&w, "memory_gib", round(m->memory_gib * 10) / 10);
+    jw_string(&w, "poolkit", lab_poolkit_version());
+    jw_end(&w);
+    jw_string(&w, "command", command);
+    jw_string(&w, "scale", lab_scale_name(lab_opt.scale));
+    jw_int(&w, "reps", lab_opt.reps);
+    jw_string(&w, "date", when);
+    jw_number(&w, "duration_s", round(seconds * 10) / 10);
+    jw_array(&w, "experiments");
     for (int e = 0; e < ndone; e++) {
         const lab_experiment *x = done[e];
-        fputs(e ? ",\n{" : "{", f);
-        put_key(f, "name");
-        json_put_string(f, x->name);
-        fputc(',', f);
-        put_key(f, "title");
-        json_put_string(f, x->title);
-        fputc(',', f);
-        put_key(f, "unit");
-        json_put_string(f, x->unit);
-        fputc(',', f);
-        put_key(f, "duration_s");
-        fprintf(f, "%.1f,", secs[e]);
-        put_key(f, "rows");
-        fputs("[\n", f);
-        int first = 1;
+        jw_object(&w, NULL);
+        jw_string(&w, "name", x->name);
+        jw_string(&w, "title", x->title);
+        jw_string(&w, "unit", x->unit);
+        jw_number(&w, "duration_s", round(secs[e] * 10) / 10);
+        jw_array(&w, "rows");
         for (int i = 0; i < lab_row_count(); i++) {
             const lab_row *r = lab_row_at(i);
-            if (strcmp(r->experiment, x->name)) continue;
-            fputs(first ? "  " : ",\n  ", f);
-            first = 0;
-            put_row(f, r);
+            if (!strcmp(r->experiment, x->name)) put_row(&w, r);
         }
-        fputs("\n]}", f);
+        jw_end(&w);
+        jw_end(&w);
     }
-    fputs("\n]\n}\n", f);
+    jw_end(&w);
+    jw_end(&w);
     if (fclose(f) != 0) return -1;
     return rename(tmp, path);
 }
