@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""lab/compare.py OLD/results.json NEW/results.json: two lab runs side by side.
+"""lab/compare.py OLD NEW: two lab runs side by side (results.json files or their folders).
 
 What `pk-lab compare OLD NEW` runs. For every ratio the lab's report decides
 a study by (lab/report.py records them as numbers), it prints the old and the
@@ -26,6 +26,8 @@ THRESHOLD = 0.10
 
 
 def ratios_of(path):
+    if os.path.isdir(path):
+        path = os.path.join(path, "results.json")
     with open(path) as f:
         data = json.load(f)
     res = report.Results(data)
