@@ -61,8 +61,6 @@ static bool bytes_are(const unsigned char *b, size_t n, unsigned char v, size_t 
     return true;
 }
 
-/* Debug pools: a slot leaving the slab. A reused slot must still hold the
- * free fill, or something wrote to it after it was freed. */
 /* A debug slot's call sites, or NULL when none are kept. */
 static void **slot_sites(const pk_pool *p, const slab *s, size_t idx) {
     return s->sites ? s->sites + idx * p->geo.site_words : NULL;
@@ -78,6 +76,8 @@ static PK_COLD __attribute__((noreturn)) void report_write_after_free(pk_pool *p
     abort();
 }
 
+/* Debug pools: a slot leaving the slab. A reused slot must still hold the
+ * free fill, or something wrote to it after it was freed. */
 static void debug_on_take(pk_pool *p, slab *s, char *obj, bool reused) {
     size_t idx = slot_div((uint64_t)(obj - s->objects), p->geo.slot, p->geo.recip), bad;
     bool plain = !p->construct && !p->destruct;
