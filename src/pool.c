@@ -370,9 +370,20 @@ static inline char *checked_next(pk_pool *p, void *obj) {
  * boundary test is a multiply: for off < 2^32, off is a multiple of the slot
  * exactly when off * ceil(2^64 / slot) wraps below ceil(2^64 / slot). False
  * sends the caller to the exact check, never to a report. */
+static inline bool hard_grid(const pk_pool *p, uintptr_t off) {
+    return off < p->hard.span && off * p->hard.recip < p->hard.recip;
+}
+
 static inline bool hard_near(const pk_pool *p, uintptr_t x, uintptr_t near) {
-    uintptr_t off = (x & p->hard.mask) - p->hard.header;
-    return (x ^ near) <= p->hard.mask && off < p->hard.span && off * p->hard.recip < p->hard.recip;
+    return (x ^ near) <= p->hard.mask && hard_grid(p, (x & p->hard.mask) - p->hard.header);
+}
+
+/* x in another slab: the address map says whose slab it is and where its
+ * slot 0 is (every slab of a pool has the pool's geometry, so the grid
+ * check is the same). */
+static inline bool hard_far(const pk_pool *p, uintptr_t x) {
+    uintptr_t objects = 0;
+    return slab_map_pool((const void *)x, &objects) == p && hard_grid(p, x - objects);
 }
 
 static PK_NOINLINE void *alloc_generic(pk_pool *p);
@@ -414,7 +425,8 @@ void *pk__pool_alloc_slow(pk_pool *p) {
 /* A hardened list's link into another slab: checked against the address
  * map (a tail call, so the lean path above needs no stack frame). */
 static PK_NOINLINE void *alloc_far_link(pk_pool *p, tc_slot *c, char *obj, char *next) {
-    tc_set(c, check_link(p, obj, next), tc_room(c) + 1);
+    if (unlikely(!hard_far(p, (uintptr_t)next))) next = check_link(p, obj, next); /* reports it */
+    tc_set(c, next, tc_room(c) + 1);
     return obj;
 }
 
@@ -479,7 +491,7 @@ void pool_free_generic(pk_pool *p, void *obj) {
  * says whether it is one of the pool's slots (a tail call, so the lean path
  * needs no stack frame). */
 static PK_NOINLINE void free_far(pk_pool *p, tc_slot *c, void *obj) {
-    if (slab_owner(obj) != p) {
+    if (!hard_far(p, (uintptr_t)obj)) {
         pool_free_generic(p, obj); /* reports it */
         return;
     }

@@ -17,19 +17,11 @@
 #include <pthread.h>
 #include <string.h>
 
-#define L1_BITS 16
-#define L2_BITS 16
-#define ADDRESS_BITS (GRANULE_SHIFT + L2_BITS + L1_BITS) /* 48 */
+#define L1_BITS MAP_L1_BITS
+#define L2_BITS MAP_L2_BITS
+#define ADDRESS_BITS MAP_ADDRESS_BITS
 
-typedef struct map_entry {
-    slab *slab;
-    struct pk_pool *pool;
-    char *objects;
-    uint64_t recip;
-    uint32_t slot, capacity;
-} map_entry;
-
-static map_entry *map_l1[1u << L1_BITS];
+map_entry *map_l1[1u << L1_BITS];
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void entry_store(map_entry *e, const map_entry *v) {

@@ -74,6 +74,36 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g);
  * retains it for the purge delay for the next slab_create (retain.c). */
 void slab_destroy(slab *s, bool cache);
 
+/* The address map (slab.c): a two-level radix table over 64 KiB granules;
+ * each entry names the granule's slab and copies what lookups need, so
+ * nothing reads the slab itself. Readers use atomic loads. */
+#define MAP_L1_BITS 16
+#define MAP_L2_BITS 16
+#define MAP_ADDRESS_BITS (GRANULE_SHIFT + MAP_L2_BITS + MAP_L1_BITS) /* 48 */
+typedef struct map_entry {
+    slab *slab;
+    struct pk_pool *pool;
+    char *objects;
+    uint64_t recip;
+    uint32_t slot, capacity;
+} map_entry;
+extern map_entry *map_l1[1u << MAP_L1_BITS];
+
+/* The pool whose slab holds ptr's granule (NULL if none) and, in *objects,
+ * that slab's slot 0: whether ptr is a slot is the caller's to check
+ * (hardened pools' far checks, pool.c, with their geometry). Inline: a few
+ * loads, no call. */
+static inline struct pk_pool *slab_map_pool(const void *ptr, uintptr_t *objects) {
+    uintptr_t a = (uintptr_t)ptr, g = a >> GRANULE_SHIFT;
+    if (a >> MAP_ADDRESS_BITS) return NULL;
+    map_entry *leaf = __atomic_load_n(&map_l1[g >> MAP_L2_BITS], __ATOMIC_ACQUIRE);
+    if (!leaf) return NULL;
+    map_entry *e = &leaf[g & ((1u << MAP_L2_BITS) - 1)];
+    if (!__atomic_load_n(&e->slab, __ATOMIC_ACQUIRE)) return NULL;
+    *objects = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
+    return __atomic_load_n(&e->pool, __ATOMIC_RELAXED);
+}
+
 /* The slab holding ptr's granule, or NULL; never touches ptr's memory. */
 slab *slab_lookup(const void *ptr);
 /* The pool with an object slot starting at ptr, or NULL; reads neither ptr's

@@ -598,6 +598,20 @@ TEST(SafetyHardenedDeathTest, ImmediateDoubleFreeIsReported) {
     pk_pool_free(p.get(), keep);
 }
 
+/* Objects larger than a 64 KiB granule span several: a pointer into a
+ * later granule of one, at the offset slot 0 has in the first, is still an
+ * interior pointer. */
+TEST(SafetyHardenedDeathTest, FreeOfAPointerIntoALargeObjectIsReported) {
+    PoolPtr p = make_pool(200000, 0, PK_POOL_HARDENED, "hardbig");
+    void *a = pk_pool_alloc(p.get());
+    void *b = pk_pool_alloc(p.get());
+    pk_pool_free(p.get(), a); /* a heads the list: b's slab is another one */
+    char *inner = static_cast<char *>(b) + 65536;
+    PKTEST_EXPECT_REPORT(pk_pool_free(p.get(), inner),
+                         "HANDLER severity=FATAL what=[a-z ]+ pool=hardbig ptr=" + ptr_str(inner));
+    pk_pool_free(p.get(), b);
+}
+
 /* A pointer made up to look like a slot (on the grid of a slab-aligned
  * address, but in no slab of the pool) is reported, not cached. */
 TEST(SafetyHardenedDeathTest, FreeOfAForgedSlotAddressIsReported) {
