@@ -435,6 +435,16 @@ struct Rng {
     bool chance(unsigned percent) { return below(100) < percent; }
 };
 
+/* Removes a random element of live (not empty) and returns it: the random
+ * free of the tests that walk a pool through allocations and frees. */
+inline void *take_random(std::vector<void *> &live, Rng &rng) {
+    size_t k = rng.below(live.size());
+    std::swap(live[k], live.back());
+    void *o = live.back();
+    live.pop_back();
+    return o;
+}
+
 /* A pool named "hooked" whose construct and destruct hooks a HookTracker
  * checks. */
 struct HookPool {

@@ -332,10 +332,7 @@ TEST(PoolStats, LiveIsExactWhenQuiescent) {
             if (live.empty() || rng.chance(55)) {
                 live.push_back(pk_pool_alloc(p.get()));
             } else {
-                size_t k = rng.below(live.size());
-                std::swap(live[k], live.back());
-                pk_pool_free(p.get(), live.back());
-                live.pop_back();
+                pk_pool_free(p.get(), take_random(live, rng));
             }
             if (i % 97 == 0) {
                 ASSERT_EQ(stats_of(p.get()).live, live.size()) << "flags " << flags << " step " << i;

@@ -35,10 +35,7 @@ TEST(PoolHooks, ConstructRunsAtMostOncePerObjectPerStay) {
             seen.insert(o);
             live.push_back(o);
         } else {
-            size_t k = rng.below(live.size());
-            std::swap(live[k], live.back());
-            pk_pool_free(h.pool.get(), live.back());
-            live.pop_back();
+            pk_pool_free(h.pool.get(), take_random(live, rng));
         }
     }
     EXPECT_EQ(h.tracker.double_constructs(), 0);
@@ -64,10 +61,7 @@ TEST(PoolHooks, FreedObjectKeepsTheStateItsUserLeft) {
                 h.tracker.set_state(o, key++);
                 live.push_back(o);
             } else {
-                size_t k = rng.below(live.size());
-                std::swap(live[k], live.back());
-                pk_pool_free(h.pool.get(), live.back());
-                live.pop_back();
+                pk_pool_free(h.pool.get(), take_random(live, rng));
             }
         }
         free_all(h.pool.get(), live);
@@ -103,10 +97,7 @@ TEST(PoolHooks, ConstructAndDestructCountsMatchAfterDestroy) {
             if (live.empty() || rng.chance(60)) {
                 live.push_back(pk_pool_alloc(p.get()));
             } else {
-                size_t k = rng.below(live.size());
-                std::swap(live[k], live.back());
-                pk_pool_free(p.get(), live.back());
-                live.pop_back();
+                pk_pool_free(p.get(), take_random(live, rng));
             }
             if (i == steps / 2) pk_pool_trim(p.get());
         }
