@@ -24,9 +24,9 @@
 #   LOCAL pool    <= 18 (target 12)
 #   HARDENED pool <= 90 (issue 10's target: 2x the default, 34; not met).
 # A hardened pool leaves the inline path for the library's lean checked one
-# (pool.c): 85 instructions per pair with gcc 12, where the checked path
-# before it took about 110; the call, the decoding and a slot-boundary check of both
-# the freed pointer and the link followed are most of it. Putting that code
+# (pool.c): 85 instructions per pair with gcc 12; the call, the decoding
+# and a slot-boundary check of both the freed pointer and the link followed
+# are most of it. Putting that code
 # inline would copy it into every caller of every pool, hardened or not.
 set -u
 

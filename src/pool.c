@@ -365,11 +365,12 @@ static inline char *checked_next(pk_pool *p, void *obj) {
 }
 
 /* Hardened pools' lean paths (below) check that a pointer x starts a slot
- * of the pool without the address map: x must lie in the same slab as
- * `near`, a slot already known to be the pool's, on a slot boundary. The
- * boundary test is a multiply: for off < 2^32, off is a multiple of the slot
- * exactly when off * ceil(2^64 / slot) wraps below ceil(2^64 / slot). False
- * sends the caller to the exact check, never to a report. */
+ * of the pool. hard_grid: off (from slot 0 of x's slab) is on the slot grid,
+ * by a multiply: for off < 2^32, off is a multiple of the slot exactly when
+ * off * ceil(2^64 / slot) wraps below ceil(2^64 / slot). hard_near, without
+ * the address map: x lies in the same slab as `near`, a slot already known
+ * to be the pool's, on the grid. False sends the caller on to the exact
+ * check, never to a report. */
 static inline bool hard_grid(const pk_pool *p, uintptr_t off) {
     return off < p->hard.span && off * p->hard.recip < p->hard.recip;
 }
@@ -411,7 +412,7 @@ void *pk__pool_alloc_slow(pk_pool *p) {
         tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.cache);
         char *obj = tc_head(c);
         if (likely(obj != NULL)) {
-            char *next = (char *)(*(uintptr_t *)(obj + p->hard.link) ^ p->hard.secret ^ (uintptr_t)obj);
+            char *next = (char *)link_code(p, obj, *(uintptr_t *)(obj + p->hard.link));
             if (unlikely(next && !hard_near(p, (uintptr_t)next, (uintptr_t)obj)))
                 return alloc_far_link(p, c, obj, next);
             tc_set(c, next, tc_room(c) + 1);
@@ -490,14 +491,19 @@ void pool_free_generic(pk_pool *p, void *obj) {
 /* A hardened free into a slab other than the list head's: the address map
  * says whether it is one of the pool's slots (a tail call, so the lean path
  * needs no stack frame). */
+/* Pushes a checked obj onto a hardened list whose head and room the caller
+ * read. */
+static inline void hard_push(const pk_pool *p, tc_slot *c, void *obj, void *head, intptr_t room) {
+    *(uintptr_t *)((char *)obj + p->hard.link) = link_code(p, obj, (uintptr_t)head);
+    tc_set(c, obj, room - 1);
+}
+
 static PK_NOINLINE void free_far(pk_pool *p, tc_slot *c, void *obj) {
     if (!hard_far(p, (uintptr_t)obj)) {
         pool_free_generic(p, obj); /* reports it */
         return;
     }
-    char *head = tc_head(c);
-    *(uintptr_t *)((char *)obj + p->hard.link) = (uintptr_t)head ^ p->hard.secret ^ (uintptr_t)obj;
-    tc_set(c, obj, tc_room(c) - 1);
+    hard_push(p, c, obj, tc_head(c), tc_room(c));
 }
 
 void pk__pool_free_slow(pk_pool *p, void *obj) {
@@ -515,8 +521,7 @@ void pk__pool_free_slow(pk_pool *p, void *obj) {
                 free_far(p, c, obj);
                 return;
             }
-            *(uintptr_t *)((char *)obj + p->hard.link) = (uintptr_t)head ^ p->hard.secret ^ (uintptr_t)obj;
-            tc_set(c, obj, room - 1);
+            hard_push(p, c, obj, head, room);
             return;
         }
     } else if (p->tc_key != TC_NO_KEY) {

@@ -160,17 +160,23 @@ static inline uintptr_t *link_of(const pk_pool *p, void *obj) {
 /* Hardened pools keep each link word xor-ed with a per-pool secret and the
  * link's own address, so a forged or overwritten link decodes to garbage
  * that the pool's checks catch instead of following. */
+/* A hardened link word both ways (xor is its own inverse): v ^ secret ^
+ * the link's object. Written in this order so that the compiler can test a
+ * decoded NULL as one compare on the lean path. */
+static inline uintptr_t link_code(const pk_pool *p, const void *obj, uintptr_t v) {
+    return v ^ p->hard.secret ^ (uintptr_t)obj;
+}
 static inline uintptr_t link_load(const pk_pool *p, void *obj) {
     uintptr_t *l = link_of(p, obj);
     track_open(l, sizeof *l);
     uintptr_t v = *l;
     track_close(l, sizeof *l);
-    return p->hardened ? v ^ p->hard.secret ^ (uintptr_t)obj : v;
+    return p->hardened ? link_code(p, obj, v) : v;
 }
 static inline void link_store(const pk_pool *p, void *obj, uintptr_t v) {
     uintptr_t *l = link_of(p, obj);
     track_open(l, sizeof *l);
-    *l = p->hardened ? v ^ p->hard.secret ^ (uintptr_t)obj : v;
+    *l = p->hardened ? link_code(p, obj, v) : v;
     track_close(l, sizeof *l);
 }
 

@@ -43,10 +43,11 @@ void sites_keep(void **record, int kind) {
 static size_t format_frame(char *buf, size_t n, void *pc) {
     Dl_info info;
     const char *p = (const char *)pc - 1;
+    bool found = dladdr(p, &info) != 0;
     int w;
-    if (dladdr(p, &info) && info.dli_sname && info.dli_saddr)
+    if (found && info.dli_sname && info.dli_saddr)
         w = snprintf(buf, n, "%s+0x%zx", info.dli_sname, (size_t)(p + 1 - (const char *)info.dli_saddr));
-    else if (dladdr(p, &info) && info.dli_fname && *info.dli_fname) {
+    else if (found && info.dli_fname && *info.dli_fname) {
         const char *base = strrchr(info.dli_fname, '/');
         w = snprintf(buf, n, "%s+0x%zx", base ? base + 1 : info.dli_fname,
                      (size_t)(p + 1 - (const char *)info.dli_fbase));

@@ -54,14 +54,6 @@ static bool map_set(uintptr_t start, uintptr_t end, const map_entry *value) {
     return ok;
 }
 
-static map_entry *map_find(const void *ptr) {
-    uintptr_t a = (uintptr_t)ptr;
-    if (a >> ADDRESS_BITS) return NULL;
-    uintptr_t g = a >> GRANULE_SHIFT;
-    map_entry *leaf = __atomic_load_n(&map_l1[g >> L2_BITS], __ATOMIC_ACQUIRE);
-    return leaf ? &leaf[g & ((1u << L2_BITS) - 1)] : NULL;
-}
-
 slab *slab_lookup(const void *ptr) {
     map_entry *e = map_find(ptr);
     return e ? __atomic_load_n(&e->slab, __ATOMIC_ACQUIRE) : NULL;

@@ -89,17 +89,21 @@ typedef struct map_entry {
 } map_entry;
 extern map_entry *map_l1[1u << MAP_L1_BITS];
 
+/* The map entry of ptr's granule, or NULL where no leaf was ever made. */
+static inline map_entry *map_find(const void *ptr) {
+    uintptr_t a = (uintptr_t)ptr, g = a >> GRANULE_SHIFT;
+    if (a >> MAP_ADDRESS_BITS) return NULL;
+    map_entry *leaf = __atomic_load_n(&map_l1[g >> MAP_L2_BITS], __ATOMIC_ACQUIRE);
+    return leaf ? &leaf[g & ((1u << MAP_L2_BITS) - 1)] : NULL;
+}
+
 /* The pool whose slab holds ptr's granule (NULL if none) and, in *objects,
  * that slab's slot 0: whether ptr is a slot is the caller's to check
  * (hardened pools' far checks, pool.c, with their geometry). Inline: a few
  * loads, no call. */
 static inline struct pk_pool *slab_map_pool(const void *ptr, uintptr_t *objects) {
-    uintptr_t a = (uintptr_t)ptr, g = a >> GRANULE_SHIFT;
-    if (a >> MAP_ADDRESS_BITS) return NULL;
-    map_entry *leaf = __atomic_load_n(&map_l1[g >> MAP_L2_BITS], __ATOMIC_ACQUIRE);
-    if (!leaf) return NULL;
-    map_entry *e = &leaf[g & ((1u << MAP_L2_BITS) - 1)];
-    if (!__atomic_load_n(&e->slab, __ATOMIC_ACQUIRE)) return NULL;
+    map_entry *e = map_find(ptr);
+    if (!e || !__atomic_load_n(&e->slab, __ATOMIC_ACQUIRE)) return NULL;
     *objects = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
     return __atomic_load_n(&e->pool, __ATOMIC_RELAXED);
 }

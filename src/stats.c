@@ -8,8 +8,8 @@
  * caller's FILE: unlike error reports it may use the heap (the PK_STATS_CLASSES
  * walk does), since it is asked for, not raised by a fault.
  */
-#include "internal.h"
 #include "object_internal.h"
+#include "pool_internal.h"
 
 #include <poolkit/arena.h>
 #include <poolkit/object.h>
@@ -20,8 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-size_t tcache_live_threads(void); /* tcache.c */
 
 /* ---- process-wide figures ---- */
 
@@ -44,12 +42,8 @@ void pools_reserved(size_t *now, size_t *peak) {
 
 /* ---- gathering ---- */
 
-typedef struct pool_row {
-    pk_pool_stats st;
-} pool_row;
-
 typedef struct rows {
-    pool_row *row;
+    pk_pool_stats *row;
     size_t n, cap;
     bool short_of_memory;
 } rows;
@@ -58,7 +52,7 @@ static void add_row(pk_pool *p, void *arg) {
     rows *r = arg;
     if (r->n == r->cap) {
         size_t cap = r->cap ? 2 * r->cap : 64;
-        pool_row *more = realloc(r->row, cap * sizeof *more);
+        pk_pool_stats *more = realloc(r->row, cap * sizeof *more);
         if (!more) {
             r->short_of_memory = true;
             return;
@@ -66,14 +60,14 @@ static void add_row(pk_pool *p, void *arg) {
         r->row = more;
         r->cap = cap;
     }
-    pk_pool_stats_get(p, &r->row[r->n++].st);
+    pk_pool_stats_get(p, &r->row[r->n++]);
 }
 
 static void totals_of(const rows *r, pk_process_stats *out) {
     memset(out, 0, sizeof *out);
     out->pools = r->n;
     for (size_t i = 0; i < r->n; i++) {
-        const pk_pool_stats *st = &r->row[i].st;
+        const pk_pool_stats *st = &r->row[i];
         out->pool_live += st->live;
         out->pool_bytes_reserved += st->bytes_reserved;
         out->pool_bytes_resident += st->bytes_resident;
@@ -142,7 +136,7 @@ static void print_table(FILE *f, const rows *r, const pk_process_stats *t, const
     fprintf(f, "%-24s %7s %9s %9s %6s %10s %10s %11s %11s %9s %10s\n", "pool", "size", "live",
             "peak*", "slabs", "reserved", "resident", "allocs*", "frees*", "remote*", "released");
     for (size_t i = 0; i < r->n; i++) {
-        const pk_pool_stats *s = &r->row[i].st;
+        const pk_pool_stats *s = &r->row[i];
         fprintf(f, "%-24.24s %7zu %9zu %9zu %6zu %10s %10s %11llu %11llu %9llu %10s\n",
                 name_or(s->name, "(unnamed)"), s->size, s->live, s->peak_live, s->slabs,
                 human(s->bytes_reserved, b1), human(s->bytes_resident, b2),
@@ -186,7 +180,7 @@ static void print_json(FILE *f, const rows *r, const pk_process_stats *t, const 
     fprintf(f, " \"per_batch\": [\"allocs\", \"frees\", \"peak_live\", \"remote_frees\"],\n");
     fprintf(f, " \"pools\": [");
     for (size_t i = 0; i < r->n; i++) {
-        const pk_pool_stats *s = &r->row[i].st;
+        const pk_pool_stats *s = &r->row[i];
         fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
         json_string(f, s->name);
         fprintf(f, ", \"size\": %zu, \"align\": %zu, \"live\": %zu, \"peak_live\": %zu, "
@@ -255,15 +249,15 @@ static void leak_summary(void) {
     gather(&r);
     size_t pools = 0, live = 0;
     for (size_t i = 0; i < r.n; i++)
-        if (r.row[i].st.live) pools++, live += r.row[i].st.live;
+        if (r.row[i].live) pools++, live += r.row[i].live;
     if (live) {
         char list[2000] = "";
         size_t used = 0;
         for (size_t i = 0; i < r.n && used + 64 < sizeof list; i++)
-            if (r.row[i].st.live)
+            if (r.row[i].live)
                 used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s' %zu",
-                                         used ? ", " : ": ", name_or(r.row[i].st.name, "(unnamed)"),
-                                         r.row[i].st.live);
+                                         used ? ", " : ": ", name_or(r.row[i].name, "(unnamed)"),
+                                         r.row[i].live);
         if (tcache_live_threads() <= 1) {
             classes *c = calloc(1, sizeof *c);
             if (c) object_census(add_class, c);

@@ -45,8 +45,9 @@ enum { THREAD_NEW, THREAD_LIVE, THREAD_EXITING };
 /* The table of threads that have not registered (or have exited). Only
  * ever read as empty: heads stay NULL (the fast paths write a head only
  * after finding one, or room for one), and rooms only go down from 0 by a
- * failed take, which the slow path sets back to 0. Lost updates between
- * threads can only leave a room at or below 0. */
+ * failed take, which the slow path sets back to 0 (cache 0's it leaves to
+ * run down: 2^63 takes from wrapping). Lost updates between threads can
+ * only leave a room at or below 0. */
 static tc_slot unregistered[TABLE_KEYS];
 
 __thread tc_slot *tc_table __attribute__((tls_model("initial-exec"))) = unregistered;

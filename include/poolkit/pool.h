@@ -187,7 +187,8 @@ typedef uintptr_t __attribute__((may_alias)) pk__link;
  * it when the thread registers or exits, so a value read before a call may
  * be stale. On x86-64 the room changes by one read-modify-write (the free
  * path's take leaves -1 behind when there was no room; the library's slow
- * path gives it back). The head is read and written with relaxed atomics:
+ * path gives it back to a pool's own cache, and lets the room of cache 0,
+ * never set up, run down). The head is read and written with relaxed atomics:
  * plain moves, which ThreadSanitizer also knows for what they are, since
  * stats read other threads' caches. */
 #  if defined(__x86_64__)
