@@ -3,7 +3,7 @@
  * arena; repeated. Against the same task on an APR pool (apr_pool_create_ex
  * as a child of one long-lived pool, apr_palloc, apr_pool_destroy: the way
  * servers use a pool per request), loaded at run time from libapr-1.so.0
- * (peers.h; "not available" when absent).
+ * ("not available" when absent).
  *
  * Rows: pk_arena_create(0) / pk_arena_alloc(a, 32, 0) / pk_arena_destroy,
  * and APR as above, which the target compares; for information, one arena
@@ -17,12 +17,49 @@
  * Usage: bench_arenas [--reps N] [--quick] [--tasks N]
  */
 #include "harness.h"
-#include "peers.h"
 
 #include <poolkit/arena.h>
 
 #define TASK_ALLOCS 4096
 #define OBJ_SIZE 32
+
+/* APR, loaded here rather than through the lab's adapter: the task needs
+ * APR's pool calls themselves, which the adapter keeps inside its kernels.
+ * The loading is lab/shared.h's, as for every peer. */
+typedef struct bench_apr {
+    /* apr_status_t is an int; pools and allocators are opaque. */
+    int (*pool_create_ex)(void **newpool, void *parent, int (*abort_fn)(int), void *allocator);
+    void *(*palloc)(void *pool, size_t size);
+    void (*pool_clear)(void *pool);
+    void (*pool_destroy)(void *pool);
+    char name[64]; /* "APR 1.7.2" */
+    char why[160]; /* why not available, or "" */
+} bench_apr;
+
+/* Loads APR and calls apr_initialize; on failure a->pool_create_ex is NULL
+ * and a->why says why. */
+static inline void bench_apr_load(bench_apr *a) {
+    memset(a, 0, sizeof *a);
+    snprintf(a->name, sizeof a->name, "APR");
+    void *lib = shared_dlopen("libapr-1.so.0", "libapr1", a->why, sizeof a->why);
+    int (*initialize)(void) = NULL;
+    const char *(*version)(void) = NULL;
+    if (!lib || !shared_dlsym(lib, "apr_initialize", &initialize, a->why, sizeof a->why) ||
+        !shared_dlsym(lib, "apr_pool_create_ex", &a->pool_create_ex, a->why, sizeof a->why) ||
+        !shared_dlsym(lib, "apr_palloc", &a->palloc, a->why, sizeof a->why) ||
+        !shared_dlsym(lib, "apr_pool_clear", &a->pool_clear, a->why, sizeof a->why) ||
+        !shared_dlsym(lib, "apr_pool_destroy", &a->pool_destroy, a->why, sizeof a->why)) {
+        a->pool_create_ex = NULL;
+        return;
+    }
+    if (initialize() != 0) {
+        snprintf(a->why, sizeof a->why, "apr_initialize failed");
+        a->pool_create_ex = NULL;
+        return;
+    }
+    if (shared_dlsym(lib, "apr_version_string", &version, NULL, 0))
+        snprintf(a->name, sizeof a->name, "APR %s", version());
+}
 
 static bench_apr apr;
 static void *apr_root;

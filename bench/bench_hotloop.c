@@ -1,23 +1,24 @@
-/* The hot loop: allocate, touch one byte, free, for object sizes 16 to 256 B.
+/* The hot loop: allocate, touch one byte, free, for object sizes 16 to 256 B
+ * (the lab's hot kernel, lab/kernels.h).
  *
- * The reference is a naive free list inlined into the loop (a global singly
- * linked list refilled from a static slab): about the least a fixed-size
- * allocator can do. Beside it: the same list behind real calls, pk_pool
- * (default and PK_POOL_LOCAL) compiled the way users compile against the
- * installed headers, glibc malloc, and the peers mimalloc, jemalloc and
- * tcmalloc, loaded at run time (peers.h).
+ * The reference is a naive free list inlined into the loop: about the least
+ * a fixed-size allocator can do. Beside it: the same list
+ * behind real calls, pk_pool (default, PK_POOL_LOCAL, HARDENED and DEBUG)
+ * compiled the way users compile against the installed headers, glibc
+ * malloc, and the peers mimalloc, jemalloc and tcmalloc (the lab's adapters,
+ * loaded at run time).
  *
  * Built twice by bench/CMakeLists.txt:
  *   bench_hotloop         pk_pool's inline fast paths, static library;
- *                         targets: default <= 1.3x, LOCAL <= 1.1x the naive inlined list
+ *                         targets: default <= 1.3x, LOCAL <= 1.1x the naive inlined list;
+ *                         HARDENED <= 1.3x the default
  *   bench_hotloop_shared  -DPK_NO_INLINE, shared library: every pk call is a real
  *                         call into libpoolkit.so; target: <= 1.2x the naive list
- *                         behind calls
+ *                         behind calls (no peers: it does not link the lab)
  *
- * Usage: bench_hotloop [--reps N] [--quick] [--iters N] [--peers|--no-peers]
+ * Usage: bench_hotloop [--reps N] [--quick] [--iters N] [--no-peers]
  */
 #include "harness.h"
-#include "peers.h"
 
 #include <poolkit/pool.h>
 
@@ -27,154 +28,168 @@
 #  define PK_MODE_CALLS 0
 #endif
 
-/* ---- the reference: a naive free list ---- */
+/* The loop compiled here three times: over pk_pool (inline or calls, as this
+ * program is built), over nothing (the empty loop) and over the naive list
+ * behind calls. */
+#define K_NAME pk
+#define K_ALLOC(c, sz) pk_pool_alloc((pk_pool *)(c))
+#define K_FREE(c, p, sz) pk_pool_free((pk_pool *)(c), (p))
+#include "kernels.h"
+#undef K_NAME
+#undef K_ALLOC
+#undef K_FREE
 
+static char empty_buf[64];
+#define K_NAME empty
+#define K_ALLOC(c, sz) ((void)(c), (void *)empty_buf)
+#define K_FREE(c, p, sz) LAB_ESCAPE(p)
+#include "kernels.h"
+#undef K_NAME
+#undef K_ALLOC
+#undef K_FREE
+
+/* The reference: a global free list, refilled from a static slab. Not the
+ * lab's naive list (lab/peer_naive.c, a heap struct reached through a
+ * register): with one object going round, a core that renames memory
+ * (recent Intel) forwards that struct's stores to its loads for free and
+ * runs the loop in 2 cycles, or, when the struct and the object alias in
+ * the low 12 address bits, in 10; a global's address does not get that
+ * treatment, so this reference measures the same on every run. */
 typedef struct naive_node { struct naive_node *next; } naive_node;
-
 static naive_node *naive_head;
 static _Alignas(64) char naive_slab[1 << 16];
-static size_t naive_bump, naive_size;
+static size_t naive_bump;
 
-static void naive_reset(size_t size) {
-    naive_head = NULL;
-    naive_bump = 0;
-    naive_size = size;
-}
-
-static BENCH_NOINLINE void *naive_refill(void) {
-    if (naive_bump + naive_size > sizeof naive_slab) abort();
+static BENCH_NOINLINE void *naive_refill(size_t size) {
+    if (naive_bump + size > sizeof naive_slab) abort();
     void *p = naive_slab + naive_bump;
-    naive_bump += naive_size;
+    naive_bump += size;
     return p;
 }
-
-static inline void *naive_alloc(void) {
+static inline void *naive_alloc(size_t size) {
     naive_node *n = naive_head;
     if (__builtin_expect(n != NULL, 1)) {
         naive_head = n->next;
         return n;
     }
-    return naive_refill();
+    return naive_refill(size);
 }
-
 static inline void naive_free(void *p) {
     naive_node *n = p;
     n->next = naive_head;
     naive_head = n;
 }
+/* One size at a time: the list starts empty for each run. */
+static void naive_reset(void) {
+    naive_head = NULL;
+    naive_bump = 0;
+}
 
-/* The same list behind real calls. */
-static BENCH_KERNEL void *naive_alloc_call(void) { return naive_alloc(); }
+#define K_NAME naive
+#define K_ALLOC(c, sz) naive_alloc(sz)
+#define K_FREE(c, p, sz) naive_free(p)
+#include "kernels.h"
+#undef K_NAME
+#undef K_ALLOC
+#undef K_FREE
+
+static BENCH_KERNEL void *naive_alloc_call(size_t size) { return naive_alloc(size); }
 static BENCH_KERNEL void naive_free_call(void *p) { naive_free(p); }
-
-/* ---- the loops: one kernel per contender, identical bodies ---- */
-
-#define HOT_LOOP(ALLOC, FREE) BENCH_HOT_LOOP(n, ALLOC, FREE)
-
-static char empty_target[64];
-static bench_peers peers;
-
-static BENCH_KERNEL void loop_empty(size_t n) { HOT_LOOP(empty_target, (void)0) }
-static BENCH_KERNEL void loop_naive(size_t n) { HOT_LOOP(naive_alloc(), naive_free(p)) }
-static BENCH_KERNEL void loop_naive_call(size_t n) {
-    HOT_LOOP(naive_alloc_call(), naive_free_call(p))
-}
-static BENCH_KERNEL void loop_pool(size_t n, pk_pool *pool) {
-    HOT_LOOP(pk_pool_alloc(pool), pk_pool_free(pool, p))
-}
-static BENCH_KERNEL void loop_malloc(size_t n, size_t size) { HOT_LOOP(malloc(size), free(p)) }
-static BENCH_KERNEL void loop_mimalloc(size_t n, size_t size) {
-    HOT_LOOP(peers.mi_malloc(size), peers.mi_free(p))
-}
-static BENCH_KERNEL void loop_jemalloc(size_t n, size_t size) {
-    HOT_LOOP(peers.mallocx(size, 0), peers.dallocx(p, 0))
-}
-static BENCH_KERNEL void loop_tcmalloc(size_t n, size_t size) {
-    HOT_LOOP(peers.tc_malloc(size), peers.tc_free(p))
-}
+#define K_NAME naivecall
+#define K_ALLOC(c, sz) naive_alloc_call(sz)
+#define K_FREE(c, p, sz) naive_free_call(p)
+#include "kernels.h"
 
 enum { C_EMPTY, C_NAIVE, C_NAIVE_CALL, C_POOL, C_LOCAL, C_HARD, C_DEBUG, C_GLIBC, C_MI, C_JE, C_TC, NCONT };
-
-static char cont_label[NCONT][96];
-static const char *cont_why[NCONT]; /* non-NULL: not available */
 
 #define NSIZES 5
 static const size_t sizes[NSIZES] = {16, 32, 64, 128, 256};
 
-/* Runs contender c once for n pairs at the given size; ns per pair. */
-static double run_once(int c, size_t size, size_t n, pk_pool *pool, pk_pool *local,
-                       pk_pool *hard, pk_pool *debug) {
-    double t0 = bench_now_ns();
-    switch (c) {
-    case C_EMPTY: loop_empty(n); break;
-    case C_NAIVE: naive_reset(size); loop_naive(n); break;
-    case C_NAIVE_CALL: naive_reset(size); loop_naive_call(n); break;
-    case C_POOL: loop_pool(n, pool); break;
-    case C_LOCAL: loop_pool(n, local); break;
-    case C_HARD: loop_pool(n, hard); break;
-    case C_DEBUG: loop_pool(n / 8, debug); return (bench_now_ns() - t0) / (double)(n / 8);
-    case C_GLIBC: loop_malloc(n, size); break;
-    case C_MI: loop_mimalloc(n, size); break;
-    case C_JE: loop_jemalloc(n, size); break;
-    case C_TC: loop_tcmalloc(n, size); break;
+static struct contender {
+    char label[96];
+    const char *lab_name;   /* the lab's adapter, or NULL: compiled here */
+    unsigned pool_flags;    /* pk_pool contenders: the pool's flags */
+    lab_allocator *a;
+    void *ctx[NSIZES];
+    const char *why;        /* non-NULL: not available */
+} cont[NCONT] = {
+    {"empty loop (touch only)", NULL, 0, NULL, {0}, NULL},
+    {"naive free list, inlined", NULL, 0, NULL, {0}, NULL},
+    {"naive free list, behind calls", NULL, 0, NULL, {0}, NULL},
+    {"pk_pool default", NULL, 0, NULL, {0}, NULL},
+    {"pk_pool LOCAL", NULL, PK_POOL_LOCAL, NULL, {0}, NULL},
+    {"pk_pool HARDENED", NULL, PK_POOL_HARDENED, NULL, {0}, NULL},
+    {"pk_pool DEBUG", NULL, PK_POOL_DEBUG, NULL, {0}, NULL},
+    {"glibc malloc/free", "glibc malloc", 0, NULL, {0}, NULL},
+    {"mimalloc", "mimalloc", 0, NULL, {0}, NULL},
+    {"jemalloc", "jemalloc", 0, NULL, {0}, NULL},
+    {"tcmalloc", "tcmalloc", 0, NULL, {0}, NULL},
+};
+
+static lab_allocator here[4]; /* pk, empty, naive, naivecall */
+
+/* Finds or makes every contender's allocator and contexts. */
+static void setup(int want_peers) {
+    pk_fill(&here[0]);
+    empty_fill(&here[1]);
+    naive_fill(&here[2]);
+    naivecall_fill(&here[3]);
+    for (int c = 0; c < NCONT; c++) {
+        struct contender *k = &cont[c];
+        if (c >= C_POOL && c <= C_DEBUG) {
+            k->a = &here[0];
+            if (PK_MODE_CALLS) snprintf(k->label + strlen(k->label), 32, ", calls (.so)");
+            if (PK_MODE_CALLS && (c == C_HARD || c == C_DEBUG)) k->why = "measured by bench_hotloop";
+        } else if (c <= C_NAIVE_CALL) {
+            k->a = &here[c + 1];
+        } else if (PK_MODE_CALLS) {
+            k->why = "measured by bench_hotloop";
+        } else if (c >= C_MI && !want_peers) {
+            k->why = "skipped (--no-peers)";
+        } else {
+            k->a = lab_allocator_named(k->lab_name);
+            if (!k->a->available) k->why = k->a->why;
+            else if (c >= C_MI) {
+                snprintf(k->label, sizeof k->label, "%.60s", k->a->version);
+                char *deb = strstr(k->label, " (Debian");
+                if (deb) *deb = 0;
+            }
+        }
+        for (int s = 0; s < NSIZES && !k->why; s++) {
+            k->ctx[s] = k->a == &here[0]
+                            ? pk_pool_create(&(pk_pool_config){.name = k->label, .size = sizes[s],
+                                                               .flags = k->pool_flags})
+                            : k->a->open ? k->a->open(sizes[s]) : NULL;
+            if (k->a == &here[0] && !k->ctx[s]) {
+                fprintf(stderr, "pk_pool_create(size %zu) failed: %s\n", sizes[s], strerror(errno));
+                exit(2);
+            }
+        }
     }
-    return (bench_now_ns() - t0) / (double)n;
 }
+
+#ifdef PK_NO_INLINE
+/* The shared build does not link the lab: the adapters it names are not run. */
+lab_allocator *lab_allocator_named(const char *subject) {
+    (void)subject;
+    return NULL;
+}
+#endif
 
 int main(int argc, char **argv) {
     bench_opts o = bench_parse(argc, argv, 9);
-    size_t iters = (size_t)bench_arg_long(&o, "--iters", o.quick ? 2000000 : 10000000);
-    /* The shared build compares calls with calls; the peers, measured by the
-     * static build, are skipped there unless asked for. */
-    int want_peers = PK_MODE_CALLS ? bench_arg_flag(&o, "--peers") : !bench_arg_flag(&o, "--no-peers");
-    if (want_peers) bench_peers_reexec(argv);
+    long iters = bench_arg_long(&o, "--iters", o.quick ? 2000000 : 10000000);
+    int want_peers = !PK_MODE_CALLS && !bench_arg_flag(&o, "--no-peers");
+    if (want_peers) shared_reexec_for_tls(argv); /* jemalloc under dlopen */
 
     bench_header(PK_MODE_CALLS
                      ? "hot loop through calls: allocate, touch 1 byte, free (pk via libpoolkit.so)"
                      : "hot loop: allocate, touch 1 byte, free (pk inline, static library)",
                  &o);
-    printf("iterations per run: %zu; ns per alloc+free pair; ratio = median over repetitions of "
+    printf("iterations per run: %ld; ns per alloc+free pair; ratio = median over repetitions of "
            "(contender / reference in the same repetition)\n",
            iters);
-
-    if (want_peers) {
-        bench_peers_load(&peers);
-        if (!peers.mi_malloc) cont_why[C_MI] = peers.mi_why;
-        if (!peers.mallocx) cont_why[C_JE] = peers.je_why;
-        if (!peers.tc_malloc) cont_why[C_TC] = peers.tc_why;
-        if (peers.mallocx) printf("note: re-executed with GLIBC_TUNABLES=%s so jemalloc loads "
-                                  "under dlopen\n", BENCH_TLS_TUNABLE);
-    } else {
-        cont_why[C_MI] = cont_why[C_JE] = cont_why[C_TC] = "skipped (run with --peers)";
-    }
-    snprintf(cont_label[C_EMPTY], sizeof cont_label[0], "empty loop (touch only)");
-    snprintf(cont_label[C_NAIVE], sizeof cont_label[0], "naive free list, inlined");
-    snprintf(cont_label[C_NAIVE_CALL], sizeof cont_label[0], "naive free list, behind calls");
-    snprintf(cont_label[C_POOL], sizeof cont_label[0], PK_MODE_CALLS ? "pk_pool default, calls (.so)"
-                                                   : "pk_pool default, inline");
-    snprintf(cont_label[C_LOCAL], sizeof cont_label[0], PK_MODE_CALLS ? "pk_pool LOCAL, calls (.so)"
-                                                    : "pk_pool LOCAL, inline");
-    snprintf(cont_label[C_HARD], sizeof cont_label[0], "pk_pool HARDENED");
-    snprintf(cont_label[C_DEBUG], sizeof cont_label[0], "pk_pool DEBUG");
-    snprintf(cont_label[C_GLIBC], sizeof cont_label[0], "glibc malloc/free");
-    snprintf(cont_label[C_MI], sizeof cont_label[0], "%s mi_malloc/mi_free", peers.mi_name[0] ? peers.mi_name : "mimalloc");
-    snprintf(cont_label[C_JE], sizeof cont_label[0], "%s mallocx/dallocx", peers.je_name[0] ? peers.je_name : "jemalloc");
-    snprintf(cont_label[C_TC], sizeof cont_label[0], "%s tc_malloc/tc_free", peers.tc_name[0] ? peers.tc_name : "tcmalloc");
-
-    pk_pool *pool[NSIZES], *local[NSIZES], *hard[NSIZES], *debug[NSIZES];
-    for (int s = 0; s < NSIZES; s++) {
-        pool[s] = pk_pool_create(&(pk_pool_config){.name = "bench default", .size = sizes[s]});
-        local[s] = pk_pool_create(
-            &(pk_pool_config){.name = "bench local", .size = sizes[s], .flags = PK_POOL_LOCAL});
-        hard[s] = pk_pool_create(
-            &(pk_pool_config){.name = "bench hardened", .size = sizes[s], .flags = PK_POOL_HARDENED});
-        debug[s] = pk_pool_create(
-            &(pk_pool_config){.name = "bench debug", .size = sizes[s], .flags = PK_POOL_DEBUG});
-        if (!pool[s] || !local[s] || !hard[s] || !debug[s]) {
-            fprintf(stderr, "pk_pool_create(size %zu) failed: %s\n", sizes[s], strerror(errno));
-            return 2;
-        }
-    }
+    setup(want_peers);
 
     /* Reference of the ratios: the inlined list, or the list behind calls
      * when pk itself is called. */
@@ -182,18 +197,21 @@ int main(int argc, char **argv) {
     static bench_series t[NSIZES][NCONT], ratio[NSIZES][NCONT];
 
     /* Warm-up (not recorded), then the repetitions: sizes and contenders
-     * interleaved inside each one. */
+     * interleaved inside each one. The debug pool runs an eighth of the
+     * pairs (it records call sites). */
     for (int rep = -1; rep < o.reps; rep++) {
-        size_t n = rep < 0 ? iters / 4 : iters;
+        long n = rep < 0 ? iters / 4 : iters;
         for (int s = 0; s < NSIZES; s++) {
             double v[NCONT] = {0};
             for (int c = 0; c < NCONT; c++) {
-                if (cont_why[c]) continue;
-                v[c] = run_once(c, sizes[s], n, pool[s], local[s], hard[s], debug[s]);
+                if (cont[c].why) continue;
+                long m = c == C_DEBUG ? n / 8 : n;
+                if (c == C_NAIVE || c == C_NAIVE_CALL) naive_reset();
+                v[c] = cont[c].a->hot(cont[c].ctx[s], sizes[s], m) / (double)m;
             }
             if (rep < 0) continue;
             for (int c = 0; c < NCONT; c++) {
-                if (cont_why[c]) continue;
+                if (cont[c].why) continue;
                 bench_add(&t[s][c], v[c]);
                 bench_add(&ratio[s][c], v[c] / v[ref]);
             }
@@ -207,8 +225,8 @@ int main(int argc, char **argv) {
         printf("size %zu B\n", sizes[s]);
         double empty = bench_median(&t[s][C_EMPTY]);
         for (int c = 0; c < NCONT; c++) {
-            if (cont_why[c]) {
-                bench_row_na(cont_label[c], cont_why[c]);
+            if (cont[c].why) {
+                bench_row_na(cont[c].label, cont[c].why);
                 continue;
             }
             char extra[96] = "";
@@ -218,29 +236,23 @@ int main(int argc, char **argv) {
                 snprintf(extra, sizeof extra, "%6.2fx  (net %.2f ns, %.2fx)", bench_median(&ratio[s][c]),
                          net, ref_net > 0 ? net / ref_net : 0.0);
             }
-            bench_row(cont_label[c], &t[s][c], "ns", extra);
+            bench_row(cont[c].label, &t[s][c], "ns", extra);
         }
     }
 
     printf("\n");
     int pass = 1;
+    const double bound_pool = PK_MODE_CALLS ? 1.2 : 1.3, bound_local = PK_MODE_CALLS ? 1.2 : 1.1;
+    const char *how = PK_MODE_CALLS ? "through calls" : "inline", *refname =
+        PK_MODE_CALLS ? "naive list behind calls" : "naive inlined list";
     for (int s = 0; s < NSIZES; s++) {
         double rp = bench_median(&ratio[s][C_POOL]), rl = bench_median(&ratio[s][C_LOCAL]);
-        if (PK_MODE_CALLS) {
-            pass &= bench_target(rp <= 1.2, "hot loop %3zu B, pk_pool default through calls <= 1.2x "
-                                 "naive list behind calls: %.2fx (%.2f vs %.2f ns)", sizes[s], rp,
-                                 bench_median(&t[s][C_POOL]), bench_median(&t[s][C_NAIVE_CALL]));
-            pass &= bench_target(rl <= 1.2, "hot loop %3zu B, pk_pool LOCAL through calls   <= 1.2x "
-                                 "naive list behind calls: %.2fx (%.2f vs %.2f ns)", sizes[s], rl,
-                                 bench_median(&t[s][C_LOCAL]), bench_median(&t[s][C_NAIVE_CALL]));
-        } else {
-            pass &= bench_target(rp <= 1.3, "hot loop %3zu B, pk_pool default inline <= 1.3x naive "
-                                 "inlined list: %.2fx (%.2f vs %.2f ns)", sizes[s], rp,
-                                 bench_median(&t[s][C_POOL]), bench_median(&t[s][C_NAIVE]));
-            pass &= bench_target(rl <= 1.1, "hot loop %3zu B, pk_pool LOCAL inline   <= 1.1x naive "
-                                 "inlined list: %.2fx (%.2f vs %.2f ns)", sizes[s], rl,
-                                 bench_median(&t[s][C_LOCAL]), bench_median(&t[s][C_NAIVE]));
-        }
+        pass &= bench_target(rp <= bound_pool, "hot loop %3zu B, pk_pool default %s <= %.1fx %s: "
+                             "%.2fx (%.2f vs %.2f ns)", sizes[s], how, bound_pool, refname, rp,
+                             bench_median(&t[s][C_POOL]), bench_median(&t[s][ref]));
+        pass &= bench_target(rl <= bound_local, "hot loop %3zu B, pk_pool LOCAL %s   <= %.1fx %s: "
+                             "%.2fx (%.2f vs %.2f ns)", sizes[s], how, bound_local, refname, rl,
+                             bench_median(&t[s][C_LOCAL]), bench_median(&t[s][ref]));
     }
     for (int s = 0; s < NSIZES && !PK_MODE_CALLS; s++) {
         double h = bench_median(&t[s][C_HARD]) / bench_median(&t[s][C_POOL]);
@@ -252,11 +264,10 @@ int main(int argc, char **argv) {
     printf("hot loop targets (%s): %s\n", PK_MODE_CALLS ? "calls" : "inline",
            pass ? "all pass" : "some FAIL");
 
-    for (int s = 0; s < NSIZES; s++) {
-        pk_pool_destroy(pool[s]);
-        pk_pool_destroy(local[s]);
-        pk_pool_destroy(hard[s]);
-        pk_pool_destroy(debug[s]);
-    }
+    for (int c = 0; c < NCONT; c++)
+        for (int s = 0; s < NSIZES && !cont[c].why; s++) {
+            if (cont[c].a == &here[0]) pk_pool_destroy(cont[c].ctx[s]);
+            else if (cont[c].a->close) cont[c].a->close(cont[c].ctx[s]);
+        }
     return 0;
 }

@@ -5,7 +5,8 @@
  * The program creates 10,000 pools of one object size (--size, 64 B by
  * default), one after the other, and keeps one object allocated in each, so
  * that every pool is in use, as in a program with many types or many
- * modules; then it runs the hot loop (the one bench_hotloop runs) on pool 1,
+ * modules; then it runs the hot loop (the lab's pk_pool hot kernel, the
+ * one bench_hotloop runs) on pool 1,
  * pool 1,000 and pool 10,000, interleaved within each repetition (the
  * starting one rotates), after a warm-up. The pool is a run-time argument of
  * one kernel, so every pool runs the same machine code. Target: pools 1,000
@@ -21,16 +22,9 @@
 #include <poolkit/pool.h>
 #include <poolkit/stats.h>
 
-static BENCH_KERNEL void loop_pool(size_t n, pk_pool *pool) {
-    BENCH_HOT_LOOP(n, pk_pool_alloc(pool), pk_pool_free(pool, p))
-}
-
-static char empty_target[64];
-static BENCH_KERNEL void loop_empty(size_t n) { BENCH_HOT_LOOP(n, empty_target, (void)0) }
-
 int main(int argc, char **argv) {
     bench_opts o = bench_parse(argc, argv, 9);
-    size_t iters = (size_t)bench_arg_long(&o, "--iters", o.quick ? 2000000 : 10000000);
+    long iters = bench_arg_long(&o, "--iters", o.quick ? 2000000 : 10000000);
     size_t size = (size_t)bench_arg_long(&o, "--size", 64);
     long npools = bench_arg_long(&o, "--pools", 10000);
     if (npools < 1000) npools = 1000;
@@ -63,22 +57,22 @@ int main(int argc, char **argv) {
            "pool with its first object); RSS grew %.1f MiB (%.1f KiB per pool)\n",
            npools, size, create_ms, create_ms * 1e3 / (double)npools,
            (double)(rss1 - rss0) / 1048576.0, (double)(rss1 - rss0) / 1024.0 / (double)npools);
-    printf("hot loop: %zu iterations per run; ns per alloc+free pair\n", iters);
+    printf("hot loop: %ld iterations per run; ns per alloc+free pair\n", iters);
+    lab_allocator *pk = lab_allocator_named("poolkit pk_pool"), *empty = lab_allocator_named("empty loop");
+    void *empty_ctx = empty->open(size);
 
     enum { NWHICH = 3 };
     const long which[NWHICH] = {1, 1000, npools};
     bench_series t[NWHICH + 1] = {{{0}, 0}}, ratio[NWHICH] = {{{0}, 0}};
     for (int rep = -1; rep < o.reps; rep++) {
-        size_t n = rep < 0 ? iters / 4 : iters;
+        long n = rep < 0 ? iters / 4 : iters;
         double v[NWHICH + 1];
         for (int j = 0; j <= NWHICH; j++) {
             int k = (j + (rep > 0 ? rep : 0)) % (NWHICH + 1);
-            double s = bench_now_ns();
             if (k == NWHICH)
-                loop_empty(n);
+                v[k] = empty->hot(empty_ctx, size, n) / (double)n;
             else
-                loop_pool(n, pools[which[k] - 1]);
-            v[k] = (bench_now_ns() - s) / (double)n;
+                v[k] = pk->hot(pools[which[k] - 1], size, n) / (double)n;
         }
         if (rep < 0) continue;
         for (int k = 0; k <= NWHICH; k++) bench_add(&t[k], v[k]);

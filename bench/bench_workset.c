@@ -2,18 +2,17 @@
  *
  * Allocate N objects (N = 1,000 to 1,000,000), touch each (one word
  * written), free all of them newest first (LIFO), oldest first (FIFO) or in a
- * fixed random order, and repeat. The loop is lab/workset.h, the same one the
- * lab's `workset` experiment runs. Contenders, each with the same loop body:
+ * fixed random order, and repeat: the lab's `workset` measurement
+ * (lab_workset_measure, the loop of lab/workset.h), over the lab's adapters:
  *
  *   empty loop        the loop alone: "allocation" returns one static buffer
- *   naive free list   a malloc'd struct {head, bump, end} (never a global the
- *                     compiler could keep in a register), refilled from 1 MiB
+ *   naive free list   lab/peer_naive.c: a heap struct, refilled from 1 MiB
  *                     blocks from malloc, inlined; never gives memory back
  *   pk_pool           a pool of that size, inline fast paths, static library
- *   glibc malloc/free, and mimalloc, jemalloc (mallocx/dallocx), tcmalloc
- *                     loaded at run time (peers.h)
+ *                     (and PK_POOL_HARDENED)
+ *   glibc malloc/free, and mimalloc, jemalloc, tcmalloc loaded at run time
  *
- * Each measurement runs in a forked child (bench_in_child) with a fresh
+ * Each measurement runs in a forked child with a fresh
  * context: the code warm-up (workset.h), one untimed first phase that brings
  * the memory in, then repeated phases, about --pairs pairs in all (500,000;
  * at least one phase; fewer when they pass 250 ms). A warm-up repetition over
@@ -38,178 +37,25 @@
  * Usage: bench_workset [--reps N] [--quick] [--pairs N] [--no-peers]
  */
 #include "harness.h"
-#include "peers.h"
-#include "../lab/workset.h"
+#include "workset.h"
 
 #include <math.h>
-#include <poolkit/pool.h>
 
 #define CAP_NS 250e6
 
-/* ---- the naive free list, in a heap struct ---- */
-
-typedef struct naive_heap {
-    void *head;        /* free objects, linked through their first word */
-    char *bump, *end;  /* the unused part of the current block */
-    size_t size;
-    void *blocks;      /* every block, linked through its first word */
-} naive_heap;
-
-#define NAIVE_BLOCK ((size_t)1 << 20)
-
-static BENCH_NOINLINE void *naive_refill(naive_heap *h) {
-    char *b = malloc(NAIVE_BLOCK);
-    if (!b) abort();
-    *(void **)b = h->blocks;
-    h->blocks = b;
-    h->bump = b + 64 + h->size;
-    h->end = b + NAIVE_BLOCK;
-    return b + 64;
-}
-
-static inline void *naive_alloc(naive_heap *h) {
-    void *p = h->head;
-    if (__builtin_expect(p != NULL, 1)) {
-        h->head = *(void **)p;
-        return p;
-    }
-    if (__builtin_expect(h->bump + h->size <= h->end, 1)) {
-        p = h->bump;
-        h->bump += h->size;
-        return p;
-    }
-    return naive_refill(h);
-}
-
-static inline void naive_free(naive_heap *h, void *p) {
-    *(void **)p = h->head;
-    h->head = p;
-}
-
-static void *naive_open(size_t size) {
-    naive_heap *h = calloc(1, sizeof *h);
-    if (h) h->size = (size + 15) & ~(size_t)15;
-    return h;
-}
-
-static void naive_close(void *ctx) {
-    naive_heap *h = ctx;
-    while (h->blocks) {
-        void *next = *(void **)h->blocks;
-        free(h->blocks);
-        h->blocks = next;
-    }
-    free(h);
-}
-
-/* ---- the contenders' kernels: the same loop, one function each ---- */
-
-static bench_peers peers;
-static char empty_target[64];
-
-#define NO_END(c) ((void)(c))
-#define KERNEL(name, ALLOC, FREE)                                                             \
-    static BENCH_KERNEL double ws_##name(void *ctx, size_t size, long n, int order,           \
-                                         const uint32_t *perm, void **objs, long phases,      \
-                                         workset_stats *st) {                                 \
-        (void)ctx;                                                                            \
-        (void)size;                                                                           \
-        double ns = 0;                                                                        \
-        WORKSET_RUN(ALLOC, FREE, NO_END, ctx, size, n, order, perm, objs, phases, CAP_NS,     \
-                    bench_now_ns, ns, st);                                                    \
-        return ns;                                                                            \
-    }
-
-#define A_EMPTY(c, sz) ((void)(sz), (void *)empty_target)
-#define F_EMPTY(c, p, sz) BENCH_ESCAPE(p)
-#define A_NAIVE(c, sz) naive_alloc((naive_heap *)(c))
-#define F_NAIVE(c, p, sz) naive_free((naive_heap *)(c), (p))
-#define A_POOL(c, sz) pk_pool_alloc((pk_pool *)(c))
-#define F_POOL(c, p, sz) pk_pool_free((pk_pool *)(c), (p))
-#define A_GLIBC(c, sz) malloc(sz)
-#define F_GLIBC(c, p, sz) free(p)
-#define A_MI(c, sz) peers.mi_malloc(sz)
-#define F_MI(c, p, sz) peers.mi_free(p)
-#define A_JE(c, sz) peers.mallocx((sz), 0)
-#define F_JE(c, p, sz) peers.dallocx((p), 0)
-#define A_TC(c, sz) peers.tc_malloc(sz)
-#define F_TC(c, p, sz) peers.tc_free(p)
-
-KERNEL(empty, A_EMPTY, F_EMPTY)
-KERNEL(naive, A_NAIVE, F_NAIVE)
-KERNEL(pool, A_POOL, F_POOL)
-KERNEL(glibc, A_GLIBC, F_GLIBC)
-KERNEL(mimalloc, A_MI, F_MI)
-KERNEL(jemalloc, A_JE, F_JE)
-KERNEL(tcmalloc, A_TC, F_TC)
-
-static void *pool_open(size_t size) {
-    return pk_pool_create(&(pk_pool_config){.name = "bench workset", .size = size});
-}
-static void *hard_open(size_t size) {
-    return pk_pool_create(
-        &(pk_pool_config){.name = "bench workset hardened", .size = size, .flags = PK_POOL_HARDENED});
-}
-static void pool_close(void *ctx) { pk_pool_destroy(ctx); }
-static void *no_open(size_t size) {
-    (void)size;
-    return NULL;
-}
-static void no_close(void *ctx) { (void)ctx; }
-
-typedef double (*ws_kernel)(void *, size_t, long, int, const uint32_t *, void **, long,
-                            workset_stats *);
-
 enum { C_EMPTY, C_NAIVE, C_POOL, C_HARD, C_GLIBC, C_MI, C_JE, C_TC, NCONT };
-static struct contender {
-    char label[96];
-    void *(*open)(size_t);
-    void (*close)(void *);
-    ws_kernel kernel;
-    const char *why; /* non-NULL: not available */
-} cont[NCONT] = {
-    {"empty loop (no allocator)", no_open, no_close, ws_empty, NULL},
-    {"naive free list (heap struct)", naive_open, naive_close, ws_naive, NULL},
-    {"pk_pool", pool_open, pool_close, ws_pool, NULL},
-    {"pk_pool HARDENED", hard_open, pool_close, ws_pool, NULL},
-    {"glibc malloc", no_open, no_close, ws_glibc, NULL},
-    {"mimalloc", no_open, no_close, ws_mimalloc, NULL},
-    {"jemalloc", no_open, no_close, ws_jemalloc, NULL},
-    {"tcmalloc", no_open, no_close, ws_tcmalloc, NULL},
+static bench_contender cont[NCONT] = {
+    BENCH_CONTENDER("empty loop", "empty loop (no allocator)"),
+    BENCH_CONTENDER("naive free list", "naive free list (heap struct)"),
+    BENCH_CONTENDER("poolkit pk_pool", "pk_pool"),
+    BENCH_CONTENDER("poolkit pk_pool HARDENED", "pk_pool HARDENED"),
+    BENCH_CONTENDER("glibc malloc", "glibc malloc"),
+    BENCH_CONTENDER("mimalloc", ""),
+    BENCH_CONTENDER("jemalloc", ""),
+    BENCH_CONTENDER("tcmalloc", ""),
 };
 static const int mallocs[] = {C_GLIBC, C_MI, C_JE, C_TC};
 #define NMALLOCS 4
-
-/* ---- one measurement, in a child ---- */
-
-typedef struct child_arg {
-    int c;
-    size_t size;
-    long n, phases;
-    int order;
-    const uint32_t *perm;
-} child_arg;
-
-/* out[0] ns per pair, [1] faults in the first phase, [2] faults per repeated
- * phase; out[3] (bench_in_child) peak RSS growth in bytes. */
-static void child(void *argp, double *out) {
-    child_arg *a = argp;
-    struct contender *k = &cont[a->c];
-    void **objs = workset_objs(a->n);
-    void *ctx = k->open(a->size);
-    if (!objs || ((a->c == C_POOL || a->c == C_HARD) && !ctx)) {
-        out[0] = -1;
-        return;
-    }
-    workset_stats st = {0, 0, 0};
-    k->kernel(ctx, a->size, WORKSET_WARM_N, a->order, workset_warm_perm(), objs, 1, &st);
-    double ns = k->kernel(ctx, a->size, a->n, a->order, a->perm, objs, a->phases, &st);
-    k->close(ctx);
-    workset_objs_free(objs, a->n);
-    out[0] = ns / ((double)st.phases * (double)a->n);
-    out[1] = (double)st.faults_first;
-    out[2] = (double)st.faults_repeat / (double)st.phases;
-}
 
 /* ---- the driver ---- */
 
@@ -217,14 +63,6 @@ static double max2(double a, double b) { return a > b ? a : b; }
 
 #define MAXS 3
 #define MAXN 4
-
-/* The random order for N: the lab's (lab/shared.h, seed 0x5eed). */
-static uint32_t *make_perm(long n) {
-    uint32_t *p = malloc(sizeof *p * (size_t)n);
-    if (!p) abort();
-    shared_permutation(p, n, 0x5eed);
-    return p;
-}
 
 static bench_series t[MAXS][MAXN][WORKSET_ORDERS][NCONT];
 static bench_series faults[MAXS][MAXN][WORKSET_ORDERS][NCONT];
@@ -246,7 +84,7 @@ static const char *fmt_n(long n, char *buf) {
 int main(int argc, char **argv) {
     bench_opts o = bench_parse(argc, argv, 5);
     int want_peers = !bench_arg_flag(&o, "--no-peers");
-    if (want_peers) bench_peers_reexec(argv);
+    if (want_peers) shared_reexec_for_tls(argv); /* jemalloc under dlopen */
     long pairs = bench_arg_long(&o, "--pairs", o.quick ? 200000 : 500000);
     static const size_t all_sizes[MAXS] = {16, 64, 256};
     static const long all_ns[MAXN] = {1000, 10000, 100000, 1000000};
@@ -270,20 +108,7 @@ int main(int argc, char **argv) {
     printf("; about %ld pairs timed per measurement (at least one phase, at most %.0f ms), each "
            "in a fresh child process after an untimed first phase\n", pairs, CAP_NS / 1e6);
 
-    if (want_peers) {
-        bench_peers_load(&peers);
-        snprintf(cont[C_MI].label, sizeof cont[0].label, "%s", peers.mi_name);
-        snprintf(cont[C_JE].label, sizeof cont[0].label, "%s mallocx/dallocx", peers.je_name);
-        snprintf(cont[C_TC].label, sizeof cont[0].label, "%s", peers.tc_name);
-        if (!peers.mi_malloc) cont[C_MI].why = peers.mi_why;
-        if (!peers.mallocx) cont[C_JE].why = peers.je_why;
-        if (!peers.tc_malloc) cont[C_TC].why = peers.tc_why;
-    } else {
-        cont[C_MI].why = cont[C_JE].why = cont[C_TC].why = "skipped (--no-peers)";
-    }
-
-    uint32_t *perm[MAXN];
-    for (int k = 0; k < nn; k++) perm[k] = make_perm(ns_[k]);
+    bench_find(cont, NCONT, !want_peers);
 
     int failed = 0;
     for (int rep = -1; rep < o.reps; rep++) {
@@ -294,13 +119,13 @@ int main(int argc, char **argv) {
                 long want = rep < 0 ? pairs / 4 : pairs;
                 long phases = want / n > 0 ? want / n : 1;
                 for (int ord = 0; ord < WORKSET_ORDERS; ord++) {
-                    double v[NCONT][4];
+                    double v[NCONT][7];
                     int ok[NCONT] = {0};
                     for (int j = 0; j < NCONT; j++) {
                         int c = (j + (rep > 0 ? rep : 0)) % NCONT;
                         if (cont[c].why) continue;
-                        child_arg a = {c, sizes[s], n, phases, ord, perm[k]};
-                        ok[c] = bench_in_child(child, &a, v[c], 3) == 0 && v[c][0] > 0;
+                        ok[c] = lab_workset_measure(cont[c].a, sizes[s], n, ord, lab_workset_perm(n),
+                                                    phases, CAP_NS, v[c]) == 0;
                         if (!ok[c] && rep < 0) {
                             fprintf(stderr, "%s failed (N = %ld, %zu B)\n", cont[c].label, n, sizes[s]);
                             failed = 1;
@@ -313,7 +138,7 @@ int main(int argc, char **argv) {
                         bench_add(&faults[s][k][ord][c], v[c][2]);
                         if (ord == WORKSET_LIFO) {
                             bench_add(&first_faults[s][k][c], v[c][1]);
-                            bench_add(&rss[s][k][c], v[c][3]);
+                            bench_add(&rss[s][k][c], v[c][6] * 1024.0);
                         }
                     }
                     if (ok[C_POOL] && ok[C_HARD])
@@ -476,6 +301,5 @@ int main(int argc, char **argv) {
                          "most at any N, order, size: %.2f%s (goal 0; peers' most: %s)",
                          pk_faults, where, peers_line);
     printf("working-set targets: %s\n", pass ? "all pass" : "some FAIL");
-    for (int k = 0; k < nn; k++) free(perm[k]);
     return failed;
 }

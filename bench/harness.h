@@ -1,16 +1,17 @@
-/* The shared harness of poolkit's benchmarks: timing, repetitions and their
- * statistics, the machine line, memory readings and table printing.
+/* The front of poolkit's benchmarks: options, the header lines (command,
+ * machine, method), table rows and target lines. What they measure is the
+ * lab's: its allocator adapters and their kernels (lab/kernels.h, one loop
+ * per workload), its measuring functions (lab/lab.h) and lab/shared.h
+ * (time, random numbers, statistics, child processes, peer loading).
  *
  * Method (every program follows it): warm up first; repeat at least five
  * times; run the contenders interleaved inside each repetition (A B C A B C
  * ...) so that drift on a noisy machine hits all of them alike; report the
  * median and the min-max spread; keep the optimizer from deleting the work
- * with an escape/clobber barrier (never -O0); give per-operation figures net
- * of the empty loop where that matters. Every program prints the command that
+ * with an escape barrier (never -O0). Every program prints the command that
  * reproduces it and the machine it ran on.
  *
- * Header-only and static: each benchmark is one standalone program. Include
- * it first (it defines _GNU_SOURCE for clock_gettime, dlopen and friends). */
+ * Include it first (it defines _GNU_SOURCE for clock_gettime and friends). */
 #ifndef POOLKIT_BENCH_HARNESS_H
 #define POOLKIT_BENCH_HARNESS_H
 
@@ -29,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lab/shared.h" /* what bench/ shares with the lab */
+#include "lab.h" /* the lab: adapters, kernels, measurements, lab/shared.h */
 
 /* Passed by bench/CMakeLists.txt: the flags the program was compiled with. */
 #ifndef BENCH_CFLAGS
@@ -55,17 +56,6 @@
 #endif
 
 #define BENCH_MAX_REPS SHARED_MAX_REPS
-
-/* The hot loop the benchmarks share: n times allocate (ALLOC, an
- * expression), touch one byte, escape, free (FREE, a statement that may use
- * p, the object). */
-#define BENCH_HOT_LOOP(n, ALLOC, FREE)                  \
-    for (size_t i = 0; i < (n); i++) {                  \
-        char *p = (char *)(ALLOC);                      \
-        p[0] = (char)i; /* touch one byte */            \
-        BENCH_ESCAPE(p);                                \
-        FREE;                                           \
-    }
 
 /* ---- time ---- */
 
@@ -169,10 +159,33 @@ static inline size_t bench_rss_bytes(void) {
     return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* Running a contender in a child process: shared_in_child (lab/shared.h);
- * out[n] is the child's peak RSS growth in bytes. */
-typedef shared_child_fn bench_child_fn;
-#define bench_in_child shared_in_child
+/* ---- contenders: the lab's adapters ---- */
+
+/* One contender of a bench program: the lab adapter named subject. An empty
+ * label means a peer loaded at run time: it is labelled with its version
+ * (without the Debian package's), and skipped with --no-peers. */
+typedef struct bench_contender {
+    const char *subject;
+    char label[96];
+    lab_allocator *a;
+    const char *why; /* non-NULL: not available */
+} bench_contender;
+
+#define BENCH_CONTENDER(subject, label) {subject, label, NULL, NULL}
+
+static inline void bench_find(bench_contender *c, int n, int skip_peers) {
+    for (int i = 0; i < n; i++) {
+        int peer = !c[i].label[0];
+        c[i].a = lab_allocator_named(c[i].subject);
+        if (peer) {
+            snprintf(c[i].label, sizeof c[i].label, "%.60s", c[i].a->version);
+            char *deb = strstr(c[i].label, " (Debian"); /* "jemalloc 5.3.0 (Debian 5.3.0-1)" */
+            if (deb) *deb = 0;
+        }
+        if (peer && skip_peers) c[i].why = "skipped (--no-peers)";
+        else if (!c[i].a->available) c[i].why = c[i].a->why;
+    }
+}
 
 /* ---- tables ---- */
 

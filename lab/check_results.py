@@ -5,13 +5,11 @@ the lab lists present, either measured or "not available" with a reason.
 
     check_results.py DIR/results.json
     check_results.py --run PATH/TO/pk-lab --out DIR [pk-lab args...]
-    check_results.py --compare A/results.json B/results.json [--tolerance 0.10]
 
 The second form first runs `pk-lab run --smoke --out DIR` (plus any extra
 arguments), then checks DIR/results.json: the lab's smoke test (ctest
-lab.smoke). The third checks repeatability: every poolkit median measured in
-both runs must agree within the tolerance (relative to the smaller). Standard
-library only. Exit status 0 when every check passes.
+lab.smoke). Two runs are compared by `pk-lab compare` (lab/compare.py).
+Standard library only. Exit status 0 when every check passes.
 """
 import json
 import math
@@ -175,36 +173,6 @@ def check(path):
     return 0 if not c.failures else 1
 
 
-def row_key(exp, row):
-    return (exp, row["subject"], json.dumps(row.get("params", {}), sort_keys=True))
-
-
-def compare(path_a, path_b, tolerance):
-    runs = []
-    for path in (path_a, path_b):
-        with open(path) as f:
-            data = json.load(f)
-        rows = {}
-        for e in data.get("experiments", []):
-            for r in e.get("rows", []):
-                if r.get("family") == "poolkit" and r.get("available") and is_num(r.get("median")):
-                    rows[row_key(e["name"], r)] = r["median"]
-        runs.append(rows)
-    common = sorted(set(runs[0]) & set(runs[1]))
-    bad = []
-    for k in common:
-        a, b = runs[0][k], runs[1][k]
-        lo, hi = min(abs(a), abs(b)), max(abs(a), abs(b))
-        diff = (hi - lo) / lo if lo > 0 else (0 if hi == 0 else float("inf"))
-        if diff > tolerance:
-            bad.append((diff, k, a, b))
-    for diff, (exp, subject, params), a, b in sorted(bad, reverse=True):
-        print("  differ by %.0f%%: %s / %s %s: %.4g vs %.4g" % (diff * 100, exp, subject, params, a, b))
-    print("check_results: compare: %d poolkit medians in both runs, %d within %.0f%%, %d not"
-          % (len(common), len(common) - len(bad), tolerance * 100, len(bad)))
-    return 0 if common and not bad else 1
-
-
 def main(argv):
     if len(argv) >= 2 and argv[1] == "--run":
         if len(argv) < 5 or argv[3] != "--out":
@@ -218,11 +186,6 @@ def main(argv):
             print("check_results: pk-lab exited with status %d" % rc)
             return 1
         return check(os.path.join(out, "results.json"))
-    if len(argv) >= 4 and argv[1] == "--compare":
-        tol = 0.10
-        if len(argv) >= 6 and argv[4] == "--tolerance":
-            tol = float(argv[5])
-        return compare(argv[2], argv[3], tol)
     if len(argv) != 2 or argv[1].startswith("-"):
         print(__doc__)
         return 2

@@ -14,7 +14,6 @@
 #include "lab.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,49 +68,6 @@ static void published(void) {
     }
 }
 
-typedef struct child_arg {
-    lab_allocator *a;
-    const struct size_case *s;
-    long rounds;
-} child_arg;
-
-/* The timed rounds run at least 3 times, and until 30 ms have passed (at
- * most 15 times), on the same context; the child reports their median, so
- * that one descheduling on a busy machine does not decide a short run (the
- * big size takes well under a millisecond for most contenders). */
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* out[0] ns for the rounds (median of the runs), [1] allocations and [2]
- * peak live objects per run, [3] and [4] poolkit's own report of its memory
- * (lab_pk_memory_end; NaN for the peers); out[5] (lab_in_child) peak RSS
- * growth in KiB. */
-static void child(void *argp, double *out) {
-    child_arg *c = (child_arg *)argp;
-    lab_pattern_stats st = {0, 0};
-    long warm = c->rounds / 10 > 0 ? c->rounds / 10 : 1;
-    bool ours = !strcmp(c->a->family, "poolkit");
-    lab_pk_memory pkm;
-    out[3] = out[4] = NAN;
-    if (ours) lab_pk_memory_begin(&pkm);
-    void *ctx = c->a->open(c->s->bytes);
-    c->a->pattern(ctx, c->s->bytes, warm, &st); /* warm-up, same context */
-    double runs[15], spent = 0;
-    int k = 0;
-    while (k < 15 && (k < 3 || spent < 30e6)) {
-        runs[k] = c->a->pattern(ctx, c->s->bytes, c->rounds, &st);
-        spent += runs[k++];
-    }
-    qsort(runs, (size_t)k, sizeof runs[0], cmp_double);
-    out[0] = k % 2 ? runs[k / 2] : (runs[k / 2 - 1] + runs[k / 2]) / 2;
-    out[1] = (double)st.allocs;
-    out[2] = (double)st.peak_live;
-    if (ours) lab_pk_memory_end(&pkm, out + 3);
-    c->a->close(ctx);
-}
-
 static void run(int rep) {
     for (int k = 0; k < NSIZES; k++) {
         const struct size_case *s = &sizes[k];
@@ -127,8 +83,7 @@ static void run(int rep) {
             ok[i] = 0;
             if (!a || !a->available || !a->pattern) continue;
             lab_progress(a->subject, s->name);
-            child_arg c = {a, s, rounds};
-            if (lab_in_child(child, &c, res[i], 5) != 0 || res[i][0] < 0) continue;
+            if (lab_pattern_measure(a, s->bytes, rounds, res[i]) != 0) continue;
             ok[i] = 1;
             ns_round[i] = res[i][0] / (double)rounds;
         }

@@ -12,13 +12,10 @@
  * 64-byte objects. Throughput: objects allocated and freed per second, all
  * threads together, from the moment the threads are released at a barrier
  * until the last one is joined. One context (one pool) per measurement,
- * shared by all the threads.
+ * shared by all the threads (lab_threads_measure, measure.c).
  */
 #include "lab.h"
-#include "kernels.h"
 
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -40,74 +37,6 @@ static int max_threads(void) {
 
 static long per_thread(void) { return lab_pick(20000, 500000, 4000000, 10000000); }
 
-typedef struct worker {
-    pthread_t thread;
-    lab_allocator *a;
-    void *ctx;
-    int workload, index;
-    long n;
-    lab_spsc *in, *out;
-    pthread_barrier_t *start;
-    double t_start, t_end; /* this thread's own clock readings */
-} worker;
-
-static void *work(void *arg) {
-    worker *w = (worker *)arg;
-    pthread_barrier_wait(w->start);
-    w->t_start = lab_now_ns();
-    if (w->workload == 0) w->a->pc(w->ctx, OBJ, w->n, w->in, w->out);
-    else w->a->churn(w->ctx, OBJ, w->n, 0x5eed + (uint64_t)w->index);
-    w->t_end = lab_now_ns();
-    return NULL;
-}
-
-/* Millions of objects per second, or -1. */
-static double measure(lab_allocator *a, int workload, int threads, long n) {
-    worker w[64];
-    lab_spsc *queues = NULL;
-    if (posix_memalign((void **)&queues, 64, sizeof(lab_spsc) * (size_t)threads)) return -1;
-    memset(queues, 0, sizeof(lab_spsc) * (size_t)threads);
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
-    void *ctx = a->open(OBJ);
-    int made = 0;
-    for (int t = 0; t < threads; t++) {
-        w[t] = (worker){0};
-        w[t].a = a;
-        w[t].ctx = ctx;
-        w[t].workload = workload;
-        w[t].index = t;
-        w[t].n = n;
-        w[t].in = &queues[(t + threads - 1) % threads];
-        w[t].out = &queues[t];
-        w[t].start = &start;
-        if (pthread_create(&w[t].thread, NULL, work, &w[t]) != 0) break;
-        made++;
-    }
-    double mops = -1;
-    if (made == threads) {
-        /* From the first thread's start to the last one's end, by the
-         * threads' own clocks: the main thread may be descheduled after
-         * the barrier (more runnable threads than cores). */
-        pthread_barrier_wait(&start);
-        for (int t = 0; t < made; t++) pthread_join(w[t].thread, NULL);
-        double first = w[0].t_start, last = w[0].t_end;
-        for (int t = 1; t < made; t++) {
-            if (w[t].t_start < first) first = w[t].t_start;
-            if (w[t].t_end > last) last = w[t].t_end;
-        }
-        mops = (double)n * threads / (last - first) * 1e3;
-    } else {
-        /* cannot happen in practice; release those that started */
-        fprintf(stderr, "pk-lab: threads: could not start %d threads\n", threads);
-        abort();
-    }
-    a->close(ctx);
-    pthread_barrier_destroy(&start);
-    free(queues);
-    return mops;
-}
-
 static void run(int rep) {
     int maxt = max_threads();
     long n = lab_warm(per_thread());
@@ -126,7 +55,7 @@ static void run(int rep) {
                 if (rep >= 0) lab_row_for(EXP, a, &ps);
                 if (!a->available || !a->pc) continue;
                 lab_progress(a->subject, detail);
-                double mops = measure(a, wl, t, n);
+                double mops = lab_threads_measure(a, wl, t, n, OBJ);
                 if (rep >= 0 && mops > 0) lab_row_sample(lab_row_for(EXP, a, &ps), mops);
             }
         }

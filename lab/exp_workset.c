@@ -32,7 +32,6 @@
 
 
 #include <math.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +49,7 @@ static const char *const contenders[] = {
 #define OBJECT_POOL_MAX_N_LIFO 16000
 #define OBJECT_POOL_MAX_N 4000
 
-#define MAX_NS 11
+#define MAX_NS 11 /* the most sizes of N a scale has */
 static int counts(long *out) {
     static const long smoke[] = {1000, 16000};
     static const long quick[] = {1000, 16000, 1000000};
@@ -79,69 +78,6 @@ static int sizes(size_t *out) {
 /* Pairs per measurement (timed phases), and the time cap of the timed part. */
 static long pairs_wanted(void) { return lab_pick(20000, 200000, 500000, 2000000); }
 static double cap_ns(void) { return 1e6 * (double)lab_pick(20, 50, 100, 500); }
-
-/* The random order for each N: a fixed permutation (seed 0x5eed), made once. */
-static const uint32_t *perm_for(long n) {
-    static struct {
-        long n;
-        uint32_t *perm;
-    } cache[MAX_NS];
-    for (int i = 0; i < MAX_NS; i++) {
-        if (cache[i].n == n) return cache[i].perm;
-        if (cache[i].n == 0) {
-            cache[i].perm = malloc(sizeof(uint32_t) * (size_t)n);
-            if (!cache[i].perm) abort();
-            shared_permutation(cache[i].perm, n, 0x5eed);
-            cache[i].n = n;
-            return cache[i].perm;
-        }
-    }
-    abort();
-}
-
-typedef struct child_arg {
-    lab_allocator *a;
-    size_t size;
-    long n, phases;
-    int order;
-    const uint32_t *perm;
-} child_arg;
-
-/* In the child: out[0] ns per pair, [1] faults in the first phase, [2]
- * faults per repeated phase, [3] pairs timed, [4] and [5] poolkit's own
- * report of its memory (lab_pk_memory_end; NaN for the peers); out[6]
- * (lab_in_child) peak RSS growth in KiB. */
-static void child(void *argp, double *out) {
-    child_arg *c = (child_arg *)argp;
-    void **objs = workset_objs(c->n);
-    out[4] = out[5] = NAN;
-    if (!objs) {
-        out[0] = -1;
-        return;
-    }
-    bool ours = !strcmp(c->a->family, "poolkit");
-    lab_pk_memory pkm;
-    if (ours) lab_pk_memory_begin(&pkm);
-    void *ctx = c->a->open(c->size);
-    workset_stats st = {0, 0, 0};
-    /* the code warm-up (workset.h), on the same context */
-    c->a->workset(ctx, c->size, WORKSET_WARM_N, c->order, workset_warm_perm(), objs, 1, cap_ns(),
-                  &st);
-    double ns = c->a->workset(ctx, c->size, c->n, c->order, c->perm, objs, c->phases, cap_ns(),
-                              &st);
-    if (ours) lab_pk_memory_end(&pkm, out + 4);
-    c->a->close(ctx);
-    workset_objs_free(objs, c->n);
-    if (ns < 0 || st.phases < 1) {
-        out[0] = -1;
-        return;
-    }
-    double pairs = (double)st.phases * (double)c->n;
-    out[0] = ns / pairs;
-    out[1] = (double)st.faults_first;
-    out[2] = (double)st.faults_repeat / (double)st.phases;
-    out[3] = pairs;
-}
 
 static lab_params params_of(int order, long n, size_t size) {
     lab_params ps = {0};
@@ -173,7 +109,7 @@ static void run(int rep) {
         for (int k = 0; k < nn; k++) {
             long n = ns_[k];
             if (lab_warming && n > 16000) continue; /* the warm-up: the small N only */
-            const uint32_t *perm = perm_for(n);
+            const uint32_t *perm = lab_workset_perm(n);
             long phases = want / n > 0 ? want / n : 1;
             for (int order = 0; order < WORKSET_ORDERS; order++) {
                 double res[NCONT][7];
@@ -187,9 +123,8 @@ static void run(int rep) {
                     ok[i] = 0;
                     if (!a || !a->available || !a->workset || skip_reason(a, order, n)) continue;
                     lab_progress(a->subject, detail);
-                    child_arg c = {a, sz[s], n, phases, order, perm};
-                    if (lab_in_child(child, &c, res[i], 6) != 0 || res[i][0] < 0) continue;
-                    ok[i] = 1;
+                    ok[i] = lab_workset_measure(a, sz[s], n, order, perm, phases, cap_ns(),
+                                                res[i]) == 0;
                 }
                 if (rep < 0) continue;
                 lab_params ps = params_of(order, n, sz[s]);

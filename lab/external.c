@@ -279,79 +279,6 @@ static int known_experiment(const char *name) {
     return 0;
 }
 
-/* Names that PROTOCOL.md spells one way and an early contender program
- * another: pk-lab reads both, so rows line up (the protocol's spelling is
- * the one written to results.json). */
-static const struct {
-    const char *experiment, *key, *from, *to; /* from/to: a key (value NULL) */
-    const char *value_from, *value_to;        /* or a string value of key */
-} aliases[] = {
-    {"autorelease-sweep", NULL, "objects_per_pool", "per_pool", NULL, NULL},
-    {"object-generation", NULL, "arm", "variant", NULL, NULL},
-    {"alloc-styles", "style", NULL, NULL, "alloc/init", "alloc+init"},
-    {"alloc-styles", "style", NULL, NULL, "allocWithZone:/init", "allocWithZone+init"},
-    {"alloc-styles", "style", NULL, NULL, "allocWithZone:NULL/init", "allocWithZone+init"},
-    {"object-generation", "remedy", NULL, NULL, "allocWithZone: instead of alloc", "allocWithZone"},
-    {"object-generation", "remedy", NULL, NULL, "custom +new", "custom new"},
-    {"object-generation", "remedy", NULL, NULL, "ring buffer (10,000 slots)", "ring buffer"},
-    {"object-generation", "remedy", NULL, NULL, "bunches of 16", "bunches"},
-};
-#define NALIASES (int)(sizeof aliases / sizeof aliases[0])
-
-static void set_param(lab_params *ps, int i, const char *key, const char *json_value) {
-    snprintf(ps->p[i].key, sizeof ps->p[i].key, "%s", key);
-    snprintf(ps->p[i].value, sizeof ps->p[i].value, "%.90s", json_value);
-}
-
-static void drop_param(lab_params *ps, int i) {
-    memmove(&ps->p[i], &ps->p[i + 1], sizeof(lab_param) * (size_t)(ps->n - i - 1));
-    ps->n--;
-}
-
-/* Rewrites params to the protocol's names. For autorelease-sweep, a
- * "variant" of "sweep" is dropped and the cost variants become op rows whose
- * value is the extra ns_per_op (*use_ns_per_op set). */
-static void normalize(const char *exp, lab_params *ps, int *use_ns_per_op) {
-    *use_ns_per_op = 0;
-    for (int a = 0; a < NALIASES; a++) {
-        if (strcmp(aliases[a].experiment, exp)) continue;
-        for (int i = 0; i < ps->n; i++) {
-            if (aliases[a].from && !strcmp(ps->p[i].key, aliases[a].from)) {
-                snprintf(ps->p[i].key, sizeof ps->p[i].key, "%s", aliases[a].to);
-            } else if (aliases[a].key && !strcmp(ps->p[i].key, aliases[a].key)) {
-                char want[128];
-                snprintf(want, sizeof want, "\"%s\"", aliases[a].value_from);
-                if (!strcmp(ps->p[i].value, want)) {
-                    char to[96];
-                    snprintf(to, sizeof to, "\"%.80s\"", aliases[a].value_to);
-                    set_param(ps, i, aliases[a].key, to);
-                }
-            }
-        }
-    }
-    if (strcmp(exp, "autorelease-sweep")) return;
-    for (int i = 0; i < ps->n; i++) {
-        if (strcmp(ps->p[i].key, "variant")) continue;
-        const char *v = ps->p[i].value;
-        const char *op = !strcmp(v, "\"empty pool push/pop\"") || !strcmp(v, "\"empty push/pop\"")
-                             ? "\"empty push/pop\""
-                         : !strcmp(v, "\"create+autorelease+release\"") ? "\"create+autorelease+release\""
-                                                                          : NULL;
-        if (!strcmp(v, "\"sweep\"")) {
-            drop_param(ps, i);
-            return;
-        }
-        if (op) {
-            lab_params only = {0};
-            set_param(&only, 0, "op", op);
-            only.n = 1;
-            *ps = only;
-            *use_ns_per_op = 1;
-            return;
-        }
-    }
-}
-
 /* One result line into its row; returns the row when it got a sample. */
 static lab_row *take_line(program *p, const char *line) {
     json *j = json_parse(line);
@@ -377,8 +304,6 @@ static lab_row *take_line(program *p, const char *line) {
             ps.n++;
         }
     }
-    int use_ns_per_op;
-    normalize(exp, &ps, &use_ns_per_op);
     lab_row *r = lab_row_get(exp, subject, family, &ps);
     const json *avail = json_get(j, "available");
     if (avail && avail->type == JSON_BOOL && !avail->number) {
@@ -391,10 +316,6 @@ static lab_row *take_line(program *p, const char *line) {
     }
     const char *unit = json_str(j, "unit");
     const json *extra = json_get(j, "extra");
-    const json *ns_per_op = json_get(extra, "ns_per_op");
-    if (use_ns_per_op && ns_per_op && ns_per_op->type == JSON_NUMBER) unit = "ns/op";
-    else use_ns_per_op = 0;
-    if (unit && !strcmp(unit, "ns/iteration")) unit = "ns/iter";
     if (unit && strcmp(unit, experiment_unit(exp)))
         snprintf(r->unit, sizeof r->unit, "%s", unit);
     const char *version = json_str(j, "version"), *flags = json_str(j, "flags");
@@ -403,9 +324,7 @@ static lab_row *take_line(program *p, const char *line) {
     else snprintf(fl, sizeof fl, "(%s gave no flags)", p->name);
     lab_row_info(r, version ? version : p->name, fl);
     const json *samples = json_get(j, "samples");
-    if (use_ns_per_op) /* one repetition per call: the extra is that repetition's */
-        lab_row_sample(r, ns_per_op->number);
-    else if (samples && samples->type == JSON_ARRAY)
+    if (samples && samples->type == JSON_ARRAY)
         for (int i = 0; i < samples->n; i++)
             if (samples->kids[i].type == JSON_NUMBER) lab_row_sample(r, samples->kids[i].number);
     if (extra && extra->type == JSON_OBJECT)

@@ -48,8 +48,9 @@ extern "C" {
 #  define LAB_KERNEL __attribute__((noipa, used))
 #endif
 
-/* Monotonic time in nanoseconds. */
-double lab_now_ns(void);
+/* Monotonic time in nanoseconds (inline: bench/'s programs compile the
+ * kernels without linking the lab). */
+static inline double lab_now_ns(void) { return shared_now_ns(); }
 
 /* ---- options -------------------------------------------------------------- */
 
@@ -242,10 +243,40 @@ typedef struct lab_allocator {
     void (*pc)(void *ctx, size_t size, long n, struct lab_spsc *in, struct lab_spsc *out);
 } lab_allocator;
 
+/* "NAME VERSION (Debian X)" into out, for an adapter's version; version
+ * starts with a space or is "". (Adapters load libraries at run time with
+ * shared_dlopen and shared_dlsym, shared.h.) */
+void lab_version_line(char *out, size_t len, const char *name, const char *version,
+                      const char *package);
+
 /* Every adapter, loaded (available or not), in report order. */
 lab_allocator **lab_allocators(void);
 /* By subject, or NULL. */
 lab_allocator *lab_allocator_named(const char *subject);
+
+/* ---- measurements bench/'s programs share -----------------------------------
+ *
+ * What an experiment measures for one point, callable alone, so that
+ * `make bench` runs the lab's code and prints its own targets over it. */
+
+/* The working set (exp_workset.c, workset.h), in a forked child: out[0] ns
+ * per pair, [1] faults in the first phase, [2] faults per repeated phase,
+ * [3] pairs timed, [4] and [5] poolkit's report of its memory
+ * (lab_pk_memory_end; NaN for the peers), [6] peak RSS growth in KiB.
+ * 0, or -1 if the child failed. */
+int lab_workset_measure(lab_allocator *a, size_t size, long n, int order, const uint32_t *perm,
+                        long phases, double cap_ns, double *out);
+/* The fixed random order of n objects (seed 0x5eed), made once per n. */
+const uint32_t *lab_workset_perm(long n);
+/* The pool pattern (exp_pool_pattern.c), in a forked child: out[0] ns for
+ * the rounds (median of at least 3 runs after a warm-up), [1] allocations
+ * and [2] peak live objects per run, [3] and [4] poolkit's report as above,
+ * [5] peak RSS growth in KiB. 0 or -1. */
+int lab_pattern_measure(lab_allocator *a, size_t bytes, long rounds, double *out);
+/* The threads experiment (exp_threads.c), in this process: workload 0 is
+ * producer/consumer, 1 churn; threads threads on one context of a; n
+ * objects per thread. Millions of objects per second, all threads together. */
+double lab_threads_measure(lab_allocator *a, int workload, int threads, long n, size_t size);
 
 /* ---- the contender programs (external.c) ------------------------------------ */
 

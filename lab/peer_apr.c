@@ -1,7 +1,6 @@
 /* Peer: Apache Portable Runtime pools (apr_palloc; freed in bulk by
  * apr_pool_clear), linked from libapr1-dev when the build found it. */
 #include "lab.h"
-#include "peer_dl.h"
 
 #ifdef LAB_HAVE_APR
 #  include <apr_general.h>

@@ -8,7 +8,6 @@
 //                             size is a template argument: the sizes those
 //                             experiments use)
 #include "lab.h"
-#include "peer_dl.h"
 
 #include <cstdio>
 

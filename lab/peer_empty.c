@@ -16,6 +16,7 @@ static void empty_close(void *ctx) { (void)ctx; }
 #define K_ALLOC(c, sz) ((void)(sz), (void *)(c))
 #define K_FREE(c, p, sz) LAB_ESCAPE(p)
 #define K_FREES_EACH 1
+#define K_THREADS 1 /* the thread workloads' queues alone (bench_xthread) */
 #include "kernels.h"
 
 void lab_adapter_empty(lab_allocator *a) {

@@ -1,7 +1,6 @@
 /* Peer: GLib's slice allocator (g_slice_alloc / g_slice_free1), linked from
  * libglib2.0-dev when the build found it. */
 #include "lab.h"
-#include "peer_dl.h"
 
 #ifdef LAB_HAVE_GLIB
 #  include <glib.h>

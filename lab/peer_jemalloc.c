@@ -2,7 +2,6 @@
  * dlopen(RTLD_LOCAL), so it never replaces the process's malloc. Called as
  * its users call it: malloc and free from the library. */
 #include "lab.h"
-#include "peer_dl.h"
 
 #include <string.h>
 
@@ -29,9 +28,9 @@ void lab_adapter_jemalloc(lab_allocator *a) {
     a->close = je_close;
     K_FILL(a);
     snprintf(a->version, sizeof a->version, "jemalloc");
-    void *lib = lab_dlopen("libjemalloc.so.2", "libjemalloc2", a->why, sizeof a->why);
-    if (!lib || !lab_dlsym(lib, "malloc", &je_malloc, a->why, sizeof a->why) ||
-        !lab_dlsym(lib, "free", &je_free, a->why, sizeof a->why))
+    void *lib = shared_dlopen("libjemalloc.so.2", "libjemalloc2", a->why, sizeof a->why);
+    if (!lib || !shared_dlsym(lib, "malloc", &je_malloc, a->why, sizeof a->why) ||
+        !shared_dlsym(lib, "free", &je_free, a->why, sizeof a->why))
         return;
     char ver[48];
     shared_jemalloc_version(lib, ver, sizeof ver);

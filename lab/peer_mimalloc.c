@@ -1,7 +1,6 @@
 /* Peer: mimalloc, loaded at run time from Debian's libmimalloc2.0 with
  * dlopen(RTLD_LOCAL): mi_malloc and mi_free. */
 #include "lab.h"
-#include "peer_dl.h"
 
 static void *(*mi_malloc_p)(size_t);
 static void (*mi_free_p)(void *);
@@ -26,9 +25,9 @@ void lab_adapter_mimalloc(lab_allocator *a) {
     a->close = mi_close;
     K_FILL(a);
     snprintf(a->version, sizeof a->version, "mimalloc");
-    void *lib = lab_dlopen("libmimalloc.so.2", "libmimalloc2.0", a->why, sizeof a->why);
-    if (!lib || !lab_dlsym(lib, "mi_malloc", &mi_malloc_p, a->why, sizeof a->why) ||
-        !lab_dlsym(lib, "mi_free", &mi_free_p, a->why, sizeof a->why))
+    void *lib = shared_dlopen("libmimalloc.so.2", "libmimalloc2.0", a->why, sizeof a->why);
+    if (!lib || !shared_dlsym(lib, "mi_malloc", &mi_malloc_p, a->why, sizeof a->why) ||
+        !shared_dlsym(lib, "mi_free", &mi_free_p, a->why, sizeof a->why))
         return;
     char v[32];
     shared_mimalloc_version(lib, v, sizeof v);

@@ -5,12 +5,20 @@
 
 #include <poolkit/poolkit.h>
 
-static void *pkpool_open(size_t size) {
+static void *pkpool_create(size_t size, const char *name, unsigned flags) {
     pk_pool_config c = {0};
-    c.name = "pk-lab";
+    c.name = name;
     c.size = size;
+    c.flags = flags;
     return pk_pool_create(&c);
 }
+static void *pkpool_open(size_t size) { return pkpool_create(size, "pk-lab", 0); }
+/* The other modes run the same kernels: only the pool differs. */
+static void *pkpool_open_local(size_t size) { return pkpool_create(size, "pk-lab local", PK_POOL_LOCAL); }
+static void *pkpool_open_hardened(size_t size) {
+    return pkpool_create(size, "pk-lab hardened", PK_POOL_HARDENED);
+}
+static void *pkpool_open_debug(size_t size) { return pkpool_create(size, "pk-lab debug", PK_POOL_DEBUG); }
 static void pkpool_close(void *ctx) { pk_pool_destroy((pk_pool *)ctx); }
 
 #define K_NAME pkpool
@@ -45,14 +53,25 @@ static void pkarena_close(void *ctx) { pk_arena_destroy((pk_arena *)ctx); }
 /* kernels.h guards its per-allocator part only by K_NAME: include it again. */
 #include "kernels.h"
 
-void lab_adapter_pk_pool(lab_allocator *a) {
-    a->subject = "poolkit pk_pool";
+static void pk_pool_mode(lab_allocator *a, const char *subject, void *(*open)(size_t)) {
+    a->subject = subject;
     a->family = "poolkit";
-    a->open = pkpool_open;
+    a->open = open;
     a->close = pkpool_close;
     pkpool_fill(a);
     snprintf(a->version, sizeof a->version, "%s", lab_poolkit_version());
     a->available = 1;
+}
+
+void lab_adapter_pk_pool(lab_allocator *a) { pk_pool_mode(a, "poolkit pk_pool", pkpool_open); }
+void lab_adapter_pk_pool_local(lab_allocator *a) {
+    pk_pool_mode(a, "poolkit pk_pool LOCAL", pkpool_open_local);
+}
+void lab_adapter_pk_pool_hardened(lab_allocator *a) {
+    pk_pool_mode(a, "poolkit pk_pool HARDENED", pkpool_open_hardened);
+}
+void lab_adapter_pk_pool_debug(lab_allocator *a) {
+    pk_pool_mode(a, "poolkit pk_pool DEBUG", pkpool_open_debug);
 }
 
 void lab_adapter_pk_arena(lab_allocator *a) {

@@ -1,7 +1,6 @@
 /* Peer: talloc, Samba's hierarchical allocator (talloc_size / talloc_free
  * under one context), linked from libtalloc-dev when the build found it. */
 #include "lab.h"
-#include "peer_dl.h"
 
 #ifdef LAB_HAVE_TALLOC
 #  include <talloc.h>

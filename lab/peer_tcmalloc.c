@@ -1,7 +1,6 @@
 /* Peer: tcmalloc (gperftools), loaded at run time from Debian's
  * libtcmalloc-minimal4 with dlopen(RTLD_LOCAL): tc_malloc and tc_free. */
 #include "lab.h"
-#include "peer_dl.h"
 
 static void *(*tc_malloc_p)(size_t);
 static void (*tc_free_p)(void *);
@@ -26,10 +25,10 @@ void lab_adapter_tcmalloc(lab_allocator *a) {
     a->close = tc_close;
     K_FILL(a);
     snprintf(a->version, sizeof a->version, "tcmalloc");
-    void *lib = lab_dlopen("libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", a->why,
+    void *lib = shared_dlopen("libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", a->why,
                            sizeof a->why);
-    if (!lib || !lab_dlsym(lib, "tc_malloc", &tc_malloc_p, a->why, sizeof a->why) ||
-        !lab_dlsym(lib, "tc_free", &tc_free_p, a->why, sizeof a->why))
+    if (!lib || !shared_dlsym(lib, "tc_malloc", &tc_malloc_p, a->why, sizeof a->why) ||
+        !shared_dlsym(lib, "tc_free", &tc_free_p, a->why, sizeof a->why))
         return;
     char v[48];
     shared_tcmalloc_version(lib, v, sizeof v);

@@ -1,7 +1,6 @@
 /* The allocator adapters: the list, in report order, and what they share
  * (loading a library at run time, the version line). */
 #include "lab.h"
-#include "peer_dl.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -18,12 +17,19 @@ void lab_adapter_talloc(lab_allocator *a);
 void lab_adapter_pk_pool(lab_allocator *a);
 void lab_adapter_pk_arena(lab_allocator *a);
 void lab_adapter_empty(lab_allocator *a);
+void lab_adapter_naive(lab_allocator *a);
+void lab_adapter_pk_pool_local(lab_allocator *a);
+void lab_adapter_pk_pool_hardened(lab_allocator *a);
+void lab_adapter_pk_pool_debug(lab_allocator *a);
 
 static void (*const adapters[])(lab_allocator *) = {
     lab_adapter_glibc,      lab_adapter_jemalloc,   lab_adapter_mimalloc,
     lab_adapter_tcmalloc,   lab_adapter_boost_pool, lab_adapter_boost_object_pool,
     lab_adapter_gslice,     lab_adapter_apr,        lab_adapter_talloc,
     lab_adapter_pk_pool,    lab_adapter_pk_arena,   lab_adapter_empty,
+    /* for bench/'s programs: its reference and poolkit's other modes */
+    lab_adapter_naive,      lab_adapter_pk_pool_local, lab_adapter_pk_pool_hardened,
+    lab_adapter_pk_pool_debug,
 };
 #define NADAPTERS (int)(sizeof adapters / sizeof adapters[0])
 

@@ -1,11 +1,11 @@
-/* What bench/ and the lab share, written once: the fixed-seed random source
- * both use (splitmix64; PROTOCOL.md fixes it and the seed 0x5eed, so a
- * random order is the same order in `make bench` and in `pk-lab`), the
- * random permutation built from it, the machine's CPU name for the lines
- * both print, the child-process runner every memory figure comes from, the
- * pattern workload's bound, the loading of peer allocators, and time,
- * repetitions and their statistics. Header-only: each builds it into its own programs
- * (workset.h, the working-set loop, is shared the same way). */
+/* The measuring toolbox under the lab and bench/ (through lab.h): the
+ * fixed-seed random source (splitmix64; PROTOCOL.md fixes it and the seed
+ * 0x5eed, so a random order is the same order in `make bench` and in
+ * `pk-lab`), the random permutation built from it, the machine's CPU name,
+ * the child-process runner every memory figure comes from, the loading of
+ * peer allocators, and time, repetitions and their statistics. Header-only,
+ * so that code compiled without linking the lab (bench_hotloop_shared) has
+ * it too. */
 #ifndef PK_LAB_SHARED_H
 #define PK_LAB_SHARED_H
 
@@ -197,16 +197,11 @@ static inline int shared_in_child(shared_child_fn fn, void *arg, double *out, in
     return 0;
 }
 
-/* The pool-pattern workload's list of open objects (bench_pattern, the
- * lab's pool-pattern experiment): its length never passes 257 (at 256
- * every round frees), so twice that is room to spare. */
-#define SHARED_PATTERN_OPEN_MAX 512
-
 /* ---- peer allocators loaded at run time ----
  *
  * dlopen(RTLD_NOW | RTLD_LOCAL), so a peer never replaces the process's
- * malloc and needs no header or link-time dependency: bench/peers.h and
- * the lab's peer_*.c both load mimalloc, jemalloc and tcmalloc with these. */
+ * malloc and needs no header or link-time dependency: the lab's peer_*.c
+ * load mimalloc, jemalloc and tcmalloc with these, bench_arenas APR. */
 
 /* Opens file; on failure writes "FILE not loadable (install PACKAGE):
  * dlerror" into why and returns NULL. */

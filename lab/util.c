@@ -25,8 +25,6 @@
 lab_opts lab_opt = {LAB_DEFAULT, 5, "lab-report", "pk-lab"};
 int lab_warming;
 
-double lab_now_ns(void) { return shared_now_ns(); }
-
 const char *lab_scale_name(lab_scale s) {
     static const char *const names[] = {"smoke", "quick", "default", "full"};
     return names[s];

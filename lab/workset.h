@@ -1,4 +1,4 @@
-/* The working-set kernel, written once for the benchmarks and the lab.
+/* The working-set loop (the lab's workset experiment and bench_workset).
  *
  * One phase: allocate N objects, touching each (one word written at its
  * start, then the escape barrier), then free all N in one of three orders:
@@ -29,12 +29,10 @@
  * workset_warm_perm()), on the same context, which runs every path of the
  * kernel and of the allocator's common paths before anything is counted.
  *
- * Used by bench/bench_workset.c (macros ALLOC/FREE over each contender) and
- * by every lab adapter through lab/kernels.h (K_workset); lab/zig/workset.zig
- * is the same loop in Zig, and lab/PROTOCOL.md spells the loop out for any
- * other contender program.
- *
- * Include lab/lab.h or bench/harness.h first: the escape barrier is theirs.
+ * Compiled into every lab adapter through lab/kernels.h (K_workset) and run
+ * by lab_workset_measure (measure.c); lab/zig/workset.zig is the same loop in
+ * Zig, and lab/PROTOCOL.md spells the loop out for any other contender
+ * program.
  */
 #ifndef PK_WORKSET_H
 #define PK_WORKSET_H
@@ -45,13 +43,9 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
-#if defined(LAB_ESCAPE)
-#  define WORKSET_ESCAPE(p) LAB_ESCAPE(p)
-#elif defined(BENCH_ESCAPE)
-#  define WORKSET_ESCAPE(p) BENCH_ESCAPE(p)
-#else
-#  error "include lab/lab.h or bench/harness.h before workset.h"
-#endif
+#include "lab.h"
+
+#define WORKSET_ESCAPE(p) LAB_ESCAPE(p)
 
 typedef enum { WORKSET_LIFO, WORKSET_FIFO, WORKSET_RANDOM, WORKSET_ORDERS } workset_order;
 
