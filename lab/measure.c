@@ -204,4 +204,3 @@ double lab_threads_measure(lab_allocator *a, int workload, int threads, long n, 
     free(queues);
     return mops;
 }
-
