@@ -49,23 +49,15 @@ struct pk_arena {
 
 /* Every arena's chunks, for pk_stats_get from any thread: moved only where
  * chunks come and go, never on an allocation. */
-static size_t live_arenas, live_bytes, peak_bytes;
+gauge arena_bytes;
+static size_t live_arenas;
 
 static void account(long arenas, long bytes) {
     __atomic_fetch_add(&live_arenas, (size_t)arenas, __ATOMIC_RELAXED);
-    size_t now = __atomic_add_fetch(&live_bytes, (size_t)bytes, __ATOMIC_RELAXED);
-    if (bytes > 0) peak_raise(&peak_bytes, now);
+    gauge_add(&arena_bytes, bytes);
 }
 
-void arena_reset_peak(void) {
-    __atomic_store_n(&peak_bytes, __atomic_load_n(&live_bytes, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-}
-
-void arena_totals(size_t *arenas, size_t *bytes, size_t *peak) {
-    *arenas = __atomic_load_n(&live_arenas, __ATOMIC_RELAXED);
-    *bytes = __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
-    *peak = __atomic_load_n(&peak_bytes, __ATOMIC_RELAXED);
-}
+size_t arena_count(void) { return __atomic_load_n(&live_arenas, __ATOMIC_RELAXED); }
 
 #define DEFAULT_ALIGN alignof(max_align_t)
 #define DEFAULT_CHUNK_SIZE ((size_t)64 * 1024)
@@ -146,20 +138,22 @@ pk_arena *pk_arena_create(size_t chunk_size) {
     return a;
 }
 
+/* Hands the chunks from c down to (not including) stop to the retained
+ * memory (retain.c); returns their bytes. */
+static size_t retain_chunks(chunk *c, chunk *stop) {
+    size_t bytes = 0;
+    for (chunk *prev; c != stop; c = prev) {
+        prev = c->prev;
+        bytes += c->size;
+        os_unmap_later(c, c->size, os_page_size());
+    }
+    return bytes;
+}
+
 void pk_arena_destroy(pk_arena *arena) {
     if (!arena) return;
     chunk *home = home_of(arena);
-    size_t bytes = home->size;
-    for (chunk *c = arena->spare, *prev; c; c = prev) {
-        prev = c->prev;
-        bytes += c->size;
-        os_unmap_later(c, c->size, os_page_size());
-    }
-    for (chunk *c = arena->cur, *prev; c != home; c = prev) {
-        prev = c->prev;
-        bytes += c->size;
-        os_unmap_later(c, c->size, os_page_size());
-    }
+    size_t bytes = home->size + retain_chunks(arena->spare, NULL) + retain_chunks(arena->cur, home);
     account(-1, -(long)bytes);
     os_unmap_later(home, home->size, os_page_size()); /* last: the arena lives in it */
 }

@@ -76,6 +76,15 @@ static PK_COLD __attribute__((noreturn)) void report_write_after_free(pk_pool *p
     abort();
 }
 
+static PK_COLD __attribute__((noreturn)) void report_double_free(pk_pool *p, slab *s, void *obj,
+                                                                  size_t idx) {
+    char where[SITES_TEXT];
+    error_report(PK_FATAL, "double free", p->name, obj, "object %p of pool '%s' was freed twice%s%s",
+                 obj, pool_name(p), s->sites ? "; " : "",
+                 sites_format(where, sizeof where, slot_sites(p, s, idx)));
+    abort();
+}
+
 /* Debug pools: a slot leaving the slab. A reused slot must still hold the
  * free fill, or something wrote to it after it was freed. */
 static void debug_on_take(pk_pool *p, slab *s, char *obj, bool reused) {
@@ -103,10 +112,7 @@ void central_debug_check_free(pk_pool *p, void *obj) {
     size_t idx = slot_div((uint64_t)((char *)obj - s->objects), p->geo.slot, p->geo.recip);
     char where[SITES_TEXT];
     const char *sep = s->sites ? "; " : "";
-    if (!(s->live_bits[idx / 64] & ((uint64_t)1 << (idx % 64))))
-        error_report(PK_FATAL, "double free", p->name, obj,
-                     "object %p of pool '%s' was freed twice%s%s", obj, name, sep,
-                     sites_format(where, sizeof where, slot_sites(p, s, idx)));
+    if (!(s->live_bits[idx / 64] & ((uint64_t)1 << (idx % 64)))) report_double_free(p, s, obj, idx);
     size_t bad;
     track_open(obj, p->size + p->redzone);
     if (!bytes_are((unsigned char *)obj + p->size, p->redzone, FILL_REDZONE, &bad))
@@ -132,7 +138,7 @@ static slab *slab_for_take(pk_pool *p, bool may_map) {
         track_close(s->objects, (size_t)s->capacity * p->geo.slot);
         p->slabs_total++;
         p->bytes_reserved += s->span;
-        pools_reserved_add((long)s->span);
+        gauge_add(&pool_bytes, (long)s->span);
         p->slab_free += s->capacity;
     }
     move_slab(p, s, SLAB_PARTIAL);
@@ -325,12 +331,7 @@ static slab *checked_slab(pk_pool *p, void *obj, bool from_link) {
     slab *s = slab_lookup(obj);
     long idx = s && s->pool == p ? slab_slot_index(s, obj, &p->geo) : -1;
     if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) report_bad_pointer(p, obj, from_link);
-    if (unlikely(s->used == 0)) {
-        char where[SITES_TEXT];
-        error_report(PK_FATAL, "double free", p->name, obj, "object %p of pool '%s' was freed twice%s%s",
-                     obj, pool_name(p), s->sites ? "; " : "",
-                     sites_format(where, sizeof where, slot_sites(p, s, (size_t)idx)));
-    }
+    if (unlikely(s->used == 0)) report_double_free(p, s, obj, (size_t)idx);
     return s;
 }
 
@@ -441,7 +442,7 @@ static size_t release_slab(pk_pool *p, slab *s, bool cache) {
     p->slab_free -= s->capacity - s->used;
     p->slabs_total--;
     p->bytes_reserved -= bytes;
-    pools_reserved_add(-(long)bytes);
+    gauge_add(&pool_bytes, -(long)bytes);
     p->slabs_released++;
     p->bytes_released += bytes;
     note_once(NOTE_MEMORY_RETURNED, p->name,
@@ -496,7 +497,7 @@ size_t central_reserve(pk_pool *p, size_t n) {
         track_close(s->objects, (size_t)s->capacity * p->geo.slot);
         p->slabs_total++;
         p->bytes_reserved += s->span;
-        pools_reserved_add((long)s->span);
+        gauge_add(&pool_bytes, (long)s->span);
         p->slab_free += s->capacity;
         ready += s->capacity;
         slab_list_push(&p->lists[SLAB_EMPTY], s, SLAB_EMPTY);

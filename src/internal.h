@@ -45,26 +45,31 @@ size_t os_retain_release(void);
 /* Bytes retained now. */
 size_t os_retained_bytes(void);
 
-/* ---- arena.c ---- */
+/* ---- process-wide figures (stats.h), kept where memory comes and goes,
+ * never on an allocation ---- */
 
-/* Live arenas, the bytes their chunks hold, and the most they held at once,
- * from any thread. */
-void arena_totals(size_t *arenas, size_t *bytes, size_t *peak);
-/* Starts the peak afresh from what is held now (pk_stats_reset_peaks). */
-void arena_reset_peak(void);
+/* Bytes held now and the most held at once, from any thread. */
+typedef struct gauge {
+    size_t now, peak;
+} gauge;
+/* Every pool's slabs (central.c) and every arena's chunks (arena.c). */
+extern gauge pool_bytes, arena_bytes;
 
-/* ---- stats.c: process-wide figures kept where memory comes and goes. ---- */
-
-/* Slab bytes of every pool: bytes mapped (+) or given back (-). */
-void pools_reserved_add(long bytes);
-/* Slab bytes of every pool now, and the most at once so far. */
-void pools_reserved(size_t *now, size_t *peak);
-/* Raises *peak to v if v is higher (racing raisers keep the highest). */
-static inline void peak_raise(size_t *peak, size_t v) {
-    size_t old = __atomic_load_n(peak, __ATOMIC_RELAXED);
-    while (v > old && !__atomic_compare_exchange_n(peak, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+/* bytes mapped (+) or given back (-); racing raisers keep the highest peak. */
+static inline void gauge_add(gauge *g, long bytes) {
+    size_t now = __atomic_add_fetch(&g->now, (size_t)bytes, __ATOMIC_RELAXED);
+    size_t old = __atomic_load_n(&g->peak, __ATOMIC_RELAXED);
+    while (bytes > 0 && now > old &&
+           !__atomic_compare_exchange_n(&g->peak, &old, now, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     }
 }
+/* Starts the peak afresh from what is held now (pk_stats_reset_peaks). */
+static inline void gauge_reset_peak(gauge *g) {
+    __atomic_store_n(&g->peak, __atomic_load_n(&g->now, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
+/* Live arenas (arena.c). */
+size_t arena_count(void);
 
 static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 static inline bool is_pow2(size_t n) { return n && !(n & (n - 1)); }

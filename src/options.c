@@ -54,64 +54,44 @@ bool options_verbose(void) { return read_once(&verbose_state, "POOLKIT_VERBOSE",
 #endif
 bool options_hardened(void) { return read_once(&hardened_state, "POOLKIT_HARDENED", PK_HARDENED_DEFAULT); }
 
-/* A count of milliseconds: digits only, at most a day. */
-static long parse_ms(const char *v) {
-    if (!v || !*v) return -1;
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (errno || *end || n < 0 || n > PURGE_DELAY_MAX_MS || v[0] == '-' || v[0] == '+' || v[0] == ' ')
-        return -2;
-    return n;
-}
-
-static PK_COLD long read_purge_delay(void) {
-    const char *v = getenv("POOLKIT_PURGE_DELAY_MS");
-    long ms = parse_ms(v);
-    if (ms == -2)
-        error_report(PK_WARNING, "bad option", NULL, NULL,
-                     "POOLKIT_PURGE_DELAY_MS=%s is not a count of milliseconds (0 to %ld); "
-                     "using %d", v, PURGE_DELAY_MAX_MS, PURGE_DELAY_DEFAULT_MS);
-    if (ms < 0) ms = PURGE_DELAY_DEFAULT_MS;
-    long unset = -1;
-    /* Whoever stores first wins, so a racing pk_set_purge_delay is not undone. */
-    if (!__atomic_compare_exchange_n(&purge_delay, &unset, ms, false, __ATOMIC_RELAXED,
-                                     __ATOMIC_RELAXED))
-        ms = unset;
-    return ms;
-}
-
-long options_purge_delay_ms(void) {
-    long ms = __atomic_load_n(&purge_delay, __ATOMIC_RELAXED);
-    return likely(ms >= 0) ? ms : read_purge_delay();
-}
-
-/* A count of frames, 0 to SITES_MAX_FRAMES. */
-static long frames_state = -1;
-
-static PK_COLD long read_frames(void) {
-    const char *v = getenv("POOLKIT_DEBUG_FRAMES");
-    long k = SITES_DEFAULT_FRAMES;
+/* A count from the environment: digits only, 0 to max; unset or empty is
+ * dflt, anything else is reported once and dflt used. The first reader (or
+ * pk_set_purge_delay) to store into *state wins, so a racing caller is not
+ * undone and every caller sees one value. */
+static PK_COLD long read_count(long *state, const char *name, const char *what, long max, long dflt) {
+    const char *v = getenv(name);
+    long k = dflt;
     if (v && *v) {
         char *end;
         errno = 0;
         long n = strtol(v, &end, 10);
-        if (errno || *end || n < 0 || n > SITES_MAX_FRAMES || v[0] == '-' || v[0] == '+' || v[0] == ' ')
+        if (errno || *end || n < 0 || n > max || v[0] == '-' || v[0] == '+' || v[0] == ' ')
             error_report(PK_WARNING, "bad option", NULL, NULL,
-                         "POOLKIT_DEBUG_FRAMES=%s is not a count of frames (0 to %d); using %d", v,
-                         SITES_MAX_FRAMES, SITES_DEFAULT_FRAMES);
+                         "%s=%s is not a count of %s (0 to %ld); using %ld", name, v, what, max, dflt);
         else
             k = n;
     }
     long unset = -1;
-    if (!__atomic_compare_exchange_n(&frames_state, &unset, k, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    if (!__atomic_compare_exchange_n(state, &unset, k, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         k = unset;
     return k;
 }
 
+long options_purge_delay_ms(void) {
+    long ms = __atomic_load_n(&purge_delay, __ATOMIC_RELAXED);
+    if (unlikely(ms < 0))
+        ms = read_count(&purge_delay, "POOLKIT_PURGE_DELAY_MS", "milliseconds", PURGE_DELAY_MAX_MS,
+                        PURGE_DELAY_DEFAULT_MS);
+    return ms;
+}
+
+static long frames_state = -1; /* POOLKIT_DEBUG_FRAMES; -1 = not read yet */
+
 size_t options_debug_frames(void) {
     long k = __atomic_load_n(&frames_state, __ATOMIC_RELAXED);
-    return (size_t)(likely(k >= 0) ? k : read_frames());
+    if (unlikely(k < 0))
+        k = read_count(&frames_state, "POOLKIT_DEBUG_FRAMES", "frames", SITES_MAX_FRAMES, SITES_DEFAULT_FRAMES);
+    return (size_t)k;
 }
 
 long pk_set_purge_delay(long ms) {

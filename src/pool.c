@@ -488,9 +488,6 @@ void pool_free_generic(pk_pool *p, void *obj) {
     tc_set(c, obj, tc_room(c) - 1);
 }
 
-/* A hardened free into a slab other than the list head's: the address map
- * says whether it is one of the pool's slots (a tail call, so the lean path
- * needs no stack frame). */
 /* Pushes a checked obj onto a hardened list whose head and room the caller
  * read. */
 static inline void hard_push(const pk_pool *p, tc_slot *c, void *obj, void *head, intptr_t room) {
@@ -498,6 +495,9 @@ static inline void hard_push(const pk_pool *p, tc_slot *c, void *obj, void *head
     tc_set(c, obj, room - 1);
 }
 
+/* A hardened free into a slab other than the list head's: the address map
+ * says whether it is one of the pool's slots (a tail call, so the lean path
+ * needs no stack frame). */
 static PK_NOINLINE void free_far(pk_pool *p, tc_slot *c, void *obj) {
     if (!hard_far(p, (uintptr_t)obj)) {
         pool_free_generic(p, obj); /* reports it */

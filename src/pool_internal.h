@@ -158,11 +158,10 @@ static inline uintptr_t *link_of(const pk_pool *p, void *obj) {
 }
 
 /* Hardened pools keep each link word xor-ed with a per-pool secret and the
- * link's own address, so a forged or overwritten link decodes to garbage
- * that the pool's checks catch instead of following. */
-/* A hardened link word both ways (xor is its own inverse): v ^ secret ^
- * the link's object. Written in this order so that the compiler can test a
- * decoded NULL as one compare on the lean path. */
+ * link's own object, so a forged or overwritten link decodes to garbage
+ * that the pool's checks catch instead of following. link_code goes both
+ * ways (xor is its own inverse); written in this order so that the
+ * compiler can test a decoded NULL as one compare on the lean path. */
 static inline uintptr_t link_code(const pk_pool *p, const void *obj, uintptr_t v) {
     return v ^ p->hard.secret ^ (uintptr_t)obj;
 }

@@ -17,11 +17,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#define L1_BITS MAP_L1_BITS
-#define L2_BITS MAP_L2_BITS
-#define ADDRESS_BITS MAP_ADDRESS_BITS
-
-map_entry *map_l1[1u << L1_BITS];
+map_entry *map_l1[1u << MAP_L1_BITS];
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void entry_store(map_entry *e, const map_entry *v) {
@@ -37,11 +33,11 @@ static bool map_set(uintptr_t start, uintptr_t end, const map_entry *value) {
     bool ok = true;
     pthread_mutex_lock(&map_lock);
     for (uintptr_t g = start >> GRANULE_SHIFT; g <= (end - 1) >> GRANULE_SHIFT; g++) {
-        size_t i1 = (size_t)(g >> L2_BITS), i2 = (size_t)(g & ((1u << L2_BITS) - 1));
+        size_t i1 = (size_t)(g >> MAP_L2_BITS), i2 = (size_t)(g & ((1u << MAP_L2_BITS) - 1));
         map_entry *leaf = __atomic_load_n(&map_l1[i1], __ATOMIC_ACQUIRE);
         if (!leaf) {
             if (!value->slab) continue;
-            leaf = os_map(sizeof(map_entry) << L2_BITS, 0);
+            leaf = os_map(sizeof(map_entry) << MAP_L2_BITS, 0);
             if (!leaf) {
                 ok = false;
                 break;

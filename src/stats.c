@@ -23,21 +23,11 @@
 
 /* ---- process-wide figures ---- */
 
-static size_t pool_bytes_now, pool_bytes_peak;
-
-void pools_reserved_add(long bytes) {
-    size_t now = __atomic_add_fetch(&pool_bytes_now, (size_t)bytes, __ATOMIC_RELAXED);
-    if (bytes > 0) peak_raise(&pool_bytes_peak, now);
-}
+gauge pool_bytes;
 
 void pk_stats_reset_peaks(void) {
-    __atomic_store_n(&pool_bytes_peak, __atomic_load_n(&pool_bytes_now, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-    arena_reset_peak();
-}
-
-void pools_reserved(size_t *now, size_t *peak) {
-    *now = __atomic_load_n(&pool_bytes_now, __ATOMIC_RELAXED);
-    *peak = __atomic_load_n(&pool_bytes_peak, __ATOMIC_RELAXED);
+    gauge_reset_peak(&pool_bytes);
+    gauge_reset_peak(&arena_bytes);
 }
 
 /* ---- gathering ---- */
@@ -73,9 +63,10 @@ static void totals_of(const rows *r, pk_process_stats *out) {
         out->pool_bytes_resident += st->bytes_resident;
         out->pool_bytes_released += st->bytes_released;
     }
-    size_t now;
-    pools_reserved(&now, &out->pool_bytes_reserved_peak);
-    arena_totals(&out->arenas, &out->arena_bytes_reserved, &out->arena_bytes_reserved_peak);
+    out->pool_bytes_reserved_peak = __atomic_load_n(&pool_bytes.peak, __ATOMIC_RELAXED);
+    out->arenas = arena_count();
+    out->arena_bytes_reserved = __atomic_load_n(&arena_bytes.now, __ATOMIC_RELAXED);
+    out->arena_bytes_reserved_peak = __atomic_load_n(&arena_bytes.peak, __ATOMIC_RELAXED);
     out->retained_bytes = os_retained_bytes();
     pk_autorelease_stats a;
     pk_autorelease_stats_get(&a);
@@ -112,9 +103,21 @@ static void add_class(const pk_class *cls, size_t live, void *arg) {
     if (c->n < OBJECT_CENSUS_MAX + 1) c->row[c->n++] = (class_row){cls, live};
 }
 
+/* Live pk_new objects per class now, or NULL (free it). */
+static classes *census(void) {
+    classes *c = calloc(1, sizeof *c);
+    if (c) object_census(add_class, c);
+    return c;
+}
+
 /* ---- writing ---- */
 
 static const char *name_or(const char *name, const char *dflt) { return name ? name : dflt; }
+
+/* A census row's class name; classes past OBJECT_CENSUS_MAX share one row. */
+static const char *class_name(const class_row *r) {
+    return r->cls ? name_or(r->cls->name, "(unnamed)") : "(other classes)";
+}
 
 /* "12.3 MiB" into buf (24 bytes). */
 static const char *human(size_t bytes, char *buf) {
@@ -148,8 +151,7 @@ static void print_table(FILE *f, const rows *r, const pk_process_stats *t, const
     if (c) {
         fprintf(f, "%-24s %7s %9s\n", "pk_new class", "size", "live");
         for (size_t i = 0; i < c->n; i++)
-            fprintf(f, "%-24.24s %7zu %9zu\n",
-                    c->row[i].cls ? name_or(c->row[i].cls->name, "(unnamed)") : "(other classes)",
+            fprintf(f, "%-24.24s %7zu %9zu\n", class_name(&c->row[i]),
                     c->row[i].cls ? c->row[i].cls->size : 0, c->row[i].live);
     }
     fprintf(f, "arenas: %zu live, %s reserved (at most %s at once)\n", t->arenas,
@@ -199,7 +201,7 @@ static void print_json(FILE *f, const rows *r, const pk_process_stats *t, const 
         fputc('[', f);
         for (size_t i = 0; i < c->n; i++) {
             fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
-            json_string(f, c->row[i].cls ? name_or(c->row[i].cls->name, "(unnamed)") : "(other classes)");
+            json_string(f, class_name(&c->row[i]));
             fprintf(f, ", \"size\": %zu, \"live\": %zu}", c->row[i].cls ? c->row[i].cls->size : 0,
                     c->row[i].live);
         }
@@ -225,11 +227,7 @@ int pk_stats_print(FILE *out, unsigned flags) {
     gather(&r);
     pk_process_stats t;
     totals_of(&r, &t);
-    classes *c = NULL;
-    if (flags & PK_STATS_CLASSES) {
-        c = calloc(1, sizeof *c);
-        if (c) object_census(add_class, c);
-    }
+    classes *c = flags & PK_STATS_CLASSES ? census() : NULL;
     if (flags & PK_STATS_JSON) print_json(out, &r, &t, c);
     else print_table(out, &r, &t, c);
     free(c);
@@ -259,14 +257,10 @@ static void leak_summary(void) {
                                          used ? ", " : ": ", name_or(r.row[i].name, "(unnamed)"),
                                          r.row[i].live);
         if (tcache_live_threads() <= 1) {
-            classes *c = calloc(1, sizeof *c);
-            if (c) object_census(add_class, c);
+            classes *c = census();
             for (size_t i = 0; c && i < c->n && used + 64 < sizeof list; i++)
                 used += (size_t)snprintf(list + used, sizeof list - used, "%sclass %s %zu",
-                                         i ? ", " : "; ",
-                                         c->row[i].cls ? name_or(c->row[i].cls->name, "(unnamed)")
-                                                       : "(other classes)",
-                                         c->row[i].live);
+                                         i ? ", " : "; ", class_name(&c->row[i]), c->row[i].live);
             free(c);
         }
         error_report(PK_WARNING, "leak", NULL, NULL,

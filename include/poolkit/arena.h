@@ -55,7 +55,8 @@ PK_API pk_arena_mark pk_arena_save(pk_arena *arena);
  * arena, so that a loop of save, allocate, rewind does not call the system
  * each turn; spares unused for the purge delay (pk_set_purge_delay) go back
  * to the system on a later rewind or reset (with delay 0: all but one, at
- * once). Chunks larger than a normal chunk go back at once. Rewinding to a mark that is no longer in the arena's past (it
+ * once). Chunks larger than a normal chunk go back at once. Rewinding to a
+ * mark that is no longer in the arena's past (it
  * was rewound past, or the arena was reset since) is misuse: it is reported
  * as the fatal error "bad arena mark" (error.h) whenever the mark's chunk no
  * longer belongs to the arena or the mark lies past the arena's position in
@@ -73,8 +74,8 @@ typedef struct pk_arena_stats {
     size_t bytes_used;     /* bytes from chunk starts to where allocation stands, in
                               every chunk (alignment padding and abandoned chunk
                               tails included) */
-    size_t bytes_reserved; /* bytes its chunks hold from the system, the spare included */
-    size_t chunks;         /* chunks, the spare included */
+    size_t bytes_reserved; /* bytes its chunks hold from the system, spares included */
+    size_t chunks;         /* chunks, spares included */
 } pk_arena_stats;
 
 /* Fills *out. Like every arena call, only from the thread that owns the

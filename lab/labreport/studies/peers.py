@@ -47,20 +47,11 @@ def peers(res, charts, outdir):
     if chartlib.HAVE_MPL and sizes:
         shown = [s for s in subs if s != "empty loop"
                  and any(extra(res.find(exp, s, loop="hot", size=z), "net") is not None for z in sizes)]
-        fig, ax = chartlib.plt.subplots(figsize=(11, 5))
-        width = 0.8 / max(len(shown), 1)
-        for i, s in enumerate(shown):
-            vals = [extra(res.find(exp, s, loop="hot", size=z), "net") for z in sizes]
-            vals = [max(v, 0.1) if v is not None else 0 for v in vals]
-            ax.bar([k + i * width for k in range(len(sizes))], vals, width, label=s, color=chartlib.color(s))
-        ax.set_xticks([k + 0.4 - width / 2 for k in range(len(sizes))])
-        ax.set_xticklabels(["{} B".format(z) for z in sizes])
-        ax.set_yscale("log")
-        ax.set_ylabel("net ns per allocate+touch+free (log; floor 0.1)")
-        ax.set_title("peers: hot loop, per allocator and size")
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-        ax.legend(fontsize=7, ncol=3)
-        chartlib.save(fig, outdir, "hot_loop.png", charts)
+        values = {s: [extra(res.find(exp, s, loop="hot", size=z), "net") for z in sizes] for s in shown}
+        chartlib.log_bars(values, ["{} B".format(z) for z in sizes], 0.1,
+                          "net ns per allocate+touch+free (log; floor 0.1)",
+                          "peers: hot loop, per allocator and size", (11, 5), 3, outdir,
+                          "hot_loop.png", charts)
     firsts_pk = sum(1 for s in firsts.values() if s.startswith("poolkit"))
     head = ("peers (hot loop)", "sizes where a poolkit row is the fastest", "–",
             "{} of {}".format(firsts_pk, len(firsts)), "")

@@ -58,20 +58,10 @@ def pool_pattern(res, charts, outdir):
     if chartlib.HAVE_MPL:
         shown = [s for s in subs if s != "empty loop"
                  and any(extra(res.find(exp, s, size=z), "net") is not None for z in SIZES)]
-        fig, ax = chartlib.plt.subplots(figsize=(10, 5))
-        width = 0.8 / max(len(shown), 1)
-        for i, s in enumerate(shown):
-            vals = [extra(res.find(exp, s, size=z), "net") for z in SIZES]
-            vals = [max(v, 0.5) if v is not None else 0 for v in vals]
-            ax.bar([k + i * width for k in range(len(SIZES))], vals, width, label=s, color=chartlib.color(s))
-        ax.set_xticks([k + 0.4 - width / 2 for k in range(len(SIZES))])
-        ax.set_xticklabels(["small (1 B)", "medium (8 KiB)", "big (1 MiB)"])
-        ax.set_yscale("log")
-        ax.set_ylabel("net ns per round (log; floor 0.5)")
-        ax.set_title("pool-pattern: net cost per size")
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-        ax.legend(fontsize=7, ncol=2)
-        chartlib.save(fig, outdir, "pattern_net.png", charts)
+        values = {s: [extra(res.find(exp, s, size=z), "net") for z in SIZES] for s in shown}
+        chartlib.log_bars(values, ["small (1 B)", "medium (8 KiB)", "big (1 MiB)"], 0.5,
+                          "net ns per round (log; floor 0.5)", "pool-pattern: net cost per size",
+                          (10, 5), 2, outdir, "pattern_net.png", charts)
     small = [m for s, m, _ in parts if s == "small"][0]
     big = [m for s, m, _ in parts if s == "big"][0]
     note_ratio("pool-pattern", "general-purpose ÷ pool, net, small", small)
