@@ -11,13 +11,9 @@
  * with an escape barrier (never -O0). Every program prints the command that
  * reproduces it and the machine it ran on.
  *
- * Include it first (it defines _GNU_SOURCE for clock_gettime and friends). */
+ * The build defines _GNU_SOURCE (top-level CMakeLists.txt). */
 #ifndef POOLKIT_BENCH_HARNESS_H
 #define POOLKIT_BENCH_HARNESS_H
-
-#ifndef _GNU_SOURCE
-#  define _GNU_SOURCE
-#endif
 
 #include <errno.h>
 #include <stdarg.h>

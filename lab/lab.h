@@ -21,10 +21,6 @@
 #ifndef PK_LAB_H
 #define PK_LAB_H
 
-#ifndef _GNU_SOURCE
-#  define _GNU_SOURCE 1
-#endif
-
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

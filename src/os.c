@@ -6,7 +6,6 @@
  * unmaps the slack on both sides, so alignment costs address space, never
  * physical memory. Fault injection (fault.h) sits here so that every layer
  * above sees a failing system the same way. */
-#define _GNU_SOURCE 1 /* MAP_ANONYMOUS */
 #include "internal.h"
 
 #include <poolkit/fault.h>

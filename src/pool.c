@@ -17,7 +17,6 @@
  *   - direct: no cache (debug checks, a limit): every call takes the pool's
  *     lock and works on the slabs.
  */
-#define _GNU_SOURCE 1 /* clock_gettime */
 #include "pool_internal.h"
 #include "sites.h"
 

@@ -1,5 +1,4 @@
 /* Call sites of debug pools (sites.h). */
-#define _GNU_SOURCE 1 /* dladdr */
 #include "sites.h"
 
 #include <dlfcn.h>
