@@ -12,6 +12,8 @@
 #
 # `make test` runs these stages in order and stops at the first failure:
 #   setup     scripts/setup.sh: installs missing tools (nothing when all are there)
+#   bare      the whole tree configured and built as on a fresh machine: none
+#             of the lab's optional packages found (scripts/bare-build.sh)
 #   gcc       release build with gcc in build/, ctest
 #   clang     release build with clang in build-clang/, ctest
 #   asan      ASan+UBSan build (clang) in build-asan/, ctest
@@ -39,7 +41,7 @@ CMAKE       ?= cmake
 CTEST       ?= ctest
 CMAKE_ARGS  ?=
 LAB_ARGS    ?=
-STAGES      ?= gcc clang asan tsan valgrind install gate objc tools fuzz
+STAGES      ?= bare gcc clang asan tsan valgrind install gate objc tools fuzz
 
 BUILD_CLANG := $(BUILD)-clang
 BUILD_ASAN  := $(BUILD)-asan
@@ -63,7 +65,7 @@ SAN_OPTIONS := -DPOOLKIT_BUILD_BENCH=OFF -DPOOLKIT_BUILD_LAB=OFF -DPOOLKIT_BUILD
                -DPOOLKIT_REQUIRE_GTEST=ON "-DCMAKE_C_FLAGS_DEBUG=-g -O1" "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
 
 .PHONY: all build build-gcc build-clang build-asan build-tsan test bench install lab docs clean help \
-        test-setup test-gcc test-clang test-asan test-tsan test-valgrind test-install test-gate \
+        test-setup test-bare test-gcc test-clang test-asan test-tsan test-valgrind test-install test-gate \
         test-objc test-tools test-fuzz fuzz
 
 all: build
@@ -101,6 +103,9 @@ test:
 
 test-setup:
 	bash scripts/setup.sh
+
+test-bare:
+	bash scripts/bare-build.sh $(BUILD)-bare -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ $(CMAKE_ARGS)
 
 test-gcc:
 	$(call configure,$(BUILD),gcc,g++,Release,-DPOOLKIT_MEMCHECK=ON -DPOOLKIT_REQUIRE_GTEST=ON)
@@ -182,7 +187,7 @@ docs:
 	fi
 
 clean:
-	rm -rf $(BUILD) $(BUILD_CLANG) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD)-tools $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-bare $(BUILD_CLANG) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD)-tools $(BUILD)-fuzz
 
 help:
 	@sed -n '1,/^$$/s/^# \{0,1\}//p' Makefile
