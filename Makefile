@@ -3,7 +3,8 @@
 #   make               release build (gcc) in build/
 #   make test          everything CI checks; see the stages below
 #   make bench         release build, then bench/run.sh build/
-#   make install       install build/ under PREFIX (default /usr/local; DESTDIR works)
+#   make install       install build/ under PREFIX (default /usr/local; DESTDIR works),
+#                      with libpoolkit-objc.a where GNUstep is installed
 #   make lab           lab/run.sh build: installs the peers, builds and runs the
 #                      lab, writes lab-report/ (LAB_ARGS: pk-lab run arguments)
 #   make fuzz          a longer fuzzing run (FUZZ_SECONDS, default 900)
@@ -167,7 +168,16 @@ bench: build
 	    echo "bench: bench/run.sh not present yet"; \
 	fi
 
+# With GNUstep (gnustep-config) present, the Objective-C binding is built
+# first into $(BUILD)/objc, and libpoolkit-objc.a is installed with the rest;
+# without it, PKObject.h alone.
 install: build
+	@if command -v gnustep-config >/dev/null 2>&1; then \
+	    echo "bash bindings/objc/build.sh $(BUILD)/objc $(BUILD)"; \
+	    bash bindings/objc/build.sh $(BUILD)/objc $(BUILD); \
+	else \
+	    echo "install: GNUstep not found: PKObject.h is installed, libpoolkit-objc is not"; \
+	fi
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
 # Set-up (peers, GNUstep, Zig, the report's virtual environment), build,
