@@ -9,7 +9,7 @@
 # program is built on the installed copy.
 #
 #   cmake -DPOOLKIT_BUILD_DIR=... -DPOOLKIT_SOURCE_DIR=... -DWORK_DIR=...
-#         [-DC_COMPILER=cc] [-DGENERATOR=Ninja] -P run.cmake
+#         [-DC_COMPILER=cc] [-DCXX_COMPILER=c++] [-DGENERATOR=Ninja] -P run.cmake
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var POOLKIT_BUILD_DIR POOLKIT_SOURCE_DIR WORK_DIR)
@@ -19,6 +19,9 @@ foreach(var POOLKIT_BUILD_DIR POOLKIT_SOURCE_DIR WORK_DIR)
 endforeach()
 if(NOT C_COMPILER)
     set(C_COMPILER cc)
+endif()
+if(NOT CXX_COMPILER)
+    set(CXX_COMPILER c++)
 endif()
 if(NOT GENERATOR)
     set(GENERATOR "Unix Makefiles")
@@ -178,6 +181,12 @@ foreach(kind shared static)
         ${flags} ${rpath} -o ${WORK_DIR}/consumer_cli_${kind})
     run(COMMAND ${WORK_DIR}/consumer_cli_${kind})
     expect_linked(${WORK_DIR}/consumer_cli_${kind} ${kind})
+    # C++ on the installed poolkit.hpp, as examples/README.md builds it.
+    run(COMMAND ${CXX_COMPILER} -std=c++17 -Wall -Wextra -Werror
+        ${POOLKIT_SOURCE_DIR}/examples/cpp_tour.cpp ${flags} ${rpath}
+        -o ${WORK_DIR}/consumer_cxx_${kind})
+    run(COMMAND ${WORK_DIR}/consumer_cxx_${kind})
+    expect_linked(${WORK_DIR}/consumer_cxx_${kind} ${kind})
 endforeach()
 
 # 7. Objective-C on the installed PKObject.h and libpoolkit-objc.a, with the
