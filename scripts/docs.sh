@@ -7,9 +7,10 @@
 # BUILD_DIR/docs/Doxyfile (from docs/Doxyfile.in).
 #
 # Doxygen is installed with apt-get when it is missing and we are root;
-# otherwise its absence is an error. Any Doxygen warning (an undocumented
-# public name, a bad reference, a parameter documented that does not exist)
-# fails the run: the warnings are printed and the exit status is 1.
+# otherwise its absence is an error (scripts/setup.sh installs it). Any
+# Doxygen warning (an undocumented public name, a bad reference, a parameter
+# documented that does not exist), or a public header missing from the main
+# page's table, fails the run: the warnings are printed, the exit status is 1.
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,6 +42,16 @@ sed -e "s|@PK_SOURCE@|$src|g" -e "s|@PK_OUTPUT@|$out|g" \
 
 echo "doxygen $out/Doxyfile   (doxygen $(doxygen --version))"
 (cd "$src" && doxygen "$out/Doxyfile")
+
+# The main page's table of headers names every public header (export.h is
+# private to the others), so a new header cannot be left out of it.
+for h in "$src"/include/poolkit/*.h "$src"/include/poolkit/*.hpp; do
+    name=$(basename "$h")
+    [ "$name" = export.h ] && continue
+    grep -q "^| $name |" "$src/docs/mainpage.md" ||
+        echo "docs/mainpage.md:1: warning: the table of headers leaves out $name" \
+            >>"$out/doxygen-warnings.log"
+done
 
 if [ -s "$out/doxygen-warnings.log" ]; then
     cat "$out/doxygen-warnings.log" >&2

@@ -6,6 +6,8 @@
 #
 #   needed:  cmake (>= 3.25) ninja-build gcc g++ clang libclang-rt-N-dev llvm
 #            libgtest-dev valgrind pkg-config make binutils python3
+#            doxygen (`make docs`, the docs stage of `make test`; graphviz is
+#            not needed: the Doxyfile draws no graphs, HAVE_DOT = NO)
 #   peers:   libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev
 #            (allocators the benchmarks compare against; best effort: a peer
 #            that cannot be installed is reported and skipped)
@@ -77,13 +79,14 @@ probe() { # PACKAGE: true if what the package gives us is present
         libboost-dev) have_any_file /usr/include/boost/pool/pool.hpp /usr/local/include/boost/pool/pool.hpp ;;
         libvalgrind) have_any_file /usr/include/valgrind/memcheck.h ;;
         python3) have python3 ;;
+        doxygen) have doxygen ;;
         *) return 1 ;;
     esac
 }
 
 needed_packages() {
     echo cmake ninja-build gcc g++ clang "libclang-rt-$(clang_major)-dev" llvm \
-        libgtest-dev valgrind pkg-config make binutils python3
+        libgtest-dev valgrind pkg-config make binutils python3 doxygen
 }
 peer_packages="libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev"
 

@@ -50,8 +50,10 @@ typedef struct pk_process_stats {
     size_t arena_bytes_reserved_peak; /* the most all arenas' chunks held at once */
     size_t retained_bytes;      /* memory of destroyed pools and arenas kept for reuse
                                    (pk_pool_release_cache) */
-    /* The calling thread's autorelease stack (pk_autorelease_stats_get). */
-    size_t autorelease_depth, autorelease_pending, autorelease_high_water;
+    size_t autorelease_depth;      /* the calling thread's autorelease pools, pushed and
+                                      not yet popped (pk_autorelease_stats_get) */
+    size_t autorelease_pending;    /* its entries waiting (objects and deferred calls) */
+    size_t autorelease_high_water; /* the most pending at once on that thread so far */
 } pk_process_stats;
 
 /* Fills *out. Thread-safe; costs one pk_pool_stats_get per pool. */

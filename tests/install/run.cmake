@@ -1,10 +1,15 @@
 # The install test: installs a poolkit build into a scratch prefix, checks
 # what landed there, then builds and runs tests/install/consumer.c against it
-# with find_package, with pkg-config through CMake, and with pkg-config on a
-# plain compiler command line.
+# four ways, pkg-config (poolkit.pc, poolkit-static.pc) and find_package
+# (poolkit::shared, poolkit::static, and poolkit::poolkit), through CMake and
+# on a plain compiler command line, and checks that each program linked the
+# library it asked for (readelf: libpoolkit.so.0 needed, or not). Where
+# GNUstep is installed, the Objective-C binding is built into the build
+# directory first (bindings/objc/build.sh), installed, and an Objective-C
+# program is built on the installed copy.
 #
 #   cmake -DPOOLKIT_BUILD_DIR=... -DPOOLKIT_SOURCE_DIR=... -DWORK_DIR=...
-#         [-DC_COMPILER=cc] [-DGENERATOR=Ninja] -P run.cmake
+#         [-DC_COMPILER=cc] [-DCXX_COMPILER=c++] [-DGENERATOR=Ninja] -P run.cmake
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var POOLKIT_BUILD_DIR POOLKIT_SOURCE_DIR WORK_DIR)
@@ -14,6 +19,9 @@ foreach(var POOLKIT_BUILD_DIR POOLKIT_SOURCE_DIR WORK_DIR)
 endforeach()
 if(NOT C_COMPILER)
     set(C_COMPILER cc)
+endif()
+if(NOT CXX_COMPILER)
+    set(CXX_COMPILER c++)
 endif()
 if(NOT GENERATOR)
     set(GENERATOR "Unix Makefiles")
@@ -37,8 +45,36 @@ function(run)
     set(run_output "${out}" PARENT_SCOPE)
 endfunction()
 
+# expect_linked(PROGRAM shared|static): PROGRAM needs libpoolkit.so.0
+# (shared) or does not (static: the archive is inside it).
+find_program(READELF readelf REQUIRED)
+function(expect_linked program kind)
+    run(COMMAND ${READELF} -d ${program})
+    if(run_output MATCHES "NEEDED[^\n]*\\[libpoolkit\\.so")
+        set(got shared)
+    else()
+        set(got static)
+    endif()
+    if(NOT got STREQUAL kind)
+        message(FATAL_ERROR "install test: ${program} asked for the ${kind} library and "
+                            "linked the ${got} one:\n${run_output}")
+    endif()
+    message(STATUS "install test: ${program}: ${kind}, as asked")
+endfunction()
+
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
+
+# 0. The Objective-C binding, where GNUstep is installed: `make install`
+#    builds it the same way before installing.
+find_program(GNUSTEP_CONFIG gnustep-config)
+if(GNUSTEP_CONFIG)
+    run(COMMAND sh ${POOLKIT_SOURCE_DIR}/bindings/objc/build.sh
+        ${POOLKIT_BUILD_DIR}/objc ${POOLKIT_BUILD_DIR})
+else()
+    message(STATUS "install test: GNUstep not installed: libpoolkit-objc not built, "
+                   "PKObject.h installed alone")
+endif()
 
 # 1. Install.
 run(COMMAND ${CMAKE_COMMAND} --install ${POOLKIT_BUILD_DIR} --prefix ${prefix})
@@ -54,6 +90,10 @@ endforeach()
 if(NOT libdir)
     message(FATAL_ERROR "install test: no libpoolkit.a under ${prefix}")
 endif()
+set(objc_lib "")
+if(GNUSTEP_CONFIG)
+    set(objc_lib ${libdir}/libpoolkit-objc.a)
+endif()
 foreach(f
         ${prefix}/include/poolkit/poolkit.h
         ${prefix}/include/poolkit/pool.h
@@ -61,9 +101,14 @@ foreach(f
         ${libdir}/libpoolkit.so
         ${libdir}/libpoolkit.so.0
         ${libdir}/libpoolkit.so.0.1.0
+        ${libdir}/poolkit-static/libpoolkit.a
         ${libdir}/pkgconfig/poolkit.pc
+        ${libdir}/pkgconfig/poolkit-static.pc
         ${libdir}/cmake/poolkit/poolkitConfig.cmake
-        ${libdir}/cmake/poolkit/poolkitConfigVersion.cmake)
+        ${libdir}/cmake/poolkit/poolkitConfigVersion.cmake
+        ${prefix}/include/poolkit/PKObject.h
+        ${prefix}/share/poolkit/stats.schema.json
+        ${objc_lib})
     if(NOT EXISTS ${f})
         message(FATAL_ERROR "install test: missing ${f}")
     endif()
@@ -94,38 +139,79 @@ else()
     message(STATUS "install test: nm not found, symbol check skipped")
 endif()
 
-# 4. find_package(poolkit).
+# 4. find_package(poolkit): poolkit::shared, poolkit::static and
+#    poolkit::poolkit (the static library).
 run(COMMAND ${CMAKE_COMMAND} -S ${consumer_src} -B ${WORK_DIR}/find-package
     -G ${GENERATOR} -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_BUILD_TYPE=Release
     -DCMAKE_PREFIX_PATH=${prefix} -DPOOLKIT_FIND=cmake)
 run(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/find-package)
-run(COMMAND ${WORK_DIR}/find-package/consumer_static)
-run(COMMAND ${WORK_DIR}/find-package/consumer_shared)
+foreach(kind shared static default)
+    run(COMMAND ${WORK_DIR}/find-package/consumer_cmake_${kind})
+endforeach()
+expect_linked(${WORK_DIR}/find-package/consumer_cmake_shared shared)
+expect_linked(${WORK_DIR}/find-package/consumer_cmake_static static)
+expect_linked(${WORK_DIR}/find-package/consumer_cmake_default static)
 
-# 5. pkg-config, through CMake's FindPkgConfig (links libpoolkit.so).
+# 5. pkg-config through CMake's FindPkgConfig: poolkit and poolkit-static.
 set(ENV{PKG_CONFIG_PATH} ${libdir}/pkgconfig)
 run(COMMAND ${CMAKE_COMMAND} -S ${consumer_src} -B ${WORK_DIR}/pkg-config
     -G ${GENERATOR} -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_BUILD_TYPE=Release
     -DPOOLKIT_FIND=pkg-config)
 run(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/pkg-config)
-run(COMMAND ${WORK_DIR}/pkg-config/consumer_pkgconfig)
+foreach(kind shared static)
+    run(COMMAND ${WORK_DIR}/pkg-config/consumer_pc_${kind})
+    expect_linked(${WORK_DIR}/pkg-config/consumer_pc_${kind} ${kind})
+endforeach()
 
-# 6. pkg-config on a plain command line, as a Makefile would use it:
-#    cc consumer.c $(pkg-config --cflags --libs poolkit), and the static
-#    variant with --static against libpoolkit.a.
+# 6. pkg-config on a plain command line, as a Makefile would use it (the
+#    README's commands): cc consumer.c $(pkg-config --cflags --libs poolkit),
+#    and the same with poolkit-static.
 find_program(PKG_CONFIG pkg-config REQUIRED)
-run(COMMAND ${PKG_CONFIG} --cflags --libs poolkit)
-string(STRIP "${run_output}" flags)
-separate_arguments(flags UNIX_COMMAND "${flags}")
-run(COMMAND ${C_COMPILER} -std=c11 -Wall -Wextra -Werror ${consumer_src}/consumer.c
-    ${flags} -Wl,-rpath,${libdir} -o ${WORK_DIR}/consumer_cli_shared)
-run(COMMAND ${WORK_DIR}/consumer_cli_shared)
-run(COMMAND ${PKG_CONFIG} --static --cflags --libs poolkit)
-string(STRIP "${run_output}" flags)
-string(REPLACE "-lpoolkit" "${libdir}/libpoolkit.a" flags "${flags}")
-separate_arguments(flags UNIX_COMMAND "${flags}")
-run(COMMAND ${C_COMPILER} -std=c11 -Wall -Wextra -Werror ${consumer_src}/consumer.c
-    ${flags} -o ${WORK_DIR}/consumer_cli_static)
-run(COMMAND ${WORK_DIR}/consumer_cli_static)
+foreach(kind shared static)
+    set(module poolkit)
+    set(rpath -Wl,-rpath,${libdir})
+    if(kind STREQUAL "static")
+        set(module poolkit-static)
+        set(rpath "")
+    endif()
+    run(COMMAND ${PKG_CONFIG} --cflags --libs ${module})
+    string(STRIP "${run_output}" flags)
+    separate_arguments(flags UNIX_COMMAND "${flags}")
+    run(COMMAND ${C_COMPILER} -std=c11 -Wall -Wextra -Werror ${consumer_src}/consumer.c
+        ${flags} ${rpath} -o ${WORK_DIR}/consumer_cli_${kind})
+    run(COMMAND ${WORK_DIR}/consumer_cli_${kind})
+    expect_linked(${WORK_DIR}/consumer_cli_${kind} ${kind})
+    # C++ on the installed poolkit.hpp, as examples/README.md builds it.
+    run(COMMAND ${CXX_COMPILER} -std=c++17 -Wall -Wextra -Werror
+        ${POOLKIT_SOURCE_DIR}/examples/cpp_tour.cpp ${flags} ${rpath}
+        -o ${WORK_DIR}/consumer_cxx_${kind})
+    run(COMMAND ${WORK_DIR}/consumer_cxx_${kind})
+    expect_linked(${WORK_DIR}/consumer_cxx_${kind} ${kind})
+endforeach()
+
+# 7. Objective-C on the installed PKObject.h and libpoolkit-objc.a, with the
+#    README's command: gnustep-config's flags, the binding's archive, then
+#    poolkit-static and gnustep-base.
+if(GNUSTEP_CONFIG)
+    run(COMMAND ${GNUSTEP_CONFIG} --objc-flags)
+    string(STRIP "${run_output}" objc_flags)
+    separate_arguments(objc_flags UNIX_COMMAND "${objc_flags}")
+    list(REMOVE_ITEM objc_flags -MMD -MP)
+    run(COMMAND ${GNUSTEP_CONFIG} --base-libs)
+    string(STRIP "${run_output}" base_libs)
+    separate_arguments(base_libs UNIX_COMMAND "${base_libs}")
+    run(COMMAND ${PKG_CONFIG} --cflags poolkit)
+    string(STRIP "${run_output}" pk_cflags)
+    separate_arguments(pk_cflags UNIX_COMMAND "${pk_cflags}")
+    run(COMMAND ${PKG_CONFIG} --libs poolkit-static)
+    string(STRIP "${run_output}" pk_libs)
+    separate_arguments(pk_libs UNIX_COMMAND "${pk_libs}")
+    run(COMMAND ${PKG_CONFIG} --variable=libdir poolkit)
+    string(STRIP "${run_output}" pc_libdir)
+    run(COMMAND gcc -std=gnu11 ${objc_flags} ${pk_cflags} ${POOLKIT_SOURCE_DIR}/examples/objc_class.m
+        ${pc_libdir}/libpoolkit-objc.a ${pk_libs} ${base_libs} -o ${WORK_DIR}/consumer_objc)
+    run(COMMAND ${WORK_DIR}/consumer_objc)
+    expect_linked(${WORK_DIR}/consumer_objc static)
+endif()
 
 message(STATUS "install test: passed (prefix ${prefix})")
