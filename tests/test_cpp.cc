@@ -16,6 +16,7 @@
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace {
@@ -326,10 +327,20 @@ TEST(PoolAllocator, MemoryMayBeFreedThroughAnotherTypesAllocator) {
     struct Sixteen {
         double a, b;
     };
+    struct AlsoSixteen { // another type of the same size and alignment
+        std::uint64_t x, y;
+    };
+    static_assert(!std::is_same_v<Sixteen, AlsoSixteen>);
+    static_assert(sizeof(Sixteen) == sizeof(AlsoSixteen) && alignof(Sixteen) == alignof(AlsoSixteen));
+    pk_pool *pool = pk::pool_allocator<Sixteen>::pool();
+    ASSERT_EQ(pk::pool_allocator<AlsoSixteen>::pool(), pool);
+    std::size_t before = live_in(pool);
     pk::pool_allocator<Sixteen> typed;
     Sixteen *p = typed.allocate(1);
-    pk::pool_allocator<char>::rebind<Sixteen>::other other{pk::pool_allocator<char>()};
-    other.deallocate(p, 1);
+    EXPECT_EQ(live_in(pool), before + 1);
+    pk::pool_allocator<Sixteen>::rebind<AlsoSixteen>::other other{typed};
+    other.deallocate(reinterpret_cast<AlsoSixteen *>(p), 1);
+    EXPECT_EQ(live_in(pool), before);
 }
 
 TEST(PoolAllocator, OneObjectComesFromThePoolOfItsSizeAndAlignment) {
@@ -603,6 +614,45 @@ TEST(PoolResource, AllocationFailureThrowsBadAlloc) {
     res.deallocate(res.allocate(48), 48);
 }
 
+TEST(PoolResource, ReleaseFreesEveryPooledBlockAndGivesTheMemoryBack) {
+    ErrorCounter errors;
+    {
+        pk::pool_resource res;
+        std::vector<void *> blocks;
+        for (int i = 0; i < 300; i++) {
+            blocks.push_back(res.allocate(32));
+            blocks.push_back(res.allocate(1000));
+        }
+        pk_pool *small = res.pool_for(32), *large = res.pool_for(1000);
+        EXPECT_EQ(live_in(small), 300u);
+        EXPECT_EQ(live_in(large), 300u);
+        res.release();
+        pk_pool_stats s;
+        for (pk_pool *pool : {small, large}) {
+            pk_pool_stats_get(pool, &s);
+            EXPECT_EQ(s.live, 0u);
+            EXPECT_EQ(s.bytes_reserved, 0u);
+        }
+        EXPECT_EQ(res.pool_for(32), small); // the pools stay, ready for more
+        res.deallocate(res.allocate(32), 32);
+    } // destroyed with nothing live: no leak reported
+    EXPECT_EQ(errors.warnings, 0);
+    EXPECT_EQ(errors.fatals, 0);
+}
+
+TEST(PoolResource, ReleaseLeavesBlocksFromUpstream) {
+    CountingResource upstream;
+    pk::pool_resource res(pk::pool_resource::options{512}, &upstream);
+    void *big = res.allocate(513);
+    void *pooled = res.allocate(64);
+    (void)pooled;
+    res.release();
+    EXPECT_EQ(upstream.frees, 0);
+    std::memset(big, 1, 513); // still the caller's
+    res.deallocate(big, 513);
+    EXPECT_EQ(upstream.frees, 1);
+}
+
 TEST(ArenaResource, PmrVectorAndStringComeFromTheArena) {
     pk::arena arena;
     pk::arena_resource res(arena);
@@ -741,6 +791,170 @@ TEST(Ref, CountsStayRightAcrossThreads) {
         });
     for (auto &t : threads) t.join();
     EXPECT_EQ(r.use_count(), 1u);
+    EXPECT_EQ(counts.gone, 0);
+}
+
+// A class hierarchy for conversions: Animal is polymorphic; Pet is a second
+// polymorphic base, so in Dog it sits at an offset; Plain and Tag are bases
+// without virtual functions, Tag at an offset in Tagged.
+struct Animal {
+    Counts *counts;
+    explicit Animal(Counts *c) : counts(c) { counts->made++; }
+    virtual ~Animal() { counts->gone++; }
+    virtual int legs() const { return 0; }
+};
+struct Pet {
+    virtual ~Pet() = default;
+    virtual const char *name() const { return "pet"; }
+};
+struct Dog : Animal, Pet {
+    explicit Dog(Counts *c) : Animal(c) {}
+    int legs() const override { return 4; }
+    const char *name() const override { return "dog"; }
+};
+struct Plain {
+    int a = 1;
+};
+struct PlainDerived : Plain {
+    int b = 2;
+};
+struct Tag {
+    int t = 3;
+};
+struct Tagged : Plain, Tag {};
+
+TEST(Ref, ConvertsToABaseByCopySharingTheCount) {
+    Counts counts;
+    pk::ref<Dog> dog = pk::make_ref<Dog>(&counts);
+    pk::ref<Animal> animal = dog;
+    EXPECT_EQ(animal.get(), static_cast<Animal *>(dog.get()));
+    EXPECT_TRUE(animal == dog);
+    EXPECT_EQ(dog.use_count(), 2u);
+    EXPECT_EQ(animal.use_count(), 2u);
+    EXPECT_EQ(animal->legs(), 4);
+    dog.reset();
+    EXPECT_EQ(counts.gone, 0);
+    EXPECT_EQ(animal.use_count(), 1u);
+    animal.reset();
+    EXPECT_EQ(counts.gone, 1);
+}
+
+TEST(Ref, ConvertsToABaseByMoveTakingTheReference) {
+    Counts counts;
+    pk::ref<Dog> dog = pk::make_ref<Dog>(&counts);
+    Dog *raw = dog.get();
+    pk::ref<Animal> animal = std::move(dog);
+    EXPECT_FALSE(dog);
+    EXPECT_EQ(animal.get(), static_cast<Animal *>(raw));
+    EXPECT_EQ(animal.use_count(), 1u);
+    animal.reset();
+    EXPECT_EQ(counts.gone, 1);
+}
+
+TEST(Ref, ConvertingAssignmentReleasesTheObjectHeldBefore) {
+    Counts counts;
+    pk::ref<Animal> animal = pk::make_ref<Animal>(&counts);
+    pk::ref<Dog> dog = pk::make_ref<Dog>(&counts);
+    animal = dog; // copy: the first Animal goes
+    EXPECT_EQ(counts.gone, 1);
+    EXPECT_EQ(dog.use_count(), 2u);
+    pk::ref<Dog> other = pk::make_ref<Dog>(&counts);
+    animal = std::move(other); // move: the count of the first dog drops back
+    EXPECT_FALSE(other);
+    EXPECT_EQ(dog.use_count(), 1u);
+    EXPECT_EQ(animal.use_count(), 1u);
+    EXPECT_EQ(animal->legs(), 4);
+    EXPECT_EQ(counts.gone, 1);
+}
+
+TEST(Ref, ConvertsToAPolymorphicBaseAtAnOffset) {
+    Counts counts;
+    pk::ref<Dog> dog = pk::make_ref<Dog>(&counts);
+    pk::ref<Pet> pet = dog;
+    pk::ref<Pet> moved = pk::ref<Dog>(dog); // by move, from a temporary
+    ASSERT_NE(static_cast<void *>(pet.get()), static_cast<void *>(dog.get())); // an offset
+    EXPECT_STREQ(pet->name(), "dog");
+    EXPECT_EQ(pet.use_count(), 3u);
+    EXPECT_EQ(dog.use_count(), 3u);
+    {
+        pk::autorelease_scope scope;
+        Pet *p = pk::ref<Pet>(pet).autorelease();
+        EXPECT_EQ(p, pet.get());
+        EXPECT_EQ(pet.use_count(), 4u);
+    }
+    EXPECT_EQ(pet.use_count(), 3u);
+    dog.reset();
+    moved.reset();
+    EXPECT_EQ(counts.gone, 0);
+    pet.reset();
+    EXPECT_EQ(counts.gone, 1);
+}
+
+TEST(Ref, ConvertsToANonPolymorphicBaseThatStartsTheObject) {
+    pk::ref<PlainDerived> derived = pk::make_ref<PlainDerived>();
+    pk::ref<Plain> plain = derived;
+    pk::ref<const PlainDerived> constant = derived;
+    EXPECT_EQ(plain->a, 1);
+    EXPECT_EQ(constant->b, 2);
+    EXPECT_EQ(derived.use_count(), 3u);
+}
+
+TEST(Ref, ConversionToANonPolymorphicBaseAtAnOffsetAborts) {
+    pk::ref<Tagged> tagged = pk::make_ref<Tagged>();
+    EXPECT_DEATH(
+        {
+            pk::ref<Tag> tag = tagged;
+            (void)tag;
+        },
+        "the base does not start the object");
+    EXPECT_EQ(tagged.use_count(), 1u);
+}
+
+TEST(Ref, ConvertsOnlyTowardsBasesAndConst) {
+    static_assert(std::is_convertible_v<pk::ref<Dog>, pk::ref<Animal>>);
+    static_assert(std::is_convertible_v<pk::ref<Dog> &&, pk::ref<Pet>>);
+    static_assert(std::is_convertible_v<pk::ref<Dog>, pk::ref<const Dog>>);
+    static_assert(std::is_assignable_v<pk::ref<Animal> &, const pk::ref<Dog> &>);
+    // Never from a base to a derived class, not even explicitly, nor away
+    // from const, nor between unrelated classes.
+    static_assert(!std::is_convertible_v<pk::ref<Animal>, pk::ref<Dog>>);
+    static_assert(!std::is_constructible_v<pk::ref<Dog>, pk::ref<Animal>>);
+    static_assert(!std::is_assignable_v<pk::ref<Dog> &, pk::ref<Animal>>);
+    static_assert(!std::is_constructible_v<pk::ref<Dog>, const pk::ref<const Dog> &>);
+    static_assert(!std::is_constructible_v<pk::ref<Pet>, pk::ref<Animal>>);
+    static_assert(!std::is_constructible_v<pk::ref<Tracked>, pk::ref<Dog>>);
+    pk::ref<Animal> animal = pk::ref<Dog>();
+    EXPECT_FALSE(animal);
+}
+
+TEST(Ref, HashFollowsTheObjectAsEqualityDoes) {
+    Counts counts;
+    pk::ref<Tracked> a = pk::make_ref<Tracked>(&counts, 1);
+    pk::ref<Tracked> copy = a;
+    std::hash<pk::ref<Tracked>> hash;
+    EXPECT_EQ(hash(a), std::hash<Tracked *>()(a.get()));
+    EXPECT_EQ(hash(copy), hash(a));
+    EXPECT_EQ(hash(pk::ref<Tracked>()), std::hash<Tracked *>()(nullptr));
+    static_assert(noexcept(hash(a)));
+}
+
+TEST(Ref, RefsKeyUnorderedSetsAndMaps) {
+    Counts counts;
+    pk::ref<Tracked> a = pk::make_ref<Tracked>(&counts, 1);
+    pk::ref<Tracked> b = pk::make_ref<Tracked>(&counts, 2);
+    std::unordered_set<pk::ref<Tracked>> set{a, b, pk::ref<Tracked>(a)};
+    EXPECT_EQ(set.size(), 2u);
+    EXPECT_EQ(set.count(pk::ref<Tracked>::retain(b.get())), 1u);
+    std::unordered_map<pk::ref<Tracked>, int> map;
+    map[a] = 10;
+    map[pk::ref<Tracked>(b)] = 20;
+    map[pk::ref<Tracked>(a)] += 1;
+    EXPECT_EQ(map.size(), 2u);
+    EXPECT_EQ(map.at(a), 11);
+    EXPECT_EQ(a.use_count(), 3u); // the ref in the set, the key in the map, a
+    set.clear();
+    map.clear();
+    EXPECT_EQ(a.use_count(), 1u);
     EXPECT_EQ(counts.gone, 0);
 }
 

@@ -80,7 +80,7 @@ PK_API struct pk_pool *pk_class_pool(const pk_class *cls);
 typedef struct pk_autorelease_pool {
     uintptr_t token; /* stack position and generation; opaque */
 } pk_autorelease_pool;
-#define PK_AUTORELEASE_NONE (~(uintptr_t)0) /* the token of a push that failed */
+#define PK_AUTORELEASE_NONE (~PK__STATIC_CAST(uintptr_t, 0)) /* the token of a push that failed */
 
 /* Autorelease pools belong to the thread that pushed them: every call below
  * acts on the calling thread's stack.
@@ -179,7 +179,7 @@ typedef struct pk__arp_fast {
 #else
 #  define PK__ARP_NUM_BITS 20
 #endif
-#define PK__ARP_NUM_MASK (((uintptr_t)1 << PK__ARP_NUM_BITS) - 1)
+#define PK__ARP_NUM_MASK ((PK__STATIC_CAST(uintptr_t, 1) << PK__ARP_NUM_BITS) - 1)
 
 #if defined(PK__ARP_HAVE_INLINE) || defined(PK__ARP_EMIT_EXTERN_INLINE)
 PK_API extern __thread pk__arp_fast pk__arp;
@@ -196,13 +196,16 @@ PK_API void *pk__autorelease_slow(void *obj);
 PK__ARP_INLINE pk_autorelease_pool pk_autorelease_push(void) {
     pk__arp_fast *t = &pk__arp;
     uintptr_t *top = t->top;
-    if (__builtin_expect((uintptr_t)top >= (uintptr_t)t->limit, 0))
+    if (__builtin_expect(PK__REINTERPRET_CAST(uintptr_t, top) >=
+                             PK__REINTERPRET_CAST(uintptr_t, t->limit),
+                         0))
         return pk__autorelease_push_slow();
-    uintptr_t genhi = t->genhi + ((uintptr_t)1 << PK__ARP_NUM_BITS);
+    uintptr_t genhi = t->genhi + (PK__STATIC_CAST(uintptr_t, 1) << PK__ARP_NUM_BITS);
     t->genhi = genhi;
     *top = genhi | 1;
     t->top = top + 1;
-    pk_autorelease_pool pool = {genhi | (((uintptr_t)top - t->base) / sizeof(uintptr_t))};
+    pk_autorelease_pool pool = {
+        genhi | ((PK__REINTERPRET_CAST(uintptr_t, top) - t->base) / sizeof(uintptr_t))};
     return pool;
 }
 
@@ -210,9 +213,11 @@ PK__ARP_INLINE void pk_autorelease_pop(pk_autorelease_pool pool) {
     pk__arp_fast *t = &pk__arp;
     uintptr_t num = pool.token & PK__ARP_NUM_MASK;
     uintptr_t at = t->base + num * sizeof(uintptr_t);
-    if (__builtin_expect(at + sizeof(uintptr_t) == (uintptr_t)t->top && num > t->watch &&
-                             *(const uintptr_t *)at == pool.token - num + 1, 1)) {
-        t->top = (uintptr_t *)at;
+    if (__builtin_expect(at + sizeof(uintptr_t) == PK__REINTERPRET_CAST(uintptr_t, t->top) &&
+                             num > t->watch &&
+                             *PK__REINTERPRET_CAST(const uintptr_t *, at) == pool.token - num + 1,
+                         1)) {
+        t->top = PK__REINTERPRET_CAST(uintptr_t *, at);
         return;
     }
     pk__autorelease_pop_slow(pool.token);
@@ -221,9 +226,11 @@ PK__ARP_INLINE void pk_autorelease_pop(pk_autorelease_pool pool) {
 PK__ARP_INLINE void *pk_autorelease(void *obj) {
     pk__arp_fast *t = &pk__arp;
     uintptr_t *top = t->top;
-    if (__builtin_expect((uintptr_t)top < (uintptr_t)t->limit &&
-                             ((uintptr_t)obj & 15) == 0 && obj != NULL, 1)) {
-        *top = (uintptr_t)obj;
+    if (__builtin_expect(PK__REINTERPRET_CAST(uintptr_t, top) <
+                                 PK__REINTERPRET_CAST(uintptr_t, t->limit) &&
+                             (PK__REINTERPRET_CAST(uintptr_t, obj) & 15) == 0 && obj != PK__NULL,
+                         1)) {
+        *top = PK__REINTERPRET_CAST(uintptr_t, obj);
         t->top = top + 1;
         size_t n = ++t->pending;
         if (n > t->high_water) t->high_water = n;
@@ -245,7 +252,7 @@ PK__ARP_INLINE void *pk_autorelease(void *obj) {
                                  &PK__CAT(pk__arp_, __LINE__);                     \
          PK__CAT(pk__arp_once_, __LINE__);                                         \
          pk_autorelease_pop(PK__CAT(pk__arp_, __LINE__)),                          \
-                             PK__CAT(pk__arp_once_, __LINE__) = NULL)
+                             PK__CAT(pk__arp_once_, __LINE__) = PK__NULL)
 
 #if defined(__GNUC__)
 static inline void pk__autorelease_scope_end(pk_autorelease_pool *pool) {

@@ -206,14 +206,15 @@ static inline int pk__room_take(pk__link *room) {
 }
 #  else
 static inline uintptr_t pk__tp_word(intptr_t off) {
-    return *(volatile uintptr_t *)((char *)__builtin_thread_pointer() + off);
+    return *PK__REINTERPRET_CAST(volatile uintptr_t *,
+                                 PK__STATIC_CAST(char *, __builtin_thread_pointer()) + off);
 }
 static inline void pk__room_add(pk__link *room) {
     __atomic_store_n(room, __atomic_load_n(room, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 static inline int pk__room_take(pk__link *room) {
     uintptr_t r = __atomic_load_n(room, __ATOMIC_RELAXED);
-    if ((intptr_t)r <= 0) return 1;
+    if (PK__STATIC_CAST(intptr_t, r) <= 0) return 1;
     __atomic_store_n(room, r - 1, __ATOMIC_RELAXED);
     return 0;
 }
@@ -225,27 +226,27 @@ static inline int pk__room_take(pk__link *room) {
 #  endif
 
 PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
-    const intptr_t *w = (const intptr_t *)pool;
+    const intptr_t *w = PK__REINTERPRET_CAST(const intptr_t *, pool);
     intptr_t table = w[0];
-    uintptr_t key = (uintptr_t)w[1];
-    pk__link *c = (pk__link *)(pk__tp_word(table) + key);
+    uintptr_t key = PK__STATIC_CAST(uintptr_t, w[1]);
+    pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(table) + key);
     uintptr_t obj = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
     if (__builtin_expect(obj != 0, 1)) {
-        __atomic_store_n(&c[0], *(const pk__link *)obj, __ATOMIC_RELAXED);
+        __atomic_store_n(&c[0], *PK__REINTERPRET_CAST(const pk__link *, obj), __ATOMIC_RELAXED);
         pk__room_add(&c[1]);
-        return (void *)obj;
+        return PK__REINTERPRET_CAST(void *, obj);
     }
     return pk__pool_alloc_slow(pool);
 }
 
 PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
-    const intptr_t *w = (const intptr_t *)pool;
+    const intptr_t *w = PK__REINTERPRET_CAST(const intptr_t *, pool);
     intptr_t table = w[0];
-    uintptr_t key = (uintptr_t)w[1];
-    pk__link *c = (pk__link *)(pk__tp_word(table) + key);
+    uintptr_t key = PK__STATIC_CAST(uintptr_t, w[1]);
+    pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(table) + key);
     if (__builtin_expect(!pk__room_take(&c[1]), 1)) {
-        *(pk__link *)obj = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
-        __atomic_store_n(&c[0], (uintptr_t)obj, __ATOMIC_RELAXED);
+        *PK__STATIC_CAST(pk__link *, obj) = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
+        __atomic_store_n(&c[0], PK__REINTERPRET_CAST(uintptr_t, obj), __ATOMIC_RELAXED);
         return;
     }
     pk__pool_free_slow(pool, obj);

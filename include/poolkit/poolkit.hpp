@@ -13,7 +13,7 @@
  * | pk::pool_allocator<T>        | one pk_pool per (size, alignment), process-wide | std::list, std::map, std::set, std::unordered_map, std::allocate_shared |
  * | pk::arena, pk::arena_allocator<T> | pk_arena      | vectors and strings that die together |
  * | pk::pool_resource, pk::arena_resource | pk_pool, pk_arena | std::pmr containers          |
- * | pk::ref<T>, pk::make_ref<T>() | pk_new, pk_retain, pk_release | shared objects with an intrusive count, autorelease |
+ * | pk::ref<T>, pk::make_ref<T>() | pk_new, pk_retain, pk_release | shared objects with an intrusive count, autorelease, std::hash |
  * | pk::autorelease_scope        | pk_autorelease_push/pop | a scope that drains what was autoreleased in it |
  *
  * @par Errors
@@ -36,6 +36,13 @@
  * error never fails. Every other failure is listed under "Errors" or
  * "Exceptions". Functions taking a pointer to an object require a live
  * object of the kind named, as their C counterparts do.
+ *
+ * @par Warnings
+ * This header and the C headers it includes compile without a warning under
+ * -Wall -Wextra -Wpedantic -Wold-style-cast -Wconversion -Wsign-conversion
+ * -Wshadow -Wcast-qual -Wzero-as-null-pointer-constant (and GCC's
+ * -Wuseless-cast), as C++17 and C++20, with GCC and Clang (ctest -L
+ * headers; the C headers also as C99 and C11).
  */
 #ifndef POOLKIT_HPP
 #define POOLKIT_HPP
@@ -51,6 +58,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <memory_resource>
 #include <mutex>
@@ -93,6 +101,16 @@ namespace detail {
     std::fprintf(stderr, "poolkit: out of memory in %s (no exceptions: aborting)\n", where);
     std::abort();
 #endif
+}
+
+/* A ref<T> made from a ref<U> whose T part does not start the object, and
+ * T has no vtable to find the object by: its count cannot be reached. */
+[[noreturn]] PK__CXX_COLD inline void bad_ref_conversion(const char *where) noexcept {
+    std::fprintf(stderr,
+                 "poolkit: %s: the base does not start the object and has no virtual "
+                 "function to find it by (aborting)\n",
+                 where);
+    std::abort();
 }
 
 /* An array size whose bytes overflow size_t. */
@@ -910,8 +928,9 @@ using arena_string = std::basic_string<char, std::char_traits<char>, arena_alloc
  * served by that class's pool, created on first use; any other request goes
  * to the upstream resource. Pools are the resource's own: destroying the
  * resource destroys them and releases their memory (blocks still allocated
- * are reported by poolkit as leaked); blocks from upstream must be
- * deallocated before the resource is destroyed.
+ * are reported by poolkit as leaked); release() frees every pooled block at
+ * once instead; blocks from upstream must be deallocated before the
+ * resource is destroyed.
  *
  * Two pool_resources are equal only if they are the same object. Not
  * copyable or movable.
@@ -999,6 +1018,51 @@ public:
         return bytes;
     }
 
+    /**
+     * @brief Gives back every block the pools served, at once, and returns
+     *        their memory to the system: the std::pmr release() (as
+     *        std::pmr::monotonic_buffer_resource::release) for a resource
+     *        made of pools.
+     *
+     * Every pooled block still allocated is freed (nothing runs on it; it
+     * is not reported as leaked) and each pool is then trimmed
+     * (pk_pool_trim), so pooled blocks allocated before the call must not
+     * be used or deallocated after it. The pools themselves stay, with
+     * their statistics: pool_for() keeps its answers and the next
+     * allocation needs no new pool. Blocks from upstream (over max_block,
+     * or aligned to more than 16) are not tracked, so release() leaves
+     * them: whoever holds them deallocates them as before, which the
+     * resource forwards upstream. Cost: O(live blocks + slabs).
+     * @par Thread safety
+     * No other thread may use the resource meanwhile (as the destructor).
+     * @par Errors
+     * None; allocates nothing.
+     */
+    void release() noexcept {
+        for (auto &p : pools_) {
+            pk_pool *pool = p.load(std::memory_order_acquire);
+            if (!pool) continue;
+            /* The live blocks are linked through their own first word (a
+             * block is at least 16 bytes), so the list needs no memory; they
+             * are freed once the visit, which forbids calls on the pool, is
+             * over. */
+            void *live = nullptr;
+            pk_pool_visit(
+                pool,
+                [](void *obj, void *head) {
+                    *static_cast<void **>(obj) = *static_cast<void **>(head);
+                    *static_cast<void **>(head) = obj;
+                },
+                &live);
+            while (live) {
+                void *next = *static_cast<void **>(live);
+                pk_pool_free(pool, live);
+                live = next;
+            }
+            pk_pool_trim(pool);
+        }
+    }
+
 protected:
     /// Serves @p bytes aligned to @p align (see the class); throws
     /// std::bad_alloc when memory runs out.
@@ -1033,8 +1097,8 @@ private:
     static std::size_t class_index(std::size_t bytes) noexcept {
         if (bytes <= 256) return bytes == 0 ? 0 : (bytes - 1) >> 4;
         std::size_t b = bytes - 1;
-        unsigned msb = static_cast<unsigned>(sizeof(std::size_t) * 8 - 1) -
-                       static_cast<unsigned>(__builtin_clzl(static_cast<unsigned long>(b)));
+        unsigned msb = static_cast<unsigned>(sizeof(unsigned long) * 8 - 1) -
+                       static_cast<unsigned>(__builtin_clzl(b));
         return 16 + (msb - 8) * 4 + ((b >> (msb - 2)) & 3);
     }
     static std::size_t class_size(std::size_t ci) noexcept {
@@ -1118,6 +1182,11 @@ private:
  * goes, the object's class dealloc runs (for make_ref: ~T) and its memory
  * goes back to its pool.
  *
+ * A ref<Derived> converts implicitly to a ref<Base> and a ref<T> to a
+ * ref<const T>, never the reverse (as std::shared_ptr). Refs compare equal
+ * when they hold the same object, and std::hash<pk::ref<T>> hashes that
+ * object, so refs key unordered containers.
+ *
  * @par Thread safety
  * As std::shared_ptr: the count is atomic, so refs to one object may be
  * copied and destroyed on different threads at once; one ref object must
@@ -1163,6 +1232,31 @@ public:
     ref(const ref &other) noexcept : p_(other.p_) { pk_retain(raw(p_)); }
     /// Takes @p other's reference; @p other becomes empty.
     ref(ref &&other) noexcept : p_(std::exchange(other.p_, nullptr)) {}
+
+    /**
+     * @brief Shares the object of a ref to a type whose pointer converts
+     *        implicitly to T * (a derived class, or T without const): a
+     *        ref<Derived> is a ref<Base>, never the reverse.
+     *
+     * Both refs count on the one object. A polymorphic T finds the object
+     * it is part of through its dynamic type (dynamic_cast<void *>; no RTTI
+     * needed), so any public base will do. A non-polymorphic T must start
+     * where the object starts (single inheritance, and U without a vtable
+     * that T lacks).
+     * @par Errors
+     * A non-polymorphic T that does not start the object cannot be counted
+     * on: that conversion prints one line on stderr and aborts.
+     */
+    template <class U, class = std::enable_if_t<std::is_convertible_v<U *, T *>>>
+    ref(const ref<U> &other) noexcept : p_(convert(other.get())) {
+        pk_retain(raw(p_));
+    }
+    /// Takes @p other's reference (see the converting copy); @p other
+    /// becomes empty.
+    template <class U, class = std::enable_if_t<std::is_convertible_v<U *, T *>>>
+    ref(ref<U> &&other) noexcept : p_(convert(other.get())) {
+        (void)other.detach();
+    }
     /// Shares @p other's object, releasing the one held before.
     ref &operator=(const ref &other) noexcept {
         ref(other).swap(*this);
@@ -1170,6 +1264,20 @@ public:
     }
     /// Takes @p other's reference, releasing the one held before.
     ref &operator=(ref &&other) noexcept {
+        ref(std::move(other)).swap(*this);
+        return *this;
+    }
+    /// Shares @p other's object (see the converting copy), releasing the
+    /// one held before.
+    template <class U, class = std::enable_if_t<std::is_convertible_v<U *, T *>>>
+    ref &operator=(const ref<U> &other) noexcept {
+        ref(other).swap(*this);
+        return *this;
+    }
+    /// Takes @p other's reference (see the converting copy), releasing the
+    /// one held before.
+    template <class U, class = std::enable_if_t<std::is_convertible_v<U *, T *>>>
+    ref &operator=(ref<U> &&other) noexcept {
         ref(std::move(other)).swap(*this);
         return *this;
     }
@@ -1216,20 +1324,42 @@ public:
      * The pool is the calling thread's; with no pool pushed the reference
      * goes to the thread's implicit pool, released at thread exit.
      */
-    T *autorelease() noexcept { return static_cast<T *>(pk_autorelease(raw(detach()))); }
+    T *autorelease() noexcept {
+        T *p = detach();
+        pk_autorelease(raw(p));
+        return p;
+    }
 
     /**
      * @brief The object's reference count (0 for an empty ref); a snapshot
      *        when other threads hold references.
      */
-    std::size_t use_count() const noexcept { return p_ ? pk_refcount(p_) : 0; }
+    std::size_t use_count() const noexcept { return p_ ? pk_refcount(raw(p_)) : 0; }
 
     /// Exchanges the objects of two refs; no count changes.
     void swap(ref &other) noexcept { std::swap(p_, other.p_); }
 
 private:
+    template <class U>
+    friend class ref;
+
+    /* The object p is part of: the pointer pk_new returned, which the C
+     * calls take. A T that is a base at an offset in the object's type is
+     * found through the vtable when T has one. */
     static void *raw(T *p) noexcept {
-        return const_cast<void *>(static_cast<const volatile void *>(p));
+        if constexpr (std::is_polymorphic_v<T>)
+            return const_cast<void *>(dynamic_cast<const volatile void *>(p));
+        else
+            return const_cast<void *>(static_cast<const volatile void *>(p));
+    }
+
+    /* @p p as a T *, checked to stay countable (see the converting copy);
+     * for a base at offset 0 the check folds away. */
+    template <class U>
+    static T *convert(U *p) noexcept {
+        T *t = p;
+        if (PK__CXX_UNLIKELY(raw(t) != ref<U>::raw(p))) detail::bad_ref_conversion(PK__CXX_SIGNATURE);
+        return t;
     }
 
     T *p_ = nullptr;
@@ -1397,5 +1527,17 @@ inline pk_pool_stats pool_stats(pk_pool *pool) noexcept {
 }
 
 } // namespace pk
+
+/**
+ * @brief Hashes a pk::ref by the object it holds, as std::hash of
+ *        std::shared_ptr does: std::hash<T *> of get(). Refs that compare
+ *        equal (same object) hash equal, so refs can key std::unordered_set
+ *        and std::unordered_map; an empty ref hashes as nullptr.
+ */
+template <class T>
+struct std::hash<pk::ref<T>> {
+    /// The hash of @p r.get(). Never fails; any thread.
+    std::size_t operator()(const pk::ref<T> &r) const noexcept { return std::hash<T *>()(r.get()); }
+};
 
 #endif
