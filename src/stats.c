@@ -185,10 +185,12 @@ static void print_table(FILE *f, const rows *r, const pk_process_stats *t, const
                 (unsigned long long)s->allocs, (unsigned long long)s->frees,
                 (unsigned long long)s->remote_frees, s->peak_live);
     }
-    fprintf(f, "live: objects in use now. taken, returned, remote, peak out: objects that moved "
-               "between the slabs and the threads' caches, a batch at a time, and the most outside "
-               "the slabs at once, cached ones included; not calls, which a thread's cache "
-               "mostly serves alone (pk_pool_stats)\n");
+    fprintf(f, "live: objects in use now. The last four move a batch at a time, not per call (a "
+               "thread's cache serves most calls alone):\n"
+               "  taken, returned: objects moved from the slabs to the threads' caches and back; "
+               "remote: returned by a thread\n"
+               "  beyond those it took; peak out: the most outside the slabs at once, cached ones "
+               "included (pk_pool_stats)\n");
     if (c) {
         fprintf(f, "%-24s %7s %9s\n", "pk_new class", "size", "live");
         for (size_t i = 0; i < c->n; i++)
