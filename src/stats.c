@@ -163,12 +163,9 @@ static void print_options(FILE *f, const options_in_force *o) {
     }
 }
 
-/* Why the class rows are missing, or NULL when they are there or were not
- * asked for. */
-typedef const char *no_classes_why;
-
+/* why: why the class rows are missing (at exit), or NULL. */
 static void print_table(FILE *f, const rows *r, const pk_process_stats *t, const options_in_force *o,
-                        const classes *c, no_classes_why why) {
+                        const classes *c, const char *why) {
     char b1[24], b2[24], b3[24], b4[24];
     fprintf(f, "poolkit %s report (pid %ld)\n", pk_version_string(), (long)getpid());
     print_options(f, o);
@@ -285,7 +282,7 @@ static void print_json(FILE *f, const rows *r, const pk_process_stats *t, const 
 }
 
 /* The report; why says, at exit, why the class rows are left out. */
-static int print_report(FILE *out, unsigned flags, no_classes_why why) {
+static int print_report(FILE *out, unsigned flags, const char *why) {
     rows r;
     gather(&r);
     pk_process_stats t;
