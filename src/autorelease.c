@@ -52,6 +52,7 @@
  */
 #define PK__ARP_EMIT_EXTERN_INLINE 1 /* this file holds the exported copies */
 #include "object_internal.h"
+#include "pool_internal.h"
 
 #include <poolkit/arena.h>
 #include <poolkit/pool.h>
@@ -135,6 +136,7 @@ static pk_pool *pages(void) {
         c.name = "autorelease pages";
         c.size = PAGE_BYTES;
         c.align = 64;
+        c.flags = POOL_LIBRARY;
         p = pk_pool_create(&c);
         if (p) __atomic_store_n(&page_pool, p, __ATOMIC_RELEASE);
     }

@@ -95,6 +95,30 @@ long options_purge_delay_ms(void);
 size_t options_debug_frames(void);
 /* POOLKIT_VERBOSE=1: notable events are reported (note_once). */
 bool options_verbose(void);
+/* POOLKIT_STATS: where the report at exit goes; *path is the file's name
+ * for STATS_FILE, else NULL. */
+enum { STATS_OFF, STATS_STDERR, STATS_FILE };
+int options_stats(const char **path);
+
+/* Every option with its value in force, for the report (stats.c). */
+typedef enum { OPTION_SWITCH, OPTION_COUNT, OPTION_DEST } option_kind;
+typedef enum {
+    OPTION_DEFAULT,     /* unset or empty */
+    OPTION_ENVIRONMENT, /* from its environment variable */
+    OPTION_BAD,         /* the variable's value was malformed (reported); the default */
+    OPTION_CALL         /* set by a call (pk_set_purge_delay) */
+} option_source;
+typedef struct option_info {
+    const char *name; /* the environment variable */
+    option_kind kind;
+    long value;       /* a switch 0 or 1; a count; OPTION_DEST: STATS_* */
+    const char *path; /* OPTION_DEST with STATS_FILE: the file's name */
+    option_source source;
+} option_info;
+/* Fills out with up to max options (reading any not read yet); returns
+ * how many. */
+#define OPTIONS_MAX 16
+size_t options_list(option_info *out, size_t max);
 
 /* Reports a notable event through the error handler as a PK_NOTE, only
  * with POOLKIT_VERBOSE=1 and only the first time for each kind. */

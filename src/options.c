@@ -1,8 +1,14 @@
-/* Process-wide switches, read once from the environment.
+/* Process-wide switches, read once from the environment: every POOLKIT_*
+ * variable the library reads is a row of the table below, and nothing else
+ * in the library calls getenv.
  *
- * A malformed value is reported once on stderr (as a PK_WARNING through the
- * error handler) and the default is used: a switch is never ignored
- * silently. */
+ * A value is read the first time it is needed, and stays: the first reader
+ * (or pk_set_purge_delay) to store it wins, so racing readers agree and a
+ * malformed value is reported once (a PK_WARNING "bad option" through the
+ * error handler), the default then used: a switch is never ignored
+ * silently. Switches take 1/true/yes/on and 0/false/no/off in any case, as
+ * mimalloc's options do. The report (stats.c) lists every row with where
+ * its value came from, through options_list. */
 #include "internal.h"
 #include "policy.h"
 #include "sites.h"
@@ -13,92 +19,157 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-
-static int debug_state = -1; /* -1 = not read yet */
-static int hardened_state = -1;
-static int verbose_state = -1;
-static long purge_delay = -1; /* ms; -1 = not read yet */
-
-/* A switch: unset or empty is the default; "0" and "1" set it; anything
- * else is reported once and the default used. */
-static PK_COLD int read_switch(const char *name, int dflt) {
-    const char *v = getenv(name);
-    if (!v || !*v) return dflt;
-    if (strcmp(v, "0") == 0) return 0;
-    if (strcmp(v, "1") == 0) return 1;
-    error_report(PK_WARNING, "bad option", NULL, NULL, "%s=%s is not 0 or 1; using %d", name, v, dflt);
-    return dflt;
-}
-
-static int read_once(int *state, const char *name, int dflt) {
-    int s = __atomic_load_n(state, __ATOMIC_RELAXED);
-    if (unlikely(s < 0)) {
-        s = read_switch(name, dflt);
-        int unset = -1;
-        /* Whoever stores first wins, so a racing reader reports nothing twice
-         * in a row, and every caller sees one value. */
-        if (!__atomic_compare_exchange_n(state, &unset, s, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            s = unset;
-    }
-    return s;
-}
-
-bool options_debug(void) { return read_once(&debug_state, "POOLKIT_DEBUG", 0); }
-bool options_verbose(void) { return read_once(&verbose_state, "POOLKIT_VERBOSE", 0); }
-
-/* A build made with -DPOOLKIT_HARDENED_DEFAULT=ON hardens every pool unless
- * POOLKIT_HARDENED=0. */
 #ifndef PK_HARDENED_DEFAULT
-#  define PK_HARDENED_DEFAULT 0
+#  define PK_HARDENED_DEFAULT 0 /* -DPOOLKIT_HARDENED_DEFAULT=ON builds set 1 */
 #endif
-bool options_hardened(void) { return read_once(&hardened_state, "POOLKIT_HARDENED", PK_HARDENED_DEFAULT); }
 
-/* A count from the environment: digits only, 0 to max; unset or empty is
- * dflt, anything else is reported once and dflt used. The first reader (or
- * pk_set_purge_delay) to store into *state wins, so a racing caller is not
- * undone and every caller sees one value. */
-static PK_COLD long read_count(long *state, const char *name, const char *what, long max, long dflt) {
-    const char *v = getenv(name);
-    long k = dflt;
+enum { OPT_DEBUG, OPT_HARDENED, OPT_VERBOSE, OPT_PURGE_DELAY, OPT_DEBUG_FRAMES, OPT_STATS, OPT_COUNT };
+
+typedef struct option {
+    const char *name;  /* the environment variable */
+    option_kind kind;
+    long dflt, max;    /* counts: 0 to max */
+    const char *unit;  /* counts: what they count, for the warning */
+    long value;        /* -1 until read; then the value in force */
+    int source;        /* option_source, stored by whoever stored value */
+} option;
+
+/* Every switch. OPTION_DEST values are STATS_OFF, STATS_STDERR, STATS_FILE. */
+static option table[OPT_COUNT] = {
+    [OPT_DEBUG] = {"POOLKIT_DEBUG", OPTION_SWITCH, 0, 1, NULL, -1, 0},
+    [OPT_HARDENED] = {"POOLKIT_HARDENED", OPTION_SWITCH, PK_HARDENED_DEFAULT, 1, NULL, -1, 0},
+    [OPT_VERBOSE] = {"POOLKIT_VERBOSE", OPTION_SWITCH, 0, 1, NULL, -1, 0},
+    [OPT_PURGE_DELAY] = {"POOLKIT_PURGE_DELAY_MS", OPTION_COUNT, PURGE_DELAY_DEFAULT_MS,
+                         PURGE_DELAY_MAX_MS, "milliseconds", -1, 0},
+    [OPT_DEBUG_FRAMES] = {"POOLKIT_DEBUG_FRAMES", OPTION_COUNT, SITES_DEFAULT_FRAMES, SITES_MAX_FRAMES,
+                          "frames", -1, 0},
+    [OPT_STATS] = {"POOLKIT_STATS", OPTION_DEST, STATS_OFF, STATS_FILE, NULL, -1, 0},
+};
+
+/* POOLKIT_STATS's file name, copied (the environment may change later);
+ * published before the value that says there is one. */
+static char *stats_path;
+
+static const char *const truthy[] = {"1", "true", "yes", "on"};
+static const char *const falsy[] = {"0", "false", "no", "off"};
+
+/* 1 or 0 for a word of either list (any case), else -1. */
+static int switch_word(const char *v) {
+    for (size_t i = 0; i < sizeof truthy / sizeof *truthy; i++) {
+        if (strcasecmp(v, truthy[i]) == 0) return 1;
+        if (strcasecmp(v, falsy[i]) == 0) return 0;
+    }
+    return -1;
+}
+
+/* A count: digits only, 0 to max; else -1. */
+static long count_of(const char *v, long max) {
+    if (v[0] < '0' || v[0] > '9') return -1;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    return errno || *end || n > max ? -1 : n;
+}
+
+/* POOLKIT_STATS: a switch word, or a file name, which must hold a '/' or a
+ * '.' (./stats, report.json), so that a mistyped word (POOLKIT_STATS=ys) is
+ * reported rather than written to as a file. -1 for neither. */
+static long dest_of(const char *v) {
+    int w = switch_word(v);
+    if (w >= 0) return w ? STATS_STDERR : STATS_OFF;
+    if (!strchr(v, '/') && !strchr(v, '.')) return -1;
+    char *copy = strdup(v);
+    if (!copy) return -1;
+    char *none = NULL;
+    if (!__atomic_compare_exchange_n(&stats_path, &none, copy, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        free(copy); /* a racing reader copied the same name first */
+    return STATS_FILE;
+}
+
+static PK_COLD void bad_value(const option *o, const char *v) {
+    switch (o->kind) {
+    case OPTION_SWITCH:
+        error_report(PK_WARNING, "bad option", NULL, NULL,
+                     "%s=%s is not a switch (1, true, yes, on or 0, false, no, off); using %ld",
+                     o->name, v, o->dflt);
+        break;
+    case OPTION_COUNT:
+        error_report(PK_WARNING, "bad option", NULL, NULL, "%s=%s is not a count of %s (0 to %ld); using %ld",
+                     o->name, v, o->unit, o->max, o->dflt);
+        break;
+    case OPTION_DEST:
+        error_report(PK_WARNING, "bad option", NULL, NULL,
+                     "%s=%s is neither a switch (1, true, yes, on or 0, false, no, off) nor a file "
+                     "name (which needs a '/' or a '.', as in ./%s); no report at exit",
+                     o->name, v, v);
+        break;
+    }
+}
+
+/* Reads row `id` from the environment and stores it, unless another reader
+ * or pk_set_purge_delay stored first; returns the value in force. */
+static PK_COLD long option_read(int id) {
+    option *o = &table[id];
+    const char *v = getenv(o->name);
+    long k = o->dflt;
+    int source = OPTION_DEFAULT;
     if (v && *v) {
-        char *end;
-        errno = 0;
-        long n = strtol(v, &end, 10);
-        if (errno || *end || n < 0 || n > max || v[0] == '-' || v[0] == '+' || v[0] == ' ')
-            error_report(PK_WARNING, "bad option", NULL, NULL,
-                         "%s=%s is not a count of %s (0 to %ld); using %ld", name, v, what, max, dflt);
-        else
-            k = n;
+        long got = o->kind == OPTION_SWITCH ? switch_word(v)
+                   : o->kind == OPTION_COUNT ? count_of(v, o->max)
+                                             : dest_of(v);
+        if (got < 0) {
+            bad_value(o, v);
+            source = OPTION_BAD;
+        } else {
+            k = got;
+            source = OPTION_ENVIRONMENT;
+        }
     }
     long unset = -1;
-    if (!__atomic_compare_exchange_n(state, &unset, k, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        k = unset;
+    if (!__atomic_compare_exchange_n(&o->value, &unset, k, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return unset;
+    __atomic_store_n(&o->source, source, __ATOMIC_RELAXED);
     return k;
 }
 
-long options_purge_delay_ms(void) {
-    long ms = __atomic_load_n(&purge_delay, __ATOMIC_RELAXED);
-    if (unlikely(ms < 0))
-        ms = read_count(&purge_delay, "POOLKIT_PURGE_DELAY_MS", "milliseconds", PURGE_DELAY_MAX_MS,
-                        PURGE_DELAY_DEFAULT_MS);
-    return ms;
+static inline long option_get(int id) {
+    long v = __atomic_load_n(&table[id].value, __ATOMIC_ACQUIRE);
+    return likely(v >= 0) ? v : option_read(id);
 }
 
-static long frames_state = -1; /* POOLKIT_DEBUG_FRAMES; -1 = not read yet */
+bool options_debug(void) { return option_get(OPT_DEBUG); }
+bool options_hardened(void) { return option_get(OPT_HARDENED); }
+bool options_verbose(void) { return option_get(OPT_VERBOSE); }
+long options_purge_delay_ms(void) { return option_get(OPT_PURGE_DELAY); }
+size_t options_debug_frames(void) { return (size_t)option_get(OPT_DEBUG_FRAMES); }
 
-size_t options_debug_frames(void) {
-    long k = __atomic_load_n(&frames_state, __ATOMIC_RELAXED);
-    if (unlikely(k < 0))
-        k = read_count(&frames_state, "POOLKIT_DEBUG_FRAMES", "frames", SITES_MAX_FRAMES, SITES_DEFAULT_FRAMES);
-    return (size_t)k;
+int options_stats(const char **path) {
+    long v = option_get(OPT_STATS);
+    *path = v == STATS_FILE ? __atomic_load_n(&stats_path, __ATOMIC_ACQUIRE) : NULL;
+    return (int)v;
 }
 
 long pk_set_purge_delay(long ms) {
     long old = options_purge_delay_ms();
     if (ms >= 0) {
         if (ms > PURGE_DELAY_MAX_MS) ms = PURGE_DELAY_MAX_MS;
-        old = __atomic_exchange_n(&purge_delay, ms, __ATOMIC_RELAXED);
+        old = __atomic_exchange_n(&table[OPT_PURGE_DELAY].value, ms, __ATOMIC_RELAXED);
+        __atomic_store_n(&table[OPT_PURGE_DELAY].source, OPTION_CALL, __ATOMIC_RELAXED);
     }
     return old;
+}
+
+size_t options_list(option_info *out, size_t max) {
+    size_t n = 0;
+    for (int id = 0; id < OPT_COUNT && n < max; id++, n++) {
+        out[n].name = table[id].name;
+        out[n].kind = table[id].kind;
+        out[n].value = option_get(id);
+        out[n].path = NULL;
+        if (id == OPT_STATS) options_stats(&out[n].path);
+        out[n].source = (option_source)__atomic_load_n(&table[id].source, __ATOMIC_RELAXED);
+    }
+    return n;
 }

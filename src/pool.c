@@ -215,7 +215,7 @@ size_t pk_pool_release_cache(void) {
 
 pk_pool *pk_pool_create(const pk_pool_config *c) {
     const unsigned known = PK_POOL_ZERO | PK_POOL_LOCAL | PK_POOL_DEBUG | PK_POOL_HARDENED |
-                           PK_POOL_REGION | PK_POOL_GUARD | POOL_KEEPS_HEADER;
+                           PK_POOL_REGION | PK_POOL_GUARD | POOL_KEEPS_HEADER | POOL_LIBRARY;
     if (!c || c->size == 0 || (c->flags & ~known) || (c->flags & PK_POOL_ZERO && c->construct) ||
         (c->align && (!is_pow2(c->align) || c->align > 4096))) {
         errno = EINVAL;
@@ -265,32 +265,48 @@ static void untrack(void *obj, void *pool) { track_takeback(pool, obj); }
  * allocated; then addresses alone, as many as fit. */
 #define LEAKS_WITH_SITES 4
 
-static void report_leaks(pk_pool *p, size_t live) {
-    char addrs[2800] = "", where[SITES_TEXT];
-    if (p->debug) {
-        size_t used = 0, shown = 0;
-        for (int l = 0; l < SLAB_LISTS; l++)
-            for (slab *s = p->lists[l].head; s; s = s->next)
-                for (uint32_t i = 0; i < s->bump && used + 24 < sizeof addrs; i++) {
-                    if (!(s->live_bits[i / 64] & ((uint64_t)1 << (i % 64)))) continue;
-                    void *obj = s->objects + (size_t)i * p->geo.slot;
-                    const char *sep = shown++ ? " " : ": ";
-                    int w;
-                    if (s->sites && shown <= LEAKS_WITH_SITES)
-                        w = snprintf(addrs + used, sizeof addrs - used, "%s%p (%s)", sep, obj,
-                                     sites_format(where, sizeof where, s->sites + i * p->geo.site_words));
-                    else
-                        w = snprintf(addrs + used, sizeof addrs - used, "%s%p", sep, obj);
-                    if (w < 0 || (size_t)w >= sizeof addrs - used) {
-                        addrs[used] = '\0'; /* no half entries */
-                        used = sizeof addrs;
-                        break;
-                    }
-                    used += (size_t)w;
-                }
+void pool_each_live_debug(pk_pool *p, bool (*fn)(void *obj, void *const *sites, void *arg), void *arg) {
+    if (!p->debug) return;
+    pool_lock(p);
+    for (int l = 0; l < SLAB_LISTS; l++)
+        for (slab *s = p->lists[l].head; s; s = s->next)
+            for (uint32_t i = 0; i < s->bump; i++)
+                if ((s->live_bits[i / 64] & ((uint64_t)1 << (i % 64))) &&
+                    !fn(s->objects + (size_t)i * p->geo.slot, s->sites ? s->sites + i * p->geo.site_words : NULL,
+                        arg))
+                    goto done;
+done:
+    pool_unlock(p);
+}
+
+typedef struct leak_text {
+    char buf[2800];
+    size_t used, shown;
+} leak_text;
+
+static bool add_leak(void *obj, void *const *sites, void *arg) {
+    leak_text *t = arg;
+    char where[SITES_TEXT];
+    const char *sep = t->shown++ ? " " : ": ";
+    size_t room = sizeof t->buf - t->used;
+    int w;
+    if (sites && t->shown <= LEAKS_WITH_SITES)
+        w = snprintf(t->buf + t->used, room, "%s%p (%s)", sep, obj, sites_format(where, sizeof where, sites));
+    else
+        w = snprintf(t->buf + t->used, room, "%s%p", sep, obj);
+    if (w < 0 || (size_t)w >= room) {
+        t->buf[t->used] = '\0'; /* no half entries */
+        return false;
     }
+    t->used += (size_t)w;
+    return t->used + 24 < sizeof t->buf;
+}
+
+static void report_leaks(pk_pool *p, size_t live) {
+    leak_text t = {.buf = "", .used = 0, .shown = 0};
+    pool_each_live_debug(p, add_leak, &t);
     error_report(PK_WARNING, "leak", p->name, NULL, "pool '%s' destroyed with %zu live object%s%s",
-                 pool_name(p), live, live == 1 ? "" : "s", addrs);
+                 pool_name(p), live, live == 1 ? "" : "s", t.buf);
 }
 
 void pk_pool_destroy(pk_pool *p) {

@@ -29,6 +29,10 @@
  * names the class in an over-release report) alone. */
 #define POOL_KEEPS_HEADER (1u << 30)
 #define POOL_HEADER_BYTES 16
+/* Private flag for the library's own pools (the autorelease stack's
+ * pages): what they hold at exit is no leak of the program's, and the
+ * debug leak summary leaves them out. */
+#define POOL_LIBRARY (1u << 29)
 
 /* A thread's cache for one pool. The inline fast paths use head and room
  * (pool.h): a list of free objects linked through their link words, and the
@@ -250,6 +254,13 @@ void tcache_account(pk_pool *p, tc_slot *c, long n);
 void tcache_return(pk_pool *p, tc_slot *c);
 /* Threads registered now (they have used a pool and not exited). */
 size_t tcache_live_threads(void);
+
+/* pool.c: calls fn(obj, sites, arg) on a debug pool's live objects (slot
+ * addresses, in address order within a slab) until fn returns false;
+ * sites is the slot's record of call sites (sites.h) or NULL. Other pools
+ * keep no record of which slots are live: nothing is called. Holds the
+ * pool's lock meanwhile, so fn must not call the pool. */
+void pool_each_live_debug(pk_pool *p, bool (*fn)(void *obj, void *const *sites, void *arg), void *arg);
 /* Objects in all threads' caches for p (exact when quiescent). */
 size_t tcache_cached(pk_pool *p);
 /* Moves every thread's cached objects for p home to the slabs; caller

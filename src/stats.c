@@ -10,13 +10,13 @@
  */
 #include "object_internal.h"
 #include "pool_internal.h"
+#include "sites.h"
 
-#include <poolkit/arena.h>
-#include <poolkit/object.h>
-#include <poolkit/stats.h>
+#include <poolkit/poolkit.h>
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -130,29 +130,71 @@ static const char *human(size_t bytes, char *buf) {
     return buf;
 }
 
-static void print_table(FILE *f, const rows *r, const pk_process_stats *t, const classes *c) {
+/* ---- the options in force, first in every report ---- */
+
+typedef struct options_in_force {
+    option_info row[OPTIONS_MAX];
+    size_t n;
+} options_in_force;
+
+static const char *source_text(option_source s) {
+    switch (s) {
+    case OPTION_ENVIRONMENT: return "environment";
+    case OPTION_BAD: return "default (the environment's value was malformed)";
+    case OPTION_CALL: return "pk_set_purge_delay";
+    default: return "default";
+    }
+}
+
+/* A destination's value as text: off, stderr or the file's name. */
+static const char *dest_text(const option_info *o) {
+    return o->value == STATS_FILE ? (o->path ? o->path : "?") : o->value == STATS_STDERR ? "stderr" : "off";
+}
+
+static void print_options(FILE *f, const options_in_force *o) {
+    fprintf(f, "options in force (the environment variables; the purge delay also pk_set_purge_delay):\n");
+    for (size_t i = 0; i < o->n; i++) {
+        const option_info *r = &o->row[i];
+        char num[24];
+        const char *v = r->kind == OPTION_SWITCH ? (r->value ? "on" : "off")
+                        : r->kind == OPTION_DEST ? dest_text(r)
+                                                 : (snprintf(num, sizeof num, "%ld", r->value), num);
+        fprintf(f, "  %-24s %-10s %s\n", r->name, v, source_text(r->source));
+    }
+}
+
+/* why: why the class rows are missing (at exit), or NULL. */
+static void print_table(FILE *f, const rows *r, const pk_process_stats *t, const options_in_force *o,
+                        const classes *c, const char *why) {
     char b1[24], b2[24], b3[24], b4[24];
-    fprintf(f, "poolkit report (pid %ld): %zu pools, %zu live objects, %s reserved, %s resident, "
-               "%s given back\n",
-            (long)getpid(), t->pools, t->pool_live, human(t->pool_bytes_reserved, b1),
-            human(t->pool_bytes_resident, b2), human((size_t)t->pool_bytes_released, b3));
-    fprintf(f, "%-24s %7s %9s %9s %6s %10s %10s %11s %11s %9s %10s\n", "pool", "size", "live",
-            "peak*", "slabs", "reserved", "resident", "allocs*", "frees*", "remote*", "released");
+    fprintf(f, "poolkit %s report (pid %ld)\n", pk_version_string(), (long)getpid());
+    print_options(f, o);
+    fprintf(f, "%zu pools, %zu live objects, %s reserved, %s resident, %s given back\n", t->pools,
+            t->pool_live, human(t->pool_bytes_reserved, b1), human(t->pool_bytes_resident, b2),
+            human((size_t)t->pool_bytes_released, b3));
+    fprintf(f, "%-24s %7s %9s %6s %10s %10s %10s %11s %11s %9s %9s\n", "pool", "size", "live", "slabs",
+            "reserved", "resident", "released", "taken", "returned", "remote", "peak out");
     for (size_t i = 0; i < r->n; i++) {
         const pk_pool_stats *s = &r->row[i];
-        fprintf(f, "%-24.24s %7zu %9zu %9zu %6zu %10s %10s %11llu %11llu %9llu %10s\n",
-                name_or(s->name, "(unnamed)"), s->size, s->live, s->peak_live, s->slabs,
-                human(s->bytes_reserved, b1), human(s->bytes_resident, b2),
+        fprintf(f, "%-24.24s %7zu %9zu %6zu %10s %10s %10s %11llu %11llu %9llu %9zu\n",
+                name_or(s->name, "(unnamed)"), s->size, s->live, s->slabs, human(s->bytes_reserved, b1),
+                human(s->bytes_resident, b2), human((size_t)s->bytes_released, b3),
                 (unsigned long long)s->allocs, (unsigned long long)s->frees,
-                (unsigned long long)s->remote_frees, human((size_t)s->bytes_released, b3));
+                (unsigned long long)s->remote_frees, s->peak_live);
     }
-    fprintf(f, "* per batch: counted when objects cross between a thread cache and the pool "
-               "(pk_pool_stats)\n");
+    fprintf(f, "live: objects in use now. The last four move a batch at a time, not per call (a "
+               "thread's cache serves most calls alone):\n"
+               "  taken, returned: objects moved from the slabs to the threads' caches and back; "
+               "remote: returned by a thread\n"
+               "  beyond those it took; peak out: the most outside the slabs at once, cached ones "
+               "included (pk_pool_stats)\n");
     if (c) {
         fprintf(f, "%-24s %7s %9s\n", "pk_new class", "size", "live");
         for (size_t i = 0; i < c->n; i++)
             fprintf(f, "%-24.24s %7zu %9zu\n", class_name(&c->row[i]),
                     c->row[i].cls ? c->row[i].cls->size : 0, c->row[i].live);
+    } else if (why) {
+        fprintf(f, "pk_new classes: not counted (%s)\n", why);
     }
     fprintf(f, "arenas: %zu live, %s reserved (at most %s at once)\n", t->arenas,
             human(t->arena_bytes_reserved, b1), human(t->arena_bytes_reserved_peak, b2));
@@ -177,8 +219,29 @@ static void json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static void print_json(FILE *f, const rows *r, const pk_process_stats *t, const classes *c) {
-    fprintf(f, "{\"schema\": \"poolkit-stats/1\", \"pid\": %ld,\n", (long)getpid());
+static void print_json_options(FILE *f, const options_in_force *o) {
+    fputs(" \"options\": {", f);
+    for (size_t i = 0; i < o->n; i++) {
+        const option_info *r = &o->row[i];
+        fprintf(f, "%s\n  ", i ? "," : "");
+        json_string(f, r->name);
+        fputs(": {\"value\": ", f);
+        if (r->kind == OPTION_SWITCH) fputs(r->value ? "true" : "false", f);
+        else if (r->kind == OPTION_COUNT) fprintf(f, "%ld", r->value);
+        else json_string(f, dest_text(r));
+        fputs(", \"source\": ", f);
+        json_string(f, source_text(r->source));
+        fputc('}', f);
+    }
+    fputs("\n },\n", f);
+}
+
+static void print_json(FILE *f, const rows *r, const pk_process_stats *t, const options_in_force *o,
+                       const classes *c) {
+    fprintf(f, "{\"schema\": \"poolkit-stats/1\", \"version\": ");
+    json_string(f, pk_version_string());
+    fprintf(f, ", \"pid\": %ld,\n", (long)getpid());
+    print_json_options(f, o);
     fprintf(f, " \"per_batch\": [\"allocs\", \"frees\", \"peak_live\", \"remote_frees\"],\n");
     fprintf(f, " \"pools\": [");
     for (size_t i = 0; i < r->n; i++) {
@@ -218,18 +281,17 @@ static void print_json(FILE *f, const rows *r, const pk_process_stats *t, const 
             t->pool_bytes_resident, (unsigned long long)t->pool_bytes_released, t->retained_bytes);
 }
 
-int pk_stats_print(FILE *out, unsigned flags) {
-    if (!out || (flags & ~(unsigned)(PK_STATS_JSON | PK_STATS_CLASSES))) {
-        errno = EINVAL;
-        return -1;
-    }
+/* The report; why says, at exit, why the class rows are left out. */
+static int print_report(FILE *out, unsigned flags, const char *why) {
     rows r;
     gather(&r);
     pk_process_stats t;
     totals_of(&r, &t);
+    options_in_force o;
+    o.n = options_list(o.row, OPTIONS_MAX);
     classes *c = flags & PK_STATS_CLASSES ? census() : NULL;
-    if (flags & PK_STATS_JSON) print_json(out, &r, &t, c);
-    else print_table(out, &r, &t, c);
+    if (flags & PK_STATS_JSON) print_json(out, &r, &t, &o, c);
+    else print_table(out, &r, &t, &o, c, why);
     free(c);
     free(r.row);
     int bad = ferror(out) || fflush(out) != 0 || r.short_of_memory;
@@ -237,60 +299,166 @@ int pk_stats_print(FILE *out, unsigned flags) {
     return bad ? -1 : 0;
 }
 
+int pk_stats_print(FILE *out, unsigned flags) {
+    if (!out || (flags & ~(unsigned)(PK_STATS_JSON | PK_STATS_CLASSES))) {
+        errno = EINVAL;
+        return -1;
+    }
+    return print_report(out, flags, NULL);
+}
+
 /* ---- at exit ---- */
 
-/* Debug mode: pools and classes with live objects, with counts, instead of
- * silence. The class walk runs only when no other thread is registered,
- * since it takes every thread's cached objects home. */
-static void leak_summary(void) {
-    rows r;
-    gather(&r);
-    size_t pools = 0, live = 0;
-    for (size_t i = 0; i < r.n; i++)
-        if (r.row[i].live) pools++, live += r.row[i].live;
-    if (live) {
-        char list[2000] = "";
-        size_t used = 0;
-        for (size_t i = 0; i < r.n && used + 64 < sizeof list; i++)
-            if (r.row[i].live)
-                used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s' %zu",
-                                         used ? ", " : ": ", name_or(r.row[i].name, "(unnamed)"),
-                                         r.row[i].live);
-        if (tcache_live_threads() <= 1) {
-            classes *c = census();
-            for (size_t i = 0; c && i < c->n && used + 64 < sizeof list; i++)
-                used += (size_t)snprintf(list + used, sizeof list - used, "%sclass %s %zu",
-                                         i ? ", " : "; ", class_name(&c->row[i]), c->row[i].live);
-            free(c);
-        }
-        error_report(PK_WARNING, "leak", NULL, NULL,
-                     "at exit, %zu live object%s in %zu pool%s%s", live, live == 1 ? "" : "s",
-                     pools, pools == 1 ? "" : "s", list);
+/* Debug mode's summary at exit: what the program left live (objects per
+ * pool and per pk_new class, arenas never destroyed), then, for the first
+ * few pools, the first few objects with where they were allocated, as
+ * pk_pool_destroy reports a debug pool's leaks. The library's own pools
+ * (POOL_LIBRARY) are left out. The class walk, and the class names of the
+ * objects listed, need every other thread quiet: they are left out while
+ * another thread is registered. */
+#define LEAK_POOLS_SHOWN 8   /* pools whose objects are listed */
+#define LEAK_OBJECTS_SHOWN 4 /* objects listed per pool */
+#define LEAK_LINE 1400
+
+typedef struct leaks {
+    bool quiet;          /* no other thread: class names may be read */
+    size_t live;         /* objects the program left live */
+    char head[1600];     /* "pool 'a' 3, pool 'b' 1" */
+    size_t head_used;
+    char (*lines)[LEAK_LINE]; /* LEAK_POOLS_SHOWN lines of objects (NULL if no memory) */
+    size_t lines_used, pools_more;
+} leaks;
+
+/* Appends to buf[*used], keeping it terminated; false (and nothing
+ * appended) when it does not fit. */
+static PK_PRINTF(4, 5) bool append(char *buf, size_t n, size_t *used, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *used, n - *used, fmt, ap);
+    va_end(ap);
+    if (w < 0 || (size_t)w >= n - *used) {
+        buf[*used] = '\0';
+        return false;
     }
-    free(r.row);
+    *used += (size_t)w;
+    return true;
+}
+
+typedef struct object_line {
+    char *buf;
+    size_t used, shown;
+    bool objects;   /* pk_new's: show the pointer pk_new returned, and the class */
+    bool quiet;
+} object_line;
+
+static bool add_object(void *slot, void *const *sites, void *arg) {
+    object_line *l = arg;
+    char where[SITES_TEXT] = "";
+    if (sites) sites_format(where, sizeof where, sites);
+    const char *cls = "";
+    void *obj = slot;
+    if (l->objects) {
+        const object_header *h = slot;
+        obj = (char *)slot + POOL_HEADER_BYTES;
+        if (l->quiet && !refs_invalid(h->refs) && h->cls) cls = name_or(h->cls->name, "(unnamed)");
+    }
+    bool ok = append(l->buf, LEAK_LINE, &l->used, "%s%s%s%p%s%s%s",
+                     l->shown ? ", " : "", cls, *cls ? " " : "", obj, *where ? " (" : "", where,
+                     *where ? ")" : "");
+    return ok && ++l->shown < LEAK_OBJECTS_SHOWN;
+}
+
+static void add_leaking_pool(pk_pool *p, void *arg) {
+    leaks *k = arg;
+    if (p->flags & POOL_LIBRARY) return;
+    pk_pool_stats st;
+    pk_pool_stats_get(p, &st);
+    if (!st.live) return;
+    k->live += st.live;
+    const char *name = name_or(st.name, "(unnamed)");
+    bool objects = (p->flags & POOL_KEEPS_HEADER) != 0;
+    /* pk_new's pools are counted per class instead, where the walk can run. */
+    if (!(objects && k->quiet))
+        append(k->head, sizeof k->head, &k->head_used, "%spool '%s' %zu", k->head_used ? ", " : "", name,
+               st.live);
+    if (!k->lines || !p->debug) return;
+    if (k->lines_used == LEAK_POOLS_SHOWN) {
+        k->pools_more++;
+        return;
+    }
+    char *buf = k->lines[k->lines_used];
+    object_line l = {buf, 0, 0, objects, k->quiet};
+    if (!append(buf, sizeof k->lines[0], &l.used, "%s '%s', %zu live at exit, the first: ",
+                objects ? "pk_new objects of pool" : "pool", name, st.live))
+        return;
+    pool_each_live_debug(p, add_object, &l);
+    if (l.shown < st.live) append(buf, sizeof k->lines[0], &l.used, " ... (%zu more)", st.live - l.shown);
+    k->lines_used++;
+}
+
+static void leak_summary(void) {
+    leaks *k = calloc(1, sizeof *k);
+    if (!k) return;
+    k->quiet = tcache_live_threads() <= 1;
+    k->lines = calloc(LEAK_POOLS_SHOWN, sizeof *k->lines);
+    pk_pool_foreach(add_leaking_pool, k);
+    if (k->quiet) {
+        classes *c = census();
+        for (size_t i = 0; c && i < c->n; i++)
+            append(k->head, sizeof k->head, &k->head_used, "%sclass %s %zu", k->head_used ? ", " : "",
+                   class_name(&c->row[i]), c->row[i].live);
+        free(c);
+    }
+    size_t arenas = arena_count();
+    char bytes[24], tail[120] = "";
+    if (arenas)
+        snprintf(tail, sizeof tail, "%s%zu arena%s never destroyed (%s reserved)", k->live ? " and " : "",
+                 arenas, arenas == 1 ? "" : "s",
+                 human(__atomic_load_n(&arena_bytes.now, __ATOMIC_RELAXED), bytes));
+    if (k->live)
+        error_report(PK_WARNING, "leak", NULL, NULL, "at exit, %zu live object%s (%s)%s", k->live,
+                     k->live == 1 ? "" : "s", k->head, tail);
+    else if (arenas)
+        error_report(PK_WARNING, "leak", NULL, NULL, "at exit, %s", tail);
+    for (size_t i = 0; k->lines && i < k->lines_used; i++)
+        error_report(PK_WARNING, "leak", NULL, NULL, "%s", k->lines[i]);
+    if (k->pools_more)
+        error_report(PK_WARNING, "leak", NULL, NULL, "and %zu more pool%s with live objects at exit",
+                     k->pools_more, k->pools_more == 1 ? "" : "s");
+    free(k->lines);
+    free(k);
 }
 
 static void report_at_exit(void) {
-    const char *v = getenv("POOLKIT_STATS");
-    if (v && *v && strcmp(v, "0") != 0) {
-        FILE *f = stderr;
-        bool own = strcmp(v, "1") != 0;
-        if (own && !(f = fopen(v, "w"))) {
+    const char *path;
+    int dest = options_stats(&path);
+    if (dest != STATS_OFF) {
+        FILE *f = dest == STATS_FILE ? fopen(path, "w") : stderr;
+        if (!f) {
             error_report(PK_WARNING, "bad option", NULL, NULL,
-                         "POOLKIT_STATS=%s: cannot open it for writing (%s); no report", v,
+                         "POOLKIT_STATS=%s: cannot open it for writing (%s); no report", path,
                          strerror(errno));
         } else {
-            size_t n = strlen(v);
-            bool json = own && n > 5 && strcmp(v + n - 5, ".json") == 0;
-            pk_stats_print(f, json ? PK_STATS_JSON : 0);
-            if (own) fclose(f);
+            size_t n = dest == STATS_FILE ? strlen(path) : 0;
+            unsigned flags = n > 5 && strcmp(path + n - 5, ".json") == 0 ? PK_STATS_JSON : 0;
+            /* The class rows belong in the report; their walk needs the
+             * other threads quiet. */
+            size_t threads = tcache_live_threads();
+            char why[80] = "";
+            if (threads <= 1) flags |= PK_STATS_CLASSES;
+            else snprintf(why, sizeof why, "%zu threads hold caches at exit; the walk needs one", threads);
+            print_report(f, flags, why);
+            if (f != stderr) fclose(f);
         }
     }
     if (options_debug()) leak_summary();
 }
 
 static void install(void) {
-    (void)options_verbose(); /* read now, so a malformed value is reported at once */
+    /* Read now, so that a malformed value is reported at once. */
+    const char *path;
+    (void)options_verbose();
+    (void)options_stats(&path);
     atexit(report_at_exit);
 }
 

@@ -825,7 +825,7 @@ void count_bad_options(const pk_error *e, void *) {
  * three times and exits 0 when exactly one report said `why` about the
  * variable and its value. */
 void expect_malformed_switch_reported_once(const char *var, const char *value,
-                                           const char *why = " is not 0 or 1", unsigned flags = 0) {
+                                           const char *why = " is not a switch", unsigned flags = 0) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     setenv(var, value, 1);
     const std::string want = std::string(var) + "=" + value + why;
@@ -845,15 +845,15 @@ void expect_malformed_switch_reported_once(const char *var, const char *value,
 }
 
 TEST(SafetyOptionsDeathTest, MalformedHardenedValueIsReportedOnce) {
-    expect_malformed_switch_reported_once("POOLKIT_HARDENED", "yes");
+    expect_malformed_switch_reported_once("POOLKIT_HARDENED", "maybe");
 }
 
 TEST(SafetyOptionsDeathTest, MalformedDebugValueIsReportedOnce) {
-    expect_malformed_switch_reported_once("POOLKIT_DEBUG", "on");
+    expect_malformed_switch_reported_once("POOLKIT_DEBUG", "2");
 }
 
 TEST(SafetyOptionsDeathTest, MalformedVerboseValueIsReportedOnce) {
-    expect_malformed_switch_reported_once("POOLKIT_VERBOSE", "yes");
+    expect_malformed_switch_reported_once("POOLKIT_VERBOSE", "yess");
 }
 
 TEST(SafetyOptionsDeathTest, MalformedDebugFramesValueIsReportedOnce) {

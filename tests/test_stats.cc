@@ -1,13 +1,19 @@
 /* The process view (stats.h): every live pool through pk_pool_foreach, the
  * totals of pk_stats_get against a model, pk_stats_print's forms, the
- * verbose notes, and the C++ wrappers. The report read back from a program
- * and checked against its schema is tests/stats_check.py (example.stats_check). */
+ * version and options that open the report, the switch words, the report
+ * and the debug leak summary at exit (in child processes), the verbose
+ * notes, and the C++ wrappers. The report read back from a program and
+ * checked against its schema is tests/stats_check.py (example.stats_check). */
+#include "child.h"
 #include "support.h"
 
 #include <poolkit/poolkit.hpp>
 
 #include <atomic>
+#include <fstream>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 using namespace pktest;
@@ -166,7 +172,6 @@ TEST(StatsPrint, TableAndJsonNameEveryPoolWithItsFigures) {
     EXPECT_NE(out.find("\"name\": \"say \\\"hi\\\"\\\\now\", \"size\": 72, \"align\": 8, \"live\": 7,"),
               std::string::npos)
         << out;
-    EXPECT_NE(out.find("* per batch"), std::string::npos);
     for (void *o : objs) pk_pool_free(p.get(), o);
 }
 
@@ -230,4 +235,326 @@ TEST(StatsVerbose, NothingIsNotedByDefault) {
     PoolPtr p = make_pool(c);
     pk_set_error_handler(nullptr, nullptr);
     EXPECT_EQ(g_notes, 0);
+}
+
+/* ---- the version -------------------------------------------------------- */
+
+/* PKTEST_PROJECT_VERSION is CMake's project version (tests/CMakeLists.txt):
+ * the library, its headers and the build agree. */
+TEST(Version, RuntimeVersionMatchesTheHeadersAndTheBuild) {
+    EXPECT_EQ(pk_version(), PK_VERSION);
+    EXPECT_EQ(PK_VERSION, PK_VERSION_MAJOR * 10000 + PK_VERSION_MINOR * 100 + PK_VERSION_PATCH);
+    EXPECT_STREQ(pk_version_string(), PK_VERSION_STRING);
+    EXPECT_EQ(std::string(PK_VERSION_STRING), std::to_string(PK_VERSION_MAJOR) + "." +
+                                                  std::to_string(PK_VERSION_MINOR) + "." +
+                                                  std::to_string(PK_VERSION_PATCH));
+    EXPECT_STREQ(PK_VERSION_STRING, PKTEST_PROJECT_VERSION);
+}
+
+/* ---- what opens the report ---------------------------------------------- */
+
+namespace {
+
+std::string report(unsigned flags) {
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    EXPECT_EQ(pk_stats_print(f, flags), 0);
+    std::fclose(f);
+    std::string out(buf, len);
+    std::free(buf);
+    return out;
+}
+
+const char *const kOptions[] = {"POOLKIT_DEBUG",        "POOLKIT_HARDENED",     "POOLKIT_VERBOSE",
+                                "POOLKIT_PURGE_DELAY_MS", "POOLKIT_DEBUG_FRAMES", "POOLKIT_STATS"};
+
+/* The table's row for option `name`: "  NAME value source". */
+std::string option_row(const std::string &table, const std::string &name) {
+    std::smatch m;
+    std::regex row("\n  " + name + " +([^ ]+) +([^\n]+)\n");
+    return std::regex_search(table, m, row) ? m[1].str() + " " + m[2].str() : "(no row)";
+}
+
+}  // namespace
+
+TEST(StatsPrint, TableOpensWithTheVersionAndEveryOptionInForce) {
+    std::string t = report(0);
+    std::string head = std::string("poolkit ") + PK_VERSION_STRING + " report (pid " +
+                       std::to_string(getpid()) + ")\noptions in force";
+    EXPECT_EQ(t.compare(0, head.size(), head), 0) << t;
+    size_t options_end = t.find("\npool ");
+    for (const char *name : kOptions) {
+        size_t at = t.find(std::string("\n  ") + name + " ");
+        EXPECT_LT(at, options_end) << name << " is not among the options before the pools:\n" << t;
+    }
+    long delay = pk_set_purge_delay(-1);
+    EXPECT_EQ(option_row(t, "POOLKIT_PURGE_DELAY_MS").rfind(std::to_string(delay) + " ", 0), 0u) << t;
+}
+
+TEST(StatsPrint, JsonOpensWithTheVersionAndEveryOptionInForce) {
+    std::string j = report(PK_STATS_JSON);
+    EXPECT_EQ(j.rfind(std::string("{\"schema\": \"poolkit-stats/1\", \"version\": \"") + PK_VERSION_STRING +
+                          "\", \"pid\": ",
+                      0),
+              0u)
+        << j;
+    for (const char *name : kOptions)
+        EXPECT_NE(j.find(std::string("\n  \"") + name + "\": {\"value\": "), std::string::npos) << name << "\n" << j;
+    long delay = pk_set_purge_delay(-1);
+    EXPECT_NE(j.find("\"POOLKIT_PURGE_DELAY_MS\": {\"value\": " + std::to_string(delay) + ", \"source\": "),
+              std::string::npos)
+        << j;
+}
+
+/* A value set by pk_set_purge_delay is shown as set by it. */
+PKTEST_CHILD(DelaySetByTheCallIsReportedSo) {
+    pk_set_purge_delay(321);
+    std::string t = report(0);
+    CHILD_CHECK(option_row(t, "POOLKIT_PURGE_DELAY_MS") == "321 pk_set_purge_delay", "%s", t.c_str());
+    return CHILD_PASS;
+}
+TEST(StatsPrint, ADelaySetByTheCallIsReportedAsSetByIt) {
+    EXPECT_CHILD_PASSES("DelaySetByTheCallIsReportedSo", {{"POOLKIT_PURGE_DELAY_MS", "40"}});
+}
+
+/* ---- the switch words ----------------------------------------------------- */
+
+/* Prints the option rows of the report (the values in force). */
+PKTEST_CHILD(PrintOptionRows) {
+    PoolPtr p = make_pool(32, 0, 0, "rows");
+    std::string t = report(0);
+    for (const char *name : kOptions) std::printf("%s=%s\n", name, option_row(t, name).c_str());
+    return CHILD_PASS;
+}
+
+namespace {
+
+/* The row the report shows for `var`=`value`, and what the child wrote to stderr. */
+std::pair<std::string, std::string> row_with(const char *var, const char *value) {
+    ChildResult r = run_child("PrintOptionRows", {{var, value}});
+    EXPECT_TRUE(r.passed()) << r.describe();
+    std::smatch m;
+    std::regex row(std::string("(^|\n)") + var + "=([^\n]*)\n");
+    return {std::regex_search(r.out, m, row) ? m[2].str() : "(no row)\n" + r.out, r.err};
+}
+
+}  // namespace
+
+TEST(StatsOptions, EverySwitchTakesTheWordsForOnInAnyCase) {
+    for (const char *var : {"POOLKIT_DEBUG", "POOLKIT_HARDENED", "POOLKIT_VERBOSE"})
+        for (const char *word : {"1", "true", "yes", "on", "TRUE", "Yes", "ON"}) {
+            auto [row, err] = row_with(var, word);
+            EXPECT_EQ(row, "on environment") << var << "=" << word << "\n" << err;
+            EXPECT_EQ(err.find("bad option"), std::string::npos) << var << "=" << word << "\n" << err;
+        }
+}
+
+TEST(StatsOptions, EverySwitchTakesTheWordsForOffInAnyCase) {
+    for (const char *var : {"POOLKIT_DEBUG", "POOLKIT_HARDENED", "POOLKIT_VERBOSE"})
+        for (const char *word : {"0", "false", "no", "off", "FALSE", "No", "Off"}) {
+            auto [row, err] = row_with(var, word);
+            EXPECT_EQ(row, "off environment") << var << "=" << word << "\n" << err;
+            EXPECT_EQ(err.find("bad option"), std::string::npos) << var << "=" << word << "\n" << err;
+        }
+}
+
+TEST(StatsOptions, StatsTakesTheSwitchWordsAndFileNames) {
+    for (const char *word : {"1", "yes", "On", "TRUE"}) EXPECT_EQ(row_with("POOLKIT_STATS", word).first, "stderr environment");
+    for (const char *word : {"0", "no", "OFF", "false"}) EXPECT_EQ(row_with("POOLKIT_STATS", word).first, "off environment");
+    for (const char *path : {"./stats", "report.json", "/nonexistent/x"})
+        EXPECT_EQ(row_with("POOLKIT_STATS", path).first, std::string(path) + " environment");
+}
+
+TEST(StatsOptions, AWordThatIsNeitherSwitchNorFileNameIsReportedByName) {
+    for (const char *var : {"POOLKIT_DEBUG", "POOLKIT_HARDENED", "POOLKIT_VERBOSE", "POOLKIT_STATS"}) {
+        auto [row, err] = row_with(var, "maybe");
+        EXPECT_NE(err.find(std::string("poolkit: bad option: ") + var + "=maybe is "), std::string::npos)
+            << var << "\n" << err;
+        EXPECT_EQ(row.rfind("off default (the environment's value was malformed)", 0), 0u) << var << ": " << row;
+    }
+}
+
+/* ---- counts a user can read ------------------------------------------------- */
+
+/* Three allocations from a fresh pool: thread caches take a whole batch,
+ * which the columns that move per batch show under their own names; the
+ * live column says 3. */
+TEST(StatsPrint, ThreeAllocationsShowAsThreeLiveAndTheBatchColumnsAreNamedSo) {
+    PoolPtr p = make_pool(40, 0, 0, "three");
+    std::vector<void *> objs = alloc_n(p.get(), 3);
+    pk_pool_stats st = pk::pool_stats(p.get());
+    std::string t = report(0);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(t, m, std::regex("\npool +size +live +slabs +reserved +resident +released +"
+                                                   "taken +returned +remote +peak out\n")))
+        << t;
+    ASSERT_TRUE(std::regex_search(t, m, std::regex("\nthree +40 +([0-9]+) +[0-9]+ +[^\n]* ([0-9]+) +[0-9]+ +[0-9]+ "
+                                                   "+([0-9]+)\n")))
+        << t;
+    EXPECT_EQ(m[1].str(), "3") << "live" << t;
+    EXPECT_EQ(m[2].str(), std::to_string(st.allocs)) << "taken" << t;
+    EXPECT_EQ(m[3].str(), std::to_string(st.peak_live)) << "peak out" << t;
+    EXPECT_EQ(t.find("allocs"), std::string::npos) << "no column reads as a count of calls\n" << t;
+    for (void *o : objs) pk_pool_free(p.get(), o);
+}
+
+/* ---- the report at exit ------------------------------------------------------ */
+
+namespace {
+
+const pk_class kLeftOver = {"LeftOver", 24, nullptr};
+
+/* Some pools and objects left live, then exit() (not _exit: the report is
+ * an atexit handler), in the directory PKTEST_DIR when set. */
+[[noreturn]] void leave_some_and_exit() {
+    const char *dir = std::getenv("PKTEST_DIR");
+    if (dir && chdir(dir) != 0) _exit(CHILD_FAIL);
+    pk_pool_config c = make_config(48, 0, 0, "left");
+    pk_pool *p = pk_pool_create(&c);
+    for (int i = 0; i < 3; i++) (void)pk_pool_alloc(p);
+    for (int i = 0; i < 2; i++) (void)pk_new(&kLeftOver);
+    std::exit(CHILD_PASS);
+}
+
+std::string scratch_dir() {
+    char tmpl[] = "/tmp/pktest-stats-XXXXXX";
+    const char *d = mkdtemp(tmpl);
+    return d ? d : "";
+}
+
+std::vector<std::string> files_in(const std::string &dir) {
+    std::vector<std::string> names;
+    std::string cmd = "ls -A " + dir;
+    FILE *ls = popen(cmd.c_str(), "r");
+    char line[512];
+    while (ls && std::fgets(line, sizeof line, ls)) names.push_back(line);
+    if (ls) pclose(ls);
+    return names;
+}
+
+}  // namespace
+
+PKTEST_CHILD(LeaveSomeAndExit) { leave_some_and_exit(); }
+
+TEST(StatsAtExit, AWordForOnWritesTheTableOnStderrNotAFile) {
+    for (const char *word : {"1", "yes", "on", "True"}) {
+        std::string dir = scratch_dir();
+        ChildResult r = run_child("LeaveSomeAndExit", {{"POOLKIT_STATS", word}, {"PKTEST_DIR", dir.c_str()}});
+        EXPECT_TRUE(r.passed()) << r.describe();
+        EXPECT_NE(r.err.find(std::string("poolkit ") + PK_VERSION_STRING + " report (pid "), std::string::npos)
+            << word << "\n" << r.err;
+        EXPECT_TRUE(files_in(dir).empty()) << "POOLKIT_STATS=" << word << " wrote a file";
+        std::string rm = "rm -rf " + dir;
+        EXPECT_EQ(std::system(rm.c_str()), 0);
+    }
+}
+
+TEST(StatsAtExit, ANameWithASlashOrADotIsAFile) {
+    std::string dir = scratch_dir();
+    for (const char *name : {"./plain", "report.txt"}) {
+        ChildResult r = run_child("LeaveSomeAndExit", {{"POOLKIT_STATS", name}, {"PKTEST_DIR", dir.c_str()}});
+        EXPECT_TRUE(r.passed()) << r.describe();
+        EXPECT_EQ(r.err.find("report (pid"), std::string::npos) << r.err;
+        std::ifstream in(dir + "/" + name);
+        std::stringstream got;
+        got << in.rdbuf();
+        EXPECT_NE(got.str().find("\nleft "), std::string::npos) << name << ": " << got.str();
+    }
+    std::string rm = "rm -rf " + dir;
+    EXPECT_EQ(std::system(rm.c_str()), 0);
+}
+
+TEST(StatsAtExit, AWordThatIsNeitherIsReportedAndNothingWritten) {
+    std::string dir = scratch_dir();
+    ChildResult r = run_child("LeaveSomeAndExit", {{"POOLKIT_STATS", "ys"}, {"PKTEST_DIR", dir.c_str()}});
+    EXPECT_TRUE(r.passed()) << r.describe();
+    EXPECT_NE(r.err.find("poolkit: bad option: POOLKIT_STATS=ys is neither a switch"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("report (pid"), std::string::npos) << r.err;
+    EXPECT_TRUE(files_in(dir).empty());
+    std::string rm = "rm -rf " + dir;
+    EXPECT_EQ(std::system(rm.c_str()), 0);
+}
+
+TEST(StatsAtExit, TheReportHasThePkNewClassRows) {
+    ChildResult r = run_child("LeaveSomeAndExit", {{"POOLKIT_STATS", "1"}});
+    EXPECT_TRUE(r.passed()) << r.describe();
+    EXPECT_TRUE(std::regex_search(r.err, std::regex("\npk_new class +size +live\nLeftOver +24 +2\n"))) << r.err;
+}
+
+/* Another thread with a cache at exit: the class walk cannot run, and the
+ * report says why instead of leaving the rows out silently. */
+PKTEST_CHILD(LeaveSomeWithAnotherThreadAndExit) {
+    static std::atomic<bool> cached{false};
+    std::thread([] {
+        PoolPtr p = make_pool(32, 0, 0, "other thread");
+        pk_pool_free(p.get(), pk_pool_alloc(p.get()));
+        cached = true;
+        for (;;) pause(); /* holds its cache until the process ends */
+    }).detach();
+    while (!cached) usleep(1000);
+    leave_some_and_exit();
+}
+
+TEST(StatsAtExit, ClassRowsLeftOutWhileOtherThreadsHoldCachesSaySo) {
+    if (running_under_valgrind()) GTEST_SKIP() << "thread registration timing";
+    ChildResult r = run_child("LeaveSomeWithAnotherThreadAndExit", {{"POOLKIT_STATS", "1"}});
+    EXPECT_TRUE(r.passed()) << r.describe();
+    EXPECT_NE(r.err.find("\npk_new classes: not counted (2 threads hold caches at exit"), std::string::npos)
+        << r.err;
+}
+
+/* ---- the debug leak summary at exit ------------------------------------------- */
+
+/* Exported and keeping its frame (no tail call), so the report can name it. */
+extern "C" __attribute__((noinline)) void *stats_leak_here(pk_pool *p) {
+    void *o = pk_pool_alloc(p);
+    __asm__ volatile("" : : "r"(o) : "memory");
+    return o;
+}
+
+PKTEST_CHILD(LeakAtExit) {
+    pk_pool_config c = make_config(48, 0, 0, "leaky");
+    pk_pool *p = pk_pool_create(&c);
+    for (int i = 0; i < 6; i++) (void)stats_leak_here(p);
+    pk_autorelease_pool ap = pk_autorelease_push(); /* makes the library's page pool */
+    pk_autorelease_pop(ap);
+    (void)pk_new(&kLeftOver);
+    pk_arena *a = pk_arena_create(0);
+    (void)pk_arena_alloc(a, 1000, 0);
+    std::exit(CHILD_PASS);
+}
+
+PKTEST_CHILD(OnlyAnArenaAtExit) {
+    pk_pool_destroy(make_pool(32).release());
+    (void)pk_arena_create(0);
+    std::exit(CHILD_PASS);
+}
+
+TEST(StatsLeakSummary, CountsWhatTheProgramLeftAndNotTheLibrarysOwnPool) {
+    ChildResult r = run_child("LeakAtExit", {{"POOLKIT_DEBUG", "1"}, {"POOLKIT_STATS", nullptr}});
+    EXPECT_TRUE(r.passed()) << r.describe();
+    EXPECT_NE(r.err.find("poolkit: leak: at exit, 7 live objects (pool 'leaky' 6, class LeftOver 1) and 1 arena "
+                         "never destroyed ("),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("autorelease pages"), std::string::npos) << r.err;
+}
+
+TEST(StatsLeakSummary, ListsTheFirstObjectsWithWhereTheyWereAllocated) {
+    ChildResult r = run_child("LeakAtExit", {{"POOLKIT_DEBUG", "1"}, {"POOLKIT_STATS", nullptr}});
+    EXPECT_TRUE(r.passed()) << r.describe();
+    std::string obj = "0x[0-9a-f]+ \\(allocated at stats_leak_here\\+0x[0-9a-f]+\\)";
+    EXPECT_TRUE(std::regex_search(r.err, std::regex("\npoolkit: leak: pool 'leaky', 6 live at exit, the first: " + obj +
+                                                    "(, " + obj + "){3} \\.\\.\\. \\(2 more\\)\n")))
+        << r.err;
+    EXPECT_TRUE(std::regex_search(r.err, std::regex("\npoolkit: leak: pk_new objects of pool 'pk_new [0-9]+', 1 live "
+                                                    "at exit, the first: LeftOver 0x[0-9a-f]+ \\(allocated at ")))
+        << r.err;
+}
+
+TEST(StatsLeakSummary, AnArenaNeverDestroyedIsReportedAlone) {
+    ChildResult r = run_child("OnlyAnArenaAtExit", {{"POOLKIT_DEBUG", "1"}, {"POOLKIT_STATS", nullptr}});
+    EXPECT_TRUE(r.passed()) << r.describe();
+    EXPECT_NE(r.err.find("poolkit: leak: at exit, 1 arena never destroyed ("), std::string::npos) << r.err;
 }

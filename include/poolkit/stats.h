@@ -8,11 +8,19 @@
  * already on a list for their purge ticks, and every figure is one the
  * pools keep anyway.
  *
- * The environment variable POOLKIT_STATS prints the report at exit:
- * POOLKIT_STATS=1 on stderr, POOLKIT_STATS=FILE into FILE (JSON when its
- * name ends in ".json"). POOLKIT_VERBOSE=1 reports notable events, once per
- * kind, as PK_NOTE errors (error.h): a pool that locks on every call and
- * why, the first memory given back to the system, the first out-of-memory.
+ * The environment variable POOLKIT_STATS prints the report at exit, with
+ * the live pk_new objects per class (unless other threads still hold
+ * caches then, which the report says): POOLKIT_STATS=1 (or true, yes, on,
+ * in any case) on stderr; a file name, which must hold a '/' or a '.'
+ * (./stats, report.json), into that file (JSON when it ends in ".json");
+ * 0, false, no or off, none. Any other word is reported as a "bad option"
+ * warning and gives no report. POOLKIT_VERBOSE=1 reports notable events,
+ * once per kind, as PK_NOTE errors (error.h): a pool that locks on every
+ * call and why, the first memory given back to the system, the first
+ * out-of-memory. With POOLKIT_DEBUG=1, a summary at exit reports what the
+ * program left live, as PK_WARNING "leak" errors: objects per pool and per
+ * class, arenas never destroyed, then the first few objects of each pool
+ * with where they were allocated; the library's own pools are left out.
  */
 #ifndef POOLKIT_STATS_H
 #define POOLKIT_STATS_H
@@ -73,12 +81,15 @@ enum {
                                   quiet in the object layer */
 };
 
-/* Writes the report: every pool (name, object size, live, peak, slabs,
- * bytes reserved and resident, allocs, frees, remote frees, slabs and bytes
- * given back), arenas, the calling thread's autorelease stack and process
- * totals. Figures that move per batch (allocs, frees, peak, remote frees;
- * see pk_pool_stats) are marked so. Returns 0, or -1 with errno set when
- * writing failed or flags has an unknown bit (EINVAL). Thread-safe (without
+/* Writes the report: first the library's version and every POOLKIT_*
+ * option in force with where its value came from (the default, the
+ * environment, pk_set_purge_delay), then every pool (name, object size,
+ * live, slabs, bytes reserved, resident and given back, and the figures
+ * that move per batch between the slabs and the threads' caches, named for
+ * what they count: objects taken, returned, remote frees, most out at
+ * once; see pk_pool_stats), arenas, the calling thread's autorelease stack
+ * and process totals. Returns 0, or -1 with errno set when writing failed
+ * or flags has an unknown bit (EINVAL). Thread-safe (without
  * PK_STATS_CLASSES). */
 PK_API int pk_stats_print(FILE *out, unsigned flags);
 
