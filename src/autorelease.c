@@ -436,6 +436,7 @@ void *pk__autorelease_slow(void *obj) {
                      "pk_autorelease: %p is not a poolkit object (misaligned)", obj);
         return obj;
     }
+    object_check(obj, "pk_autorelease");
     arp_thread *t = &arp_tls;
     const pk_class *cls = pk_class_of(obj);
     const char *name = cls ? cls->name : NULL;

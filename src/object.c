@@ -148,6 +148,10 @@ static PK_NOINLINE void *new_slow(const pk_class *cls) {
     object_header *h;
     if (pool == HEAP_CLASS) {
         h = aligned_alloc(16, slot);
+        if (h && object_debug() && !debug_heap_add(h)) {
+            free(h);
+            h = NULL;
+        }
         if (!h) {
             errno = ENOMEM;
             return NULL;
@@ -196,6 +200,7 @@ static PK_NOINLINE void free_uncached(const pk_class *cls, object_header *h) {
     size_t ci = class_index(cls->size);
     pk_pool *p = ci < NCLASSES ? __atomic_load_n(&class_pools[ci], __ATOMIC_RELAXED) : HEAP_CLASS;
     if (p == HEAP_CLASS) {
+        if (object_debug()) debug_heap_remove(h);
         free(h);
         return;
     }
@@ -281,10 +286,18 @@ void object_dispose_quiet(object_header *h, const pk_class *cls) {
     free_memory(cls, h);
 }
 
+/* A count no live object has. A dead mark names the class; otherwise the
+ * header is checked against the address map: not in any object pool, the
+ * pointer was never an object (or was a large one whose memory went back
+ * to the C heap), which the header promises to call a foreign pointer. */
 static PK_COLD void report_bad_count(object_header *h, uintptr_t n, const char *what,
-                                     const char *doing) {
+                                     const char *doing, const char *call) {
     const pk_class *cls = refs_dead_class(n);
     const char *name = cls && cls->name ? cls->name : NULL;
+    if (!cls && !object_in_pools(h + 1))
+        error_report(PK_FATAL, "foreign pointer", NULL, h + 1,
+                     "%s: %p is not an object of any pool (a foreign pointer, or an object "
+                     "larger than the pools take, freed already)", call, (void *)(h + 1));
     error_report(PK_FATAL, what, name, h + 1,
                  "%s object %p of class %s whose reference count is %s", doing,
                  (void *)(h + 1), name ? name : "(unknown: memory reused)",
@@ -293,7 +306,7 @@ static PK_COLD void report_bad_count(object_header *h, uintptr_t n, const char *
 
 void object_release_contended(object_header *h, uintptr_t seen) {
     if (unlikely(refs_invalid(seen))) {
-        report_bad_count(h, seen, "over-release", "released");
+        report_bad_count(h, seen, "over-release", "released", "pk_release");
         return;
     }
     uintptr_t old = __atomic_fetch_sub(&h->refs, 1, __ATOMIC_ACQ_REL);
@@ -302,21 +315,24 @@ void object_release_contended(object_header *h, uintptr_t seen) {
         dispose(h);
         return;
     }
-    report_bad_count(h, old, "over-release", "released");
+    report_bad_count(h, old, "over-release", "released", "pk_release");
 }
 
 /* ---- the public calls ---- */
 
 void *pk_retain(void *obj) {
     if (unlikely(obj == NULL)) return NULL;
+    object_check(obj, "pk_retain");
     object_header *h = header_of(obj);
     uintptr_t old = __atomic_fetch_add(&h->refs, 1, __ATOMIC_RELAXED);
-    if (unlikely(refs_invalid(old))) report_bad_count(h, old, "retain of a deallocated object", "retained");
+    if (unlikely(refs_invalid(old)))
+        report_bad_count(h, old, "retain of a deallocated object", "retained", "pk_retain");
     return obj;
 }
 
 void pk_release(void *obj) {
     if (unlikely(obj == NULL)) return;
+    object_check(obj, "pk_release");
     object_header *h = header_of(obj);
     uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
     if (likely(n == 1)) {
@@ -374,5 +390,11 @@ void object_census(void (*fn)(const pk_class *cls, size_t live, void *arg), void
     free(c);
 }
 
-void object_fork_lock(void) { pthread_mutex_lock(&class_lock); }
-void object_fork_unlock(void) { pthread_mutex_unlock(&class_lock); }
+void object_fork_lock(void) {
+    pthread_mutex_lock(&class_lock);
+    object_check_fork_lock();
+}
+void object_fork_unlock(void) {
+    object_check_fork_unlock();
+    pthread_mutex_unlock(&class_lock);
+}
