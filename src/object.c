@@ -57,6 +57,24 @@ static __thread struct class_cache {
     pk_pool *pool;
 } cc __attribute__((tls_model("initial-exec"))) = {&no_class, NULL};
 
+/* Debug mode (object_check.c): -1 until POOLKIT_DEBUG is read, then 0 or
+ * 1. Static, so that pk_retain and pk_release test it with one compare of
+ * a byte, no address load. */
+static signed char debug_state = -1;
+
+bool object_debug(void) {
+    signed char s = __atomic_load_n(&debug_state, __ATOMIC_RELAXED);
+    if (unlikely(s < 0)) {
+        s = options_debug() ? 1 : 0;
+        __atomic_store_n(&debug_state, s, __ATOMIC_RELAXED);
+    }
+    return s != 0;
+}
+
+/* Not known to be off: debug mode, or the switch not read yet (the check
+ * reads it). */
+static inline bool debug_on(void) { return __atomic_load_n(&debug_state, __ATOMIC_RELAXED) != 0; }
+
 /* ---- size classes ---- */
 
 /* Slot bytes for fields of size bytes, or 0 if it cannot be represented. */
@@ -320,19 +338,19 @@ void object_release_contended(object_header *h, uintptr_t seen) {
 
 /* ---- the public calls ---- */
 
-void *pk_retain(void *obj) {
-    if (unlikely(obj == NULL)) return NULL;
-    object_check(obj, "pk_retain");
-    object_header *h = header_of(obj);
-    uintptr_t old = __atomic_fetch_add(&h->refs, 1, __ATOMIC_RELAXED);
-    if (unlikely(refs_invalid(old)))
-        report_bad_count(h, old, "retain of a deallocated object", "retained", "pk_retain");
+/* Returns obj, so the caller's report is a tail call. */
+static PK_COLD void *retain_bad(void *obj, uintptr_t old) {
+    report_bad_count(header_of(obj), old, "retain of a deallocated object", "retained", "pk_retain");
     return obj;
 }
 
-void pk_release(void *obj) {
-    if (unlikely(obj == NULL)) return;
-    object_check(obj, "pk_release");
+static inline void *retain(void *obj) {
+    uintptr_t old = __atomic_fetch_add(&header_of(obj)->refs, 1, __ATOMIC_RELAXED);
+    if (unlikely(refs_invalid(old))) return retain_bad(obj, old);
+    return obj;
+}
+
+static inline void release(void *obj) {
     object_header *h = header_of(obj);
     uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
     if (likely(n == 1)) {
@@ -340,6 +358,33 @@ void pk_release(void *obj) {
         return;
     }
     object_release_contended(h, n);
+}
+
+/* Debug mode's calls: the check, then the call as usual. Apart, as tail
+ * calls, so that the entry points keep no register across a call. */
+static PK_NOINLINE void *retain_checked(void *obj) {
+    object_check_slow(obj, "pk_retain");
+    return retain(obj);
+}
+
+static PK_NOINLINE void release_checked(void *obj) {
+    object_check_slow(obj, "pk_release");
+    release(obj);
+}
+
+void *pk_retain(void *obj) {
+    if (unlikely(obj == NULL)) return NULL;
+    if (unlikely(debug_on())) return retain_checked(obj);
+    return retain(obj);
+}
+
+void pk_release(void *obj) {
+    if (unlikely(obj == NULL)) return;
+    if (unlikely(debug_on())) {
+        release_checked(obj);
+        return;
+    }
+    release(obj);
 }
 
 size_t pk_refcount(const void *obj) {

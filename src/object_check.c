@@ -3,8 +3,8 @@
  * header.
  *
  * The switch is POOLKIT_DEBUG=1, the same that makes every pool a debug
- * pool (the size classes' pools included), read once. Off, the entry
- * points pay one predicted compare of object_debug_state.
+ * pool (the size classes' pools included), read once (object.c). Off,
+ * pk_retain and pk_release pay one predicted compare of a byte.
  *
  * What counts as an object: a slot start, plus the header, of a pool made
  * for objects (POOL_KEEPS_HEADER), found in the address map without touching
@@ -21,17 +21,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-signed char object_debug_state = -1;
-
-bool object_debug(void) {
-    signed char s = __atomic_load_n(&object_debug_state, __ATOMIC_RELAXED);
-    if (unlikely(s < 0)) {
-        s = options_debug() ? 1 : 0;
-        __atomic_store_n(&object_debug_state, s, __ATOMIC_RELAXED);
-    }
-    return s != 0;
-}
 
 /* ---- the large objects of debug mode: an open-addressing set of header
  * addresses, under heap_lock ---- */

@@ -63,17 +63,12 @@ static inline object_header *header_of(const void *obj) {
 
 /* ---- object_check.c: debug mode (POOLKIT_DEBUG=1) ---- */
 
-/* -1 until read, then 0 or 1: read by the entry points with one compare. */
-extern signed char object_debug_state;
-/* Whether the object layer is in debug mode (reads the switch once). */
+/* Whether the object layer is in debug mode (object.c; reads the switch
+ * once). */
 bool object_debug(void);
 /* In debug mode, reports obj as a "foreign pointer" (PK_FATAL) unless it is
  * an object of pk_new (deallocated or not); call names the entry point. */
 void object_check_slow(const void *obj, const char *call);
-static inline void object_check(const void *obj, const char *call) {
-    if (unlikely(__atomic_load_n(&object_debug_state, __ATOMIC_RELAXED) != 0))
-        object_check_slow(obj, call);
-}
 /* Whether obj's header starts a slot of an object pool (any mode; never
  * reads obj's memory). */
 bool object_in_pools(const void *obj);
