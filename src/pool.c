@@ -357,12 +357,9 @@ void pk_pool_destroy(pk_pool *p) {
     central_free_all(p);
     pool_unlock(p);
     pthread_mutex_destroy(&p->lock);
-    /* Dead from here on: the inline paths go slow (no key, no lean path),
-     * and the slow paths go to the direct ones, which check first. */
+    /* Dead from here on: with no cache key (tcache_detach), the inline
+     * paths go slow and the slow paths to the direct ones, which check. */
     snprintf(p->dead_name, sizeof p->dead_name, "%s", pool_name(p));
-    p->tc_key = TC_NO_KEY;
-    p->hard.cache = 0;
-    p->cached = false;
     p->state = POOL_DEAD;
     record_retire(p);
 }
