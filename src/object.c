@@ -57,23 +57,28 @@ static __thread struct class_cache {
     pk_pool *pool;
 } cc __attribute__((tls_model("initial-exec"))) = {&no_class, NULL};
 
-/* Debug mode (object_check.c): -1 until POOLKIT_DEBUG is read, then 0 or
- * 1. Static, so that pk_retain and pk_release test it with one compare of
- * a byte, no address load. */
-static signed char debug_state = -1;
+/* Debug mode (object_check.c), at no cost outside it: pk_retain and
+ * pk_release send every pointer up to slow_below to their slow entries,
+ * which the NULL test needed anyway (one compare with memory instead of a
+ * test of the register). slow_below is 0 (only NULL goes slow) once
+ * POOLKIT_DEBUG is known to be off, UINTPTR_MAX (everything) in debug mode
+ * and until the switch is read. */
+static signed char debug_state = -1; /* -1 until read, then 0 or 1 */
+static uintptr_t slow_below = UINTPTR_MAX;
 
 bool object_debug(void) {
     signed char s = __atomic_load_n(&debug_state, __ATOMIC_RELAXED);
     if (unlikely(s < 0)) {
         s = options_debug() ? 1 : 0;
         __atomic_store_n(&debug_state, s, __ATOMIC_RELAXED);
+        __atomic_store_n(&slow_below, s ? UINTPTR_MAX : 0, __ATOMIC_RELAXED);
     }
     return s != 0;
 }
 
-/* Not known to be off: debug mode, or the switch not read yet (the check
- * reads it). */
-static inline bool debug_on(void) { return __atomic_load_n(&debug_state, __ATOMIC_RELAXED) != 0; }
+static inline bool goes_slow(const void *obj) {
+    return (uintptr_t)obj <= __atomic_load_n(&slow_below, __ATOMIC_RELAXED);
+}
 
 /* ---- size classes ---- */
 
@@ -360,28 +365,29 @@ static inline void release(void *obj) {
     object_release_contended(h, n);
 }
 
-/* Debug mode's calls: the check, then the call as usual. Apart, as tail
- * calls, so that the entry points keep no register across a call. */
-static PK_NOINLINE void *retain_checked(void *obj) {
-    object_check_slow(obj, "pk_retain");
+/* The slow entries: NULL, or debug mode's check before the call as usual.
+ * Apart, as tail calls, so that the entry points keep no register across
+ * a call. */
+static PK_NOINLINE void *retain_slow(void *obj) {
+    if (!obj) return NULL;
+    if (object_debug()) object_check_slow(obj, "pk_retain");
     return retain(obj);
 }
 
-static PK_NOINLINE void release_checked(void *obj) {
-    object_check_slow(obj, "pk_release");
+static PK_NOINLINE void release_slow(void *obj) {
+    if (!obj) return;
+    if (object_debug()) object_check_slow(obj, "pk_release");
     release(obj);
 }
 
 void *pk_retain(void *obj) {
-    if (unlikely(obj == NULL)) return NULL;
-    if (unlikely(debug_on())) return retain_checked(obj);
+    if (unlikely(goes_slow(obj))) return retain_slow(obj);
     return retain(obj);
 }
 
 void pk_release(void *obj) {
-    if (unlikely(obj == NULL)) return;
-    if (unlikely(debug_on())) {
-        release_checked(obj);
+    if (unlikely(goes_slow(obj))) {
+        release_slow(obj);
         return;
     }
     release(obj);

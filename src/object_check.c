@@ -4,7 +4,8 @@
  *
  * The switch is POOLKIT_DEBUG=1, the same that makes every pool a debug
  * pool (the size classes' pools included), read once (object.c). Off,
- * pk_retain and pk_release pay one predicted compare of a byte.
+ * it costs pk_retain and pk_release nothing: their NULL test sends debug
+ * mode's pointers to the check too.
  *
  * What counts as an object: a slot start, plus the header, of a pool made
  * for objects (POOL_KEEPS_HEADER), found in the address map without touching
