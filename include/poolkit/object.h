@@ -36,10 +36,10 @@
  * an object of pk_new (a stack or malloc buffer, another pool's object, an
  * interior pointer, an object larger than the pools take after its memory
  * went back to the C heap) is a "foreign pointer" naming it. Without debug
- * mode the check is not made (the calls pay one compare for the switch): a
- * foreign pointer whose
- * count word reads as a live count is changed in silence; one that reads as
- * no count is reported as a foreign pointer when no object pool holds it.
+ * mode the check is not made (the calls' NULL test covers the switch): a
+ * foreign pointer whose count word reads as a live count is changed in
+ * silence; one that reads as no count is reported as a foreign pointer when
+ * no object pool holds it.
  */
 #ifndef POOLKIT_OBJECT_H
 #define POOLKIT_OBJECT_H
