@@ -80,7 +80,8 @@ static PK_COLD __attribute__((noreturn)) void report_double_free(pk_pool *p, sla
                                                                   size_t idx) {
     char where[SITES_TEXT];
     void **sites = slot_sites(p, s, idx);
-    if (sites) sites_append_capture(sites_format(where, sizeof where, sites), sizeof where, "freed again at");
+    if (sites) /* where it was allocated and first freed, then the free that faulted */
+        sites_append_capture(sites_format(where, sizeof where, sites), sizeof where, "freed again at");
     error_report(PK_FATAL, "double free", p->name, obj, "object %p of pool '%s' was freed twice%s%s",
                  obj, pool_name(p), sites && where[0] ? "; " : "", sites ? where : "");
     abort();
