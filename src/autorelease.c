@@ -438,6 +438,7 @@ void *pk__autorelease_slow(void *obj) {
                      "pk_autorelease: %p is not a poolkit object (misaligned)", obj);
         return obj;
     }
+    object_check_slow(obj, "pk_autorelease"); /* debug mode takes this path every time */
     arp_thread *t = &arp_tls;
     const pk_class *cls = pk_class_of(obj);
     const char *name = cls ? cls->name : NULL;

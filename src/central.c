@@ -79,9 +79,11 @@ static PK_COLD __attribute__((noreturn)) void report_write_after_free(pk_pool *p
 static PK_COLD __attribute__((noreturn)) void report_double_free(pk_pool *p, slab *s, void *obj,
                                                                   size_t idx) {
     char where[SITES_TEXT];
+    void **sites = slot_sites(p, s, idx);
+    if (sites) /* where it was allocated and first freed, then the free that faulted */
+        sites_append_capture(sites_format(where, sizeof where, sites), sizeof where, "freed again at");
     error_report(PK_FATAL, "double free", p->name, obj, "object %p of pool '%s' was freed twice%s%s",
-                 obj, pool_name(p), s->sites ? "; " : "",
-                 sites_format(where, sizeof where, slot_sites(p, s, idx)));
+                 obj, pool_name(p), sites && where[0] ? "; " : "", sites ? where : "");
     abort();
 }
 
@@ -104,11 +106,11 @@ static void debug_on_take(pk_pool *p, slab *s, char *obj, bool reused) {
     s->live_bits[idx / 64] |= (uint64_t)1 << (idx % 64);
 }
 
-static slab *checked_slab(pk_pool *p, void *obj, bool from_link);
+static slab *checked_slab(pk_pool *p, void *obj, const void *holder);
 
 void central_debug_check_free(pk_pool *p, void *obj) {
     const char *name = pool_name(p);
-    slab *s = checked_slab(p, obj, false);
+    slab *s = checked_slab(p, obj, NULL);
     size_t idx = slot_div((uint64_t)((char *)obj - s->objects), p->geo.slot, p->geo.recip);
     char where[SITES_TEXT];
     const char *sep = s->sites ? "; " : "";
@@ -152,9 +154,7 @@ static slab *slab_for_take(pk_pool *p, bool may_map) {
 static void check_slab_link(pk_pool *p, slab *s, void *from, void *next) {
     long idx = next ? slab_slot_index(s, next, &p->geo) : 0;
     if (!next || (idx >= 0 && (uint32_t)idx < s->bump)) return;
-    error_report(PK_FATAL, "corrupted free list", p->name, from,
-                 "the free object %p of pool '%s' links to %p, which is not a free slot of its slab",
-                 from, pool_name(p), next);
+    report_corrupted_link(p, from, next, "not a free slot of its slab");
 }
 
 /* A slot handed out for the first time: its construct hook runs now. */
@@ -303,16 +303,23 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
     return from_depot + got;
 }
 
+void report_corrupted_link(const pk_pool *p, const void *holder, const void *link, const char *why) {
+    error_report(PK_FATAL, "corrupted free list", p->name, holder,
+                 "the free object %p of pool '%s' links to %p, which is %s: most likely a double "
+                 "free or a write after free of object %p",
+                 holder, pool_name(p), link, why, holder);
+    abort(); /* error_report never returns from a fatal report */
+}
+
 /* Reports obj, given to pool p, as not one of its object slots, naming the
  * fault from what the address map says it is. A pointer that came from a
- * hardened pool's link is a corrupted free list, whatever it points to. */
+ * hardened pool's link (holder: the free object that held it) is a
+ * corrupted free list, whatever it points to. */
 static PK_COLD __attribute__((noreturn)) void report_bad_pointer(pk_pool *p, const void *obj,
-                                                                   bool from_link) {
+                                                                   const void *holder) {
+    if (holder) report_corrupted_link(p, holder, obj, "not one of its objects");
     slab *s = slab_lookup(obj);
-    const char *what = from_link ? "corrupted free list"
-                       : !s ? "foreign pointer"
-                       : s->pool != p ? "wrong pool"
-                                      : "interior pointer";
+    const char *what = !s ? "foreign pointer" : s->pool != p ? "wrong pool" : "interior pointer";
     char why[160];
     if (!s) snprintf(why, sizeof why, "not a poolkit object");
     else if (s->pool != p) snprintf(why, sizeof why, "an object of pool '%s'", pool_name(s->pool));
@@ -322,15 +329,16 @@ static PK_COLD __attribute__((noreturn)) void report_bad_pointer(pk_pool *p, con
 }
 
 void central_check_free(pk_pool *p, void *obj) {
-    if (unlikely(slab_owner(obj) != p)) report_bad_pointer(p, obj, false);
+    if (unlikely(slab_owner(obj) != p)) report_bad_pointer(p, obj, NULL);
 }
 
 /* A pointer coming home must be a slot of one of this pool's slabs that was
- * handed out: anything else is reported, never linked into a free list. */
-static slab *checked_slab(pk_pool *p, void *obj, bool from_link) {
+ * handed out: anything else is reported, never linked into a free list.
+ * holder: the free object whose link named obj (hardened pools), or NULL. */
+static slab *checked_slab(pk_pool *p, void *obj, const void *holder) {
     slab *s = slab_lookup(obj);
     long idx = s && s->pool == p ? slab_slot_index(s, obj, &p->geo) : -1;
-    if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) report_bad_pointer(p, obj, from_link);
+    if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) report_bad_pointer(p, obj, holder);
     if (unlikely(s->used == 0)) report_double_free(p, s, obj, (size_t)idx);
     return s;
 }
@@ -353,17 +361,18 @@ static void give_to_slab(pk_pool *p, slab *s, void *obj) {
 }
 
 void central_give(pk_pool *p, void *obj) {
-    give_to_slab(p, checked_slab(p, obj, false), obj);
+    give_to_slab(p, checked_slab(p, obj, NULL), obj);
     if (options_purge_delay_ms() == 0) central_release(p, false);
 }
 
 void central_give_chain(pk_pool *p, void *list) {
     size_t n = 0;
-    for (char *obj = list; obj; n++) {
+    for (char *obj = list, *holder = NULL; obj; n++) {
         /* checked before its link is read: a forged link may point anywhere */
-        slab *s = checked_slab(p, obj, p->hardened);
+        slab *s = checked_slab(p, obj, p->hardened ? holder : NULL);
         char *next = (char *)link_load(p, obj);
         give_to_slab(p, s, obj);
+        holder = obj;
         obj = next;
     }
     p->frees += n;
@@ -488,8 +497,24 @@ void central_maybe_tick(pk_pool *p, uint64_t now) {
     p->depot_low = p->depot_count;
 }
 
+/* Whether `missing` more free slots could ever be made ready: their slabs
+ * and what the pool holds must fit in the machine's physical memory. A
+ * reserve of SIZE_MAX, or any count whose slabs no machine could hold,
+ * then fails at once with ENOMEM instead of mapping slab after slab until
+ * the kernel's out-of-memory killer ends the process. */
+static bool reserve_fits(const pk_pool *p, size_t missing) {
+    size_t slabs = missing / p->geo.capacity + (missing % p->geo.capacity != 0);
+    size_t limit = os_physical_bytes();
+    if (p->bytes_reserved > limit) return false;
+    return slabs <= (limit - p->bytes_reserved) / p->geo.span;
+}
+
 size_t central_reserve(pk_pool *p, size_t n) {
     size_t ready = p->slab_free + p->depot_count * p->batch;
+    if (ready < n && !reserve_fits(p, n - ready)) {
+        errno = ENOMEM;
+        return ready;
+    }
     while (ready < n) {
         if (p->limit && p->out + p->slab_free >= p->limit) break;
         slab *s = slab_create(p, &p->geo);

@@ -25,6 +25,9 @@ void os_unmap(void *p, size_t size);
 /* Makes whole pages no-access (guard pages); false if the system refuses. */
 bool os_protect_none(void *p, size_t size);
 size_t os_page_size(void);
+/* The machine's physical memory in bytes (SIZE_MAX if unknown): a bound on
+ * what any request can be given. */
+size_t os_physical_bytes(void);
 
 /* Milliseconds from a coarse monotonic clock (a few ns to read): for purge
  * ticks, which need no precision. */

@@ -57,6 +57,29 @@ static __thread struct class_cache {
     pk_pool *pool;
 } cc __attribute__((tls_model("initial-exec"))) = {&no_class, NULL};
 
+/* Debug mode (object_check.c), at no cost outside it: pk_retain and
+ * pk_release send every pointer up to slow_below to their slow entries,
+ * which the NULL test needed anyway (one compare with memory instead of a
+ * test of the register). slow_below is 0 (only NULL goes slow) once
+ * POOLKIT_DEBUG is known to be off, UINTPTR_MAX (everything) in debug mode
+ * and until the switch is read. */
+static signed char debug_state = -1; /* -1 until read, then 0 or 1 */
+static uintptr_t slow_below = UINTPTR_MAX;
+
+bool object_debug(void) {
+    signed char s = __atomic_load_n(&debug_state, __ATOMIC_RELAXED);
+    if (unlikely(s < 0)) {
+        s = options_debug() ? 1 : 0;
+        __atomic_store_n(&debug_state, s, __ATOMIC_RELAXED);
+        __atomic_store_n(&slow_below, s ? UINTPTR_MAX : 0, __ATOMIC_RELAXED);
+    }
+    return s != 0;
+}
+
+static inline bool goes_slow(const void *obj) {
+    return (uintptr_t)obj <= __atomic_load_n(&slow_below, __ATOMIC_RELAXED);
+}
+
 /* ---- size classes ---- */
 
 /* Slot bytes for fields of size bytes, or 0 if it cannot be represented. */
@@ -148,6 +171,10 @@ static PK_NOINLINE void *new_slow(const pk_class *cls) {
     object_header *h;
     if (pool == HEAP_CLASS) {
         h = aligned_alloc(16, slot);
+        if (h && object_debug() && !debug_heap_add(h)) {
+            free(h);
+            h = NULL;
+        }
         if (!h) {
             errno = ENOMEM;
             return NULL;
@@ -196,6 +223,7 @@ static PK_NOINLINE void free_uncached(const pk_class *cls, object_header *h) {
     size_t ci = class_index(cls->size);
     pk_pool *p = ci < NCLASSES ? __atomic_load_n(&class_pools[ci], __ATOMIC_RELAXED) : HEAP_CLASS;
     if (p == HEAP_CLASS) {
+        if (object_debug()) debug_heap_remove(h);
         free(h);
         return;
     }
@@ -281,10 +309,18 @@ void object_dispose_quiet(object_header *h, const pk_class *cls) {
     free_memory(cls, h);
 }
 
+/* A count no live object has. A dead mark names the class; otherwise the
+ * header is checked against the address map: not in any object pool, the
+ * pointer was never an object (or was a large one whose memory went back
+ * to the C heap), which the header promises to call a foreign pointer. */
 static PK_COLD void report_bad_count(object_header *h, uintptr_t n, const char *what,
-                                     const char *doing) {
+                                     const char *doing, const char *call) {
     const pk_class *cls = refs_dead_class(n);
     const char *name = cls && cls->name ? cls->name : NULL;
+    if (!cls && !object_in_pools(h + 1))
+        error_report(PK_FATAL, "foreign pointer", NULL, h + 1,
+                     "%s: %p is not an object of any pool (a foreign pointer, or an object "
+                     "larger than the pools take, freed already)", call, (void *)(h + 1));
     error_report(PK_FATAL, what, name, h + 1,
                  "%s object %p of class %s whose reference count is %s", doing,
                  (void *)(h + 1), name ? name : "(unknown: memory reused)",
@@ -293,7 +329,7 @@ static PK_COLD void report_bad_count(object_header *h, uintptr_t n, const char *
 
 void object_release_contended(object_header *h, uintptr_t seen) {
     if (unlikely(refs_invalid(seen))) {
-        report_bad_count(h, seen, "over-release", "released");
+        report_bad_count(h, seen, "over-release", "released", "pk_release");
         return;
     }
     uintptr_t old = __atomic_fetch_sub(&h->refs, 1, __ATOMIC_ACQ_REL);
@@ -302,21 +338,24 @@ void object_release_contended(object_header *h, uintptr_t seen) {
         dispose(h);
         return;
     }
-    report_bad_count(h, old, "over-release", "released");
+    report_bad_count(h, old, "over-release", "released", "pk_release");
 }
 
 /* ---- the public calls ---- */
 
-void *pk_retain(void *obj) {
-    if (unlikely(obj == NULL)) return NULL;
-    object_header *h = header_of(obj);
-    uintptr_t old = __atomic_fetch_add(&h->refs, 1, __ATOMIC_RELAXED);
-    if (unlikely(refs_invalid(old))) report_bad_count(h, old, "retain of a deallocated object", "retained");
+/* Returns obj, so the caller's report is a tail call. */
+static PK_COLD void *retain_bad(void *obj, uintptr_t old) {
+    report_bad_count(header_of(obj), old, "retain of a deallocated object", "retained", "pk_retain");
     return obj;
 }
 
-void pk_release(void *obj) {
-    if (unlikely(obj == NULL)) return;
+static inline void *retain(void *obj) {
+    uintptr_t old = __atomic_fetch_add(&header_of(obj)->refs, 1, __ATOMIC_RELAXED);
+    if (unlikely(refs_invalid(old))) return retain_bad(obj, old);
+    return obj;
+}
+
+static inline void release(void *obj) {
     object_header *h = header_of(obj);
     uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
     if (likely(n == 1)) {
@@ -324,6 +363,34 @@ void pk_release(void *obj) {
         return;
     }
     object_release_contended(h, n);
+}
+
+/* The slow entries: NULL, or debug mode's check before the call as usual.
+ * Apart, as tail calls, so that the entry points keep no register across
+ * a call. */
+static PK_NOINLINE void *retain_slow(void *obj) {
+    if (!obj) return NULL;
+    if (object_debug()) object_check_slow(obj, "pk_retain");
+    return retain(obj);
+}
+
+static PK_NOINLINE void release_slow(void *obj) {
+    if (!obj) return;
+    if (object_debug()) object_check_slow(obj, "pk_release");
+    release(obj);
+}
+
+void *pk_retain(void *obj) {
+    if (unlikely(goes_slow(obj))) return retain_slow(obj);
+    return retain(obj);
+}
+
+void pk_release(void *obj) {
+    if (unlikely(goes_slow(obj))) {
+        release_slow(obj);
+        return;
+    }
+    release(obj);
 }
 
 size_t pk_refcount(const void *obj) {
@@ -374,5 +441,11 @@ void object_census(void (*fn)(const pk_class *cls, size_t live, void *arg), void
     free(c);
 }
 
-void object_fork_lock(void) { pthread_mutex_lock(&class_lock); }
-void object_fork_unlock(void) { pthread_mutex_unlock(&class_lock); }
+void object_fork_lock(void) {
+    pthread_mutex_lock(&class_lock);
+    object_check_fork_lock();
+}
+void object_fork_unlock(void) {
+    object_check_fork_unlock();
+    pthread_mutex_unlock(&class_lock);
+}

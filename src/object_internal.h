@@ -61,6 +61,24 @@ static inline object_header *header_of(const void *obj) {
     return (object_header *)((char *)obj - sizeof(object_header));
 }
 
+/* ---- object_check.c: debug mode (POOLKIT_DEBUG=1) ---- */
+
+/* Whether the object layer is in debug mode (object.c; reads the switch
+ * once). */
+bool object_debug(void);
+/* In debug mode, reports obj as a "foreign pointer" (PK_FATAL) unless it is
+ * an object of pk_new (deallocated or not); call names the entry point. */
+void object_check_slow(const void *obj, const char *call);
+/* Whether obj's header starts a slot of an object pool (any mode; never
+ * reads obj's memory). */
+bool object_in_pools(const void *obj);
+/* Debug mode: the objects too large for the pools, recorded while they
+ * live (add is false, having recorded nothing, when out of memory). */
+bool debug_heap_add(const void *h);
+void debug_heap_remove(const void *h);
+void object_check_fork_lock(void);
+void object_check_fork_unlock(void);
+
 /* object.c: disposes of an object whose class has no dealloc, whose count
  * is 1 and whose only reference the caller holds. */
 void object_dispose_quiet(object_header *h, const pk_class *cls);

@@ -28,6 +28,18 @@ size_t os_page_size(void) {
     return p;
 }
 
+size_t os_physical_bytes(void) {
+    static size_t bytes;
+    size_t b = __atomic_load_n(&bytes, __ATOMIC_RELAXED);
+    if (unlikely(b == 0)) {
+        long pages = sysconf(_SC_PHYS_PAGES);
+        size_t page = os_page_size();
+        b = pages > 0 && (size_t)pages <= SIZE_MAX / page ? (size_t)pages * page : SIZE_MAX;
+        __atomic_store_n(&bytes, b, __ATOMIC_RELAXED);
+    }
+    return b;
+}
+
 static bool fault_injected(void) {
     unsigned long n = __atomic_fetch_add(&requests, 1, __ATOMIC_RELAXED);
     long at = __atomic_load_n(&fail_at, __ATOMIC_RELAXED);

@@ -48,4 +48,9 @@
 /* Pool records of destroyed pools kept for the next pk_pool_create. */
 #define SPARE_RECORDS_MAX 64
 
+/* Records of destroyed debug pools held back from reuse (pool.c), so a use
+ * after destroy is reported: a record is a page, so 4 MiB at most, and only
+ * for debug pools. */
+#define QUARANTINE_RECORDS 1024
+
 #endif

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <stdalign.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -48,6 +49,7 @@ static uintptr_t make_secret(const void *p) {
 static bool layout(pk_pool *p, const pk_pool_config *c) {
     bool hooks = c->construct || c->destruct;
     size_t slot;
+    if (c->size > SIZE_MAX / 2) return false; /* before the sums below can wrap */
     if (p->debug) {
         p->redzone = DEBUG_REDZONE;
         p->link_off = align_up(c->size + DEBUG_REDZONE, sizeof(uintptr_t));
@@ -153,10 +155,21 @@ uint64_t pool_purge_poll(void) {
 }
 
 /* Pool records of destroyed pools, kept for the next create (bounded), so
- * that a pool per request or per tree costs no system call. */
+ * that a pool per request or per tree costs no system call. A spare record
+ * keeps its first two words (the table offset, TC_NO_KEY) and is marked
+ * POOL_DEAD, so a stale pointer's inline calls reach the slow paths, which
+ * report it (pool_check_live) until the record is reused: spares are linked
+ * through next, never through the words the inline paths read. */
 static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 static pk_pool *spare_records;
 static size_t spare_count;
+
+/* Debug pools' records are held back from reuse (a FIFO, like ASan's
+ * quarantine of freed memory) for the next QUARANTINE_RECORDS debug pools
+ * destroyed, so that a debug pool used after its destroy is reported rather
+ * than served by whichever pool got its record. Under spare_lock. */
+static pk_pool *quarantine[QUARANTINE_RECORDS];
+static size_t quarantine_next;
 
 static size_t record_bytes(void) { return align_up(sizeof(pk_pool), os_page_size()); }
 
@@ -164,7 +177,7 @@ static pk_pool *record_get(void) {
     pthread_mutex_lock(&spare_lock);
     pk_pool *p = spare_records;
     if (p) {
-        spare_records = *(pk_pool **)p;
+        spare_records = p->next;
         spare_count--;
     }
     pthread_mutex_unlock(&spare_lock);
@@ -177,12 +190,36 @@ static void record_put(pk_pool *p) {
     pthread_mutex_lock(&spare_lock);
     bool keep = !TRACK_ENABLED && spare_count < SPARE_RECORDS_MAX;
     if (keep) {
-        *(pk_pool **)p = spare_records;
+        p->next = spare_records;
         spare_records = p;
         spare_count++;
     }
     pthread_mutex_unlock(&spare_lock);
     if (!keep) os_unmap(p, record_bytes());
+}
+
+/* A destroyed pool's record: a debug pool's waits in the quarantine and
+ * pushes out the oldest there; the others go straight to the spares. */
+static void record_retire(pk_pool *p) {
+    if (p->debug) {
+        pthread_mutex_lock(&spare_lock);
+        pk_pool *oldest = quarantine[quarantine_next];
+        quarantine[quarantine_next] = p;
+        quarantine_next = (quarantine_next + 1) % QUARANTINE_RECORDS;
+        pthread_mutex_unlock(&spare_lock);
+        if (!oldest) return;
+        p = oldest;
+    }
+    record_put(p);
+}
+
+void pool_report_dead(const pk_pool *p, const char *call, const void *obj) {
+    char given[48] = "";
+    if (obj) snprintf(given, sizeof given, " given %p", obj);
+    error_report(PK_FATAL, "pool used after destroy", p->dead_name, p,
+                 "%s%s on pool '%s' (%p), which was destroyed", call, given, p->dead_name,
+                 (const void *)p);
+    abort(); /* error_report never returns from a fatal report */
 }
 
 void pools_fork_lock_list(void) { pthread_mutex_lock(&pools_lock); }
@@ -206,7 +243,7 @@ size_t pk_pool_release_cache(void) {
     spare_count = 0;
     pthread_mutex_unlock(&spare_lock);
     while (p) {
-        pk_pool *next = *(pk_pool **)p;
+        pk_pool *next = p->next;
         os_unmap(p, record_bytes());
         p = next;
     }
@@ -249,6 +286,7 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     }
     pthread_mutex_init(&p->lock, NULL);
     choose_path(p);
+    p->state = POOL_LIVE;
     pools_add(p);
     if (c->reserve && pk_pool_reserve(p, c->reserve) < c->reserve) {
         pk_pool_destroy(p);
@@ -311,6 +349,7 @@ static void report_leaks(pk_pool *p, size_t live) {
 
 void pk_pool_destroy(pk_pool *p) {
     if (!p) return;
+    pool_check_live(p, "pk_pool_destroy", NULL);
     pools_remove(p); /* first: no purge sweep can reach the pool after this */
     tcache_registry_lock();
     pool_lock(p);
@@ -334,12 +373,17 @@ void pk_pool_destroy(pk_pool *p) {
     central_free_all(p);
     pool_unlock(p);
     pthread_mutex_destroy(&p->lock);
-    record_put(p);
+    /* Dead from here on: with no cache key (tcache_detach), the inline
+     * paths go slow and the slow paths to the direct ones, which check. */
+    snprintf(p->dead_name, sizeof p->dead_name, "%s", pool_name(p));
+    p->state = POOL_DEAD;
+    record_retire(p);
 }
 
 /* ---- The slow paths behind pk_pool_alloc and pk_pool_free. ---- */
 
 static void *direct_alloc(pk_pool *p, uint64_t now) {
+    pool_check_live(p, "pk_pool_alloc", NULL);
     void *obj = NULL;
     pool_lock(p);
     if (p->limit && p->out >= p->limit) errno = ENOMEM;
@@ -353,6 +397,7 @@ static void *direct_alloc(pk_pool *p, uint64_t now) {
 }
 
 static void direct_free(pk_pool *p, void *obj, uint64_t now) {
+    pool_check_live(p, "pk_pool_free", obj);
     if (unlikely(!obj))
         error_report(PK_FATAL, "null pointer", p->name, obj, "NULL given to pool '%s'", pool_name(p));
     track_takeback(p, obj);
@@ -368,10 +413,7 @@ static void direct_free(pk_pool *p, void *obj, uint64_t now) {
  * pool, or the list was overwritten. */
 static PK_NOINLINE char *check_link(pk_pool *p, void *obj, char *n) {
     if (slab_owner(n) == p) return n;
-    error_report(PK_FATAL, "corrupted free list", p->name, obj,
-                 "the free object %p of pool '%s' links to %p, which is not one of its objects",
-                 obj, pool_name(p), (void *)n);
-    return NULL;
+    report_corrupted_link(p, obj, n, "not one of its objects");
 }
 
 static inline char *checked_next(pk_pool *p, void *obj) {
@@ -556,6 +598,7 @@ void pk__pool_free_slow(pk_pool *p, void *obj) {
 /* ---- Bulk calls: the cache first, then the pool's lock at most once. ---- */
 
 size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
+    pool_check_live(p, "pk_pool_alloc_bulk", NULL);
     if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
     size_t i = 0;
     uint64_t now = pool_purge_poll();
@@ -585,6 +628,7 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
 }
 
 void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
+    pool_check_live(p, "pk_pool_free_bulk", n ? objs[0] : NULL);
     if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
     size_t i = 0;
     uint64_t now = pool_purge_poll();
@@ -614,6 +658,7 @@ void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
 /* ---- Whole-pool calls. ---- */
 
 size_t pk_pool_reserve(pk_pool *p, size_t n) {
+    pool_check_live(p, "pk_pool_reserve", NULL);
     pool_lock(p);
     size_t ready = central_reserve(p, n);
     pool_unlock(p);
@@ -621,6 +666,7 @@ size_t pk_pool_reserve(pk_pool *p, size_t n) {
 }
 
 size_t pk_pool_trim(pk_pool *p) {
+    pool_check_live(p, "pk_pool_trim", NULL);
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     pool_lock(p);
     size_t before = p->bytes_reserved;
@@ -645,6 +691,7 @@ static size_t resident_bytes(const pk_pool *p) {
 }
 
 void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
+    pool_check_live(p, "pk_pool_stats_get", NULL);
     tcache_registry_lock();
     pool_lock(p);
     size_t cached = tcache_cached(p);
@@ -686,6 +733,7 @@ static void each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
 }
 
 void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
+    pool_check_live(p, "pk_pool_visit", NULL);
     tcache_registry_lock();
     pool_lock(p);
     tcache_drain_all(p);

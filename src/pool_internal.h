@@ -107,7 +107,15 @@ struct pk_pool {
     size_t key;       /* index of the pool's cache in every thread's table */
     size_t batch;     /* objects per exchange between cache and pool; a thread caches two */
     uint64_t rng;     /* hardened pools: the order of fresh slots (under lock) */
-    struct pk_pool *prev, *next; /* the list of live pools, under the pool list's lock */
+    struct pk_pool *prev, *next; /* the list of live pools, under the pool list's lock;
+                                    next links spare records too (pool.c) */
+    /* POOL_LIVE from a successful create to destroy, then POOL_DEAD: the
+     * record stays mapped (spare, or held back for debug pools: pool.c), so
+     * the slow paths and whole-pool calls catch a pool used after its
+     * destroy until the record is reused. dead_name is the name copied at
+     * destroy, for that report: the caller's string may be gone by then. */
+    uint32_t state;
+    char dead_name[48];
 
     pthread_mutex_t lock;
 #ifndef NDEBUG
@@ -183,6 +191,20 @@ static inline void link_store(const pk_pool *p, void *obj, uintptr_t v) {
     track_close(l, sizeof *l);
 }
 
+#define POOL_LIVE 0x4c495645u /* "LIVE" */
+#define POOL_DEAD 0x44454144u /* "DEAD" */
+
+/* Reports a call on a destroyed pool (pool.c); call names it, obj is the
+ * pointer it was given or NULL. */
+PK_COLD __attribute__((noreturn)) void pool_report_dead(const pk_pool *p, const char *call,
+                                                        const void *obj);
+/* Every call that may reach a destroyed pool's record checks it first: one
+ * compare, never on the inline fast paths (a destroyed pool's tc_key is
+ * TC_NO_KEY, so they send every call here). */
+static inline void pool_check_live(const pk_pool *p, const char *call, const void *obj) {
+    if (unlikely(p->state == POOL_DEAD)) pool_report_dead(p, call, obj);
+}
+
 /* The user's view of an object starts or ends here (tool builds). */
 static inline void track_handout(const pk_pool *p, void *obj) {
     track_alloc(obj, p->size, p->zero || p->construct || p->destruct);
@@ -223,6 +245,11 @@ void central_free_all(pk_pool *p);
 void central_check_free(pk_pool *p, void *obj);
 /* Debug pools: the whole check of a pointer given to free. */
 void central_debug_check_free(pk_pool *p, void *obj);
+/* Hardened pools: the free object holder links to link, which is `why` (not
+ * one of the pool's objects...); reported as a corrupted free list, with
+ * its likely cause. */
+PK_COLD __attribute__((noreturn)) void report_corrupted_link(const pk_pool *p, const void *holder,
+                                                             const void *link, const char *why);
 
 /* ---- pool.c ---- */
 

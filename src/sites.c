@@ -56,24 +56,36 @@ static size_t format_frame(char *buf, size_t n, void *pc) {
     return w < 0 ? 0 : (size_t)w < n ? (size_t)w : n ? n - 1 : 0;
 }
 
+/* Appends "label f1 <- f2 <- ..." (with "; " before it unless first) at
+ * buf + used, if frames were captured; returns the new length. */
+static size_t format_site(char *buf, size_t n, size_t used, const char *label, void *const *f) {
+    size_t k = sites_frames();
+    if (!k || !f[0]) return used;
+    int w = snprintf(buf + used, n - used, "%s%s ", used ? "; " : "", label);
+    if (w < 0 || (size_t)w >= n - used) return used;
+    used += (size_t)w;
+    for (size_t i = 0; i < k && f[i] && used + 1 < n; i++) {
+        if (i) {
+            w = snprintf(buf + used, n - used, " <- ");
+            if (w < 0 || (size_t)w >= n - used) break;
+            used += (size_t)w;
+        }
+        used += format_frame(buf + used, n - used, f[i]);
+    }
+    return used;
+}
+
 char *sites_format(char *buf, size_t n, void *const *record) {
     static const char *const label[SITE_KINDS] = {"allocated at", "freed at"};
-    size_t k = sites_frames(), used = 0;
+    size_t used = 0;
     if (n) buf[0] = '\0';
-    for (int kind = 0; record && kind < SITE_KINDS; kind++) {
-        void *const *f = record + (size_t)kind * k;
-        if (!k || !f[0]) continue;
-        int w = snprintf(buf + used, n - used, "%s%s ", used ? "; " : "", label[kind]);
-        if (w < 0 || (size_t)w >= n - used) break;
-        used += (size_t)w;
-        for (size_t i = 0; i < k && f[i] && used + 1 < n; i++) {
-            if (i) {
-                w = snprintf(buf + used, n - used, " <- ");
-                if (w < 0 || (size_t)w >= n - used) break;
-                used += (size_t)w;
-            }
-            used += format_frame(buf + used, n - used, f[i]);
-        }
-    }
+    for (int kind = 0; n && record && kind < SITE_KINDS; kind++)
+        used = format_site(buf, n, used, label[kind], record + (size_t)kind * sites_frames());
+    return buf;
+}
+
+char *sites_append_capture(char *buf, size_t n, const char *label) {
+    size_t used = strlen(buf);
+    if (used + 1 < n) format_site(buf, n, used, label, capture);
     return buf;
 }

@@ -47,4 +47,9 @@ void sites_keep(void **record, int kind);
  * where the symbol is exported, else module+offset. Returns buf. */
 char *sites_format(char *buf, size_t n, void *const *record);
 
+/* Appends "; <label> f1 <- f2 <- ..." for the calling thread's capture (the
+ * entry point in progress: the call that faulted) to the text in buf.
+ * Returns buf. */
+char *sites_append_capture(char *buf, size_t n, const char *label);
+
 #endif

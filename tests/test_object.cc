@@ -429,4 +429,167 @@ TEST(Object, OutOfMemoryGivesNullAndEnomem) {
     pk_release(o);
 }
 
+// ---- pointers that are not objects ------------------------------------------
+
+// Death tests in debug mode run in a child started afresh (the threadsafe
+// style), where stack and heap addresses differ from the parent's: the child
+// names the pointer it expects a report about in g_expected, and this
+// handler prints the report's fields with that pointer written as OBJ.
+const void *g_expected = nullptr;
+
+std::string with_obj(std::string text) {
+    std::string x = pktest::ptr_str(g_expected);
+    for (size_t at; (at = text.find(x)) != std::string::npos;) text.replace(at, x.size(), "OBJ");
+    return text;
+}
+
+void print_fields_naming_obj(const pk_error *e, void *) {
+    std::string line = std::string("HANDLER severity=") + (e->severity == PK_FATAL ? "FATAL" : "WARNING") +
+                       " what=" + (e->what ? e->what : "(null)") + " pool=" + (e->pool ? e->pool : "(null)") +
+                       " ptr=" + with_obj(pktest::ptr_str(e->ptr)) + "\nMESSAGE " +
+                       with_obj(e->message ? e->message : "(null)") + "\n";
+    if (write(STDERR_FILENO, line.data(), line.size()) < 0) { /* nothing to do */
+    }
+}
+
+// The report every foreign-pointer test expects: what, no pool or class
+// (there is none), the pointer, and the call.
+std::string foreign_report(const char *call) {
+    return std::string("HANDLER severity=FATAL what=foreign pointer pool=\\(null\\) ptr=OBJ\n"
+                       "MESSAGE poolkit: foreign pointer: ") + call + "[^\n]*OBJ";
+}
+
+#define EXPECT_REPORT_ON(object, statements, regex)                   \
+    EXPECT_DEATH(                                                     \
+        {                                                             \
+            g_expected = (object);                                    \
+            pk_set_error_handler(print_fields_naming_obj, nullptr);   \
+            statements;                                               \
+        },                                                            \
+        regex)
+
+// In any mode: a count of zero in memory no object pool holds is not an
+// over-release of some class but a pointer that was never an object.
+TEST(ObjectDeathTest, ReleaseOfAStackBufferIsAForeignPointer) {
+    alignas(16) uintptr_t buf[4] = {0, 0, 0, 0};
+    void *obj = &buf[2];
+    EXPECT_REPORT_ON(obj, pk_release(obj), foreign_report("pk_release"));
+}
+
+// Debug mode, switched by POOLKIT_DEBUG=1 (read once, by the child that
+// the threadsafe style starts afresh; the parent calls no poolkit function
+// while it is set): every pointer given to pk_retain, pk_release or
+// pk_autorelease is checked against the address map before its header is
+// read or written.
+class ObjectDebugDeathTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        GTEST_FLAG_SET(death_test_style, "threadsafe");
+        setenv("POOLKIT_DEBUG", "1", 1);
+    }
+    void TearDown() override {
+        if (!debug_mode_at_start_) unsetenv("POOLKIT_DEBUG");
+    }
+    bool debug_mode_at_start_ = debug_mode();
+};
+
+// A malloc block whose second word looks like a live count: decremented in
+// silence without the check. (Real objects come and go first: they pass,
+// and the calls after the switch was read check as well.)
+TEST_F(ObjectDebugDeathTest, ReleaseOfAMallocBlockIsAForeignPointer) {
+    uintptr_t *m = static_cast<uintptr_t *>(std::malloc(64));
+    m[0] = reinterpret_cast<uintptr_t>(&kPair);
+    m[1] = 5;
+    EXPECT_REPORT_ON(m + 2,
+                     {
+                         void *o = pk_new(&kPair);
+                         pk_retain(o);
+                         pk_release(o);
+                         pk_release(o);
+                         pk_release(m + 2);
+                         std::fprintf(stderr, "no report; the count is now %lu\n",
+                                      static_cast<unsigned long>(m[1]));
+                     },
+                     foreign_report("pk_release"));
+    std::free(m);
+}
+
+// A stack buffer that looks like the only reference to a Pair: without the
+// check it would be disposed of (dead mark written, memory given to a pool).
+TEST_F(ObjectDebugDeathTest, ReleaseOfAStackBufferThatLooksAliveIsReportedBeforeAnyWrite) {
+    alignas(16) uintptr_t buf[4] = {reinterpret_cast<uintptr_t>(&kPair), 1, 0, 0};
+    EXPECT_REPORT_ON(&buf[2], pk_release(&buf[2]), foreign_report("pk_release"));
+}
+
+TEST_F(ObjectDebugDeathTest, RetainOfAForeignPointerIsReported) {
+    alignas(16) uintptr_t buf[4] = {reinterpret_cast<uintptr_t>(&kPair), 1, 0, 0};
+    EXPECT_REPORT_ON(&buf[2],
+                     {
+                         pk_release(pk_retain(pk_new(&kPair)));
+                         pk_retain(&buf[2]);
+                     },
+                     foreign_report("pk_retain"));
+}
+
+TEST_F(ObjectDebugDeathTest, AutoreleaseOfAForeignPointerIsReported) {
+    alignas(16) uintptr_t buf[4] = {reinterpret_cast<uintptr_t>(&kPair), 1, 0, 0};
+    EXPECT_REPORT_ON(&buf[2],
+                     {
+                         pk_autorelease_pool pool = pk_autorelease_push();
+                         pk_autorelease(&buf[2]);
+                         pk_autorelease_pop(pool);
+                     },
+                     foreign_report("pk_autorelease"));
+}
+
+// An object of a pool the program made itself is memory of that pool, not an
+// object of pk_new: the report names the pool.
+// (The pool is made in the child: the parent must not read POOLKIT_DEBUG.)
+TEST_F(ObjectDebugDeathTest, ReleaseOfAnotherPoolsObjectIsAForeignPointerNamingThePool) {
+    EXPECT_DEATH(
+        {
+            pktest::PoolPtr p = pktest::make_pool(64, 16, 0, "mine");
+            uintptr_t *m = static_cast<uintptr_t *>(pk_pool_alloc(p.get()));
+            m[0] = reinterpret_cast<uintptr_t>(&kPair);
+            m[1] = 1;
+            g_expected = m + 2;
+            pk_set_error_handler(print_fields_naming_obj, nullptr);
+            pk_release(m + 2);
+        },
+        foreign_report("pk_release") + " is an object of pool 'mine'");
+}
+
+// Objects too large for the pools come from the C heap; debug mode records
+// them while they live, so they pass the check.
+TEST_F(ObjectDebugDeathTest, ObjectsTooLargeForThePoolsAreNotForeign) {
+    static const pk_class huge = {"Huge", 200000, nullptr};
+    EXPECT_EXIT(
+        {
+            std::vector<void *> objs;
+            for (int i = 0; i < 100; i++) objs.push_back(pk_new(&huge));
+            for (void *o : objs) pk_retain(o);
+            pk_autorelease_pool pool = pk_autorelease_push();
+            for (void *o : objs) pk_autorelease(o);
+            pk_autorelease_pop(pool);
+            for (void *o : objs) pk_release(o);
+            std::exit(0);
+        },
+        ::testing::ExitedWithCode(0), "");
+}
+
+// A large object released twice: its memory went back to the C heap, so it
+// is no longer recorded, and the report says so.
+TEST_F(ObjectDebugDeathTest, LargeObjectReleasedTwiceIsReported) {
+    static const pk_class huge = {"Huge", 200000, nullptr};
+    EXPECT_DEATH(
+        {
+            void *o = pk_new(&huge);
+            g_expected = o;
+            pk_set_error_handler(print_fields_naming_obj, nullptr);
+            pk_release(o);
+            pk_release(o);
+        },
+        foreign_report("pk_release") + "[^\n]*no live object too large for the pools");
+}
+
 }  // namespace

@@ -10,6 +10,10 @@
 #include <csignal>
 #include <set>
 
+#if PKTEST_ASAN
+#  include <sanitizer/asan_interface.h>
+#endif
+
 using namespace pktest;
 
 /* ======================================================================
@@ -176,4 +180,327 @@ TEST(PoolSlowPathDeathTest, HookPoolDetectsAnotherPoolsObject) {
         },
         "HANDLER severity=FATAL what=[a-z -]+ pool=hooked ptr=" + ptr_str(o));
     pk_pool_free(q.get(), o);
+}
+
+/* ======================================================================
+ * A pool used after pk_pool_destroy
+ * ==================================================================== */
+
+namespace {
+/* A pool made and destroyed at once (with n objects left live, reported as
+ * a leak and silenced here): the pointer is all the test keeps. */
+pk_pool *destroyed_pool(unsigned flags, const char *name, void **live = nullptr) {
+    pk_pool_config c = make_config(64, 0, flags, name);
+    pk_pool *p = pk_pool_create(&c);
+    EXPECT_NE(p, nullptr);
+    if (live) *live = pk_pool_alloc(p);
+    ErrorCapture quiet; /* the live object's leak report */
+    pk_pool_destroy(p);
+    return p;
+}
+
+std::string after_destroy(const std::string &call, const char *pool, const void *p) {
+    return fatal_line("pool used after destroy", pool, p) + "\nMESSAGE poolkit: pool used after destroy: " +
+           call + "[^\n]* on pool '" + pool + "' \\(" + ptr_str(p) + "\\)";
+}
+}  // namespace
+
+TEST(PoolAfterDestroyDeathTest, AllocFromADestroyedDebugPoolIsReported) {
+    pk_pool *p = destroyed_pool(PK_POOL_DEBUG, "gone");
+    PKTEST_EXPECT_REPORT(
+        {
+            void *o = pk_pool_alloc(p);
+            std::fprintf(stderr, "a destroyed pool handed out %p\n", o);
+        },
+        after_destroy("pk_pool_alloc", "gone", p));
+}
+
+TEST(PoolAfterDestroyDeathTest, FreeIntoADestroyedDebugPoolIsReportedNamingTheObject) {
+    void *o = nullptr;
+    pk_pool *p = destroyed_pool(PK_POOL_DEBUG, "gone", &o);
+    PKTEST_EXPECT_REPORT(
+        {
+            pk_pool_free(p, o);
+            std::fprintf(stderr, "no report\n");
+        },
+        after_destroy("pk_pool_free given " + ptr_str(o), "gone", p));
+}
+
+TEST(PoolAfterDestroyDeathTest, SecondDestroyOfADebugPoolIsReported) {
+    pk_pool *p = destroyed_pool(PK_POOL_DEBUG, "gone");
+    PKTEST_EXPECT_REPORT(
+        {
+            pk_pool_destroy(p);
+            std::fprintf(stderr, "no report\n");
+        },
+        after_destroy("pk_pool_destroy", "gone", p));
+}
+
+/* The whole-pool calls check too. */
+TEST(PoolAfterDestroyDeathTest, BulkAndWholePoolCallsOnADestroyedDebugPoolAreReported) {
+    pk_pool *p = destroyed_pool(PK_POOL_DEBUG, "gone");
+    void *objs[4];
+    PKTEST_EXPECT_REPORT((void)pk_pool_alloc_bulk(p, objs, 4), after_destroy("pk_pool_alloc_bulk", "gone", p));
+    PKTEST_EXPECT_REPORT((void)pk_pool_reserve(p, 10), after_destroy("pk_pool_reserve", "gone", p));
+    PKTEST_EXPECT_REPORT((void)pk_pool_trim(p), after_destroy("pk_pool_trim", "gone", p));
+    PKTEST_EXPECT_REPORT((void)stats_of(p), after_destroy("pk_pool_stats_get", "gone", p));
+}
+
+/* The name is copied at destroy: the caller's string may be gone by the
+ * time the stale pointer is used. */
+TEST(PoolAfterDestroyDeathTest, ReportNamesThePoolAfterItsNameStringIsGone) {
+    char *name = strdup("transient");
+    pk_pool *p = destroyed_pool(PK_POOL_DEBUG, name);
+    std::memset(name, 'x', std::strlen(name));
+    std::free(name);
+    PKTEST_EXPECT_REPORT((void)pk_pool_alloc(p), after_destroy("pk_pool_alloc", "transient", p));
+}
+
+/* A destroyed debug pool's record is held back from reuse: pools made and
+ * destroyed after it (more than the spare records kept) do not get it, so
+ * the stale pointer is still reported instead of serving a new pool. */
+TEST(PoolAfterDestroyDeathTest, DestroyedDebugPoolIsReportedAfterOtherPoolsComeAndGo) {
+    pk_pool *p = destroyed_pool(PK_POOL_DEBUG, "gone");
+    std::vector<pk_pool *> others;
+    for (int i = 0; i < 200; i++) {
+        pk_pool_config c = make_config(64, 0, i % 2 ? PK_POOL_DEBUG : 0, "other");
+        others.push_back(pk_pool_create(&c));
+    }
+    for (pk_pool *q : others) {
+        ASSERT_NE(q, p) << "a new pool got the destroyed debug pool's record";
+        pk_pool_destroy(q);
+    }
+    PKTEST_EXPECT_REPORT((void)pk_pool_alloc(p), after_destroy("pk_pool_alloc", "gone", p));
+}
+
+/* Default mode: a second destroy used to walk the dead record and report
+ * a leak of objects that never existed. Now the first report, and the only
+ * one, is the use after destroy (the record waits among the spares, which
+ * are emptied first so that it is kept, not unmapped). */
+TEST(PoolAfterDestroyDeathTest, SecondDestroyOfADefaultPoolReportsNoLeak) {
+    pk_pool_release_cache();
+    pk_pool_config c = make_config(64, 0, 0, "plain");
+    pk_pool *p = pk_pool_create(&c);
+    ASSERT_NE(p, nullptr);
+    std::vector<void *> objs = alloc_n(p, 10);
+    free_all(p, objs);
+    pk_pool_destroy(p);
+    PKTEST_EXPECT_REPORT(pk_pool_destroy(p), "^" + after_destroy("pk_pool_destroy", "plain", p));
+}
+
+TEST(PoolAfterDestroyDeathTest, AllocFromADestroyedDefaultPoolIsReportedUntilItsRecordIsReused) {
+    pk_pool_release_cache();
+    pk_pool *p = destroyed_pool(0, "plain");
+    PKTEST_EXPECT_REPORT(
+        {
+            void *o = pk_pool_alloc(p);
+            std::fprintf(stderr, "a destroyed pool handed out %p\n", o);
+        },
+        after_destroy("pk_pool_alloc", "plain", p));
+}
+
+/* ======================================================================
+ * Hardened pools: what a corrupted free list most likely is
+ * ==================================================================== */
+
+namespace {
+/* Whether a tool watches a hardened pool's free objects (valgrind, or a
+ * tool build that poisons them) and would report the writes below itself. */
+bool tool_watches_free_objects() {
+    if (running_under_valgrind()) return true;
+#if PKTEST_ASAN
+    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "probe");
+    void *o = pk_pool_alloc(p.get());
+    pk_pool_free(p.get(), o);
+    return __asan_region_is_poisoned(o, sizeof(void *)) != nullptr;
+#else
+    return false;
+#endif
+}
+
+std::string likely_cause(const char *pool, const void *obj) {
+    return "HANDLER severity=FATAL what=corrupted free list pool=" + std::string(pool) + " ptr=" + ptr_str(obj) +
+           "\nMESSAGE [^\n]*'" + pool + "'[^\n]*most likely a double free or a write after free of object " +
+           ptr_str(obj);
+}
+}  // namespace
+
+/* a freed twice with b between (so not caught as the head freed again):
+ * the list hands a out twice, and the first owner's write to it breaks the
+ * link the second hand-out follows. */
+TEST(PoolHardenedDeathTest, DoubleFreeIsReportedAsTheLikelyCauseNamingTheObject) {
+    if (tool_watches_free_objects()) GTEST_SKIP() << "writes to freed memory on purpose";
+    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hardpool");
+    void *keep = pk_pool_alloc(p.get());
+    void *a = pk_pool_alloc(p.get());
+    void *b = pk_pool_alloc(p.get());
+    PKTEST_EXPECT_REPORT(
+        {
+            pk_pool_free(p.get(), a);
+            pk_pool_free(p.get(), b);
+            pk_pool_free(p.get(), a);
+            std::memset(pk_pool_alloc(p.get()), 0x5a, 64);
+            for (int i = 0; i < 8; i++) (void)pk_pool_alloc(p.get());
+            std::fprintf(stderr, "no report\n");
+        },
+        likely_cause("hardpool", a));
+    pk_pool_free(p.get(), b);
+    pk_pool_free(p.get(), keep);
+}
+
+TEST(PoolHardenedDeathTest, WriteAfterFreeIsReportedAsTheLikelyCauseNamingTheObject) {
+    if (tool_watches_free_objects()) GTEST_SKIP() << "writes to freed memory on purpose";
+    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hardpool");
+    void *keep = pk_pool_alloc(p.get());
+    void *a = pk_pool_alloc(p.get());
+    PKTEST_EXPECT_REPORT(
+        {
+            pk_pool_free(p.get(), a);
+            std::memset(a, 0x5a, 8);
+            for (int i = 0; i < 8; i++) (void)pk_pool_alloc(p.get());
+            std::fprintf(stderr, "no report\n");
+        },
+        likely_cause("hardpool", a));
+    pk_pool_free(p.get(), keep);
+}
+
+/* The same in a slab's own free list (the caches trimmed home first). */
+TEST(PoolHardenedDeathTest, WriteAfterFreeInASlabListIsReportedAsTheLikelyCause) {
+    if (tool_watches_free_objects()) GTEST_SKIP() << "writes to freed memory on purpose";
+    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hardpool");
+    std::vector<void *> objs = alloc_n(p.get(), 8);
+    void *a = objs[3];
+    PKTEST_EXPECT_REPORT(
+        {
+            pk_pool_free(p.get(), a);
+            pk_pool_trim(p.get());
+            std::memset(a, 0x5a, 8);
+            for (int i = 0; i < 4000; i++) (void)pk_pool_alloc(p.get());
+            std::fprintf(stderr, "no report\n");
+        },
+        likely_cause("hardpool", a));
+    free_all(p.get(), objs);
+}
+
+/* ======================================================================
+ * Debug pools: the double free report names the free that faulted
+ * ==================================================================== */
+
+/* Exported and kept out of line (tests/CMakeLists.txt), so the report can
+ * name them. */
+extern "C" {
+__attribute__((noinline)) void *misuse_allocate_here(pk_pool *p) {
+    void *o = pk_pool_alloc(p);
+    __asm__ volatile("" : : "r"(o) : "memory");
+    return o;
+}
+__attribute__((noinline)) void misuse_free_here(pk_pool *p, void *o) {
+    pk_pool_free(p, o);
+    __asm__ volatile("" : : "r"(o) : "memory");
+}
+__attribute__((noinline)) void misuse_free_again_here(pk_pool *p, void *o) {
+    pk_pool_free(p, o);
+    __asm__ volatile("" : : "r"(o) : "memory");
+}
+}
+
+TEST(PoolDebugDeathTest, DoubleFreeNamesTheSecondFree) {
+    PoolPtr p = make_pool(48, 0, PK_POOL_DEBUG, "dbgpool");
+    void *o = misuse_allocate_here(p.get());
+    misuse_free_here(p.get(), o);
+    PKTEST_EXPECT_REPORT(misuse_free_again_here(p.get(), o),
+                         fatal_line("double free", "dbgpool", o) +
+                             "\nMESSAGE [^\n]*freed twice; allocated at misuse_allocate_here\\+0x[0-9a-f]+[^;]*; "
+                             "freed at misuse_free_here\\+0x[0-9a-f]+[^;]*; "
+                             "freed again at misuse_free_again_here\\+0x[0-9a-f]+");
+    (void)pk_pool_alloc(p.get()); /* o again: live, so destroy reports one leak */
+}
+
+/* ======================================================================
+ * Impossible sizes and reserves fail with errno, at once
+ * ==================================================================== */
+
+namespace {
+/* Pages poolkit asked the system for during f (fault.h's counter). */
+template <class F>
+unsigned long page_requests_during(F f) {
+    unsigned long before = pk_fault_requests();
+    f();
+    return pk_fault_requests() - before;
+}
+
+/* Creates a 64-byte pool with the given reserve; it must fail with ENOMEM
+ * having asked the system for no more pages than a pool with no reserve
+ * needs (the record), not slab after slab until the system gives out. */
+void expect_reserve_refused_at_once(size_t reserve) {
+    pk_pool_release_cache(); /* both creates map their record afresh */
+    unsigned long plain = page_requests_during([] {
+        pk_pool_config c = make_config(64, 0, 0, "reserved");
+        pk_pool_destroy(pk_pool_create(&c));
+    });
+    pk_pool_release_cache();
+    pk_pool *p = nullptr;
+    int err = 0;
+    unsigned long asked = page_requests_during([&] {
+        pk_pool_config c = make_config(64, 0, 0, "reserved");
+        c.reserve = reserve;
+        errno = 0;
+        p = pk_pool_create(&c);
+        err = errno;
+    });
+    EXPECT_EQ(p, nullptr) << "reserve " << reserve;
+    EXPECT_EQ(err, ENOMEM) << "reserve " << reserve;
+    EXPECT_LE(asked, plain) << "reserve " << reserve << ": pages were mapped for a reserve that cannot fit";
+    if (p) pk_pool_destroy(p);
+}
+
+size_t physical_bytes() {
+    long pages = sysconf(_SC_PHYS_PAGES);
+    return pages > 0 ? static_cast<size_t>(pages) * page_size() : SIZE_MAX;
+}
+}  // namespace
+
+TEST(PoolImpossibleRequest, ReserveOfSizeMaxFailsWithEnomem) { expect_reserve_refused_at_once(SIZE_MAX); }
+
+TEST(PoolImpossibleRequest, ReserveOfHalfSizeMaxFailsWithEnomem) { expect_reserve_refused_at_once(SIZE_MAX / 2); }
+
+TEST(PoolImpossibleRequest, ReserveOf2To46ObjectsFailsWithEnomem) {
+    expect_reserve_refused_at_once(static_cast<size_t>(1) << 46);
+}
+
+TEST(PoolImpossibleRequest, ReserveOverPhysicalMemoryFailsWithEnomem) {
+    expect_reserve_refused_at_once(physical_bytes() / 64 * 2);
+}
+
+/* pk_pool_reserve on a working pool: nothing mapped, errno ENOMEM, what was
+ * ready before still ready and the pool still serves. */
+TEST(PoolImpossibleRequest, ReserveCallOfSizeMaxLeavesThePoolWorking) {
+    PoolPtr p = make_pool(64, 0, 0, "reserved");
+    size_t ready = pk_pool_reserve(p.get(), 100);
+    ASSERT_GE(ready, 100u);
+    errno = 0;
+    size_t got = 0;
+    unsigned long asked = page_requests_during([&] { got = pk_pool_reserve(p.get(), SIZE_MAX); });
+    EXPECT_EQ(errno, ENOMEM);
+    EXPECT_EQ(got, ready);
+    EXPECT_EQ(asked, 0u);
+    void *o = pk_pool_alloc(p.get());
+    EXPECT_NE(o, nullptr);
+    pk_pool_free(p.get(), o);
+}
+
+/* Sizes near SIZE_MAX: a debug pool adds a redzone and a link word, a hook
+ * pool a link word; the sums must not wrap to a small slot. */
+TEST(PoolImpossibleRequest, NearlySizeMaxObjectsAreRefusedWithEinval) {
+    for (unsigned flags : {0u, static_cast<unsigned>(PK_POOL_DEBUG), static_cast<unsigned>(PK_POOL_HARDENED)}) {
+        for (size_t size : {SIZE_MAX, SIZE_MAX - 7, SIZE_MAX - 15, SIZE_MAX / 2 + 1}) {
+            pk_pool_config c = make_config(size, 0, flags, "huge");
+            c.destruct = [](void *, void *) {};
+            errno = 0;
+            pk_pool *p = pk_pool_create(&c);
+            EXPECT_EQ(p, nullptr) << "size " << size << " flags " << flags;
+            EXPECT_EQ(errno, EINVAL) << "size " << size << " flags " << flags;
+            if (p) pk_pool_destroy(p);
+        }
+    }
 }

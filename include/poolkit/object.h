@@ -28,6 +28,18 @@
  * object, a popped, stale or foreign token ("bad autorelease token") and a
  * pointer that cannot be an object ("foreign pointer") are reported through
  * the error handler (error.h) as PK_FATAL.
+ *
+ * Debug mode is POOLKIT_DEBUG=1 (read once; the same switch makes every pool
+ * a debug pool, the size classes' included). In it, every pointer given to
+ * pk_retain, pk_release or pk_autorelease is checked against poolkit's
+ * address map before its header is read or written: one that does not start
+ * an object of pk_new (a stack or malloc buffer, another pool's object, an
+ * interior pointer, an object larger than the pools take after its memory
+ * went back to the C heap) is a "foreign pointer" naming it. Without debug
+ * mode the check is not made (the calls' NULL test covers the switch): a
+ * foreign pointer whose count word reads as a live count is changed in
+ * silence; one that reads as no count is reported as a foreign pointer when
+ * no object pool holds it.
  */
 #ifndef POOLKIT_OBJECT_H
 #define POOLKIT_OBJECT_H

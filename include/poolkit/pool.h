@@ -75,14 +75,25 @@ typedef struct pk_pool_stats {
 /* Creates a pool. The config is copied; name must outlive the pool.
  * Returns NULL with errno EINVAL (size 0, align not a power of two or over
  * 4096, an unknown flag, PK_POOL_ZERO with a construct hook, too large a size) or ENOMEM
- * (the reserve could not be made ready). Thread-safe. */
+ * (the reserve could not be made ready; a reserve whose slabs would not fit
+ * in the machine's physical memory, SIZE_MAX say, fails at once, mapping
+ * nothing). Thread-safe. */
 PK_API pk_pool *pk_pool_create(const pk_pool_config *config);
 
 /* Destroys the pool and gives all its memory back, running destruct on every
  * constructed object. Live objects are reported through the error handler as
  * a PK_WARNING (their count; their addresses in debug mode), unless the pool
  * was made with PK_POOL_REGION (a pool per request or per tree, freed whole). May be called
- * from any thread, but no other thread may be using the pool. NULL is a no-op. */
+ * from any thread, but no other thread may be using the pool. NULL is a no-op.
+ * The pointer is dead afterwards. A call on it (alloc, free, the bulk calls,
+ * reserve, trim, stats, visit, destroy again) is reported as "pool used after
+ * destroy" (PK_FATAL), naming the pool, for as long as poolkit still holds
+ * the pool's record unused: a debug pool's record is held back from reuse
+ * until 1024 more debug pools have been destroyed; another pool's record
+ * waits among up to 64 spare records for the next pk_pool_create (none are
+ * kept in tool builds), and pk_pool_release_cache gives spares back to the
+ * system. Once the record is reused, the call acts on the pool that got it;
+ * once it is unmapped, the call faults. Never a leak report of a dead pool. */
 PK_API void pk_pool_destroy(pk_pool *pool);
 
 /* pk_pool_alloc and pk_pool_free are inline functions (defined at the end of
@@ -112,7 +123,9 @@ PK_API size_t pk_pool_alloc_bulk(pk_pool *pool, void **objs, size_t n);
 PK_API void pk_pool_free_bulk(pk_pool *pool, void **objs, size_t n);
 
 /* Makes memory ready so that n more allocations need no system call.
- * Returns how many objects are now ready; fewer than n sets errno ENOMEM. */
+ * Returns how many objects are now ready; fewer than n sets errno ENOMEM.
+ * An n whose slabs would not fit in the machine's physical memory maps
+ * nothing and returns at once. */
 PK_API size_t pk_pool_reserve(pk_pool *pool, size_t n);
 
 /* Gives back to the system every slab with no live object, after moving the
@@ -124,7 +137,8 @@ PK_API size_t pk_pool_trim(pk_pool *pool);
  * (at most 16 MiB process-wide), together with up to 64 pool records, so
  * that the next pool or arena needs no system call (a pool or an arena per
  * request or per tree). This gives all of it back to the system now and
- * returns the bytes released. Thread-safe. */
+ * returns the bytes released (not the records debug pools hold back: see
+ * pk_pool_destroy). Thread-safe. */
 PK_API size_t pk_pool_release_cache(void);
 
 /* Memory whose objects are all free (an empty slab, a spare arena chunk, the
