@@ -4,12 +4,15 @@
 #
 #   scripts/fuzz.sh [SECONDS] [BUILD_DIR]     (defaults: 60, build-fuzz)
 #
-# Builds the target with clang into BUILD_DIR, copies the seed corpus
-# (tests/fuzz/corpus/) into a fresh scratch corpus (BUILD_DIR/corpus), runs
-# for SECONDS and prints the executions and operations done (the target
-# counts the API operations it runs). Exits non-zero if the fuzzer found a
-# crash, a sanitizer report or a model mismatch; the input that did it is
-# left in BUILD_DIR/artifacts/ and the line to replay it is printed.
+# Builds the target with clang into BUILD_DIR, adds the committed corpus
+# (tests/fuzz/corpus/) to the working corpus (BUILD_DIR/corpus, kept from
+# run to run, so what earlier runs found is where the next starts), runs
+# for SECONDS and prints the seed of each run (FUZZ_ARGS=-seed=N repeats
+# it) and the executions and operations done (the target counts the API
+# operations it runs). Exits non-zero if the fuzzer found a crash, a
+# sanitizer report or a model mismatch; the input that did it is left in
+# BUILD_DIR/artifacts/ and the lines to replay it and to add it to the
+# committed corpus are printed (ctest replays that corpus: fuzz.corpus.*).
 #
 # Environment:
 #   CC           the compiler (default clang; needs libFuzzer: Debian's
@@ -43,7 +46,7 @@ mkdir -p "$build/obj" "$build/artifacts"
 build=$(cd "$build" && pwd)
 
 san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
-common=(-std=c11 -O1 -g -pthread "${san[@]}")
+common=(-std=c11 -D_GNU_SOURCE -O1 -g -pthread "${san[@]}") # _GNU_SOURCE: as CMake sets it
 lib_flags=(-fsanitize=fuzzer-no-link -fno-sanitize-coverage=trace-cmp -fvisibility=hidden)
 if [ "${FUZZ_HOOKS:-0}" = 1 ]; then lib_flags+=(-DPOOLKIT_ASAN); fi
 
@@ -71,8 +74,7 @@ for src in "$root"/src/*.c; do libobjs+=("$build/obj/$(basename "${src%.c}").o")
 "$CC" "${common[@]}" -fsanitize=fuzzer -Wall -Wextra -I"$root/include" \
     "$root/tests/fuzz/fuzz_api.c" "${libobjs[@]}" -o "$build/fuzz_api"
 
-# A fresh scratch corpus, seeded from the repository's.
-rm -rf "$build/corpus"
+# The working corpus: what earlier runs kept, plus the committed one.
 mkdir -p "$build/corpus"
 if [ -d "$root/tests/fuzz/corpus" ]; then
     find "$root/tests/fuzz/corpus" -maxdepth 1 -type f ! -name '*.md' \
@@ -109,12 +111,19 @@ fuzz_once() { # LABEL SECONDS [VAR=VALUE]
     runs=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\1/p' "$log" | tail -n 1)
     secs=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\2/p' "$log" | tail -n 1)
     ops=$(sed -n 's/^fuzz_api: \([0-9]*\) operations in \([0-9]*\) inputs.*/\1/p' "$log" | tail -n 1)
+    local seed
+    seed=$(sed -n 's/^INFO: Seed: \([0-9]*\).*/\1/p' "$log" | head -n 1)
+    echo "fuzz.sh: $label: seed ${seed:-unknown} (the same run again: FUZZ_ARGS=-seed=${seed:-N})"
     if [ "$rc" -ne 0 ]; then
         grep -E 'fuzz_api: |ERROR: |SUMMARY: |runtime error|Test unit written' "$log" |
             head -n 20 || true
         echo "fuzz.sh: the fuzzer ($label) stopped with status $rc after ${secs:-?}s; full log: $log"
         unit=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
-        if [ -n "$unit" ]; then echo "fuzz.sh: replay with: ${extra:+env $extra }$build/fuzz_api $unit"; fi
+        if [ -n "$unit" ]; then
+            echo "fuzz.sh: replay with: ${extra:+env $extra }$build/fuzz_api $unit"
+            echo "fuzz.sh: once fixed, keep it: cp $unit $root/tests/fuzz/corpus/<what-it-found>" \
+                "(tests/fuzz/corpus/README.md)"
+        fi
         exit "$rc"
     fi
     if [ -z "$runs" ] || [ -z "$ops" ]; then

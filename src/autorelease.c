@@ -129,6 +129,7 @@ static pk_pool *pages(void) {
     pk_pool *p = __atomic_load_n(&page_pool, __ATOMIC_ACQUIRE);
     if (likely(p != NULL)) return p;
     pthread_mutex_lock(&page_lock);
+    fork_test_point(HOOK_ARP_PAGES, &page_lock);
     p = page_pool;
     if (!p) {
         pk_pool_config c;

@@ -16,6 +16,7 @@ static void *handler_arg;
 
 void pk_set_error_handler(pk_error_handler h, void *arg) {
     pthread_mutex_lock(&handler_lock);
+    fork_test_point(HOOK_ERROR_HANDLER, &handler_lock);
     handler = h;
     handler_arg = arg;
     pthread_mutex_unlock(&handler_lock);

@@ -11,6 +11,9 @@
 
 #include <pthread.h>
 
+/* The test points' hook (internal.h): unset outside the white-box test. */
+void (*fork_test_hook)(hook_point point, void *lock);
+
 static void prepare(void) {
     object_fork_lock();      /* held around pk_pool_create of a class pool */
     arp_fork_lock();         /* held around pk_pool_create of the page pool */

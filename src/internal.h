@@ -151,4 +151,29 @@ void os_fork_unlock(void);
 void slab_fork_lock(void);
 void slab_fork_unlock(void);
 
+/* Test points: one critical section of each lock the fork handlers take.
+ * A white-box test (tests/test_fork_internal.cc) sets fork_test_hook to park a
+ * thread inside one while another thread forks, so a lock the handlers
+ * leave out deadlocks the child every time, not once in a while. `lock` is
+ * the mutex held there. Unset (always, outside that test), a point costs a
+ * load and a predicted branch on a path that takes a mutex anyway; never on
+ * a fast path. */
+typedef enum hook_point {
+    HOOK_CLASS_POOLS,   /* object.c class_lock: a class's pool being made */
+    HOOK_ARP_PAGES,     /* autorelease.c page_lock: the page pool being made */
+    HOOK_POOL_LIST,     /* pool.c pools_lock: a pool joining the list */
+    HOOK_REGISTRY,      /* tcache.c registry: a pool taking a cache key */
+    HOOK_POOL,          /* a pool's own lock: pk_pool_trim */
+    HOOK_POOL_RECORDS,  /* pool.c spare_lock: a pool record being taken */
+    HOOK_RETAINED,      /* retain.c retain_lock: retained memory looked up */
+    HOOK_ADDRESS_MAP,   /* slab.c map_lock: a slab being recorded */
+    HOOK_ERROR_HANDLER, /* error.c handler_lock: the handler being set */
+    HOOK_POINTS
+} hook_point;
+extern void (*fork_test_hook)(hook_point point, void *lock);
+static inline void fork_test_point(hook_point point, void *lock) {
+    void (*h)(hook_point, void *) = __atomic_load_n(&fork_test_hook, __ATOMIC_ACQUIRE);
+    if (unlikely(h != NULL)) h(point, lock);
+}
+
 #endif

@@ -114,6 +114,7 @@ static PK_NOINLINE pk_pool *class_pool_get(size_t ci) {
     pk_pool *p = __atomic_load_n(&class_pools[ci], __ATOMIC_ACQUIRE);
     if (p) return p;
     pthread_mutex_lock(&class_lock);
+    fork_test_point(HOOK_CLASS_POOLS, &class_lock);
     p = class_pools[ci];
     if (!p) {
         snprintf(class_names[ci], sizeof class_names[ci], "pk_new %zu", class_slot(ci));

@@ -107,6 +107,7 @@ static pk_pool *pools;
 
 static void pools_add(pk_pool *p) {
     pthread_mutex_lock(&pools_lock);
+    fork_test_point(HOOK_POOL_LIST, &pools_lock);
     p->prev = NULL;
     p->next = pools;
     if (pools) pools->prev = p;
@@ -175,6 +176,7 @@ static size_t record_bytes(void) { return align_up(sizeof(pk_pool), os_page_size
 
 static pk_pool *record_get(void) {
     pthread_mutex_lock(&spare_lock);
+    fork_test_point(HOOK_POOL_RECORDS, &spare_lock);
     pk_pool *p = spare_records;
     if (p) {
         spare_records = p->next;
@@ -669,6 +671,7 @@ size_t pk_pool_trim(pk_pool *p) {
     pool_check_live(p, "pk_pool_trim", NULL);
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     pool_lock(p);
+    fork_test_point(HOOK_POOL, &p->lock);
     size_t before = p->bytes_reserved;
     if (c) tcache_return(p, c); /* set up again on the thread's next slow path */
     central_depot_drain(p);

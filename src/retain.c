@@ -28,6 +28,7 @@ static uint64_t oldest;
 
 void *os_map_reuse(size_t size, size_t align) {
     pthread_mutex_lock(&retain_lock);
+    fork_test_point(HOOK_RETAINED, &retain_lock);
     retained **link = &head, *r;
     while ((r = *link) && (r->size != size || r->align != align)) link = &r->next;
     if (r) {

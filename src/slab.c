@@ -32,6 +32,7 @@ static void entry_store(map_entry *e, const map_entry *v) {
 static bool map_set(uintptr_t start, uintptr_t end, const map_entry *value) {
     bool ok = true;
     pthread_mutex_lock(&map_lock);
+    fork_test_point(HOOK_ADDRESS_MAP, &map_lock);
     for (uintptr_t g = start >> GRANULE_SHIFT; g <= (end - 1) >> GRANULE_SHIFT; g++) {
         size_t i1 = (size_t)(g >> MAP_L2_BITS), i2 = (size_t)(g & ((1u << MAP_L2_BITS) - 1));
         map_entry *leaf = __atomic_load_n(&map_l1[i1], __ATOMIC_ACQUIRE);

@@ -95,6 +95,7 @@ static void table_stock(void) {
 bool tcache_attach(pk_pool *p) {
     bool ok = true;
     pthread_mutex_lock(&registry);
+    fork_test_point(HOOK_REGISTRY, &registry);
     rec_stock(); /* so the next thread to use a pool need not map a page */
     table_stock();
     if (free_count) p->key = free_keys[--free_count];

@@ -18,10 +18,12 @@
  *   a malformed value is reported once on stderr and the default is used.
  *
  * Settings and resident-size checks run in a fresh copy of this program
- * (child.h), so the delay each one sets leaks into no other test. Resident
- * size and fault counts are the tool's own under valgrind and ASan (and
- * resident size under ThreadSanitizer), so those checks are skipped there,
- * as test_pool.cc does. */
+ * (child.h), so the delay each one sets leaks into no other test. Fault
+ * counts are the tool's own under valgrind and ASan, so PoolPhases skips
+ * there. The IdleMemory checks run under every tool: valgrind follows no
+ * exec, so the fresh copy runs natively, and ASan and ThreadSanitizer give
+ * the shadow of unmapped memory back with it, so resident size falls as
+ * natively. */
 #include "child.h"
 
 #include <sys/resource.h>
@@ -348,47 +350,31 @@ TEST(PoolPhases, RepeatingAPhaseWithRandomFreesFaultsNoMemoryBackIn) {
  * IdleMemory: given back without a trim
  * ==================================================================== */
 
-namespace {
-
-/* Valgrind and ASan: resident size is the tool's (test_pool.cc skips
- * likewise). ThreadSanitizer keeps shadow memory several times the size of
- * the objects, which a purge by madvise does not give back. */
-bool resident_size_is_the_tools() { return running_under_valgrind() || PKTEST_ASAN || PKTEST_TSAN; }
-
-}  // namespace
-
 TEST(IdleMemory, GoesBackWithinTheDelayWhileAnotherPoolIsUsed) {
-    if (resident_size_is_the_tools()) GTEST_SKIP() << "resident size is the tool's here";
     EXPECT_CHILD_PASSES("IdleReturnWhileAnotherPoolIsUsed", {{"POOLKIT_PURGE_DELAY_MS", "50"}});
 }
 
 TEST(IdleMemory, GoesBackWithinTheDelayWhileTheSamePoolGetsBulkCalls) {
-    if (resident_size_is_the_tools()) GTEST_SKIP() << "resident size is the tool's here";
     EXPECT_CHILD_PASSES("IdleReturnWhileTheSamePoolGetsBulkCalls", {{"POOLKIT_PURGE_DELAY_MS", "50"}});
 }
 
 TEST(IdleMemory, OfADestroyedPoolGoesBackWithinTheDelay) {
-    if (resident_size_is_the_tools()) GTEST_SKIP() << "resident size is the tool's here";
     EXPECT_CHILD_PASSES("IdleReturnOfADestroyedPool", {{"POOLKIT_PURGE_DELAY_MS", "50"}});
 }
 
 TEST(IdleMemory, GoesBackAtOnceWithDelayZero) {
-    if (resident_size_is_the_tools()) GTEST_SKIP() << "resident size is the tool's here";
     EXPECT_CHILD_PASSES("IdleReturnAtOnceWithDelayZero", {{"POOLKIT_PURGE_DELAY_MS", "0"}});
 }
 
 TEST(IdleMemory, StaysForALongDelayButTrimReturnsItAtOnce) {
-    if (resident_size_is_the_tools()) GTEST_SKIP() << "resident size is the tool's here";
     EXPECT_CHILD_PASSES("LongDelayKeepsMemoryButTrimReturnsIt", {{"POOLKIT_PURGE_DELAY_MS", "60000"}});
 }
 
 TEST(IdleMemory, ShortDelaySetByTheCallIsHonoured) {
-    if (resident_size_is_the_tools()) GTEST_SKIP() << "resident size is the tool's here";
     EXPECT_CHILD_PASSES("CallSetsAShortDelay", {{"POOLKIT_PURGE_DELAY_MS", nullptr}});
 }
 
 TEST(IdleMemory, LongDelaySetByTheCallIsHonoured) {
-    if (resident_size_is_the_tools()) GTEST_SKIP() << "resident size is the tool's here";
     EXPECT_CHILD_PASSES("CallSetsALongDelay", {{"POOLKIT_PURGE_DELAY_MS", nullptr}});
 }
 

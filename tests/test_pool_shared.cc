@@ -5,6 +5,8 @@
 #define PK_NO_INLINE 1
 #include "support.h"
 
+#include <dlfcn.h>
+
 #include <set>
 
 using namespace pktest;
@@ -13,12 +15,34 @@ using namespace pktest;
 #  error "PK_NO_INLINE must leave the inline fast paths out"
 #endif
 
-TEST(PoolShared, AllocAndFreeAreExportedFunctions) {
-    /* taking their addresses needs real definitions to link against */
+namespace {
+
+/* The file name of the object (program or shared library) that holds addr. */
+std::string object_of(const void *addr) {
+    Dl_info info;
+    if (!dladdr(addr, &info) || !info.dli_fname) return "(no object)";
+    return info.dli_fname;
+}
+
+bool is_libpoolkit_so(const std::string &path) {
+    std::string base = path.substr(path.rfind('/') + 1);
+    return base.rfind("libpoolkit.so", 0) == 0;
+}
+
+}  // namespace
+
+/* The calls land in libpoolkit.so, not in a copy linked into the program:
+ * dladdr names the object that holds each function's code. */
+TEST(PoolShared, AllocAndFreeAreTheSharedLibrarysFunctions) {
     void *(*alloc)(pk_pool *) = &pk_pool_alloc;
     void (*release)(pk_pool *, void *) = &pk_pool_free;
-    ASSERT_NE(alloc, nullptr);
-    ASSERT_NE(release, nullptr);
+    const std::string program = object_of(reinterpret_cast<const void *>(&object_of));
+    for (auto fn : {reinterpret_cast<const void *>(alloc), reinterpret_cast<const void *>(release),
+                    reinterpret_cast<const void *>(&pk_pool_create)}) {
+        std::string where = object_of(fn);
+        EXPECT_TRUE(is_libpoolkit_so(where)) << "a pool function lies in " << where << ", not libpoolkit.so";
+        EXPECT_NE(where, program);
+    }
     PoolPtr p = make_pool(32);
     void *o = alloc(p.get());
     ASSERT_NE(o, nullptr);

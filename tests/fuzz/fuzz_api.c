@@ -48,9 +48,11 @@
  *   clang -fsanitize=fuzzer,address,undefined -Iinclude tests/fuzz/fuzz_api.c
  *         <the library compiled with -fsanitize=fuzzer-no-link,address,undefined>
  * With -DPK_FUZZ_STANDALONE it has its own main instead of libFuzzer's: it
- * runs each file named on the command line, or, with none, N random inputs
+ * runs each file named on the command line (every file of a directory named,
+ * README.md and other *.md files left out), or, with none, N random inputs
  * (N = $PK_FUZZ_RUNS, default 1000), so the model also runs under gcc or
- * valgrind.
+ * valgrind. ctest replays the committed corpus that way (fuzz.corpus, in
+ * tests/CMakeLists.txt).
  */
 #include <poolkit/poolkit.h>
 
@@ -1443,21 +1445,67 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 #ifdef PK_FUZZ_STANDALONE
-/* Runs the files named, or $PK_FUZZ_RUNS random inputs. */
+#include <dirent.h>
+#include <sys/stat.h>
+
+/* Runs one input file; false if it cannot be read. */
+static bool run_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        return false;
+    }
+    static uint8_t buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    if (g_trace) fprintf(stderr, "fuzz_api: input %s\n", path);
+    LLVMFuzzerTestOneInput(buf, n);
+    return true;
+}
+
+/* Runs every input file of a directory (not its *.md files); returns how
+ * many, or -1 if one cannot be read. */
+static long run_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        perror(dir);
+        return -1;
+    }
+    long n = 0;
+    struct dirent *e;
+    char path[4096];
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || (len > 3 && strcmp(e->d_name + len - 3, ".md") == 0)) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (!run_file(path)) {
+            closedir(d);
+            return -1;
+        }
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Runs the files and directories named, or $PK_FUZZ_RUNS random inputs. */
 int main(int argc, char **argv) {
     LLVMFuzzerInitialize(&argc, &argv);
     if (argc > 1) {
+        long inputs = 0;
         for (int i = 1; i < argc; i++) {
-            FILE *f = fopen(argv[i], "rb");
-            if (!f) {
-                perror(argv[i]);
-                return 2;
-            }
-            static uint8_t buf[1 << 20];
-            size_t n = fread(buf, 1, sizeof buf, f);
-            fclose(f);
-            LLVMFuzzerTestOneInput(buf, n);
+            struct stat st;
+            long n = stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode) ? run_dir(argv[i])
+                                                                     : (run_file(argv[i]) ? 1 : -1);
+            if (n < 0) return 2;
+            inputs += n;
         }
+        /* a replay of nothing would pass and prove nothing */
+        if (inputs == 0) {
+            fprintf(stderr, "fuzz_api: no input files in the paths given\n");
+            return 2;
+        }
+        fprintf(stderr, "fuzz_api: replayed %ld inputs, no finding\n", inputs);
         return 0;
     }
     const char *v = getenv("PK_FUZZ_RUNS");

@@ -18,7 +18,8 @@
 #             clean, region, clean with POOLKIT_DEBUG=1: clean (leak check on)
 # Prints PASS or FAIL per check (with the end of the log on failure; full
 # logs in BUILD_DIR/logs/) and, last, "N passed, M failed". Exits 1 if any
-# check failed or could not run (a missing compiler or valgrind counts as a
+# check failed, did not behave as expected (status or output) or could not
+# run (a missing compiler or valgrind counts as a
 # failure: CI must have them; scripts/setup.sh installs them).
 set -u
 
@@ -60,7 +61,7 @@ fail() { # name reason [log]
 build_variant() {
     local name=$1 dir=$build/$1 cc=$2
     shift 2
-    local flags=(-std=c11 -O1 -g -pthread "$@")
+    local flags=(-std=c11 -D_GNU_SOURCE -O1 -g -pthread "$@") # _GNU_SOURCE: as CMake sets it
     mkdir -p "$dir/obj"
     if ! command -v "$cc" >/dev/null 2>&1; then
         fail "build $name" "compiler $cc not found"
@@ -176,8 +177,8 @@ elif build_variant valgrind "$VG_CC" -DPOOLKIT_VALGRIND; then
     run "$logs/vg-clean-debug.log" POOLKIT_DEBUG=1 -- "$VALGRIND" "${vg_flags[@]}" "$d/clean"
     expect "valgrind, POOLKIT_DEBUG=1: clean program runs clean" "$logs/vg-clean-debug.log" 0 \
         "clean: done" "ERROR SUMMARY: 0 errors"
-    # LIBRARY BUG (reported): pk_pool_destroy does not tell memcheck that the
-    # objects still in the pool are gone, so a region pool's objects count as
+    # pk_pool_destroy tells memcheck that the objects still in the pool are
+    # gone (pool.c, untrack): without it a region pool's objects count as
     # lost, and once the next pool maps the same addresses memcheck's leak
     # check aborts on overlapping blocks.
     run "$logs/vg-region.log" -- "$VALGRIND" "${vg_flags[@]}" "$d/region"
@@ -210,5 +211,11 @@ if build_variant asan "$ASAN_CC" -DPOOLKIT_ASAN -fsanitize=address -fno-omit-fra
         "region: done" "$no_report"
 fi
 
+# Every check above must have run: one that silently did not would pass.
+checks=14
 echo "$passed passed, $failed failed"
+if [ $((passed + failed)) -ne "$checks" ] && [ "$failed" -eq 0 ]; then
+    echo "FAIL: $((passed + failed)) checks ran, $checks expected (a check was left out)"
+    exit 1
+fi
 [ "$failed" -eq 0 ]
