@@ -118,7 +118,7 @@ class PoolModel {
     void finish() {
         ASSERT_NO_FATAL_FAILURE(check_all_contents());
         ASSERT_NO_FATAL_FAILURE(do_visit());
-        while (!live_.empty()) ASSERT_NO_FATAL_FAILURE(free_one(live_.begin()->first));
+        while (!live_.empty()) ASSERT_NO_FATAL_FAILURE(free_one(random_live()));
         pk_pool_trim(pool_);
         pk_pool_stats s = stats_of(pool_);
         EXPECT_EQ(s.live, 0u) << where();
@@ -217,12 +217,18 @@ class PoolModel {
         uint64_t key = next_key_++;
         fill_pattern(o, cfg_.size, key);
         if (cfg_.hooks) tracker_.set_state(o, key);
-        live_[a] = key;
+        live_[a] = Live{key, picks_.size()};
+        picks_.push_back(a);
         if (all_) (*all_)[a] = cfg_.size;
     }
 
     void forget(uintptr_t a) {
-        live_.erase(a);
+        auto it = live_.find(a);
+        uintptr_t last = picks_.back();
+        picks_[it->second.at] = last;
+        live_[last].at = it->second.at;
+        picks_.pop_back();
+        live_.erase(it);
         if (all_) all_->erase(a);
     }
 
@@ -240,23 +246,16 @@ class PoolModel {
     void free_one(uintptr_t a) {
         auto it = live_.find(a);
         ASSERT_NE(it, live_.end());
-        size_t bad = check_pattern(reinterpret_cast<void *>(a), cfg_.size, it->second);
+        size_t bad = check_pattern(reinterpret_cast<void *>(a), cfg_.size, it->second.key);
         ASSERT_EQ(bad, cfg_.size) << where() << ": contents of " << reinterpret_cast<void *>(a)
                                   << " changed at byte " << bad;
         forget(a);
         pk_pool_free(pool_, reinterpret_cast<void *>(a));
     }
 
-    uintptr_t random_live() {
-        /* map has no random access: pick a random key and take its neighbour */
-        auto it = live_.lower_bound(static_cast<uintptr_t>(rng_.next()) & 0x7fffffffffffull);
-        if (it == live_.end()) it = live_.begin();
-        if (rng_.chance(50)) {
-            size_t skip = rng_.below(8);
-            while (skip-- && std::next(it) != live_.end()) ++it;
-        }
-        return it->first;
-    }
+    /* A live object, each as likely as any other (through picks_: a random
+     * key's neighbour in live_ would almost always be its lowest address). */
+    uintptr_t random_live() { return picks_[rng_.below(picks_.size())]; }
 
     void free_random() {
         if (live_.empty()) return;
@@ -279,14 +278,13 @@ class PoolModel {
     void free_bulk(size_t n) {
         std::vector<void *> objs;
         std::set<uintptr_t> picked;
-        for (size_t i = 0; i < n && picked.size() < live_.size(); i++) {
+        while (objs.size() < std::min(n, live_.size())) {
             uintptr_t a = random_live();
-            if (!picked.insert(a).second) continue;
-            objs.push_back(reinterpret_cast<void *>(a));
+            if (picked.insert(a).second) objs.push_back(reinterpret_cast<void *>(a));
         }
         for (void *o : objs) {
             auto it = live_.find(reinterpret_cast<uintptr_t>(o));
-            size_t bad = check_pattern(o, cfg_.size, it->second);
+            size_t bad = check_pattern(o, cfg_.size, it->second.key);
             ASSERT_EQ(bad, cfg_.size) << where() << ": contents of " << o << " changed at byte " << bad;
             forget(it->first);
         }
@@ -380,7 +378,7 @@ class PoolModel {
 
     void check_all_contents() {
         for (auto &e : live_) {
-            size_t bad = check_pattern(reinterpret_cast<void *>(e.first), cfg_.size, e.second);
+            size_t bad = check_pattern(reinterpret_cast<void *>(e.first), cfg_.size, e.second.key);
             ASSERT_EQ(bad, cfg_.size) << where() << ": contents of " << reinterpret_cast<void *>(e.first)
                                       << " changed at byte " << bad;
         }
@@ -392,7 +390,15 @@ class PoolModel {
     size_t align_;
     pk_pool *pool_ = nullptr;
     AllLive *all_;
-    std::map<uintptr_t, uint64_t> live_;
+    /* The live objects by address (overlap checks, visit), each with the
+     * key of its pattern and its place in picks_, the same addresses in no
+     * order, for uniform random picks. */
+    struct Live {
+        uint64_t key;
+        size_t at;
+    };
+    std::map<uintptr_t, Live> live_;
+    std::vector<uintptr_t> picks_;
     uint64_t next_key_ = 1;
     size_t step_ = 0;
     size_t target_ = 0;
