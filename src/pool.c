@@ -237,12 +237,21 @@ void pools_fork_unlock(void) {
     pthread_mutex_unlock(&pools_lock);
 }
 
+/* The program asked for its memory back: the quarantined debug records go
+ * too (a stale debug pool pointer then faults instead of being reported). */
 size_t pk_pool_release_cache(void) {
     pthread_mutex_lock(&spare_lock);
     pk_pool *p = spare_records;
     size_t bytes = spare_count * record_bytes();
     spare_records = NULL;
     spare_count = 0;
+    for (size_t i = 0; i < QUARANTINE_RECORDS; i++) {
+        if (!quarantine[i]) continue;
+        quarantine[i]->next = p;
+        p = quarantine[i];
+        quarantine[i] = NULL;
+        bytes += record_bytes();
+    }
     pthread_mutex_unlock(&spare_lock);
     while (p) {
         pk_pool *next = p->next;

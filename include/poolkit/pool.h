@@ -91,7 +91,7 @@ PK_API pk_pool *pk_pool_create(const pk_pool_config *config);
  * the pool's record unused: a debug pool's record is held back from reuse
  * until 1024 more debug pools have been destroyed; another pool's record
  * waits among up to 64 spare records for the next pk_pool_create (none are
- * kept in tool builds), and pk_pool_release_cache gives spares back to the
+ * kept in tool builds); pk_pool_release_cache gives both back to the
  * system. Once the record is reused, the call acts on the pool that got it;
  * once it is unmapped, the call faults. Never a leak report of a dead pool. */
 PK_API void pk_pool_destroy(pk_pool *pool);
@@ -137,8 +137,8 @@ PK_API size_t pk_pool_trim(pk_pool *pool);
  * (at most 16 MiB process-wide), together with up to 64 pool records, so
  * that the next pool or arena needs no system call (a pool or an arena per
  * request or per tree). This gives all of it back to the system now and
- * returns the bytes released (not the records debug pools hold back: see
- * pk_pool_destroy). Thread-safe. */
+ * returns the bytes released, the records debug pools hold back included
+ * (see pk_pool_destroy). Thread-safe. */
 PK_API size_t pk_pool_release_cache(void);
 
 /* Memory whose objects are all free (an empty slab, a spare arena chunk, the
