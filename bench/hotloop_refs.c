@@ -128,21 +128,30 @@ static void drop_pools(void) {
         for (int k = K_DEFAULT; k < NKIND; k++) pk_pool_destroy(pools[s][k]);
 }
 
-/* A warm-up pass (a quarter of the pairs, not printed), then one pass with
- * the contenders interleaved at each size. */
+/* The pairs of one contender at one size are run as CHUNKS short runs
+ * (a fraction of a millisecond each), the contenders and sizes interleaved,
+ * and the median chunk is printed: on a machine shared by more runnable
+ * processes than cores, a run of several milliseconds loses whole
+ * scheduler slices (a few ms each) to other processes, so its time jumps by
+ * whole slices; a short chunk is either hit or not, and the median skips the
+ * hit ones. A warm-up round (not printed) comes first. */
+#define CHUNKS 31
 static int worker(long iters) {
+    static bench_series ns[NSIZES][NKIND];
+    long n = iters / CHUNKS > 0 ? iters / CHUNKS : 1;
     make_pools();
-    for (int pass = 0; pass < 2; pass++) {
-        long n = pass ? iters : iters / 4;
+    for (int round = -1; round < CHUNKS; round++)
         for (int s = 0; s < NSIZES; s++) {
-            double ns[NKIND];
+            double v[NKIND];
             naive_reset();
-            ns[K_NAIVE] = hot_naive(sizes[s], n) / (double)n;
-            ns[K_DEFAULT] = hot_pool(pools[s][K_DEFAULT], n) / (double)n;
-            ns[K_LOCAL] = hot_pool(pools[s][K_LOCAL], n) / (double)n;
-            if (pass) printf("%zu %.4f %.4f %.4f\n", sizes[s], ns[0], ns[1], ns[2]);
+            v[K_NAIVE] = hot_naive(sizes[s], n) / (double)n;
+            v[K_DEFAULT] = hot_pool(pools[s][K_DEFAULT], n) / (double)n;
+            v[K_LOCAL] = hot_pool(pools[s][K_LOCAL], n) / (double)n;
+            for (int k = 0; k < NKIND && round >= 0; k++) bench_add(&ns[s][k], v[k]);
         }
-    }
+    for (int s = 0; s < NSIZES; s++)
+        printf("%zu %.4f %.4f %.4f\n", sizes[s], bench_median(&ns[s][K_NAIVE]),
+               bench_median(&ns[s][K_DEFAULT]), bench_median(&ns[s][K_LOCAL]));
     drop_pools();
     return fflush(stdout) == 0 ? 0 : 1;
 }
@@ -241,9 +250,11 @@ int main(int argc, char **argv) {
     bench_header("hot loop against earlier builds: allocate, touch 1 byte, free (pk inline, static "
                  "library; one source compiled once per library)",
                  &o);
-    printf("iterations per run: %ld; ns per alloc+free pair; each repetition runs every build's "
-           "copy in a fresh process, in turn; ratios are medians of per-repetition ratios\n",
-           iters);
+    printf("pairs per contender and size in each repetition: %ld, as %d interleaved chunks whose "
+           "median is taken (a chunk that lost the CPU is skipped); ns per alloc+free pair; each "
+           "repetition runs every build's copy in a fresh process, in turn; ratios are medians of "
+           "per-repetition ratios\n",
+           iters, CHUNKS);
     for (int l = 1; l < nlibs; l++)
         if (libs[l].program) printf("reference %s: %s\n", libs[l].label, libs[l].program);
 
@@ -281,7 +292,7 @@ int main(int argc, char **argv) {
                 char label[96], extra[96] = "";
                 snprintf(label, sizeof label, "%.24s, %.60s", kind_name[k], libs[l].label);
                 if (!libs[l].program) {
-                    bench_row_na(label, libs[l].why);
+                    if (s == 0) bench_row_na(label, libs[l].why); /* once, not at every size */
                     continue;
                 }
                 int n = snprintf(extra, sizeof extra, "%6.2fx", bench_median(&vs_naive[l][s][k]));

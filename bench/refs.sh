@@ -13,8 +13,8 @@
 # valgrind installed, callgrind then counts each copy's instructions per
 # alloc+free pair. A commit this checkout does not hold (a tarball, a shallow
 # clone) gives a row "not available: needs the git history (commit X)", and
-# the rest runs. About 20 s; the first run adds the references' builds
-# (about 30 s each on 2 cores).
+# the rest runs. About 10 s on 2 cores (callgrind included); the first run
+# adds the references' builds (a few seconds: the library alone).
 set -u
 
 build=${1:-}
