@@ -6,8 +6,10 @@
 # Order: hot loop (inline, static), hot loop through calls (shared), random
 # fill pattern, memory, cross-thread, binary-trees, objects and containers
 # (when built), then issue 9's programs at realistic scale (working sets,
-# many pools, an arena per task), then the instruction-count gate
-# (bench/gate.sh, when valgrind is installed).
+# many pools, an arena per task), then the hot loop against earlier builds
+# of this repository (bench/refs.sh: round one's and the previous release's
+# libraries, built once into BUILD_DIR/ref/ from git), then the
+# instruction-count gate (bench/gate.sh, when valgrind is installed).
 # Each command is printed before it runs, so any one can be rerun alone.
 # About 4 minutes on a quiet 2-core machine (the working sets take about 1.5
 # of them; twice that under heavy load); --quick takes about a third of that.
@@ -58,6 +60,15 @@ for name in bench_hotloop bench_hotloop_shared bench_pattern bench_memory bench_
         status=1
     fi
 done
+
+echo
+echo "\$ $here/refs.sh $build $*"
+bash "$here/refs.sh" "$build" "$@" 2>&1 | tee -a "$log"
+rc=${PIPESTATUS[0]}
+if [ "$rc" != 0 ]; then
+    echo "!! refs.sh exited with status $rc" | tee -a "$log"
+    status=1
+fi
 
 echo
 if command -v valgrind >/dev/null 2>&1; then
