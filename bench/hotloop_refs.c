@@ -36,38 +36,8 @@
 #define NSIZES 7
 static const size_t sizes[NSIZES] = {16, 24, 48, 64, 72, 128, 256};
 
-/* The reference: bench_hotloop.c's global free list refilled from a static
- * slab (a global, not a struct behind a register, so that no core's memory
- * renaming gives it a speed it would not have elsewhere). */
-typedef struct naive_node { struct naive_node *next; } naive_node;
-static naive_node *naive_head;
-static _Alignas(64) char naive_slab[1 << 16];
-static size_t naive_bump;
-
-static BENCH_NOINLINE void *naive_refill(size_t size) {
-    if (naive_bump + size > sizeof naive_slab) abort();
-    void *p = naive_slab + naive_bump;
-    naive_bump += size;
-    return p;
-}
-static inline void *naive_alloc(size_t size) {
-    naive_node *n = naive_head;
-    if (__builtin_expect(n != NULL, 1)) {
-        naive_head = n->next;
-        return n;
-    }
-    return naive_refill(size);
-}
-static inline void naive_free(void *p) {
-    naive_node *n = p;
-    n->next = naive_head;
-    naive_head = n;
-}
-/* One size at a time: the list starts empty for each run. */
-static void naive_reset(void) {
-    naive_head = NULL;
-    naive_bump = 0;
-}
+/* The reference: bench_hotloop.c's global free list (naive_global.h). */
+#include "naive_global.h"
 
 /* ---- the kernels: lab/kernels.h's hot loop over each contender ---- */
 

@@ -51,7 +51,8 @@ cflags="-std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -Werror"
 compile() {
     local bin="$1/hotloop_refs" inc=$2 lib=$3
     if [ -x "$bin" ] && [ "$bin" -nt "$here/hotloop_refs.c" ] && [ "$bin" -nt "$lib" ] &&
-        [ "$bin" -nt "$here/harness.h" ] && [ "$bin" -nt "$inc/poolkit/pool.h" ]; then
+        [ "$bin" -nt "$here/harness.h" ] && [ "$bin" -nt "$here/naive_global.h" ] &&
+        [ "$bin" -nt "$inc/poolkit/pool.h" ]; then
         return 0
     fi
     # shellcheck disable=SC2086 # cflags is a list of words
