@@ -302,7 +302,8 @@ int lab_steady_measure(lab_allocator *a, int threads, long live, unsigned lo, un
  * writes). out[0] CPU ns per byte written per worker (a write that waits
  * for a line stalls the core, so it counts; a wait for a core does not),
  * [1] the span in ns, [2] the workers' CPU time over the span (about the
- * number that ran at once). control
+ * number that ran at once); of up to five runs, the one where the workers
+ * overlapped most (false sharing needs them to run at once). control
  * (a ignored): the same writes with no allocator, each worker's object at a
  * fixed place, LAB_SCRATCH_SIDE_BY_SIDE (sharing lines) or
  * LAB_SCRATCH_LINES_APART: whether this machine shows false sharing. */

@@ -182,34 +182,39 @@ __attribute__((noinline, aligned(64))) void lab_scratch_writes(char *obj, size_t
  * start or LAB_SCRATCH_APART bytes apart. */
 static char scratch_lines[MAX_THREADS * LAB_SCRATCH_APART] __attribute__((aligned(64)));
 
+/* False sharing shows only while both workers run at once, which a shared
+ * machine often does not grant: the workers run up to this many times, and
+ * the run in which they overlapped most is kept (its CPU time per write is
+ * what the allocator's placement costs; waiting for a core is not in it). */
+#define SCRATCH_ATTEMPTS 5
+
 static void scratch_child(void *argp, double *out) {
     const scratch_arg *c = (const scratch_arg *)argp;
     scratch_thread t[MAX_THREADS];
-    void *ctx = NULL;
-    if (c->control) {
-        /* The empty adapter's worker: its "allocation" returns its context,
-         * so each worker writes the object placed for it, and nothing else. */
-        size_t step = c->control == LAB_SCRATCH_SIDE_BY_SIDE ? c->size : LAB_SCRATCH_APART;
-        for (int i = 0; i < c->threads; i++) {
-            char *obj = scratch_lines + (size_t)i * step;
-            t[i] = (scratch_thread){c, obj, obj};
-        }
-    } else {
-        ctx = c->a->open(c->size);
-        /* One after the other from the main thread: neighbours in memory. */
-        for (int i = 0; i < c->threads; i++)
-            t[i] = (scratch_thread){c, ctx, c->a->one_alloc(ctx, c->size)};
-    }
-    double cpu, span = run_clocked(c->threads, scratch_worker, t, sizeof t[0], &cpu);
-    if (!c->control) c->a->close(ctx);
-    /* CPU time, not the span: on a shared machine the workers often do not
-     * run at once, and the span then counts the wait for a core, not the
-     * writes. A write that waits for a cache line stalls the core, so it
-     * counts as CPU time. */
+    void *ctx = c->control ? NULL : c->a->open(c->size);
     double writes = (double)c->iterations * (double)c->repetitions * (double)c->size;
-    out[0] = cpu / c->threads / writes;
-    out[1] = span;
-    out[2] = cpu / span; /* how many workers ran at once, on average */
+    out[2] = -1;
+    for (int k = 0; k < SCRATCH_ATTEMPTS && out[2] < 0.9 * c->threads; k++) {
+        for (int i = 0; i < c->threads; i++) {
+            if (c->control) {
+                /* The empty adapter's worker: its "allocation" returns its
+                 * context, so each worker writes the object placed for it. */
+                size_t step = c->control == LAB_SCRATCH_SIDE_BY_SIDE ? c->size : LAB_SCRATCH_APART;
+                char *obj = scratch_lines + (size_t)i * step;
+                t[i] = (scratch_thread){c, obj, obj};
+            } else {
+                /* One after the other from the main thread: neighbours. */
+                t[i] = (scratch_thread){c, ctx, c->a->one_alloc(ctx, c->size)};
+            }
+        }
+        double cpu, span = run_clocked(c->threads, scratch_worker, t, sizeof t[0], &cpu);
+        if (cpu / span > out[2]) {
+            out[0] = cpu / c->threads / writes;
+            out[1] = span;
+            out[2] = cpu / span; /* how many workers ran at once, on average */
+        }
+    }
+    if (ctx) c->a->close(ctx);
 }
 
 int lab_scratch_measure(lab_allocator *a, int threads, size_t size, long iterations,
