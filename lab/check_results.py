@@ -60,7 +60,8 @@ SHAPE_POINTS = {
     "steady-state": ([{"threads": 2, "live_per_thread": n, "sizes": m}
                       for n in (1000, 100000) for m in ("16-128 B", "64 B")],
                      ["mops_all_threads", "peak_rss_kb"]),
-    "cache-scratch": ([{"threads": 2, "size": z} for z in (8, 16, 32, 64)], ["span_ms"]),
+    "cache-scratch": ([{"threads": 2, "size": z} for z in (8, 16, 32, 64)],
+                      ["span_ms", "concurrency", "overlapped_ns", "overlapped_at_once"]),
     "remote-batches": ([{"producers": p, "consumers": p, "size": 64} for p in (1, 2)],
                        ["mfrees_per_s", "peak_rss_kb"]),
     "many-pools": ([{"threads": t, "pools": 1000, "objects_per_pool": 10, "size": 64}
@@ -153,7 +154,7 @@ def check_shape(c, name, rows, points, extras):
                            where + ": not measured"):
                 continue
             extra = r.get("extra", {})
-            need = [] if subject in SCRATCH_CONTROLS else extras
+            need = extras
             if name == "many-pools" and subject == "poolkit pk_pool":
                 need = need + ["pk_reserved_b", "pk_resident_b"]
             for k in need:

@@ -46,6 +46,36 @@ static long repetitions(size_t size, long w) {
 static const char *const controls[] = {"control: side by side, no allocator",
                                        "control: 256 B apart, no allocator"};
 
+/* The sample of the repetition in which the workers overlapped most, and
+ * that overlap (workers at once) in *conc; NaN and 0 when none. */
+static double overlapped(const char *subject, size_t size, double *conc) {
+    char want[24];
+    snprintf(want, sizeof want, "%zu", size);
+    lab_row *r = lab_find(EXP, subject, "size", want, NULL);
+    double best = NAN;
+    *conc = 0;
+    for (int e = 0; r && r->available && e < r->nextra; e++) {
+        if (strcmp(r->extra[e].name, "concurrency")) continue;
+        const lab_series *c = &r->extra[e].s;
+        for (int k = 0; k < c->n && k < r->samples.n; k++)
+            if (c->v[k] > *conc) *conc = c->v[k], best = r->samples.v[k];
+    }
+    return best;
+}
+
+/* One repetition's figures into row; after the last repetition, the
+ * most-overlapped one as extras too (results.json keeps extras' medians only). */
+static void record(lab_row *row, int rep, size_t size, const double *out) {
+    lab_row_sample(row, out[0]);
+    lab_row_extra(row, "span_ms", out[1] / 1e6);
+    lab_row_extra(row, "concurrency", out[2]);
+    if (rep == lab_opt.reps - 1) {
+        double at, v = overlapped(row->subject, size, &at);
+        lab_row_extra(row, "overlapped_ns", v);
+        lab_row_extra(row, "overlapped_at_once", at);
+    }
+}
+
 static void measure_control(int rep, int k, const lab_params *ps, size_t size, long w) {
     lab_progress(controls[k], "");
     double out[3];
@@ -55,9 +85,7 @@ static void measure_control(int rep, int k, const lab_params *ps, size_t size, l
         return;
     lab_row *row = lab_row_get(EXP, controls[k], "peer", ps);
     lab_row_info(row, "the workers' writes alone, objects at fixed places", NULL);
-    lab_row_sample(row, out[0]);
-    lab_row_extra(row, "span_ms", out[1] / 1e6);
-    lab_row_extra(row, "concurrency", out[2]);
+    record(row, rep, size, out);
 }
 
 static void run(int rep) {
@@ -78,10 +106,7 @@ static void run(int rep) {
             if (lab_scratch_measure(a, THREADS, sizes[s], iterations(), repetitions(sizes[s], w),
                                     LAB_SCRATCH_ALLOCATOR, out) != 0 || rep < 0)
                 continue;
-            lab_row *row = lab_row_for(EXP, a, &ps);
-            lab_row_sample(row, out[0]);
-            lab_row_extra(row, "span_ms", out[1] / 1e6);
-            lab_row_extra(row, "concurrency", out[2]);
+            record(lab_row_for(EXP, a, &ps), rep, sizes[s], out);
         }
         for (int k = 0; k < 2; k++) measure_control(rep, k, &ps, sizes[s], w);
     }
@@ -92,23 +117,6 @@ static double cell(const char *subject, size_t size) {
     snprintf(want, sizeof want, "%zu", size);
     lab_row *r = lab_find(EXP, subject, "size", want, NULL);
     return r && r->available && r->samples.n ? lab_median(&r->samples) : NAN;
-}
-
-/* The sample of the repetition in which the workers overlapped most, and
- * that overlap (workers at once) in *conc; NaN and 0 when none. */
-static double overlapped(const char *subject, size_t size, double *conc) {
-    char want[24];
-    snprintf(want, sizeof want, "%zu", size);
-    lab_row *r = lab_find(EXP, subject, "size", want, NULL);
-    double best = NAN;
-    *conc = 0;
-    for (int e = 0; r && r->available && e < r->nextra; e++) {
-        if (strcmp(r->extra[e].name, "concurrency")) continue;
-        const lab_series *c = &r->extra[e].s;
-        for (int k = 0; k < c->n && k < r->samples.n; k++)
-            if (c->v[k] > *conc) *conc = c->v[k], best = r->samples.v[k];
-    }
-    return best;
 }
 
 static void print(FILE *out) {
