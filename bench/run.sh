@@ -4,7 +4,8 @@
 # Usage: bench/run.sh BUILD_DIR [--quick] [other options passed to every program]
 #
 # Order: hot loop (inline, static), hot loop through calls (shared), random
-# fill pattern, memory, cross-thread, binary-trees, objects and containers
+# fill pattern, memory, cross-thread, the thread shapes of issue 19 (steady
+# state, cache-scratch, remote batches, many pools), binary-trees, objects and containers
 # (when built), then issue 9's programs at realistic scale (working sets,
 # many pools, an arena per task), then the hot loop against earlier builds
 # of this repository (bench/refs.sh: round one's and the previous release's
@@ -43,7 +44,7 @@ status=0
 start=$(date +%s)
 
 for name in bench_hotloop bench_hotloop_shared bench_pattern bench_memory bench_xthread \
-    bench_bintrees bench_objects bench_containers bench_workset bench_manypools bench_arenas; do
+    bench_threads bench_bintrees bench_objects bench_containers bench_workset bench_manypools bench_arenas; do
     if ! prog=$(find_prog "$name"); then
         if [ "$name" != bench_objects ] && [ "$name" != bench_containers ]; then
             echo "== $name: not built (cmake --build $build)" | tee -a "$log"

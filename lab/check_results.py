@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks a pk-lab results.json: its schema (lab/PROTOCOL.md) and that it is
-complete: all nine experiments, every row with its fields, every contender
-the lab lists present, either measured or "not available" with a reason.
+complete: all thirteen experiments, every row with its fields, every contender
+the lab lists present, either measured or "not available" with a reason, and
+every point of issue 19's thread shapes (steady-state, cache-scratch,
+remote-batches, many-pools) measured for every contender that is available.
 
     check_results.py DIR/results.json
     check_results.py --run PATH/TO/pk-lab --out DIR [pk-lab args...]
@@ -20,6 +22,7 @@ import sys
 EXPERIMENTS = [
     "autorelease-sweep", "alloc-styles", "common-ops", "object-generation",
     "pool-pattern", "peers", "threads", "binary-trees", "workset",
+    "steady-state", "cache-scratch", "remote-batches", "many-pools",
 ]
 FAMILIES = {"poolkit", "peer", "published"}
 
@@ -45,6 +48,24 @@ EXPECTED = {
     "workset": ["empty loop", "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "Boost.Pool pool",
                 "Boost.Pool object_pool", "GLib g_slice", "APR pools", "talloc",
                 "poolkit pk_arena", "poolkit pk_pool", "Zig MemoryPool"],
+}
+MALLOCS_AND_POOL = ["glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool"]
+SCRATCH_CONTROLS = ["control: side by side, no allocator", "control: 256 B apart, no allocator"]
+for _name in ("steady-state", "cache-scratch", "remote-batches", "many-pools"):
+    EXPECTED[_name] = MALLOCS_AND_POOL + (SCRATCH_CONTROLS if _name == "cache-scratch" else [])
+
+# Issue 19's thread shapes: the points each available contender must have
+# (params that must match), and the extra figures each point must carry.
+SHAPE_POINTS = {
+    "steady-state": ([{"threads": 2, "live_per_thread": n, "sizes": m}
+                      for n in (1000, 100000) for m in ("16-128 B", "64 B")],
+                     ["mops_all_threads", "peak_rss_kb"]),
+    "cache-scratch": ([{"threads": 2, "size": z} for z in (8, 16, 32, 64)],
+                      ["span_ms", "concurrency", "overlapped_ns", "overlapped_at_once"]),
+    "remote-batches": ([{"producers": p, "consumers": p, "size": 64} for p in (1, 2)],
+                       ["mfrees_per_s", "peak_rss_kb"]),
+    "many-pools": ([{"threads": t, "pools": 1000, "objects_per_pool": 10, "size": 64}
+                    for t in (1, 2, 8)], ["ns_per_alloc", "peak_rss_kb"]),
 }
 # Experiments that carry the study's published figures.
 PUBLISHED = {"autorelease-sweep", "alloc-styles", "common-ops", "object-generation",
@@ -114,6 +135,36 @@ def check_row(c, exp, i, row):
         c.check(row["median"] is None, "%s: not available but has a median" % where)
 
 
+def check_shape(c, name, rows, points, extras):
+    """Every point of a thread shape, for every contender with a measured row:
+    measured (a positive median), with its extra figures; poolkit's rows of
+    many-pools carry poolkit's own account, resident within reserved."""
+    rows = [r for r in rows if isinstance(r, dict)]
+    for subject in EXPECTED[name]:
+        mine = [r for r in rows if r.get("subject") == subject]
+        if not any(r.get("available") for r in mine):
+            continue
+        for want in points:
+            hit = [r for r in mine if all(r.get("params", {}).get(k) == v for k, v in want.items())]
+            where = "%s: %s at %s" % (name, subject, want)
+            if not c.check(len(hit) == 1, where + ": %d rows, not 1" % len(hit)):
+                continue
+            r = hit[0]
+            if not c.check(r.get("available") and is_num(r.get("median")) and r["median"] > 0,
+                           where + ": not measured"):
+                continue
+            extra = r.get("extra", {})
+            need = extras
+            if name == "many-pools" and subject == "poolkit pk_pool":
+                need = need + ["pk_reserved_b", "pk_resident_b"]
+            for k in need:
+                c.check(is_num(extra.get(k)), where + ": no '%s'" % k)
+            if name == "many-pools" and subject == "poolkit pk_pool" and \
+                    is_num(extra.get("pk_reserved_b")) and is_num(extra.get("pk_resident_b")):
+                c.check(0 < extra["pk_resident_b"] <= extra["pk_reserved_b"],
+                        where + ": not 0 < resident <= reserved")
+
+
 def check(path):
     c = Checker()
     try:
@@ -164,6 +215,9 @@ def check(path):
             for op in COMMON_OPS:
                 c.check(op in ops or (op in OBJC_OPS and objc_na),
                         "common-ops: row '%s' missing" % op)
+    for name, (points, extras) in SHAPE_POINTS.items():
+        if name in exps:
+            check_shape(c, name, exps[name].get("rows", []), points, extras)
     for exp, subject, why in unavailable:
         print("  not available: %s / %s: %s" % (exp, subject, why))
     for f in c.failures:

@@ -10,7 +10,7 @@
  *   K_THREADS       1 to generate the thread workloads (thread-safe allocators)
  *
  * and gets static functions K_NAME_hot, _batch, _pattern, _workset (and _churn,
- * _pc), plus K_FILL(a), which puts them in a lab_allocator. The working-set
+ * _pc and the shapes of kernels_shapes.h), plus K_FILL(a), which puts them in a lab_allocator. The working-set
  * loop itself lives in workset.h. These are the only copies of the
  * workloads: bench/'s programs run them too, through the adapters or
  * (bench_hotloop) by including this header over their own contenders.
@@ -236,6 +236,10 @@ static LAB_KERNEL void K(pc)(void *ctx, size_t size, long n, lab_spsc *in, lab_s
         }
     }
 }
+
+/* The thread shapes of issue 19's experiments (larson, cache-scratch,
+ * xmalloc-test, many pools): their own header. */
+#include "kernels_shapes.h"
 #endif
 
 static void K(fill)(lab_allocator *a) {
@@ -248,6 +252,7 @@ static void K(fill)(lab_allocator *a) {
     a->churn = K(churn);
     a->pc = K(pc);
     a->thread_safe = 1;
+    K(fill_shapes)(a);
 #endif
 }
 #define K_FILL(a) K(fill)(a)

@@ -207,6 +207,7 @@ void lab_pk_memory_end(const lab_pk_memory *m, double *out);
  * called through a pointer, as any shared library is).
  */
 struct lab_spsc;
+struct lab_batchq; /* kernels_shapes.h */
 struct workset_stats; /* workset.h */
 
 typedef struct lab_pattern_stats {
@@ -237,6 +238,16 @@ typedef struct lab_allocator {
     /* Thread workloads (thread_safe only; kernels.h and exp_threads.c). */
     void (*churn)(void *ctx, size_t size, long n, uint64_t seed);
     void (*pc)(void *ctx, size_t size, long n, struct lab_spsc *in, struct lab_spsc *out);
+    /* The thread shapes (thread_safe only; kernels_shapes.h, measure_shapes.c). */
+    double (*steady)(void *const *ctxs, void **objs, uint8_t *sizes, long n, long rounds,
+                     unsigned lo, unsigned hi, uint64_t seed);
+    double (*scratch)(void *ctx, size_t size, void *handed, long iterations, long repetitions);
+    void (*xproduce)(void *ctx, size_t size, struct lab_batchq *q, long batches);
+    void (*xconsume)(void *ctx, size_t size, struct lab_batchq *q);
+    double (*manypools)(void *const *ctxs, long npools, long per_pool, size_t size, void **objs,
+                        int release);
+    void *(*one_alloc)(void *ctx, size_t size); /* untimed set-up: one object, touched */
+    void (*one_free)(void *ctx, void *p, size_t size);
 } lab_allocator;
 
 /* "NAME VERSION (Debian X)" into out, for an adapter's version; version
@@ -273,6 +284,45 @@ int lab_pattern_measure(lab_allocator *a, size_t bytes, long rounds, double *out
  * producer/consumer, 1 churn; threads threads on one context of a; n
  * objects per thread. Millions of objects per second, all threads together. */
 double lab_threads_measure(lab_allocator *a, int workload, int threads, long n, size_t size);
+
+/* Issue 19's thread shapes (measure_shapes.c, kernels_shapes.h), each in a
+ * forked child with threads threads on contexts opened there; 0, or -1 if
+ * the child failed.
+ *
+ * Steady state after larson: each thread a live set of live objects of lo
+ * to hi bytes (one context per 16-byte class), rounds random replacements,
+ * then its set handed to a fresh thread, gens generations. out[0] ns per
+ * pair per thread (the generations' spans over their rounds), [1] peak RSS
+ * growth in KiB. */
+int lab_steady_measure(lab_allocator *a, int threads, long live, unsigned lo, unsigned hi,
+                       long rounds, int gens, double *out);
+/* Hoard's cache-scratch: the main thread allocates one object of size bytes
+ * per worker and hands it over; each worker frees it, then allocates,
+ * writes and frees one object at a time (iterations x repetitions x size
+ * writes). out[0] CPU ns per byte written per worker (a write that waits
+ * for a line stalls the core, so it counts; a wait for a core does not),
+ * [1] the span in ns, [2] the workers' CPU time over the span (about the
+ * number that ran at once); of up to five runs, the one where the workers
+ * overlapped most (false sharing needs them to run at once). control
+ * (a ignored): the same writes with no allocator, each worker's object at a
+ * fixed place, LAB_SCRATCH_SIDE_BY_SIDE (sharing lines) or
+ * LAB_SCRATCH_LINES_APART: whether this machine shows false sharing. */
+enum { LAB_SCRATCH_ALLOCATOR, LAB_SCRATCH_SIDE_BY_SIDE, LAB_SCRATCH_LINES_APART };
+#define LAB_SCRATCH_APART 256
+int lab_scratch_measure(lab_allocator *a, int threads, size_t size, long iterations,
+                        long repetitions, int control, double *out);
+/* xmalloc-test: pairs producers and pairs consumers, batches batches of
+ * LAB_BATCH objects of size bytes per producer. out[0] ns per object (the
+ * span over all objects), [1] peak RSS growth in KiB. */
+int lab_xmalloc_measure(lab_allocator *a, int pairs, size_t size, long batches, double *out);
+/* Many pools: npools contexts of size bytes, shared by threads threads that
+ * each allocate per_pool objects from every one and hold them. out[0] RSS
+ * growth, [1] and [2] poolkit's reserved and resident bytes (net of before;
+ * NaN for the peers), all in bytes per thread per pool, measured while the
+ * threads hold their objects (and their caches); [3] ns per allocation; [4]
+ * peak RSS growth in KiB. */
+int lab_manypools_measure(lab_allocator *a, int threads, long npools, long per_pool, size_t size,
+                          double *out);
 
 /* ---- the contender programs (external.c) ------------------------------------ */
 

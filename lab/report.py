@@ -6,7 +6,7 @@ with one decisive ratio per study, one table and one finding per
 experiment) and PNG charts drawn with matplotlib (the autorelease sweep,
 hot-loop bars per allocator, the pattern's net cost per size, thread
 scaling, common operations on a log scale, binary-trees, working sets
-against N per free order). Every finding is
+against N per free order, the steady state and many pools). Every finding is
 computed from the data; nothing here is a fixed number but the studies' own
 published figures, which come from results.json too.
 
@@ -36,12 +36,18 @@ from labreport.studies.peers import peers  # noqa: E402
 from labreport.studies.pool_pattern import pool_pattern  # noqa: E402
 from labreport.studies.threads import threads  # noqa: E402
 from labreport.studies.workset import workset  # noqa: E402
+from labreport.studies.steady_state import steady_state  # noqa: E402
+from labreport.studies.cache_scratch import cache_scratch  # noqa: E402
+from labreport.studies.remote_batches import remote_batches  # noqa: E402
+from labreport.studies.many_pools import many_pools  # noqa: E402
 
 
 SECTIONS = [("autorelease-sweep", autorelease_sweep), ("alloc-styles", alloc_styles),
             ("common-ops", common_ops), ("object-generation", object_generation),
             ("pool-pattern", pool_pattern), ("peers", peers), ("threads", threads),
-            ("binary-trees", binary_trees), ("workset", workset)]
+            ("binary-trees", binary_trees), ("workset", workset),
+            ("steady-state", steady_state), ("cache-scratch", cache_scratch),
+            ("remote-batches", remote_batches), ("many-pools", many_pools)]
 
 
 def main(argv):

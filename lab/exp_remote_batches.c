@@ -1,0 +1,116 @@
+/* remote-batches: producers allocate, consumers free, in batches, after
+ * xmalloc-test (mimalloc-bench's `xmalloc-test -w N -s 64`; issue 19,
+ * target 7).
+ *
+ * P producer threads each allocate batches of 4,096 objects of 64 B (each
+ * touched) and queue them; P consumer threads take whole batches and free
+ * every object, so every free is remote. At most 64 batches (262,144
+ * objects) are queued at once, so memory is bounded whatever the speed. P = 1
+ * and 2 (2 and 4 threads). Reported: ns per object (from the first thread's
+ * start to the last one's end, over all objects), and the run's peak RSS
+ * growth. Each measurement in a forked child (lab_xmalloc_measure,
+ * measure_shapes.c; the loops and the queue: kernels_shapes.h). Target:
+ * pk_pool at most 0.6x mimalloc's time.
+ */
+#include "lab.h"
+#include "kernels_shapes.h" /* LAB_BATCH */
+
+#include <math.h>
+#include <string.h>
+
+#define EXP "remote-batches"
+#define OBJ 64
+
+static const char *const contenders[] = {
+    "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool",
+};
+#define NCONT (int)(sizeof contenders / sizeof contenders[0])
+static const int pairs[] = {1, 2};
+#define NPAIRS 2
+
+static long batches(void) { return lab_pick(8, 64, 200, 1000); }
+
+static void run(int rep) {
+    long nb = lab_warm(batches());
+    for (int p = 0; p < NPAIRS; p++) {
+        char detail[48];
+        snprintf(detail, sizeof detail, "%d+%d threads", pairs[p], pairs[p]);
+        lab_params ps = {0};
+        lab_pset_num(&ps, "producers", pairs[p]);
+        lab_pset_num(&ps, "consumers", pairs[p]);
+        lab_pset_num(&ps, "size", OBJ);
+        for (int j = 0; j < NCONT; j++) {
+            lab_allocator *a = lab_allocator_named(contenders[(j + (rep > 0 ? rep : 0)) % NCONT]);
+            if (!a) continue;
+            if (rep >= 0) lab_row_for(EXP, a, &ps);
+            if (!a->available || !a->xproduce) continue;
+            lab_progress(a->subject, detail);
+            double out[2];
+            if (lab_xmalloc_measure(a, pairs[p], OBJ, nb, out) != 0 || rep < 0) continue;
+            lab_row *row = lab_row_for(EXP, a, &ps);
+            lab_row_sample(row, out[0]);
+            lab_row_extra(row, "mfrees_per_s", 1e3 / out[0]);
+            lab_row_extra(row, "peak_rss_kb", out[1]);
+        }
+    }
+}
+
+static lab_row *point(const char *subject, int pair) {
+    char want[24];
+    snprintf(want, sizeof want, "%d", pair);
+    return lab_find(EXP, subject, "producers", want, NULL);
+}
+
+static double cell(const char *subject, int pair) {
+    lab_row *r = point(subject, pair);
+    return r && r->available && r->samples.n ? lab_median(&r->samples) : NAN;
+}
+
+static void print(FILE *out) {
+    char b[32], c[32];
+    fprintf(out, "== remote-batches: producers allocate batches of %d x %d B, consumers free "
+                 "them (after xmalloc-test)\n", LAB_BATCH, OBJ);
+    fprintf(out, "   ns per object, all threads together (lower is better); peak RSS growth in "
+                 "MiB; %ld batches per producer\n", batches());
+    fprintf(out, "\n  %-24s", "allocator \\ threads");
+    for (int p = 0; p < NPAIRS; p++) {
+        char h[32];
+        snprintf(h, sizeof h, "%d+%d: ns", pairs[p], pairs[p]);
+        fprintf(out, " %12s %9s", h, "MiB");
+    }
+    fprintf(out, "\n");
+    for (int i = 0; i < NCONT; i++) {
+        lab_allocator *a = lab_allocator_named(contenders[i]);
+        if (!a) continue;
+        fprintf(out, "  %-24s", a->subject);
+        if (!a->available) {
+            fprintf(out, " n/a: %.80s\n", a->why);
+            continue;
+        }
+        for (int p = 0; p < NPAIRS; p++) {
+            lab_row *r = point(a->subject, pairs[p]);
+            double kib = r && r->available ? lab_extra_median(r, "peak_rss_kb") : NAN;
+            fprintf(out, " %12s %9s", lab_fmt(cell(a->subject, pairs[p]), b), lab_fmt(kib / 1024, c));
+        }
+        fprintf(out, "\n");
+    }
+    char line[160] = "";
+    int met = 1, any = 0;
+    for (int p = 0; p < NPAIRS; p++) {
+        double v = cell("poolkit pk_pool", pairs[p]) / cell("mimalloc", pairs[p]);
+        double g = cell("poolkit pk_pool", pairs[p]) / cell("glibc malloc", pairs[p]);
+        size_t n = strlen(line);
+        snprintf(line + n, sizeof line - n, "%s%d+%d: %.2fx (glibc %.2fx)", n ? "; " : "",
+                 pairs[p], pairs[p], v, g);
+        if (isnan(v)) continue;
+        any = 1;
+        met &= v <= 0.6;
+    }
+    fprintf(out, "  target (issue 19, 7): pk_pool at most 0.6x mimalloc's time: %s -> %s\n", line,
+            !any ? "not measured" : met ? "met" : "not met");
+}
+
+const lab_experiment lab_exp_remote_batches = {
+    EXP, "Remote frees in batches: producers allocate, consumers free (after xmalloc-test)",
+    "ns/object", 3.0, NULL, run, print,
+};

@@ -1,0 +1,141 @@
+/* steady-state: random replacement in a live set, after larson
+ * (mimalloc-bench's server simulation; issue 19, target 4).
+ *
+ * Two threads, each with a live set of 1,000 or 100,000 objects filled by
+ * the main thread. Each round a thread frees a random object of its set and
+ * allocates its replacement: a random size of 16 to 128 B (pk_pool: one pool
+ * per 16-byte class, 16 to 128; the mallocs get the size itself), or a fixed
+ * 64 B. After its rounds each thread exits and a fresh thread takes its set
+ * over (larson's hand-over: it frees what a dead thread allocated), for a
+ * number of generations. Reported: ns per free+allocate pair per thread
+ * (each generation timed from its first thread's start to its last one's
+ * end, summed, over the rounds of one thread), and the run's peak RSS
+ * growth. Each measurement in a forked child (lab_steady_measure,
+ * measure_shapes.c; the loop: kernels_shapes.h). Target: pk_pool at most
+ * 0.8x mimalloc's time at every scale.
+ */
+#include "lab.h"
+
+#include <math.h>
+#include <string.h>
+
+#define EXP "steady-state"
+#define THREADS 2
+
+static const char *const contenders[] = {
+    "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool",
+};
+#define NCONT (int)(sizeof contenders / sizeof contenders[0])
+
+static const long lives[] = {1000, 100000};
+static const struct {
+    const char *name;
+    unsigned lo, hi;
+} mixes[] = {{"16-128 B", 16, 128}, {"64 B", 64, 64}};
+#define NLIVE 2
+#define NMIX 2
+
+static long rounds(void) { return lab_pick(20000, 100000, 400000, 2000000); }
+static int gens(void) { return (int)lab_pick(2, 3, 4, 8); }
+
+static lab_params params(long live, int m) {
+    lab_params ps = {0};
+    lab_pset_num(&ps, "threads", THREADS);
+    lab_pset_num(&ps, "live_per_thread", (double)live);
+    lab_pset_str(&ps, "sizes", mixes[m].name);
+    return ps;
+}
+
+static void run(int rep) {
+    long r = lab_warm(rounds());
+    for (int l = 0; l < NLIVE; l++) {
+        for (int m = 0; m < NMIX; m++) {
+            char detail[64];
+            snprintf(detail, sizeof detail, "live %ld, %s", lives[l], mixes[m].name);
+            lab_params ps = params(lives[l], m);
+            for (int j = 0; j < NCONT; j++) {
+                lab_allocator *a = lab_allocator_named(contenders[(j + (rep > 0 ? rep : 0)) % NCONT]);
+                if (!a) continue;
+                if (rep >= 0) lab_row_for(EXP, a, &ps);
+                if (!a->available || !a->steady) continue;
+                lab_progress(a->subject, detail);
+                double out[2];
+                if (lab_steady_measure(a, THREADS, lives[l], mixes[m].lo, mixes[m].hi, r, gens(),
+                                       out) != 0 || rep < 0)
+                    continue;
+                lab_row *row = lab_row_for(EXP, a, &ps);
+                lab_row_sample(row, out[0]);
+                lab_row_extra(row, "mops_all_threads", THREADS * 1e3 / out[0]);
+                lab_row_extra(row, "peak_rss_kb", out[1]);
+            }
+        }
+    }
+}
+
+static double cell(const char *subject, long live, int m) {
+    char want_live[24], want_mix[32];
+    snprintf(want_live, sizeof want_live, "%ld", live);
+    snprintf(want_mix, sizeof want_mix, "\"%s\"", mixes[m].name);
+    lab_row *r = lab_find(EXP, subject, "live_per_thread", want_live, "sizes", want_mix, NULL);
+    return r && r->available && r->samples.n ? lab_median(&r->samples) : NAN;
+}
+
+static void print(FILE *out) {
+    char b[32];
+    fprintf(out, "== steady-state: random replacement in a live set, %d threads, sets handed to "
+                 "new threads (after larson)\n", THREADS);
+    fprintf(out, "   ns per free+allocate pair per thread (lower is better); %ld rounds per "
+                 "thread per generation, %d generations\n", rounds(), gens());
+    fprintf(out, "\n  %-24s", "allocator \\ live, sizes");
+    for (int l = 0; l < NLIVE; l++)
+        for (int m = 0; m < NMIX; m++) {
+            char h[32];
+            snprintf(h, sizeof h, "%ld, %s", lives[l], mixes[m].name);
+            fprintf(out, " %16s", h);
+        }
+    fprintf(out, "\n");
+    for (int i = 0; i < NCONT; i++) {
+        lab_allocator *a = lab_allocator_named(contenders[i]);
+        if (!a) continue;
+        fprintf(out, "  %-24s", a->subject);
+        if (!a->available) {
+            fprintf(out, " n/a: %.80s\n", a->why);
+            continue;
+        }
+        for (int l = 0; l < NLIVE; l++)
+            for (int m = 0; m < NMIX; m++) fprintf(out, " %16s", lab_fmt(cell(a->subject, lives[l], m), b));
+        fprintf(out, "\n");
+    }
+    fprintf(out, "  %-24s", "pk_pool / each peer");
+    fprintf(out, "\n");
+    for (int i = 0; i < NCONT - 1; i++) {
+        fprintf(out, "    %-22s", contenders[i]);
+        for (int l = 0; l < NLIVE; l++)
+            for (int m = 0; m < NMIX; m++) {
+                double v = cell("poolkit pk_pool", lives[l], m) / cell(contenders[i], lives[l], m);
+                snprintf(b, sizeof b, "%.2fx", v);
+                fprintf(out, " %16s", isnan(v) ? "-" : b);
+            }
+        fprintf(out, "\n");
+    }
+    /* The target: at most 0.8x mimalloc at every scale. */
+    char line[256] = "";
+    int met = 1, any = 0;
+    for (int l = 0; l < NLIVE; l++)
+        for (int m = 0; m < NMIX; m++) {
+            double v = cell("poolkit pk_pool", lives[l], m) / cell("mimalloc", lives[l], m);
+            size_t n = strlen(line);
+            snprintf(line + n, sizeof line - n, "%s%.2fx", n ? " / " : "", v);
+            if (isnan(v)) continue;
+            any = 1;
+            met &= v <= 0.8;
+        }
+    fprintf(out, "  target (issue 19, 4): pk_pool at most 0.8x mimalloc at every scale "
+                 "(1,000 and 100,000 live, 16-128 B and 64 B): %s -> %s\n",
+            line, !any ? "not measured" : met ? "met" : "not met");
+}
+
+const lab_experiment lab_exp_steady_state = {
+    EXP, "Steady state of random replacement, sets handed to new threads (after larson)",
+    "ns/pair", 4.0, NULL, run, print,
+};

@@ -1,0 +1,41 @@
+"""The report's section for the remote-batches experiment (after xmalloc-test; issue 19, target 7)."""
+
+from labreport.common import extra, fmt, na_lines, note_ratio, ratio, spread, table, times, verdict
+
+PAIRS = [1, 2]
+PK = "poolkit pk_pool"
+
+
+def remote_batches(res, charts, outdir):
+    exp = "remote-batches"
+    md = ["## remote-batches: producers allocate batches of 4,096 × 64 B, consumers free them "
+          "(after xmalloc-test)", "",
+          "ns per object, all threads together (lower is better), and peak RSS growth in MiB.", ""]
+    body = []
+    for s in res.subjects(exp):
+        cells = []
+        for p in PAIRS:
+            r = res.find(exp, s, producers=p)
+            kib = extra(r, "peak_rss_kb")
+            cells += [fmt(res.med(exp, s, producers=p)), fmt(kib / 1024 if kib else None)]
+        if any(c != "–" for c in cells):
+            body.append([s] + cells)
+    md.append(table(["allocator"] + [h for p in PAIRS for h in ("{}+{}: ns".format(p, p), "MiB")], body))
+    md.append("")
+    ratios = [(ratio(res.med(exp, PK, producers=p), res.med(exp, "mimalloc", producers=p)),
+               spread(res.find(exp, PK, producers=p), res.find(exp, "mimalloc", producers=p)))
+              for p in PAIRS]
+    md.append("pk_pool ÷ mimalloc (target ≤ 0.6×): " + ", ".join(
+        "{}+{} threads {}".format(p, p, times(r)) for p, (r, _) in zip(PAIRS, ratios)) + ".")
+    md.append("")
+    na = na_lines(res, exp)
+    if na:
+        md += [na, ""]
+    known = [(r, g) for r, g in ratios if r is not None]
+    if not known:
+        return md, None
+    worst, rng = max(known, key=lambda x: x[0])
+    note_ratio("remote-batches", "pk_pool ÷ mimalloc, worst thread count", worst, rng)
+    return md, ("remote-batches (after xmalloc-test)", "pk_pool ÷ mimalloc, ns per object, worst of "
+                "1+1 and 2+2 threads (issue 19 target: ≤ 0.6×)", "–", times(worst),
+                verdict(worst, rng, 0.6, above=False))

@@ -1,0 +1,52 @@
+"""The report's section for the steady-state experiment (after larson; issue 19, target 4)."""
+
+from labreport import charts as chartlib
+from labreport.common import extra, fmt, na_lines, note_ratio, ratio, spread, table, times, verdict
+
+SCALES = [(1000, "16-128 B"), (1000, "64 B"), (100000, "16-128 B"), (100000, "64 B")]
+PK = "poolkit pk_pool"
+
+
+def steady_state(res, charts, outdir):
+    exp = "steady-state"
+    subs = res.subjects(exp)
+    heads = ["{:,} live, {}".format(n, m) for n, m in SCALES]
+    md = ["## steady-state: random replacement in a live set, sets handed to new threads "
+          "(after larson)", "",
+          "Two threads; each frees a random object of its live set and allocates a replacement "
+          "(16-128 B over one pk_pool per 16-byte class, or a fixed 64 B), then hands its set to "
+          "a fresh thread. ns per free+allocate pair per thread (lower is better); peak RSS "
+          "growth of the run in MiB.", ""]
+    body = []
+    for s in subs:
+        vals = [res.med(exp, s, live_per_thread=n, sizes=m) for n, m in SCALES]
+        if all(v is None for v in vals):
+            continue
+        rss = [extra(res.find(exp, s, live_per_thread=n, sizes=m), "peak_rss_kb") for n, m in SCALES]
+        body.append([s] + [fmt(v) for v in vals] + [fmt(rss[2] / 1024 if rss[2] else None)])
+    md.append(table(["allocator"] + heads + ["MiB at 100,000, 16-128 B"], body))
+    md.append("")
+    ratios = []
+    for n, m in SCALES:
+        a, b = res.find(exp, PK, live_per_thread=n, sizes=m), res.find(exp, "mimalloc", live_per_thread=n, sizes=m)
+        ratios.append((ratio(res.med(exp, PK, live_per_thread=n, sizes=m),
+                             res.med(exp, "mimalloc", live_per_thread=n, sizes=m)), spread(a, b)))
+    md.append("pk_pool ÷ mimalloc (target ≤ 0.8× at every scale): " + ", ".join(
+        "{} {}".format(h, times(r)) for h, (r, _) in zip(heads, ratios)) + ".")
+    md.append("")
+    na = na_lines(res, exp)
+    if na:
+        md += [na, ""]
+    if chartlib.HAVE_MPL and body:
+        values = {s: [res.med(exp, s, live_per_thread=n, sizes=m) for n, m in SCALES] for s in subs
+                  if any(res.med(exp, s, live_per_thread=n, sizes=m) for n, m in SCALES)}
+        chartlib.log_bars(values, heads, 1.0, "ns per pair per thread (log)",
+                          "steady-state (after larson): 2 threads", (10, 4.5), 3, outdir,
+                          "steady_state.png", charts)
+    known = [(r, g) for r, g in ratios if r is not None]
+    if not known:
+        return md, None
+    worst, rng = max(known, key=lambda x: x[0])
+    note_ratio("steady-state", "pk_pool ÷ mimalloc, worst scale", worst, rng)
+    return md, ("steady-state (after larson)", "pk_pool ÷ mimalloc, ns per pair, worst of 4 scales "
+                "(issue 19 target: ≤ 0.8×)", "–", times(worst), verdict(worst, rng, 0.8, above=False))
