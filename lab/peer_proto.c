@@ -17,6 +17,10 @@
  *                   setting bitmap bits without touching the objects.
  *   proto hybrid    (c) a short LIFO of recently freed pointers in front of
  *                   (a)'s slabs (one free list per slab).
+ *   proto packed    (d) = (a), with the slab headers packed at the start of
+ *                   4 MiB regions (mimalloc's segments) instead of at the
+ *                   start of each slab: is the header's page what random
+ *                   order at scale pays for?
  *
  * Shared by all three:
  * - Slabs are PS_SLAB bytes mapped from the system at an address aligned to
@@ -69,7 +73,7 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-enum { V_SHARDED, V_CACHEBIN, V_HYBRID };
+enum { V_SHARDED, V_CACHEBIN, V_HYBRID, V_PACKED };
 enum { L_NONE, L_AVAIL, L_FULL, L_EMPTY };
 
 struct ps_pool;
@@ -87,6 +91,7 @@ typedef struct ps_slab {
     uint64_t stamp_ms; /* when it became empty */
     uint32_t list;     /* L_* */
     uint32_t hint;     /* (b): first bitmap word that may hold a free slot */
+    char *mem;         /* the slab's memory: the header's own address, except (d)'s */
     uint64_t bits[];   /* (b): one bit per slot, set while the slot is in the slab */
 } ps_slab;
 
@@ -162,6 +167,55 @@ static inline ps_slab *ps_slab_of(const void *p) {
     return (ps_slab *)((uintptr_t)p & ~(uintptr_t)(PS_SLAB - 1));
 }
 
+/* (d): slabs carved from 4 MiB regions whose first 64 KiB holds the
+ * headers of the other 63, PS_REC bytes apart (mimalloc's segment layout):
+ * the headers of 63 slabs share 4 pages instead of one page each. */
+#define PS_REGION_SHIFT 22
+#define PS_REGION ((size_t)1 << PS_REGION_SHIFT)
+#define PS_REC 256
+static inline ps_slab *ps_packed_of(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    return (ps_slab *)((a & ~(uintptr_t)(PS_REGION - 1)) +
+                       ((a >> (PS_SHIFT - 8)) & ((PS_REGION / PS_SLAB - 1) * PS_REC)));
+}
+_Static_assert(PS_REC == 1 << 8, "ps_packed_of shifts by PS_SHIFT - 8");
+
+static pthread_mutex_t ps_region_lock = PTHREAD_MUTEX_INITIALIZER;
+static ps_slab *ps_region_free; /* (d): unused slab records, linked through next */
+
+static ps_slab *region_take(void) {
+    pthread_mutex_lock(&ps_region_lock);
+    if (!ps_region_free) {
+        char *m = mmap(NULL, 2 * PS_REGION, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m == MAP_FAILED) abort();
+        char *a = (char *)(((uintptr_t)m + PS_REGION - 1) & ~(uintptr_t)(PS_REGION - 1));
+        if (a > m) munmap(m, (size_t)(a - m));
+        munmap(a + PS_REGION, (size_t)(m + 2 * PS_REGION - (a + PS_REGION)));
+        for (size_t i = PS_REGION / PS_SLAB - 1; i >= 1; i--) { /* lowest address on top */
+            ps_slab *r = (ps_slab *)(a + i * PS_REC);
+            r->mem = a + i * PS_SLAB;
+            r->next = ps_region_free;
+            ps_region_free = r;
+        }
+    }
+    ps_slab *s = ps_region_free;
+    ps_region_free = s->next;
+    pthread_mutex_unlock(&ps_region_lock);
+    char *mem = s->mem;
+    memset(s, 0, sizeof *s);
+    s->mem = mem;
+    return s;
+}
+
+static void region_give(ps_slab *s) {
+    madvise(s->mem, PS_SLAB, MADV_DONTNEED); /* the region stays reserved */
+    pthread_mutex_lock(&ps_region_lock);
+    s->next = ps_region_free;
+    ps_region_free = s;
+    pthread_mutex_unlock(&ps_region_lock);
+}
+
 /* ---- slab lists ---- */
 
 static void list_push(ps_list *l, ps_slab *s, uint32_t id) {
@@ -191,6 +245,13 @@ static ps_slab *list_pop(ps_list *l) {
 /* ---- slabs from the system ---- */
 
 static ps_slab *slab_map(ps_pool *p) {
+    if (p->variant == V_PACKED) {
+        ps_slab *r = region_take();
+        r->pool = p;
+        r->cap = p->cap;
+        p->mapped++;
+        return r;
+    }
     char *m = mmap(NULL, 2 * PS_SLAB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) abort();
     char *a = (char *)(((uintptr_t)m + PS_SLAB - 1) & ~(uintptr_t)(PS_SLAB - 1));
@@ -199,13 +260,15 @@ static ps_slab *slab_map(ps_pool *p) {
     ps_slab *s = (ps_slab *)a;
     s->pool = p;
     s->cap = p->cap;
+    s->mem = a;
     p->mapped++;
     return s;
 }
 
 static void slab_unmap(ps_slab *s) {
     s->pool->mapped--;
-    munmap(s, PS_SLAB);
+    if (s->pool->variant == V_PACKED) region_give(s);
+    else munmap(s, PS_SLAB);
 }
 
 /* Everything free again: hand out from slot 0 in address order. */
@@ -213,7 +276,7 @@ static void slab_restart(ps_slab *s) {
     ps_pool *p = s->pool;
     s->free = s->local_free = NULL;
     s->used = 0;
-    s->bump = (char *)s + p->first;
+    s->bump = s->mem + p->first;
     s->end = s->bump + (size_t)p->cap * p->slot;
     if (p->variant == V_CACHEBIN) {
         for (uint32_t w = 0; w < PS_BITWORDS; w++) {
@@ -402,8 +465,9 @@ static LAB_NOINLINE void sh_retire(ps_pool *p, ps_slab *s) {
     heap_retire((ps_heap *)(ps_table + p->key), s);
 }
 
-static inline void sh_free(ps_pool *p, void *obj) {
-    ps_slab *s = ps_slab_of(obj);
+/* packed: a constant, 1 for (d) (the header found in the region's table). */
+static inline void sh_free_g(ps_pool *p, void *obj, const int packed) {
+    ps_slab *s = packed ? ps_packed_of(obj) : ps_slab_of(obj);
     if (likely(s->xtid == ps_tid())) {
         *(void **)obj = s->local_free;
         s->local_free = obj;
@@ -412,6 +476,8 @@ static inline void sh_free(ps_pool *p, void *obj) {
     }
     sh_free_slow(p, s, obj);
 }
+static inline void sh_free(ps_pool *p, void *obj) { sh_free_g(p, obj, 0); }
+static inline void pk_free(ps_pool *p, void *obj) { sh_free_g(p, obj, 1); }
 
 /* ---- (c) hybrid: a short LIFO of pointers in front of (a)'s slabs ---- */
 
@@ -455,13 +521,24 @@ static LAB_NOINLINE void hy_free_slow(ps_pool *p, ps_slab *s, void *obj) {
     if (--s->used == 0) heap_retire(&st->h, s);
 }
 
+static LAB_NOINLINE void hy_retire(ps_pool *p, ps_slab *s) {
+    heap_retire(&((hy_state *)(ps_table + p->key))->h, s);
+}
+
 static inline void hy_free(ps_pool *p, void *obj) {
     ps_slab *s = ps_slab_of(obj);
     hy_state *st = (hy_state *)(ps_table + p->key);
     uint32_t n = st->n;
-    if (likely(s->xtid == ps_tid() && n < st->lim)) {
-        st->recent[n] = obj;
-        st->n = n + 1;
+    if (likely(s->xtid == ps_tid())) {
+        if (likely(n < st->lim)) {
+            st->recent[n] = obj;
+            st->n = n + 1;
+            return;
+        }
+        /* the LIFO is full: home to the slab, inline (the owner's own free) */
+        *(void **)obj = s->free;
+        s->free = obj;
+        if (unlikely(--s->used == 0)) hy_retire(p, s);
         return;
     }
     hy_free_slow(p, s, obj);
@@ -597,7 +674,7 @@ static void *ps_open(size_t size, int variant) {
     size_t align = 16;
     p->slot = (size + 15) & ~(size_t)15;
     if (is_pow2(size) && size <= 4096) p->slot = align = size < 16 ? 16 : size;
-    size_t header = sizeof(ps_slab) + (variant == V_CACHEBIN ? PS_BITWORDS * 8 : 0);
+    size_t header = variant == V_PACKED ? 0 : sizeof(ps_slab) + (variant == V_CACHEBIN ? PS_BITWORDS * 8 : 0);
     p->first = (header + align - 1) & ~(align - 1);
     p->cap = (uint32_t)((PS_SLAB - p->first) / p->slot);
     p->recip = (uint32_t)((((uint64_t)1 << 32) + p->slot - 1) / p->slot);
@@ -608,7 +685,7 @@ static void *ps_open(size_t size, int variant) {
     for (int i = 0; i < 2; i++) {
         if (!slots[i]) continue;
         memset(slots[i], 0, PS_STATE);
-        if (variant == V_SHARDED) ((ps_heap *)slots[i])->cur = &ps_sentinel;
+        if (variant == V_SHARDED || variant == V_PACKED) ((ps_heap *)slots[i])->cur = &ps_sentinel;
         if (variant == V_HYBRID) ((hy_state *)slots[i])->h.cur = &ps_sentinel;
     }
     return p;
@@ -618,7 +695,7 @@ static void ps_close(void *ctx) {
     ps_pool *p = ctx;
     char *st = ps_table + p->key;
     if (ps_table != ps_unreg) {
-        if (p->variant == V_SHARDED) heap_close((ps_heap *)st);
+        if (p->variant == V_SHARDED || p->variant == V_PACKED) heap_close((ps_heap *)st);
         if (p->variant == V_HYBRID) heap_close(&((hy_state *)st)->h);
         memset(st, 0, PS_STATE);
     }
@@ -637,15 +714,19 @@ static void ps_close(void *ctx) {
 static void *sh_open(size_t size) { return ps_open(size, V_SHARDED); }
 static void *cb_open(size_t size) { return ps_open(size, V_CACHEBIN); }
 static void *hy_open(size_t size) { return ps_open(size, V_HYBRID); }
+static void *pk_open(size_t size) { return ps_open(size, V_PACKED); }
 
 /* Entry points behind calls, for the self-check and objdump. */
 LAB_NOINLINE void *lab_proto_alloc(void *pool) {
     ps_pool *p = pool;
-    return p->variant == V_SHARDED ? sh_alloc(p) : p->variant == V_CACHEBIN ? cb_alloc(p) : hy_alloc(p);
+    return p->variant == V_SHARDED || p->variant == V_PACKED ? sh_alloc(p)
+           : p->variant == V_CACHEBIN                      ? cb_alloc(p)
+                                                           : hy_alloc(p);
 }
 LAB_NOINLINE void lab_proto_free(void *pool, void *obj) {
     ps_pool *p = pool;
     if (p->variant == V_SHARDED) sh_free(p, obj);
+    else if (p->variant == V_PACKED) pk_free(p, obj);
     else if (p->variant == V_CACHEBIN) cb_free(p, obj);
     else hy_free(p, obj);
 }
@@ -656,6 +737,7 @@ LAB_NOINLINE void *lab_proto_cachebin_alloc(void *p) { return cb_alloc(p); }
 LAB_NOINLINE void lab_proto_cachebin_free(void *p, void *o) { cb_free(p, o); }
 LAB_NOINLINE void *lab_proto_hybrid_alloc(void *p) { return hy_alloc(p); }
 LAB_NOINLINE void lab_proto_hybrid_free(void *p, void *o) { hy_free(p, o); }
+LAB_NOINLINE void lab_proto_packed_free(void *p, void *o) { pk_free(p, o); }
 
 #define K_NAME sharded
 #define K_ALLOC(c, sz) sh_alloc((ps_pool *)(c))
@@ -675,6 +757,13 @@ LAB_NOINLINE void lab_proto_hybrid_free(void *p, void *o) { hy_free(p, o); }
 #define K_ALLOC(c, sz) hy_alloc((ps_pool *)(c))
 #define K_FREE(c, p, sz) hy_free((ps_pool *)(c), (p))
 #include "kernels.h"
+#undef K_NAME
+#undef K_ALLOC
+#undef K_FREE
+#define K_NAME packed
+#define K_ALLOC(c, sz) sh_alloc((ps_pool *)(c))
+#define K_FREE(c, p, sz) pk_free((ps_pool *)(c), (p))
+#include "kernels.h"
 
 /* ---- the self-check: no object handed out twice, alignment, memory back ---- */
 
@@ -690,7 +779,8 @@ static int check_live(ps_pool *p, void **v, long n, char *msg, size_t len) {
     qsort(s, (size_t)n, sizeof *s, cmp_ptr);
     int ok = 1;
     for (long i = 0; i < n && ok; i++) {
-        size_t off = (size_t)((char *)s[i] - (char *)ps_slab_of(s[i]));
+        ps_slab *sl = p->variant == V_PACKED ? ps_packed_of(s[i]) : ps_slab_of(s[i]);
+        size_t off = (size_t)((char *)s[i] - sl->mem);
         if (i > 0 && s[i] == s[i - 1])
             ok = 0, snprintf(msg, len, "object %p handed out twice", s[i]);
         else if (off < p->first || (off - p->first) % p->slot || (off - p->first) / p->slot >= p->cap)
@@ -724,13 +814,46 @@ static size_t cached_slabs(ps_pool *p) {
     return distinct;
 }
 
+typedef struct remote_arg {
+    ps_pool *p;
+    void **v;
+    long n;
+} remote_arg;
+
+static void *remote_frees(void *argp) {
+    remote_arg *r = argp;
+    for (long i = 0; i < r->n; i++) lab_proto_free(r->p, r->v[i]);
+    return NULL;
+}
+
+/* (a), (c), (d): another thread frees everything; the owner gets it all back
+ * through thread_free without mapping more than one more slab. */
+static int check_remote(int var, void **v, long n, char *msg, size_t len) {
+    ps_pool *p = ps_open(64, var);
+    for (long i = 0; i < n; i++) v[i] = lab_proto_alloc(p);
+    size_t before = p->mapped;
+    remote_arg r = {p, v, n};
+    pthread_t t;
+    if (pthread_create(&t, NULL, remote_frees, &r) != 0 || pthread_join(t, NULL) != 0) return -1;
+    for (long i = 0; i < n; i++) v[i] = lab_proto_alloc(p);
+    if (!check_live(p, v, n, msg, len)) return -1;
+    if (p->mapped > before + 1) {
+        snprintf(msg, len, "variant %d: remote frees not reused (%zu slabs, %zu before)", var,
+                 p->mapped, before);
+        return -1;
+    }
+    for (long i = 0; i < n; i++) lab_proto_free(p, v[i]);
+    ps_close(p);
+    return 0;
+}
+
 int lab_proto_selfcheck(char *msg, size_t len) {
     static const size_t sizes[] = {16, 48, 64, 256, 4096};
     const long n = 20000;
     void **v = malloc(sizeof(void *) * (size_t)n);
     uint32_t *perm = malloc(sizeof(uint32_t) * (size_t)n);
     shared_permutation(perm, n, 42);
-    for (int var = 0; var < 3; var++) {
+    for (int var = 0; var < 4; var++) {
         for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
             ps_pool *p = ps_open(sizes[z], var);
             for (int round = 0; round < 3; round++) {
@@ -762,10 +885,13 @@ int lab_proto_selfcheck(char *msg, size_t len) {
             ps_close(p);
         }
     }
+    for (int var = 0; var < 4; var++)
+        if (var != V_CACHEBIN && check_remote(var, v, n, msg, len) != 0) return -1;
     free(v);
     free(perm);
-    snprintf(msg, len, "ok: 3 designs x 5 sizes, 20,000 objects, no double hand-out, slots aligned, "
-                       "empty slabs unmapped after the delay");
+    snprintf(msg, len, "ok: 4 designs x 5 sizes, 20,000 objects, no double hand-out, slots aligned, "
+                       "empty slabs unmapped after the delay, remote frees reused by the owner "
+                       "((a), (c), (d))");
     return 0;
 }
 
@@ -793,4 +919,8 @@ void lab_adapter_proto_cachebin(lab_allocator *a) {
 void lab_adapter_proto_hybrid(lab_allocator *a) {
     proto_fill(a, "proto hybrid", "(c) hybrid: LIFO of 14 + sharded slabs", hy_open);
     hybrid_fill(a);
+}
+void lab_adapter_proto_packed(lab_allocator *a) {
+    proto_fill(a, "proto packed", "(d) = (a) with headers packed per 4 MiB region", pk_open);
+    packed_fill(a);
 }
