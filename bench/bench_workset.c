@@ -47,7 +47,7 @@
 
 #define CAP_NS 250e6
 
-enum { C_EMPTY, C_NAIVE, C_POOL, C_HARD, C_GLIBC, C_MI, C_JE, C_TC, C_PSH, C_PCB, C_PHY, C_PPK, NCONT };
+enum { C_EMPTY, C_NAIVE, C_POOL, C_HARD, C_GLIBC, C_MI, C_JE, C_TC, C_PSH, C_PCB, C_PHY, C_PPK, C_PHP, NCONT };
 static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("empty loop", "empty loop (no allocator)"),
     BENCH_CONTENDER("naive free list", "naive free list (heap struct)"),
@@ -62,9 +62,10 @@ static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("proto cachebin", "proto (b) cache bin"),
     BENCH_CONTENDER("proto hybrid", "proto (c) hybrid"),
     BENCH_CONTENDER("proto packed", "proto (d) sharded, packed"),
+    BENCH_CONTENDER("proto hybrid packed", "proto (e) hybrid, packed"),
 };
-#define NPROTOS 4
-static const int protos[NPROTOS] = {C_PSH, C_PCB, C_PHY, C_PPK};
+#define NPROTOS 5
+static const int protos[NPROTOS] = {C_PSH, C_PCB, C_PHY, C_PPK, C_PHP};
 static const int mallocs[] = {C_GLIBC, C_MI, C_JE, C_TC};
 #define NMALLOCS 4
 
