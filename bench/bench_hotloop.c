@@ -104,7 +104,7 @@ static BENCH_KERNEL void naive_free_call(void *p) { naive_free(p); }
 #include "kernels.h"
 
 enum { C_EMPTY, C_NAIVE, C_NAIVE_CALL, C_POOL, C_LOCAL, C_HARD, C_DEBUG, C_GLIBC, C_MI, C_JE, C_TC,
-       C_PSH, C_PCB, C_PHY, C_PPK, C_PHP, NCONT };
+       C_PSH, C_PCB, C_PHY, C_PPK, C_PHP, C_PSG, NCONT };
 
 #define NSIZES 5
 static const size_t sizes[NSIZES] = {16, 32, 64, 128, 256};
@@ -134,6 +134,7 @@ static struct contender {
     {"proto (c) hybrid", "proto hybrid", 0, NULL, {0}, NULL},
     {"proto (d) sharded, packed", "proto packed", 0, NULL, {0}, NULL},
     {"proto (e) hybrid, packed", "proto hybrid packed", 0, NULL, {0}, NULL},
+    {"proto (f) one list, packed", "proto single packed", 0, NULL, {0}, NULL},
 };
 
 static lab_allocator here[4]; /* pk, empty, naive, naivecall */

@@ -47,7 +47,7 @@
 
 #define CAP_NS 250e6
 
-enum { C_EMPTY, C_NAIVE, C_POOL, C_HARD, C_GLIBC, C_MI, C_JE, C_TC, C_PSH, C_PCB, C_PHY, C_PPK, C_PHP, NCONT };
+enum { C_EMPTY, C_NAIVE, C_POOL, C_HARD, C_GLIBC, C_MI, C_JE, C_TC, C_PSH, C_PCB, C_PHY, C_PPK, C_PHP, C_PSG, NCONT };
 static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("empty loop", "empty loop (no allocator)"),
     BENCH_CONTENDER("naive free list", "naive free list (heap struct)"),
@@ -63,9 +63,10 @@ static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("proto hybrid", "proto (c) hybrid"),
     BENCH_CONTENDER("proto packed", "proto (d) sharded, packed"),
     BENCH_CONTENDER("proto hybrid packed", "proto (e) hybrid, packed"),
+    BENCH_CONTENDER("proto single packed", "proto (f) one list, packed"),
 };
-#define NPROTOS 5
-static const int protos[NPROTOS] = {C_PSH, C_PCB, C_PHY, C_PPK, C_PHP};
+#define NPROTOS 6
+static const int protos[NPROTOS] = {C_PSH, C_PCB, C_PHY, C_PPK, C_PHP, C_PSG};
 static const int mallocs[] = {C_GLIBC, C_MI, C_JE, C_TC};
 #define NMALLOCS 4
 

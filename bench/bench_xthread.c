@@ -30,7 +30,7 @@
 
 #define OBJ_SIZE 32
 
-enum { C_RING, C_GLIBC, C_JE, C_TC, C_MI, C_POOL, C_HARD, C_P0, NCONT = C_P0 + 5 };
+enum { C_RING, C_GLIBC, C_JE, C_TC, C_MI, C_POOL, C_HARD, C_P0, NCONT = C_P0 + 6 };
 static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("empty loop", "queues alone (no allocation)"),
     BENCH_CONTENDER("glibc malloc", "glibc malloc/free"),
@@ -44,6 +44,7 @@ static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("proto hybrid", "proto (c) hybrid"),
     BENCH_CONTENDER("proto packed", "proto (d) sharded, packed"),
     BENCH_CONTENDER("proto hybrid packed", "proto (e) hybrid, packed"),
+    BENCH_CONTENDER("proto single packed", "proto (f) one list, packed"),
 };
 
 static int churn; /* --churn: the churn workload on one thread */
