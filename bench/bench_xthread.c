@@ -15,7 +15,13 @@
  * take if memory were never reused); the hardened pool at most 1.2x the
  * default (issue 10).
  *
- * Usage: bench_xthread [--reps N] [--quick] [--objects N]
+ * --protos adds issue 19's candidate cores (lab/peer_proto.c); --churn runs
+ * the lab's churn workload instead (one thread: a live set of 256 objects,
+ * each step frees a random one and allocates its replacement; the
+ * larson-like steady state of docs/design/core3-prototypes.md), reported
+ * without targets.
+ *
+ * Usage: bench_xthread [--reps N] [--quick] [--objects N] [--protos] [--churn]
  */
 #include "harness.h"
 #include "kernels.h" /* LAB_SPSC_CAP */
@@ -24,7 +30,7 @@
 
 #define OBJ_SIZE 32
 
-enum { C_RING, C_GLIBC, C_JE, C_TC, C_MI, C_POOL, C_HARD, NCONT };
+enum { C_RING, C_GLIBC, C_JE, C_TC, C_MI, C_POOL, C_HARD, C_P0, NCONT = C_P0 + 6 };
 static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("empty loop", "queues alone (no allocation)"),
     BENCH_CONTENDER("glibc malloc", "glibc malloc/free"),
@@ -33,7 +39,15 @@ static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("mimalloc", ""),
     BENCH_CONTENDER("poolkit pk_pool", "pk_pool default"),
     BENCH_CONTENDER("poolkit pk_pool HARDENED", "pk_pool HARDENED"),
+    BENCH_CONTENDER("proto sharded", "proto (a) sharded"),
+    BENCH_CONTENDER("proto cachebin", "proto (b) cache bin"),
+    BENCH_CONTENDER("proto hybrid", "proto (c) hybrid"),
+    BENCH_CONTENDER("proto packed", "proto (d) sharded, packed"),
+    BENCH_CONTENDER("proto hybrid packed", "proto (e) hybrid, packed"),
+    BENCH_CONTENDER("proto single packed", "proto (f) one list, packed"),
 };
+
+static int churn; /* --churn: the churn workload on one thread */
 
 typedef struct job {
     lab_allocator *a;
@@ -49,7 +63,8 @@ static void child(void *arg, double *out) {
     double pk[2] = {NAN, NAN};
     int ours = !strcmp(j->a->family, "poolkit");
     if (ours) lab_pk_memory_begin(&m);
-    double mops = lab_threads_measure(j->a, 0, 2, j->n / 2, OBJ_SIZE);
+    double mops = churn ? lab_threads_measure(j->a, 1, 1, j->n, OBJ_SIZE)
+                        : lab_threads_measure(j->a, 0, 2, j->n / 2, OBJ_SIZE);
     if (ours) lab_pk_memory_end(&m, pk);
     out[0] = mops > 0 ? 1e3 / mops : -1;
     out[1] = pk[0];
@@ -61,13 +76,25 @@ int main(int argc, char **argv) {
     shared_reexec_for_tls(argv); /* jemalloc under dlopen */
     bench_opts o = bench_parse(argc, argv, 5);
     long n = bench_arg_long(&o, "--objects", o.quick ? 500000 : 2000000);
-    bench_header("cross-thread producer/consumer: 32 B objects allocated on one thread, freed "
+    churn = bench_arg_flag(&o, "--churn");
+    int want_protos = bench_arg_flag(&o, "--protos");
+    if (churn)
+        o.method = "median of interleaved repetitions after a warm-up; churn: one thread, 256 "
+                   "live objects, each step frees a random one and allocates another";
+    bench_header(churn ? "churn (larson-like steady state): 32 B objects, one thread" :
+                 "cross-thread producer/consumer: 32 B objects allocated on one thread, freed "
                  "on another",
                  &o);
-    printf("objects: %ld, half allocated by each of 2 threads in a ring of %d-slot queues; each "
-           "run is a forked child; peak RSS = child's VmHWM - its VmRSS at start\n",
-           n, LAB_SPSC_CAP);
+    if (churn)
+        printf("steps: %ld on one thread (the empty loop's row: the loop with no allocator); each "
+               "run is a forked child; peak RSS = child's VmHWM - its VmRSS at start\n", n);
+    else
+        printf("objects: %ld, half allocated by each of 2 threads in a ring of %d-slot queues; "
+               "each run is a forked child; peak RSS = child's VmHWM - its VmRSS at start\n",
+               n, LAB_SPSC_CAP);
     bench_find(cont, NCONT, 0);
+    for (int c = C_P0; c < NCONT; c++)
+        if (!want_protos) cont[c].why = "skipped (no --protos)";
 
     bench_series t[NCONT] = {{{0}, 0}}, rss[NCONT] = {{{0}, 0}}, ratio_mi = {{0}, 0};
     bench_series ratio_hard = {{0}, 0};
@@ -96,6 +123,7 @@ int main(int argc, char **argv) {
     printf("\n  %-34s %10s %-5s %-25s  %s\n", "contender", "median", "", "[min - max]",
            "peak RSS growth (median)");
     for (int c = 0; c < NCONT; c++) {
+        if (c >= C_P0 && !want_protos) continue;
         if (cont[c].why || (failed[c] && t[c].n == 0)) {
             bench_row_na(cont[c].label, cont[c].why ? cont[c].why : "the child process failed");
             continue;
@@ -109,6 +137,7 @@ int main(int argc, char **argv) {
     }
     printf("  pk_pool in the last run, by its own report: at most %.2f MiB reserved\n", mib(pk_peak));
 
+    if (churn) return 0; /* the targets are the cross-thread ones */
     double bound = (double)n * OBJ_SIZE / 4.0 / 1024.0; /* KiB */
     int pass = 1;
     if (cont[C_MI].why || t[C_MI].n == 0) {
