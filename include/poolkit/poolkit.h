@@ -12,7 +12,7 @@
 #define PK_VERSION_PATCH 0        /* fixes */
 #define PK_VERSION_STRING "0.1.0" /* the three, as text */
 /* The three as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is
- * 100), for #if and for comparing with pk_version(). */
+ * 100), for preprocessor tests and for comparing with pk_version(). */
 #define PK_VERSION (PK_VERSION_MAJOR * 10000 + PK_VERSION_MINOR * 100 + PK_VERSION_PATCH)
 
 #include <poolkit/export.h>

@@ -1528,6 +1528,7 @@ inline pk_pool_stats pool_stats(pk_pool *pool) noexcept {
 
 } // namespace pk
 
+namespace std {
 /**
  * @brief Hashes a pk::ref by the object it holds, as std::hash of
  *        std::shared_ptr does: std::hash<T *> of get(). Refs that compare
@@ -1535,9 +1536,10 @@ inline pk_pool_stats pool_stats(pk_pool *pool) noexcept {
  *        and std::unordered_map; an empty ref hashes as nullptr.
  */
 template <class T>
-struct std::hash<pk::ref<T>> {
+struct hash<pk::ref<T>> {
     /// The hash of @p r.get(). Never fails; any thread.
     std::size_t operator()(const pk::ref<T> &r) const noexcept { return std::hash<T *>()(r.get()); }
 };
+} // namespace std
 
 #endif
