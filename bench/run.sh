@@ -4,7 +4,7 @@
 # Usage: bench/run.sh BUILD_DIR [--quick] [other options passed to every program]
 #
 # Order: hot loop (inline, static), hot loop through calls (shared), random
-# fill pattern, memory, cross-thread, binary-trees, objects and containers
+# fill pattern, memory, cross-thread, false sharing, binary-trees, objects and containers
 # (when built), then issue 9's programs at realistic scale (working sets,
 # many pools, an arena per task), then the instruction-count gate
 # (bench/gate.sh, when valgrind is installed).
@@ -40,7 +40,7 @@ trap 'rm -f "$log"' EXIT
 status=0
 start=$(date +%s)
 
-for name in bench_hotloop bench_hotloop_shared bench_pattern bench_memory bench_xthread \
+for name in bench_hotloop bench_hotloop_shared bench_pattern bench_memory bench_xthread bench_scratch \
     bench_bintrees bench_objects bench_containers bench_workset bench_manypools bench_arenas; do
     if ! prog=$(find_prog "$name"); then
         if [ "$name" != bench_objects ] && [ "$name" != bench_containers ]; then
