@@ -3,11 +3,15 @@
  * Memory. An object's memory is a 16-byte header (object_internal.h) and its
  * fields rounded up to 16 bytes, taken from the pool of its size class. The
  * classes step by 16 bytes up to 1 KiB, then four per doubling up to 64 KiB;
- * larger objects come from the C heap. A size class's pool is created on
- * first use under class_lock and published with a release store, so pk_new
- * reads it with one acquire load (a plain load on x86) and no lock. Pools are
- * never destroyed. Nothing in the header says which pool: the class's size
- * does, so the memory returns to the same pool from any thread.
+ * larger objects come from the C heap. A class pool's alignment is 16 (the
+ * fields'); its slots are placed as every pool's (slab.h), so a slot of a
+ * power-of-two size starts on a multiple of it: "aligned" means the memory
+ * with its header, not the pointer pk_new returns, 16 bytes into it. A size
+ * class's pool is created on first use under class_lock and published with a
+ * release store, so pk_new reads it with one acquire load (a plain load on
+ * x86) and no lock. Pools are never destroyed. Nothing in the header says
+ * which pool: the class's size does, so the memory returns to the same pool
+ * from any thread.
  *
  * Counts. pk_new stores 1. pk_retain is a relaxed fetch-add. pk_release
  * first loads the count with acquire: 1 means we hold the only reference, so

@@ -33,9 +33,17 @@
 
 static const char *pool_name(const pk_pool *p) { return p->name ? p->name : "(unnamed)"; }
 
-static size_t natural_align(size_t size) {
+/* The alignment a pool gives when its config asks for none: the largest
+ * power of two dividing the size, up to 4096, so that a power-of-two size
+ * up to 4 KiB is aligned to itself (a 64-byte object fills one cache line
+ * and shares it with no neighbour) at no cost, since such a slot is already
+ * a multiple of it. A pool with hooks keeps a link word past each object
+ * (layout): rounding that slot up to a large alignment would cost up to
+ * twice the memory, so it keeps alignof(max_align_t) at most. */
+static size_t natural_align(size_t size, bool hooks) {
     size_t a = size & -size; /* largest power of two dividing size */
-    return a > alignof(max_align_t) ? alignof(max_align_t) : a;
+    size_t most = hooks ? alignof(max_align_t) : SLOT_ALIGN_MAX;
+    return a > most ? most : a;
 }
 
 static uintptr_t make_secret(const void *p) {
@@ -275,7 +283,7 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     if (!p) return NULL;
     p->name = c->name;
     p->size = c->size;
-    p->align = c->align ? c->align : natural_align(c->size);
+    p->align = c->align ? c->align : natural_align(c->size, c->construct || c->destruct);
     p->flags = c->flags;
     p->locked = !(c->flags & PK_POOL_LOCAL);
     p->debug = (c->flags & PK_POOL_DEBUG) || options_debug();

@@ -4,6 +4,10 @@
  * - A slab's mapping starts at an address aligned to its pool's slab_align
  *   (at least one 64 KiB granule), and every slot starts inside the first
  *   slab_align bytes.
+ * - Slot 0 starts at a multiple of the pool's align and of the largest power
+ *   of two dividing the slot (up to SLOT_ALIGN_MAX), so every slot is
+ *   aligned to both: a slot of a power-of-two size up to 4 KiB is aligned
+ *   to its size, and a 64-byte slot fills one cache line.
  * - Slots [0, bump) have been handed out at least once (and constructed, if
  *   the pool has a construct hook); slots [bump, capacity) were never touched.
  * - used counts slots outside the slab: with a thread cache, in the depot or
@@ -18,6 +22,9 @@
 #include "internal.h"
 
 #define GRANULE_SHIFT 16                 /* the address map's unit: 64 KiB */
+/* The most alignment a slot's placement gives (a page): a pool's align is
+ * at most this too (pk_pool_config). */
+#define SLOT_ALIGN_MAX 4096
 
 struct pk_pool;
 
@@ -60,7 +67,8 @@ typedef struct slab_geometry {
     size_t site_words; /* debug pools: words of call sites per slot (sites.h); 0 = none */
 } slab_geometry;
 
-/* Chooses the slab layout for slots of `slot` bytes aligned to `align`.
+/* Chooses the slab layout for slots of `slot` bytes aligned to `align`
+ * (placed as the invariant above says).
  * Small slots share a slab of at least 64 KiB; a slot over 64 KiB gets a slab
  * of its own sized to a page past the object. With `guard`, the span's last
  * page is left out of the slots and made no-access, so a linear overflow

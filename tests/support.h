@@ -138,11 +138,11 @@ inline pk_pool_stats stats_of(pk_pool *p) {
     return s;
 }
 
-/* The alignment the contract gives align = 0: the largest power of two
- * dividing size, capped at alignof(max_align_t). */
-inline size_t natural_align(size_t size) {
+/* The alignment pool.h gives align = 0: the largest power of two dividing
+ * size, capped at 4096, or at alignof(max_align_t) in a pool with hooks. */
+inline size_t natural_align(size_t size, bool hooks = false) {
     size_t a = size & (~size + 1);
-    return std::min(a, alignof(std::max_align_t));
+    return std::min(a, hooks ? alignof(std::max_align_t) : size_t(4096));
 }
 
 inline bool aligned_to(const void *p, size_t a) {

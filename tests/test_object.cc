@@ -118,6 +118,21 @@ TEST(Object, NewGivesZeroedFieldsAndCountOne) {
     }
 }
 
+/* 16 bytes of header and 48 of fields: each object one whole cache line. */
+TEST(Object, AnObjectOfAPowerOfTwoSizeStartsItsHeaderOnAMultipleOfIt) {
+    static const pk_class line = {"Line", 48, nullptr};
+    std::vector<void *> objs;
+    uintptr_t off = 0;
+    for (int i = 0; i < 5000; i++) { /* more than one slab's worth */
+        void *p = pk_new(&line);
+        ASSERT_NE(p, nullptr);
+        off |= (reinterpret_cast<uintptr_t>(p) - PK_OBJECT_HEADER_SIZE) & 63;
+        objs.push_back(p);
+    }
+    EXPECT_EQ(off, 0u) << "some object's header is off a 64-byte boundary by these bits";
+    for (void *o : objs) pk_release(o);
+}
+
 TEST(Object, LargeFieldsAreZeroedToo) {
     static const pk_class big = {"Big", 3000, nullptr};
     for (int round = 0; round < 2; round++) {

@@ -104,7 +104,7 @@ TEST(PoolDestroy, NullIsANoOp) { pk_pool_destroy(nullptr); }
  * Alignment and sizes
  * ==================================================================== */
 
-TEST(PoolAlign, ZeroMeansLargestPowerOfTwoDividingSizeCappedAtMaxAlignT) {
+TEST(PoolAlign, ZeroMeansLargestPowerOfTwoDividingSizeUpTo4096) {
     std::vector<size_t> sizes;
     for (size_t s = 1; s <= 130; s++) sizes.push_back(s);
     for (size_t s : {192u, 200u, 255u, 256u, 384u, 1000u, 1024u, 4096u, 12288u, 65536u, 100000u})
@@ -120,6 +120,83 @@ TEST(PoolAlign, ZeroMeansLargestPowerOfTwoDividingSizeCappedAtMaxAlignT) {
         for (void *o : objs) EXPECT_TRUE(aligned_to(o, want)) << "size " << size << " obj " << o;
         free_all(p.get(), objs);
     }
+}
+
+/* Objects of a pool, allocated until they fill at least `slabs` slabs (so
+ * that the check covers slot 0 of several slabs, not one slab's grid). */
+static std::vector<void *> alloc_slabs(pk_pool *p, size_t slabs) {
+    std::vector<void *> objs;
+    while (stats_of(p).slabs < slabs) {
+        std::vector<void *> more = alloc_n(p, 64);
+        if (more.empty()) break;
+        objs.insert(objs.end(), more.begin(), more.end());
+    }
+    return objs;
+}
+
+static const unsigned kLayoutFlags[] = {0, PK_POOL_LOCAL, PK_POOL_HARDENED, PK_POOL_GUARD,
+                                        PK_POOL_DEBUG, PK_POOL_ZERO};
+
+/* What puts 64-byte objects on cache lines (no two objects share a line):
+ * slot 0 of every slab starts at a multiple of the size. */
+TEST(PoolAlign, PowerOfTwoSizesUpTo4096AreAlignedToTheirSizeInEverySlabAndMode) {
+    for (unsigned flags : kLayoutFlags) {
+        for (size_t size = 16; size <= 4096; size *= 2) {
+            PoolPtr p = make_pool(size, 0, flags);
+            ASSERT_NE(p.get(), nullptr) << "size " << size << " flags " << flags;
+            EXPECT_EQ(stats_of(p.get()).align, size) << "size " << size << " flags " << flags;
+            std::vector<void *> objs = alloc_slabs(p.get(), 3);
+            ASSERT_GE(stats_of(p.get()).slabs, 3u) << "size " << size << " flags " << flags;
+            size_t off = 0;
+            for (void *o : objs) off |= reinterpret_cast<uintptr_t>(o) & (size - 1);
+            EXPECT_EQ(off, 0u) << "size " << size << " flags " << flags << ": some object is "
+                               << "misaligned by these bits, of " << objs.size();
+            free_all(p.get(), objs);
+        }
+    }
+}
+
+TEST(PoolAlign, OtherSizesKeepTheirNaturalAlignmentInEverySlabAndMode) {
+    for (unsigned flags : kLayoutFlags) {
+        for (size_t size : {24u, 48u, 80u, 96u, 100u, 200u, 3072u, 5000u}) {
+            PoolPtr p = make_pool(size, 0, flags);
+            ASSERT_NE(p.get(), nullptr) << "size " << size << " flags " << flags;
+            size_t want = natural_align(size);
+            EXPECT_EQ(stats_of(p.get()).align, want) << "size " << size << " flags " << flags;
+            std::vector<void *> objs = alloc_slabs(p.get(), 3);
+            ASSERT_GE(stats_of(p.get()).slabs, 3u) << "size " << size << " flags " << flags;
+            for (void *o : objs)
+                ASSERT_TRUE(aligned_to(o, want)) << "size " << size << " flags " << flags << " obj " << o;
+            free_all(p.get(), objs);
+        }
+    }
+}
+
+/* Placement is free where the slot is a power of two, whatever the pool
+ * promises: a hook pool's link word makes a 56-byte object's slot 64 bytes,
+ * and an explicit smaller align still gets the slot's own. */
+static void hook_noop(void *, void *) {}
+
+TEST(PoolAlign, SlotsOfAPowerOfTwoSizeAreAlignedToItWhenTheAlignAskedIsLess) {
+    pk_pool_config hooked = make_config(56);
+    hooked.construct = hook_noop;
+    pk_pool_config asked = make_config(256, 16);
+    for (const pk_pool_config &c : {hooked, asked}) {
+        PoolPtr p = make_pool(c);
+        ASSERT_NE(p.get(), nullptr) << "size " << c.size;
+        size_t slot = c.construct ? 64 : c.size;
+        std::vector<void *> objs = alloc_slabs(p.get(), 3);
+        for (void *o : objs) ASSERT_TRUE(aligned_to(o, slot)) << "size " << c.size << " obj " << o;
+        free_all(p.get(), objs);
+    }
+}
+
+TEST(PoolAlign, HookPoolsKeepAtMostMaxAlignTByDefault) {
+    pk_pool_config c = make_config(64);
+    c.construct = hook_noop;
+    PoolPtr p = make_pool(c);
+    ASSERT_NE(p.get(), nullptr);
+    EXPECT_EQ(stats_of(p.get()).align, alignof(std::max_align_t));
 }
 
 TEST(PoolAlign, EveryPowerOfTwoUpTo4096IsHonouredForSeveralSizes) {

@@ -73,7 +73,7 @@ class PoolModel {
   public:
     explicit PoolModel(const ModelConfig &c, AllLive *all = nullptr)
         : cfg_(c), tracker_(c.size), rng_(c.seed),
-          align_(c.align ? c.align : natural_align(c.size)), all_(all) {}
+          align_(c.align ? c.align : natural_align(c.size, c.hooks)), all_(all) {}
 
     /* Runs the whole sequence; stops at the first failed check. */
     void run() {

@@ -210,7 +210,7 @@ class World {
             pk_pool *p = pk_pool_create(&c);
             ASSERT_NE(p, nullptr) << ps.label << ": errno " << errno;
             pools_.push_back(p);
-            aligns_[i] = natural_align(ps.size);
+            aligns_[i] = natural_align(ps.size, ps.hooks);
         }
     }
 

@@ -9,11 +9,15 @@
  *
  * An object is PK_OBJECT_HEADER_SIZE bytes of header (class and count) and
  * then its fields, aligned to 16 bytes; the pointer pk_new returns is the
- * first field. A dealloc that releases the last reference to another object
- * runs that object's dealloc inside it, up to 32 deep on a thread; deeper
- * ones wait and run, on the same thread, before the outermost pk_release
- * returns, so chains of any length are freed in bounded stack. A dealloc
- * must return normally (no longjmp out of it).
+ * first field. Where header and fields together make a power of two up
+ * to 4 KiB (48 bytes of fields: 64), the header starts on a multiple of
+ * that size, so the object fills whole cache lines and shares none with
+ * another.
+ * A dealloc that releases the last reference to another object runs that
+ * object's dealloc inside it, up to 32 deep on a thread; deeper ones wait
+ * and run, on the same thread, before the outermost pk_release returns, so
+ * chains of any length are freed in bounded stack. A dealloc must return
+ * normally (no longjmp out of it).
  *
  * Autorelease pools are per thread and nest: pk_autorelease_push returns a
  * token; pk_autorelease_pop(token) releases, newest first, everything that was

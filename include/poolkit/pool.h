@@ -44,7 +44,11 @@ enum {
 typedef struct pk_pool_config {
     const char *name;                        /* for stats and reports; may be NULL */
     size_t size;                             /* object size in bytes, >= 1 */
-    size_t align;                            /* power of two up to 4096; 0 = natural for the size */
+    size_t align;                            /* power of two up to 4096; 0 = natural for the size:
+                                                the largest power of two dividing it, up to 4096,
+                                                so a 64-byte object fills one cache line; up to
+                                                16 with a construct or destruct hook (a link word
+                                                follows each object; ask for more here) */
     void (*construct)(void *obj, void *arg); /* runs when memory enters the pool */
     void (*destruct)(void *obj, void *arg);  /* runs when memory leaves the pool */
     void *arg;                               /* passed to both hooks */

@@ -248,9 +248,12 @@ static const size_t kSizes[32] = {0,    1,    2,    7,    8,    12,   16,   24,
                                   4000, 4096, 5000, 8192, 16384, 65536, 65537, 70000};
 static const size_t kAligns[16] = {0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 4096, 3, 8192};
 
-static size_t natural_align(size_t size) {
+/* pool.h: the largest power of two dividing size, up to 4096, or up to
+ * alignof(max_align_t) in a pool with hooks. */
+static size_t natural_align(size_t size, bool hooks) {
     size_t a = size & (~size + 1);
-    return a > _Alignof(max_align_t) ? _Alignof(max_align_t) : a;
+    size_t most = hooks ? _Alignof(max_align_t) : 4096;
+    return a > most ? most : a;
 }
 
 /* What construct leaves in an object (its first 16 bytes at most). */
@@ -420,7 +423,7 @@ static void op_pool_create(src *s) {
     }
     m->pool = p;
     m->size = c.size;
-    m->align = c.align ? c.align : natural_align(c.size);
+    m->align = c.align ? c.align : natural_align(c.size, hooks);
     m->flags = c.flags;
     m->limit = c.limit;
     m->hooks = hooks;
