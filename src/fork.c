@@ -15,7 +15,7 @@
 void (*fork_test_hook)(hook_point point, void *lock);
 
 static void prepare(void) {
-    purge_fork_lock_control(); /* held across the purge thread's start and stop */
+    purge_fork_lock();       /* held across the purge thread's start and stop */
     object_fork_lock();      /* held around pk_pool_create of a class pool */
     arp_fork_lock();         /* held around pk_pool_create of the page pool */
     pools_fork_lock_list();  /* the pool list: pk_pool_foreach's callbacks take the registry */
@@ -24,7 +24,6 @@ static void prepare(void) {
     os_fork_lock();          /* retained memory: a leaf */
     slab_fork_lock();        /* the address map: a leaf */
     error_fork_lock();       /* the error handler: a leaf */
-    purge_fork_lock_state(); /* the purge thread's flags: a leaf */
 }
 
 static void release_library(void) {
@@ -42,7 +41,8 @@ static void parent(void) {
     purge_fork_unlock();
 }
 
-/* The child has one thread: no purge thread (purge.c restarts it lazily). */
+/* The child has one thread: no purge thread (purge.c makes its state
+ * afresh and starts it again lazily). */
 static void child(void) {
     tcache_fork_child();
     release_library();

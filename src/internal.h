@@ -56,11 +56,9 @@ size_t os_retained_bytes(void);
  * held. Returns the time it read (os_now_ms), for the caller's own tick. */
 uint64_t pool_purge_poll(void);
 /* Fork handlers' part (fork.c): the background purge's control lock (the
- * outermost lock of all), its state lock (a leaf), and the child's reset:
- * no thread in the child; it starts again on the child's first poll if it
- * ran in the parent. */
-void purge_fork_lock_control(void);
-void purge_fork_lock_state(void);
+ * outermost lock of all), and the child's reset: no thread in the child; it
+ * starts again on the child's first poll if it ran in the parent. */
+void purge_fork_lock(void);
 void purge_fork_unlock(void);
 void purge_fork_child(void);
 
@@ -189,6 +187,7 @@ typedef enum hook_point {
     HOOK_RETAINED,      /* retain.c retain_lock: retained memory looked up */
     HOOK_ADDRESS_MAP,   /* slab.c map_lock: a slab being recorded */
     HOOK_ERROR_HANDLER, /* error.c handler_lock: the handler being set */
+    HOOK_PURGE_CONTROL, /* purge.c control: the background purge set */
     HOOK_POINTS
 } hook_point;
 extern void (*fork_test_hook)(hook_point point, void *lock);

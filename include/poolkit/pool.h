@@ -176,14 +176,16 @@ PK_API long pk_set_purge_delay(long ms);
  * (or another pthread_create error) when the thread could not be started.
  * The environment variable POOLKIT_BACKGROUND_PURGE (a switch: 1, true,
  * yes, on or 0, false, no, off) starts it at the library's first call that
- * reaches it (this one included). Off by default: no thread exists.
+ * reaches it (a read with this function included; a setting made before
+ * then wins). Off by default: no thread exists.
  *
- * The thread blocks every signal, never touches a thread's cache or a
- * PK_POOL_LOCAL pool, takes pool locks only with a trylock (a busy pool is
- * left to its own calls), is stopped at exit, and ends the process with
- * exit(0) if it is the last thread left (main called pthread_exit). A fork
- * child has no thread; if it ran in the parent, it starts again at the
- * child's first call that reaches the library. Thread-safe. */
+ * The thread (named "poolkit-purge") blocks every signal, never touches a
+ * thread's cache, a PK_POOL_LOCAL pool or an arena, takes pool locks only
+ * with a trylock (a busy pool is left to its own calls), is stopped at
+ * exit, and ends the process with exit(0) if it is the last thread left
+ * (main called pthread_exit). A fork child has no thread; if it ran in the
+ * parent, it starts again at the child's first call that reaches the
+ * library. Thread-safe. */
 PK_API int pk_set_background_purge(int on);
 
 /* Fills *out. live and bytes_reserved are exact whenever no call on the pool
