@@ -126,14 +126,15 @@ static void pools_remove(pk_pool *p) {
 /* Ticks every shared pool that is not busy (a busy pool ticks on its own
  * calls). PK_POOL_LOCAL pools belong to one thread and tick only on its
  * calls. */
-void pools_purge_sweep(uint64_t now) {
-    pthread_mutex_lock(&pools_lock);
+bool pools_purge_sweep(uint64_t now) {
+    if (pthread_mutex_trylock(&pools_lock) != 0) return false;
     for (pk_pool *p = pools; p; p = p->next) {
         if (!p->locked || !pool_trylock(p)) continue;
         central_maybe_tick(p, now);
         pool_unlock(p);
     }
     pthread_mutex_unlock(&pools_lock);
+    return true;
 }
 
 /* Pool records of destroyed pools, kept for the next create (bounded), so

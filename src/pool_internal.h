@@ -267,9 +267,12 @@ PK_COLD __attribute__((noreturn)) void report_corrupted_link(const pk_pool *p, c
 
 /* The out-of-line free behind pk_pool_free (fastpath.c). */
 void pool_free_generic(pk_pool *p, void *obj);
-/* Ticks every shared pool that is not busy (purge.c's sweep); takes the
- * pool list's lock, then each pool's with a trylock. */
-void pools_purge_sweep(uint64_t now_ms);
+/* Ticks every shared pool that is not busy (purge.c's sweep). The pool
+ * list's lock and each pool's are only tried, so a sweep never waits: not
+ * for a pool in use, nor for the list while it is held (false: not swept),
+ * as it is around a pk_pool_foreach callback, which may be this very
+ * thread's caller. */
+bool pools_purge_sweep(uint64_t now_ms);
 /* Fork handlers' part: the pool list's lock (before the registry's), then
  * every pool's lock and the pool records' (after it); one unlock for all. */
 void pools_fork_lock_list(void);

@@ -22,11 +22,11 @@
  * Locks: `control` serializes starting and stopping and is held across
  * pthread_create and pthread_join (the thread never takes it); `state`
  * guards the stop flag and the condition variable and is a leaf. fork.c
- * takes control before every other lock and state after all of them, so a
- * fork waits for a start or stop in progress and for a sweep (through the
- * pool locks). The child has no thread: its state lock and condition
- * variable start afresh (the parent's thread may have been waiting on it),
- * and if the thread ran in the parent, the child's first poll starts one.
+ * takes control before every other lock, so a fork waits for a start or
+ * stop in progress, and for a sweep through the pool locks. The child has
+ * no thread: its state lock and condition variable are made afresh (the
+ * parent's thread may have held the one or waited on the other), and if the
+ * thread ran in the parent, the child's first poll starts one.
  */
 #include "pool_internal.h"
 
@@ -53,9 +53,10 @@ static bool start_due = true;
 
 static void start_if_due(void);
 
-static void sweep(uint64_t now) {
-    pools_purge_sweep(now);
+/* Returns false when the pool list was busy (the pools not swept). */
+static bool sweep(uint64_t now) {
     os_retain_tick(now);
+    return pools_purge_sweep(now);
 }
 
 uint64_t pool_purge_poll(void) {
@@ -69,7 +70,9 @@ uint64_t pool_purge_poll(void) {
     if (!__atomic_compare_exchange_n(&next_poll_ms, &next, now + PURGE_INTERVAL_MS(delay), false,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return now; /* another thread sweeps this interval */
-    sweep(now);
+    /* The list busy (this very thread may hold it, in a pk_pool_foreach
+     * callback): the next poll tries again. */
+    if (!sweep(now)) __atomic_store_n(&next_poll_ms, next, __ATOMIC_RELAXED);
     return now;
 }
 
@@ -148,7 +151,7 @@ static void *purge_main(void *arg) {
         if (delay) {
             /* The callers' polls need not sweep again this interval. */
             __atomic_store_n(&next_poll_ms, now + PURGE_INTERVAL_MS(delay), __ATOMIC_RELAXED);
-            sweep(now);
+            sweep(now); /* a busy list: the next wake tries again */
         }
         if (now - checked_alone >= PURGE_BACKGROUND_MAX_SLEEP_MS) {
             checked_alone = now;
@@ -246,7 +249,11 @@ static PK_COLD void start_if_due(void) {
 int pk_set_background_purge(int on) {
     fork_handlers_install();
     pthread_mutex_lock(&control);
-    settle_due_start();
+    fork_test_point(HOOK_PURGE_CONTROL, &control);
+    /* A read counts as a first call (a due start happens first); a setting
+     * overrides the start that was due. */
+    if (on < 0) settle_due_start();
+    else __atomic_store_n(&start_due, false, __ATOMIC_RELAXED);
     int was = running;
     if (on > 0 && !running) {
         int rc = start_thread();
@@ -267,21 +274,17 @@ int pk_set_background_purge(int on) {
 
 static bool ran_before_fork; /* under control, from prepare to the child */
 
-void purge_fork_lock_control(void) {
+void purge_fork_lock(void) {
     pthread_mutex_lock(&control);
     ran_before_fork = running;
 }
 
-void purge_fork_lock_state(void) { pthread_mutex_lock(&state); }
-
-void purge_fork_unlock(void) {
-    pthread_mutex_unlock(&state);
-    pthread_mutex_unlock(&control);
-}
+void purge_fork_unlock(void) { pthread_mutex_unlock(&control); }
 
 void purge_fork_child(void) {
     running = false;
     stop = false;
+    pthread_mutex_init(&state, NULL);
     if (wake_made) make_wake();
     if (ran_before_fork) __atomic_store_n(&start_due, true, __ATOMIC_RELAXED);
     purge_fork_unlock();

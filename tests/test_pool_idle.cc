@@ -11,7 +11,8 @@
  *
  * - IdleReturn: resident size falls at that one call, whichever call it is
  *   (another pool's slow path, a stats call, the pool's own first call for a
- *   PK_POOL_LOCAL pool), and not before it when no thread runs.
+ *   PK_POOL_LOCAL pool), and not before it when no thread runs; calls made
+ *   inside a pk_pool_foreach callback do not wait for the pool list.
  * - BackgroundPurge: with POOLKIT_BACKGROUND_PURGE=1 or the call, resident
  *   size falls with no call; off, no thread exists; the call starts and
  *   stops exactly one thread; a fork child can allocate, gets its memory
@@ -200,6 +201,26 @@ PKTEST_CHILD(ReturnAtALocalPoolsOwnCall) {
     return CHILD_PASS;
 }
 
+/* The first calls after the silence are made inside a pk_pool_foreach
+ * callback, which holds the pool list (stats calls on every pool, as a
+ * report does): they must not wait for the list, and the return they could
+ * not make happens at the next call instead. */
+void stats_of_each(pk_pool *p, void *) {
+    pk_pool_stats s;
+    pk_pool_stats_get(p, &s);
+}
+
+PKTEST_CHILD(ReturnAfterCallsInsideForeach) {
+    CHILD_STORY_BEFORE_THE_CALL(b);
+    size_t pools = pk_pool_foreach(stats_of_each, nullptr);
+    CHILD_CHECK(pools >= 1, "pk_pool_foreach saw no pool");
+    pk_process_stats ps;
+    pk_stats_get(&ps); /* the next call */
+    size_t rss = rss_bytes();
+    CHILD_CHECK(b.returned(rss), "the call after the foreach left the memory: %s", b.figures(rss).c_str());
+    return CHILD_PASS;
+}
+
 /* ---- child bodies: the background purge --------------------------------------- */
 
 /* Burst, then no call at all: resident size must fall. */
@@ -382,6 +403,11 @@ TEST(IdleReturn, MemoryGoesBackAtTheFirstStatsCall) {
 
 TEST(IdleReturn, ALocalPoolsMemoryGoesBackAtItsOwnFirstCall) {
     EXPECT_CHILD_PASSES("ReturnAtALocalPoolsOwnCall",
+                        {{"POOLKIT_PURGE_DELAY_MS", nullptr}, {"POOLKIT_BACKGROUND_PURGE", nullptr}});
+}
+
+TEST(IdleReturn, CallsInsideAPoolForeachCallbackNeitherWaitNorLoseTheReturn) {
+    EXPECT_CHILD_PASSES("ReturnAfterCallsInsideForeach",
                         {{"POOLKIT_PURGE_DELAY_MS", nullptr}, {"POOLKIT_BACKGROUND_PURGE", nullptr}});
 }
 
