@@ -656,15 +656,16 @@ size_t pk_pool_reserve(pk_pool *p, size_t n) {
 size_t pk_pool_trim(pk_pool *p) {
     pool_check_live(p, "pk_pool_trim", NULL);
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
-    uint64_t now = pool_purge_poll();
-    pool_lock_for_use(p, now);
+    pool_lock(p);
     fork_test_point(HOOK_POOL, &p->lock);
-    size_t before = p->bytes_reserved;
+    size_t before = p->bytes_reserved; /* first: all this call gives back is counted */
+    central_note_use(p, os_now_ms());
     if (c) tcache_return(p, c); /* set up again on the thread's next slow path */
     central_depot_drain(p);
     central_release(p, true);
     size_t bytes = before - p->bytes_reserved;
     pool_unlock(p);
+    pool_purge_poll(); /* the other pools' ticks, after this one's count */
     return bytes;
 }
 
