@@ -123,9 +123,9 @@ pk_arena *pk_arena_create(size_t chunk_size) {
     chunk_size = align_up(chunk_size, page);
     /* Chunks come from and go back to retained memory, so an arena per task
      * reuses the last task's pages, as APR's pools do; a tick here returns
-     * what stayed unused for the purge delay. */
+     * what stayed unused for the purge delay (and the poll ticks the pools). */
     fork_handlers_install();
-    os_retain_tick(os_now_ms());
+    os_retain_tick(pool_purge_poll());
     chunk *home = os_map_reuse(chunk_size, page);
     if (!home) return NULL;
     home->prev = NULL;
@@ -152,6 +152,7 @@ static size_t retain_chunks(chunk *c, chunk *stop) {
 
 void pk_arena_destroy(pk_arena *arena) {
     if (!arena) return;
+    pool_purge_poll(); /* a call that reaches the library: idle memory goes first */
     chunk *home = home_of(arena);
     size_t bytes = home->size + retain_chunks(arena->spare, NULL) + retain_chunks(arena->cur, home);
     account(-1, -(long)bytes);

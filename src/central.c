@@ -17,8 +17,10 @@
  * depot_count) were not needed and go home to their slabs; slabs that were
  * empty at the previous tick, or that the drain just emptied, go back to
  * the system. So memory a program stopped using leaves within one to two
- * intervals, and memory it reuses within an interval never leaves. With
- * delay 0 nothing is kept: chains go home and empty slabs go at once.
+ * intervals, and memory it reuses within an interval never leaves. A pool
+ * with no call of its own for the whole delay gives everything back at its
+ * next tick (time stamps, below). With delay 0 nothing is kept: chains go
+ * home and empty slabs go at once.
  */
 #include "pool_internal.h"
 #include "sites.h"
@@ -481,11 +483,51 @@ size_t central_release(pk_pool *p, bool all) {
     return release_empty(p, true, 0);
 }
 
+/* ---- Idle return by time stamp (policy.h, PURGE_INTERVAL_MS) ----
+ * The depot and the empty slabs change only under the pool's lock, so
+ * used_ms, the last time a call for the pool's own work held it, bounds how
+ * long all of them have sat unused. A call after a silence of the delay or
+ * more finds it so before it changes anything (central_note_use), and so
+ * does any tick on the pool in between: a sweep on another pool's call, or
+ * the background purge. Objects in threads' caches are not the pool's to
+ * take and stay; so do the slots a reserve keeps. */
+
+/* Whether the pool has had no call of its own for the delay (now may lag
+ * used_ms: another thread may have read a later time before the lock). */
+static bool idle_for_delay(const pk_pool *p, uint64_t now, uint64_t delay) {
+    return delay && now > p->used_ms && now - p->used_ms >= delay;
+}
+
+/* Everything the pool holds free goes back: the depot's chains home (their
+ * slabs count as empty before this tick), then every empty slab. */
+static void release_idle(pk_pool *p, uint64_t now) {
+    if (p->depot_count || p->lists[SLAB_EMPTY].head) {
+        p->draining = true;
+        depot_drain_oldest(p, p->depot_count);
+        p->draining = false;
+        release_empty(p, true, 0);
+    }
+    /* The next interval starts now, with nothing in the depot. */
+    p->tick_ms = now;
+    p->tick_no++;
+    p->depot_low = p->depot_count;
+}
+
+void central_note_use(pk_pool *p, uint64_t now) {
+    ASSERT_POOL_LOCKED(p);
+    if (idle_for_delay(p, now, (uint64_t)options_purge_delay_ms())) release_idle(p, now);
+    if (now > p->used_ms) p->used_ms = now;
+}
+
 void central_maybe_tick(pk_pool *p, uint64_t now) {
     ASSERT_POOL_LOCKED(p);
     assert(p->depot_count * p->batch <= p->out); /* depot objects are outside the slabs */
-    uint64_t interval = (uint64_t)options_purge_delay_ms() / 2;
-    if (now - p->tick_ms < interval) return;
+    uint64_t delay = (uint64_t)options_purge_delay_ms();
+    if (idle_for_delay(p, now, delay)) {
+        release_idle(p, now);
+        return;
+    }
+    if (now - p->tick_ms < PURGE_INTERVAL_MS(delay)) return;
     p->tick_ms = now;
     /* The bottom `idle` chains were never taken during the interval. */
     size_t idle = p->depot_low < p->depot_count ? p->depot_low : p->depot_count;

@@ -15,6 +15,7 @@
 void (*fork_test_hook)(hook_point point, void *lock);
 
 static void prepare(void) {
+    purge_fork_lock();       /* held across the purge thread's start and stop */
     object_fork_lock();      /* held around pk_pool_create of a class pool */
     arp_fork_lock();         /* held around pk_pool_create of the page pool */
     pools_fork_lock_list();  /* the pool list: pk_pool_foreach's callbacks take the registry */
@@ -25,7 +26,7 @@ static void prepare(void) {
     error_fork_lock();       /* the error handler: a leaf */
 }
 
-static void release(void) {
+static void release_library(void) {
     error_fork_unlock();
     slab_fork_unlock();
     os_fork_unlock();
@@ -35,12 +36,20 @@ static void release(void) {
     object_fork_unlock();
 }
 
-static void child(void) {
-    tcache_fork_child();
-    release();
+static void parent(void) {
+    release_library();
+    purge_fork_unlock();
 }
 
-static void install(void) { pthread_atfork(prepare, release, child); }
+/* The child has one thread: no purge thread (purge.c makes its state
+ * afresh and starts it again lazily). */
+static void child(void) {
+    tcache_fork_child();
+    release_library();
+    purge_fork_child();
+}
+
+static void install(void) { pthread_atfork(prepare, parent, child); }
 
 void fork_handlers_install(void) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;

@@ -48,6 +48,20 @@ size_t os_retain_release(void);
 /* Bytes retained now. */
 size_t os_retained_bytes(void);
 
+/* ---- purge.c: when memory-return checks run. ---- */
+
+/* Purge ticks for every pool and retained memory, at most once per tick
+ * interval process-wide (and the background purge's start, when asked for
+ * and not running); called on slow paths and whole-pool calls with no lock
+ * held. Returns the time it read (os_now_ms), for the caller's own tick. */
+uint64_t pool_purge_poll(void);
+/* Fork handlers' part (fork.c): the background purge's control lock (the
+ * outermost lock of all), and the child's reset: no thread in the child; it
+ * starts again on the child's first poll if it ran in the parent. */
+void purge_fork_lock(void);
+void purge_fork_unlock(void);
+void purge_fork_child(void);
+
 /* ---- process-wide figures (stats.h), kept where memory comes and goes,
  * never on an allocation ---- */
 
@@ -94,6 +108,10 @@ bool options_debug(void);
 bool options_hardened(void);
 /* How long memory no pool uses stays mapped, in ms (pk_set_purge_delay). */
 long options_purge_delay_ms(void);
+/* POOLKIT_BACKGROUND_PURGE=1, or pk_set_background_purge: whether the
+ * background purge is wanted (purge.c); the call stores what it set. */
+bool options_background_purge(void);
+void options_set_background_purge(bool on);
 /* POOLKIT_DEBUG_FRAMES: stack frames debug pools keep per call site (sites.h). */
 size_t options_debug_frames(void);
 /* POOLKIT_VERBOSE=1: notable events are reported (note_once). */
@@ -109,13 +127,14 @@ typedef enum {
     OPTION_DEFAULT,     /* unset or empty */
     OPTION_ENVIRONMENT, /* from its environment variable */
     OPTION_BAD,         /* the variable's value was malformed (reported); the default */
-    OPTION_CALL         /* set by a call (pk_set_purge_delay) */
+    OPTION_CALL         /* set by a call (option_info.setter names it) */
 } option_source;
 typedef struct option_info {
     const char *name; /* the environment variable */
     option_kind kind;
     long value;       /* a switch 0 or 1; a count; OPTION_DEST: STATS_* */
     const char *path; /* OPTION_DEST with STATS_FILE: the file's name */
+    const char *setter; /* the call that also sets it, or NULL */
     option_source source;
 } option_info;
 /* Fills out with up to max options (reading any not read yet); returns
@@ -168,6 +187,7 @@ typedef enum hook_point {
     HOOK_RETAINED,      /* retain.c retain_lock: retained memory looked up */
     HOOK_ADDRESS_MAP,   /* slab.c map_lock: a slab being recorded */
     HOOK_ERROR_HANDLER, /* error.c handler_lock: the handler being set */
+    HOOK_PURGE_CONTROL, /* purge.c control: the background purge set */
     HOOK_POINTS
 } hook_point;
 extern void (*fork_test_hook)(hook_point point, void *lock);

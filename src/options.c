@@ -3,7 +3,8 @@
  * in the library calls getenv.
  *
  * A value is read the first time it is needed, and stays: the first reader
- * (or pk_set_purge_delay) to store it wins, so racing readers agree and a
+ * (or the call that sets it: pk_set_purge_delay, pk_set_background_purge)
+ * to store it wins, so racing readers agree and a
  * malformed value is reported once (a PK_WARNING "bad option" through the
  * error handler), the default then used: a switch is never ignored
  * silently. Switches take 1/true/yes/on and 0/false/no/off in any case, as
@@ -25,27 +26,39 @@
 #  define PK_HARDENED_DEFAULT 0 /* -DPOOLKIT_HARDENED_DEFAULT=ON builds set 1 */
 #endif
 
-enum { OPT_DEBUG, OPT_HARDENED, OPT_VERBOSE, OPT_PURGE_DELAY, OPT_DEBUG_FRAMES, OPT_STATS, OPT_COUNT };
+enum {
+    OPT_DEBUG,
+    OPT_HARDENED,
+    OPT_VERBOSE,
+    OPT_PURGE_DELAY,
+    OPT_BACKGROUND_PURGE,
+    OPT_DEBUG_FRAMES,
+    OPT_STATS,
+    OPT_COUNT
+};
 
 typedef struct option {
     const char *name;  /* the environment variable */
     option_kind kind;
     long dflt, max;    /* counts: 0 to max */
     const char *unit;  /* counts: what they count, for the warning */
+    const char *setter; /* the public call that also sets it, or NULL */
     long value;        /* -1 until read; then the value in force */
     int source;        /* option_source, stored by whoever stored value */
 } option;
 
 /* Every switch. OPTION_DEST values are STATS_OFF, STATS_STDERR, STATS_FILE. */
 static option table[OPT_COUNT] = {
-    [OPT_DEBUG] = {"POOLKIT_DEBUG", OPTION_SWITCH, 0, 1, NULL, -1, 0},
-    [OPT_HARDENED] = {"POOLKIT_HARDENED", OPTION_SWITCH, PK_HARDENED_DEFAULT, 1, NULL, -1, 0},
-    [OPT_VERBOSE] = {"POOLKIT_VERBOSE", OPTION_SWITCH, 0, 1, NULL, -1, 0},
+    [OPT_DEBUG] = {"POOLKIT_DEBUG", OPTION_SWITCH, 0, 1, NULL, NULL, -1, 0},
+    [OPT_HARDENED] = {"POOLKIT_HARDENED", OPTION_SWITCH, PK_HARDENED_DEFAULT, 1, NULL, NULL, -1, 0},
+    [OPT_VERBOSE] = {"POOLKIT_VERBOSE", OPTION_SWITCH, 0, 1, NULL, NULL, -1, 0},
     [OPT_PURGE_DELAY] = {"POOLKIT_PURGE_DELAY_MS", OPTION_COUNT, PURGE_DELAY_DEFAULT_MS,
-                         PURGE_DELAY_MAX_MS, "milliseconds", -1, 0},
+                         PURGE_DELAY_MAX_MS, "milliseconds", "pk_set_purge_delay", -1, 0},
+    [OPT_BACKGROUND_PURGE] = {"POOLKIT_BACKGROUND_PURGE", OPTION_SWITCH, 0, 1, NULL,
+                              "pk_set_background_purge", -1, 0},
     [OPT_DEBUG_FRAMES] = {"POOLKIT_DEBUG_FRAMES", OPTION_COUNT, SITES_DEFAULT_FRAMES, SITES_MAX_FRAMES,
-                          "frames", -1, 0},
-    [OPT_STATS] = {"POOLKIT_STATS", OPTION_DEST, STATS_OFF, STATS_FILE, NULL, -1, 0},
+                          "frames", NULL, -1, 0},
+    [OPT_STATS] = {"POOLKIT_STATS", OPTION_DEST, STATS_OFF, STATS_FILE, NULL, NULL, -1, 0},
 };
 
 /* POOLKIT_STATS's file name, copied (the environment may change later);
@@ -143,6 +156,7 @@ bool options_debug(void) { return option_get(OPT_DEBUG); }
 bool options_hardened(void) { return option_get(OPT_HARDENED); }
 bool options_verbose(void) { return option_get(OPT_VERBOSE); }
 long options_purge_delay_ms(void) { return option_get(OPT_PURGE_DELAY); }
+bool options_background_purge(void) { return option_get(OPT_BACKGROUND_PURGE); }
 size_t options_debug_frames(void) { return (size_t)option_get(OPT_DEBUG_FRAMES); }
 
 int options_stats(const char **path) {
@@ -161,6 +175,11 @@ long pk_set_purge_delay(long ms) {
     return old;
 }
 
+void options_set_background_purge(bool on) {
+    __atomic_store_n(&table[OPT_BACKGROUND_PURGE].value, (long)on, __ATOMIC_RELAXED);
+    __atomic_store_n(&table[OPT_BACKGROUND_PURGE].source, OPTION_CALL, __ATOMIC_RELAXED);
+}
+
 size_t options_list(option_info *out, size_t max) {
     size_t n = 0;
     for (int id = 0; id < OPT_COUNT && n < max; id++, n++) {
@@ -168,6 +187,7 @@ size_t options_list(option_info *out, size_t max) {
         out[n].kind = table[id].kind;
         out[n].value = option_get(id);
         out[n].path = NULL;
+        out[n].setter = table[id].setter;
         if (id == OPT_STATS) options_stats(&out[n].path);
         out[n].source = (option_source)__atomic_load_n(&table[id].source, __ATOMIC_RELAXED);
     }

@@ -8,9 +8,13 @@
  * and the pool's depot under the pool's lock. Free memory (depot batches,
  * empty slabs, slabs of destroyed pools, arena chunks) is kept while it is
  * being reused and goes back to the system once it has sat unused for the
- * purge delay, measured by a low-water mark over half-delay intervals: what
- * was never needed during a whole interval is surplus. No background thread:
- * the checks run on poolkit's own slow paths, whichever pool they serve.
+ * purge delay, measured two ways: by a low-water mark over half-delay
+ * intervals (what was never needed during a whole interval is surplus, while
+ * the program keeps calling), and by time stamps (what has sat unused for the
+ * delay goes back at the first call after it, however long the program was
+ * silent: see PURGE_INTERVAL_MS). The checks run on poolkit's own calls,
+ * whichever pool they serve; a background thread runs them too only when
+ * asked for (POOLKIT_BACKGROUND_PURGE, pk_set_background_purge).
  */
 #ifndef POOLKIT_POLICY_H
 #define POOLKIT_POLICY_H
@@ -38,6 +42,35 @@
  * refaults, short enough that a program that shrinks is seen to shrink. */
 #define PURGE_DELAY_DEFAULT_MS 500
 #define PURGE_DELAY_MAX_MS 86400000L
+
+/* The tick interval, for a delay d > 0: half the delay (at least 1 ms).
+ * Each pool ticks at most once per interval on its own calls, and once per
+ * interval process-wide any call that reaches the library sweeps every
+ * shared pool and the retained memory (purge.c).
+ *
+ * The rules a tick applies:
+ * - Low-water mark: depot chains never taken during a whole interval go
+ *   home, and slabs empty at the previous tick go back: memory leaves within
+ *   one to two intervals while the program keeps making calls.
+ * - Time stamp: a pool's free memory (depot chains, empty slabs) changes
+ *   only under its lock, so the time of the pool's last locked call bounds
+ *   how long all of it has sat unused. When that is the delay or more, all
+ *   of it goes back at that tick: a program silent for longer than the
+ *   delay gets its memory back at its first call, not an interval later
+ *   (the marks would need ticks during the silence to see it). Retained
+ *   mappings and arena spares carry their own time stamps.
+ * What no tick can take: objects in threads' caches (at most two batches
+ * per thread per pool, BATCH_MAX and BATCH_BYTES below), which the owning
+ * thread alone touches, and the slabs they keep partly in use. */
+#define PURGE_INTERVAL_MS(d) ((d) / 2 > 0 ? (d) / 2 : 1)
+
+/* The background purge (purge.c): a thread that runs the sweep every
+ * interval, for programs that go fully idle. It sleeps at most
+ * PURGE_BACKGROUND_MAX_SLEEP_MS at a time, so a delay changed by a call is
+ * in force within a second, and wakes at most every
+ * PURGE_BACKGROUND_MIN_SLEEP_MS, so a tiny delay costs little CPU. */
+#define PURGE_BACKGROUND_MAX_SLEEP_MS 1000
+#define PURGE_BACKGROUND_MIN_SLEEP_MS 5
 
 /* Memory kept for reuse after a pool is destroyed or an arena gives back a
  * chunk: at most this many bytes process-wide (on top of the delay), so a

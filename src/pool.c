@@ -131,36 +131,18 @@ static void pools_remove(pk_pool *p) {
     pthread_mutex_unlock(&pools_lock);
 }
 
-/* The next time any thread should tick every pool; 0 = now. */
-static uint64_t next_poll_ms;
-
 /* Ticks every shared pool that is not busy (a busy pool ticks on its own
- * slow paths) and the retained memory of destroyed pools and arenas.
- * PK_POOL_LOCAL pools belong to one thread and tick only on its calls. */
-static PK_NOINLINE void purge_poll_all(uint64_t now) {
-    pthread_mutex_lock(&pools_lock);
+ * calls). PK_POOL_LOCAL pools belong to one thread and tick only on its
+ * calls. */
+bool pools_purge_sweep(uint64_t now) {
+    if (pthread_mutex_trylock(&pools_lock) != 0) return false;
     for (pk_pool *p = pools; p; p = p->next) {
         if (!p->locked || !pool_trylock(p)) continue;
         central_maybe_tick(p, now);
         pool_unlock(p);
     }
     pthread_mutex_unlock(&pools_lock);
-    os_retain_tick(now);
-}
-
-uint64_t pool_purge_poll(void) {
-    uint64_t now = os_now_ms(), next = __atomic_load_n(&next_poll_ms, __ATOMIC_RELAXED);
-    if (likely(now < next)) return now;
-    uint64_t delay = (uint64_t)options_purge_delay_ms();
-    /* With delay 0 memory goes back on the calls that free it and nothing is
-     * retained: no sweep to make. */
-    if (delay == 0) return now;
-    uint64_t interval = delay / 2 ? delay / 2 : 1;
-    if (!__atomic_compare_exchange_n(&next_poll_ms, &next, now + interval, false,
-                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        return now; /* another thread polls this interval */
-    purge_poll_all(now);
-    return now;
+    return true;
 }
 
 /* Pool records of destroyed pools, kept for the next create (bounded), so
@@ -279,8 +261,10 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     }
     fork_handlers_install();
     stats_at_exit_install();
+    uint64_t now = pool_purge_poll();
     pk_pool *p = record_get();
     if (!p) return NULL;
+    p->used_ms = now;
     p->name = c->name;
     p->size = c->size;
     p->align = c->align ? c->align : natural_align(c->size, c->construct || c->destruct);
@@ -369,6 +353,7 @@ static void report_leaks(pk_pool *p, size_t live) {
 void pk_pool_destroy(pk_pool *p) {
     if (!p) return;
     pool_check_live(p, "pk_pool_destroy", NULL);
+    pool_purge_poll();
     pools_remove(p); /* first: no purge sweep can reach the pool after this */
     tcache_registry_lock();
     pool_lock(p);
@@ -404,7 +389,7 @@ void pk_pool_destroy(pk_pool *p) {
 static void *direct_alloc(pk_pool *p, uint64_t now) {
     pool_check_live(p, "pk_pool_alloc", NULL);
     void *obj = NULL;
-    pool_lock(p);
+    pool_lock_for_use(p, now);
     if (p->limit && p->out >= p->limit) errno = ENOMEM;
     else central_take(p, 1, &obj, false);
     central_maybe_tick(p, now);
@@ -420,7 +405,7 @@ static void direct_free(pk_pool *p, void *obj, uint64_t now) {
     if (unlikely(!obj))
         error_report(PK_FATAL, "null pointer", p->name, obj, "NULL given to pool '%s'", pool_name(p));
     track_takeback(p, obj);
-    pool_lock(p);
+    pool_lock_for_use(p, now);
     if (p->debug) central_debug_check_free(p, obj);
     central_give(p, obj);
     p->frees++;
@@ -516,7 +501,7 @@ static void *alloc_generic(pk_pool *p) {
     if (!obj) {
         uint64_t now = pool_purge_poll();
         void *list = NULL;
-        pool_lock(p);
+        pool_lock_for_use(p, now);
         size_t got = central_take(p, p->batch, &list, false);
         tcache_account(p, c, (long)got);
         central_maybe_tick(p, now);
@@ -537,7 +522,7 @@ static void retire_list(pk_pool *p, tc_slot *c) {
     void *spare = tc_spare(c);
     if (spare) {
         uint64_t now = pool_purge_poll();
-        pool_lock(p);
+        pool_lock_for_use(p, now);
         tcache_account(p, c, -(long)p->batch);
         central_depot_put(p, spare);
         central_maybe_tick(p, now);
@@ -628,7 +613,7 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
         tc_set(c, checked_next(p, objs[i]), tc_room(c) + 1);
     }
     if (i < n) {
-        pool_lock(p);
+        pool_lock_for_use(p, now);
         size_t need = n - i, want = need;
         if (p->limit) want = p->out >= p->limit ? 0 : want < p->limit - p->out ? want : p->limit - p->out;
         void *list = NULL;
@@ -659,7 +644,7 @@ void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
         tc_set(c, objs[i], tc_room(c) - 1);
     }
     if (i == n) return;
-    pool_lock(p);
+    pool_lock_for_use(p, now);
     if (c) tcache_account(p, c, -(long)(n - i));
     for (; i < n; i++) {
         if (unlikely(!objs[i]))
@@ -678,7 +663,8 @@ void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
 
 size_t pk_pool_reserve(pk_pool *p, size_t n) {
     pool_check_live(p, "pk_pool_reserve", NULL);
-    pool_lock(p);
+    uint64_t now = pool_purge_poll();
+    pool_lock_for_use(p, now);
     size_t ready = central_reserve(p, n);
     pool_unlock(p);
     return ready;
@@ -689,12 +675,14 @@ size_t pk_pool_trim(pk_pool *p) {
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     pool_lock(p);
     fork_test_point(HOOK_POOL, &p->lock);
-    size_t before = p->bytes_reserved;
+    size_t before = p->bytes_reserved; /* first: all this call gives back is counted */
+    central_note_use(p, os_now_ms());
     if (c) tcache_return(p, c); /* set up again on the thread's next slow path */
     central_depot_drain(p);
     central_release(p, true);
     size_t bytes = before - p->bytes_reserved;
     pool_unlock(p);
+    pool_purge_poll(); /* the other pools' ticks, after this one's count */
     return bytes;
 }
 
@@ -712,6 +700,7 @@ static size_t resident_bytes(const pk_pool *p) {
 
 void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
     pool_check_live(p, "pk_pool_stats_get", NULL);
+    pool_purge_poll();
     tcache_registry_lock();
     pool_lock(p);
     size_t cached = tcache_cached(p);

@@ -132,6 +132,7 @@ struct pk_pool {
     size_t depot_count, depot_slots;
     size_t depot_low;     /* fewest chains in the depot since the last tick */
     uint64_t tick_ms;     /* when the last purge tick ran */
+    uint64_t used_ms;     /* when the last call for the pool's own work held the lock */
     uint32_t tick_no;     /* purge ticks so far; empty slabs remember it */
     bool draining;        /* a tick is moving idle chains home */
     size_t peak_out;
@@ -158,6 +159,15 @@ static inline bool pool_trylock(pk_pool *p) {
     if (pthread_mutex_trylock(&p->lock) != 0) return false;
     POOL_OWNER_SET(p, pthread_self());
     return true;
+}
+/* central.c: a call for the pool's own work, at now_ms (read before the
+ * lock): what was idle for the purge delay before it goes back first, then
+ * now_ms is the pool's last use. Caller holds the lock. */
+void central_note_use(pk_pool *p, uint64_t now_ms);
+/* The lock for such a call. */
+static inline void pool_lock_for_use(pk_pool *p, uint64_t now_ms) {
+    pool_lock(p);
+    central_note_use(p, now_ms);
 }
 static inline void pool_unlock(pk_pool *p) {
     if (!p->locked) return;
@@ -232,9 +242,11 @@ void central_depot_drain(pk_pool *p);
 /* Releases every empty slab beyond the reserve (all of them with `all`);
  * returns the bytes given back. */
 size_t central_release(pk_pool *p, bool all);
-/* Runs the pool's purge tick if half the delay has passed since the last:
- * depot chains unused since the last tick go home, and slabs empty since
- * the last tick go back to the system. */
+/* The pool's purge tick (policy.h, PURGE_INTERVAL_MS): if the pool has had
+ * no call of its own for the purge delay, every depot chain goes home and
+ * every empty slab back to the system now; otherwise, once per interval,
+ * depot chains unused since the last tick go home and slabs empty since the
+ * last tick go back. Runs on the pool's calls and on sweeps. */
 void central_maybe_tick(pk_pool *p, uint64_t now_ms);
 /* Makes slabs until n free slots are ready; returns the ready count. */
 size_t central_reserve(pk_pool *p, size_t n);
@@ -255,10 +267,12 @@ PK_COLD __attribute__((noreturn)) void report_corrupted_link(const pk_pool *p, c
 
 /* The out-of-line free behind pk_pool_free (fastpath.c). */
 void pool_free_generic(pk_pool *p, void *obj);
-/* Purge ticks for every pool and retained memory, at most once per half
- * delay process-wide; called on slow paths with no lock held. Returns the
- * time it read (os_now_ms), for the caller's own pool tick. */
-uint64_t pool_purge_poll(void);
+/* Ticks every shared pool that is not busy (purge.c's sweep). The pool
+ * list's lock and each pool's are only tried, so a sweep never waits: not
+ * for a pool in use, nor for the list while it is held (false: not swept),
+ * as it is around a pk_pool_foreach callback, which may be this very
+ * thread's caller. */
+bool pools_purge_sweep(uint64_t now_ms);
 /* Fork handlers' part: the pool list's lock (before the registry's), then
  * every pool's lock and the pool records' (after it); one unlock for all. */
 void pools_fork_lock_list(void);

@@ -81,6 +81,7 @@ static void gather(rows *r) {
 }
 
 void pk_stats_get(pk_process_stats *out) {
+    pool_purge_poll(); /* a call that reaches the library: idle memory goes first */
     rows r;
     gather(&r);
     totals_of(&r, out);
@@ -137,11 +138,11 @@ typedef struct options_in_force {
     size_t n;
 } options_in_force;
 
-static const char *source_text(option_source s) {
-    switch (s) {
+static const char *source_text(const option_info *o) {
+    switch (o->source) {
     case OPTION_ENVIRONMENT: return "environment";
     case OPTION_BAD: return "default (the environment's value was malformed)";
-    case OPTION_CALL: return "pk_set_purge_delay";
+    case OPTION_CALL: return o->setter ? o->setter : "a call";
     default: return "default";
     }
 }
@@ -152,14 +153,14 @@ static const char *dest_text(const option_info *o) {
 }
 
 static void print_options(FILE *f, const options_in_force *o) {
-    fprintf(f, "options in force (the environment variables; the purge delay also pk_set_purge_delay):\n");
+    fprintf(f, "options in force (the environment variables, or the call named as the source):\n");
     for (size_t i = 0; i < o->n; i++) {
         const option_info *r = &o->row[i];
         char num[24];
         const char *v = r->kind == OPTION_SWITCH ? (r->value ? "on" : "off")
                         : r->kind == OPTION_DEST ? dest_text(r)
                                                  : (snprintf(num, sizeof num, "%ld", r->value), num);
-        fprintf(f, "  %-24s %-10s %s\n", r->name, v, source_text(r->source));
+        fprintf(f, "  %-24s %-10s %s\n", r->name, v, source_text(r));
     }
 }
 
@@ -230,7 +231,7 @@ static void print_json_options(FILE *f, const options_in_force *o) {
         else if (r->kind == OPTION_COUNT) fprintf(f, "%ld", r->value);
         else json_string(f, dest_text(r));
         fputs(", \"source\": ", f);
-        json_string(f, source_text(r->source));
+        json_string(f, source_text(r));
         fputc('}', f);
     }
     fputs("\n },\n", f);

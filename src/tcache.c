@@ -144,7 +144,7 @@ void tcache_return(pk_pool *p, tc_slot *c) {
  * caller holds the registry lock (which keeps the pool alive). */
 static void give_back(pk_pool *p, tc_slot *c) {
     if (tc_head(c) || tc_spare(c)) {
-        pool_lock(p);
+        pool_lock_for_use(p, os_now_ms()); /* what it gives back is fresh */
         tcache_return(p, c);
         pool_unlock(p);
     }

@@ -121,6 +121,9 @@ const Case kCases[] = {
      }},
     {HOOK_ERROR_HANDLER, "the error handler's lock (error.c handler_lock)",
      [] { pk_set_error_handler(nullptr, nullptr); }},
+    /* stopping a purge that does not run: the lock, no thread */
+    {HOOK_PURGE_CONTROL, "the background purge's control lock (purge.c control)",
+     [] { pk_set_background_purge(0); }},
 };
 
 /* Runs a case's calls, then stays until the fork is over: a thread that
@@ -200,6 +203,13 @@ int use_every_call() {
 
     child_say("fork child: the error handler\n");
     pk_set_error_handler(nullptr, nullptr);
+
+    child_say("fork child: the background purge (its control lock)\n");
+    USE_CHECK(pk_set_background_purge(0) >= 0);
+    if (!PKTEST_TSAN) { /* which cannot start a thread in the child of a threaded fork */
+        USE_CHECK(pk_set_background_purge(1) == 0);
+        USE_CHECK(pk_set_background_purge(0) == 1);
+    }
 
     child_say("fork child: process-wide calls (pool list, stats)\n");
     size_t pools = 0;
@@ -294,6 +304,7 @@ PKTEST_CHILD(ForkInsidePoolRecordsLock) { return fork_while_parked(HOOK_POOL_REC
 PKTEST_CHILD(ForkInsideRetainedMemoryLock) { return fork_while_parked(HOOK_RETAINED); }
 PKTEST_CHILD(ForkInsideAddressMapLock) { return fork_while_parked(HOOK_ADDRESS_MAP); }
 PKTEST_CHILD(ForkInsideErrorHandlerLock) { return fork_while_parked(HOOK_ERROR_HANDLER); }
+PKTEST_CHILD(ForkInsidePurgeControlLock) { return fork_while_parked(HOOK_PURGE_CONTROL); }
 
 TEST(ForkWhileAThreadHolds, TheClassPoolsLock) { EXPECT_CHILD_PASSES("ForkInsideClassPoolsLock"); }
 TEST(ForkWhileAThreadHolds, TheAutoreleasePagePoolLock) { EXPECT_CHILD_PASSES("ForkInsideArpPagesLock"); }
@@ -304,6 +315,7 @@ TEST(ForkWhileAThreadHolds, ThePoolRecordsLock) { EXPECT_CHILD_PASSES("ForkInsid
 TEST(ForkWhileAThreadHolds, TheRetainedMemoryLock) { EXPECT_CHILD_PASSES("ForkInsideRetainedMemoryLock"); }
 TEST(ForkWhileAThreadHolds, TheAddressMapLock) { EXPECT_CHILD_PASSES("ForkInsideAddressMapLock"); }
 TEST(ForkWhileAThreadHolds, TheErrorHandlerLock) { EXPECT_CHILD_PASSES("ForkInsideErrorHandlerLock"); }
+TEST(ForkWhileAThreadHolds, TheBackgroundPurgeControlLock) { EXPECT_CHILD_PASSES("ForkInsidePurgeControlLock"); }
 
 /* Every test point has a case above: a lock added to the fork handlers
  * with a point of its own and no case here fails this. */

@@ -266,8 +266,9 @@ std::string report(unsigned flags) {
     return out;
 }
 
-const char *const kOptions[] = {"POOLKIT_DEBUG",        "POOLKIT_HARDENED",     "POOLKIT_VERBOSE",
-                                "POOLKIT_PURGE_DELAY_MS", "POOLKIT_DEBUG_FRAMES", "POOLKIT_STATS"};
+const char *const kOptions[] = {"POOLKIT_DEBUG",          "POOLKIT_HARDENED",     "POOLKIT_VERBOSE",
+                                "POOLKIT_PURGE_DELAY_MS", "POOLKIT_BACKGROUND_PURGE", "POOLKIT_DEBUG_FRAMES",
+                                "POOLKIT_STATS"};
 
 /* The table's row for option `name`: "  NAME value source". */
 std::string option_row(const std::string &table, const std::string &name) {
@@ -318,6 +319,20 @@ TEST(StatsPrint, ADelaySetByTheCallIsReportedAsSetByIt) {
     EXPECT_CHILD_PASSES("DelaySetByTheCallIsReportedSo", {{"POOLKIT_PURGE_DELAY_MS", "40"}});
 }
 
+/* So is the background purge set by pk_set_background_purge. */
+PKTEST_CHILD(BackgroundPurgeSetByTheCallIsReportedSo) {
+    pk_set_background_purge(1);
+    std::string on = report(0);
+    pk_set_background_purge(0);
+    std::string off = report(0);
+    CHILD_CHECK(option_row(on, "POOLKIT_BACKGROUND_PURGE") == "on pk_set_background_purge", "%s", on.c_str());
+    CHILD_CHECK(option_row(off, "POOLKIT_BACKGROUND_PURGE") == "off pk_set_background_purge", "%s", off.c_str());
+    return CHILD_PASS;
+}
+TEST(StatsPrint, TheBackgroundPurgeSetByTheCallIsReportedAsSetByIt) {
+    EXPECT_CHILD_PASSES("BackgroundPurgeSetByTheCallIsReportedSo", {{"POOLKIT_BACKGROUND_PURGE", "0"}});
+}
+
 /* ---- the switch words ----------------------------------------------------- */
 
 /* Prints the option rows of the report (the values in force). */
@@ -342,7 +357,7 @@ std::pair<std::string, std::string> row_with(const char *var, const char *value)
 }  // namespace
 
 TEST(StatsOptions, EverySwitchTakesTheWordsForOnInAnyCase) {
-    for (const char *var : {"POOLKIT_DEBUG", "POOLKIT_HARDENED", "POOLKIT_VERBOSE"})
+    for (const char *var : {"POOLKIT_DEBUG", "POOLKIT_HARDENED", "POOLKIT_VERBOSE", "POOLKIT_BACKGROUND_PURGE"})
         for (const char *word : {"1", "true", "yes", "on", "TRUE", "Yes", "ON"}) {
             auto [row, err] = row_with(var, word);
             EXPECT_EQ(row, "on environment") << var << "=" << word << "\n" << err;
@@ -351,7 +366,7 @@ TEST(StatsOptions, EverySwitchTakesTheWordsForOnInAnyCase) {
 }
 
 TEST(StatsOptions, EverySwitchTakesTheWordsForOffInAnyCase) {
-    for (const char *var : {"POOLKIT_DEBUG", "POOLKIT_HARDENED", "POOLKIT_VERBOSE"})
+    for (const char *var : {"POOLKIT_DEBUG", "POOLKIT_HARDENED", "POOLKIT_VERBOSE", "POOLKIT_BACKGROUND_PURGE"})
         for (const char *word : {"0", "false", "no", "off", "FALSE", "No", "Off"}) {
             auto [row, err] = row_with(var, word);
             EXPECT_EQ(row, "off environment") << var << "=" << word << "\n" << err;
@@ -367,7 +382,8 @@ TEST(StatsOptions, StatsTakesTheSwitchWordsAndFileNames) {
 }
 
 TEST(StatsOptions, AWordThatIsNeitherSwitchNorFileNameIsReportedByName) {
-    for (const char *var : {"POOLKIT_DEBUG", "POOLKIT_HARDENED", "POOLKIT_VERBOSE", "POOLKIT_STATS"}) {
+    for (const char *var : {"POOLKIT_DEBUG", "POOLKIT_HARDENED", "POOLKIT_VERBOSE", "POOLKIT_BACKGROUND_PURGE",
+                            "POOLKIT_STATS"}) {
         auto [row, err] = row_with(var, "maybe");
         EXPECT_NE(err.find(std::string("poolkit: bad option: ") + var + "=maybe is "), std::string::npos)
             << var << "\n" << err;

@@ -7,7 +7,7 @@
  * pk_pool_free normally touch only thread-local memory: no lock and no
  * atomic instruction. Caches exchange whole batches with the pool under the
  * pool's lock; free memory goes back to the system once unused for the
- * purge delay (pk_set_purge_delay).
+ * purge delay (pk_set_purge_delay, pk_set_background_purge).
  *
  * Errors: calls that can fail return NULL (or 0) and set errno to EINVAL for
  * bad arguments or ENOMEM when memory or the pool's limit runs out. Misuse
@@ -145,18 +145,52 @@ PK_API size_t pk_pool_trim(pk_pool *pool);
  * (see pk_pool_destroy). Thread-safe. */
 PK_API size_t pk_pool_release_cache(void);
 
-/* Memory whose objects are all free (an empty slab, a spare arena chunk, the
- * slabs of a destroyed pool) stays mapped for this many milliseconds before
- * it goes back to the system, so a program that builds and tears down the
- * same structures again and again does not fault its memory back in. 0 gives
- * it back at once. The initial value comes from the environment variable
- * POOLKIT_PURGE_DELAY_MS (a count of milliseconds), else 500. Memory is
- * returned on poolkit's own calls (no background thread): within about the
- * delay as long as the program keeps calling poolkit. pk_pool_trim returns a
+/* Memory whose objects are all free (an empty slab, a pool's shared batches,
+ * a spare arena chunk, the slabs of a destroyed pool) stays mapped for this
+ * many milliseconds before it goes back to the system, so a program that
+ * builds and tears down the same structures again and again does not fault
+ * its memory back in. 0 gives it back at once. The initial value comes from
+ * the environment variable POOLKIT_PURGE_DELAY_MS (a count of milliseconds),
+ * else 500.
+ *
+ * When it goes back: on poolkit's own calls, or on the background purge
+ * (pk_set_background_purge). While the program keeps calling, memory unused
+ * for the delay leaves within about one and a half delays. A program silent
+ * for longer than the delay gets it back at its first call that reaches the
+ * library: a slow path (a thread's cache found empty or full, an uncached
+ * pool, pk_new's refill), any pool or arena create or destroy, trim, stats,
+ * reserve or bulk call. An alloc or free that its thread's cache serves runs
+ * no library code (the inline fast path) and returns nothing. PK_POOL_LOCAL
+ * pools return theirs on their own thread's calls only, arenas their spares
+ * on their own reset or rewind. What stays: the objects in each thread's
+ * cache (at most two batches per thread and pool: about 32 KiB of objects,
+ * at most 256 objects, at least 8 for large ones) and the slabs they keep in
+ * use, until that thread calls pk_pool_trim or exits. pk_pool_trim returns a
  * pool's empty slabs at once whatever the delay.
+ *
  * ms >= 0 sets the delay; a negative ms only reads it. Returns the delay in
  * force before the call. Thread-safe. */
 PK_API long pk_set_purge_delay(long ms);
+
+/* The background purge: one thread that gives back memory unused for the
+ * purge delay without any call from the program (it wakes every half delay,
+ * at least every second), for programs that go fully idle. on > 0 starts it,
+ * 0 stops it (waiting for the thread to end), a negative on only reads.
+ * Returns whether it ran before the call (1 or 0), or -1 with errno EAGAIN
+ * (or another pthread_create error) when the thread could not be started.
+ * The environment variable POOLKIT_BACKGROUND_PURGE (a switch: 1, true,
+ * yes, on or 0, false, no, off) starts it at the library's first call that
+ * reaches it (a read with this function included; a setting made before
+ * then wins). Off by default: no thread exists.
+ *
+ * The thread (named "poolkit-purge") blocks every signal, never touches a
+ * thread's cache, a PK_POOL_LOCAL pool or an arena, takes pool locks only
+ * with a trylock (a busy pool is left to its own calls), is stopped at
+ * exit, and ends the process with exit(0) if it is the last thread left
+ * (main called pthread_exit). A fork child has no thread; if it ran in the
+ * parent, it starts again at the child's first call that reaches the
+ * library. Thread-safe. */
+PK_API int pk_set_background_purge(int on);
 
 /* Fills *out. live and bytes_reserved are exact whenever no call on the pool
  * is in progress. allocs and frees count objects that crossed between the

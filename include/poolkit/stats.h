@@ -83,7 +83,8 @@ enum {
 
 /* Writes the report: first the library's version and every POOLKIT_*
  * option in force with where its value came from (the default, the
- * environment, pk_set_purge_delay), then every pool (name, object size,
+ * environment, the call that set it: pk_set_purge_delay or
+ * pk_set_background_purge), then every pool (name, object size,
  * live, slabs, bytes reserved, resident and given back, and the figures
  * that move per batch between the slabs and the threads' caches, named for
  * what they count: objects taken, returned, remote frees, most out at
