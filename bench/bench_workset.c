@@ -58,15 +58,9 @@ static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("jemalloc", ""),
     BENCH_CONTENDER("tcmalloc", ""),
     /* issue 19's candidate cores (lab/peer_proto.c), with --protos */
-    BENCH_CONTENDER("proto sharded", "proto (a) sharded"),
-    BENCH_CONTENDER("proto cachebin", "proto (b) cache bin"),
-    BENCH_CONTENDER("proto hybrid", "proto (c) hybrid"),
-    BENCH_CONTENDER("proto packed", "proto (d) sharded, packed"),
-    BENCH_CONTENDER("proto hybrid packed", "proto (e) hybrid, packed"),
-    BENCH_CONTENDER("proto single packed", "proto (f) one list, packed"),
+    BENCH_PROTO_CONTENDERS,
 };
-#define NPROTOS 6
-static const int protos[NPROTOS] = {C_PSH, C_PCB, C_PHY, C_PPK, C_PHP, C_PSG};
+static const int protos[BENCH_NPROTOS] = {C_PSH, C_PCB, C_PHY, C_PPK, C_PHP, C_PSG};
 static const int mallocs[] = {C_GLIBC, C_MI, C_JE, C_TC};
 #define NMALLOCS 4
 
@@ -86,7 +80,7 @@ static bench_series r_naive[MAXS][MAXN][WORKSET_ORDERS];
 /* per-repetition ratios of the hardened pool to the default one (issue 10) */
 static bench_series r_hard[MAXS][MAXN][WORKSET_ORDERS];
 /* --protos: each prototype's per-repetition ratio to the fastest malloc */
-static bench_series r_proto[NPROTOS][MAXS][MAXN][WORKSET_ORDERS];
+static bench_series r_proto[BENCH_NPROTOS][MAXS][MAXN][WORKSET_ORDERS];
 
 /* "1k", "10k", "1M": buf holds 24 bytes. */
 static const char *fmt_n(long n, char *buf) {
@@ -125,7 +119,7 @@ int main(int argc, char **argv) {
 
     bench_find(cont, NCONT, !want_peers);
     int want_protos = bench_arg_flag(&o, "--protos");
-    for (int i = 0; i < NPROTOS; i++)
+    for (int i = 0; i < BENCH_NPROTOS; i++)
         if (!want_protos) cont[protos[i]].why = "skipped (no --protos)";
     if (want_protos) {
         char msg[256];
@@ -165,7 +159,7 @@ int main(int argc, char **argv) {
                             bench_add(&rss[s][k][c], v[c][6] * 1024.0);
                         }
                     }
-                    for (int i = 0; i < NPROTOS; i++) {
+                    for (int i = 0; i < BENCH_NPROTOS; i++) {
                         double f = INFINITY;
                         for (int m = 0; m < NMALLOCS; m++)
                             if (ok[mallocs[m]] && v[mallocs[m]][0] < f) f = v[mallocs[m]][0];
@@ -213,7 +207,7 @@ int main(int argc, char **argv) {
             }
             printf("  %-34s", "pk_pool / fastest of the mallocs");
             for (int k = 0; k < nn; k++) printf(" %8.2fx", bench_median(&r_malloc[s][k][ord]));
-            for (int i = 0; i < NPROTOS && want_protos; i++) {
+            for (int i = 0; i < BENCH_NPROTOS && want_protos; i++) {
                 char lbl[64];
                 snprintf(lbl, sizeof lbl, "%s / fastest malloc", cont[protos[i]].label);
                 printf("\n  %-34s", lbl);

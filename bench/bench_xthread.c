@@ -30,7 +30,7 @@
 
 #define OBJ_SIZE 32
 
-enum { C_RING, C_GLIBC, C_JE, C_TC, C_MI, C_POOL, C_HARD, C_P0, NCONT = C_P0 + 6 };
+enum { C_RING, C_GLIBC, C_JE, C_TC, C_MI, C_POOL, C_HARD, C_P0, NCONT = C_P0 + BENCH_NPROTOS };
 static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("empty loop", "queues alone (no allocation)"),
     BENCH_CONTENDER("glibc malloc", "glibc malloc/free"),
@@ -39,12 +39,7 @@ static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("mimalloc", ""),
     BENCH_CONTENDER("poolkit pk_pool", "pk_pool default"),
     BENCH_CONTENDER("poolkit pk_pool HARDENED", "pk_pool HARDENED"),
-    BENCH_CONTENDER("proto sharded", "proto (a) sharded"),
-    BENCH_CONTENDER("proto cachebin", "proto (b) cache bin"),
-    BENCH_CONTENDER("proto hybrid", "proto (c) hybrid"),
-    BENCH_CONTENDER("proto packed", "proto (d) sharded, packed"),
-    BENCH_CONTENDER("proto hybrid packed", "proto (e) hybrid, packed"),
-    BENCH_CONTENDER("proto single packed", "proto (f) one list, packed"),
+    BENCH_PROTO_CONTENDERS,
 };
 
 static int churn; /* --churn: the churn workload on one thread */

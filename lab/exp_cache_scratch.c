@@ -22,11 +22,6 @@
 
 #define EXP "cache-scratch"
 #define THREADS 2
-
-static const char *const contenders[] = {
-    "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool",
-};
-#define NCONT (int)(sizeof contenders / sizeof contenders[0])
 static const size_t sizes[] = {8, 16, 32, 64};
 #define NSIZES 4
 
@@ -65,7 +60,7 @@ static double overlapped(const char *subject, size_t size, double *conc) {
 
 /* One repetition's figures into row; after the last repetition, the
  * most-overlapped one as extras too (results.json keeps extras' medians only). */
-static void record(lab_row *row, int rep, size_t size, const double *out) {
+static void record_size(lab_row *row, int rep, size_t size, const double *out) {
     lab_row_sample(row, out[0]);
     lab_row_extra(row, "span_ms", out[1] / 1e6);
     lab_row_extra(row, "concurrency", out[2]);
@@ -85,38 +80,40 @@ static void measure_control(int rep, int k, const lab_params *ps, size_t size, l
         return;
     lab_row *row = lab_row_get(EXP, controls[k], "peer", ps);
     lab_row_info(row, "the workers' writes alone, objects at fixed places", NULL);
-    record(row, rep, size, out);
+    record_size(row, rep, size, out);
+}
+
+static int has(const lab_allocator *a) { return a->scratch != NULL; }
+
+/* pt: sizes[i]. */
+static int measure(lab_allocator *a, const lab_point *pt, double *out) {
+    size_t size = sizes[pt->i];
+    return lab_scratch_measure(a, THREADS, size, iterations(), repetitions(size, lab_warm(writes())),
+                               LAB_SCRATCH_ALLOCATOR, out);
+}
+
+static void record(lab_row *row, int rep, const lab_point *pt, const double *out) {
+    record_size(row, rep, sizes[pt->i], out);
 }
 
 static void run(int rep) {
     long w = lab_warm(writes());
-    for (int s = 0; s < NSIZES; s++) {
-        char detail[48];
-        snprintf(detail, sizeof detail, "%zu B", sizes[s]);
-        lab_params ps = {0};
-        lab_pset_num(&ps, "threads", THREADS);
-        lab_pset_num(&ps, "size", (double)sizes[s]);
-        for (int j = 0; j < NCONT; j++) {
-            lab_allocator *a = lab_allocator_named(contenders[(j + (rep > 0 ? rep : 0)) % NCONT]);
-            if (!a) continue;
-            if (rep >= 0) lab_row_for(EXP, a, &ps);
-            if (!a->available || !a->scratch) continue;
-            lab_progress(a->subject, detail);
-            double out[3];
-            if (lab_scratch_measure(a, THREADS, sizes[s], iterations(), repetitions(sizes[s], w),
-                                    LAB_SCRATCH_ALLOCATOR, out) != 0 || rep < 0)
-                continue;
-            record(lab_row_for(EXP, a, &ps), rep, sizes[s], out);
-        }
-        for (int k = 0; k < 2; k++) measure_control(rep, k, &ps, sizes[s], w);
+    lab_point pt = {.experiment = EXP, .has = has, .measure = measure, .record = record};
+    for (pt.i = 0; pt.i < NSIZES; pt.i++) {
+        size_t size = sizes[pt.i];
+        snprintf(pt.detail, sizeof pt.detail, "%zu B", size);
+        pt.params = (lab_params){0};
+        lab_pset_num(&pt.params, "threads", THREADS);
+        lab_pset_num(&pt.params, "size", (double)size);
+        lab_each_contender(&pt, lab_thread_contenders, LAB_THREAD_NCONT, rep);
+        for (int k = 0; k < 2; k++) measure_control(rep, k, &pt.params, size, w);
     }
 }
 
 static double cell(const char *subject, size_t size) {
     char want[24];
     snprintf(want, sizeof want, "%zu", size);
-    lab_row *r = lab_find(EXP, subject, "size", want, NULL);
-    return r && r->available && r->samples.n ? lab_median(&r->samples) : NAN;
+    return lab_row_median(lab_find(EXP, subject, "size", want, NULL));
 }
 
 static void print(FILE *out) {
@@ -128,14 +125,9 @@ static void print(FILE *out) {
     fprintf(out, "\n  %-24s", "allocator \\ object size");
     for (int s = 0; s < NSIZES; s++) fprintf(out, " %8zu B", sizes[s]);
     fprintf(out, "\n");
-    for (int i = 0; i < NCONT; i++) {
-        lab_allocator *a = lab_allocator_named(contenders[i]);
+    for (int i = 0; i < LAB_THREAD_NCONT; i++) {
+        lab_allocator *a = lab_table_subject(out, lab_thread_contenders[i], 24);
         if (!a) continue;
-        fprintf(out, "  %-24s", a->subject);
-        if (!a->available) {
-            fprintf(out, " n/a: %.80s\n", a->why);
-            continue;
-        }
         for (int s = 0; s < NSIZES; s++) fprintf(out, " %10s", lab_fmt(cell(a->subject, sizes[s]), b));
         fprintf(out, "\n");
     }
@@ -145,10 +137,10 @@ static void print(FILE *out) {
         fprintf(out, "\n");
     }
     fprintf(out, "  %-24s\n", "pk_pool / each peer");
-    for (int i = 0; i < NCONT - 1; i++) {
-        fprintf(out, "    %-22s", contenders[i]);
+    for (int i = 0; i < LAB_THREAD_NCONT - 1; i++) {
+        fprintf(out, "    %-22s", lab_thread_contenders[i]);
         for (int s = 0; s < NSIZES; s++) {
-            double v = cell("poolkit pk_pool", sizes[s]) / cell(contenders[i], sizes[s]);
+            double v = cell("poolkit pk_pool", sizes[s]) / cell(lab_thread_contenders[i], sizes[s]);
             snprintf(b, sizeof b, "%.2fx", v);
             fprintf(out, " %10s", isnan(v) ? "-" : b);
         }
@@ -159,8 +151,9 @@ static void print(FILE *out) {
      * which they overlapped most says what placement costs. */
     fprintf(out, "\n  in the repetition where the workers overlapped most: CPU ns per byte "
                  "(workers at once)\n");
-    for (int i = 0; i < NCONT + 2; i++) {
-        const char *subject = i < NCONT ? contenders[i] : controls[i - NCONT];
+    for (int i = 0; i < LAB_THREAD_NCONT + 2; i++) {
+        const char *subject =
+            i < LAB_THREAD_NCONT ? lab_thread_contenders[i] : controls[i - LAB_THREAD_NCONT];
         fprintf(out, "  %-24.24s", subject);
         for (int s = 0; s < NSIZES; s++) {
             double conc, v = overlapped(subject, sizes[s], &conc);
@@ -183,23 +176,18 @@ static void print(FILE *out) {
             shows ? "it shows" : "it does not show: the allocators cannot be told apart here");
     /* The target, judged where pk_pool's and mimalloc's workers both ran at
      * once in some repetition. */
-    char line[200] = "";
-    int met = 1, any = 0, decided = shows;
+    lab_target t = LAB_TARGET_INIT;
+    int decided = shows;
     for (int s = 0; s < NSIZES; s++) {
         double cp, cm;
         double v = overlapped("poolkit pk_pool", sizes[s], &cp) / overlapped("mimalloc", sizes[s], &cm);
         double m = cell("poolkit pk_pool", sizes[s]) / cell("mimalloc", sizes[s]);
-        size_t n = strlen(line);
-        snprintf(line + n, sizeof line - n, "%s%zu B %.2fx (median %.2fx)", n ? ", " : "", sizes[s],
-                 v, m);
-        if (isnan(v)) continue;
-        any = 1;
-        met &= v <= 1.0;
-        decided &= cp >= 1.5 && cm >= 1.5;
+        lab_target_add(&t, ", ", v, 1.0, "%zu B %.2fx (median %.2fx)", sizes[s], v, m);
+        if (!isnan(v)) decided &= cp >= 1.5 && cm >= 1.5;
     }
     fprintf(out, "  target (issue 19, 7): pk_pool no slower than mimalloc, overlapped runs: %s -> "
-                 "%s%s\n", line, !any ? "not measured" : met ? "met" : "not met",
-            any && !decided ? " (not decided here: the workers did not both run at once, or the "
+                 "%s%s\n", t.line, lab_target_verdict(&t),
+            t.any && !decided ? " (not decided here: the workers did not both run at once, or the "
                               "controls show no false sharing)" : "");
 }
 

@@ -20,44 +20,41 @@
 #define EXP "many-pools"
 #define OBJ 64
 #define PER_POOL 10
-
-static const char *const contenders[] = {
-    "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool",
-};
-#define NCONT (int)(sizeof contenders / sizeof contenders[0])
 static const int threads[] = {1, 2, 8};
 #define NTHREADS 3
 
 static long pools(void) { return 1000; }
 
+static int has(const lab_allocator *a) { return a->manypools != NULL; }
+
+/* pt: threads[i]. */
+static int measure(lab_allocator *a, const lab_point *pt, double *out) {
+    return lab_manypools_measure(a, threads[pt->i], pools(), PER_POOL, OBJ, out);
+}
+
+static void record(lab_row *row, int rep, const lab_point *pt, const double *out) {
+    (void)rep, (void)pt;
+    lab_row_sample(row, out[0]);
+    if (!isnan(out[1])) {
+        lab_row_extra(row, "pk_reserved_b", out[1]);
+        lab_row_extra(row, "pk_resident_b", out[2]);
+    }
+    lab_row_extra(row, "ns_per_alloc", out[3]);
+    lab_row_extra(row, "peak_rss_kb", out[4]);
+}
+
 static void run(int rep) {
-    for (int t = 0; t < NTHREADS; t++) {
-        char detail[48];
-        snprintf(detail, sizeof detail, "%d thread%s x %ld pools", threads[t],
-                 threads[t] == 1 ? "" : "s", pools());
-        lab_params ps = {0};
-        lab_pset_num(&ps, "threads", threads[t]);
-        lab_pset_num(&ps, "pools", (double)pools());
-        lab_pset_num(&ps, "objects_per_pool", PER_POOL);
-        lab_pset_num(&ps, "size", OBJ);
-        for (int j = 0; j < NCONT; j++) {
-            lab_allocator *a = lab_allocator_named(contenders[(j + (rep > 0 ? rep : 0)) % NCONT]);
-            if (!a) continue;
-            if (rep >= 0) lab_row_for(EXP, a, &ps);
-            if (!a->available || !a->manypools) continue;
-            lab_progress(a->subject, detail);
-            double out[5];
-            if (lab_manypools_measure(a, threads[t], pools(), PER_POOL, OBJ, out) != 0 || rep < 0)
-                continue;
-            lab_row *row = lab_row_for(EXP, a, &ps);
-            lab_row_sample(row, out[0]);
-            if (!isnan(out[1])) {
-                lab_row_extra(row, "pk_reserved_b", out[1]);
-                lab_row_extra(row, "pk_resident_b", out[2]);
-            }
-            lab_row_extra(row, "ns_per_alloc", out[3]);
-            lab_row_extra(row, "peak_rss_kb", out[4]);
-        }
+    lab_point pt = {.experiment = EXP, .has = has, .measure = measure, .record = record};
+    for (pt.i = 0; pt.i < NTHREADS; pt.i++) {
+        int t = threads[pt.i];
+        snprintf(pt.detail, sizeof pt.detail, "%d thread%s x %ld pools", t, t == 1 ? "" : "s",
+                 pools());
+        pt.params = (lab_params){0};
+        lab_pset_num(&pt.params, "threads", t);
+        lab_pset_num(&pt.params, "pools", (double)pools());
+        lab_pset_num(&pt.params, "objects_per_pool", PER_POOL);
+        lab_pset_num(&pt.params, "size", OBJ);
+        lab_each_contender(&pt, lab_thread_contenders, LAB_THREAD_NCONT, rep);
     }
 }
 
@@ -82,14 +79,9 @@ static void print(FILE *out) {
     fprintf(out, "\n  %-34s", "allocator \\ threads");
     for (int t = 0; t < NTHREADS; t++) fprintf(out, " %10d", threads[t]);
     fprintf(out, "\n");
-    for (int i = 0; i < NCONT; i++) {
-        lab_allocator *a = lab_allocator_named(contenders[i]);
+    for (int i = 0; i < LAB_THREAD_NCONT; i++) {
+        lab_allocator *a = lab_table_subject(out, lab_thread_contenders[i], 34);
         if (!a) continue;
-        fprintf(out, "  %-34s", a->subject);
-        if (!a->available) {
-            fprintf(out, " n/a: %.80s\n", a->why);
-            continue;
-        }
         for (int t = 0; t < NTHREADS; t++) fprintf(out, " %10s", lab_fmt(val(a->subject, threads[t], NULL), b));
         fprintf(out, "   RSS growth\n");
     }

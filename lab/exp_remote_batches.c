@@ -16,42 +16,38 @@
 #include "kernels_shapes.h" /* LAB_BATCH */
 
 #include <math.h>
-#include <string.h>
 
 #define EXP "remote-batches"
 #define OBJ 64
-
-static const char *const contenders[] = {
-    "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool",
-};
-#define NCONT (int)(sizeof contenders / sizeof contenders[0])
 static const int pairs[] = {1, 2};
 #define NPAIRS 2
 
 static long batches(void) { return lab_pick(8, 64, 200, 1000); }
 
+static int has(const lab_allocator *a) { return a->xproduce != NULL; }
+
+/* pt: pairs[i]. */
+static int measure(lab_allocator *a, const lab_point *pt, double *out) {
+    return lab_xmalloc_measure(a, pairs[pt->i], OBJ, lab_warm(batches()), out);
+}
+
+static void record(lab_row *row, int rep, const lab_point *pt, const double *out) {
+    (void)rep, (void)pt;
+    lab_row_sample(row, out[0]);
+    lab_row_extra(row, "mfrees_per_s", 1e3 / out[0]);
+    lab_row_extra(row, "peak_rss_kb", out[1]);
+}
+
 static void run(int rep) {
-    long nb = lab_warm(batches());
-    for (int p = 0; p < NPAIRS; p++) {
-        char detail[48];
-        snprintf(detail, sizeof detail, "%d+%d threads", pairs[p], pairs[p]);
-        lab_params ps = {0};
-        lab_pset_num(&ps, "producers", pairs[p]);
-        lab_pset_num(&ps, "consumers", pairs[p]);
-        lab_pset_num(&ps, "size", OBJ);
-        for (int j = 0; j < NCONT; j++) {
-            lab_allocator *a = lab_allocator_named(contenders[(j + (rep > 0 ? rep : 0)) % NCONT]);
-            if (!a) continue;
-            if (rep >= 0) lab_row_for(EXP, a, &ps);
-            if (!a->available || !a->xproduce) continue;
-            lab_progress(a->subject, detail);
-            double out[2];
-            if (lab_xmalloc_measure(a, pairs[p], OBJ, nb, out) != 0 || rep < 0) continue;
-            lab_row *row = lab_row_for(EXP, a, &ps);
-            lab_row_sample(row, out[0]);
-            lab_row_extra(row, "mfrees_per_s", 1e3 / out[0]);
-            lab_row_extra(row, "peak_rss_kb", out[1]);
-        }
+    lab_point pt = {.experiment = EXP, .has = has, .measure = measure, .record = record};
+    for (pt.i = 0; pt.i < NPAIRS; pt.i++) {
+        int p = pairs[pt.i];
+        snprintf(pt.detail, sizeof pt.detail, "%d+%d threads", p, p);
+        pt.params = (lab_params){0};
+        lab_pset_num(&pt.params, "producers", p);
+        lab_pset_num(&pt.params, "consumers", p);
+        lab_pset_num(&pt.params, "size", OBJ);
+        lab_each_contender(&pt, lab_thread_contenders, LAB_THREAD_NCONT, rep);
     }
 }
 
@@ -61,10 +57,7 @@ static lab_row *point(const char *subject, int pair) {
     return lab_find(EXP, subject, "producers", want, NULL);
 }
 
-static double cell(const char *subject, int pair) {
-    lab_row *r = point(subject, pair);
-    return r && r->available && r->samples.n ? lab_median(&r->samples) : NAN;
-}
+static double cell(const char *subject, int pair) { return lab_row_median(point(subject, pair)); }
 
 static void print(FILE *out) {
     char b[32], c[32];
@@ -79,14 +72,9 @@ static void print(FILE *out) {
         fprintf(out, " %12s %9s", h, "MiB");
     }
     fprintf(out, "\n");
-    for (int i = 0; i < NCONT; i++) {
-        lab_allocator *a = lab_allocator_named(contenders[i]);
+    for (int i = 0; i < LAB_THREAD_NCONT; i++) {
+        lab_allocator *a = lab_table_subject(out, lab_thread_contenders[i], 24);
         if (!a) continue;
-        fprintf(out, "  %-24s", a->subject);
-        if (!a->available) {
-            fprintf(out, " n/a: %.80s\n", a->why);
-            continue;
-        }
         for (int p = 0; p < NPAIRS; p++) {
             lab_row *r = point(a->subject, pairs[p]);
             double kib = r && r->available ? lab_extra_median(r, "peak_rss_kb") : NAN;
@@ -94,20 +82,14 @@ static void print(FILE *out) {
         }
         fprintf(out, "\n");
     }
-    char line[160] = "";
-    int met = 1, any = 0;
+    lab_target t = LAB_TARGET_INIT;
     for (int p = 0; p < NPAIRS; p++) {
         double v = cell("poolkit pk_pool", pairs[p]) / cell("mimalloc", pairs[p]);
         double g = cell("poolkit pk_pool", pairs[p]) / cell("glibc malloc", pairs[p]);
-        size_t n = strlen(line);
-        snprintf(line + n, sizeof line - n, "%s%d+%d: %.2fx (glibc %.2fx)", n ? "; " : "",
-                 pairs[p], pairs[p], v, g);
-        if (isnan(v)) continue;
-        any = 1;
-        met &= v <= 0.6;
+        lab_target_add(&t, "; ", v, 0.6, "%d+%d: %.2fx (glibc %.2fx)", pairs[p], pairs[p], v, g);
     }
-    fprintf(out, "  target (issue 19, 7): pk_pool at most 0.6x mimalloc's time: %s -> %s\n", line,
-            !any ? "not measured" : met ? "met" : "not met");
+    fprintf(out, "  target (issue 19, 7): pk_pool at most 0.6x mimalloc's time: %s -> %s\n", t.line,
+            lab_target_verdict(&t));
 }
 
 const lab_experiment lab_exp_remote_batches = {

@@ -17,15 +17,9 @@
 #include "lab.h"
 
 #include <math.h>
-#include <string.h>
 
 #define EXP "steady-state"
 #define THREADS 2
-
-static const char *const contenders[] = {
-    "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool",
-};
-#define NCONT (int)(sizeof contenders / sizeof contenders[0])
 
 static const long lives[] = {1000, 100000};
 static const struct {
@@ -46,28 +40,28 @@ static lab_params params(long live, int m) {
     return ps;
 }
 
+static int has(const lab_allocator *a) { return a->steady != NULL; }
+
+/* pt: lives[i], mixes[j]. */
+static int measure(lab_allocator *a, const lab_point *pt, double *out) {
+    return lab_steady_measure(a, THREADS, lives[pt->i], mixes[pt->j].lo, mixes[pt->j].hi,
+                              lab_warm(rounds()), gens(), out);
+}
+
+static void record(lab_row *row, int rep, const lab_point *pt, const double *out) {
+    (void)rep, (void)pt;
+    lab_row_sample(row, out[0]);
+    lab_row_extra(row, "mops_all_threads", THREADS * 1e3 / out[0]);
+    lab_row_extra(row, "peak_rss_kb", out[1]);
+}
+
 static void run(int rep) {
-    long r = lab_warm(rounds());
-    for (int l = 0; l < NLIVE; l++) {
-        for (int m = 0; m < NMIX; m++) {
-            char detail[64];
-            snprintf(detail, sizeof detail, "live %ld, %s", lives[l], mixes[m].name);
-            lab_params ps = params(lives[l], m);
-            for (int j = 0; j < NCONT; j++) {
-                lab_allocator *a = lab_allocator_named(contenders[(j + (rep > 0 ? rep : 0)) % NCONT]);
-                if (!a) continue;
-                if (rep >= 0) lab_row_for(EXP, a, &ps);
-                if (!a->available || !a->steady) continue;
-                lab_progress(a->subject, detail);
-                double out[2];
-                if (lab_steady_measure(a, THREADS, lives[l], mixes[m].lo, mixes[m].hi, r, gens(),
-                                       out) != 0 || rep < 0)
-                    continue;
-                lab_row *row = lab_row_for(EXP, a, &ps);
-                lab_row_sample(row, out[0]);
-                lab_row_extra(row, "mops_all_threads", THREADS * 1e3 / out[0]);
-                lab_row_extra(row, "peak_rss_kb", out[1]);
-            }
+    lab_point pt = {.experiment = EXP, .has = has, .measure = measure, .record = record};
+    for (pt.i = 0; pt.i < NLIVE; pt.i++) {
+        for (pt.j = 0; pt.j < NMIX; pt.j++) {
+            snprintf(pt.detail, sizeof pt.detail, "live %ld, %s", lives[pt.i], mixes[pt.j].name);
+            pt.params = params(lives[pt.i], pt.j);
+            lab_each_contender(&pt, lab_thread_contenders, LAB_THREAD_NCONT, rep);
         }
     }
 }
@@ -76,8 +70,7 @@ static double cell(const char *subject, long live, int m) {
     char want_live[24], want_mix[32];
     snprintf(want_live, sizeof want_live, "%ld", live);
     snprintf(want_mix, sizeof want_mix, "\"%s\"", mixes[m].name);
-    lab_row *r = lab_find(EXP, subject, "live_per_thread", want_live, "sizes", want_mix, NULL);
-    return r && r->available && r->samples.n ? lab_median(&r->samples) : NAN;
+    return lab_row_median(lab_find(EXP, subject, "live_per_thread", want_live, "sizes", want_mix, NULL));
 }
 
 static void print(FILE *out) {
@@ -94,45 +87,36 @@ static void print(FILE *out) {
             fprintf(out, " %16s", h);
         }
     fprintf(out, "\n");
-    for (int i = 0; i < NCONT; i++) {
-        lab_allocator *a = lab_allocator_named(contenders[i]);
+    for (int i = 0; i < LAB_THREAD_NCONT; i++) {
+        lab_allocator *a = lab_table_subject(out, lab_thread_contenders[i], 24);
         if (!a) continue;
-        fprintf(out, "  %-24s", a->subject);
-        if (!a->available) {
-            fprintf(out, " n/a: %.80s\n", a->why);
-            continue;
-        }
         for (int l = 0; l < NLIVE; l++)
             for (int m = 0; m < NMIX; m++) fprintf(out, " %16s", lab_fmt(cell(a->subject, lives[l], m), b));
         fprintf(out, "\n");
     }
     fprintf(out, "  %-24s", "pk_pool / each peer");
     fprintf(out, "\n");
-    for (int i = 0; i < NCONT - 1; i++) {
-        fprintf(out, "    %-22s", contenders[i]);
+    for (int i = 0; i < LAB_THREAD_NCONT - 1; i++) {
+        fprintf(out, "    %-22s", lab_thread_contenders[i]);
         for (int l = 0; l < NLIVE; l++)
             for (int m = 0; m < NMIX; m++) {
-                double v = cell("poolkit pk_pool", lives[l], m) / cell(contenders[i], lives[l], m);
+                double v = cell("poolkit pk_pool", lives[l], m) /
+                           cell(lab_thread_contenders[i], lives[l], m);
                 snprintf(b, sizeof b, "%.2fx", v);
                 fprintf(out, " %16s", isnan(v) ? "-" : b);
             }
         fprintf(out, "\n");
     }
     /* The target: at most 0.8x mimalloc at every scale. */
-    char line[256] = "";
-    int met = 1, any = 0;
+    lab_target t = LAB_TARGET_INIT;
     for (int l = 0; l < NLIVE; l++)
         for (int m = 0; m < NMIX; m++) {
             double v = cell("poolkit pk_pool", lives[l], m) / cell("mimalloc", lives[l], m);
-            size_t n = strlen(line);
-            snprintf(line + n, sizeof line - n, "%s%.2fx", n ? " / " : "", v);
-            if (isnan(v)) continue;
-            any = 1;
-            met &= v <= 0.8;
+            lab_target_add(&t, " / ", v, 0.8, "%.2fx", v);
         }
     fprintf(out, "  target (issue 19, 4): pk_pool at most 0.8x mimalloc at every scale "
                  "(1,000 and 100,000 live, 16-128 B and 64 B): %s -> %s\n",
-            line, !any ? "not measured" : met ? "met" : "not met");
+            t.line, lab_target_verdict(&t));
 }
 
 const lab_experiment lab_exp_steady_state = {

@@ -21,11 +21,6 @@
 
 #define EXP "threads"
 #define OBJ 64
-
-static const char *const contenders[] = {
-    "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool",
-};
-#define NCONT (int)(sizeof contenders / sizeof contenders[0])
 static const char *const workloads[] = {"producer/consumer", "churn"};
 
 static int max_threads(void) {
@@ -37,27 +32,33 @@ static int max_threads(void) {
 
 static long per_thread(void) { return lab_pick(20000, 500000, 4000000, 10000000); }
 
+static int has(const lab_allocator *a) { return a->pc != NULL; }
+
+/* pt: workloads[i], j threads. */
+static int measure(lab_allocator *a, const lab_point *pt, double *out) {
+    out[0] = lab_threads_measure(a, pt->i, pt->j, lab_warm(per_thread()), OBJ);
+    return out[0] > 0 ? 0 : -1;
+}
+
+static void record(lab_row *row, int rep, const lab_point *pt, const double *out) {
+    (void)rep, (void)pt;
+    lab_row_sample(row, out[0]);
+}
+
 static void run(int rep) {
     int maxt = max_threads();
     long n = lab_warm(per_thread());
-    for (int wl = 0; wl < 2; wl++) {
-        for (int t = 1; t <= maxt; t++) {
-            char detail[48];
-            snprintf(detail, sizeof detail, "%s, %d thread%s", workloads[wl], t, t == 1 ? "" : "s");
-            lab_params ps = {0};
-            lab_pset_str(&ps, "workload", workloads[wl]);
-            lab_pset_num(&ps, "threads", t);
-            lab_pset_num(&ps, "objects_per_thread", (double)n);
-            for (int j = 0; j < NCONT; j++) {
-                int i = (j + (rep > 0 ? rep : 0)) % NCONT;
-                lab_allocator *a = lab_allocator_named(contenders[i]);
-                if (!a) continue;
-                if (rep >= 0) lab_row_for(EXP, a, &ps);
-                if (!a->available || !a->pc) continue;
-                lab_progress(a->subject, detail);
-                double mops = lab_threads_measure(a, wl, t, n, OBJ);
-                if (rep >= 0 && mops > 0) lab_row_sample(lab_row_for(EXP, a, &ps), mops);
-            }
+    lab_point pt = {.experiment = EXP, .has = has, .measure = measure, .record = record};
+    for (pt.i = 0; pt.i < 2; pt.i++) {
+        for (pt.j = 1; pt.j <= maxt; pt.j++) {
+            int t = pt.j;
+            snprintf(pt.detail, sizeof pt.detail, "%s, %d thread%s", workloads[pt.i], t,
+                     t == 1 ? "" : "s");
+            pt.params = (lab_params){0};
+            lab_pset_str(&pt.params, "workload", workloads[pt.i]);
+            lab_pset_num(&pt.params, "threads", t);
+            lab_pset_num(&pt.params, "objects_per_thread", (double)n);
+            lab_each_contender(&pt, lab_thread_contenders, LAB_THREAD_NCONT, rep);
         }
     }
 }
@@ -74,14 +75,9 @@ static void print(FILE *out) {
         fprintf(out, "\n  %s\n  %-24s", workloads[wl], "allocator \\ threads");
         for (int t = 1; t <= maxt; t++) fprintf(out, " %9d", t);
         fprintf(out, "   scaling\n");
-        for (int i = 0; i < NCONT; i++) {
-            lab_allocator *a = lab_allocator_named(contenders[i]);
+        for (int i = 0; i < LAB_THREAD_NCONT; i++) {
+            lab_allocator *a = lab_table_subject(out, lab_thread_contenders[i], 24);
             if (!a) continue;
-            fprintf(out, "  %-24s", a->subject);
-            if (!a->available) {
-                fprintf(out, " n/a: %.80s\n", a->why);
-                continue;
-            }
             double first = 0, last = 0;
             for (int t = 1; t <= maxt; t++) {
                 char tt[8];

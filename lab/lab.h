@@ -148,6 +148,33 @@ const char *lab_fmt_row(const lab_row *r, char *buf);
 int lab_row_count(void);
 lab_row *lab_row_at(int i);
 
+/* The median of a row, or NaN where there is none (no row, not available,
+ * nothing measured): a table's cell. */
+double lab_row_median(const lab_row *r);
+
+/* ---- tables (output.c) ------------------------------------------------------ */
+
+/* Starts a contender's line of a table: "  SUBJECT" padded to width. An
+ * adapter that did not load gets " n/a: WHY" and the line ends there.
+ * Returns the adapter when its cells follow, else NULL (an unknown subject
+ * prints nothing). */
+struct lab_allocator *lab_table_subject(FILE *out, const char *subject, int width);
+
+/* A target judged over an experiment's points: the line of each point's
+ * figures, and whether every ratio that was measured meets the bound. */
+typedef struct lab_target {
+    char line[256];
+    int any; /* a ratio was measured */
+    int met; /* every measured ratio is at most the bound */
+} lab_target;
+#define LAB_TARGET_INIT {"", 0, 1}
+/* Adds a point: fmt's text to the line (after sep from the second point
+ * on), and ratio against most unless it is NaN. */
+void lab_target_add(lab_target *t, const char *sep, double ratio, double most, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* "not measured", "met" or "not met". */
+const char *lab_target_verdict(const lab_target *t);
+
 /* ---- the running experiment ------------------------------------------------- */
 
 typedef struct lab_experiment {
@@ -162,6 +189,33 @@ typedef struct lab_experiment {
 
 extern const lab_experiment *const lab_experiments[];
 extern const int lab_experiment_count;
+
+/* The thread-safe allocators that the thread experiments compare
+ * (exp_threads.c and issue 19's shapes), in table order: pk_pool last. */
+extern const char *const lab_thread_contenders[];
+#define LAB_THREAD_NCONT 5
+
+/* One point of an experiment, to be measured for each contender in turn
+ * (lab_each_contender, contenders.c). */
+#define LAB_POINT_OUT 8
+typedef struct lab_point {
+    const char *experiment;
+    lab_params params;  /* the rows' */
+    char detail[64];    /* for the progress line */
+    int i, j;           /* the point in the experiment's own tables */
+    /* Whether a has the kernel that measure runs. */
+    int (*has)(const struct lab_allocator *a);
+    /* One measurement into out[0..LAB_POINT_OUT-1]: 0, or -1 if it failed. */
+    int (*measure)(struct lab_allocator *a, const struct lab_point *pt, double *out);
+    /* Fills row with a measurement (never called during the warm-up). */
+    void (*record)(lab_row *row, int rep, const struct lab_point *pt, const double *out);
+} lab_point;
+/* Measures pt for each of the n contenders (subjects), in the order rotated
+ * by rep (A B C, then B C A, ...), so that drift hits all of them alike.
+ * Outside the warm-up (rep < 0: measured, not recorded) each contender gets
+ * its row, "not available" for an adapter that did not load; one without
+ * the kernel (has) is skipped; a failed measurement records nothing. */
+void lab_each_contender(const lab_point *pt, const char *const *contenders, int n, int rep);
 
 /* Progress: what runs now (contender and detail), for the progress line. */
 void lab_progress(const char *subject, const char *detail);

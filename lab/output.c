@@ -1,9 +1,12 @@
-/* The machine line and results.json (PROTOCOL.md). */
+/* What the lab prints and writes: the machine line, the lines that the
+ * experiments' tables share (a contender's head, a target's verdict), and
+ * results.json (PROTOCOL.md). */
 #include "lab.h"
 #include "json.h"
 #include "output.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -52,6 +55,34 @@ void lab_machine_line(FILE *out) {
     const lab_machine *m = &lab_machine_info;
     fprintf(out, "machine: %s, %ld cores, %.0f GiB; %s; %s; %s\n", m->cpu, m->cores, m->memory_gib,
             m->os, m->flags, lab_poolkit_version());
+}
+
+lab_allocator *lab_table_subject(FILE *out, const char *subject, int width) {
+    lab_allocator *a = lab_allocator_named(subject);
+    if (!a) return NULL;
+    fprintf(out, "  %-*s", width, a->subject);
+    if (!a->available) {
+        fprintf(out, " n/a: %.80s\n", a->why);
+        return NULL;
+    }
+    return a;
+}
+
+void lab_target_add(lab_target *t, const char *sep, double ratio, double most, const char *fmt, ...) {
+    size_t n = strlen(t->line);
+    snprintf(t->line + n, sizeof t->line - n, "%s", n ? sep : "");
+    n = strlen(t->line);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->line + n, sizeof t->line - n, fmt, ap);
+    va_end(ap);
+    if (isnan(ratio)) return;
+    t->any = 1;
+    t->met &= ratio <= most;
+}
+
+const char *lab_target_verdict(const lab_target *t) {
+    return !t->any ? "not measured" : t->met ? "met" : "not met";
 }
 
 static void put_row(json_writer *w, const lab_row *r) {

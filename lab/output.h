@@ -1,4 +1,4 @@
-/* The machine line and results.json. */
+/* The machine line and results.json (the tables' shared lines: lab.h). */
 #ifndef PK_LAB_OUTPUT_H
 #define PK_LAB_OUTPUT_H
 

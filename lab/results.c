@@ -136,6 +136,10 @@ double lab_median(const lab_series *s) { return shared_median(s); }
 double lab_min(const lab_series *s) { return shared_min(s); }
 double lab_max(const lab_series *s) { return shared_max(s); }
 
+double lab_row_median(const lab_row *r) {
+    return r && r->available && r->samples.n ? lab_median(&r->samples) : NAN;
+}
+
 double lab_extra_median(const lab_row *r, const char *name) {
     for (int i = 0; i < r->nextra; i++)
         if (!strcmp(r->extra[i].name, name)) return lab_median(&r->extra[i].s);

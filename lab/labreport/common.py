@@ -152,6 +152,28 @@ def table(headers, rows):
     return "\n".join(out)
 
 
+def median_rows(res, exp, points, name="{}"):
+    """A table's rows: each subject of exp (its cell: name.format(subject)) with its medians at
+    points (each a dict of params), for the subjects measured at one of them at least."""
+    body = []
+    for s in res.subjects(exp):
+        vals = [res.med(exp, s, **p) for p in points]
+        if any(v is not None for v in vals):
+            body.append([name.format(s)] + [fmt(v) for v in vals])
+    return body
+
+
+def worst_ratio(study, label, ratios):
+    """The largest of ratios, a list of (ratio, spread) with ratio None where not measured, as
+    (ratio, spread), noted as the study's headline (note_ratio); (None, None) if none was measured."""
+    known = [(r, g) for r, g in ratios if r is not None]
+    if not known:
+        return None, None
+    worst, rng = max(known, key=lambda x: x[0])
+    note_ratio(study, label, worst, rng)
+    return worst, rng
+
+
 def na_lines(res, exp):
     lines = []
     for s, why in res.unavailable(exp):

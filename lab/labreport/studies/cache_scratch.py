@@ -1,6 +1,6 @@
 """The report's section for the cache-scratch experiment (after Hoard; issue 19, target 7)."""
 
-from labreport.common import extra, fmt, na_lines, note_ratio, ratio, table, times
+from labreport.common import extra, fmt, median_rows, na_lines, ratio, table, times, worst_ratio
 
 SIZES = [8, 16, 32, 64]
 PK = "poolkit pk_pool"
@@ -16,11 +16,7 @@ def cache_scratch(res, charts, outdir):
           "writes with no allocator, the workers' objects side by side or 256 B apart: where the "
           "first is no slower, the machine does not show false sharing and the table cannot "
           "tell the allocators apart.", ""]
-    body = []
-    for s in res.subjects(exp):
-        vals = [res.med(exp, s, size=z) for z in SIZES]
-        if any(v is not None for v in vals):
-            body.append([s] + [fmt(v) for v in vals])
+    body = median_rows(res, exp, [{"size": z} for z in SIZES])
     md.append(table(["allocator"] + ["{} B".format(z) for z in SIZES], body))
     md.append("")
     md.append("The medians mix repetitions in which the two workers ran at once with repetitions "
@@ -63,11 +59,10 @@ def cache_scratch(res, charts, outdir):
     na = na_lines(res, exp)
     if na:
         md += [na, ""]
-    known = [r for r in ratios if r is not None]
-    if not known:
+    worst, _ = worst_ratio("cache-scratch", "pk_pool ÷ mimalloc, worst size, most-overlapped run",
+                           [(r, None) for r in ratios])
+    if worst is None:
         return md, None
-    worst = max(known)
-    note_ratio("cache-scratch", "pk_pool ÷ mimalloc, worst size, most-overlapped run", worst)
     v = ("holds" if worst <= 1.0 else "does not hold") if decided else \
         "not decided (the workers did not both run at once, or no false sharing shows)"
     return md, ("cache-scratch (after Hoard)", "pk_pool ÷ mimalloc, CPU ns per byte written, worst "

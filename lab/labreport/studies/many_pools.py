@@ -1,7 +1,7 @@
 """The report's section for the many-pools experiment (issue 19, target 8)."""
 
 from labreport import charts as chartlib
-from labreport.common import extra, fmt, na_lines, table
+from labreport.common import extra, fmt, median_rows, na_lines, table
 
 PK = "poolkit pk_pool"
 
@@ -15,11 +15,7 @@ def many_pools(res, charts, outdir):
           "(640 live), read while the threads hold their objects: the process's RSS growth since "
           "before the pools were made, and poolkit's own account (bytes its slabs reserve, and of "
           "those ever touched).", ""]
-    body = []
-    for s in res.subjects(exp):
-        vals = [res.med(exp, s, threads=t) for t in counts]
-        if any(v is not None for v in vals):
-            body.append([s + " (RSS growth)"] + [fmt(v) for v in vals])
+    body = median_rows(res, exp, [{"threads": t} for t in counts], "{} (RSS growth)")
     for key, label in (("pk_reserved_b", "reserved"), ("pk_resident_b", "resident")):
         vals = [extra(res.find(exp, PK, threads=t), key) for t in counts]
         if any(v is not None for v in vals):

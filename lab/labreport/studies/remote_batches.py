@@ -1,6 +1,6 @@
 """The report's section for the remote-batches experiment (after xmalloc-test; issue 19, target 7)."""
 
-from labreport.common import extra, fmt, na_lines, note_ratio, ratio, spread, table, times, verdict
+from labreport.common import extra, fmt, na_lines, ratio, spread, table, times, verdict, worst_ratio
 
 PAIRS = [1, 2]
 PK = "poolkit pk_pool"
@@ -31,11 +31,9 @@ def remote_batches(res, charts, outdir):
     na = na_lines(res, exp)
     if na:
         md += [na, ""]
-    known = [(r, g) for r, g in ratios if r is not None]
-    if not known:
+    worst, rng = worst_ratio("remote-batches", "pk_pool ÷ mimalloc, worst thread count", ratios)
+    if worst is None:
         return md, None
-    worst, rng = max(known, key=lambda x: x[0])
-    note_ratio("remote-batches", "pk_pool ÷ mimalloc, worst thread count", worst, rng)
     return md, ("remote-batches (after xmalloc-test)", "pk_pool ÷ mimalloc, ns per object, worst of "
                 "1+1 and 2+2 threads (issue 19 target: ≤ 0.6×)", "–", times(worst),
                 verdict(worst, rng, 0.6, above=False))

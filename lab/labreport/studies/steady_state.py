@@ -1,7 +1,7 @@
 """The report's section for the steady-state experiment (after larson; issue 19, target 4)."""
 
 from labreport import charts as chartlib
-from labreport.common import extra, fmt, na_lines, note_ratio, ratio, spread, table, times, verdict
+from labreport.common import extra, fmt, na_lines, ratio, spread, table, times, verdict, worst_ratio
 
 SCALES = [(1000, "16-128 B"), (1000, "64 B"), (100000, "16-128 B"), (100000, "64 B")]
 PK = "poolkit pk_pool"
@@ -43,10 +43,8 @@ def steady_state(res, charts, outdir):
         chartlib.log_bars(values, heads, 1.0, "ns per pair per thread (log)",
                           "steady-state (after larson): 2 threads", (10, 4.5), 3, outdir,
                           "steady_state.png", charts)
-    known = [(r, g) for r, g in ratios if r is not None]
-    if not known:
+    worst, rng = worst_ratio("steady-state", "pk_pool ÷ mimalloc, worst scale", ratios)
+    if worst is None:
         return md, None
-    worst, rng = max(known, key=lambda x: x[0])
-    note_ratio("steady-state", "pk_pool ÷ mimalloc, worst scale", worst, rng)
     return md, ("steady-state (after larson)", "pk_pool ÷ mimalloc, ns per pair, worst of 4 scales "
                 "(issue 19 target: ≤ 0.8×)", "–", times(worst), verdict(worst, rng, 0.8, above=False))
