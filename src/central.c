@@ -51,8 +51,6 @@ static void move_slab(pk_pool *p, slab *s, slab_list_id to) {
     slab_list_push(&p->lists[to], s, to);
 }
 
-static const char *pool_name(const pk_pool *p) { return p->name ? p->name : "(unnamed)"; }
-
 static bool bytes_are(const unsigned char *b, size_t n, unsigned char v, size_t *bad) {
     for (size_t i = 0; i < n; i++) {
         if (b[i] != v) {

@@ -1,8 +1,18 @@
-/* Pools: creation, the out-of-line paths behind the inline fast paths, and
- * the calls that look at a whole pool (stats, visit, trim, destroy); the
- * list of live pools, which purge ticks and fork handlers walk.
+/* Pools: the layout of a new pool and the path it takes, creation and
+ * destruction (with the leak report), the list of live pools (which purge
+ * sweeps, pk_pool_foreach and the fork handlers walk), and the records of
+ * destroyed pools kept for reuse. The calls on a live pool are elsewhere:
+ * pool_slow.c (behind the inline fast paths), pool_bulk.c (bulk calls),
+ * pool_calls.c (whole-pool calls).
  *
- * Which path a pool takes is decided once, at creation:
+ * Invariants: a pool is on the list exactly while its state is POOL_LIVE
+ * (pools_add after its layout, pools_remove first thing at destroy, so no
+ * sweep reaches a pool being torn down); a record is on the spares, in the
+ * debug quarantine or in use, never two of these; a spare or quarantined
+ * record keeps tc_table and tc_key (TC_NO_KEY) intact, so a stale pointer's
+ * inline calls still reach the slow paths that report it.
+ *
+ * Which path a pool takes is decided once, at creation (choose_path):
  *   - inline: thread caches, the link word at offset 0, nothing to do per
  *     object. tc_key names the pool's cache, so the header's inline
  *     functions serve most calls.
@@ -16,11 +26,12 @@
  *     call comes here and uses the cache.
  *   - direct: no cache (debug checks, a limit): every call takes the pool's
  *     lock and works on the slabs.
+ * pool_slow.c says how each works.
  */
 #include "pool_internal.h"
 #include "sites.h"
 
-#include <poolkit/stats.h>
+#include <poolkit/stats.h> /* pk_pool_foreach */
 
 #include <errno.h>
 #include <stdalign.h>
@@ -30,8 +41,6 @@
 #include <time.h>
 
 #define DEBUG_REDZONE 16
-
-static const char *pool_name(const pk_pool *p) { return p->name ? p->name : "(unnamed)"; }
 
 /* The alignment a pool gives when its config asks for none: the largest
  * power of two dividing the size, up to 4096, so that a power-of-two size
@@ -299,7 +308,6 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     return p;
 }
 
-static void each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg);
 static void untrack(void *obj, void *pool) { track_takeback(pool, obj); }
 
 /* The first few leaked objects of a debug pool come with where they were
@@ -372,7 +380,7 @@ void pk_pool_destroy(pk_pool *p) {
     /* The objects die with the pool: a tool must not report them later, or
      * see their addresses handed out again while it still thinks them live
      * (poolkit reported any leak above). */
-    if (TRACK_ENABLED) each_live(p, untrack, p);
+    if (TRACK_ENABLED) pool_each_live(p, untrack, p);
     pool_lock(p);
     central_free_all(p);
     pool_unlock(p);
@@ -384,375 +392,6 @@ void pk_pool_destroy(pk_pool *p) {
     record_retire(p);
 }
 
-/* ---- The slow paths behind pk_pool_alloc and pk_pool_free. ---- */
-
-static void *direct_alloc(pk_pool *p, uint64_t now) {
-    pool_check_live(p, "pk_pool_alloc", NULL);
-    void *obj = NULL;
-    pool_lock_for_use(p, now);
-    if (p->limit && p->out >= p->limit) errno = ENOMEM;
-    else central_take(p, 1, &obj, false);
-    central_maybe_tick(p, now);
-    pool_unlock(p);
-    if (!obj) return NULL;
-    track_handout(p, obj);
-    if (p->zero) memset(obj, 0, p->size);
-    return obj;
-}
-
-static void direct_free(pk_pool *p, void *obj, uint64_t now) {
-    pool_check_live(p, "pk_pool_free", obj);
-    if (unlikely(!obj))
-        error_report(PK_FATAL, "null pointer", p->name, obj, "NULL given to pool '%s'", pool_name(p));
-    track_takeback(p, obj);
-    pool_lock_for_use(p, now);
-    if (p->debug) central_debug_check_free(p, obj);
-    central_give(p, obj);
-    p->frees++;
-    central_maybe_tick(p, now);
-    pool_unlock(p);
-}
-
-/* Hardened pools: the link about to be followed must name a slot of this
- * pool, or the list was overwritten. */
-static PK_NOINLINE char *check_link(pk_pool *p, void *obj, char *n) {
-    if (slab_owner(n) == p) return n;
-    report_corrupted_link(p, obj, n, "not one of its objects");
-}
-
-static inline char *checked_next(pk_pool *p, void *obj) {
-    char *n = (char *)link_load(p, obj);
-    return unlikely(p->hardened && n) ? check_link(p, obj, n) : n;
-}
-
-/* Hardened pools' lean paths (below) check that a pointer x starts a slot
- * of the pool. hard_grid: off (from slot 0 of x's slab) is on the slot grid,
- * by a multiply: for off < 2^32, off is a multiple of the slot exactly when
- * off * ceil(2^64 / slot) wraps below ceil(2^64 / slot). hard_near, without
- * the address map: x lies in the same slab as `near`, a slot already known
- * to be the pool's, on the grid. False sends the caller on to the exact
- * check, never to a report. */
-static inline bool hard_grid(const pk_pool *p, uintptr_t off) {
-    return off < p->hard.span && off * p->hard.recip < p->hard.recip;
-}
-
-static inline bool hard_near(const pk_pool *p, uintptr_t x, uintptr_t near) {
-    return (x ^ near) <= p->hard.mask && hard_grid(p, (x & p->hard.mask) - p->hard.header);
-}
-
-/* x in another slab: the address map says whose slab it is and where its
- * slot 0 is (every slab of a pool has the pool's geometry, so the grid
- * check is the same). */
-static inline bool hard_far(const pk_pool *p, uintptr_t x) {
-    uintptr_t objects = 0;
-    return slab_map_pool((const void *)x, &objects) == p && hard_grid(p, x - objects);
-}
-
-static PK_NOINLINE void *alloc_generic(pk_pool *p);
-
-/* Debug pools: the call site first (sites.h), apart from the entry points
- * so that they need no stack frame of their own for it. */
-static PK_NOINLINE void *alloc_captured(pk_pool *p, void *caller) {
-    sites_capture(caller);
-    return alloc_generic(p);
-}
-
-static PK_NOINLINE void free_captured(pk_pool *p, void *obj, void *caller) {
-    sites_capture(caller);
-    pool_free_generic(p, obj);
-}
-static PK_NOINLINE void *alloc_far_link(pk_pool *p, tc_slot *c, char *obj, char *next);
-
-/* Kept apart from the generic path, so the lean path pays for no registers
- * the generic one needs. */
-void *pk__pool_alloc_slow(pk_pool *p) {
-    if (p->hard.cache) {
-        /* Every object on a hardened list was checked on its way in; its
-         * link, in the object's memory, is decoded and checked before the
-         * list follows it. */
-        tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.cache);
-        char *obj = tc_head(c);
-        if (likely(obj != NULL)) {
-            char *next = (char *)link_code(p, obj, *(uintptr_t *)(obj + p->hard.link));
-            if (unlikely(next && !hard_near(p, (uintptr_t)next, (uintptr_t)obj)))
-                return alloc_far_link(p, c, obj, next);
-            tc_set(c, next, tc_room(c) + 1);
-            return obj;
-        }
-    }
-    if (unlikely(p->debug)) return alloc_captured(p, __builtin_return_address(0));
-    return alloc_generic(p);
-}
-
-/* A hardened list's link into another slab: checked against the address
- * map (a tail call, so the lean path above needs no stack frame). */
-static PK_NOINLINE void *alloc_far_link(pk_pool *p, tc_slot *c, char *obj, char *next) {
-    if (unlikely(!hard_far(p, (uintptr_t)next))) next = check_link(p, obj, next); /* reports it */
-    tc_set(c, next, tc_room(c) + 1);
-    return obj;
-}
-
-static void *alloc_generic(pk_pool *p) {
-    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
-    if (!c) return direct_alloc(p, pool_purge_poll());
-    if (!tc_head(c)) tc_take_spare(c);
-    char *obj = tc_head(c);
-    intptr_t room = tc_room(c);
-    if (!obj) {
-        uint64_t now = pool_purge_poll();
-        void *list = NULL;
-        pool_lock_for_use(p, now);
-        size_t got = central_take(p, p->batch, &list, false);
-        tcache_account(p, c, (long)got);
-        central_maybe_tick(p, now);
-        pool_unlock(p);
-        if (!got) return NULL;
-        obj = list;
-        room = (intptr_t)(p->batch - got);
-    }
-    tc_set(c, checked_next(p, obj), room + 1);
-    track_handout(p, obj);
-    if (p->zero) memset(obj, 0, p->size);
-    return obj;
-}
-
-/* A full list becomes the spare batch; a spare already there goes to the
- * depot first. */
-static void retire_list(pk_pool *p, tc_slot *c) {
-    void *spare = tc_spare(c);
-    if (spare) {
-        uint64_t now = pool_purge_poll();
-        pool_lock_for_use(p, now);
-        tcache_account(p, c, -(long)p->batch);
-        central_depot_put(p, spare);
-        central_maybe_tick(p, now);
-        pool_unlock(p);
-    }
-    tc_set_spare(c, tc_head(c));
-    tc_set(c, NULL, (intptr_t)p->batch);
-}
-
-void pool_free_generic(pk_pool *p, void *obj) {
-    tc_slot *c = p->cached && obj ? tcache_slot(p) : NULL;
-    if (!c) {
-        uint64_t now = pool_purge_poll();
-        direct_free(p, obj, now);
-        return;
-    }
-    central_check_free(p, obj);
-    if (unlikely(obj == tc_head(c)))
-        error_report(PK_FATAL, "double free", p->name, obj, "object %p of pool '%s' was freed twice",
-                     obj, pool_name(p));
-    track_takeback(p, obj);
-    if (tc_room(c) <= 0) retire_list(p, c);
-    link_store(p, obj, (uintptr_t)tc_head(c));
-    tc_set(c, obj, tc_room(c) - 1);
-}
-
-/* Pushes a checked obj onto a hardened list whose head and room the caller
- * read. */
-static inline void hard_push(const pk_pool *p, tc_slot *c, void *obj, void *head, intptr_t room) {
-    *(uintptr_t *)((char *)obj + p->hard.link) = link_code(p, obj, (uintptr_t)head);
-    tc_set(c, obj, room - 1);
-}
-
-/* A hardened free into a slab other than the list head's: the address map
- * says whether it is one of the pool's slots (a tail call, so the lean path
- * needs no stack frame). */
-static PK_NOINLINE void free_far(pk_pool *p, tc_slot *c, void *obj) {
-    if (!hard_far(p, (uintptr_t)obj)) {
-        pool_free_generic(p, obj); /* reports it */
-        return;
-    }
-    hard_push(p, c, obj, tc_head(c), tc_room(c));
-}
-
-void pk__pool_free_slow(pk_pool *p, void *obj) {
-    if (p->hard.cache) {
-        /* The list's head is a checked slot of the pool: an object in its
-         * slab, on a slot boundary, is one too; anything else (another slab,
-         * an empty list) is looked up in the address map, and what fails
-         * there (a foreign pointer) takes the generic path, which reports
-         * it, as it does the head freed again and a full list. */
-        tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.cache);
-        char *head = tc_head(c);
-        intptr_t room = tc_room(c);
-        if (likely(room > 0 && obj != head)) {
-            if (unlikely(!hard_near(p, (uintptr_t)obj, (uintptr_t)head))) {
-                free_far(p, c, obj);
-                return;
-            }
-            hard_push(p, c, obj, head, room);
-            return;
-        }
-    } else if (p->tc_key != TC_NO_KEY) {
-        /* The inline free that found no room took one from it: give it
-         * back. (The cache of TC_NO_KEY is never set up; its room only runs
-         * down, 2^63 frees from wrapping.) */
-        tc_slot *z = (tc_slot *)((char *)tc_table + p->tc_key);
-        if (tc_room(z) < 0) __atomic_store_n(&z->room, 0, __ATOMIC_RELAXED);
-    }
-    if (unlikely(p->debug)) {
-        free_captured(p, obj, __builtin_return_address(0));
-        return;
-    }
-    pool_free_generic(p, obj);
-}
-
-/* ---- Bulk calls: the cache first, then the pool's lock at most once. ---- */
-
-size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
-    pool_check_live(p, "pk_pool_alloc_bulk", NULL);
-    if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
-    size_t i = 0;
-    uint64_t now = pool_purge_poll();
-    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
-    for (; c && i < n; i++) {
-        if (!tc_head(c) && !tc_take_spare(c)) break;
-        objs[i] = tc_head(c);
-        tc_set(c, checked_next(p, objs[i]), tc_room(c) + 1);
-    }
-    if (i < n) {
-        pool_lock_for_use(p, now);
-        size_t need = n - i, want = need;
-        if (p->limit) want = p->out >= p->limit ? 0 : want < p->limit - p->out ? want : p->limit - p->out;
-        void *list = NULL;
-        size_t got = want ? central_take(p, want, &list, true) : 0;
-        if (c) tcache_account(p, c, (long)got);
-        central_maybe_tick(p, now);
-        pool_unlock(p);
-        for (char *obj = list; obj; obj = (char *)link_load(p, obj)) objs[i++] = obj;
-        if (got < need) errno = ENOMEM;
-    }
-    for (size_t k = 0; k < i; k++) {
-        track_handout(p, objs[k]);
-        if (p->zero) memset(objs[k], 0, p->size);
-    }
-    return i;
-}
-
-void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
-    pool_check_live(p, "pk_pool_free_bulk", n ? objs[0] : NULL);
-    if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
-    size_t i = 0;
-    uint64_t now = pool_purge_poll();
-    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
-    for (; c && i < n && tc_room(c) > 0 && objs[i]; i++) {
-        central_check_free(p, objs[i]);
-        track_takeback(p, objs[i]);
-        link_store(p, objs[i], (uintptr_t)tc_head(c));
-        tc_set(c, objs[i], tc_room(c) - 1);
-    }
-    if (i == n) return;
-    pool_lock_for_use(p, now);
-    if (c) tcache_account(p, c, -(long)(n - i));
-    for (; i < n; i++) {
-        if (unlikely(!objs[i]))
-            error_report(PK_FATAL, "null pointer", p->name, NULL, "NULL given to pool '%s'",
-                         pool_name(p));
-        track_takeback(p, objs[i]);
-        if (p->debug) central_debug_check_free(p, objs[i]);
-        central_give(p, objs[i]);
-        p->frees++;
-    }
-    central_maybe_tick(p, now);
-    pool_unlock(p);
-}
-
-/* ---- Whole-pool calls. ---- */
-
-size_t pk_pool_reserve(pk_pool *p, size_t n) {
-    pool_check_live(p, "pk_pool_reserve", NULL);
-    uint64_t now = pool_purge_poll();
-    pool_lock_for_use(p, now);
-    size_t ready = central_reserve(p, n);
-    pool_unlock(p);
-    return ready;
-}
-
-size_t pk_pool_trim(pk_pool *p) {
-    pool_check_live(p, "pk_pool_trim", NULL);
-    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
-    pool_lock(p);
-    fork_test_point(HOOK_POOL, &p->lock);
-    size_t before = p->bytes_reserved; /* first: all this call gives back is counted */
-    central_note_use(p, os_now_ms());
-    if (c) tcache_return(p, c); /* set up again on the thread's next slow path */
-    central_depot_drain(p);
-    central_release(p, true);
-    size_t bytes = before - p->bytes_reserved;
-    pool_unlock(p);
-    pool_purge_poll(); /* the other pools' ticks, after this one's count */
-    return bytes;
-}
-
-/* Pages ever touched: each slab's header and the slots handed out at least
- * once (slots past bump were never written), page-rounded. */
-static size_t resident_bytes(const pk_pool *p) {
-    size_t page = os_page_size(), bytes = 0;
-    for (int l = 0; l < SLAB_LISTS; l++)
-        for (const slab *s = p->lists[l].head; s; s = s->next) {
-            size_t touched = align_up(p->geo.header + (size_t)s->bump * p->geo.slot, page);
-            bytes += touched < s->span ? touched : s->span;
-        }
-    return bytes;
-}
-
-void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
-    pool_check_live(p, "pk_pool_stats_get", NULL);
-    pool_purge_poll();
-    tcache_registry_lock();
-    pool_lock(p);
-    size_t cached = tcache_cached(p);
-    memset(out, 0, sizeof *out);
-    out->name = p->name;
-    out->size = p->size;
-    out->align = p->align;
-    out->live = p->out - p->depot_count * p->batch - cached;
-    out->peak_live = p->peak_out > out->live ? p->peak_out : out->live;
-    out->slabs = p->slabs_total;
-    out->bytes_reserved = p->bytes_reserved;
-    out->allocs = p->allocs;
-    out->frees = p->frees;
-    out->remote_frees = p->remote_frees;
-    out->slabs_released = p->slabs_released;
-    out->bytes_resident = resident_bytes(p);
-    out->bytes_released = p->bytes_released;
-    pool_unlock(p);
-    tcache_registry_unlock();
-}
-
-/* Calls fn on every live object; every free object must be home in its slab
- * (caches and depot drained), so a slot is live exactly when it was handed
- * out and is not on its slab's free list. */
-static void each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
-    for (int l = 0; l < SLAB_LISTS; l++) {
-        if (l == SLAB_EMPTY) continue;
-        for (slab *s = p->lists[l].head; s; s = s->next) {
-            uint64_t free_bits[(65536 / sizeof(uintptr_t) + 63) / 64] = {0};
-            for (char *f = s->free; f; f = (char *)link_load(p, f)) {
-                size_t i = slot_div((uint64_t)(f - s->objects), p->geo.slot, p->geo.recip);
-                free_bits[i / 64] |= (uint64_t)1 << (i % 64);
-            }
-            for (uint32_t i = 0; i < s->bump; i++)
-                if (!(free_bits[i / 64] & ((uint64_t)1 << (i % 64))))
-                    fn(s->objects + (size_t)i * p->geo.slot, arg);
-        }
-    }
-}
-
-void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
-    pool_check_live(p, "pk_pool_visit", NULL);
-    tcache_registry_lock();
-    pool_lock(p);
-    tcache_drain_all(p);
-    central_depot_drain(p);
-    pool_unlock(p);
-    tcache_registry_unlock();
-    each_live(p, fn, arg);
-}
-
-pk_pool *pk_pool_owner(const void *ptr) { return slab_owner(ptr); }
 
 size_t pk_pool_foreach(void (*fn)(pk_pool *pool, void *arg), void *arg) {
     size_t n = 0;

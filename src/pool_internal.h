@@ -1,5 +1,6 @@
-/* The pool's private state, shared by pool.c (the public calls), central.c
- * (slabs and the depot, under the pool's lock) and tcache.c (thread caches).
+/* The pool's private state, shared by the public calls (pool.c, pool_slow.c,
+ * pool_bulk.c, pool_calls.c), central.c (slabs and the depot, under the
+ * pool's lock) and tcache.c (thread caches).
  *
  * Where a free object can be, exactly one of:
  *   - in a slab: on its free list, or never handed out (slot >= bump);
@@ -76,7 +77,7 @@ static inline bool tc_take_spare(tc_slot *c) {
 struct pk_pool {
     intptr_t tc_table; /* must stay first: read by the inline fast paths */
     uintptr_t tc_key;  /* must stay second: byte offset of the cache, or TC_NO_KEY */
-    /* Hardened pools' lean path (pool.c), together in one cache line with
+    /* Hardened pools' lean path (pool_slow.c), together in one cache line with
      * the two words above. */
     struct {
         uintptr_t cache;  /* byte offset of the pool's cache in every table, or 0
@@ -201,6 +202,17 @@ static inline void link_store(const pk_pool *p, void *obj, uintptr_t v) {
     track_close(l, sizeof *l);
 }
 
+/* Hardened pools: the link about to be followed must name a slot of this
+ * pool, or the list was overwritten (reported; pool_slow.c). Returns n. */
+PK_NOINLINE char *pool_check_link(pk_pool *p, void *obj, char *n);
+/* The next object after obj on a cache's list, checked on hardened pools. */
+static inline char *checked_next(pk_pool *p, void *obj) {
+    char *n = (char *)link_load(p, obj);
+    return unlikely(p->hardened && n) ? pool_check_link(p, obj, n) : n;
+}
+
+static inline const char *pool_name(const pk_pool *p) { return p->name ? p->name : "(unnamed)"; }
+
 #define POOL_LIVE 0x4c495645u /* "LIVE" */
 #define POOL_DEAD 0x44454144u /* "DEAD" */
 
@@ -263,9 +275,9 @@ void central_debug_check_free(pk_pool *p, void *obj);
 PK_COLD __attribute__((noreturn)) void report_corrupted_link(const pk_pool *p, const void *holder,
                                                              const void *link, const char *why);
 
-/* ---- pool.c ---- */
+/* ---- pool.c and pool_slow.c ---- */
 
-/* The out-of-line free behind pk_pool_free (fastpath.c). */
+/* pool_slow.c: the out-of-line free behind pk_pool_free (fastpath.c). */
 void pool_free_generic(pk_pool *p, void *obj);
 /* Ticks every shared pool that is not busy (purge.c's sweep). The pool
  * list's lock and each pool's are only tried, so a sweep never waits: not
@@ -302,6 +314,10 @@ size_t tcache_live_threads(void);
  * keep no record of which slots are live: nothing is called. Holds the
  * pool's lock meanwhile, so fn must not call the pool. */
 void pool_each_live_debug(pk_pool *p, bool (*fn)(void *obj, void *const *sites, void *arg), void *arg);
+/* pool_calls.c: calls fn on every live object; every free object must be
+ * home in its slab (caches and depot drained), so a slot is live exactly
+ * when it was handed out and is not on its slab's free list. */
+void pool_each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg);
 /* Objects in all threads' caches for p (exact when quiescent). */
 size_t tcache_cached(pk_pool *p);
 /* Moves every thread's cached objects for p home to the slabs; caller

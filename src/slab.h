@@ -107,7 +107,7 @@ static inline map_entry *map_find(const void *ptr) {
 
 /* The pool whose slab holds ptr's granule (NULL if none) and, in *objects,
  * that slab's slot 0: whether ptr is a slot is the caller's to check
- * (hardened pools' far checks, pool.c, with their geometry). Inline: a few
+ * (hardened pools' far checks, pool_slow.c, with their geometry). Inline: a few
  * loads, no call. */
 static inline struct pk_pool *slab_map_pool(const void *ptr, uintptr_t *objects) {
     map_entry *e = map_find(ptr);

@@ -1,0 +1,100 @@
+/* Whole-pool calls: reserve, trim, stats, visit, owner (mimalloc's heap.c).
+ * Each takes the pool's lock once; the calls that must see every object
+ * (stats' live count, visit) also hold the thread registry's lock, so no
+ * thread's cache changes meanwhile (lock order: pool_internal.h).
+ */
+#include "pool_internal.h"
+
+#include <poolkit/stats.h>
+
+#include <string.h>
+
+size_t pk_pool_reserve(pk_pool *p, size_t n) {
+    pool_check_live(p, "pk_pool_reserve", NULL);
+    uint64_t now = pool_purge_poll();
+    pool_lock_for_use(p, now);
+    size_t ready = central_reserve(p, n);
+    pool_unlock(p);
+    return ready;
+}
+
+size_t pk_pool_trim(pk_pool *p) {
+    pool_check_live(p, "pk_pool_trim", NULL);
+    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
+    pool_lock(p);
+    fork_test_point(HOOK_POOL, &p->lock);
+    size_t before = p->bytes_reserved; /* first: all this call gives back is counted */
+    central_note_use(p, os_now_ms());
+    if (c) tcache_return(p, c); /* set up again on the thread's next slow path */
+    central_depot_drain(p);
+    central_release(p, true);
+    size_t bytes = before - p->bytes_reserved;
+    pool_unlock(p);
+    pool_purge_poll(); /* the other pools' ticks, after this one's count */
+    return bytes;
+}
+
+/* Pages ever touched: each slab's header and the slots handed out at least
+ * once (slots past bump were never written), page-rounded. */
+static size_t resident_bytes(const pk_pool *p) {
+    size_t page = os_page_size(), bytes = 0;
+    for (int l = 0; l < SLAB_LISTS; l++)
+        for (const slab *s = p->lists[l].head; s; s = s->next) {
+            size_t touched = align_up(p->geo.header + (size_t)s->bump * p->geo.slot, page);
+            bytes += touched < s->span ? touched : s->span;
+        }
+    return bytes;
+}
+
+void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
+    pool_check_live(p, "pk_pool_stats_get", NULL);
+    pool_purge_poll();
+    tcache_registry_lock();
+    pool_lock(p);
+    size_t cached = tcache_cached(p);
+    memset(out, 0, sizeof *out);
+    out->name = p->name;
+    out->size = p->size;
+    out->align = p->align;
+    out->live = p->out - p->depot_count * p->batch - cached;
+    out->peak_live = p->peak_out > out->live ? p->peak_out : out->live;
+    out->slabs = p->slabs_total;
+    out->bytes_reserved = p->bytes_reserved;
+    out->allocs = p->allocs;
+    out->frees = p->frees;
+    out->remote_frees = p->remote_frees;
+    out->slabs_released = p->slabs_released;
+    out->bytes_resident = resident_bytes(p);
+    out->bytes_released = p->bytes_released;
+    pool_unlock(p);
+    tcache_registry_unlock();
+}
+
+void pool_each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
+    for (int l = 0; l < SLAB_LISTS; l++) {
+        if (l == SLAB_EMPTY) continue;
+        for (slab *s = p->lists[l].head; s; s = s->next) {
+            uint64_t free_bits[(65536 / sizeof(uintptr_t) + 63) / 64] = {0};
+            for (char *f = s->free; f; f = (char *)link_load(p, f)) {
+                size_t i = slot_div((uint64_t)(f - s->objects), p->geo.slot, p->geo.recip);
+                free_bits[i / 64] |= (uint64_t)1 << (i % 64);
+            }
+            for (uint32_t i = 0; i < s->bump; i++)
+                if (!(free_bits[i / 64] & ((uint64_t)1 << (i % 64))))
+                    fn(s->objects + (size_t)i * p->geo.slot, arg);
+        }
+    }
+}
+
+void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
+    pool_check_live(p, "pk_pool_visit", NULL);
+    tcache_registry_lock();
+    pool_lock(p);
+    tcache_drain_all(p);
+    central_depot_drain(p);
+    pool_unlock(p);
+    tcache_registry_unlock();
+    pool_each_live(p, fn, arg);
+}
+
+pk_pool *pk_pool_owner(const void *ptr) { return slab_owner(ptr); }
