@@ -30,10 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FILL_FREE 0xDD   /* debug: a free object's bytes */
-#define FILL_ALLOC 0xAA  /* debug: a new object's bytes, before the user writes */
-#define FILL_REDZONE 0xFD
-
 /* A slab's counts agree with its list (debug builds). */
 static inline void assert_slab(const pk_pool *p, const slab *s) {
     (void)p;
@@ -200,18 +196,7 @@ static void take_fresh(pk_pool *p, slab *s, size_t k, void **list) {
     s->used += (uint32_t)k;
 }
 
-/* Hardened pools: fresh slots go out in an unpredictable order, so one
- * object's address does not tell an attacker which slot comes next. A run
- * of up to SHUFFLE_RUN fresh slots is cut into SHUFFLE_SLICES slices, and
- * each next object is the next slot of a slice picked at random (mimalloc's
- * secure mode extends its pages the same way): a few ascending streams,
- * which the hardware prefetcher still partly follows. Measured in
- * bench_workset (LIFO and FIFO, a million 64-byte objects), hardened over
- * default: a full shuffle of the run 4.0-4.4x, 8 slices 2.9-3.7x, 4 slices
- * 1.7-1.9x, no shuffle 1.1-1.2x. Four slices: two bits of uncertainty per
- * object, at half the cost of eight. */
-#define SHUFFLE_RUN 128
-#define SHUFFLE_SLICES 4
+/* Hardened pools' fresh slots go out shuffled: policy.h, SHUFFLE_RUN. */
 static uint64_t next_random(pk_pool *p) {
     uint64_t x = p->rng; /* xorshift64* */
     x ^= x >> 12;

@@ -40,8 +40,6 @@
 #include <string.h>
 #include <time.h>
 
-#define DEBUG_REDZONE 16
-
 /* The alignment a pool gives when its config asks for none: the largest
  * power of two dividing the size, up to 4096, so that a power-of-two size
  * up to 4 KiB is aligned to itself (a 64-byte object fills one cache line
@@ -95,12 +93,7 @@ static void choose_path(pk_pool *p) {
                                                       : "every thread-cache key is in use");
         return;
     }
-    /* About BATCH_BYTES per exchange, but at least BATCH_MIN objects up to
-     * 1 MiB: a cache of a few objects would send a workload that wanders
-     * (allocate a few, free a few) to the lock on most calls. */
-    size_t batch = BATCH_BYTES / p->geo.slot;
-    size_t least = p->geo.slot <= ((size_t)1 << 20) ? BATCH_MIN : 1;
-    p->batch = batch < least ? least : batch > BATCH_MAX ? BATCH_MAX : batch;
+    p->batch = policy_batch(p->geo.slot);
     /* The lean hardened path's checks need a slab's slots to span less
      * than 4 GiB (hard_near); larger slots take the generic path. */
     uint64_t span = (uint64_t)p->geo.capacity * p->geo.slot;
