@@ -30,15 +30,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A slab's counts agree with its list (debug builds). */
+/* A slab's counts agree with its list (POOLKIT_ASSERT >= 2). */
 static inline void assert_slab(const pk_pool *p, const slab *s) {
     (void)p;
     (void)s;
-#ifndef NDEBUG
-    assert(s->pool == p && s->used <= s->bump && s->bump <= s->capacity);
-    assert(s->list != SLAB_EMPTY || s->used == 0);
-    assert(s->list != SLAB_FULL || s->used == s->capacity);
-#endif
+    PK_ASSERT_INTERNAL(s->pool == p && s->used <= s->bump && s->bump <= s->capacity);
+    PK_ASSERT_INTERNAL(s->list != SLAB_EMPTY || s->used == 0);
+    PK_ASSERT_INTERNAL(s->list != SLAB_FULL || s->used == s->capacity);
 }
 
 static void move_slab(pk_pool *p, slab *s, slab_list_id to) {

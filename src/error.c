@@ -48,6 +48,11 @@ void error_report(pk_severity sev, const char *what, const char *pool, const voi
     if (sev == PK_FATAL) abort();
 }
 
+void assert_fail(const char *file, int line, const char *cond) {
+    error_report(PK_FATAL, "internal assertion", NULL, NULL, "%s:%d: %s", file, line, cond);
+    abort(); /* error_report never returns from a fatal report */
+}
+
 static int noted[NOTE_KINDS];
 
 void note_once(int kind, const char *pool, const char *fmt, ...) {

@@ -15,6 +15,39 @@
 #define PK_COLD __attribute__((cold, noinline))
 #define PK_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
+/* Assertion levels (mimalloc's mi_assert, mi_assert_internal,
+ * mi_assert_expensive), chosen by the build: CMake's POOLKIT_ASSERT, 0 in
+ * Release builds, 3 in Debug ones (make test's ASan and TSan trees).
+ *   1 PK_ASSERT           cheap checks of what a caller handed in
+ *   2 PK_ASSERT_INTERNAL  cheap checks of the library's own state (a
+ *                         slab's counts against its list)
+ *   3 PK_ASSERT_EXPENSIVE whole-structure validators (pool_is_valid) at
+ *                         every state change of a pool
+ * A level compiles in the ones below it; a failed assertion is a fatal
+ * report, "poolkit: internal assertion: file:line: condition". Release
+ * builds compile none in: the condition is not evaluated. */
+#ifndef POOLKIT_ASSERT
+#  define POOLKIT_ASSERT 0
+#endif
+PK_COLD __attribute__((noreturn)) void assert_fail(const char *file, int line, const char *cond);
+#define PK_ASSERT_AT_(level, x) \
+    ((void)(POOLKIT_ASSERT >= (level) && !(x) ? (assert_fail(__FILE__, __LINE__, #x), 0) : 0))
+#if POOLKIT_ASSERT >= 1
+#  define PK_ASSERT(x) PK_ASSERT_AT_(1, x)
+#else
+#  define PK_ASSERT(x) ((void)0)
+#endif
+#if POOLKIT_ASSERT >= 2
+#  define PK_ASSERT_INTERNAL(x) PK_ASSERT_AT_(2, x)
+#else
+#  define PK_ASSERT_INTERNAL(x) ((void)0)
+#endif
+#if POOLKIT_ASSERT >= 3
+#  define PK_ASSERT_EXPENSIVE(x) PK_ASSERT_AT_(3, x)
+#else
+#  define PK_ASSERT_EXPENSIVE(x) ((void)0)
+#endif
+
 /* ---- os.c: memory from the system, and nothing else. ---- */
 
 /* size bytes (a multiple of the page size) aligned to align (a power of two,

@@ -141,6 +141,7 @@ bool pools_purge_sweep(uint64_t now) {
     for (pk_pool *p = pools; p; p = p->next) {
         if (!p->locked || !pool_trylock(p)) continue;
         central_maybe_tick(p, now);
+        POOL_VALIDATE(p);
         pool_unlock(p);
     }
     pthread_mutex_unlock(&pools_lock);
@@ -292,6 +293,7 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     pthread_mutex_init(&p->lock, NULL);
     choose_path(p);
     p->state = POOL_LIVE;
+    POOL_VALIDATE_DEEP(p); /* no other thread knows the pool yet */
     pools_add(p);
     if (c->reserve && pk_pool_reserve(p, c->reserve) < c->reserve) {
         pk_pool_destroy(p);
@@ -366,6 +368,7 @@ void pk_pool_destroy(pk_pool *p) {
         tcache_drain_all(p);
         central_depot_drain(p);
     }
+    POOL_VALIDATE_DEEP(p);
     pool_unlock(p);
     if (p->cached) tcache_detach(p);
     tcache_registry_unlock();

@@ -30,6 +30,7 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
         size_t got = want ? central_take(p, want, &list, true) : 0;
         if (c) tcache_account(p, c, (long)got);
         central_maybe_tick(p, now);
+        POOL_VALIDATE(p);
         pool_unlock(p);
         for (char *obj = list; obj; obj = (char *)link_load(p, obj)) objs[i++] = obj;
         if (got < need) errno = ENOMEM;
@@ -66,5 +67,6 @@ void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
         p->frees++;
     }
     central_maybe_tick(p, now);
+    POOL_VALIDATE(p);
     pool_unlock(p);
 }

@@ -14,6 +14,7 @@ size_t pk_pool_reserve(pk_pool *p, size_t n) {
     uint64_t now = pool_purge_poll();
     pool_lock_for_use(p, now);
     size_t ready = central_reserve(p, n);
+    POOL_VALIDATE_DEEP(p);
     pool_unlock(p);
     return ready;
 }
@@ -29,6 +30,7 @@ size_t pk_pool_trim(pk_pool *p) {
     central_depot_drain(p);
     central_release(p, true);
     size_t bytes = before - p->bytes_reserved;
+    POOL_VALIDATE_DEEP(p);
     pool_unlock(p);
     pool_purge_poll(); /* the other pools' ticks, after this one's count */
     return bytes;
@@ -92,6 +94,7 @@ void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
     pool_lock(p);
     tcache_drain_all(p);
     central_depot_drain(p);
+    POOL_VALIDATE_DEEP(p);
     pool_unlock(p);
     tcache_registry_unlock();
     pool_each_live(p, fn, arg);

@@ -291,6 +291,21 @@ void pools_fork_lock_list(void);
 void pools_fork_lock_each(void);
 void pools_fork_unlock(void);
 
+/* ---- pool_valid.c: the pool's identities, checked whole. ---- */
+
+/* True if every identity the comments state holds for p (pool_valid.c
+ * lists them); otherwise a fatal "internal assertion" report naming the
+ * one that failed. Caller holds the pool's lock. deep: also walks every
+ * slab's free list and every depot chain (O(free objects)), where the
+ * shallow check is O(slabs). Called through POOL_VALIDATE, compiled in at
+ * POOLKIT_ASSERT 3 only. */
+bool pool_is_valid(const pk_pool *p, bool deep);
+/* At every state change of a pool, under its lock: the end of a refill or
+ * a flush, trim, reserve, create and destroy (shallow on the paths that
+ * run per batch, deep on whole-pool calls). */
+#define POOL_VALIDATE(p) PK_ASSERT_EXPENSIVE(pool_is_valid((p), false))
+#define POOL_VALIDATE_DEEP(p) PK_ASSERT_EXPENSIVE(pool_is_valid((p), true))
+
 /* ---- tcache.c: per-thread cache tables and the thread registry. ---- */
 
 bool tcache_attach(pk_pool *p);  /* gives the pool a key; false if out of memory */

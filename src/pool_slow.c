@@ -29,6 +29,7 @@ static void *direct_alloc(pk_pool *p, uint64_t now) {
     if (p->limit && p->out >= p->limit) errno = ENOMEM;
     else central_take(p, 1, &obj, false);
     central_maybe_tick(p, now);
+    POOL_VALIDATE(p);
     pool_unlock(p);
     if (!obj) return NULL;
     track_handout(p, obj);
@@ -46,6 +47,7 @@ static void direct_free(pk_pool *p, void *obj, uint64_t now) {
     central_give(p, obj);
     p->frees++;
     central_maybe_tick(p, now);
+    POOL_VALIDATE(p);
     pool_unlock(p);
 }
 
@@ -134,6 +136,7 @@ static void *alloc_generic(pk_pool *p) {
         size_t got = central_take(p, p->batch, &list, false);
         tcache_account(p, c, (long)got);
         central_maybe_tick(p, now);
+        POOL_VALIDATE(p);
         pool_unlock(p);
         if (!got) return NULL;
         obj = list;
@@ -155,6 +158,7 @@ static void retire_list(pk_pool *p, tc_slot *c) {
         tcache_account(p, c, -(long)p->batch);
         central_depot_put(p, spare);
         central_maybe_tick(p, now);
+        POOL_VALIDATE(p);
         pool_unlock(p);
     }
     tc_set_spare(c, tc_head(c));

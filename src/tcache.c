@@ -146,6 +146,7 @@ static void give_back(pk_pool *p, tc_slot *c) {
     if (tc_head(c) || tc_spare(c)) {
         pool_lock_for_use(p, os_now_ms()); /* what it gives back is fresh */
         tcache_return(p, c);
+        POOL_VALIDATE(p);
         pool_unlock(p);
     }
     memset(c, 0, sizeof *c);
