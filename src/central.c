@@ -141,10 +141,9 @@ static slab *slab_for_take(pk_pool *p, bool may_map) {
     return s;
 }
 
-/* Takes one slot from s (its free list first), doing what the pool needs
- * per object: construct a fresh slot, debug fills and checks. */
 /* Hardened pools: a slab's free list links only slots of that slab that
- * were handed out before; anything else was written by someone else. */
+ * were handed out before (slot index below bump), or ends (NULL); anything
+ * else was written by someone else and is reported, never followed. */
 static void check_slab_link(pk_pool *p, slab *s, void *from, void *next) {
     long idx = next ? slab_slot_index(s, next, &p->geo) : 0;
     if (!next || (idx >= 0 && (uint32_t)idx < s->bump)) return;
@@ -159,6 +158,8 @@ static inline void construct_fresh(pk_pool *p, char *obj) {
     track_close(obj, p->size);
 }
 
+/* Takes one slot from s (its free list first), doing what the pool needs
+ * per object: construct a fresh slot, debug fills and checks. */
 static char *take_one(pk_pool *p, slab *s) {
     char *obj = s->free;
     bool reused = obj != NULL;

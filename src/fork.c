@@ -4,9 +4,11 @@
  * Before the fork the forking thread takes every lock of the library in
  * the one order the library nests them (outermost first), so no other
  * thread is inside a critical section; after it, parent and child release
- * them (the child's one thread is their owner). The child keeps the other
- * threads' cache entries and thread records: their cached objects stay
- * counted as cached, never handed out twice. */
+ * them (the child's one thread is their owner). In the child the other
+ * threads' records go (tcache_fork_child): those threads may have been
+ * inside an inline fast path, their caches half-changed, so nothing follows
+ * their lists; the objects they cached stay counted as live in the child (a
+ * leak there, never an object handed out twice). */
 #include "pool_internal.h"
 
 #include <pthread.h>
