@@ -141,15 +141,6 @@ static slab *slab_for_take(pk_pool *p, bool may_map) {
     return s;
 }
 
-/* Hardened pools: a slab's free list links only slots of that slab that
- * were handed out before (slot index below bump), or ends (NULL); anything
- * else was written by someone else and is reported, never followed. */
-static void check_slab_link(pk_pool *p, slab *s, void *from, void *next) {
-    long idx = next ? slab_slot_index(s, next, &p->geo) : 0;
-    if (!next || (idx >= 0 && (uint32_t)idx < s->bump)) return;
-    report_corrupted_link(p, from, next, "not a free slot of its slab");
-}
-
 /* A slot handed out for the first time: its construct hook runs now. */
 static inline void construct_fresh(pk_pool *p, char *obj) {
     if (!p->construct) return;
@@ -165,7 +156,7 @@ static char *take_one(pk_pool *p, slab *s) {
     bool reused = obj != NULL;
     if (reused) {
         s->free = (void *)link_load(p, obj);
-        if (p->hardened) check_slab_link(p, s, obj, s->free);
+        if (p->hardened) harden_check_slab_link(p, s, obj, s->free);
     } else {
         obj = s->objects + (size_t)s->bump * p->geo.slot;
         s->bump++;
@@ -285,14 +276,6 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
                   pool_name(p), p->geo.span);
     }
     return from_depot + got;
-}
-
-void report_corrupted_link(const pk_pool *p, const void *holder, const void *link, const char *why) {
-    error_report(PK_FATAL, "corrupted free list", p->name, holder,
-                 "the free object %p of pool '%s' links to %p, which is %s: most likely a double "
-                 "free or a write after free of object %p",
-                 holder, pool_name(p), link, why, holder);
-    abort(); /* error_report never returns from a fatal report */
 }
 
 /* Reports obj, given to pool p, as not one of its object slots, naming the
@@ -416,7 +399,7 @@ static void check_slab_free_list(pk_pool *p, slab *s) {
     size_t n = 0;
     for (char *f = s->free; f && n <= s->capacity; n++) {
         char *next = (char *)link_load(p, f);
-        check_slab_link(p, s, f, next);
+        harden_check_slab_link(p, s, f, next);
         f = next;
     }
 }

@@ -176,40 +176,9 @@ static inline void pool_unlock(pk_pool *p) {
     pthread_mutex_unlock(&p->lock);
 }
 
-static inline uintptr_t *link_of(const pk_pool *p, void *obj) {
-    return (uintptr_t *)((char *)obj + p->link_off);
-}
-
-/* Hardened pools keep each link word xor-ed with a per-pool secret and the
- * link's own object, so a forged or overwritten link decodes to garbage
- * that the pool's checks catch instead of following. link_code goes both
- * ways (xor is its own inverse); written in this order so that the
- * compiler can test a decoded NULL as one compare on the lean path. */
-static inline uintptr_t link_code(const pk_pool *p, const void *obj, uintptr_t v) {
-    return v ^ p->hard.secret ^ (uintptr_t)obj;
-}
-static inline uintptr_t link_load(const pk_pool *p, void *obj) {
-    uintptr_t *l = link_of(p, obj);
-    track_open(l, sizeof *l);
-    uintptr_t v = *l;
-    track_close(l, sizeof *l);
-    return p->hardened ? link_code(p, obj, v) : v;
-}
-static inline void link_store(const pk_pool *p, void *obj, uintptr_t v) {
-    uintptr_t *l = link_of(p, obj);
-    track_open(l, sizeof *l);
-    *l = p->hardened ? link_code(p, obj, v) : v;
-    track_close(l, sizeof *l);
-}
-
-/* Hardened pools: the link about to be followed must name a slot of this
- * pool, or the list was overwritten (reported; pool_slow.c). Returns n. */
-PK_NOINLINE char *pool_check_link(pk_pool *p, void *obj, char *n);
-/* The next object after obj on a cache's list, checked on hardened pools. */
-static inline char *checked_next(pk_pool *p, void *obj) {
-    char *n = (char *)link_load(p, obj);
-    return unlikely(p->hardened && n) ? pool_check_link(p, obj, n) : n;
-}
+/* Link words, their encoding and every hardening check (needs the struct
+ * above). */
+#include "harden.h"
 
 static inline const char *pool_name(const pk_pool *p) { return p->name ? p->name : "(unnamed)"; }
 
@@ -269,11 +238,6 @@ void central_free_all(pk_pool *p);
 void central_check_free(pk_pool *p, void *obj);
 /* Debug pools: the whole check of a pointer given to free. */
 void central_debug_check_free(pk_pool *p, void *obj);
-/* Hardened pools: the free object holder links to link, which is `why` (not
- * one of the pool's objects...); reported as a corrupted free list, with
- * its likely cause. */
-PK_COLD __attribute__((noreturn)) void report_corrupted_link(const pk_pool *p, const void *holder,
-                                                             const void *link, const char *why);
 
 /* ---- pool.c and pool_slow.c ---- */
 

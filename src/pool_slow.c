@@ -51,34 +51,6 @@ static void direct_free(pk_pool *p, void *obj, uint64_t now) {
     pool_unlock(p);
 }
 
-char *pool_check_link(pk_pool *p, void *obj, char *n) {
-    if (slab_owner(n) == p) return n;
-    report_corrupted_link(p, obj, n, "not one of its objects");
-}
-
-/* Hardened pools' lean paths (below) check that a pointer x starts a slot
- * of the pool. hard_grid: off (from slot 0 of x's slab) is on the slot grid,
- * by a multiply: for off < 2^32, off is a multiple of the slot exactly when
- * off * ceil(2^64 / slot) wraps below ceil(2^64 / slot). hard_near, without
- * the address map: x lies in the same slab as `near`, a slot already known
- * to be the pool's, on the grid. False sends the caller on to the exact
- * check, never to a report. */
-static inline bool hard_grid(const pk_pool *p, uintptr_t off) {
-    return off < p->hard.span && off * p->hard.recip < p->hard.recip;
-}
-
-static inline bool hard_near(const pk_pool *p, uintptr_t x, uintptr_t near) {
-    return (x ^ near) <= p->hard.mask && hard_grid(p, (x & p->hard.mask) - p->hard.header);
-}
-
-/* x in another slab: the address map says whose slab it is and where its
- * slot 0 is (every slab of a pool has the pool's geometry, so the grid
- * check is the same). */
-static inline bool hard_far(const pk_pool *p, uintptr_t x) {
-    uintptr_t objects = 0;
-    return slab_map_pool((const void *)x, &objects) == p && hard_grid(p, x - objects);
-}
-
 static PK_NOINLINE void *alloc_generic(pk_pool *p);
 
 /* Debug pools: the call site first (sites.h), apart from the entry points
@@ -118,7 +90,7 @@ void *pk__pool_alloc_slow(pk_pool *p) {
 /* A hardened list's link into another slab: checked against the address
  * map (a tail call, so the lean path above needs no stack frame). */
 static PK_NOINLINE void *alloc_far_link(pk_pool *p, tc_slot *c, char *obj, char *next) {
-    if (unlikely(!hard_far(p, (uintptr_t)next))) next = pool_check_link(p, obj, next); /* reports it */
+    if (unlikely(!hard_far(p, (uintptr_t)next))) next = harden_check_link(p, obj, next); /* reports it */
     tc_set(c, next, tc_room(c) + 1);
     return obj;
 }
