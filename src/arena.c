@@ -124,7 +124,7 @@ pk_arena *pk_arena_create(size_t chunk_size) {
     /* Chunks come from and go back to retained memory, so an arena per task
      * reuses the last task's pages, as APR's pools do; a tick here returns
      * what stayed unused for the purge delay (and the poll ticks the pools). */
-    fork_handlers_install();
+    init_announce(INIT_SHARED_STATE); /* fork handlers (fork.c) */
     os_retain_tick(pool_purge_poll());
     chunk *home = os_map_reuse(chunk_size, page);
     if (!home) return NULL;

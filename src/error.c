@@ -53,17 +53,5 @@ void assert_fail(const char *file, int line, const char *cond) {
     abort(); /* error_report never returns from a fatal report */
 }
 
-static int noted[NOTE_KINDS];
-
-void note_once(int kind, const char *pool, const char *fmt, ...) {
-    if (!options_verbose() || __atomic_exchange_n(&noted[kind], 1, __ATOMIC_RELAXED)) return;
-    char body[900];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(body, sizeof body, fmt, ap);
-    va_end(ap);
-    error_report(PK_NOTE, "note", pool, NULL, "%s", body);
-}
-
 void error_fork_lock(void) { pthread_mutex_lock(&handler_lock); }
 void error_fork_unlock(void) { pthread_mutex_unlock(&handler_lock); }

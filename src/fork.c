@@ -13,9 +13,6 @@
 
 #include <pthread.h>
 
-/* The test points' hook (internal.h): unset outside the white-box test. */
-void (*fork_test_hook)(hook_point point, void *lock);
-
 static void prepare(void) {
     purge_fork_lock();       /* held across the purge thread's start and stop */
     object_fork_lock();      /* held around pk_pool_create of a class pool */
@@ -53,7 +50,14 @@ static void child(void) {
 
 static void install(void) { pthread_atfork(prepare, parent, child); }
 
-void fork_handlers_install(void) {
+static void install_once(void) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, install);
+}
+
+/* The handlers are installed when a module first makes something a fork
+ * could catch half-changed (init.c), not at load: a program that never
+ * uses the library pays nothing at fork. */
+__attribute__((constructor(INIT_PRIORITY))) static void register_install(void) {
+    init_on(INIT_SHARED_STATE, install_once);
 }

@@ -1,6 +1,29 @@
-/* What every layer of the library shares: branch hints, the system page
- * source (os.c), error reporting (error.c) and process-wide options
- * (options.c). Nothing here is visible outside the library. */
+/* What every layer of the library shares: branch hints, assertion levels,
+ * the system page source (os.c), error reporting (error.c), start-up hooks
+ * (init.c) and process-wide options (options.c). Nothing here is visible
+ * outside the library.
+ *
+ * The layers, lowest first. A file calls into its own layer and those
+ * below, never up; where a lower layer must make an upper one act (fork
+ * handlers, the report at exit), the upper one registers a hook (init.c).
+ *
+ *   6  fork.c (every lock around fork), stats.c (figures, the exit report)
+ *   5  arena.c, object.c, object_check.c, autorelease.c
+ *   4  pool.c, pool_slow.c, pool_bulk.c, pool_calls.c (pools: create and
+ *      destroy, the slow paths, bulk and whole-pool calls), purge.c (when
+ *      memory goes back; it and the pool list call each other: one layer)
+ *   3  central.c (a pool's slabs and depot), tcache.c (thread caches),
+ *      harden.h/.c (hardened pools' checks), pool_valid.c (the validator);
+ *      pool_internal.h is their shared state
+ *   2  slab.c (slabs, the address map), retain.c (mappings kept for the
+ *      purge delay), sites.c (debug call sites)
+ *   1  options.c (POOLKIT_* switches, notes; reports through error.c)
+ *   0  os.c (pages from the system), error.c (the error handler), init.c
+ *      (start-up hooks, the fork test points' hook), track.h (tool hooks),
+ *      policy.h (constants)
+ *
+ * The one public-facing layer is include/poolkit/; fastpath.c and
+ * version.c only instantiate its inline functions and version. */
 #ifndef POOLKIT_INTERNAL_H
 #define POOLKIT_INTERNAL_H
 
@@ -180,18 +203,30 @@ size_t options_list(option_info *out, size_t max);
 enum { NOTE_LOCKED_POOL, NOTE_MEMORY_RETURNED, NOTE_OUT_OF_MEMORY, NOTE_KINDS };
 void note_once(int kind, const char *pool, const char *fmt, ...) PK_PRINTF(3, 4);
 
-/* ---- stats.c ---- */
+/* ---- init.c: start-up hooks, so that no layer calls up. ---- */
 
-/* Registers the exit report (POOLKIT_STATS, debug mode's leak summary)
- * once; called when the first pool is made. */
-void stats_at_exit_install(void);
+typedef enum init_event {
+    /* A module first makes something a fork could catch half-changed (a
+     * pool, an arena, the background purge): fork.c installs its handlers. */
+    INIT_SHARED_STATE,
+    /* A pool is made: stats.c registers the report at exit (POOLKIT_STATS,
+     * debug mode's leak summary). */
+    INIT_FIRST_POOL,
+    INIT_EVENTS
+} init_event;
+/* An upper layer's install function for e, registered from a constructor
+ * (INIT_PRIORITY); it must be idempotent. */
+void init_on(init_event e, void (*fn)(void));
+/* A lower layer's announcement: runs every function registered for e. */
+void init_announce(init_event e);
+/* Constructors that register hooks run before the program's own (default
+ * priority) ones, so a pool made during static initialization sees them. */
+#define INIT_PRIORITY 101
 
 /* ---- fork.c: locks every module's locks around fork(). ---- */
 
-/* Installs the pthread_atfork handlers once; called when a module first
- * makes something a fork could catch half-changed. */
-void fork_handlers_install(void);
-/* Each module's part, in lock order (fork.c lists it). */
+/* fork.c registers its pthread_atfork install for INIT_SHARED_STATE, and
+ * calls each module's part, in lock order (fork.c lists it). */
 void object_fork_lock(void);
 void object_fork_unlock(void);
 void arp_fork_lock(void);

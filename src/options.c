@@ -18,6 +18,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -192,4 +194,18 @@ size_t options_list(option_info *out, size_t max) {
         out[n].source = (option_source)__atomic_load_n(&table[id].source, __ATOMIC_RELAXED);
     }
     return n;
+}
+
+/* Notes live here, not in error.c, so that the error layer reads no
+ * option: options.c reports through error.c, never the reverse. */
+static int noted[NOTE_KINDS];
+
+void note_once(int kind, const char *pool, const char *fmt, ...) {
+    if (!options_verbose() || __atomic_exchange_n(&noted[kind], 1, __ATOMIC_RELAXED)) return;
+    char body[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof body, fmt, ap);
+    va_end(ap);
+    error_report(PK_NOTE, "note", pool, NULL, "%s", body);
 }

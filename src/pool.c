@@ -262,8 +262,8 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
         errno = EINVAL;
         return NULL;
     }
-    fork_handlers_install();
-    stats_at_exit_install();
+    init_announce(INIT_SHARED_STATE); /* fork handlers (fork.c) */
+    init_announce(INIT_FIRST_POOL);   /* the report at exit (stats.c) */
     uint64_t now = pool_purge_poll();
     pk_pool *p = record_get();
     if (!p) return NULL;

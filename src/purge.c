@@ -247,7 +247,7 @@ static PK_COLD void start_if_due(void) {
 }
 
 int pk_set_background_purge(int on) {
-    fork_handlers_install();
+    init_announce(INIT_SHARED_STATE); /* fork handlers (fork.c) */
     pthread_mutex_lock(&control);
     fork_test_point(HOOK_PURGE_CONTROL, &control);
     /* A read counts as a first call (a due start happens first); a setting

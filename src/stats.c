@@ -463,7 +463,12 @@ static void install(void) {
     atexit(report_at_exit);
 }
 
-void stats_at_exit_install(void) {
+static void install_once(void) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, install);
+}
+
+/* Registered at load, installed when the first pool is made (init.c). */
+__attribute__((constructor(INIT_PRIORITY))) static void register_install(void) {
+    init_on(INIT_FIRST_POOL, install_once);
 }
