@@ -28,7 +28,7 @@
 # pool at least GATE_FLOOR (5) per pair. A --toggle-collect pattern that
 # matches no function (kernel_* renamed or inlined away) counts 0 and fails.
 # A hardened pool leaves the inline path for the library's lean checked one
-# (pool.c): 85 instructions per pair with gcc 12; the call, the decoding
+# (pool_slow.c, checks in harden.h): 85 instructions per pair with gcc 12; the call, the decoding
 # and a slot-boundary check of both the freed pointer and the link followed
 # are most of it. Putting that code
 # inline would copy it into every caller of every pool, hardened or not.
