@@ -40,6 +40,8 @@
 #include <string.h>
 #include <time.h>
 
+/* ---- Layout and path, chosen once at creation. ---- */
+
 /* The alignment a pool gives when its config asks for none: the largest
  * power of two dividing the size, up to 4096, so that a power-of-two size
  * up to 4 KiB is aligned to itself (a 64-byte object fills one cache line
@@ -111,6 +113,8 @@ static void choose_path(pk_pool *p) {
 #endif
 }
 
+/* ---- The list of live pools. ---- */
+
 /* Live pools, for purge ticks and the fork handlers. */
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static pk_pool *pools;
@@ -147,6 +151,16 @@ bool pools_purge_sweep(uint64_t now) {
     pthread_mutex_unlock(&pools_lock);
     return true;
 }
+
+size_t pk_pool_foreach(void (*fn)(pk_pool *pool, void *arg), void *arg) {
+    size_t n = 0;
+    pthread_mutex_lock(&pools_lock);
+    for (pk_pool *p = pools; p; p = p->next, n++) fn(p, arg);
+    pthread_mutex_unlock(&pools_lock);
+    return n;
+}
+
+/* ---- Pool records: reuse and the debug quarantine. ---- */
 
 /* Pool records of destroyed pools, kept for the next create (bounded), so
  * that a pool per request or per tree costs no system call. A spare record
@@ -253,6 +267,8 @@ size_t pk_pool_release_cache(void) {
     }
     return bytes + os_retain_release();
 }
+
+/* ---- Create and destroy. ---- */
 
 pk_pool *pk_pool_create(const pk_pool_config *c) {
     const unsigned known = PK_POOL_ZERO | PK_POOL_LOCAL | PK_POOL_DEBUG | PK_POOL_HARDENED |
@@ -386,13 +402,4 @@ void pk_pool_destroy(pk_pool *p) {
     snprintf(p->dead_name, sizeof p->dead_name, "%s", pool_name(p));
     p->state = POOL_DEAD;
     record_retire(p);
-}
-
-
-size_t pk_pool_foreach(void (*fn)(pk_pool *pool, void *arg), void *arg) {
-    size_t n = 0;
-    pthread_mutex_lock(&pools_lock);
-    for (pk_pool *p = pools; p; p = p->next, n++) fn(p, arg);
-    pthread_mutex_unlock(&pools_lock);
-    return n;
 }

@@ -22,6 +22,8 @@
 #include <errno.h>
 #include <string.h>
 
+/* ---- The direct path: no cache, the pool's lock on every call. ---- */
+
 static void *direct_alloc(pk_pool *p, uint64_t now) {
     pool_check_live(p, "pk_pool_alloc", NULL);
     void *obj = NULL;
@@ -50,6 +52,8 @@ static void direct_free(pk_pool *p, void *obj, uint64_t now) {
     POOL_VALIDATE(p);
     pool_unlock(p);
 }
+
+/* ---- Allocation: the hardened lean path, then the generic one. ---- */
 
 static PK_NOINLINE void *alloc_generic(pk_pool *p);
 
@@ -119,6 +123,8 @@ static void *alloc_generic(pk_pool *p) {
     if (p->zero) memset(obj, 0, p->size);
     return obj;
 }
+
+/* ---- Free: the generic path, then the hardened lean one. ---- */
 
 /* A full list becomes the spare batch; a spare already there goes to the
  * depot first. */
