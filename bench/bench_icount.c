@@ -6,6 +6,9 @@
  *   local    kernel_pool_local    a PK_POOL_LOCAL pool, inline fast paths
  *   hardened kernel_pool_hardened a PK_POOL_HARDENED pool (the lean checked path)
  *   empty    kernel_empty         the same loop with no allocation
+ *   object   kernel_object        pk_new, pk_retain and two pk_release (not
+ *                                 gated: a figure for the README, the cost
+ *                                 of the object calls' checks)
  * bench/gate.sh runs each mode under
  *   valgrind --tool=callgrind --toggle-collect='kernel_*'
  * for two values of N and takes the difference, so start-up costs and the
@@ -16,6 +19,7 @@
  * Run without arguments it times the three kernels natively, for a look. */
 #include "harness.h"
 
+#include <poolkit/object.h>
 #include <poolkit/pool.h>
 
 #define ICOUNT_LOOP(ALLOC, FREE)                 \
@@ -32,6 +36,7 @@ BENCH_KERNEL void kernel_empty(size_t n);
 BENCH_KERNEL void kernel_pool_default(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_pool_local(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_pool_hardened(pk_pool *pool, size_t n);
+BENCH_KERNEL void kernel_object(const pk_class *cls, size_t n);
 
 BENCH_KERNEL void kernel_empty(size_t n) { ICOUNT_LOOP(empty_target, (void)0) }
 
@@ -47,7 +52,16 @@ BENCH_KERNEL void kernel_pool_hardened(pk_pool *pool, size_t n) {
     ICOUNT_LOOP(pk_pool_alloc(pool), pk_pool_free(pool, p))
 }
 
+BENCH_KERNEL void kernel_object(const pk_class *cls, size_t n) {
+    ICOUNT_LOOP(pk_new(cls), (pk_retain(p), pk_release(p), pk_release(p)))
+}
+
 static int run_mode(const char *mode, size_t n, size_t size) {
+    if (strcmp(mode, "object") == 0) {
+        pk_class cls = {.name = "icount", .size = size - PK_OBJECT_HEADER_SIZE};
+        kernel_object(&cls, n);
+        return 0;
+    }
     if (strcmp(mode, "empty") == 0) {
         kernel_empty(n);
         return 0;
@@ -81,7 +95,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|object N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;
