@@ -1,26 +1,18 @@
-/* The pool's shared state: its slabs and its depot of ready batches.
- * Every function here runs with the pool's lock held (or on a LOCAL pool's
- * one thread).
+/* The pool's own slabs, under its lock (or on a LOCAL pool's one thread):
+ * all the slabs of a direct pool (debug, limit), and for the others the
+ * slabs no thread's heap owns: empty ones, waiting for a heap or for the
+ * purge, and those of threads that exited. Also what heaps and direct
+ * calls share: carving fresh slots, collecting remote frees, the checks of
+ * a freed pointer, and the moves of slabs between the pool and a heap.
  *
  * Slabs move between three lists: PARTIAL (some slots free), FULL (none
  * free) and EMPTY (all free). Objects are taken from partial slabs first so
  * that empty ones stay empty and can go back to the system.
  *
- * The depot holds chains of exactly `batch` objects, handed over whole by a
- * thread whose cache is full and taken whole by one whose cache ran dry: a
- * producer/consumer pair exchanges memory in O(1) per batch, and a program
- * that frees a large structure and builds another recycles it without
- * visiting the slabs or faulting a page.
- *
- * Memory return (policy.h): every half purge delay the pool ticks. Chains
- * that stayed in the depot through a whole interval (the low-water mark of
- * depot_count) were not needed and go home to their slabs; slabs that were
- * empty at the previous tick, or that the drain just emptied, go back to
- * the system. So memory a program stopped using leaves within one to two
- * intervals, and memory it reuses within an interval never leaves. A pool
- * with no call of its own for the whole delay gives everything back at its
- * next tick (time stamps, below). With delay 0 nothing is kept: chains go
- * home and empty slabs go at once.
+ * Memory return (policy.h): every half purge delay the pool ticks; slabs
+ * that were empty at the previous tick go back to the system, and so does
+ * every empty slab of a pool that had no call of its own for the whole
+ * delay (time stamps, below). With delay 0 empty slabs go at once.
  */
 #include "pool_internal.h"
 #include "sites.h"
@@ -121,6 +113,23 @@ void central_debug_check_free(pk_pool *p, void *obj) {
     track_close(obj, p->size + p->redzone);
 }
 
+/* A new slab of the pool, counted, on the list of all its slabs and on no
+ * other yet; NULL with errno ENOMEM. */
+static slab *new_slab(pk_pool *p) {
+    slab *s = slab_create(p, &p->geo);
+    if (!s) return NULL;
+    track_close(s->objects, (size_t)s->capacity * p->geo.slot);
+    p->slabs_total++;
+    p->bytes_reserved += s->span;
+    gauge_add(&pool_bytes, (long)s->span);
+    p->slab_free += s->capacity;
+    s->all_prev = NULL;
+    s->all_next = p->all;
+    if (p->all) p->all->all_prev = s;
+    p->all = s;
+    return s;
+}
+
 /* A slab to take from; a new one only when allowed (a refill that already
  * has something stops at what is ready, so pk_pool_reserve's promise holds). */
 static slab *slab_for_take(pk_pool *p, bool may_map) {
@@ -129,13 +138,8 @@ static slab *slab_for_take(pk_pool *p, bool may_map) {
     s = p->lists[SLAB_EMPTY].head;
     if (!s) {
         if (!may_map) return NULL;
-        s = slab_create(p, &p->geo);
+        s = new_slab(p);
         if (!s) return NULL;
-        track_close(s->objects, (size_t)s->capacity * p->geo.slot);
-        p->slabs_total++;
-        p->bytes_reserved += s->span;
-        gauge_add(&pool_bytes, (long)s->span);
-        p->slab_free += s->capacity;
     }
     move_slab(p, s, SLAB_PARTIAL);
     return s;
@@ -160,6 +164,7 @@ static char *take_one(pk_pool *p, slab *s) {
     } else {
         obj = s->objects + (size_t)s->bump * p->geo.slot;
         s->bump++;
+        if (s->bump > s->high) s->high = s->bump;
         construct_fresh(p, obj);
     }
     if (unlikely(p->debug)) debug_on_take(p, s, obj, reused);
@@ -184,6 +189,7 @@ static void take_fresh(pk_pool *p, slab *s, size_t k, void **list) {
     *list = head;
     s->bump += (uint32_t)k;
     s->used += (uint32_t)k;
+    if (s->bump > s->high) s->high = s->bump;
 }
 
 /* Hardened pools' fresh slots go out shuffled: policy.h, SHUFFLE_RUN. */
@@ -214,6 +220,7 @@ static void take_fresh_shuffled(pk_pool *p, slab *s, size_t k, void **list) {
     }
     char *first = s->objects + (size_t)s->bump * p->geo.slot;
     s->bump += (uint32_t)k; /* first: the links below name handed-out slots */
+    if (s->bump > s->high) s->high = s->bump;
     for (size_t n = k; n-- > 0;) { /* pushed last to first: the list hands out order[0] first */
         char *obj = first + (size_t)order[n] * p->geo.slot;
         construct_fresh(p, obj);
@@ -225,36 +232,16 @@ static void take_fresh_shuffled(pk_pool *p, slab *s, size_t k, void **list) {
 
 size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
     ASSERT_POOL_LOCKED(p);
-    size_t from_depot = 0, got = 0;
-    /* Whole chains from the depot first: they need no slab work. A chain
-     * joins a list already started through its last object. */
-    while (n - from_depot >= p->batch && p->depot_count) {
-        char *chain = p->depot[--p->depot_count];
-        if (*list) {
-            char *last = chain;
-            for (size_t i = 1; i < p->batch; i++) last = (char *)link_load(p, last);
-            link_store(p, last, (uintptr_t)*list);
-        }
-        *list = chain;
-        from_depot += p->batch;
-    }
-    if (p->depot_count < p->depot_low) p->depot_low = p->depot_count;
+    size_t got = 0;
     bool plain = !p->construct && !p->debug && !p->hardened && p->link_off == 0 && !TRACK_ENABLED;
-    while (from_depot + got < n) {
-        slab *s = slab_for_take(p, all || from_depot + got == 0);
+    while (got < n) {
+        slab *s = slab_for_take(p, all || got == 0);
         if (!s) break;
-        while (from_depot + got < n && s->used < s->capacity) {
-            size_t fresh = s->capacity - s->bump, need = n - from_depot - got;
+        while (got < n && s->used < s->capacity) {
+            size_t fresh = s->capacity - s->bump, need = n - got;
             if (plain && !s->free && fresh) {
                 size_t k = fresh < need ? fresh : need;
                 take_fresh(p, s, k, list);
-                got += k;
-                continue;
-            }
-            if (p->hardened && !p->debug && !s->free && fresh) {
-                size_t k = fresh < need ? fresh : need;
-                if (k > SHUFFLE_RUN) k = SHUFFLE_RUN;
-                take_fresh_shuffled(p, s, k, list);
                 got += k;
                 continue;
             }
@@ -267,15 +254,56 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
     }
     p->slab_free -= got;
     p->out += got;
-    p->allocs += from_depot + got;
-    size_t outside = p->out - p->depot_count * p->batch;
-    if (outside > p->peak_out) p->peak_out = outside;
-    if (!from_depot && !got) {
+    p->allocs += got;
+    central_note_peak(p);
+    if (!got) {
         errno = ENOMEM;
         note_once(NOTE_OUT_OF_MEMORY, p->name, "pool '%s' is out of memory: the system refused a slab of %zu bytes",
                   pool_name(p), p->geo.span);
     }
-    return from_depot + got;
+    return got;
+}
+
+size_t central_carve(pk_pool *p, slab *s, size_t k, void **list) {
+    size_t fresh = s->capacity - s->bump;
+    if (k > fresh) k = fresh;
+    if (p->hardened) {
+        void *first = NULL, *tail = NULL;
+        for (size_t done = 0; done < k;) {
+            size_t run = k - done < SHUFFLE_RUN ? k - done : SHUFFLE_RUN;
+            void *part = NULL;
+            take_fresh_shuffled(p, s, run, &part);
+            if (tail) link_store(p, tail, (uintptr_t)part); /* runs in address order */
+            else first = part;
+            tail = part;
+            for (char *n; (n = (char *)link_load(p, tail)) != NULL;) tail = n;
+            done += run;
+        }
+        if (tail) {
+            link_store(p, tail, (uintptr_t)*list);
+            *list = first;
+        }
+        return k;
+    }
+    if (!p->construct && !TRACK_ENABLED && p->link_off == 0) {
+        take_fresh(p, s, k, list);
+        return k;
+    }
+    /* Linked from the top down, so the list hands them out in address
+     * order, each constructed on the way. */
+    void *head = *list;
+    char *first = s->objects + (size_t)s->bump * p->geo.slot;
+    s->bump += (uint32_t)k;
+    if (s->bump > s->high) s->high = s->bump;
+    s->used += (uint32_t)k;
+    for (size_t i = k; i-- > 0;) {
+        char *obj = first + i * p->geo.slot;
+        construct_fresh(p, obj);
+        link_store(p, obj, (uintptr_t)head);
+        head = obj;
+    }
+    *list = head;
+    return k;
 }
 
 /* Reports obj, given to pool p, as not one of its object slots, naming the
@@ -295,8 +323,16 @@ static PK_COLD __attribute__((noreturn)) void report_bad_pointer(pk_pool *p, con
     abort(); /* error_report never returns from a fatal report */
 }
 
-void central_check_free(pk_pool *p, void *obj) {
-    if (unlikely(slab_owner(obj) != p)) report_bad_pointer(p, obj, NULL);
+slab *central_check_free(pk_pool *p, void *obj) {
+    slab *s = slab_of_slot(obj, p);
+    if (unlikely(!s)) report_bad_pointer(p, obj, NULL);
+    return s;
+}
+
+void central_report_double_free(pk_pool *p, void *obj) {
+    error_report(PK_FATAL, "double free", p->name, obj, "object %p of pool '%s' was freed twice",
+                 obj, pool_name(p));
+    abort();
 }
 
 /* A pointer coming home must be a slot of one of this pool's slabs that was
@@ -320,8 +356,7 @@ static void give_to_slab(pk_pool *p, slab *s, void *obj) {
     p->out--;
     if (s->used == 0) {
         move_slab(p, s, SLAB_EMPTY);
-        /* A slab the tick's drain empties was idle for the whole interval. */
-        s->empty_tick = p->draining ? p->tick_no - 1 : p->tick_no;
+        s->empty_tick = p->tick_no;
     } else if (s->list == SLAB_FULL) {
         move_slab(p, s, SLAB_PARTIAL);
     }
@@ -332,55 +367,141 @@ void central_give(pk_pool *p, void *obj) {
     if (options_purge_delay_ms() == 0) central_release(p, false);
 }
 
-void central_give_chain(pk_pool *p, void *list) {
+/* ---- Slabs between the pool and the heaps; remote frees. ---- */
+
+size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
+    *head = *tail = NULL;
+    if (!__atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) return 0;
+    char *list = __atomic_exchange_n(&s->thread_free, NULL, __ATOMIC_ACQUIRE), *last = NULL;
     size_t n = 0;
-    for (char *obj = list, *holder = NULL; obj; n++) {
-        /* checked before its link is read: a forged link may point anywhere */
-        slab *s = checked_slab(p, obj, p->hardened ? holder : NULL);
+    for (char *obj = list; obj;) {
+        /* a list longer than the slab holds an object twice: a double free */
+        if (unlikely(++n > s->capacity)) report_corrupted_link(p, last, obj, "a free list with a loop (an object freed twice)");
         char *next = (char *)link_load(p, obj);
-        give_to_slab(p, s, obj);
-        holder = obj;
+        if (p->hardened) harden_check_slab_link(p, s, obj, next);
+        last = obj;
         obj = next;
     }
-    p->frees += n;
-    if (options_purge_delay_ms() == 0) central_release(p, false);
+    __atomic_sub_fetch(&p->remote_pending, (int64_t)n, __ATOMIC_RELAXED);
+    *head = list;
+    *tail = last;
+    return n;
 }
 
-static bool depot_grow(pk_pool *p) {
-    size_t slots = p->depot_slots ? 2 * p->depot_slots : os_page_size() / sizeof(void *);
-    void **d = os_map(align_up(slots * sizeof(void *), os_page_size()), 0);
-    if (!d) return false;
-    if (p->depot_count) memcpy(d, p->depot, p->depot_count * sizeof(void *));
-    if (p->depot) os_unmap(p->depot, align_up(p->depot_slots * sizeof(void *), os_page_size()));
-    p->depot = d;
-    p->depot_slots = slots;
-    return true;
-}
-
-void central_depot_put(pk_pool *p, void *chain) {
-    ASSERT_POOL_LOCKED(p);
-    if (options_purge_delay_ms() == 0 || (p->depot_count == p->depot_slots && !depot_grow(p))) {
-        central_give_chain(p, chain);
-        return;
-    }
-    p->depot[p->depot_count++] = chain;
-    p->frees += p->batch;
-}
-
-/* Gives the n oldest depot chains (the bottom of the stack) home to their
- * slabs. */
-static void depot_drain_oldest(pk_pool *p, size_t n) {
+/* A pool's own slab: its remote frees onto its free list, and the slab
+ * onto the list its counts then say. */
+static void collect_own(pk_pool *p, slab *s) {
+    void *head, *tail;
+    size_t n = central_collect(p, s, &head, &tail);
     if (!n) return;
-    for (size_t i = 0; i < n; i++) {
-        central_give_chain(p, p->depot[i]);
-        p->frees -= p->batch; /* counted when the chain entered the depot */
+    link_store(p, tail, (uintptr_t)s->free);
+    s->free = head;
+    s->used -= (uint32_t)n;
+    p->out -= n;
+    p->slab_free += n;
+    p->frees += n;
+    if (s->used == 0) {
+        move_slab(p, s, SLAB_EMPTY);
+        s->empty_tick = p->tick_no;
+    } else {
+        move_slab(p, s, SLAB_PARTIAL);
     }
-    p->depot_count -= n;
-    memmove(p->depot, p->depot + n, p->depot_count * sizeof *p->depot);
-    if (p->depot_low > p->depot_count) p->depot_low = p->depot_count;
 }
 
-void central_depot_drain(pk_pool *p) { depot_drain_oldest(p, p->depot_count); }
+void central_collect_own(pk_pool *p) {
+    ASSERT_POOL_LOCKED(p);
+    for (int l = SLAB_PARTIAL; l <= SLAB_FULL; l++)
+        for (slab *s = p->lists[l].head, *next; s; s = next) {
+            next = s->next;
+            collect_own(p, s);
+        }
+}
+
+static size_t touched_bytes(const pk_pool *p, const slab *s) {
+    size_t bytes = align_up(p->geo.header + (size_t)s->high * p->geo.slot, os_page_size());
+    return bytes < s->span ? bytes : s->span;
+}
+
+slab *central_slab_for_heap(pk_pool *p, heap *h) {
+    ASSERT_POOL_LOCKED(p);
+    slab *s = p->lists[SLAB_PARTIAL].head;
+    if (s) collect_own(p, s); /* it may have emptied meanwhile: taken all the same */
+    else s = p->lists[SLAB_EMPTY].head;
+    if (!s) {
+        s = slab_for_take(p, true); /* a new one, on PARTIAL */
+        if (!s) {
+            errno = ENOMEM;
+            note_once(NOTE_OUT_OF_MEMORY, p->name,
+                      "pool '%s' is out of memory: the system refused a slab of %zu bytes",
+                      pool_name(p), p->geo.span);
+            return NULL;
+        }
+    }
+    slab_list_remove(&p->lists[s->list], s);
+    p->out -= s->used;
+    p->slab_free -= s->capacity - s->used;
+    p->heap_slabs++;
+    p->heap_bytes += s->span;
+    h->slabs++;
+    h->bytes += s->span;
+    __atomic_store_n(&s->owner, h, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->used, h->used + s->used, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->resident, h->resident + touched_bytes(p, s), __ATOMIC_RELAXED);
+    central_note_peak(p);
+    return s;
+}
+
+void central_slab_from_heap(pk_pool *p, heap *h, slab *s) {
+    ASSERT_POOL_LOCKED(p);
+    p->heap_slabs--;
+    p->heap_bytes -= s->span;
+    h->slabs--;
+    h->bytes -= s->span;
+    __atomic_store_n(&s->owner, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->used, h->used - s->used, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->resident, h->resident - touched_bytes(p, s), __ATOMIC_RELAXED);
+    p->out += s->used;
+    p->slab_free += s->capacity - s->used;
+    if (s->used == 0) {
+        /* Restarted in address order (mimalloc's page reset): the next
+         * heap to take it hands out its slots as a stream again, however
+         * they were freed. Constructed objects keep their slots. */
+        if (!p->construct && !p->destruct) {
+            s->free = NULL;
+            s->bump = 0;
+        }
+        slab_list_push(&p->lists[SLAB_EMPTY], s, SLAB_EMPTY);
+        s->empty_tick = p->tick_no;
+        if (options_purge_delay_ms() == 0) central_release(p, false);
+    } else {
+        slab_list_push(&p->lists[s->used == s->capacity ? SLAB_FULL : SLAB_PARTIAL], s,
+                       s->used == s->capacity ? SLAB_FULL : SLAB_PARTIAL);
+    }
+}
+
+void central_note_peak(pk_pool *p) {
+    if (p->out > p->peak_out) p->peak_out = p->out;
+}
+
+void central_lose_slab(pk_pool *p, slab *s) {
+    /* Its remote frees are counted off the pending total, walking only
+     * links that stay inside the slab (its thread may have been pushing). */
+    size_t n = 0;
+    for (char *f = s->thread_free; f && n < s->capacity; n++) {
+        long idx = slab_slot_index(s, f, &p->geo);
+        if (idx < 0) break;
+        f = (char *)link_load(p, f);
+    }
+    p->remote_pending -= (int64_t)n;
+    s->thread_free = NULL;
+    s->owner = NULL;
+    s->lost = true;
+    s->free = NULL;
+    s->used = s->bump;
+    if (s->high < s->bump) s->high = s->bump;
+    p->out += s->used;
+    slab_list_push(&p->lists[SLAB_LOST], s, SLAB_LOST);
+}
 
 static void debug_check_free_slots(pk_pool *p, slab *s) {
     if (!p->debug || p->construct || p->destruct) return;
@@ -415,7 +536,10 @@ static size_t release_slab(pk_pool *p, slab *s, bool cache) {
         }
     size_t bytes = s->span;
     if (s->list < SLAB_LISTS) slab_list_remove(&p->lists[s->list], s);
-    p->slab_free -= s->capacity - s->used;
+    if (s->all_prev) s->all_prev->all_next = s->all_next;
+    else p->all = s->all_next;
+    if (s->all_next) s->all_next->all_prev = s->all_prev;
+    if (s->list != SLAB_LOST) p->slab_free -= s->capacity - s->used;
     p->slabs_total--;
     p->bytes_reserved -= bytes;
     gauge_add(&pool_bytes, -(long)bytes);
@@ -449,13 +573,13 @@ size_t central_release(pk_pool *p, bool all) {
 }
 
 /* ---- Idle return by time stamp (policy.h, PURGE_INTERVAL_MS) ----
- * The depot and the empty slabs change only under the pool's lock, so
- * used_ms, the last time a call for the pool's own work held it, bounds how
- * long all of them have sat unused. A call after a silence of the delay or
- * more finds it so before it changes anything (central_note_use), and so
- * does any tick on the pool in between: a sweep on another pool's call, or
- * the background purge. Objects in threads' caches are not the pool's to
- * take and stay; so do the slots a reserve keeps. */
+ * The pool's empty slabs change only under its lock (a heap gives one back
+ * under it too), so used_ms, the last time a call for the pool's own work
+ * held it, bounds how long all of them have sat unused. A call after a
+ * silence of the delay or more finds it so before it changes anything
+ * (central_note_use), and so does any tick on the pool in between: a sweep
+ * on another pool's call, or the background purge. Slabs threads' heaps own
+ * are not the pool's to take and stay; so do the slots a reserve keeps. */
 
 /* Whether the pool has had no call of its own for the delay (now may lag
  * used_ms: another thread may have read a later time before the lock). */
@@ -463,19 +587,13 @@ static bool idle_for_delay(const pk_pool *p, uint64_t now, uint64_t delay) {
     return delay && now > p->used_ms && now - p->used_ms >= delay;
 }
 
-/* Everything the pool holds free goes back: the depot's chains home (their
- * slabs count as empty before this tick), then every empty slab. */
+/* Every empty slab goes back (their memory sat unused for the delay). */
 static void release_idle(pk_pool *p, uint64_t now) {
-    if (p->depot_count || p->lists[SLAB_EMPTY].head) {
-        p->draining = true;
-        depot_drain_oldest(p, p->depot_count);
-        p->draining = false;
-        release_empty(p, true, 0);
-    }
-    /* The next interval starts now, with nothing in the depot. */
+    central_collect_own(p);
+    if (p->lists[SLAB_EMPTY].head) release_empty(p, true, 0);
+    /* The next interval starts now. */
     p->tick_ms = now;
     p->tick_no++;
-    p->depot_low = p->depot_count;
 }
 
 void central_note_use(pk_pool *p, uint64_t now) {
@@ -486,7 +604,6 @@ void central_note_use(pk_pool *p, uint64_t now) {
 
 void central_maybe_tick(pk_pool *p, uint64_t now) {
     ASSERT_POOL_LOCKED(p);
-    assert(p->depot_count * p->batch <= p->out); /* depot objects are outside the slabs */
     uint64_t delay = (uint64_t)options_purge_delay_ms();
     if (idle_for_delay(p, now, delay)) {
         release_idle(p, now);
@@ -494,14 +611,9 @@ void central_maybe_tick(pk_pool *p, uint64_t now) {
     }
     if (now - p->tick_ms < PURGE_INTERVAL_MS(delay)) return;
     p->tick_ms = now;
-    /* The bottom `idle` chains were never taken during the interval. */
-    size_t idle = p->depot_low < p->depot_count ? p->depot_low : p->depot_count;
-    p->draining = true;
-    depot_drain_oldest(p, idle);
-    p->draining = false;
+    central_collect_own(p);
     release_empty(p, false, p->tick_no - 1);
     p->tick_no++;
-    p->depot_low = p->depot_count;
 }
 
 /* Whether `missing` more free slots could ever be made ready: their slabs
@@ -517,20 +629,15 @@ static bool reserve_fits(const pk_pool *p, size_t missing) {
 }
 
 size_t central_reserve(pk_pool *p, size_t n) {
-    size_t ready = p->slab_free + p->depot_count * p->batch;
+    size_t ready = p->slab_free;
     if (ready < n && !reserve_fits(p, n - ready)) {
         errno = ENOMEM;
         return ready;
     }
     while (ready < n) {
         if (p->limit && p->out + p->slab_free >= p->limit) break;
-        slab *s = slab_create(p, &p->geo);
+        slab *s = new_slab(p);
         if (!s) break;
-        track_close(s->objects, (size_t)s->capacity * p->geo.slot);
-        p->slabs_total++;
-        p->bytes_reserved += s->span;
-        gauge_add(&pool_bytes, (long)s->span);
-        p->slab_free += s->capacity;
         ready += s->capacity;
         slab_list_push(&p->lists[SLAB_EMPTY], s, SLAB_EMPTY);
     }
@@ -542,7 +649,4 @@ size_t central_reserve(pk_pool *p, size_t n) {
 void central_free_all(pk_pool *p) {
     for (int l = 0; l < SLAB_LISTS; l++)
         while (p->lists[l].head) release_slab(p, p->lists[l].head, true);
-    if (p->depot) os_unmap(p->depot, align_up(p->depot_slots * sizeof(void *), os_page_size()));
-    p->depot = NULL;
-    p->depot_count = p->depot_slots = 0;
 }

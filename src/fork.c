@@ -5,10 +5,11 @@
  * the one order the library nests them (outermost first), so no other
  * thread is inside a critical section; after it, parent and child release
  * them (the child's one thread is their owner). In the child the other
- * threads' records go (tcache_fork_child): those threads may have been
- * inside an inline fast path, their caches half-changed, so nothing follows
- * their lists; the objects they cached stay counted as live in the child (a
- * leak there, never an object handed out twice). */
+ * threads' heaps and records go (pools_fork_child, tcache_fork_child):
+ * those threads may have been inside a fast or slow path, their slots and
+ * heaps half-changed, so nothing follows their lists; their slabs stay
+ * mapped and unused and their objects counted as live in the child (a leak
+ * there, never an object handed out twice). */
 #include "pool_internal.h"
 
 #include <pthread.h>
@@ -43,6 +44,9 @@ static void parent(void) {
 /* The child has one thread: no purge thread (purge.c makes its state
  * afresh and starts it again lazily). */
 static void child(void) {
+    const tc_slot *lo = NULL, *hi = NULL;
+    tcache_table_range(&lo, &hi); /* none: every heap belonged to a thread gone */
+    pools_fork_child(lo, hi);
     tcache_fork_child();
     release_library();
     purge_fork_child();

@@ -1,55 +1,54 @@
 /* Every constant of poolkit's caching and memory-return policy, in one
  * place, with the reason for its value. Change them here and nowhere else.
  *
- * The policy in one paragraph: each thread caches up to two batches of free
- * objects per pool (the list the inline fast path uses and one spare batch,
- * Bonwick's two magazines), so a thread that wanders around a batch
- * boundary swaps lists without a lock. Whole batches move between threads
- * and the pool's depot under the pool's lock. Free memory (depot batches,
- * empty slabs, slabs of destroyed pools, arena chunks) is kept while it is
- * being reused and goes back to the system once it has sat unused for the
- * purge delay, measured two ways: by a low-water mark over half-delay
- * intervals (what was never needed during a whole interval is surplus, while
- * the program keeps calling), and by time stamps (what has sat unused for the
- * delay goes back at the first call after it, however long the program was
- * silent: see PURGE_INTERVAL_MS). The checks run on poolkit's own calls,
- * whichever pool they serve; a background thread runs them too only when
- * asked for (POOLKIT_BACKGROUND_PURGE, pk_set_background_purge).
+ * The policy in one paragraph: each thread owns slabs of each pool it uses
+ * (its heap, heap.c, after mimalloc's pages) and allocates from one of them
+ * at a time, in address order, so that after frees in any order the next
+ * objects still come from one 64 KiB slab rather than from all over the
+ * working set. The owner's frees go straight onto their slab's free list
+ * (onto the list allocation pops, for the current slab: the object just
+ * freed is the next one handed out); other threads' frees go home to the
+ * slab by one atomic push per run of objects. Free memory (empty slabs,
+ * slabs of destroyed pools, arena chunks) is kept while it is being reused
+ * and goes back to the system once it has sat unused for the purge delay,
+ * by time stamps: see PURGE_INTERVAL_MS. The checks run on poolkit's own
+ * calls, whichever pool they serve; a background thread runs them too only
+ * when asked for (POOLKIT_BACKGROUND_PURGE, pk_set_background_purge).
  */
 #ifndef POOLKIT_POLICY_H
 #define POOLKIT_POLICY_H
 
 #include <stddef.h>
 
-/* Thread caches. A batch is what one exchange with the pool moves: about
- * BATCH_BYTES so the lock is amortized over tens of objects (a lock pair
- * costs tens of ns, a fast-path pair about 2 ns); at most BATCH_MAX so that
- * a thread never strands much memory per pool (it holds at most two
- * batches: 32 KiB for objects up to 128 B); at least BATCH_MIN so that
- * large objects still get a cache. */
-#define BATCH_BYTES 16384
-#define BATCH_MAX 128
-#define BATCH_MIN 4
-/* Slots up to BATCH_MIN_UP_TO bytes get at least BATCH_MIN per batch;
- * larger ones one: four 1 MiB objects cached per batch, two batches per
- * thread per pool, would strand 8 MiB a thread. */
-#define BATCH_MIN_UP_TO ((size_t)1 << 20)
-
-/* The batch rule, the one place it is computed (pool.c, at creation):
- * about BATCH_BYTES per exchange, clamped to [BATCH_MIN, BATCH_MAX]
- * objects, the floor only up to BATCH_MIN_UP_TO, since a cache of a few
- * objects would send a workload that wanders (allocate a few, free a few)
- * to the lock on most calls. */
-static inline size_t policy_batch(size_t slot) {
-    size_t batch = BATCH_BYTES / slot;
-    size_t least = slot <= BATCH_MIN_UP_TO ? BATCH_MIN : 1;
-    return batch < least ? least : batch > BATCH_MAX ? BATCH_MAX : batch;
+/* A heap links the never-used slots of its current slab about EXTEND_BYTES
+ * at a time (at least one slot): a page, so a slab's memory is touched, and
+ * counted resident, only as it is handed out, and a thread that uses a pool
+ * for ten objects holds one page of it, not 64 KiB. */
+#define EXTEND_BYTES 4096
+static inline size_t policy_extend(size_t slot) {
+    size_t k = EXTEND_BYTES / slot;
+    return k ? k : 1;
 }
 
-/* Each thread's cache table reserves room for TABLE_KEYS pools (32 bytes
- * each: 2 MiB of address space per thread, backed a page at a time as keys
- * are used), so a table never moves and the inline fast paths need no bound
- * check (17 instructions per pair, 23 with one: bench/gate.sh). Pools beyond
+/* Remote frees (another thread's objects) gather per slab in the freeing
+ * thread, up to REMOTE_BATCH objects, and go home with one atomic push:
+ * a consumer that frees a producer's objects in the order they were made
+ * pays one compare-and-swap per run instead of one per object. At most
+ * REMOTE_BATCH - 1 objects per thread per pool wait (sent on the thread's
+ * next slab change, its trim and its exit). */
+#define REMOTE_BATCH 64
+
+/* When a heap's current slab is used up and no owned slab has free slots,
+ * it looks at up to FULL_SCAN of its full slabs for remote frees before it
+ * asks the pool for a slab; the slabs looked at go to the back, so every
+ * full slab is looked at in turn (a producer whose objects come back from
+ * consumers finds them). */
+#define FULL_SCAN 4
+
+/* Each thread's table reserves room for TABLE_KEYS pools (a 32-byte slot
+ * and a heap record each: about 12 MiB of address space per thread, backed
+ * a page at a time as keys are used), so a table never moves and the
+ * inline fast paths need no bound check (bench/gate.sh). Pools beyond
  * TABLE_KEYS - 1 live at once still work, locking on every call. */
 #define TABLE_KEYS 65536
 
@@ -65,20 +64,21 @@ static inline size_t policy_batch(size_t slot) {
  * interval process-wide any call that reaches the library sweeps every
  * shared pool and the retained memory (purge.c).
  *
- * The rules a tick applies:
- * - Low-water mark: depot chains never taken during a whole interval go
- *   home, and slabs empty at the previous tick go back: memory leaves within
- *   one to two intervals while the program keeps making calls.
- * - Time stamp: a pool's free memory (depot chains, empty slabs) changes
- *   only under its lock, so the time of the pool's last locked call bounds
- *   how long all of it has sat unused. When that is the delay or more, all
- *   of it goes back at that tick: a program silent for longer than the
- *   delay gets its memory back at its first call, not an interval later
- *   (the marks would need ticks during the silence to see it). Retained
- *   mappings and arena spares carry their own time stamps.
- * What no tick can take: objects in threads' caches (at most two batches
- * per thread per pool, BATCH_MAX and BATCH_BYTES below), which the owning
- * thread alone touches, and the slabs they keep partly in use. */
+ * The rules a tick applies (central.c):
+ * - Remote frees waiting on the pool's own slabs (those of threads that
+ *   exited) are collected, so those slabs can empty.
+ * - Slabs empty at the previous tick go back: memory leaves within one to
+ *   two intervals while the program keeps making calls.
+ * - Time stamp: a pool's empty slabs change only under its lock, so the
+ *   time of the pool's last locked call bounds how long all of them have
+ *   sat unused. When that is the delay or more, all of them go back at that
+ *   tick: a program silent for longer than the delay gets its memory back
+ *   at its first call, not an interval later. Retained mappings and arena
+ *   spares carry their own time stamps.
+ * What no tick can take: the slabs threads' heaps own while objects of them
+ * are live, and each heap's current slab, which its thread alone touches
+ * (given back at its trim or exit). A heap gives a slab to the pool the
+ * moment the slab's last object comes home by its own frees. */
 #define PURGE_INTERVAL_MS(d) ((d) / 2 > 0 ? (d) / 2 : 1)
 
 /* The background purge (purge.c): a thread that runs the sweep every

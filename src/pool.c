@@ -13,18 +13,14 @@
  * inline calls still reach the slow paths that report it.
  *
  * Which path a pool takes is decided once, at creation (choose_path):
- *   - inline: thread caches, the link word at offset 0, nothing to do per
- *     object. tc_key names the pool's cache, so the header's inline
- *     functions serve most calls.
- *   - hardened: thread caches with encoded links; tc_key is TC_NO_KEY, so
- *     every call comes here, to a lean path that decodes and checks each
- *     link and freed pointer against the slab of the list's head without
- *     the address map (hard_near), and takes the generic path below for
- *     anything else.
- *   - cached: thread caches, but something per object (a construct hook keeps
- *     the link word past the object, zeroing): tc_key is TC_NO_KEY, so every
- *     call comes here and uses the cache.
- *   - direct: no cache (debug checks, a limit): every call takes the pool's
+ *   - inline: threads' heaps (heap.c), the link word at offset 0, nothing
+ *     to do per object. tc_key names the pool's slot, so the header's
+ *     inline functions serve most calls.
+ *   - heap: threads' heaps, but something per object (hardened links and
+ *     checks, a construct hook's link word past the object, zeroing, tool
+ *     builds): tc_key is TC_NO_KEY, so every call comes to the library,
+ *     which uses the same slot and heap.
+ *   - direct: no heap (debug checks, a limit): every call takes the pool's
  *     lock and works on the slabs.
  * pool_slow.c says how each works.
  */
@@ -88,24 +84,14 @@ static bool layout(pk_pool *p, const pk_pool_config *c) {
 static void choose_path(pk_pool *p) {
     p->tc_table = tcache_table_off();
     p->tc_key = TC_NO_KEY;
+    p->slab_low = p->geo.slab_align - 1;
+    p->extend = policy_extend(p->geo.slot);
     p->cached = !p->debug && !p->limit && tcache_attach(p);
     if (!p->cached) {
         note_once(NOTE_LOCKED_POOL, p->name, "pool '%s' takes its lock on every call: %s",
                   pool_name(p), p->debug ? "debug checks" : p->limit ? "a limit"
                                                       : "every thread-cache key is in use");
         return;
-    }
-    p->batch = policy_batch(p->geo.slot);
-    /* The lean hardened path's checks need a slab's slots to span less
-     * than 4 GiB (hard_near); larger slots take the generic path. */
-    uint64_t span = (uint64_t)p->geo.capacity * p->geo.slot;
-    if (p->hardened && !p->zero && !TRACK_ENABLED && span < ((uint64_t)1 << 32)) {
-        p->hard.cache = p->key * sizeof(tc_slot);
-        p->hard.mask = p->geo.slab_align - 1;
-        p->hard.header = p->geo.header;
-        p->hard.recip = p->geo.recip;
-        p->hard.span = (uint32_t)span;
-        p->hard.link = (uint32_t)p->link_off;
     }
 #ifdef PK__HAVE_INLINE
     bool plain = p->link_off == 0 && !p->zero && !p->hardened;
@@ -238,6 +224,10 @@ void pools_fork_lock_each(void) {
     pthread_mutex_lock(&spare_lock);
 }
 
+void pools_fork_child(const tc_slot *mine, const tc_slot *mine_end) {
+    for (pk_pool *p = pools; p; p = p->next) heap_fork_child(p, mine, mine_end);
+}
+
 void pools_fork_unlock(void) {
     pthread_mutex_unlock(&spare_lock);
     for (pk_pool *p = pools; p; p = p->next) pool_unlock(p);
@@ -300,7 +290,6 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     memset(&p->hard, 0, sizeof p->hard);
     p->hard.secret = make_secret(p);
     p->rng = (uint64_t)p->hard.secret * 0x9E3779B97F4A7C15ull | 1;
-    p->batch = 1;
     if (!layout(p, c)) {
         record_put(p);
         errno = EINVAL;
@@ -376,14 +365,13 @@ void pk_pool_destroy(pk_pool *p) {
     pools_remove(p); /* first: no purge sweep can reach the pool after this */
     tcache_registry_lock();
     pool_lock(p);
-    size_t live = p->out - p->depot_count * p->batch - tcache_cached(p);
-    if (p->hardened || TRACK_ENABLED) {
-        /* Every free object goes home through the checks, so a forged link
-         * is reported here rather than forgotten with the memory, and tool
-         * builds can tell which objects are still live. */
-        tcache_drain_all(p);
-        central_depot_drain(p);
-    }
+    /* Every heap's slabs and free objects home, remote frees collected:
+     * what is still out is live. Hardened pools' free lists are checked
+     * when their slabs go (central_free_all), so a forged link is reported
+     * rather than forgotten with the memory. */
+    heap_abandon_all(p);
+    central_collect_own(p);
+    size_t live = p->out;
     POOL_VALIDATE_DEEP(p);
     pool_unlock(p);
     if (p->cached) tcache_detach(p);

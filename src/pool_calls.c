@@ -1,7 +1,7 @@
-/* Whole-pool calls: reserve, trim, stats, visit, owner (mimalloc's heap.c).
- * Each takes the pool's lock once; the calls that must see every object
- * (stats' live count, visit) also hold the thread registry's lock, so no
- * thread's cache changes meanwhile (lock order: pool_internal.h).
+/* Whole-pool calls: reserve, trim, stats, visit, owner. Each takes the
+ * pool's lock once; the calls that read or take other threads' heaps
+ * (stats, visit) also hold the thread registry's lock, so no thread exits
+ * meanwhile (lock order: pool_internal.h).
  */
 #include "pool_internal.h"
 
@@ -26,8 +26,8 @@ size_t pk_pool_trim(pk_pool *p) {
     fork_test_point(HOOK_POOL, &p->lock);
     size_t before = p->bytes_reserved; /* first: all this call gives back is counted */
     central_note_use(p, os_now_ms());
-    if (c) tcache_return(p, c); /* set up again on the thread's next slow path */
-    central_depot_drain(p);
+    if (c) heap_abandon(p, c); /* set up again on the thread's next slow path */
+    central_collect_own(p);
     central_release(p, true);
     size_t bytes = before - p->bytes_reserved;
     POOL_VALIDATE_DEEP(p);
@@ -36,13 +36,14 @@ size_t pk_pool_trim(pk_pool *p) {
     return bytes;
 }
 
-/* Pages ever touched: each slab's header and the slots handed out at least
- * once (slots past bump were never written), page-rounded. */
+/* Pages ever touched of the pool's own slabs: each slab's header and the
+ * slots handed out at least once (slots past the high mark were never
+ * written), page-rounded. */
 static size_t resident_bytes(const pk_pool *p) {
     size_t page = os_page_size(), bytes = 0;
     for (int l = 0; l < SLAB_LISTS; l++)
         for (const slab *s = p->lists[l].head; s; s = s->next) {
-            size_t touched = align_up(p->geo.header + (size_t)s->bump * p->geo.slot, page);
+            size_t touched = align_up(p->geo.header + (size_t)s->high * p->geo.slot, page);
             bytes += touched < s->span ? touched : s->span;
         }
     return bytes;
@@ -53,20 +54,26 @@ void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
     pool_purge_poll();
     tcache_registry_lock();
     pool_lock(p);
-    size_t cached = tcache_cached(p);
+    heap_sums h;
+    heap_sum(p, &h);
+    central_note_peak(p);
+    int64_t pending = __atomic_load_n(&p->remote_pending, __ATOMIC_RELAXED);
+    int64_t live = (int64_t)(p->out + h.used) - (int64_t)h.idle - pending;
     memset(out, 0, sizeof *out);
     out->name = p->name;
     out->size = p->size;
     out->align = p->align;
-    out->live = p->out - p->depot_count * p->batch - cached;
-    out->peak_live = p->peak_out > out->live ? p->peak_out : out->live;
+    out->live = live > 0 ? (size_t)live : 0;
+    int64_t est = __atomic_load_n(&p->peak_est, __ATOMIC_RELAXED);
+    size_t peak = p->peak_out > (size_t)(est > 0 ? est : 0) ? p->peak_out : (size_t)(est > 0 ? est : 0);
+    out->peak_live = peak > out->live ? peak : out->live;
     out->slabs = p->slabs_total;
     out->bytes_reserved = p->bytes_reserved;
-    out->allocs = p->allocs;
-    out->frees = p->frees;
-    out->remote_frees = p->remote_frees;
+    out->allocs = p->allocs + h.allocs;
+    out->frees = p->frees + h.frees;
+    out->remote_frees = __atomic_load_n(&p->remote_frees, __ATOMIC_RELAXED) + h.remote_frees;
     out->slabs_released = p->slabs_released;
-    out->bytes_resident = resident_bytes(p);
+    out->bytes_resident = resident_bytes(p) + h.resident;
     out->bytes_released = p->bytes_released;
     pool_unlock(p);
     tcache_registry_unlock();
@@ -92,8 +99,8 @@ void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
     pool_check_live(p, "pk_pool_visit", NULL);
     tcache_registry_lock();
     pool_lock(p);
-    tcache_drain_all(p);
-    central_depot_drain(p);
+    heap_abandon_all(p); /* every free object home: the threads set up anew */
+    central_collect_own(p);
     POOL_VALIDATE_DEEP(p);
     pool_unlock(p);
     tcache_registry_unlock();

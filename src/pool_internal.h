@@ -1,17 +1,23 @@
 /* The pool's private state, shared by the public calls (pool.c, pool_slow.c,
- * pool_bulk.c, pool_calls.c), central.c (slabs and the depot, under the
- * pool's lock) and tcache.c (thread caches).
+ * pool_bulk.c, pool_calls.c), heap.c (threads' heaps), central.c (the
+ * pool's own slabs, under its lock) and tcache.c (thread tables).
  *
- * Where a free object can be, exactly one of:
- *   - in a slab: on its free list, or never handed out (slot >= bump);
- *   - in the depot: a chain of exactly `batch` objects ready for one cache;
- *   - in one thread's cache for the pool: its list or its spare batch.
- * live = (objects outside slabs) - (objects in the depot) - (objects cached).
+ * Where a slab is, exactly one of: on one of the pool's lists (SLAB_*,
+ * owner NULL; SLAB_LOST in a fork child only, for the slabs of threads that
+ * did not survive the fork), or owned by one thread's heap (on its avail or
+ * full list, or its current slab). Every slab is also on the pool's `all`
+ * list.
+ *
+ * Where a free object is, exactly one of: on its slab's free list (or never
+ * handed out: slot >= bump); on its slab's thread_free; in a freeing
+ * thread's pending chain; on the owner's slot list (its current slab's).
+ * live = sum of used - slot lists - pending chains - thread_free objects.
  *
  * Lock order: the pool list (pool.c; pk_pool_foreach holds it around calls
  * that take the next two), the thread registry (tcache.c), a pool's lock,
  * then the leaf locks (pool records, retained memory, the address map). The
- * fork handlers take them all in that order.
+ * fork handlers take them all in that order. A heap's own work (its slabs'
+ * free lists, its current slab) takes no lock.
  */
 #ifndef POOLKIT_POOL_INTERNAL_H
 #define POOLKIT_POOL_INTERNAL_H
@@ -35,48 +41,65 @@
  * debug leak summary leaves them out. */
 #define POOL_LIBRARY (1u << 29)
 
-/* A thread's cache for one pool. The inline fast paths use head and room
- * (pool.h): a list of free objects linked through their link words, and the
- * room left (batch minus the list's length). spare is a full batch kept
- * off the fast path, so a thread that frees and allocates around a batch
- * boundary swaps lists instead of taking the lock. balance counts objects
- * taken minus returned, for remote_frees. {NULL, 0} is a cache the thread
- * has not set up yet. 32 bytes: the inline paths index the table by
- * key * sizeof(tc_slot). */
+/* A thread's slot for one pool (32 bytes: the inline paths index the table
+ * by key * sizeof(tc_slot)). head is the list allocation pops: the free
+ * objects of the thread's current slab for the pool, linked through their
+ * link words; count is its length. cur is that slab's address with the
+ * pool's slab_low bits set, the value (obj | slab_low) takes for each of its
+ * objects, so the inline free recognises an object of the current slab with
+ * one or and one compare, and pushes it onto head; 0 when there is none
+ * (no object ends with its low bits all set, NULL included). heap is the
+ * thread's heap for the pool (heap.c), NULL until its first slow path.
+ * {NULL, 0, 0, NULL} is a slot the thread has not set up. */
 typedef struct tc_slot {
     void *head;
-    intptr_t room;
-    void *spare;
-    int64_t balance;
+    uintptr_t cur;
+    intptr_t count;
+    struct heap *heap;
 } tc_slot;
 
-/* The library reads and writes caches with relaxed atomics: plain moves on
+/* The library reads and writes slots with relaxed atomics: plain moves on
  * the machine, but visible as such to ThreadSanitizer, since stats read
- * other threads' caches. */
+ * other threads' counts. */
 static inline void *tc_head(const tc_slot *c) { return __atomic_load_n(&c->head, __ATOMIC_RELAXED); }
-static inline intptr_t tc_room(const tc_slot *c) { return __atomic_load_n(&c->room, __ATOMIC_RELAXED); }
-static inline void *tc_spare(const tc_slot *c) { return __atomic_load_n(&c->spare, __ATOMIC_RELAXED); }
-static inline void tc_set(tc_slot *c, void *head, intptr_t room) {
+static inline intptr_t tc_count(const tc_slot *c) { return __atomic_load_n(&c->count, __ATOMIC_RELAXED); }
+static inline void tc_set(tc_slot *c, void *head, intptr_t count) {
     __atomic_store_n(&c->head, head, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->room, room, __ATOMIC_RELAXED);
-}
-static inline void tc_set_spare(tc_slot *c, void *spare) { __atomic_store_n(&c->spare, spare, __ATOMIC_RELAXED); }
-/* An empty list takes the spare batch (no lock): true if there was one. */
-static inline bool tc_take_spare(tc_slot *c) {
-    void *spare = tc_spare(c);
-    if (!spare) return false;
-    tc_set(c, spare, 0);
-    tc_set_spare(c, NULL);
-    return true;
+    __atomic_store_n(&c->count, count, __ATOMIC_RELAXED);
 }
 
-/* The byte offset of cache 0, never set up in any table: the key of pools
+/* The byte offset of slot 0, never set up in any table: the key of pools
  * that take the slow path on every call. */
 #define TC_NO_KEY ((uintptr_t)0)
 
+/* A thread's heap for one pool (heap.c; mimalloc's heap, one per thread per
+ * pool): the slabs the thread owns and allocates from. Only its thread
+ * touches it, without a lock, except where a comment says so; the pool's
+ * lock guards prev/next and the moves of slabs between heap and pool. Other
+ * threads read the counters (relaxed) under the registry's lock (stats). */
+typedef struct heap {
+    struct pk_pool *pool;      /* NULL: not set up */
+    tc_slot *slot;             /* the thread's slot for the pool */
+    struct heap *prev, *next;  /* the pool's heaps, under the pool's lock */
+    struct slab *cur;          /* the slab whose free objects are on slot->head */
+    slab_list avail, full;     /* owned slabs, HEAP_AVAIL and HEAP_FULL */
+    /* Remote frees of one slab, gathered before one push onto its
+     * thread_free (REMOTE_BATCH). */
+    struct slab *pend_slab;
+    void *pend_head, *pend_tail;
+    size_t pend_n;
+    size_t used;               /* sum of the owned slabs' used counts */
+    size_t resident;           /* bytes of the owned slabs ever touched */
+    size_t slabs, bytes;       /* owned slabs and their spans: under the pool's lock */
+    int64_t synced;            /* its objects out, as last added to the pool's out_est */
+    uint64_t allocs, frees, remote_frees;
+    uint64_t collected;        /* remote frees taken off its slabs' thread_free */
+} heap;
+
 struct pk_pool {
     intptr_t tc_table; /* must stay first: read by the inline fast paths */
-    uintptr_t tc_key;  /* must stay second: byte offset of the cache, or TC_NO_KEY */
+    uintptr_t tc_key;  /* must stay second: byte offset of the slot, or TC_NO_KEY */
+    uintptr_t slab_low; /* must stay third: geo.slab_align - 1 */
     /* Hardened pools' lean path (pool_slow.c), together in one cache line with
      * the two words above. */
     struct {
@@ -105,8 +128,8 @@ struct pk_pool {
     void (*destruct)(void *, void *);
     void *arg;
     size_t limit;
-    size_t key;       /* index of the pool's cache in every thread's table */
-    size_t batch;     /* objects per exchange between cache and pool; a thread caches two */
+    size_t key;       /* index of the pool's slot in every thread's table */
+    size_t extend;    /* fresh slots a heap links at a time (policy.h, EXTEND_BYTES) */
     uint64_t rng;     /* hardened pools: the order of fresh slots (under lock) */
     struct pk_pool *prev, *next; /* the list of live pools, under the pool list's lock;
                                     next links spare records too (pool.c) */
@@ -126,18 +149,23 @@ struct pk_pool {
     slab_list lists[SLAB_LISTS];
     size_t slabs_total;
     size_t bytes_reserved; /* bytes mapped for slabs */
-    size_t slab_free;     /* free slots in slabs (free lists + untouched) */
-    size_t out;           /* objects outside slabs */
+    size_t slab_free;     /* free slots in the pool's own slabs (free lists + untouched) */
+    size_t out;           /* the pool's own slabs' used counts, summed */
     size_t keep_free;     /* free slots that release must leave (reserve) */
-    void **depot;         /* chains of `batch` objects, ready for a cache */
-    size_t depot_count, depot_slots;
-    size_t depot_low;     /* fewest chains in the depot since the last tick */
+    heap *heaps;          /* threads' heaps for the pool */
+    slab *all;            /* every slab of the pool (all_next), wherever it is */
+    size_t heap_slabs, heap_bytes; /* slabs owned by heaps, and their spans */
     uint64_t tick_ms;     /* when the last purge tick ran */
     uint64_t used_ms;     /* when the last call for the pool's own work held the lock */
     uint32_t tick_no;     /* purge ticks so far; empty slabs remember it */
-    bool draining;        /* a tick is moving idle chains home */
     size_t peak_out;
-    uint64_t allocs, frees, remote_frees, slabs_released, bytes_released;
+    /* The counters of direct calls and of heaps that were folded in. */
+    uint64_t allocs, frees, slabs_released, bytes_released;
+    /* Touched by any thread without the lock (atomic). */
+    uint64_t remote_frees;
+    int64_t remote_pending; /* objects on the slabs' thread_free lists */
+    int64_t out_est;        /* the heaps' allocs - frees, as of their last refill */
+    int64_t peak_est;       /* the most out_est has been */
 };
 
 /* Debug builds (make test's sanitizer stages) record the lock's owner, so
@@ -204,40 +232,91 @@ static inline void track_takeback(const pk_pool *p, void *obj) {
     track_free(obj, p->geo.slot);
 }
 
-/* ---- central.c: the pool's slabs and depot; caller holds the lock. ---- */
+/* ---- central.c: the pool's own slabs; caller holds the lock. ---- */
 
-/* Takes up to n objects from the depot or slabs and pushes them onto the
- * list *list. With `all`, maps slabs until n are taken; otherwise, once it
- * has some, it stops at what is ready. Returns how many (0 with errno
+/* Direct pools: takes up to n objects from the slabs and pushes them onto
+ * the list *list. With `all`, maps slabs until n are taken; otherwise, once
+ * it has some, it stops at what is ready. Returns how many (0 with errno
  * ENOMEM). */
 size_t central_take(pk_pool *p, size_t n, void **list, bool all);
-/* Returns every object of a NULL-terminated list to its slab. */
-void central_give_chain(pk_pool *p, void *list);
-/* Returns one object to its slab. */
+/* Direct pools: returns one object to its slab. */
 void central_give(pk_pool *p, void *obj);
-/* Keeps a full batch chain in the depot, or returns it to the slabs when
- * the purge delay is 0. */
-void central_depot_put(pk_pool *p, void *chain);
-/* Moves every depot chain back to the slabs. */
-void central_depot_drain(pk_pool *p);
 /* Releases every empty slab beyond the reserve (all of them with `all`);
  * returns the bytes given back. */
 size_t central_release(pk_pool *p, bool all);
+/* A slab for heap h to own: one of the pool's partly used slabs, else an
+ * empty one, else a new one; NULL with errno ENOMEM. Its counts move from
+ * the pool to the heap. */
+slab *central_slab_for_heap(pk_pool *p, heap *h);
+/* A slab its heap gives back (empty, or its thread is leaving): its counts
+ * move to the pool, and it goes on the list its counts say. */
+void central_slab_from_heap(pk_pool *p, heap *h, slab *s);
+/* Links up to k never-used slots of s (from bump) onto *list in address
+ * order, constructing them if the pool has a construct hook; hardened pools
+ * shuffle them (SHUFFLE). Returns how many; counts them in s->used. */
+size_t central_carve(pk_pool *p, slab *s, size_t k, void **list);
+/* Takes s's thread_free (remote frees), checking each link on hardened
+ * pools; returns the count, and the chain's tail in *tail. The caller owns
+ * s (its heap's thread, or the pool's lock for the pool's own slabs). */
+size_t central_collect(pk_pool *p, slab *s, void **head, void **tail);
+/* Collects the remote frees of the pool's own slabs, moving each to the
+ * list its counts then say. */
+void central_collect_own(pk_pool *p);
 /* The pool's purge tick (policy.h, PURGE_INTERVAL_MS): if the pool has had
- * no call of its own for the purge delay, every depot chain goes home and
- * every empty slab back to the system now; otherwise, once per interval,
- * depot chains unused since the last tick go home and slabs empty since the
- * last tick go back. Runs on the pool's calls and on sweeps. */
+ * no call of its own for the purge delay, every empty slab goes back to the
+ * system now; otherwise, once per interval, slabs empty since the last tick
+ * go back. Runs on the pool's calls and on sweeps. */
 void central_maybe_tick(pk_pool *p, uint64_t now_ms);
 /* Makes slabs until n free slots are ready; returns the ready count. */
 size_t central_reserve(pk_pool *p, size_t n);
 /* Destructs constructed objects and unmaps every slab (pool destroy). */
 void central_free_all(pk_pool *p);
 /* A pointer given to free must start a slot of this pool; reports it
- * otherwise. Needs no lock and reads no slab. */
-void central_check_free(pk_pool *p, void *obj);
+ * otherwise. Needs no lock and reads no slab. Returns the slab. */
+slab *central_check_free(pk_pool *p, void *obj);
 /* Debug pools: the whole check of a pointer given to free. */
 void central_debug_check_free(pk_pool *p, void *obj);
+/* Reports obj as freed twice (a second push of the head of a list). */
+PK_COLD __attribute__((noreturn)) void central_report_double_free(pk_pool *p, void *obj);
+/* The most objects outside the slabs: updated from the heaps' counts (the
+ * registry's or the pool's lock held). */
+void central_note_peak(pk_pool *p);
+
+/* ---- heap.c: a thread's heap for a pool. ---- */
+
+/* The calling thread's allocation when its slot's list is empty: the next
+ * objects of its current slab, or the next slab. NULL with errno ENOMEM. */
+void *heap_alloc(pk_pool *p, tc_slot *c);
+/* The calling thread's free of a checked object of slab s that is not on
+ * its current slab (or of any slab, for pools without the inline path). */
+void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj);
+/* A free by a thread that has no heap (exiting): straight onto the slab's
+ * thread_free. */
+void heap_free_remote_now(pk_pool *p, slab *s, void *obj);
+/* Gives everything of the heap in slot c back to the pool (its list, its
+ * pending chain, its slabs) and clears the slot: thread exit, trim, and,
+ * with the pool quiescent, destroy and visit. Caller holds the pool's lock
+ * (and the registry's for another thread's heap). */
+void heap_abandon(pk_pool *p, tc_slot *c);
+/* Every heap of the pool, abandoned (destroy, visit): the registry's and
+ * the pool's locks held, the pool quiescent. */
+void heap_abandon_all(pk_pool *p);
+/* Sums of the heaps' counters (the registry's and the pool's locks held):
+ * objects outside the slabs' free lists that are not live (slot lists,
+ * pending chains), allocs, frees, remote frees, resident bytes. */
+typedef struct heap_sums {
+    size_t idle;
+    uint64_t allocs, frees, remote_frees;
+    size_t used, resident;
+} heap_sums;
+void heap_sum(const pk_pool *p, heap_sums *out);
+/* Fork child: heaps of threads that did not survive are dropped, their
+ * slabs put on the pool's LOST list, every slot ever handed out counted as
+ * live (their lists are never followed: those threads may have been
+ * changing them). Caller holds the pool's lock. */
+void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end);
+/* central.c: s, owned by a heap gone with its thread, onto the LOST list. */
+void central_lose_slab(pk_pool *p, slab *s);
 
 /* ---- pool.c and pool_slow.c ---- */
 
@@ -278,12 +357,8 @@ void tcache_detach(pk_pool *p);  /* forgets every thread's cache for the pool, f
  * table on first use and setting the cache up; NULL when the thread is
  * exiting or out of memory. */
 tc_slot *tcache_slot(pk_pool *p);
-/* Per-batch accounting of the calling thread's take (+n) or return (-n). */
-void tcache_account(pk_pool *p, tc_slot *c, long n);
-/* Moves one cache's objects (list and spare) home to the slabs, accounted
- * as returned, and leaves the cache empty and not set up; caller holds the
- * pool's lock, and the cache's thread is quiescent for the pool. */
-void tcache_return(pk_pool *p, tc_slot *c);
+/* The calling thread's table, [*lo, *hi); false when it has none. */
+bool tcache_table_range(const tc_slot **lo, const tc_slot **hi);
 /* Threads registered now (they have used a pool and not exited). */
 size_t tcache_live_threads(void);
 
@@ -294,14 +369,16 @@ size_t tcache_live_threads(void);
  * pool's lock meanwhile, so fn must not call the pool. */
 void pool_each_live_debug(pk_pool *p, bool (*fn)(void *obj, void *const *sites, void *arg), void *arg);
 /* pool_calls.c: calls fn on every live object; every free object must be
- * home in its slab (caches and depot drained), so a slot is live exactly
- * when it was handed out and is not on its slab's free list. */
+ * home in its slab (every heap abandoned, remote frees collected), so a
+ * slot is live exactly when it was handed out and is not on its slab's
+ * free list. */
 void pool_each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg);
-/* Objects in all threads' caches for p (exact when quiescent). */
-size_t tcache_cached(pk_pool *p);
-/* Moves every thread's cached objects for p home to the slabs; caller
- * holds the registry lock and the pool's, and the pool is quiescent. */
-void tcache_drain_all(pk_pool *p);
+/* The heap records of the calling thread's table (beside its slots):
+ * heap k serves the pool whose key is k. */
+heap *tcache_heap(size_t key);
+/* pool.c: the fork child's pools drop the heaps of threads gone (the
+ * forking thread's table is [mine, mine_end)). */
+void pools_fork_child(const tc_slot *mine, const tc_slot *mine_end);
 /* The calling thread's cache table: a shared all-empty table until the
  * thread registers and after it exits (initial-exec TLS). */
 extern __thread tc_slot *tc_table __attribute__((tls_model("initial-exec")));

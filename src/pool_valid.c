@@ -5,22 +5,25 @@
  * change of a pool, under its lock.
  *
  * The identities (each failure names the one):
- *   - each slab list's count is its length; each slab on it names the
- *     pool, names the list, and links back to the one before;
- *   - a slab's counts: used <= bump <= capacity; EMPTY slabs have used 0,
- *     FULL ones used == capacity, PARTIAL ones in between;
- *   - slabs_total is the number of slabs on the lists, bytes_reserved the
- *     sum of their spans;
- *   - out (objects outside slabs) is the sum of the slabs' used counts;
- *     slab_free (free slots in slabs) the sum of capacity - used;
- *   - the depot: depot_low <= depot_count <= depot_slots, and its objects
- *     are outside the slabs: depot_count * batch <= out;
- *   - deep only: a slab's free list holds bump - used objects (its other
- *     free slots were never handed out), and each depot chain has batch
- *     objects.
- * What it cannot check here: the objects in threads' caches (read without
- * the registry's lock, they may be moving), so live = out - depot - cached
- * is left to pk_pool_stats_get's callers.
+ *   - each of the pool's slab lists' count is its length; each slab on it
+ *     names the pool, is owned by no heap, names the list, and links back
+ *     to the one before;
+ *   - a slab's counts: used <= bump <= high <= capacity; EMPTY slabs have
+ *     used 0, FULL ones used == capacity, PARTIAL ones in between;
+ *   - LOST slabs (fork child) have used == bump and no free list;
+ *   - slabs_total is the number of slabs on the lists plus those heaps own
+ *     (heap_slabs), and the number on the list of all slabs;
+ *     bytes_reserved the sum of their spans;
+ *   - out is the sum of the pool's own slabs' used counts; slab_free the
+ *     sum of their capacity - used, LOST slabs left out;
+ *   - the heaps: each names the pool, and their slab counts add up to
+ *     heap_slabs (the counts change under the pool's lock);
+ *   - deep only: a slab's free list holds bump - used objects, less those
+ *     waiting on its thread_free (its other free slots were never handed
+ *     out).
+ * What it cannot check here: the slabs heaps own (their threads change
+ * them without the lock), which heap.c's comments state and the owner's
+ * own paths keep.
  */
 #include "pool_internal.h"
 
@@ -31,12 +34,14 @@
 
 static void slab_is_valid(const pk_pool *p, const slab *s, int list, bool deep) {
     VALID(s->pool == p);
+    VALID(s->owner == NULL);
     VALID(s->list == (uint32_t)list);
-    VALID(s->used <= s->bump && s->bump <= s->capacity);
+    VALID(s->used <= s->bump && s->bump <= s->high && s->high <= s->capacity);
     VALID(list != SLAB_EMPTY || s->used == 0);
     VALID(list != SLAB_FULL || s->used == s->capacity);
     VALID(list != SLAB_PARTIAL || (s->used > 0 && s->used < s->capacity));
-    if (!deep) return;
+    VALID(list != SLAB_LOST || (s->used == s->bump && !s->free));
+    if (!deep || __atomic_load_n(&s->thread_free, __ATOMIC_ACQUIRE)) return;
     size_t n = 0;
     for (char *f = s->free; f && n <= s->capacity; f = (char *)link_load(p, f)) n++;
     VALID(n == (size_t)(s->bump - s->used)); /* the free list: freed slots only */
@@ -53,22 +58,29 @@ bool pool_is_valid(const pk_pool *p, bool deep) {
             n++;
             bytes += s->span;
             used += s->used;
-            free_slots += s->capacity - s->used;
+            if (l != SLAB_LOST) free_slots += s->capacity - s->used;
         }
         VALID(n == p->lists[l].count);
+        VALID(p->lists[l].tail == prev);
         slabs += n;
     }
-    VALID(slabs == p->slabs_total);
-    VALID(bytes == p->bytes_reserved);
+    size_t heap_slabs = 0, heap_bytes = 0;
+    for (const heap *h = p->heaps; h; h = h->next) {
+        VALID(h->pool == p);
+        VALID(h->next == NULL || h->next->prev == h);
+        heap_slabs += h->slabs;
+        heap_bytes += h->bytes;
+    }
+    VALID(heap_slabs == p->heap_slabs && heap_bytes == p->heap_bytes);
+    VALID(slabs + p->heap_slabs == p->slabs_total);
+    VALID(bytes + p->heap_bytes == p->bytes_reserved);
+    size_t all = 0;
+    for (const slab *s = p->all; s; s = s->all_next) {
+        VALID(s->all_next == NULL || s->all_next->all_prev == s);
+        all++;
+    }
+    VALID(all == p->slabs_total);
     VALID(used == p->out);
     VALID(free_slots == p->slab_free);
-    VALID(p->depot_low <= p->depot_count && p->depot_count <= p->depot_slots);
-    VALID(p->depot_count * p->batch <= p->out);
-    if (deep)
-        for (size_t i = 0; i < p->depot_count; i++) {
-            char *f = p->depot[i];
-            for (size_t n = 1; f && n < p->batch; n++) f = (char *)link_load(p, f);
-            VALID(f != NULL); /* a depot chain is one whole batch */
-        }
     return true;
 }

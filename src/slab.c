@@ -143,7 +143,7 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     s->slab_align = g->slab_align;
     s->guarded = g->guard != 0;
     s->capacity = g->capacity;
-    s->list = SLAB_LISTS;
+    s->list = SLAB_NOWHERE;
     if (g->debug_bits) s->live_bits = (uint64_t *)((char *)s + align_up(sizeof(slab), 16));
     if (g->site_words) {
         /* Apart from the slab: a debug pool's sites can outweigh its objects. */
@@ -183,7 +183,18 @@ void slab_list_push(slab_list *l, slab *s, slab_list_id id) {
     s->prev = NULL;
     s->next = l->head;
     if (l->head) l->head->prev = s;
+    else l->tail = s;
     l->head = s;
+    l->count++;
+    s->list = id;
+}
+
+void slab_list_append(slab_list *l, slab *s, slab_list_id id) {
+    s->next = NULL;
+    s->prev = l->tail;
+    if (l->tail) l->tail->next = s;
+    else l->head = s;
+    l->tail = s;
     l->count++;
     s->list = id;
 }
@@ -192,7 +203,8 @@ void slab_list_remove(slab_list *l, slab *s) {
     if (s->prev) s->prev->next = s->next;
     else l->head = s->next;
     if (s->next) s->next->prev = s->prev;
+    else l->tail = s->prev;
     s->prev = s->next = NULL;
     l->count--;
-    s->list = SLAB_LISTS;
+    s->list = SLAB_NOWHERE;
 }

@@ -10,8 +10,12 @@
  *   to its size, and a 64-byte slot fills one cache line.
  * - Slots [0, bump) have been handed out at least once (and constructed, if
  *   the pool has a construct hook); slots [bump, capacity) were never touched.
- * - used counts slots outside the slab: with a thread cache, in the depot or
- *   with the user. A slab with used == 0 holds nothing anyone can reach.
+ * - used counts slots outside the slab's free list: with the user, on its
+ *   owner's allocation list (while it is the owner's current slab), in a
+ *   freeing thread's pending chain or on thread_free. A slab with used == 0
+ *   holds nothing anyone can reach.
+ * - The free list has exactly bump - used objects, except on a heap's
+ *   current slab, whose free objects are on the thread's list (heap.c).
  * - The address map records which 64 KiB granules belong to which slab, so
  *   any pointer at all can be looked up without touching its memory
  *   (pk_pool_owner, foreign-pointer checks).
@@ -28,18 +32,36 @@
 
 struct pk_pool;
 
-typedef enum { SLAB_PARTIAL, SLAB_FULL, SLAB_EMPTY, SLAB_LISTS } slab_list_id;
+/* The pool's own lists (a direct pool's slabs, and the slabs no thread's
+ * heap owns: empty ones, and those of threads that exited), then where a
+ * heap (heap.c) keeps the slabs it owns. */
+typedef enum {
+    SLAB_PARTIAL, SLAB_FULL, SLAB_EMPTY,
+    SLAB_LOST, /* fork child: owned by a thread that did not survive; every slot
+                  ever handed out counts as live, none is handed out again */
+    SLAB_LISTS,
+    HEAP_AVAIL = SLAB_LISTS, /* owned, some slots on its free list */
+    HEAP_FULL,               /* owned, none on its free list (remote frees may wait) */
+    HEAP_CUR,                /* owned, the slab the heap allocates from: on no list */
+    SLAB_NOWHERE
+} slab_list_id;
+struct heap;
 
 typedef struct slab {
     struct pk_pool *pool;
-    struct slab *prev, *next; /* in the pool's list named by `list` */
+    struct heap *owner;       /* the thread heap that owns it, or NULL: the pool's */
+    void *thread_free;        /* objects freed by threads other than the owner (atomic push) */
+    struct slab *prev, *next; /* in the list named by `list` */
+    struct slab *all_prev, *all_next; /* every slab of the pool, under its lock */
     char *objects;            /* slot 0 */
     size_t span;              /* bytes mapped from the start of the slab */
     size_t slab_align;        /* the mapping's alignment */
     bool guarded;             /* its last page is a no-access guard page */
+    bool lost;                /* on SLAB_LOST (fork child): set once, never cleared */
     uint32_t capacity;        /* slots in this slab */
     uint32_t used;            /* slots outside the slab */
-    uint32_t bump;            /* slots ever handed out */
+    uint32_t bump;            /* slots handed out since the slab was last empty */
+    uint32_t high;            /* the most bump has been: slots ever touched */
     uint32_t list;            /* slab_list_id */
     uint32_t empty_tick;      /* the pool's purge tick when the slab last became empty */
     void *free;               /* freed slots, linked through the pool's link word */
@@ -49,7 +71,7 @@ typedef struct slab {
 } slab;
 
 typedef struct slab_list {
-    slab *head;
+    slab *head, *tail;
     size_t count;
 } slab_list;
 
@@ -116,6 +138,23 @@ static inline struct pk_pool *slab_map_pool(const void *ptr, uintptr_t *objects)
     return __atomic_load_n(&e->pool, __ATOMIC_RELAXED);
 }
 
+/* The slab of pool whose object slot starts at ptr, or NULL for any other
+ * pointer; reads neither ptr's memory nor the slab's (the free paths' check
+ * of every pointer they are given). */
+static inline slab *slab_of_slot(const void *ptr, const struct pk_pool *pool) {
+    map_entry *e = map_find(ptr);
+    slab *s = e ? __atomic_load_n(&e->slab, __ATOMIC_ACQUIRE) : NULL;
+    if (!s || __atomic_load_n(&e->pool, __ATOMIC_RELAXED) != pool) return NULL;
+    uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
+    uintptr_t slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
+    uintptr_t count = __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
+    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
+    uintptr_t a = (uintptr_t)ptr, off = a - first;
+    if (!slot || a < first || off >= slot * count) return NULL;
+    if (recip ? off * recip >= recip : off % slot != 0) return NULL; /* off on the slot grid */
+    return s;
+}
+
 /* The slab holding ptr's granule, or NULL; never touches ptr's memory. */
 slab *slab_lookup(const void *ptr);
 /* The pool with an object slot starting at ptr, or NULL; reads neither ptr's
@@ -139,6 +178,8 @@ static inline long slab_slot_index(const slab *s, const void *ptr, const slab_ge
 }
 
 void slab_list_push(slab_list *l, slab *s, slab_list_id id);
+/* At the back (a heap's full list is looked at from the front). */
+void slab_list_append(slab_list *l, slab *s, slab_list_id id);
 void slab_list_remove(slab_list *l, slab *s);
 
 #endif

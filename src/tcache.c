@@ -1,25 +1,26 @@
-/* Thread caches: a table of per-pool caches for each thread.
+/* Thread tables: a slot and a heap record per pool for each thread.
  *
  * Fast path protocol (pool.h): each thread's table pointer is initial-exec
  * TLS, so its offset from the thread pointer is the same in every thread
- * and the pool stores it; a pool's cache is at a fixed byte offset (its key
- * times 32) in every table. A table is a reservation of TABLE_KEYS caches
- * (policy.h) that the system backs a page at a time as keys are used, so it
- * never moves and the inline paths need no bound check. A thread that has
- * not registered points at `unregistered`, a shared table whose heads stay
- * NULL and whose rooms are never positive: its first alloc or free goes to
- * the slow path, which registers it. Key 0 is never set up in any table:
- * it is the key of pools that take the slow path on every call.
+ * and the pool stores it; a pool's slot is at a fixed byte offset (its key
+ * times 32) in every table. A table is a reservation of TABLE_KEYS slots,
+ * followed by TABLE_KEYS heap records (heap.c), that the system backs a
+ * page at a time as keys are used, so it never moves and the inline paths
+ * need no bound check. A thread that has not registered points at
+ * `unregistered`, a shared table whose slots stay all zero: no list, no
+ * current slab, so its first alloc or free goes to the slow path, which
+ * registers it. Key 0 is never set up in any table: it is the key of pools
+ * that take the slow path on every call.
  *
- * Only its own thread writes a cache while the thread runs, with plain
- * loads and stores: no lock, no atomic instruction. Other threads touch a
- * cache only under the registry lock and only when the owner is quiescent
- * for that pool (stats count it; destroy and visit take its objects), as
- * the contract requires.
+ * Only its own thread writes a slot or a heap while the thread runs, with
+ * plain loads and stores: no lock, no atomic instruction. Other threads
+ * read them only under the registry lock (stats), and change them only when
+ * the owner is quiescent for that pool (destroy and visit take its
+ * objects), as the contract requires.
  *
  * A thread registers on its first slow path; at exit its pthread key
- * destructor returns every cached object to its pool, and later calls on
- * that thread bypass the caches.
+ * destructor gives every heap back to its pool, and later calls on that
+ * thread bypass the heaps.
  */
 #include "pool_internal.h"
 
@@ -27,13 +28,16 @@
 #include <string.h>
 
 _Static_assert(sizeof(tc_slot) == 32, "pool.h's inline paths index tables by key * 32");
-_Static_assert(offsetof(tc_slot, head) == 0 && offsetof(tc_slot, room) == sizeof(void *),
-               "pool.h's inline paths read head and room as the cache's first two words");
+_Static_assert(offsetof(tc_slot, head) == 0 && offsetof(tc_slot, cur) == sizeof(void *) &&
+                   offsetof(tc_slot, count) == 2 * sizeof(void *),
+               "pool.h's inline paths read head, cur and count as the slot's first three words");
 _Static_assert(offsetof(struct pk_pool, tc_table) == 0 &&
-                   offsetof(struct pk_pool, tc_key) == sizeof(intptr_t),
-               "pool.h's inline paths read the table offset and key as the pool's first two words");
+                   offsetof(struct pk_pool, tc_key) == sizeof(intptr_t) &&
+                   offsetof(struct pk_pool, slab_low) == 2 * sizeof(intptr_t),
+               "pool.h's inline paths read the table offset, key and slab mask as the pool's first three words");
 
-#define TABLE_BYTES ((size_t)TABLE_KEYS * sizeof(tc_slot))
+#define SLOTS_BYTES ((size_t)TABLE_KEYS * sizeof(tc_slot))
+#define TABLE_BYTES (SLOTS_BYTES + (size_t)TABLE_KEYS * sizeof(heap))
 
 typedef struct thread_rec {
     struct thread_rec *prev, *next;
@@ -43,11 +47,8 @@ typedef struct thread_rec {
 enum { THREAD_NEW, THREAD_LIVE, THREAD_EXITING };
 
 /* The table of threads that have not registered (or have exited). Only
- * ever read as empty: heads stay NULL (the fast paths write a head only
- * after finding one, or room for one), and rooms only go down from 0 by a
- * failed take, which the slow path sets back to 0 (cache 0's it leaves to
- * run down: 2^63 takes from wrapping). Lost updates between threads can
- * only leave a room at or below 0. */
+ * ever read, and all zero: the inline paths write a slot only after finding
+ * an object on its list or its current slab matching. */
 static tc_slot unregistered[TABLE_KEYS];
 
 __thread tc_slot *tc_table __attribute__((tls_model("initial-exec"))) = unregistered;
@@ -112,40 +113,24 @@ void tcache_detach(pk_pool *p) {
     key_pool[p->key] = NULL;
     free_keys[free_count++] = (uint32_t)p->key;
     p->cached = false;
-    p->hard.cache = 0;
     p->tc_key = TC_NO_KEY;
 }
 
-void tcache_account(pk_pool *p, tc_slot *c, long n) {
-    if (n == 0) return;
-    int64_t *b = &c->balance;
-    if (n < 0) {
-        int64_t back = -n, own = *b > 0 ? *b : 0;
-        if (back > own) p->remote_frees += (uint64_t)(back - own);
-    }
-    *b += n;
+heap *tcache_heap(size_t key) { return (heap *)((char *)tc_table + SLOTS_BYTES) + key; }
+
+bool tcache_table_range(const tc_slot **lo, const tc_slot **hi) {
+    if (state != THREAD_LIVE) return false;
+    *lo = tc_table;
+    *hi = tc_table + TABLE_KEYS;
+    return true;
 }
 
-static size_t cached_in(const pk_pool *p, const tc_slot *c) {
-    size_t n = tc_head(c) ? p->batch - (size_t)tc_room(c) : 0;
-    return n + (tc_spare(c) ? p->batch : 0);
-}
-
-void tcache_return(pk_pool *p, tc_slot *c) {
-    void *head = tc_head(c), *spare = tc_spare(c);
-    tcache_account(p, c, -(long)cached_in(p, c));
-    tc_set(c, NULL, 0);
-    tc_set_spare(c, NULL);
-    if (head) central_give_chain(p, head);
-    if (spare) central_give_chain(p, spare);
-}
-
-/* Thread exit: the cache's objects go home and the cache is forgotten;
- * caller holds the registry lock (which keeps the pool alive). */
+/* Thread exit: the heap's slabs go back to the pool and the slot is
+ * forgotten; caller holds the registry lock (which keeps the pool alive). */
 static void give_back(pk_pool *p, tc_slot *c) {
-    if (tc_head(c) || tc_spare(c)) {
+    if (c->heap) {
         pool_lock_for_use(p, os_now_ms()); /* what it gives back is fresh */
-        tcache_return(p, c);
+        heap_abandon(p, c);
         POOL_VALIDATE(p);
         pool_unlock(p);
     }
@@ -165,7 +150,7 @@ static void thread_exit(void *arg) {
     spare_recs = rec;
     tc_slot *mine = tc_table;
     tc_table = unregistered;
-    if (!stock) { /* every cache was emptied above; slot 0 was never set up */
+    if (!stock) { /* every slot and heap was cleared above; slot 0 was never set up */
         memset(mine, 0, sizeof *mine);
         stock = mine;
     } else {
@@ -220,9 +205,7 @@ static bool thread_register(void) {
 tc_slot *tcache_slot(pk_pool *p) {
     if (unlikely(state != THREAD_LIVE) && (state == THREAD_EXITING || !thread_register()))
         return NULL;
-    tc_slot *c = &tc_table[p->key];
-    if (!tc_head(c) && tc_room(c) == 0) tc_set(c, NULL, (intptr_t)p->batch);
-    return c;
+    return &tc_table[p->key];
 }
 
 size_t tcache_live_threads(void) {
@@ -233,22 +216,10 @@ size_t tcache_live_threads(void) {
     return n;
 }
 
-size_t tcache_cached(pk_pool *p) {
-    size_t n = 0;
-    if (!p->cached) return 0;
-    for (thread_rec *t = threads; t; t = t->next) n += cached_in(p, &t->slots[p->key]);
-    return n;
-}
-
-void tcache_drain_all(pk_pool *p) {
-    if (!p->cached) return;
-    for (thread_rec *t = threads; t; t = t->next) tcache_return(p, &t->slots[p->key]);
-}
-
 /* In a fork child only the forking thread exists. The others may have been
- * inside an inline fast path, their caches half-changed, so nothing may
- * follow them: their records go, and the objects they cached stay counted
- * as live (a leak in the child, never a corruption). */
+ * inside a fast or slow path, their slots and heaps half-changed, so nothing
+ * may follow them: their records go (the pools dropped their heaps first,
+ * pools_fork_child), their tables stay mapped, unused. */
 void tcache_fork_child(void) {
     thread_rec *keep = NULL;
     for (thread_rec *t = threads, *next; t; t = next) {

@@ -996,7 +996,10 @@ TEST(PoolThreads, ProducerConsumerWithLargeBatchesStress) {
     EXPECT_EQ(s.live, 0u);
     EXPECT_EQ(s.remote_frees, batch * batches)
         << "pool.h: remote_frees is exact for a pure producer/consumer pair";
-    EXPECT_LE(s.peak_live, (in_flight + 2) * batch + 4096) << "objects in flight stay bounded by the queue";
+    /* peak_live counts what sits on the producer's slabs' remote-free lists
+     * until the producer collects it (at most about one more batch), as
+     * well as the objects in flight */
+    EXPECT_LE(s.peak_live, (in_flight + 3) * batch + 4096) << "objects in flight stay bounded by the queue";
     EXPECT_LE(s.bytes_reserved, 2 * (in_flight + 2) * batch * size + (size_t(4) << 20))
         << "memory stays bounded by what is in flight";
     expect_empty_after_trim(p.get(), "large batches");

@@ -214,21 +214,26 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * Inline fast paths. What follows is private: it may change with
  * PK_POOL_ABI.
  *
- * Each thread has a cache table: an array of per-pool caches, found through
- * a pointer at a fixed offset from the thread pointer (the same in every
+ * Each thread has a table: an array of per-pool slots, found through a
+ * pointer at a fixed offset from the thread pointer (the same in every
  * thread). The first word of every pool is that offset; the second is the
- * byte offset of the pool's cache in the array, the same in every table, or
+ * byte offset of the pool's slot in the array, the same in every table, or
  * 0 for pools that take the slow path (debug, hardened, hooks, zeroing,
- * limit, tool builds), whose cache is never set up. A cache starts with two
- * words: the head of a list of free objects (each free object's first word
- * links to the next) and the room left in the list. A thread that has not
- * called the library yet points at a table whose caches are all empty, so
- * its first call goes there. Tables never move once a thread has one.
+ * limit, tool builds), whose slot is never set up; the third is the pool's
+ * slab size minus one. A slot starts with three words: the head of a list
+ * of free objects of the thread's current slab for the pool (each free
+ * object's first word links to the next), that slab's address with the low
+ * bits of the third pool word set (0 when none: no pointer or'ed with them
+ * gives 0), and the list's length. Allocation pops the list; a free of an
+ * object of the current slab pushes onto it; anything else goes to the
+ * library. A thread that has not called the library yet points at a table
+ * whose slots are all zero, so its first call goes there. Tables never move
+ * once a thread has one.
  *
  * Define PK_NO_INLINE before including this header to call the library's
  * exported functions instead.
  */
-#define PK_POOL_ABI 4
+#define PK_POOL_ABI 5
 
 PK_API void *pk__pool_alloc_slow(pk_pool *pool);
 PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);
@@ -237,40 +242,33 @@ PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);
 typedef uintptr_t __attribute__((may_alias)) pk__link;
 /* The table pointer is read with a volatile accessor: the library replaces
  * it when the thread registers or exits, so a value read before a call may
- * be stale. On x86-64 the room changes by one read-modify-write (the free
- * path's take leaves -1 behind when there was no room; the library's slow
- * path gives it back to a pool's own cache, and lets the room of cache 0,
- * never set up, run down). The head is read and written with relaxed atomics:
+ * be stale. The slot's words are read and written with relaxed atomics:
  * plain moves, which ThreadSanitizer also knows for what they are, since
- * stats read other threads' caches. */
+ * stats read other threads' counts. */
 #  if defined(__x86_64__)
 static inline uintptr_t pk__tp_word(intptr_t off) {
     uintptr_t v;
     __asm__ volatile("movq %%fs:(%1), %0" : "=r"(v) : "r"(off));
     return v;
 }
-static inline void pk__room_add(pk__link *room) { __asm__ volatile("addq $1, %0" : "+m"(*room)); }
-/* Takes one from the room; true when there was none. */
-static inline int pk__room_take(pk__link *room) {
-    int none;
-    __asm__ volatile("subq $1, %1" : "=@ccs"(none), "+m"(*room));
-    return none;
-}
+/* The list's length changes by one read-modify-write instruction, which
+ * relaxed atomics would spell as three. */
+static inline void pk__count_up(pk__link *n) { __asm__ volatile("addq $1, %0" : "+m"(*n)); }
+static inline void pk__count_down(pk__link *n) { __asm__ volatile("subq $1, %0" : "+m"(*n)); }
 #  else
 static inline uintptr_t pk__tp_word(intptr_t off) {
     return *PK__REINTERPRET_CAST(volatile uintptr_t *,
                                  PK__STATIC_CAST(char *, __builtin_thread_pointer()) + off);
 }
-static inline void pk__room_add(pk__link *room) {
-    __atomic_store_n(room, __atomic_load_n(room, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+static inline void pk__count_up(pk__link *n) {
+    __atomic_store_n(n, __atomic_load_n(n, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
-static inline int pk__room_take(pk__link *room) {
-    uintptr_t r = __atomic_load_n(room, __ATOMIC_RELAXED);
-    if (PK__STATIC_CAST(intptr_t, r) <= 0) return 1;
-    __atomic_store_n(room, r - 1, __ATOMIC_RELAXED);
-    return 0;
+static inline void pk__count_down(pk__link *n) {
+    __atomic_store_n(n, __atomic_load_n(n, __ATOMIC_RELAXED) - 1, __ATOMIC_RELAXED);
 }
 #  endif
+#  define PK__LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#  define PK__STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #  ifdef PK__EMIT_EXTERN_INLINE /* the library's one external definition */
 #    define PK__INLINE PK_API
 #  else
@@ -279,13 +277,11 @@ static inline int pk__room_take(pk__link *room) {
 
 PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
     const intptr_t *w = PK__REINTERPRET_CAST(const intptr_t *, pool);
-    intptr_t table = w[0];
-    uintptr_t key = PK__STATIC_CAST(uintptr_t, w[1]);
-    pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(table) + key);
-    uintptr_t obj = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
+    pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(w[0]) + PK__STATIC_CAST(uintptr_t, w[1]));
+    uintptr_t obj = PK__LOAD(c[0]);
     if (__builtin_expect(obj != 0, 1)) {
-        __atomic_store_n(&c[0], *PK__REINTERPRET_CAST(const pk__link *, obj), __ATOMIC_RELAXED);
-        pk__room_add(&c[1]);
+        PK__STORE(c[0], *PK__REINTERPRET_CAST(const pk__link *, obj));
+        pk__count_down(&c[2]);
         return PK__REINTERPRET_CAST(void *, obj);
     }
     return pk__pool_alloc_slow(pool);
@@ -293,16 +289,18 @@ PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
 
 PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
     const intptr_t *w = PK__REINTERPRET_CAST(const intptr_t *, pool);
-    intptr_t table = w[0];
-    uintptr_t key = PK__STATIC_CAST(uintptr_t, w[1]);
-    pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(table) + key);
-    if (__builtin_expect(!pk__room_take(&c[1]), 1)) {
-        *PK__STATIC_CAST(pk__link *, obj) = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
-        __atomic_store_n(&c[0], PK__REINTERPRET_CAST(uintptr_t, obj), __ATOMIC_RELAXED);
+    pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(w[0]) + PK__STATIC_CAST(uintptr_t, w[1]));
+    if (__builtin_expect((PK__REINTERPRET_CAST(uintptr_t, obj) | PK__STATIC_CAST(uintptr_t, w[2])) ==
+                             PK__LOAD(c[1]), 1)) {
+        *PK__STATIC_CAST(pk__link *, obj) = PK__LOAD(c[0]);
+        PK__STORE(c[0], PK__REINTERPRET_CAST(uintptr_t, obj));
+        pk__count_up(&c[2]);
         return;
     }
     pk__pool_free_slow(pool, obj);
 }
+#  undef PK__LOAD
+#  undef PK__STORE
 #endif
 
 #ifdef __cplusplus

@@ -1,0 +1,375 @@
+/* A thread's heap for one pool (mimalloc's heap and page, one heap per
+ * thread per pool): the slabs the thread owns, the one it allocates from,
+ * and its frees, local and remote.
+ *
+ * Allocation pops the thread's slot list (pool.h, inline), which holds the
+ * free objects of the current slab only; when it runs dry (heap_alloc), the
+ * heap takes, in order: the remote frees that came home to the current
+ * slab, its next never-used slots in address order (EXTEND_BYTES at a
+ * time), an owned slab with freed slots, a full one whose remote frees came
+ * in (FULL_SCAN), and last a slab from the pool (under its lock). So memory
+ * goes out slab by slab: after frees in any order the objects handed out
+ * next lie in one 64 KiB slab, not all over the working set.
+ *
+ * Frees: an object of the current slab goes onto the slot list (inline: the
+ * object just freed is the next one handed out); an object of another slab
+ * the heap owns onto that slab's free list (heap_free, no lock); a slab
+ * whose last object comes home goes back to the pool, restarted in address
+ * order; an object of a slab another heap (or the pool) owns gathers in the
+ * freeing heap's pending chain and goes home by one atomic push per run
+ * (REMOTE_BATCH), to be collected by the slab's owner.
+ *
+ * Invariants (pool_internal.h states where each free object is):
+ *   - a slab the heap owns has owner == the heap and is its cur (list
+ *     HEAP_CUR, free list NULL: its free objects are on the slot list, and
+ *     used counts them as out) or on avail (free list not empty) or full
+ *     (free list empty);
+ *   - h->used is the sum of its slabs' used counts; slot->count the length
+ *     of slot->head; pend_n the length of the pending chain, whose objects
+ *     all belong to pend_slab, which the heap does not own;
+ *   - slabs move between heap and pool only under the pool's lock
+ *     (central_slab_for_heap, central_slab_from_heap).
+ */
+#include "pool_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Counters stats read from other threads: the owner's plain read and
+ * relaxed store, never a lost update (one writer). */
+#define BUMP(field, d) __atomic_store_n(&(field), (field) + (d), __ATOMIC_RELAXED)
+
+static inline uintptr_t cur_word(const pk_pool *p, const slab *s) { return (uintptr_t)s | p->slab_low; }
+
+/* Bytes of s ever touched: its header and the slots up to its high mark. */
+static size_t touched(const pk_pool *p, const slab *s) {
+    size_t bytes = align_up(p->geo.header + (size_t)s->high * p->geo.slot, os_page_size());
+    return bytes < s->span ? bytes : s->span;
+}
+
+static heap *heap_get(pk_pool *p, tc_slot *c) {
+    heap *h = c->heap;
+    if (likely(h != NULL)) return h;
+    h = tcache_heap(p->key);
+    memset(h, 0, sizeof *h);
+    h->pool = p;
+    h->slot = c;
+    pool_lock(p);
+    h->next = p->heaps;
+    if (p->heaps) p->heaps->prev = h;
+    p->heaps = h;
+    pool_unlock(p);
+    c->heap = h;
+    return h;
+}
+
+/* ---- The current slab. ---- */
+
+static void install(pk_pool *p, heap *h, tc_slot *c, slab *s) {
+    size_t n = s->bump - s->used; /* its free list's length */
+    void *head = s->free;
+    s->free = NULL;
+    s->used = s->bump;
+    s->list = HEAP_CUR;
+    BUMP(h->used, n);
+    BUMP(h->allocs, n);
+    h->cur = s;
+    __atomic_store_n(&c->cur, cur_word(p, s), __ATOMIC_RELAXED);
+    tc_set(c, head, (intptr_t)n);
+}
+
+/* The slot list goes back onto the current slab's free list; the slab is
+ * left on no list for the caller to place. A hardened pool's list is
+ * checked link by link on the way (trim, thread exit, destroy), so a
+ * forged link is reported there rather than kept. */
+static slab *uninstall(pk_pool *p, heap *h, tc_slot *c) {
+    slab *s = h->cur;
+    size_t n = (size_t)tc_count(c);
+    if (p->hardened)
+        for (char *obj = tc_head(c), *next; obj; obj = next) {
+            next = (char *)link_load(p, obj);
+            harden_check_slab_link(p, s, obj, next);
+        }
+    s->free = tc_head(c);
+    s->used -= (uint32_t)n;
+    BUMP(h->used, -n);
+    BUMP(h->frees, n);
+    tc_set(c, NULL, 0);
+    __atomic_store_n(&c->cur, 0, __ATOMIC_RELAXED);
+    h->cur = NULL;
+    s->list = SLAB_NOWHERE;
+    return s;
+}
+
+/* Remote frees of an owned slab that is not current go onto its free list. */
+static void collect_into(pk_pool *p, heap *h, slab *s) {
+    void *head, *tail;
+    size_t n = central_collect(p, s, &head, &tail);
+    if (!n) return;
+    h->collected += n;
+    link_store(p, tail, (uintptr_t)s->free);
+    s->free = head;
+    s->used -= (uint32_t)n;
+    BUMP(h->used, -n);
+    BUMP(h->frees, n);
+}
+
+static void give_to_pool(pk_pool *p, heap *h, slab *s) {
+    uint64_t now = pool_purge_poll();
+    pool_lock_for_use(p, now);
+    central_slab_from_heap(p, h, s);
+    central_maybe_tick(p, now);
+    POOL_VALIDATE(p);
+    pool_unlock(p);
+}
+
+/* The next slab to allocate from, owned and on no list; NULL with ENOMEM. */
+static slab *next_slab(pk_pool *p, heap *h) {
+    slab *s = h->avail.head;
+    if (s) {
+        slab_list_remove(&h->avail, s);
+        return s;
+    }
+    for (int i = 0; i < FULL_SCAN && (s = h->full.head) != NULL; i++) {
+        slab_list_remove(&h->full, s);
+        if (__atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) {
+            collect_into(p, h, s);
+            return s;
+        }
+        slab_list_append(&h->full, s, HEAP_FULL);
+    }
+    uint64_t now = pool_purge_poll();
+    pool_lock_for_use(p, now);
+    s = central_slab_for_heap(p, h);
+    central_maybe_tick(p, now);
+    POOL_VALIDATE(p);
+    pool_unlock(p);
+    return s;
+}
+
+/* Links the current slab's next never-used slots onto the empty slot list. */
+static bool extend(pk_pool *p, heap *h, tc_slot *c, slab *s) {
+    if (s->bump >= s->capacity) return false;
+    void *list = NULL;
+    size_t before = touched(p, s);
+    size_t k = central_carve(p, s, p->extend, &list);
+    BUMP(h->used, k);
+    BUMP(h->allocs, k);
+    BUMP(h->resident, touched(p, s) - before);
+    tc_set(c, list, (intptr_t)k);
+    return true;
+}
+
+static void flush(pk_pool *p, heap *h);
+static void note_peak(pk_pool *p, heap *h);
+
+/* The slot list is empty: fill it. False with ENOMEM. */
+static bool refill(pk_pool *p, heap *h, tc_slot *c) {
+    if (h->pend_slab) flush(p, h); /* a slow path: what waits goes home now */
+    slab *s = h->cur;
+    if (s) {
+        void *head, *tail;
+        size_t n = central_collect(p, s, &head, &tail);
+        if (n) { /* remote frees of the current slab: straight onto the list */
+            h->collected += n;
+            BUMP(h->allocs, n);
+            BUMP(h->frees, n);
+            tc_set(c, head, (intptr_t)n);
+            return true;
+        }
+        if (extend(p, h, c, s)) return true;
+        uninstall(p, h, c); /* used up: every slot is out */
+        slab_list_append(&h->full, s, HEAP_FULL);
+    }
+    s = next_slab(p, h);
+    if (!s) return false;
+    install(p, h, c, s);
+    return tc_head(c) || extend(p, h, c, s);
+}
+
+/* The pool's peak (stats' peak_live): each refill adds what the heap took
+ * out or brought home since its last one to the pool's estimate, one atomic
+ * add per refill rather than per object. */
+static void note_peak(pk_pool *p, heap *h) {
+    /* Out: on its list or with the user. Remote frees leave the count when
+     * they are made (the freeing heap's remote_frees) and come back when the
+     * owner collects them onto its lists (collected), so objects waiting
+     * to be collected are not counted as out. */
+    int64_t out = (int64_t)(h->allocs - h->frees - h->remote_frees + h->collected), d = out - h->synced;
+    if (!d) return;
+    h->synced = out;
+    int64_t now = __atomic_add_fetch(&p->out_est, d, __ATOMIC_RELAXED);
+    int64_t peak = __atomic_load_n(&p->peak_est, __ATOMIC_RELAXED);
+    while (now > peak && !__atomic_compare_exchange_n(&p->peak_est, &peak, now, true, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED)) {
+    }
+}
+
+void *heap_alloc(pk_pool *p, tc_slot *c) {
+    heap *h = heap_get(p, c);
+    if (!tc_head(c)) {
+        if (!refill(p, h, c)) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        note_peak(p, h);
+    }
+    char *obj = tc_head(c);
+    char *next = (char *)link_load(p, obj);
+    if (p->hardened && next) harden_check_slab_link(p, h->cur, obj, next);
+    tc_set(c, next, tc_count(c) - 1);
+    return obj;
+}
+
+/* ---- Frees. ---- */
+
+static void push_chain(pk_pool *p, slab *s, void *head, void *tail, size_t n) {
+    if (unlikely(s->lost)) return; /* fork child: its objects stay counted as live */
+    /* Counted before the push, so the collector never takes it below 0. */
+    __atomic_add_fetch(&p->remote_pending, (int64_t)n, __ATOMIC_RELAXED);
+    void *old = __atomic_load_n(&s->thread_free, __ATOMIC_RELAXED);
+    do link_store(p, tail, (uintptr_t)old);
+    while (!__atomic_compare_exchange_n(&s->thread_free, &old, head, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+}
+
+static void flush(pk_pool *p, heap *h) {
+    push_chain(p, h->pend_slab, h->pend_head, h->pend_tail, h->pend_n);
+    h->pend_slab = NULL;
+    h->pend_head = h->pend_tail = NULL;
+    __atomic_store_n(&h->pend_n, 0, __ATOMIC_RELAXED);
+}
+
+static void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
+    BUMP(h->remote_frees, 1);
+    /* a thread that only frees has no refills: it tells the pool's peak
+     * estimate every REMOTE_BATCH frees instead */
+    if ((h->remote_frees & (REMOTE_BATCH - 1)) == 0) note_peak(p, h);
+    if (h->pend_slab == s) {
+        if (unlikely(obj == h->pend_head)) central_report_double_free(p, obj);
+        link_store(p, obj, (uintptr_t)h->pend_head);
+        h->pend_head = obj;
+        BUMP(h->pend_n, 1);
+        if (h->pend_n >= REMOTE_BATCH) flush(p, h);
+        return;
+    }
+    if (h->pend_slab) flush(p, h);
+    h->pend_slab = s;
+    h->pend_head = h->pend_tail = obj;
+    BUMP(h->pend_n, 1);
+}
+
+void heap_free_remote_now(pk_pool *p, slab *s, void *obj) {
+    __atomic_add_fetch(&p->remote_frees, 1, __ATOMIC_RELAXED);
+    push_chain(p, s, obj, obj, 1);
+}
+
+void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
+    heap *h = heap_get(p, c);
+    if (s == h->cur) {
+        if (unlikely(obj == tc_head(c))) central_report_double_free(p, obj);
+        link_store(p, obj, (uintptr_t)tc_head(c));
+        tc_set(c, obj, tc_count(c) + 1);
+        return;
+    }
+    if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h) {
+        free_remote(p, h, s, obj);
+        return;
+    }
+    if (unlikely(obj == s->free || s->used == 0)) central_report_double_free(p, obj);
+    link_store(p, obj, (uintptr_t)s->free);
+    s->free = obj;
+    s->used--;
+    BUMP(h->used, -1);
+    BUMP(h->frees, 1);
+    if (s->used == 0) {
+        slab_list_remove(s->list == HEAP_FULL ? &h->full : &h->avail, s);
+        give_to_pool(p, h, s);
+    } else if (s->list == HEAP_FULL) {
+        slab_list_remove(&h->full, s);
+        slab_list_push(&h->avail, s, HEAP_AVAIL);
+    }
+}
+
+/* ---- Whole heaps. ---- */
+
+static void abandon_slab(pk_pool *p, heap *h, slab *s) {
+    collect_into(p, h, s);
+    central_slab_from_heap(p, h, s);
+}
+
+void heap_abandon(pk_pool *p, tc_slot *c) {
+    heap *h = c->heap;
+    if (!h) return;
+    ASSERT_POOL_LOCKED(p);
+    if (h->pend_slab) flush(p, h);
+    if (h->cur) abandon_slab(p, h, uninstall(p, h, c));
+    for (slab *s; (s = h->avail.head) != NULL;) {
+        slab_list_remove(&h->avail, s);
+        abandon_slab(p, h, s);
+    }
+    for (slab *s; (s = h->full.head) != NULL;) {
+        slab_list_remove(&h->full, s);
+        abandon_slab(p, h, s);
+    }
+    PK_ASSERT_INTERNAL(h->used == 0 && h->resident == 0);
+    note_peak(p, h); /* its count stays: its live objects are still out */
+    p->allocs += h->allocs;
+    p->frees += h->frees;
+    __atomic_add_fetch(&p->remote_frees, h->remote_frees, __ATOMIC_RELAXED);
+    if (h->prev) h->prev->next = h->next;
+    else p->heaps = h->next;
+    if (h->next) h->next->prev = h->prev;
+    memset(h, 0, sizeof *h);
+    c->heap = NULL;
+    tc_set(c, NULL, 0);
+    __atomic_store_n(&c->cur, 0, __ATOMIC_RELAXED);
+}
+
+void heap_abandon_all(pk_pool *p) {
+    while (p->heaps) heap_abandon(p, p->heaps->slot);
+}
+
+void heap_sum(const pk_pool *p, heap_sums *out) {
+    memset(out, 0, sizeof *out);
+    for (const heap *h = p->heaps; h; h = h->next) {
+        out->idle += (size_t)tc_count(h->slot) + __atomic_load_n(&h->pend_n, __ATOMIC_RELAXED);
+        out->used += __atomic_load_n(&h->used, __ATOMIC_RELAXED);
+        out->resident += __atomic_load_n(&h->resident, __ATOMIC_RELAXED);
+        out->allocs += __atomic_load_n(&h->allocs, __ATOMIC_RELAXED);
+        out->frees += __atomic_load_n(&h->frees, __ATOMIC_RELAXED);
+        out->remote_frees += __atomic_load_n(&h->remote_frees, __ATOMIC_RELAXED);
+    }
+}
+
+void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
+    heap *kept = NULL;
+    for (heap *h = p->heaps, *next; h; h = next) {
+        next = h->next;
+        if (h->slot >= mine && h->slot < mine_end) {
+            kept = h;
+            continue;
+        }
+        /* Its thread is gone and may have been changing it: only the
+         * counters the pool's lock guards are read. */
+        p->heap_slabs -= h->slabs;
+        p->heap_bytes -= h->bytes;
+        p->allocs += h->allocs;
+        p->frees += h->frees;
+    }
+    p->heaps = kept;
+    if (kept) kept->prev = kept->next = NULL;
+    if (kept && kept->pend_slab && __atomic_load_n(&kept->pend_slab->owner, __ATOMIC_RELAXED) != kept &&
+        __atomic_load_n(&kept->pend_slab->owner, __ATOMIC_RELAXED) != NULL) {
+        /* waiting for a slab about to be lost: its objects stay counted live */
+        kept->pend_slab = NULL;
+        kept->pend_head = kept->pend_tail = NULL;
+        kept->pend_n = 0;
+    }
+    /* The slabs of the heaps gone, found by the pool's list of all slabs
+     * (whose owner changes only under the pool's lock). */
+    for (slab *s = p->all; s; s = s->all_next) {
+        heap *o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+        if (o && o != kept) central_lose_slab(p, s);
+    }
+}
