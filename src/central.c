@@ -193,16 +193,16 @@ static void take_fresh(pk_pool *p, slab *s, size_t k, void **list) {
 }
 
 /* Hardened pools' fresh slots go out shuffled: policy.h, SHUFFLE_RUN. */
-static uint64_t next_random(pk_pool *p) {
-    uint64_t x = p->rng; /* xorshift64* */
+static uint64_t next_random(uint64_t *rng) {
+    uint64_t x = *rng; /* xorshift64* */
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
-    p->rng = x;
+    *rng = x;
     return x * 0x2545F4914F6CDD1Dull;
 }
 
-static void take_fresh_shuffled(pk_pool *p, slab *s, size_t k, void **list) {
+static void take_fresh_shuffled(pk_pool *p, uint64_t *rng, slab *s, size_t k, void **list) {
     uint8_t order[SHUFFLE_RUN], next[SHUFFLE_SLICES], end[SHUFFLE_SLICES];
     size_t slices = k < SHUFFLE_SLICES ? k : SHUFFLE_SLICES;
     for (size_t i = 0; i < slices; i++) {
@@ -210,7 +210,7 @@ static void take_fresh_shuffled(pk_pool *p, slab *s, size_t k, void **list) {
         end[i] = (uint8_t)(k * (i + 1) / slices - 1);
     }
     for (size_t n = 0, live = slices; n < k; n++) {
-        size_t i = (size_t)(next_random(p) % live);
+        size_t i = (size_t)(next_random(rng) % live);
         order[n] = next[i];
         if (next[i]++ == end[i]) { /* slice used up: the last live one takes its place */
             live--;
@@ -245,6 +245,13 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
                 got += k;
                 continue;
             }
+            if (p->hardened && !p->debug && !s->free && fresh) { /* SHUFFLE */
+                size_t k = fresh < need ? fresh : need;
+                if (k > SHUFFLE_RUN) k = SHUFFLE_RUN;
+                take_fresh_shuffled(p, &p->rng, s, k, list);
+                got += k;
+                continue;
+            }
             char *obj = take_one(p, s);
             link_store(p, obj, (uintptr_t)*list);
             *list = obj;
@@ -264,7 +271,7 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
     return got;
 }
 
-size_t central_carve(pk_pool *p, slab *s, size_t k, void **list) {
+size_t central_carve(pk_pool *p, uint64_t *rng, slab *s, size_t k, void **list) {
     size_t fresh = s->capacity - s->bump;
     if (k > fresh) k = fresh;
     if (p->hardened) {
@@ -272,7 +279,7 @@ size_t central_carve(pk_pool *p, slab *s, size_t k, void **list) {
         for (size_t done = 0; done < k;) {
             size_t run = k - done < SHUFFLE_RUN ? k - done : SHUFFLE_RUN;
             void *part = NULL;
-            take_fresh_shuffled(p, s, run, &part);
+            take_fresh_shuffled(p, rng, s, run, &part);
             if (tail) link_store(p, tail, (uintptr_t)part); /* runs in address order */
             else first = part;
             tail = part;
@@ -422,11 +429,12 @@ static size_t touched_bytes(const pk_pool *p, const slab *s) {
     return bytes < s->span ? bytes : s->span;
 }
 
-slab *central_slab_for_heap(pk_pool *p, heap *h) {
+slab *central_slab_for_heap(pk_pool *p, heap *h, bool may_map) {
     ASSERT_POOL_LOCKED(p);
     slab *s = p->lists[SLAB_PARTIAL].head;
     if (s) collect_own(p, s); /* it may have emptied meanwhile: taken all the same */
     else s = p->lists[SLAB_EMPTY].head;
+    if (!s && !may_map) return NULL;
     if (!s) {
         s = slab_for_take(p, true); /* a new one, on PARTIAL */
         if (!s) {
@@ -483,17 +491,17 @@ void central_note_peak(pk_pool *p) {
     if (p->out > p->peak_out) p->peak_out = p->out;
 }
 
-void central_lose_slab(pk_pool *p, slab *s) {
-    /* Its remote frees are counted off the pending total, walking only
-     * links that stay inside the slab (its thread may have been pushing). */
+size_t central_count_remote(pk_pool *p, slab *s) {
     size_t n = 0;
     for (char *f = s->thread_free; f && n < s->capacity; n++) {
-        long idx = slab_slot_index(s, f, &p->geo);
-        if (idx < 0) break;
+        if (slab_slot_index(s, f, &p->geo) < 0) break; /* never followed out of the slab */
         f = (char *)link_load(p, f);
     }
-    p->remote_pending -= (int64_t)n;
-    s->thread_free = NULL;
+    return n;
+}
+
+void central_lose_slab(pk_pool *p, slab *s) {
+    s->thread_free = NULL; /* its objects stay counted as live */
     s->owner = NULL;
     s->lost = true;
     s->free = NULL;

@@ -22,8 +22,8 @@
  * Invariants (pool_internal.h states where each free object is):
  *   - a slab the heap owns has owner == the heap and is its cur (list
  *     HEAP_CUR, free list NULL: its free objects are on the slot list, and
- *     used counts them as out) or on avail (free list not empty) or full
- *     (free list empty);
+ *     used counts them as out) or on avail (free slots: on its free list or
+ *     never handed out) or full (none);
  *   - h->used is the sum of its slabs' used counts; slot->count the length
  *     of slot->head; pend_n the length of the pending chain, whose objects
  *     all belong to pend_slab, which the heap does not own;
@@ -54,6 +54,7 @@ static heap *heap_get(pk_pool *p, tc_slot *c) {
     memset(h, 0, sizeof *h);
     h->pool = p;
     h->slot = c;
+    h->rng = (p->hard.secret ^ (uintptr_t)h) * 0x9E3779B97F4A7C15ull | 1; /* read-only after creation */
     pool_lock(p);
     h->next = p->heaps;
     if (p->heaps) p->heaps->prev = h;
@@ -123,10 +124,25 @@ static void give_to_pool(pk_pool *p, heap *h, slab *s) {
     pool_unlock(p);
 }
 
-/* The next slab to allocate from, owned and on no list; NULL with ENOMEM. */
-static slab *next_slab(pk_pool *p, heap *h) {
+/* Whether the pool has a slab a heap could take without mapping one: read
+ * without the lock, a hint (a wrong one costs a lock or a page). */
+static bool pool_has_slab(const pk_pool *p) {
+    return __atomic_load_n(&p->lists[SLAB_PARTIAL].count, __ATOMIC_RELAXED) +
+               __atomic_load_n(&p->lists[SLAB_EMPTY].count, __ATOMIC_RELAXED) > 0;
+}
+
+/* Whether allocating from s would touch memory touched before. */
+static bool has_touched_free(const slab *s) { return s->free || s->bump < s->high; }
+
+/* The next slab to allocate from, owned and on no list: one of the heap's
+ * own with free slots, a full one whose remote frees came in, or one from
+ * the pool. With may_map false only slabs with free slots in memory
+ * touched before, with may_map true any, a new one last. NULL (with ENOMEM
+ * if may_map) when there is none. The heap's avail list keeps slabs with
+ * freed slots at the front and those with only fresh ones at the back. */
+static slab *next_slab(pk_pool *p, heap *h, bool may_map) {
     slab *s = h->avail.head;
-    if (s) {
+    if (s && has_touched_free(s)) {
         slab_list_remove(&h->avail, s);
         return s;
     }
@@ -138,13 +154,21 @@ static slab *next_slab(pk_pool *p, heap *h) {
         }
         slab_list_append(&h->full, s, HEAP_FULL);
     }
-    uint64_t now = pool_purge_poll();
-    pool_lock_for_use(p, now);
-    s = central_slab_for_heap(p, h);
-    central_maybe_tick(p, now);
-    POOL_VALIDATE(p);
-    pool_unlock(p);
-    return s;
+    if (pool_has_slab(p) || (may_map && !h->avail.head)) {
+        uint64_t now = pool_purge_poll();
+        pool_lock_for_use(p, now);
+        s = central_slab_for_heap(p, h, may_map && !h->avail.head);
+        central_maybe_tick(p, now);
+        POOL_VALIDATE(p);
+        pool_unlock(p);
+        if (s) return s;
+    }
+    if (may_map && (s = h->avail.head) != NULL) {
+        slab_list_remove(&h->avail, s);
+        return s;
+    }
+    if (may_map && !s) errno = ENOMEM;
+    return NULL;
 }
 
 /* Links the current slab's next never-used slots onto the empty slot list. */
@@ -152,7 +176,7 @@ static bool extend(pk_pool *p, heap *h, tc_slot *c, slab *s) {
     if (s->bump >= s->capacity) return false;
     void *list = NULL;
     size_t before = touched(p, s);
-    size_t k = central_carve(p, s, p->extend, &list);
+    size_t k = central_carve(p, &h->rng, s, p->extend, &list);
     BUMP(h->used, k);
     BUMP(h->allocs, k);
     BUMP(h->resident, touched(p, s) - before);
@@ -163,10 +187,15 @@ static bool extend(pk_pool *p, heap *h, tc_slot *c, slab *s) {
 static void flush(pk_pool *p, heap *h);
 static void note_peak(pk_pool *p, heap *h);
 
-/* The slot list is empty: fill it. False with ENOMEM. */
+/* The slot list is empty: fill it. False with ENOMEM.
+ *
+ * Memory touched before comes first: the current slab's remote frees, its
+ * slots below its high mark, then any slab with free slots (the heap's own,
+ * or the pool's), and only then slots never touched, so a program that
+ * repeats a phase faults no page back in. */
 static bool refill(pk_pool *p, heap *h, tc_slot *c) {
     if (h->pend_slab) flush(p, h); /* a slow path: what waits goes home now */
-    slab *s = h->cur;
+    slab *s = h->cur, *next = NULL;
     if (s) {
         void *head, *tail;
         size_t n = central_collect(p, s, &head, &tail);
@@ -177,14 +206,17 @@ static bool refill(pk_pool *p, heap *h, tc_slot *c) {
             tc_set(c, head, (intptr_t)n);
             return true;
         }
-        if (extend(p, h, c, s)) return true;
-        uninstall(p, h, c); /* used up: every slot is out */
-        slab_list_append(&h->full, s, HEAP_FULL);
+        if (s->bump < s->high && extend(p, h, c, s)) return true;
+        next = next_slab(p, h, false);
+        if (!next && extend(p, h, c, s)) return true;
+        uninstall(p, h, c); /* every slot out, or fresh ones left for later */
+        if (s->bump < s->capacity) slab_list_append(&h->avail, s, HEAP_AVAIL);
+        else slab_list_append(&h->full, s, HEAP_FULL);
     }
-    s = next_slab(p, h);
-    if (!s) return false;
-    install(p, h, c, s);
-    return tc_head(c) || extend(p, h, c, s);
+    if (!next) next = next_slab(p, h, true);
+    if (!next) return false;
+    install(p, h, c, next);
+    return tc_head(c) || extend(p, h, c, next);
 }
 
 /* The pool's peak (stats' peak_live): each refill adds what the heap took
@@ -372,4 +404,9 @@ void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
         heap *o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
         if (o && o != kept) central_lose_slab(p, s);
     }
+    /* A thread gone may have counted a push it had not made yet: the
+     * pending total is counted afresh from the lists themselves. */
+    int64_t pending = 0;
+    for (slab *s = p->all; s; s = s->all_next) pending += (int64_t)central_count_remote(p, s);
+    p->remote_pending = pending;
 }

@@ -94,6 +94,7 @@ typedef struct heap {
     int64_t synced;            /* its objects out, as last added to the pool's out_est */
     uint64_t allocs, frees, remote_frees;
     uint64_t collected;        /* remote frees taken off its slabs' thread_free */
+    uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
 } heap;
 
 struct pk_pool {
@@ -130,7 +131,8 @@ struct pk_pool {
     size_t limit;
     size_t key;       /* index of the pool's slot in every thread's table */
     size_t extend;    /* fresh slots a heap links at a time (policy.h, EXTEND_BYTES) */
-    uint64_t rng;     /* hardened pools: the order of fresh slots (under lock) */
+    uint64_t rng;     /* hardened pools: the order of fresh slots of direct calls
+                         (under lock), and the seed of each heap's own */
     struct pk_pool *prev, *next; /* the list of live pools, under the pool list's lock;
                                     next links spare records too (pool.c) */
     /* POOL_LIVE from a successful create to destroy, then POOL_DEAD: the
@@ -245,16 +247,17 @@ void central_give(pk_pool *p, void *obj);
  * returns the bytes given back. */
 size_t central_release(pk_pool *p, bool all);
 /* A slab for heap h to own: one of the pool's partly used slabs, else an
- * empty one, else a new one; NULL with errno ENOMEM. Its counts move from
- * the pool to the heap. */
-slab *central_slab_for_heap(pk_pool *p, heap *h);
+ * empty one, else, if may_map, a new one; NULL (with errno ENOMEM if
+ * may_map) when there is none. Its counts move from the pool to the heap. */
+slab *central_slab_for_heap(pk_pool *p, heap *h, bool may_map);
 /* A slab its heap gives back (empty, or its thread is leaving): its counts
  * move to the pool, and it goes on the list its counts say. */
 void central_slab_from_heap(pk_pool *p, heap *h, slab *s);
 /* Links up to k never-used slots of s (from bump) onto *list in address
  * order, constructing them if the pool has a construct hook; hardened pools
- * shuffle them (SHUFFLE). Returns how many; counts them in s->used. */
-size_t central_carve(pk_pool *p, slab *s, size_t k, void **list);
+ * shuffle them (SHUFFLE) with the caller's generator *rng (a heap's own,
+ * or the pool's under its lock). Returns how many; counts them in s->used. */
+size_t central_carve(pk_pool *p, uint64_t *rng, slab *s, size_t k, void **list);
 /* Takes s's thread_free (remote frees), checking each link on hardened
  * pools; returns the count, and the chain's tail in *tail. The caller owns
  * s (its heap's thread, or the pool's lock for the pool's own slabs). */
@@ -317,6 +320,9 @@ void heap_sum(const pk_pool *p, heap_sums *out);
 void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end);
 /* central.c: s, owned by a heap gone with its thread, onto the LOST list. */
 void central_lose_slab(pk_pool *p, slab *s);
+/* central.c, fork child: the objects on s's thread_free, counted by a walk
+ * that never leaves the slab. */
+size_t central_count_remote(pk_pool *p, slab *s);
 
 /* ---- pool.c and pool_slow.c ---- */
 

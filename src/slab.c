@@ -185,7 +185,7 @@ void slab_list_push(slab_list *l, slab *s, slab_list_id id) {
     if (l->head) l->head->prev = s;
     else l->tail = s;
     l->head = s;
-    l->count++;
+    __atomic_store_n(&l->count, l->count + 1, __ATOMIC_RELAXED);
     s->list = id;
 }
 
@@ -195,7 +195,7 @@ void slab_list_append(slab_list *l, slab *s, slab_list_id id) {
     if (l->tail) l->tail->next = s;
     else l->head = s;
     l->tail = s;
-    l->count++;
+    __atomic_store_n(&l->count, l->count + 1, __ATOMIC_RELAXED);
     s->list = id;
 }
 
@@ -205,6 +205,6 @@ void slab_list_remove(slab_list *l, slab *s) {
     if (s->next) s->next->prev = s->prev;
     else l->tail = s->prev;
     s->prev = s->next = NULL;
-    l->count--;
+    __atomic_store_n(&l->count, l->count - 1, __ATOMIC_RELAXED);
     s->list = SLAB_NOWHERE;
 }

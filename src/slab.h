@@ -40,8 +40,8 @@ typedef enum {
     SLAB_LOST, /* fork child: owned by a thread that did not survive; every slot
                   ever handed out counts as live, none is handed out again */
     SLAB_LISTS,
-    HEAP_AVAIL = SLAB_LISTS, /* owned, some slots on its free list */
-    HEAP_FULL,               /* owned, none on its free list (remote frees may wait) */
+    HEAP_AVAIL = SLAB_LISTS, /* owned, with free slots (freed, or never handed out) */
+    HEAP_FULL,               /* owned, none free (remote frees may wait on thread_free) */
     HEAP_CUR,                /* owned, the slab the heap allocates from: on no list */
     SLAB_NOWHERE
 } slab_list_id;
@@ -70,6 +70,8 @@ typedef struct slab {
     size_t sites_bytes;       /* mapped for sites */
 } slab;
 
+/* count is stored with relaxed atomics: a heap reads a pool's counts
+ * without the lock, as a hint of whether the pool has a slab for it. */
 typedef struct slab_list {
     slab *head, *tail;
     size_t count;
