@@ -1,0 +1,445 @@
+/* Pools: each thread's heap (src/heap.c). A thread owns slabs of each pool
+ * it uses and allocates from one of them at a time; its own frees go to
+ * their slab, other threads' frees go home to the owner's slab in batches;
+ * a slab whose last object comes home goes back to the pool, restarted in
+ * address order; thread exit and trim give a heap's slabs to the pool.
+ *
+ * "Block" below is an object's 64 KiB-aligned address range: a slab of
+ * small objects is one block, so consecutive allocations in different
+ * blocks are a switch from one slab to another.
+ *
+ * Public API only. POOLKIT_TEST_SCALE scales the larger loops down for
+ * sanitizer and valgrind runs (support.h). */
+#include "support.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <set>
+#include <thread>
+
+using namespace pktest;
+
+namespace {
+
+constexpr unsigned kBlockShift = 16; /* 64 KiB */
+
+uintptr_t block_of(const void *p) { return reinterpret_cast<uintptr_t>(p) >> kBlockShift; }
+
+/* How often consecutive objects of objs lie in different blocks. */
+size_t block_switches(const std::vector<void *> &objs) {
+    size_t n = 0;
+    for (size_t i = 1; i < objs.size(); i++) n += block_of(objs[i]) != block_of(objs[i - 1]);
+    return n;
+}
+
+size_t distinct_blocks(const std::vector<void *> &objs) {
+    std::set<uintptr_t> b;
+    for (void *o : objs) b.insert(block_of(o));
+    return b.size();
+}
+
+/* Of the consecutive pairs within one block after the first run of objs
+ * in one block, the share in ascending order. (The first run is the
+ * thread's current slab, whose own list keeps its free order.) */
+double ascending_share_after_first_run(const std::vector<void *> &objs) {
+    size_t same = 0, up = 0, i = 1;
+    while (i < objs.size() && block_of(objs[i]) == block_of(objs[i - 1])) i++;
+    for (; i < objs.size(); i++) {
+        if (block_of(objs[i]) != block_of(objs[i - 1])) continue;
+        same++;
+        up += objs[i] > objs[i - 1];
+    }
+    return same ? static_cast<double>(up) / static_cast<double>(same) : 0.0;
+}
+
+void shuffle(std::vector<void *> &v, uint64_t seed) {
+    Rng rng(seed);
+    for (size_t i = v.size(); i > 1; i--) std::swap(v[i - 1], v[rng.below(i)]);
+}
+
+/* How many of objs are in set. */
+size_t count_in(const std::vector<void *> &objs, const std::set<void *> &set) {
+    size_t n = 0;
+    for (void *o : objs) n += set.count(o);
+    return n;
+}
+
+/* Waits until a flag is raised; raising it wakes every waiter. */
+class Gate {
+  public:
+    void open() {
+        std::lock_guard<std::mutex> g(m_);
+        open_ = true;
+        cv_.notify_all();
+    }
+    void wait() {
+        std::unique_lock<std::mutex> g(m_);
+        cv_.wait(g, [this] { return open_; });
+    }
+
+  private:
+    std::mutex m_;
+    std::condition_variable cv_;
+    bool open_ = false;
+};
+
+/* Counts every report and prints it (a fatal one still aborts: the test
+ * then dies with the report on stderr). */
+std::atomic<int> reports{0};
+void count_and_print(const pk_error *e, void *arg) {
+    reports++;
+    print_fields_handler(e, arg);
+}
+
+std::string fatal_line(const char *what, const char *pool, const void *ptr) {
+    return std::string("HANDLER severity=FATAL what=") + what + " pool=" + pool + " ptr=" + ptr_str(ptr);
+}
+
+}  // namespace
+
+/* ======================================================================
+ * Address order: objects go out slab by slab, ascending within a slab
+ * ==================================================================== */
+
+TEST(PoolHeap, AllFreedInRandomOrderComeBackSlabBySlabInAddressOrder) {
+    PoolPtr p = make_pool(64, 0, 0, "order");
+    const size_t n = scaled(20000, 5000);
+    std::vector<void *> first = alloc_n(p.get(), n);
+    ASSERT_EQ(first.size(), n);
+    shuffle(first, 1);
+    free_all(p.get(), first);
+
+    std::vector<void *> again = alloc_n(p.get(), n);
+    ASSERT_EQ(again.size(), n);
+    size_t switches = block_switches(again), blocks = distinct_blocks(again);
+    double up = ascending_share_after_first_run(again);
+    std::printf("%zu objects again: %zu blocks, %zu block switches, %.3f ascending within a block "
+                "after the current slab\n", n, blocks, switches, up);
+    /* Reused in the order freed, nearly every allocation would switch slabs
+     * and half the pairs would descend; restarted slabs hand out a stream. */
+    EXPECT_LE(switches, blocks + 2) << "objects do not come slab by slab";
+    EXPECT_GE(up, 0.95) << "emptied slabs are not handed out again in address order";
+    EXPECT_TRUE(no_overlap(again, 64));
+    free_all(p.get(), again);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+TEST(PoolHeap, HalfFreedInRandomOrderComesBackOneSlabAtATime) {
+    PoolPtr p = make_pool(64, 0, 0, "half");
+    const size_t n = scaled(20000, 5000);
+    std::vector<void *> objs = alloc_n(p.get(), n);
+    ASSERT_EQ(objs.size(), n);
+    size_t slabs = distinct_blocks(objs);
+    shuffle(objs, 2);
+    std::vector<void *> freed(objs.begin(), objs.begin() + static_cast<long>(n / 2));
+    std::vector<void *> kept(objs.begin() + static_cast<long>(n / 2), objs.end());
+    free_all(p.get(), freed);
+
+    std::vector<void *> again = alloc_n(p.get(), n / 2);
+    ASSERT_EQ(again.size(), n / 2);
+    size_t switches = block_switches(again);
+    std::printf("%zu of %zu objects (%zu blocks) freed at random and taken again: %zu block switches\n",
+                n / 2, n, slabs, switches);
+    EXPECT_LE(switches, slabs + 2) << "the objects freed come back in free order, across slabs";
+    std::vector<void *> all = kept;
+    all.insert(all.end(), again.begin(), again.end());
+    EXPECT_TRUE(no_overlap(all, 64));
+    free_all(p.get(), kept);
+    free_all(p.get(), again);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+/* ======================================================================
+ * Remote frees go home to the owner's slabs
+ * ==================================================================== */
+
+TEST(PoolHeap, RemoteFreesGoHomeToTheOwnerNotToTheFreeingThread) {
+    PoolPtr p = make_pool(64, 0, 0, "home");
+    const size_t k = 4000; /* a few slabs: the owner looks at all of them (FULL_SCAN) */
+    std::vector<void *> mine = alloc_n(p.get(), k); /* main is the owner, A */
+    ASSERT_EQ(mine.size(), k);
+    const std::set<void *> mine_set(mine.begin(), mine.end());
+    std::set<uintptr_t> my_blocks;
+    for (void *o : mine) my_blocks.insert(block_of(o));
+
+    std::vector<void *> theirs;
+    std::thread b([&] {
+        for (void *o : mine) pk_pool_free(p.get(), o);
+        theirs = alloc_n(p.get(), k);
+        std::vector<void *> copy = theirs;
+        free_all(p.get(), copy);
+        pk_pool_trim(p.get()); /* B's waiting frees home, its own empty slabs to the system */
+    });
+    b.join();
+    ASSERT_EQ(theirs.size(), k);
+    size_t taken = count_in(theirs, mine_set), in_my_slabs = 0;
+    for (void *o : theirs) in_my_slabs += my_blocks.count(block_of(o));
+    EXPECT_EQ(taken, 0u) << "the freeing thread got the owner's objects back";
+    EXPECT_EQ(in_my_slabs, 0u) << "the freeing thread allocated from the owner's slabs";
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+
+    size_t reserved = stats_of(p.get()).bytes_reserved;
+    std::vector<void *> again = alloc_n(p.get(), k);
+    ASSERT_EQ(again.size(), k);
+    size_t back = count_in(again, mine_set), outside = 0;
+    for (void *o : again) outside += !my_blocks.count(block_of(o));
+    std::printf("owner's second %zu: %zu of its freed objects, %zu outside its slabs\n", k, back, outside);
+    EXPECT_EQ(outside, 0u) << "the owner left its own slabs while they held its freed objects";
+    EXPECT_GE(back, k / 2) << "the owner did not get its remotely freed objects back";
+    EXPECT_EQ(stats_of(p.get()).bytes_reserved, reserved) << "the owner mapped memory it already had";
+    EXPECT_EQ(stats_of(p.get()).live, k);
+    free_all(p.get(), again);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+/* ======================================================================
+ * Slabs emptied by other threads, and heaps of exited threads
+ * ==================================================================== */
+
+TEST(PoolHeap, SlabsEmptiedByAnotherThreadGoBackAtTrimOnceTheOwnerExits) {
+    PoolPtr p = make_pool(64, 0, 0, "emptied");
+    const size_t k = 3000;
+    std::vector<void *> objs;
+    Gate made, leave;
+    std::thread a([&] {
+        objs = alloc_n(p.get(), k);
+        made.open();
+        leave.wait(); /* owns its slabs while B frees everything */
+    });
+    made.wait();
+    ASSERT_EQ(objs.size(), k);
+    std::thread b([&] { for (void *o : objs) pk_pool_free(p.get(), o); });
+    b.join();
+    EXPECT_EQ(stats_of(p.get()).live, 0u) << "remote frees sent home at B's exit count as free";
+    leave.open();
+    a.join();
+    pk_pool_stats before = stats_of(p.get());
+    EXPECT_EQ(before.live, 0u);
+    EXPECT_GT(before.bytes_reserved, 0u);
+    size_t released = pk_pool_trim(p.get());
+    pk_pool_stats after = stats_of(p.get());
+    EXPECT_EQ(after.live, 0u);
+    EXPECT_EQ(after.slabs, 0u) << "a slab emptied by remote frees stayed after its owner left";
+    EXPECT_EQ(after.bytes_reserved, 0u);
+    EXPECT_EQ(released, before.bytes_reserved);
+}
+
+TEST(PoolHeap, ObjectsOfAnExitedThreadFreedElsewhereLeaveNoLiveObjectOrSlab) {
+    PoolPtr p = make_pool(64, 0, 0, "abandoned");
+    const size_t k = 3000;
+    std::vector<void *> objs;
+    std::thread t([&] { objs = alloc_n(p.get(), k); }); /* exits with every object in use */
+    t.join();
+    ASSERT_EQ(objs.size(), k);
+    EXPECT_EQ(stats_of(p.get()).live, k);
+    for (size_t i = 0; i < k; i++) {
+        pk_pool_free(p.get(), objs[i]);
+        if (i == k / 3) {
+            EXPECT_EQ(stats_of(p.get()).live, k - i - 1);
+        }
+    }
+    EXPECT_EQ(stats_of(p.get()).live, 0u) << "remote frees into abandoned slabs not counted";
+    EXPECT_EQ(stats_of(p.get()).remote_frees, k);
+    pk_pool_trim(p.get());
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.live, 0u);
+    EXPECT_EQ(s.slabs, 0u) << "the exited thread's slabs stayed after every object came home";
+}
+
+/* ======================================================================
+ * stats: exact while threads are quiescent
+ * ==================================================================== */
+
+TEST(PoolHeap, LiveCountsObjectsWaitingInPendingChainsAndThreadFreeAsFree) {
+    PoolPtr p = make_pool(64, 0, 0, "exact");
+    /* Main (the owner) takes 300 objects: one slab. B frees 100 of them: a
+     * batch of 64 (REMOTE_BATCH) goes onto the slab's thread_free, which the
+     * owner has not collected yet, and 36 wait in B's pending chain. */
+    const size_t k = 300, remote = 100;
+    std::vector<void *> objs = alloc_n(p.get(), k);
+    ASSERT_EQ(objs.size(), k);
+    ASSERT_EQ(distinct_blocks(objs), 1u);
+    Gate freed, leave;
+    std::thread b([&] {
+        for (size_t i = 0; i < remote; i++) pk_pool_free(p.get(), objs[i]);
+        freed.open();
+        leave.wait();
+    });
+    freed.wait();
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.live, k - remote) << "objects sent home but not collected, or waiting in a chain";
+    EXPECT_EQ(s.remote_frees, remote);
+
+    for (size_t i = remote; i < remote + 50; i++) pk_pool_free(p.get(), objs[i]); /* the owner's own */
+    s = stats_of(p.get());
+    EXPECT_EQ(s.live, k - remote - 50);
+    EXPECT_EQ(s.remote_frees, remote) << "an owner's own frees are not remote";
+
+    leave.open();
+    b.join(); /* B's chain goes home at its exit */
+    s = stats_of(p.get());
+    EXPECT_EQ(s.live, k - remote - 50);
+    EXPECT_EQ(s.remote_frees, remote);
+
+    std::vector<void *> more = alloc_n(p.get(), 1000); /* collects the remote frees */
+    ASSERT_EQ(more.size(), 1000u);
+    s = stats_of(p.get());
+    EXPECT_EQ(s.live, k - remote - 50 + 1000);
+    EXPECT_EQ(s.remote_frees, remote);
+    for (size_t i = remote + 50; i < k; i++) pk_pool_free(p.get(), objs[i]);
+    free_all(p.get(), more);
+    s = stats_of(p.get());
+    EXPECT_EQ(s.live, 0u);
+    EXPECT_EQ(s.remote_frees, remote);
+}
+
+/* ======================================================================
+ * Many pools x threads: a heap per thread per pool stays small
+ * ==================================================================== */
+
+TEST(PoolHeap, ThousandsOfPoolsTimesThreadsEachHoldLittleMemory) {
+    const size_t threads = 4, pools_n = scaled(2000, 50), per = 10;
+    std::vector<PoolPtr> pools;
+    for (size_t i = 0; i < pools_n; i++) {
+        pools.push_back(make_pool(64, 0, 0, "many"));
+        ASSERT_NE(pools.back(), nullptr);
+    }
+    std::vector<std::vector<void *>> got(threads);
+    std::vector<Gate> made(threads);
+    Gate release;
+    std::vector<std::thread> ts;
+    for (size_t t = 0; t < threads; t++)
+        ts.emplace_back([&, t] {
+            for (auto &pp : pools)
+                for (size_t j = 0; j < per; j++) got[t].push_back(pk_pool_alloc(pp.get()));
+            made[t].open();
+            release.wait();
+            for (size_t i = 0; i < pools.size(); i++)
+                for (size_t j = 0; j < per; j++) pk_pool_free(pools[i].get(), got[t][i * per + j]);
+        });
+    for (auto &g : made) g.wait();
+
+    std::vector<void *> all;
+    for (auto &v : got) all.insert(all.end(), v.begin(), v.end());
+    size_t nulls = static_cast<size_t>(std::count(all.begin(), all.end(), nullptr));
+    EXPECT_EQ(nulls, 0u);
+    EXPECT_TRUE(no_overlap(all, 64));
+    size_t max_reserved = 0, max_resident = 0, bad_live = 0;
+    for (auto &pp : pools) {
+        pk_pool_stats s = stats_of(pp.get());
+        bad_live += s.live != threads * per;
+        max_reserved = std::max(max_reserved, s.bytes_reserved);
+        max_resident = std::max(max_resident, s.bytes_resident);
+    }
+    std::printf("%zu threads x %zu pools x %zu objects: per pool at most %zu bytes reserved, %zu resident\n",
+                threads, pools_n, per, max_reserved, max_resident);
+    EXPECT_EQ(bad_live, 0u) << "pools whose live count is not the objects held";
+    EXPECT_LE(max_reserved, threads * ((64u << 10) + (4u << 10))) << "more than a slab per thread per pool";
+    /* A heap touches a page of slots at a time (EXTEND_BYTES), plus the
+     * slab header's page, with a page to spare. */
+    EXPECT_LE(max_resident, threads * 3 * page_size()) << "a thread's heap touched more than it used";
+
+    release.open();
+    for (auto &t : ts) t.join();
+    size_t not_empty = 0;
+    for (auto &pp : pools) {
+        pk_pool_trim(pp.get());
+        pk_pool_stats s = stats_of(pp.get());
+        not_empty += s.live != 0 || s.slabs != 0;
+    }
+    EXPECT_EQ(not_empty, 0u) << "pools left with objects or slabs after the threads freed, exited and trim";
+}
+
+/* ======================================================================
+ * Restart: skipped for pools with hooks
+ * ==================================================================== */
+
+TEST(PoolHeap, EmptiedSlabsOfAHookPoolKeepTheirConstructedObjects) {
+    HookPool hp(64);
+    ASSERT_NE(hp.pool, nullptr);
+    pk_pool *p = hp.pool.get();
+    const size_t n = 3000; /* three slabs: two empty by their owner's frees */
+    std::vector<void *> objs;
+    for (size_t i = 0; i < n; i++) {
+        void *o = pk_pool_alloc(p);
+        ASSERT_NE(o, nullptr);
+        ASSERT_EQ(hp.tracker.check_handed_out(o), "");
+        fill_pattern(o, 64, i);
+        hp.tracker.set_state(o, i);
+        objs.push_back(o);
+    }
+    shuffle(objs, 3);
+    free_all(p, objs);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        void *o = pk_pool_alloc(p);
+        ASSERT_NE(o, nullptr);
+        bad += !hp.tracker.check_handed_out(o).empty();
+        objs.push_back(o);
+    }
+    EXPECT_EQ(bad, 0u) << "objects lost the state their last user left";
+    EXPECT_EQ(hp.tracker.double_constructs(), 0) << "a slot constructed twice: the slab was restarted";
+    EXPECT_EQ(hp.tracker.violations(), "");
+    free_all(p, objs);
+    long constructs = hp.tracker.constructs();
+    hp.pool.reset();
+    EXPECT_EQ(hp.tracker.destructs(), constructs) << "destruct not once per constructed slot at destroy";
+    EXPECT_EQ(hp.tracker.constructed_now(), 0u);
+    EXPECT_EQ(hp.tracker.violations(), "");
+}
+
+/* ======================================================================
+ * Hardened pools
+ * ==================================================================== */
+
+TEST(PoolHeap, HardenedRemoteFreesComeHomeWithoutAReport) {
+    reports = 0;
+    pk_set_error_handler(count_and_print, nullptr);
+    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hardpool");
+    const size_t k = 3000;
+    std::vector<void *> mine = alloc_n(p.get(), k);
+    ASSERT_EQ(mine.size(), k);
+    const std::set<void *> mine_set(mine.begin(), mine.end());
+    std::thread b([&] { for (void *o : mine) pk_pool_free(p.get(), o); });
+    b.join();
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+    size_t reserved = stats_of(p.get()).bytes_reserved;
+    std::vector<void *> again = alloc_n(p.get(), k);
+    ASSERT_EQ(again.size(), k);
+    EXPECT_GE(count_in(again, mine_set), k / 2) << "the owner did not get its remotely freed objects back";
+    EXPECT_EQ(stats_of(p.get()).bytes_reserved, reserved);
+    EXPECT_TRUE(no_overlap(again, 64));
+    free_all(p.get(), again);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+    p.reset();
+    pk_set_error_handler(nullptr, nullptr);
+    EXPECT_EQ(reports.load(), 0);
+}
+
+TEST(PoolHeapDeathTest, HardenedFreeOfTheObjectJustFreedIsADoubleFree) {
+    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hardpool");
+    void *o = pk_pool_alloc(p.get());
+    ASSERT_NE(o, nullptr);
+    PKTEST_EXPECT_REPORT(
+        {
+            pk_pool_free(p.get(), o);
+            pk_pool_free(p.get(), o);
+        },
+        fatal_line("double free", "hardpool", o));
+    pk_pool_free(p.get(), o);
+}
+
+TEST(PoolHeapDeathTest, HardenedRemoteFreeOfTheObjectJustFreedIsADoubleFree) {
+    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hardpool");
+    void *o = pk_pool_alloc(p.get());
+    ASSERT_NE(o, nullptr);
+    PKTEST_EXPECT_REPORT(
+        {
+            std::thread([&] {
+                pk_pool_free(p.get(), o); /* into this thread's pending chain */
+                pk_pool_free(p.get(), o);
+            }).join();
+        },
+        fatal_line("double free", "hardpool", o));
+    pk_pool_free(p.get(), o);
+}
