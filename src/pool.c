@@ -16,10 +16,15 @@
  *   - inline: threads' heaps (heap.c), the link word at offset 0, nothing
  *     to do per object. tc_key names the pool's slot, so the header's
  *     inline functions serve most calls.
- *   - heap: threads' heaps, but something per object (hardened links and
- *     checks, a construct hook's link word past the object, zeroing, tool
- *     builds): tc_key is TC_NO_KEY, so every call comes to the library,
- *     which uses the same slot and heap.
+ *   - hardened: threads' heaps with encoded links; tc_key is TC_NO_KEY, so
+ *     every call comes to the library, to a lean path that decodes and
+ *     checks each link and freed pointer against the current slab
+ *     (hard_near: one mask and a multiply, no address map) and takes the
+ *     heap path below for anything else.
+ *   - heap: threads' heaps, but something per object (a construct hook's
+ *     link word past the object, zeroing, tool builds): tc_key is
+ *     TC_NO_KEY, so every call comes to the library, which uses the same
+ *     slot and heap.
  *   - direct: no heap (debug checks, a limit): every call takes the pool's
  *     lock and works on the slabs.
  * pool_slow.c says how each works.
@@ -92,6 +97,17 @@ static void choose_path(pk_pool *p) {
                   pool_name(p), p->debug ? "debug checks" : p->limit ? "a limit"
                                                       : "every thread-cache key is in use");
         return;
+    }
+    /* The lean hardened path's checks need a slab's slots to span less
+     * than 4 GiB (hard_near); larger slots take the heap path. */
+    uint64_t span = (uint64_t)p->geo.capacity * p->geo.slot;
+    if (p->hardened && !p->zero && !TRACK_ENABLED && span < ((uint64_t)1 << 32)) {
+        p->hard.cache = p->key * sizeof(tc_slot);
+        p->hard.mask = p->geo.slab_align - 1;
+        p->hard.header = p->geo.header;
+        p->hard.recip = p->geo.recip;
+        p->hard.span = (uint32_t)span;
+        p->hard.link = (uint32_t)p->link_off;
     }
 #ifdef PK__HAVE_INLINE
     bool plain = p->link_off == 0 && !p->zero && !p->hardened;

@@ -44,13 +44,16 @@
 /* A thread's slot for one pool (32 bytes: the inline paths index the table
  * by key * sizeof(tc_slot)). head is the list allocation pops: the free
  * objects of the thread's current slab for the pool, linked through their
- * link words; count is its length. cur is that slab's address with the
- * pool's slab_low bits set, the value (obj | slab_low) takes for each of its
- * objects, so the inline free recognises an object of the current slab with
- * one or and one compare, and pushes it onto head; 0 when there is none
- * (no object ends with its low bits all set, NULL included). heap is the
- * thread's heap for the pool (heap.c), NULL until its first slow path.
- * {NULL, 0, 0, NULL} is a slot the thread has not set up. */
+ * link words. cur is that slab's address with the pool's slab_low bits set,
+ * the value (obj | slab_low) takes for each of its objects, so the inline
+ * free recognises an object of the current slab with one or and one
+ * compare, and pushes it onto head; 0 when there is none (no object ends
+ * with its low bits all set, NULL included). count is the list's length as
+ * the library's own paths leave it: exact for pools the inline paths and
+ * the hardened lean path never serve, stale for the others (those paths do
+ * not count, and stats walk their lists instead: heap_sum). heap is the thread's heap for the
+ * pool (heap.c), NULL until its first slow path. All zero is a slot the
+ * thread has not set up. */
 typedef struct tc_slot {
     void *head;
     uintptr_t cur;
@@ -60,7 +63,7 @@ typedef struct tc_slot {
 
 /* The library reads and writes slots with relaxed atomics: plain moves on
  * the machine, but visible as such to ThreadSanitizer, since stats read
- * other threads' counts. */
+ * other threads' slots. */
 static inline void *tc_head(const tc_slot *c) { return __atomic_load_n(&c->head, __ATOMIC_RELAXED); }
 static inline intptr_t tc_count(const tc_slot *c) { return __atomic_load_n(&c->count, __ATOMIC_RELAXED); }
 static inline void tc_set(tc_slot *c, void *head, intptr_t count) {

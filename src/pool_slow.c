@@ -2,7 +2,12 @@
  * pool.h's inline halves call pk__pool_alloc_slow / pk__pool_free_slow):
  * mimalloc's alloc.c and free.c.
  *
- * Two paths, chosen once per pool at creation (pool.c, choose_path):
+ * Three paths, chosen once per pool at creation (pool.c, choose_path):
+ *   - the hardened lean path: a hardened pool's slot list, which holds
+ *     objects of the current slab only: each link is decoded and checked
+ *     to name a slot of that slab (hard_near) before it is followed, and a
+ *     freed pointer of that slab is checked the same way, with the head
+ *     freed again reported; anything else takes the heap path.
  *   - the heap path: the calling thread's heap for the pool (heap.c), for
  *     every pool with thread slots; pools the inline paths cannot serve
  *     (hardened, hooks, zeroing, tool builds) come here on every call and
@@ -67,13 +72,38 @@ static PK_NOINLINE void free_captured(pk_pool *p, void *obj, void *caller) {
     pool_free_generic(p, obj);
 }
 
+static PK_NOINLINE void *alloc_lean_refused(pk_pool *p, char *obj, char *next) {
+    report_corrupted_link(p, obj, next, "not a free slot of its slab");
+}
+
+/* Kept apart from the heap path, so the lean path pays for no registers
+ * the heap path needs. */
 void *pk__pool_alloc_slow(pk_pool *p) {
+    if (p->hard.cache) {
+        tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.cache);
+        char *obj = tc_head(c);
+        if (likely(obj != NULL)) {
+            char *next = (char *)link_code(p, obj, *(uintptr_t *)(obj + p->hard.link));
+            if (unlikely(next && !hard_near(p, (uintptr_t)next, c->cur))) return alloc_lean_refused(p, obj, next);
+            __atomic_store_n(&c->head, next, __ATOMIC_RELAXED); /* no count: as inline */
+            return obj;
+        }
+    }
     if (unlikely(p->debug)) return alloc_captured(p, __builtin_return_address(0));
     return alloc_generic(p);
 }
 
+/* The calling thread's slot for p when its heap is set up (so the thread
+ * is registered and p has heaps), else NULL: key 0's slot, which pools
+ * without heaps use, never has one. */
+static inline tc_slot *own_slot(const pk_pool *p) {
+    tc_slot *c = (tc_slot *)((char *)tc_table + p->key * sizeof(tc_slot));
+    return likely(c->heap != NULL) ? c : NULL;
+}
+
 static void *alloc_generic(pk_pool *p) {
-    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
+    tc_slot *c = own_slot(p);
+    if (!c) c = p->cached ? tcache_slot(p) : NULL;
     if (!c) return direct_alloc(p, pool_purge_poll());
     void *obj = heap_alloc(p, c);
     if (!obj) return NULL;
@@ -82,8 +112,32 @@ static void *alloc_generic(pk_pool *p) {
     return obj;
 }
 
+/* The owner's free of an object of one of its slabs that is not current,
+ * when nothing changes lists (the slab neither empties nor stops being
+ * full) and it is not the free list's head freed again: inline here, the
+ * rest in heap.c. */
+static inline bool free_owned(pk_pool *p, heap *h, slab *s, void *obj) {
+    void *f = s->free;
+    if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h || s == h->cur || !f || obj == f || s->used <= 1)
+        return false;
+    link_store(p, obj, (uintptr_t)f);
+    s->free = obj;
+    s->used--;
+    __atomic_store_n(&h->used, h->used - 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->frees, h->frees + 1, __ATOMIC_RELAXED);
+    return true;
+}
+
 void pool_free_generic(pk_pool *p, void *obj) {
-    tc_slot *c = p->cached && obj ? tcache_slot(p) : NULL;
+    tc_slot *c = obj ? own_slot(p) : NULL;
+    if (likely(c != NULL)) {
+        slab *s = slab_of_slot(obj, p);
+        if (unlikely(!s)) central_check_free(p, obj); /* reports it */
+        track_takeback(p, obj);
+        if (!free_owned(p, c->heap, s, obj)) heap_free(p, c, s, obj);
+        return;
+    }
+    c = p->cached && obj ? tcache_slot(p) : NULL;
     if (!c) {
         if (p->cached && obj) { /* an exiting thread: no heap, so home at once */
             slab *s = central_check_free(p, obj);
@@ -100,6 +154,18 @@ void pool_free_generic(pk_pool *p, void *obj) {
 }
 
 void pk__pool_free_slow(pk_pool *p, void *obj) {
+    if (p->hard.cache) {
+        /* An object of the current slab, on its grid, not the head: pushed
+         * encoded. Anything else (another slab, the head freed again, a
+         * foreign pointer) takes the heap path, which checks and reports. */
+        tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.cache);
+        char *head = tc_head(c);
+        if (likely(obj != head && hard_near(p, (uintptr_t)obj, c->cur))) {
+            *(uintptr_t *)((char *)obj + p->hard.link) = link_code(p, obj, (uintptr_t)head);
+            __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
+            return;
+        }
+    }
     if (unlikely(p->debug)) {
         free_captured(p, obj, __builtin_return_address(0));
         return;

@@ -30,7 +30,7 @@
 _Static_assert(sizeof(tc_slot) == 32, "pool.h's inline paths index tables by key * 32");
 _Static_assert(offsetof(tc_slot, head) == 0 && offsetof(tc_slot, cur) == sizeof(void *) &&
                    offsetof(tc_slot, count) == 2 * sizeof(void *),
-               "pool.h's inline paths read head, cur and count as the slot's first three words");
+               "pool.h's inline paths read head and cur as the slot's first two words");
 _Static_assert(offsetof(struct pk_pool, tc_table) == 0 &&
                    offsetof(struct pk_pool, tc_key) == sizeof(intptr_t) &&
                    offsetof(struct pk_pool, slab_low) == 2 * sizeof(intptr_t),

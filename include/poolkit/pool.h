@@ -220,11 +220,11 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * byte offset of the pool's slot in the array, the same in every table, or
  * 0 for pools that take the slow path (debug, hardened, hooks, zeroing,
  * limit, tool builds), whose slot is never set up; the third is the pool's
- * slab size minus one. A slot starts with three words: the head of a list
- * of free objects of the thread's current slab for the pool (each free
- * object's first word links to the next), that slab's address with the low
- * bits of the third pool word set (0 when none: no pointer or'ed with them
- * gives 0), and the list's length. Allocation pops the list; a free of an
+ * slab size minus one. A slot starts with two words: the head of a list of
+ * free objects of the thread's current slab for the pool (each free
+ * object's first word links to the next), and that slab's address with the
+ * low bits of the third pool word set (0 when none: no pointer or'ed with
+ * them gives 0). Allocation pops the list; a free of an
  * object of the current slab pushes onto it; anything else goes to the
  * library. A thread that has not called the library yet points at a table
  * whose slots are all zero, so its first call goes there. Tables never move
@@ -244,27 +244,17 @@ typedef uintptr_t __attribute__((may_alias)) pk__link;
  * it when the thread registers or exits, so a value read before a call may
  * be stale. The slot's words are read and written with relaxed atomics:
  * plain moves, which ThreadSanitizer also knows for what they are, since
- * stats read other threads' counts. */
+ * stats read other threads' slots. */
 #  if defined(__x86_64__)
 static inline uintptr_t pk__tp_word(intptr_t off) {
     uintptr_t v;
     __asm__ volatile("movq %%fs:(%1), %0" : "=r"(v) : "r"(off));
     return v;
 }
-/* The list's length changes by one read-modify-write instruction, which
- * relaxed atomics would spell as three. */
-static inline void pk__count_up(pk__link *n) { __asm__ volatile("addq $1, %0" : "+m"(*n)); }
-static inline void pk__count_down(pk__link *n) { __asm__ volatile("subq $1, %0" : "+m"(*n)); }
 #  else
 static inline uintptr_t pk__tp_word(intptr_t off) {
     return *PK__REINTERPRET_CAST(volatile uintptr_t *,
                                  PK__STATIC_CAST(char *, __builtin_thread_pointer()) + off);
-}
-static inline void pk__count_up(pk__link *n) {
-    __atomic_store_n(n, __atomic_load_n(n, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-}
-static inline void pk__count_down(pk__link *n) {
-    __atomic_store_n(n, __atomic_load_n(n, __ATOMIC_RELAXED) - 1, __ATOMIC_RELAXED);
 }
 #  endif
 #  define PK__LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -281,7 +271,6 @@ PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
     uintptr_t obj = PK__LOAD(c[0]);
     if (__builtin_expect(obj != 0, 1)) {
         PK__STORE(c[0], *PK__REINTERPRET_CAST(const pk__link *, obj));
-        pk__count_down(&c[2]);
         return PK__REINTERPRET_CAST(void *, obj);
     }
     return pk__pool_alloc_slow(pool);
@@ -294,7 +283,6 @@ PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
                              PK__LOAD(c[1]), 1)) {
         *PK__STATIC_CAST(pk__link *, obj) = PK__LOAD(c[0]);
         PK__STORE(c[0], PK__REINTERPRET_CAST(uintptr_t, obj));
-        pk__count_up(&c[2]);
         return;
     }
     pk__pool_free_slow(pool, obj);
