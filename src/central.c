@@ -471,13 +471,17 @@ void central_slab_from_heap(pk_pool *p, heap *h, slab *s) {
     p->out += s->used;
     p->slab_free += s->capacity - s->used;
     if (s->used == 0) {
-        /* Restarted in address order (mimalloc's page reset): the next
-         * heap to take it hands out its slots as a stream again, however
-         * they were freed. Constructed objects keep their slots. */
-        if (!p->construct && !p->destruct) {
+        /* Restarted in address order (mimalloc's page reset) when its
+         * objects came home out of order: the next heap to take it hands
+         * out its slots as a stream again. A list freed in order (LIFO,
+         * FIFO) is a stream already and is kept, which saves rewriting every
+         * link (figures: policy.h, RESTART_DISORDER). Constructed objects
+         * keep their slots. */
+        if (s->disorder > s->capacity / RESTART_DISORDER && !p->construct && !p->destruct) {
             s->free = NULL;
             s->bump = 0;
         }
+        s->disorder = 0;
         slab_list_push(&p->lists[SLAB_EMPTY], s, SLAB_EMPTY);
         s->empty_tick = p->tick_no;
         if (options_purge_delay_ms() == 0) central_release(p, false);

@@ -40,7 +40,7 @@
  * relaxed store, never a lost update (one writer). */
 #define BUMP(field, d) __atomic_store_n(&(field), (field) + (d), __ATOMIC_RELAXED)
 
-static inline uintptr_t cur_word(const pk_pool *p, const slab *s) { return (uintptr_t)s | p->slab_low; }
+static inline uintptr_t cur_word(const pk_pool *p, const slab *s) { return (uintptr_t)s->base | p->slab_low; }
 
 /* Bytes of s ever touched: its header and the slots up to its high mark. */
 static size_t touched(const pk_pool *p, const slab *s) {
@@ -116,6 +116,7 @@ static void collect_into(pk_pool *p, heap *h, slab *s) {
 }
 
 static void give_to_pool(pk_pool *p, heap *h, slab *s) {
+    if (h->last == s) h->last = NULL;
     uint64_t now = pool_purge_poll();
     pool_lock_for_use(p, now);
     central_slab_from_heap(p, h, s);
@@ -312,6 +313,7 @@ void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
         return;
     }
     if (unlikely(obj == s->free || s->used == 0)) central_report_double_free(p, obj);
+    if (s->free) s->disorder += (uintptr_t)obj - (uintptr_t)s->free + p->geo.slot > 2 * p->geo.slot;
     link_store(p, obj, (uintptr_t)s->free);
     s->free = obj;
     s->used--;
@@ -329,6 +331,7 @@ void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
 /* ---- Whole heaps. ---- */
 
 static void abandon_slab(pk_pool *p, heap *h, slab *s) {
+    if (h->last == s) h->last = NULL;
     collect_into(p, h, s);
     central_slab_from_heap(p, h, s);
 }
@@ -384,10 +387,11 @@ void heap_abandon_all(pk_pool *p) {
  * the slab's capacity, and is exact when the thread is quiescent, as the
  * contract asks for exact stats. Its reads race by design, so they are
  * left out of ThreadSanitizer's view. */
-static NO_TSAN size_t racy_slot_length(const pk_pool *p, const tc_slot *c) {
+static NO_TSAN size_t racy_slot_length(const pk_pool *p, const heap *h) {
+    const tc_slot *c = h->slot;
     uintptr_t cur = __atomic_load_n(&c->cur, __ATOMIC_RELAXED);
-    if (!cur) return 0;
-    const slab *s = (const slab *)(cur & ~p->slab_low);
+    const slab *s = h->cur; /* records are never unmapped */
+    if (!cur || !s || (uintptr_t)s->base != (cur & ~p->slab_low)) return 0;
     uintptr_t first = (uintptr_t)s->objects, size = (uintptr_t)s->capacity * p->geo.slot;
     size_t n = 0;
     for (uintptr_t x = (uintptr_t)__atomic_load_n(&c->head, __ATOMIC_RELAXED); x && n < s->capacity; n++) {
@@ -403,7 +407,7 @@ void heap_sum(const pk_pool *p, heap_sums *out) {
     bool uncounted = p->tc_key != TC_NO_KEY || p->hard.cache;
     memset(out, 0, sizeof *out);
     for (const heap *h = p->heaps; h; h = h->next) {
-        size_t listed = uncounted ? racy_slot_length(p, h->slot) : (size_t)tc_count(h->slot);
+        size_t listed = uncounted ? racy_slot_length(p, h) : (size_t)tc_count(h->slot);
         out->idle += listed + __atomic_load_n(&h->pend_n, __ATOMIC_RELAXED);
         out->used += __atomic_load_n(&h->used, __ATOMIC_RELAXED);
         out->resident += __atomic_load_n(&h->resident, __ATOMIC_RELAXED);

@@ -98,6 +98,11 @@ typedef struct heap {
     uint64_t allocs, frees, remote_frees;
     uint64_t collected;        /* remote frees taken off its slabs' thread_free */
     uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
+    /* The owned slab the last free went to, and its slots' range: the next
+     * free into it needs no address map lookup. Cleared when the heap gives
+     * the slab away. */
+    struct slab *last;
+    uintptr_t last_first, last_bytes;
 } heap;
 
 struct pk_pool {

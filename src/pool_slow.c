@@ -121,6 +121,8 @@ static inline bool free_owned(pk_pool *p, heap *h, slab *s, void *obj) {
     if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h || s == h->cur || !f || obj == f || s->used <= 1)
         return false;
     link_store(p, obj, (uintptr_t)f);
+    /* not next to the object freed before: out of order (RESTART_DISORDER) */
+    s->disorder += (uintptr_t)obj - (uintptr_t)f + p->geo.slot > 2 * p->geo.slot;
     s->free = obj;
     s->used--;
     __atomic_store_n(&h->used, h->used - 1, __ATOMIC_RELAXED);
@@ -128,11 +130,28 @@ static inline bool free_owned(pk_pool *p, heap *h, slab *s, void *obj) {
     return true;
 }
 
+/* obj's slab: the one the heap's last free went to when obj is one of its
+ * slots (an owned slab, so it cannot go away meanwhile), else the address
+ * map's answer, which reports anything that is not a slot of the pool. */
+static inline slab *free_slab(pk_pool *p, heap *h, void *obj) {
+    uintptr_t off = (uintptr_t)obj - h->last_first;
+    if (likely(h->last && off < h->last_bytes && (p->geo.recip ? off * p->geo.recip < p->geo.recip
+                                                               : off % p->geo.slot == 0)))
+        return h->last;
+    slab *s = slab_of_slot(obj, p);
+    if (unlikely(!s)) central_check_free(p, obj); /* reports it */
+    if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == h) {
+        h->last = s;
+        h->last_first = (uintptr_t)s->objects;
+        h->last_bytes = (uintptr_t)s->capacity * p->geo.slot;
+    }
+    return s;
+}
+
 void pool_free_generic(pk_pool *p, void *obj) {
     tc_slot *c = obj ? own_slot(p) : NULL;
     if (likely(c != NULL)) {
-        slab *s = slab_of_slot(obj, p);
-        if (unlikely(!s)) central_check_free(p, obj); /* reports it */
+        slab *s = free_slab(p, c->heap, obj);
         track_takeback(p, obj);
         if (!free_owned(p, c->heap, s, obj)) heap_free(p, c, s, obj);
         return;

@@ -72,13 +72,13 @@ struct pk_pool *slab_owner(const void *ptr) {
 bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, slab_geometry *g) {
     const size_t small_slab = (size_t)1 << GRANULE_SHIFT;
     size_t page = os_page_size();
-    size_t base = align_up(sizeof(slab), 16);
-    /* Where slot 0 may start: rounding the header up to the slot's own
-     * power of two costs no slot where the slot is a power of two (the span
-     * and the guard page are multiples of it, so the header already took a
-     * slot's room) and, computed for every size in steps of 8 up to 64 KiB,
-     * plain and guarded, none elsewhere either. Without it the header's 112
-     * bytes put every 64-byte slot across two cache lines. */
+    /* The slab's record lives apart (slab_record_get), so the mapping holds
+     * only slots, after a debug pool's live bits. Where slot 0 may start:
+     * rounding the bits up to the slot's own power of two costs no slot
+     * where the slot is a power of two (the span and the guard page are
+     * multiples of it) and, computed for every size in steps of 8 up to
+     * 64 KiB, plain and guarded, none elsewhere either. */
+    size_t base = 0;
     size_t place = slot & -slot;
     if (place > SLOT_ALIGN_MAX) place = SLOT_ALIGN_MAX;
     if (place < align) place = align;
@@ -99,7 +99,7 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, s
         size_t cap = span / slot, header;
         for (;; cap--) {
             size_t bits = debug_bits ? align_up((cap + 63) / 64 * 8, 8) : 0;
-            header = align_up(base + bits, place);
+            header = bits ? align_up(base + bits, place) : 0;
             if (header + cap * slot <= span - g->guard) break;
         }
         g->slab_align = g->span = span;
@@ -110,7 +110,7 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, s
     /* One slot per slab: map just a page past it. The slot starts in the
      * first 64 KiB, so a 64 KiB alignment is all masking needs; a larger one
      * would spread slabs apart and cost a page-table page each. */
-    size_t header = align_up(base + (debug_bits ? 8 : 0), place);
+    size_t header = debug_bits ? align_up(base + 8, place) : 0;
     size_t span = align_up(header + slot, page) + g->guard;
     size_t slab_align = small_slab;
     g->slab_align = slab_align;
@@ -121,36 +121,81 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, s
 }
 
 static const map_entry no_entry;
+static void slab_forget(slab *s, bool cache);
 
 void slab_fork_lock(void) { pthread_mutex_lock(&map_lock); }
 void slab_fork_unlock(void) { pthread_mutex_unlock(&map_lock); }
+
+/* Slab records: apart from the slabs, packed 256 bytes apart in chunks of
+ * RECORD_CHUNK, so the records of a pool's slabs share a few pages (the
+ * free path reads the record of every object's slab: with the record at
+ * the slab's start, a free in random order cost a TLB miss for the object's
+ * page and another for its slab's first page). Never unmapped: a stale
+ * record pointer reads a record, never unmapped memory. Under map_lock. */
+#define RECORD_BYTES 256
+#define RECORD_CHUNK ((size_t)1 << 16)
+_Static_assert(sizeof(slab) <= RECORD_BYTES, "a slab record fits its 256 bytes");
+static slab *spare_record;
+static char *record_next, *record_end;
+
+static slab *slab_record_get(void) {
+    slab *s = spare_record;
+    if (s) {
+        spare_record = s->next;
+        return s;
+    }
+    if (record_next == record_end) {
+        char *chunk = os_map(RECORD_CHUNK, 0);
+        if (!chunk) return NULL;
+        record_next = chunk;
+        record_end = chunk + RECORD_CHUNK;
+    }
+    s = (slab *)record_next;
+    record_next += RECORD_BYTES;
+    return s;
+}
+
+static void slab_record_put(slab *s) {
+    s->next = spare_record;
+    spare_record = s;
+}
 
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     /* Slabs of destroyed pools wait in retained memory for the next slab of
      * the same shape: a pool per request or per tree then pays no system
      * call and no page fault. */
-    slab *s = os_map_reuse(g->span, g->slab_align);
-    if (!s) return NULL;
-    memset(s, 0, g->header); /* a clean header, live bits included */
-    if (g->guard && !os_protect_none((char *)s + g->span - g->guard, g->guard)) {
-        os_unmap(s, g->span);
+    char *base = os_map_reuse(g->span, g->slab_align);
+    if (!base) return NULL;
+    if (g->header) memset(base, 0, g->header); /* a debug pool's live bits */
+    if (g->guard && !os_protect_none(base + g->span - g->guard, g->guard)) {
+        os_unmap(base, g->span);
         errno = ENOMEM;
         return NULL;
     }
+    pthread_mutex_lock(&map_lock);
+    slab *s = slab_record_get();
+    pthread_mutex_unlock(&map_lock);
+    if (!s) {
+        os_unmap(base, g->span);
+        errno = ENOMEM;
+        return NULL;
+    }
+    memset(s, 0, sizeof *s);
     s->pool = pool;
-    s->objects = (char *)s + g->header;
+    s->base = base;
+    s->objects = base + g->header;
     s->span = g->span;
     s->slab_align = g->slab_align;
     s->guarded = g->guard != 0;
     s->capacity = g->capacity;
     s->list = SLAB_NOWHERE;
-    if (g->debug_bits) s->live_bits = (uint64_t *)((char *)s + align_up(sizeof(slab), 16));
+    if (g->debug_bits) s->live_bits = (uint64_t *)base;
     if (g->site_words) {
         /* Apart from the slab: a debug pool's sites can outweigh its objects. */
         size_t bytes = align_up((size_t)g->capacity * g->site_words * sizeof(void *), os_page_size());
         s->sites = os_map(bytes, 0);
         if (!s->sites) {
-            os_unmap(s, g->span);
+            slab_forget(s, false);
             errno = ENOMEM;
             return NULL;
         }
@@ -158,25 +203,35 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     }
     map_entry e = {s, pool, s->objects, g->recip, (uint32_t)g->slot, g->capacity};
     if (g->slot > UINT32_MAX) e.slot = 0; /* owner lookups then answer NULL */
-    if (!map_set((uintptr_t)s, (uintptr_t)s + g->span, &e)) {
-        map_set((uintptr_t)s, (uintptr_t)s + g->span, &no_entry);
-        if (s->sites) os_unmap(s->sites, s->sites_bytes);
-        os_unmap(s, g->span);
+    if (!map_set((uintptr_t)base, (uintptr_t)base + g->span, &e)) {
+        map_set((uintptr_t)base, (uintptr_t)base + g->span, &no_entry);
+        slab_forget(s, false);
         errno = ENOMEM;
         return NULL;
     }
     return s;
 }
 
-void slab_destroy(slab *s, bool cache) {
-    size_t span = s->span;
-    track_open(s, span); /* the shadow of unmapped memory must not stay poisoned */
-    map_set((uintptr_t)s, (uintptr_t)s + span, &no_entry);
+/* The record back to the spares, the mapping back to the system (or to
+ * retained memory, with cache). */
+static void slab_forget(slab *s, bool cache) {
+    char *base = s->base;
+    size_t span = s->span, align = s->slab_align;
+    bool guarded = s->guarded;
     if (s->sites) os_unmap(s->sites, s->sites_bytes);
+    pthread_mutex_lock(&map_lock);
+    slab_record_put(s);
+    pthread_mutex_unlock(&map_lock);
     /* A guarded slab is never retained: its guard page would sit inside the
      * slots of the next pool to reuse the mapping. */
-    if (cache && !s->guarded) os_unmap_later(s, span, s->slab_align);
-    else os_unmap(s, span);
+    if (cache && !guarded) os_unmap_later(base, span, align);
+    else os_unmap(base, span);
+}
+
+void slab_destroy(slab *s, bool cache) {
+    track_open(s->base, s->span); /* the shadow of unmapped memory must not stay poisoned */
+    map_set((uintptr_t)s->base, (uintptr_t)s->base + s->span, &no_entry);
+    slab_forget(s, cache);
 }
 
 void slab_list_push(slab_list *l, slab *s, slab_list_id id) {

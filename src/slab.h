@@ -1,4 +1,5 @@
-/* Slabs: one aligned mapping that holds a header and equal-sized slots.
+/* Slabs: one aligned mapping of equal-sized slots, and its record (struct
+ * slab) apart, packed with other slabs' records (slab.c).
  *
  * Invariants:
  * - A slab's mapping starts at an address aligned to its pool's slab_align
@@ -53,7 +54,8 @@ typedef struct slab {
     void *thread_free;        /* objects freed by threads other than the owner (atomic push) */
     struct slab *prev, *next; /* in the list named by `list` */
     struct slab *all_prev, *all_next; /* every slab of the pool, under its lock */
-    char *objects;            /* slot 0 */
+    char *base;               /* the mapping: slab_align-aligned, span bytes */
+    char *objects;            /* slot 0: base, or past a debug pool's live bits */
     size_t span;              /* bytes mapped from the start of the slab */
     size_t slab_align;        /* the mapping's alignment */
     bool guarded;             /* its last page is a no-access guard page */
@@ -64,6 +66,7 @@ typedef struct slab {
     uint32_t high;            /* the most bump has been: slots ever touched */
     uint32_t list;            /* slab_list_id */
     uint32_t empty_tick;      /* the pool's purge tick when the slab last became empty */
+    uint32_t disorder;        /* owner's frees not next to the one before (heap.c) */
     void *free;               /* freed slots, linked through the pool's link word */
     uint64_t *live_bits;      /* debug pools: one bit per slot, set while handed out */
     void **sites;             /* debug pools: site_words per slot (sites.h), or NULL */
