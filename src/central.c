@@ -381,6 +381,27 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
     if (!__atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) return 0;
     char *list = __atomic_exchange_n(&s->thread_free, NULL, __ATOMIC_ACQUIRE), *last = NULL;
     size_t n = 0;
+    if (chains_counted(p)) {
+        /* chain by chain: its head says its length and its tail, whose link
+         * names the next chain's head (pool_internal.h) */
+        for (char *obj = list; obj;) {
+            uintptr_t *w = (uintptr_t *)obj + 1;
+            track_open(w, sizeof *w);
+            uintptr_t mark = *w;
+            track_close(w, sizeof *w);
+            size_t len = (uint32_t)mark, tail_at = mark >> 32;
+            n += len;
+            if (unlikely(len == 0 || n > s->capacity || tail_at >= s->bump))
+                report_corrupted_link(p, obj, (void *)mark, "a remote-free chain mark that no free wrote "
+                                                            "(a write after free, or an object freed twice)");
+            last = s->objects + tail_at * p->geo.slot;
+            obj = (char *)link_load(p, last);
+        }
+        __atomic_sub_fetch(&p->remote_pending, (int64_t)n, __ATOMIC_RELAXED);
+        *head = list;
+        *tail = last;
+        return n;
+    }
     for (char *obj = list; obj;) {
         /* a list longer than the slab holds an object twice: a double free */
         if (unlikely(++n > s->capacity)) report_corrupted_link(p, last, obj, "a free list with a loop (an object freed twice)");

@@ -261,6 +261,12 @@ void *heap_alloc(pk_pool *p, tc_slot *c) {
 
 static void push_chain(pk_pool *p, slab *s, void *head, void *tail, size_t n) {
     if (unlikely(s->lost)) return; /* fork child: its objects stay counted as live */
+    if (chains_counted(p)) { /* the chain's length and tail, in its head's second word */
+        uintptr_t *w = (uintptr_t *)head + 1, tail_at = ((uintptr_t)tail - (uintptr_t)s->objects) / p->geo.slot;
+        track_open(w, sizeof *w);
+        *w = tail_at << 32 | n;
+        track_close(w, sizeof *w);
+    }
     /* Counted before the push, so the collector never takes it below 0. */
     __atomic_add_fetch(&p->remote_pending, (int64_t)n, __ATOMIC_RELAXED);
     void *old = __atomic_load_n(&s->thread_free, __ATOMIC_RELAXED);
@@ -291,6 +297,8 @@ static void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
     }
     if (h->pend_slab) flush(p, h);
     h->pend_slab = s;
+    h->pend_first = (uintptr_t)s->objects;
+    h->pend_bytes = (uintptr_t)s->capacity * p->geo.slot;
     h->pend_head = h->pend_tail = obj;
     BUMP(h->pend_n, 1);
 }

@@ -91,6 +91,7 @@ typedef struct heap {
     struct slab *pend_slab;
     void *pend_head, *pend_tail;
     size_t pend_n;
+    uintptr_t pend_first, pend_bytes; /* pend_slab's slots: the pending objects keep it */
     size_t used;               /* sum of the owned slabs' used counts */
     size_t resident;           /* bytes of the owned slabs ever touched */
     size_t slabs, bytes;       /* owned slabs and their spans: under the pool's lock */
@@ -292,6 +293,18 @@ PK_COLD __attribute__((noreturn)) void central_report_double_free(pk_pool *p, vo
 /* The most objects outside the slabs: updated from the heaps' counts (the
  * registry's or the pool's lock held). */
 void central_note_peak(pk_pool *p);
+
+/* Remote-free chains (heap.c pushes, central_collect takes): on pools whose
+ * link word is an object's first and which have a second (slots of 16
+ * bytes or more, no hooks) and are not hardened, the head object of each
+ * chain pushed onto a slab's thread_free carries, in its second word, the
+ * chain's length and its tail's slot index, so the owner collecting the
+ * list reads two objects per chain instead of every object (each of them
+ * last written by another core: a walk cost a producer 12 ns an object in
+ * bench_xthread). Hardened pools walk and check every link. */
+static inline bool chains_counted(const pk_pool *p) {
+    return p->link_off == 0 && p->geo.slot >= 2 * sizeof(uintptr_t) && !p->hardened;
+}
 
 /* ---- heap.c: a thread's heap for a pool. ---- */
 

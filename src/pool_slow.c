@@ -132,12 +132,19 @@ static inline bool free_owned(pk_pool *p, heap *h, slab *s, void *obj) {
 
 /* obj's slab: the one the heap's last free went to when obj is one of its
  * slots (an owned slab, so it cannot go away meanwhile), else the address
- * map's answer, which reports anything that is not a slot of the pool. */
+ * map's answer, which reports anything that is not a slot of the pool. The
+ * two ranges are checked first: consecutive frees mostly fall in the slab
+ * of the one before, and the map lookup costs a fifth of a free. */
+static inline bool on_grid(const pk_pool *p, uintptr_t off) {
+    return p->geo.recip ? off * p->geo.recip < p->geo.recip : off % p->geo.slot == 0;
+}
+
 static inline slab *free_slab(pk_pool *p, heap *h, void *obj) {
     uintptr_t off = (uintptr_t)obj - h->last_first;
-    if (likely(h->last && off < h->last_bytes && (p->geo.recip ? off * p->geo.recip < p->geo.recip
-                                                               : off % p->geo.slot == 0)))
-        return h->last;
+    if (likely(h->last && off < h->last_bytes && on_grid(p, off))) return h->last;
+    /* The slab of the remote frees gathering: its pending objects keep it. */
+    off = (uintptr_t)obj - h->pend_first;
+    if (h->pend_slab && off < h->pend_bytes && on_grid(p, off)) return h->pend_slab;
     slab *s = slab_of_slot(obj, p);
     if (unlikely(!s)) central_check_free(p, obj); /* reports it */
     if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == h) {
