@@ -117,9 +117,9 @@ static void *alloc_generic(pk_pool *p) {
  * full) and it is not the free list's head freed again: inline here, the
  * rest in heap.c. */
 static inline bool free_owned(pk_pool *p, heap *h, slab *s, void *obj) {
-    void *f = s->free;
-    if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h || s == h->cur || !f || obj == f || s->used <= 1)
-        return false;
+    if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h || s == h->cur) return false;
+    void *f = s->free; /* read only once the slab is known to be ours */
+    if (!f || obj == f || s->used <= 1) return false;
     link_store(p, obj, (uintptr_t)f);
     /* not next to the object freed before: out of order (RESTART_DISORDER) */
     s->disorder += (uintptr_t)obj - (uintptr_t)f + p->geo.slot > 2 * p->geo.slot;
