@@ -1,7 +1,7 @@
 /* A pool of structs: particles that come and go.
  *
  * One pk_pool holds every particle. Allocation and free are a few
- * instructions from the thread's cache; objects carry no header; the pool's
+ * instructions on the thread's own slab; objects carry no header; the pool's
  * statistics say how much memory it holds. Build: cc pool_structs.c
  * $(pkg-config --cflags --libs poolkit) */
 #include <poolkit/poolkit.h>

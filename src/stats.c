@@ -183,12 +183,12 @@ static void print_table(FILE *f, const rows *r, const pk_process_stats *t, const
                 (unsigned long long)s->allocs, (unsigned long long)s->frees,
                 (unsigned long long)s->remote_frees, s->peak_live);
     }
-    fprintf(f, "live: objects in use now. The last four move a batch at a time, not per call (a "
-               "thread's cache serves most calls alone):\n"
-               "  taken, returned: objects moved from the slabs to the threads' caches and back; "
-               "remote: returned by a thread\n"
-               "  beyond those it took; peak out: the most outside the slabs at once, cached ones "
-               "included (pk_pool_stats)\n");
+    fprintf(f, "live: objects in use now. The last four move per refill, not per call (the inline "
+               "fast path serves most calls alone):\n"
+               "  taken, returned: objects moved from the slabs' free lists to the threads' slot lists "
+               "and back; remote: freed by a\n"
+               "  thread into a slab it does not own; peak out: the most out at once, estimated per "
+               "refill (pk_pool_stats)\n");
     if (c) {
         fprintf(f, "%-24s %7s %9s\n", "pk_new class", "size", "live");
         for (size_t i = 0; i < c->n; i++)

@@ -2,11 +2,13 @@
  *
  * A pool hands out objects of one size and alignment. Objects live in slabs
  * taken from the system with mmap; the slab of an object is found from its
- * address, so objects carry no header. Each thread keeps a small cache of
- * free objects per pool (any number of pools), so pk_pool_alloc and
- * pk_pool_free normally touch only thread-local memory: no lock and no
- * atomic instruction. Caches exchange whole batches with the pool under the
- * pool's lock; free memory goes back to the system once unused for the
+ * address, so objects carry no header. Each thread owns slabs of each pool
+ * it uses (its heap; any number of pools) and allocates from one of them at
+ * a time, so pk_pool_alloc and pk_pool_free normally touch only memory of
+ * the calling thread: no lock and no atomic instruction. An object freed by
+ * another thread goes home to its slab with others of that slab, one atomic
+ * instruction per run; a slab passes between a thread and the pool under
+ * the pool's lock. Free memory goes back to the system once unused for the
  * purge delay (pk_set_purge_delay, pk_set_background_purge).
  *
  * Errors: calls that can fail return NULL (or 0) and set errno to EINVAL for
@@ -63,16 +65,21 @@ typedef struct pk_pool_stats {
     size_t size;             /* object size in bytes */
     size_t align;            /* object alignment the pool uses */
     size_t live;             /* objects handed out and not yet freed */
-    size_t peak_live;        /* most objects outside the slabs at once (per batch) */
+    size_t peak_live;        /* most objects out at once, an estimate updated per
+                                refill (see pk_pool_stats_get) */
     size_t slabs;            /* slabs the pool holds */
     size_t bytes_reserved;   /* bytes the pool holds from the system */
-    uint64_t allocs;         /* objects handed to thread caches or callers (per batch) */
-    uint64_t frees;          /* objects given back by thread caches or callers (per batch) */
-    uint64_t remote_frees;   /* objects a thread gave back beyond those it took */
+    uint64_t allocs;         /* objects moved from slabs' free lists to threads' slot
+                                lists, or to callers (per refill, not per call) */
+    uint64_t frees;          /* objects moved back onto slabs' free lists (per refill
+                                or free that reaches the library, not per call) */
+    uint64_t remote_frees;   /* objects freed by a thread into a slab its heap does
+                                not own */
     uint64_t slabs_released; /* slabs given back to the system so far */
-    size_t bytes_resident;   /* of bytes_reserved, the pages ever touched: slab headers
-                                and slots handed out at least once (what the system
-                                holds in memory, unless it swapped) */
+    size_t bytes_resident;   /* of bytes_reserved, the pages ever touched: slots
+                                handed out at least once (and a debug pool's live
+                                bits), what the system holds in memory unless it
+                                swapped */
     uint64_t bytes_released; /* bytes given back to the system so far */
 } pk_pool_stats;
 
@@ -113,17 +120,24 @@ PK_API void pk_pool_destroy(pk_pool *pool);
  * zero with PK_POOL_ZERO. Any thread unless PK_POOL_LOCAL. */
 PK_API void *pk_pool_alloc(pk_pool *pool);
 /* Gives obj back. obj must be a live object of this pool (never NULL); the
- * check is made in debug and hardened modes and whenever the call reaches the
- * library (a full thread cache, hooks, zeroing). Any thread unless
- * PK_POOL_LOCAL. */
+ * check is made in debug and hardened modes and whenever the call reaches
+ * the library (an object of a slab other than the calling thread's current
+ * one, hooks, zeroing): against the address map, or against a slab of the
+ * thread's heap. An inline free of an object of the current slab is not
+ * checked. Any thread unless PK_POOL_LOCAL. */
 PK_API void pk_pool_free(pk_pool *pool, void *obj);
 #endif
 
 /* Allocates up to n objects into objs; returns how many (fewer than n only
- * with errno ENOMEM). Takes the pool's lock at most once. */
+ * with errno ENOMEM). Takes no lock unless a slab passes between the
+ * calling thread and the pool; pools without thread heaps (debug, a limit)
+ * take the pool's lock once. */
 PK_API size_t pk_pool_alloc_bulk(pk_pool *pool, void **objs, size_t n);
 
-/* Frees n objects, as n calls of pk_pool_free but with one lock at most. */
+/* Frees n objects, as n calls of pk_pool_free: no lock unless a slab
+ * passes between the calling thread and the pool (one whose last object
+ * came home); pools without thread heaps (debug, a limit) take the pool's
+ * lock once. */
 PK_API void pk_pool_free_bulk(pk_pool *pool, void **objs, size_t n);
 
 /* Makes memory ready so that n more allocations need no system call.
@@ -132,9 +146,11 @@ PK_API void pk_pool_free_bulk(pk_pool *pool, void **objs, size_t n);
  * nothing and returns at once. */
 PK_API size_t pk_pool_reserve(pk_pool *pool, size_t n);
 
-/* Gives back to the system every slab with no live object, after moving the
- * calling thread's cached objects and the pool's shared batches home.
- * Returns the bytes released. Other threads' small caches stay theirs. */
+/* Gives back to the pool everything the calling thread's heap holds (its
+ * slot list, its remote frees waiting to go home, its slabs), then gives
+ * back to the system every slab of the pool's own with no live object.
+ * Returns the bytes released. Slabs other live threads own stay theirs
+ * (empty or not) until they refill from the pool, trim or exit. */
 PK_API size_t pk_pool_trim(pk_pool *pool);
 
 /* Destroyed pools and arenas leave their memory mapped for the purge delay
@@ -145,8 +161,8 @@ PK_API size_t pk_pool_trim(pk_pool *pool);
  * (see pk_pool_destroy). Thread-safe. */
 PK_API size_t pk_pool_release_cache(void);
 
-/* Memory whose objects are all free (an empty slab, a pool's shared batches,
- * a spare arena chunk, the slabs of a destroyed pool) stays mapped for this
+/* Memory whose objects are all free (an empty slab, a spare arena chunk, the
+ * slabs of a destroyed pool) stays mapped for this
  * many milliseconds before it goes back to the system, so a program that
  * builds and tears down the same structures again and again does not fault
  * its memory back in. 0 gives it back at once. The initial value comes from
@@ -157,16 +173,21 @@ PK_API size_t pk_pool_release_cache(void);
  * (pk_set_background_purge). While the program keeps calling, memory unused
  * for the delay leaves within about one and a half delays. A program silent
  * for longer than the delay gets it back at its first call that reaches the
- * library: a slow path (a thread's cache found empty or full, an uncached
- * pool, pk_new's refill), any pool or arena create or destroy, trim, stats,
- * reserve or bulk call. An alloc or free that its thread's cache serves runs
- * no library code (the inline fast path) and returns nothing. PK_POOL_LOCAL
- * pools return theirs on their own thread's calls only, arenas their spares
- * on their own reset or rewind. What stays: the objects in each thread's
- * cache (at most two batches per thread and pool: about 32 KiB of objects,
- * at most 256 objects, at least 8 for large ones) and the slabs they keep in
- * use, until that thread calls pk_pool_trim or exits. pk_pool_trim returns a
- * pool's empty slabs at once whatever the delay.
+ * library: a slow path (a thread's slot list found empty, a free of an
+ * object of another slab, a pool without thread heaps, pk_new's refill),
+ * any pool or arena create or destroy, trim, stats, reserve or bulk call.
+ * An alloc or free the inline fast path serves runs no library code and
+ * returns nothing. PK_POOL_LOCAL pools return theirs on their own thread's
+ * calls only, arenas their spares on their own reset or rewind. What stays:
+ * the slabs each thread's heap owns, until that thread calls pk_pool_trim or
+ * exits: its current slab (whose free objects are its slot list) and its
+ * other slabs with live objects, or emptied by other threads' frees (which
+ * the owner collects when it next needs memory); a slab whose last object
+ * comes home by its owner's own free goes back to the pool at once. Also up
+ * to 63 objects per thread and pool freed into other threads' slabs,
+ * waiting to go home (sent when that thread frees into another slab,
+ * refills, trims or exits). pk_pool_trim returns the pool's empty slabs at
+ * once whatever the delay.
  *
  * ms >= 0 sets the delay; a negative ms only reads it. Returns the delay in
  * force before the call. Thread-safe. */
@@ -184,7 +205,7 @@ PK_API long pk_set_purge_delay(long ms);
  * then wins). Off by default: no thread exists.
  *
  * The thread (named "poolkit-purge") blocks every signal, never touches a
- * thread's cache, a PK_POOL_LOCAL pool or an arena, takes pool locks only
+ * thread's heap, a PK_POOL_LOCAL pool or an arena, takes pool locks only
  * with a trylock (a busy pool is left to its own calls), is stopped at
  * exit, and ends the process with exit(0) if it is the last thread left
  * (main called pthread_exit). A fork child has no thread; if it ran in the
@@ -193,12 +214,15 @@ PK_API long pk_set_purge_delay(long ms);
 PK_API int pk_set_background_purge(int on);
 
 /* Fills *out. live and bytes_reserved are exact whenever no call on the pool
- * is in progress. allocs and frees count objects that crossed between the
- * pool's slabs and the thread caches (or the caller, for uncached pools);
- * peak_live counts objects outside the slabs. They move per batch, so a loop
- * served from a thread cache does not change them. remote_frees counts
- * objects a thread returned beyond those it took (exact for a pure
- * producer/consumer pair). */
+ * is in progress. allocs and frees count objects moved between a slab's free
+ * list (or its never-used slots) and a thread's slot list, or the caller for
+ * pools without thread heaps (debug, a limit), which count every call: they
+ * move per refill and per free that reaches the library, so a loop the
+ * inline fast path serves does not change them. remote_frees counts objects
+ * freed by a thread into a slab its heap does not own (exact for a pure
+ * producer/consumer pair). peak_live is the most objects out at once as
+ * estimated at each refill (and every 64 remote frees of a thread that only
+ * frees), never less than live. */
 PK_API void pk_pool_stats_get(pk_pool *pool, pk_pool_stats *out);
 
 /* Calls fn on each live object, in address order within a slab. No other

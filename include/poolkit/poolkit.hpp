@@ -557,7 +557,7 @@ inline constexpr std::size_t pool_allocator_max_size = 4096;
  * A request for one object (n == 1) of at most pk::pool_allocator_max_size
  * bytes is served by a process-wide pk_pool for sizeof(T) and alignof(T),
  * shared by every type of that size and alignment, created on first use and
- * never destroyed; its thread caches make allocate and deallocate a few
+ * never destroyed; its per-thread heaps make allocate and deallocate a few
  * instructions with no lock. Anything else (arrays, such as an
  * unordered_map's buckets) comes from \::operator new.
  *

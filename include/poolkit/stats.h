@@ -9,8 +9,8 @@
  * pools keep anyway.
  *
  * The environment variable POOLKIT_STATS prints the report at exit, with
- * the live pk_new objects per class (unless other threads still hold
- * caches then, which the report says): POOLKIT_STATS=1 (or true, yes, on,
+ * the live pk_new objects per class (unless other threads are still
+ * registered then, which the report says): POOLKIT_STATS=1 (or true, yes, on,
  * in any case) on stderr; a file name, which must hold a '/' or a '.'
  * (./stats, report.json), into that file (JSON when it ends in ".json");
  * 0, false, no or off, none. Any other word is reported as a "bad option"
@@ -86,8 +86,8 @@ enum {
  * environment, the call that set it: pk_set_purge_delay or
  * pk_set_background_purge), then every pool (name, object size,
  * live, slabs, bytes reserved, resident and given back, and the figures
- * that move per batch between the slabs and the threads' caches, named for
- * what they count: objects taken, returned, remote frees, most out at
+ * that move per refill of a thread's slot list rather than per call, named
+ * for what they count: objects taken, returned, remote frees, most out at
  * once; see pk_pool_stats), arenas, the calling thread's autorelease stack
  * and process totals. Returns 0, or -1 with errno set when writing failed
  * or flags has an unknown bit (EINVAL). Thread-safe (without
