@@ -397,7 +397,6 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
             last = s->objects + tail_at * p->geo.slot;
             obj = (char *)link_load(p, last);
         }
-        __atomic_sub_fetch(&p->remote_pending, (int64_t)n, __ATOMIC_RELAXED);
         *head = list;
         *tail = last;
         return n;
@@ -410,7 +409,6 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
         last = obj;
         obj = next;
     }
-    __atomic_sub_fetch(&p->remote_pending, (int64_t)n, __ATOMIC_RELAXED);
     *head = list;
     *tail = last;
     return n;
@@ -422,6 +420,7 @@ static void collect_own(pk_pool *p, slab *s) {
     void *head, *tail;
     size_t n = central_collect(p, s, &head, &tail);
     if (!n) return;
+    __atomic_sub_fetch(&p->remote_base, (int64_t)n, __ATOMIC_RELAXED);
     link_store(p, tail, (uintptr_t)s->free);
     s->free = head;
     s->used -= (uint32_t)n;
@@ -450,9 +449,35 @@ static size_t touched_bytes(const pk_pool *p, const slab *s) {
     return bytes < s->span ? bytes : s->span;
 }
 
+/* s, one of the pool's own, off its list and into h: its counts move. */
+static void to_heap(pk_pool *p, heap *h, slab *s) {
+    slab_list_remove(&p->lists[s->list], s);
+    p->out -= s->used;
+    p->slab_free -= s->capacity - s->used;
+    p->heap_slabs++;
+    p->heap_bytes += s->span;
+    h->slabs++;
+    h->bytes += s->span;
+    __atomic_store_n(&s->owner, h, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->used, h->used + s->used, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->resident, h->resident + touched_bytes(p, s), __ATOMIC_RELAXED);
+    central_note_peak(p);
+}
+
 slab *central_slab_for_heap(pk_pool *p, heap *h, bool may_map) {
     ASSERT_POOL_LOCKED(p);
     slab *s = p->lists[SLAB_PARTIAL].head;
+    if (!s && !p->lists[SLAB_EMPTY].head) {
+        /* Full slabs of threads gone may have had objects freed since:
+         * a few are looked at (moving to the back) before a new slab. */
+        for (int i = 0; i < FULL_SCAN && (s = p->lists[SLAB_FULL].head) != NULL; i++) {
+            slab_list_remove(&p->lists[SLAB_FULL], s);
+            slab_list_append(&p->lists[SLAB_FULL], s, SLAB_FULL);
+            collect_own(p, s); /* to PARTIAL or EMPTY if any came home */
+            if (s->list != SLAB_FULL) break;
+        }
+        s = p->lists[SLAB_PARTIAL].head;
+    }
     if (s) collect_own(p, s); /* it may have emptied meanwhile: taken all the same */
     else s = p->lists[SLAB_EMPTY].head;
     if (!s && !may_map) return NULL;
@@ -466,18 +491,18 @@ slab *central_slab_for_heap(pk_pool *p, heap *h, bool may_map) {
             return NULL;
         }
     }
-    slab_list_remove(&p->lists[s->list], s);
-    p->out -= s->used;
-    p->slab_free -= s->capacity - s->used;
-    p->heap_slabs++;
-    p->heap_bytes += s->span;
-    h->slabs++;
-    h->bytes += s->span;
-    __atomic_store_n(&s->owner, h, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->used, h->used + s->used, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->resident, h->resident + touched_bytes(p, s), __ATOMIC_RELAXED);
-    central_note_peak(p);
+    to_heap(p, h, s);
     return s;
+}
+
+bool central_adopt(pk_pool *p, heap *h, slab *s) {
+    ASSERT_POOL_LOCKED(p);
+    if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != NULL || s->lost ||
+        (s->list != SLAB_PARTIAL && s->list != SLAB_FULL))
+        return false;
+    collect_own(p, s);
+    to_heap(p, h, s);
+    return true;
 }
 
 void central_slab_from_heap(pk_pool *p, heap *h, slab *s) {

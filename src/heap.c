@@ -107,7 +107,7 @@ static void collect_into(pk_pool *p, heap *h, slab *s) {
     void *head, *tail;
     size_t n = central_collect(p, s, &head, &tail);
     if (!n) return;
-    h->collected += n;
+    BUMP(h->collected, n);
     link_store(p, tail, (uintptr_t)s->free);
     s->free = head;
     s->used -= (uint32_t)n;
@@ -204,7 +204,7 @@ static bool refill(pk_pool *p, heap *h, tc_slot *c) {
         void *head, *tail;
         size_t n = central_collect(p, s, &head, &tail);
         if (n) { /* remote frees of the current slab: straight onto the list */
-            h->collected += n;
+            BUMP(h->collected, n);
             BUMP(h->allocs, n);
             BUMP(h->frees, n);
             tc_set(c, head, (intptr_t)n);
@@ -267,8 +267,6 @@ static void push_chain(pk_pool *p, slab *s, void *head, void *tail, size_t n) {
         *w = tail_at << 32 | n;
         track_close(w, sizeof *w);
     }
-    /* Counted before the push, so the collector never takes it below 0. */
-    __atomic_add_fetch(&p->remote_pending, (int64_t)n, __ATOMIC_RELAXED);
     void *old = __atomic_load_n(&s->thread_free, __ATOMIC_RELAXED);
     do link_store(p, tail, (uintptr_t)old);
     while (!__atomic_compare_exchange_n(&s->thread_free, &old, head, true, __ATOMIC_RELEASE,
@@ -276,6 +274,7 @@ static void push_chain(pk_pool *p, slab *s, void *head, void *tail, size_t n) {
 }
 
 static void flush(pk_pool *p, heap *h) {
+    BUMP(h->pushed, h->pend_n); /* before the push: the owner may collect at once */
     push_chain(p, h->pend_slab, h->pend_head, h->pend_tail, h->pend_n);
     h->pend_slab = NULL;
     h->pend_head = h->pend_tail = NULL;
@@ -305,7 +304,22 @@ static void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
 
 void heap_free_remote_now(pk_pool *p, slab *s, void *obj) {
     __atomic_add_fetch(&p->remote_frees, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&p->remote_base, 1, __ATOMIC_RELAXED);
     push_chain(p, s, obj, obj, 1);
+}
+
+/* A free into one of the pool's own slabs (its thread gone): the heap takes
+ * the slab, so frees into it stop being remote. */
+static bool adopt(pk_pool *p, heap *h, slab *s) {
+    pool_lock(p);
+    bool mine = central_adopt(p, h, s);
+    POOL_VALIDATE(p);
+    pool_unlock(p);
+    if (mine) {
+        if (s->free || s->bump < s->capacity) slab_list_push(&h->avail, s, HEAP_AVAIL);
+        else slab_list_append(&h->full, s, HEAP_FULL);
+    }
+    return mine;
 }
 
 void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
@@ -316,9 +330,12 @@ void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
         tc_set(c, obj, tc_count(c) + 1);
         return;
     }
-    if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h) {
-        free_remote(p, h, s, obj);
-        return;
+    heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+    if (owner != h) {
+        if (owner || s->lost || !adopt(p, h, s)) {
+            free_remote(p, h, s, obj);
+            return;
+        }
     }
     if (unlikely(obj == s->free || s->used == 0)) central_report_double_free(p, obj);
     if (s->free) s->disorder += (uintptr_t)obj - (uintptr_t)s->free + p->geo.slot > 2 * p->geo.slot;
@@ -363,6 +380,7 @@ void heap_abandon(pk_pool *p, tc_slot *c) {
     p->allocs += h->allocs;
     p->frees += h->frees;
     __atomic_add_fetch(&p->remote_frees, h->remote_frees, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&p->remote_base, (int64_t)(h->pushed - h->collected), __ATOMIC_RELAXED);
     if (h->prev) h->prev->next = h->next;
     else p->heaps = h->next;
     if (h->next) h->next->prev = h->prev;
@@ -422,6 +440,8 @@ void heap_sum(const pk_pool *p, heap_sums *out) {
         out->allocs += __atomic_load_n(&h->allocs, __ATOMIC_RELAXED);
         out->frees += __atomic_load_n(&h->frees, __ATOMIC_RELAXED);
         out->remote_frees += __atomic_load_n(&h->remote_frees, __ATOMIC_RELAXED);
+        out->pending += (int64_t)(__atomic_load_n(&h->pushed, __ATOMIC_RELAXED) -
+                                  __atomic_load_n(&h->collected, __ATOMIC_RELAXED));
     }
 }
 
@@ -459,5 +479,6 @@ void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
      * pending total is counted afresh from the lists themselves. */
     int64_t pending = 0;
     for (slab *s = p->all; s; s = s->all_next) pending += (int64_t)central_count_remote(p, s);
-    p->remote_pending = pending;
+    if (kept) pending -= (int64_t)(kept->pushed - kept->collected);
+    p->remote_base = pending;
 }

@@ -12,7 +12,8 @@
  *   4  pool.c, pool_slow.c, pool_bulk.c, pool_calls.c (pools: create and
  *      destroy, the slow paths, bulk and whole-pool calls), purge.c (when
  *      memory goes back; it and the pool list call each other: one layer)
- *   3  central.c (a pool's slabs and depot), tcache.c (thread caches),
+ *   3  heap.c (a thread's heap for a pool), central.c (a pool's own slabs,
+ *      remote-free collection), tcache.c (thread tables and the registry),
  *      harden.h/.c (hardened pools' checks), pool_valid.c (the validator);
  *      pool_internal.h is their shared state
  *   2  slab.c (slabs, the address map), retain.c (mappings kept for the

@@ -57,7 +57,7 @@ static inline size_t policy_extend(size_t slot) {
 #define FULL_SCAN 4
 
 /* Each thread's table reserves room for TABLE_KEYS pools (a 32-byte slot
- * and a heap record each: about 12 MiB of address space per thread, backed
+ * and a 240-byte heap record each: 17 MiB of address space per thread, backed
  * a page at a time as keys are used), so a table never moves and the
  * inline fast paths need no bound check (bench/gate.sh). Pools beyond
  * TABLE_KEYS - 1 live at once still work, locking on every call. */

@@ -57,7 +57,7 @@ void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
     heap_sums h;
     heap_sum(p, &h);
     central_note_peak(p);
-    int64_t pending = __atomic_load_n(&p->remote_pending, __ATOMIC_RELAXED);
+    int64_t pending = __atomic_load_n(&p->remote_base, __ATOMIC_RELAXED) + h.pending;
     int64_t live = (int64_t)(p->out + h.used) - (int64_t)h.idle - pending;
     memset(out, 0, sizeof *out);
     out->name = p->name;

@@ -98,6 +98,7 @@ typedef struct heap {
     int64_t synced;            /* its objects out, as last added to the pool's out_est */
     uint64_t allocs, frees, remote_frees;
     uint64_t collected;        /* remote frees taken off its slabs' thread_free */
+    uint64_t pushed;           /* remote frees it pushed onto other slabs' thread_free */
     uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
     /* The owned slab the last free went to, and its slots' range: the next
      * free into it needs no address map lookup. Cleared when the heap gives
@@ -174,7 +175,11 @@ struct pk_pool {
     uint64_t allocs, frees, slabs_released, bytes_released;
     /* Touched by any thread without the lock (atomic). */
     uint64_t remote_frees;
-    int64_t remote_pending; /* objects on the slabs' thread_free lists */
+    /* Objects on the slabs' thread_free lists: this plus each heap's pushed
+     * minus its collected (owner-only counters, so remote frees contend on
+     * no pool-wide word); direct pushes, collections of the pool's own
+     * slabs and the counters of heaps gone are added here. */
+    int64_t remote_base;
     int64_t out_est;        /* the heaps' allocs - frees, as of their last refill */
     int64_t peak_est;       /* the most out_est has been */
 };
@@ -259,6 +264,12 @@ size_t central_release(pk_pool *p, bool all);
  * empty one, else, if may_map, a new one; NULL (with errno ENOMEM if
  * may_map) when there is none. Its counts move from the pool to the heap. */
 slab *central_slab_for_heap(pk_pool *p, heap *h, bool may_map);
+/* A free into s, one of the pool's own partly used or full slabs (a thread
+ * gone left it): h takes it (its remote frees collected), so this free and
+ * the next ones into it are the owner's, not remote (mimalloc reclaims an
+ * abandoned page on free the same way). False if s is not the pool's any
+ * more. The slab is on no list afterwards: the caller places it. */
+bool central_adopt(pk_pool *p, heap *h, slab *s);
 /* A slab its heap gives back (empty, or its thread is leaving): its counts
  * move to the pool, and it goes on the list its counts say. */
 void central_slab_from_heap(pk_pool *p, heap *h, slab *s);
@@ -269,7 +280,8 @@ void central_slab_from_heap(pk_pool *p, heap *h, slab *s);
 size_t central_carve(pk_pool *p, uint64_t *rng, slab *s, size_t k, void **list);
 /* Takes s's thread_free (remote frees), checking each link on hardened
  * pools; returns the count, and the chain's tail in *tail. The caller owns
- * s (its heap's thread, or the pool's lock for the pool's own slabs). */
+ * s (its heap's thread, or the pool's lock for the pool's own slabs) and
+ * accounts the count (heap.collected, or remote_base). */
 size_t central_collect(pk_pool *p, slab *s, void **head, void **tail);
 /* Collects the remote frees of the pool's own slabs, moving each to the
  * list its counts then say. */
@@ -330,6 +342,7 @@ void heap_abandon_all(pk_pool *p);
  * pending chains), allocs, frees, remote frees, resident bytes. */
 typedef struct heap_sums {
     size_t idle;
+    int64_t pending; /* pushed - collected */
     uint64_t allocs, frees, remote_frees;
     size_t used, resident;
 } heap_sums;
@@ -366,13 +379,14 @@ void pools_fork_unlock(void);
 /* True if every identity the comments state holds for p (pool_valid.c
  * lists them); otherwise a fatal "internal assertion" report naming the
  * one that failed. Caller holds the pool's lock. deep: also walks every
- * slab's free list and every depot chain (O(free objects)), where the
- * shallow check is O(slabs). Called through POOL_VALIDATE, compiled in at
+ * free list of the pool's own slabs (O(free objects)), where the shallow
+ * check is O(slabs). Called through POOL_VALIDATE, compiled in at
  * POOLKIT_ASSERT 3 only. */
 bool pool_is_valid(const pk_pool *p, bool deep);
-/* At every state change of a pool, under its lock: the end of a refill or
- * a flush, trim, reserve, create and destroy (shallow on the paths that
- * run per batch, deep on whole-pool calls). */
+/* At every state change of a pool, under its lock: a slab taken by or given
+ * back from a heap, a direct call, trim, reserve, create and destroy
+ * (shallow on the paths that run per slab or per call, deep on whole-pool
+ * calls). */
 #define POOL_VALIDATE(p) PK_ASSERT_EXPENSIVE(pool_is_valid((p), false))
 #define POOL_VALIDATE_DEEP(p) PK_ASSERT_EXPENSIVE(pool_is_valid((p), true))
 
