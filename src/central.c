@@ -517,6 +517,7 @@ void central_slab_from_heap(pk_pool *p, heap *h, slab *s) {
     p->out += s->used;
     p->slab_free += s->capacity - s->used;
     if (s->used == 0) {
+        s->adopted = false;
         /* Restarted in address order (mimalloc's page reset) when its
          * objects came home out of order: the next heap to take it hands
          * out its slots as a stream again. A list freed in order (LIFO,

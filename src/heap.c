@@ -86,12 +86,31 @@ static void install(pk_pool *p, heap *h, tc_slot *c, slab *s) {
  * forged link is reported there rather than kept. */
 static slab *uninstall(pk_pool *p, heap *h, tc_slot *c) {
     slab *s = h->cur;
+    uintptr_t cur = cur_word(p, s);
     size_t n = 0; /* counted: the inline paths keep no count */
-    for (char *obj = tc_head(c), *next; obj; obj = next, n++) {
+    char *keep = NULL, *last = NULL;
+    for (char *obj = tc_head(c), *next; obj; obj = next) {
         next = (char *)link_load(p, obj);
+        if (((uintptr_t)obj | p->slab_low) != cur) {
+            /* An object of another owned slab, freed onto the list for
+             * reuse while hot (HOT_FREES): home to its own slab. */
+            slab *o = slab_of_slot(obj, p);
+            link_store(p, obj, (uintptr_t)o->free);
+            o->free = obj;
+            o->used--;
+            BUMP(h->used, -1);
+            BUMP(h->frees, 1);
+            continue;
+        }
         if (p->hardened) harden_check_slab_link(p, s, obj, next);
+        if (last) link_store(p, last, (uintptr_t)obj);
+        else keep = obj;
+        last = obj;
+        n++;
     }
-    s->free = tc_head(c);
+    if (last) link_store(p, last, 0);
+    h->hot_obj = NULL;
+    s->free = keep;
     s->used -= (uint32_t)n;
     BUMP(h->used, -n);
     BUMP(h->frees, n);
@@ -198,7 +217,13 @@ static void note_peak(pk_pool *p, heap *h);
  * or the pool's), and only then slots never touched, so a program that
  * repeats a phase faults no page back in. */
 static bool refill(pk_pool *p, heap *h, tc_slot *c) {
-    if (h->pend_slab) flush(p, h); /* a slow path: what waits goes home now */
+    /* A slow path: the purge's poll (a coarse clock's read), and what waits
+     * goes home now. A thread that only cycles through slabs it owns
+     * reaches the library at refills alone, and other pools' idle memory
+     * must still go back on its calls. */
+    pool_purge_poll();
+    if (h->pend_slab) flush(p, h);
+    h->hot_obj = NULL; /* the list is empty: whatever was pushed hot was taken */
     slab *s = h->cur, *next = NULL;
     if (s) {
         void *head, *tail;
@@ -316,10 +341,30 @@ static bool adopt(pk_pool *p, heap *h, slab *s) {
     POOL_VALIDATE(p);
     pool_unlock(p);
     if (mine) {
+        s->adopted = true; /* frees into it count as remote until it empties */
         if (s->free || s->bump < s->capacity) slab_list_push(&h->avail, s, HEAP_AVAIL);
         else slab_list_append(&h->full, s, HEAP_FULL);
     }
     return mine;
+}
+
+/* An object of an owned slab other than the current one onto its slab's
+ * free list; the slab moves lists (or goes back to the pool) as its counts
+ * say. */
+static void free_home(pk_pool *p, heap *h, slab *s, void *obj) {
+    if (s->free) s->disorder += (uintptr_t)obj - (uintptr_t)s->free + p->geo.slot > 2 * p->geo.slot;
+    link_store(p, obj, (uintptr_t)s->free);
+    s->free = obj;
+    s->used--;
+    BUMP(h->used, -1);
+    BUMP(h->frees, 1);
+    if (s->used == 0) {
+        slab_list_remove(s->list == HEAP_FULL ? &h->full : &h->avail, s);
+        give_to_pool(p, h, s);
+    } else if (s->list == HEAP_FULL) {
+        slab_list_remove(&h->full, s);
+        slab_list_push(&h->avail, s, HEAP_AVAIL);
+    }
 }
 
 void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
@@ -337,20 +382,16 @@ void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
             return;
         }
     }
+    if (s->adopted) BUMP(h->adopted_frees, 1);
     if (unlikely(obj == s->free || s->used == 0)) central_report_double_free(p, obj);
-    if (s->free) s->disorder += (uintptr_t)obj - (uintptr_t)s->free + p->geo.slot > 2 * p->geo.slot;
-    link_store(p, obj, (uintptr_t)s->free);
-    s->free = obj;
-    s->used--;
-    BUMP(h->used, -1);
-    BUMP(h->frees, 1);
-    if (s->used == 0) {
-        slab_list_remove(s->list == HEAP_FULL ? &h->full : &h->avail, s);
-        give_to_pool(p, h, s);
-    } else if (s->list == HEAP_FULL) {
-        slab_list_remove(&h->full, s);
-        slab_list_push(&h->avail, s, HEAP_AVAIL);
+    if (h->hot_obj && tc_head(c) == h->hot_obj) { /* not taken: home first */
+        void *hot = h->hot_obj;
+        h->hot_obj = NULL;
+        tc_set(c, (void *)link_load(p, hot), tc_count(c) - 1);
+        free_home(p, h, h->hot_slab, hot);
     }
+    if (heap_free_hot(p, c, h, s, obj)) return;
+    free_home(p, h, s, obj);
 }
 
 /* ---- Whole heaps. ---- */
@@ -379,7 +420,7 @@ void heap_abandon(pk_pool *p, tc_slot *c) {
     note_peak(p, h); /* its count stays: its live objects are still out */
     p->allocs += h->allocs;
     p->frees += h->frees;
-    __atomic_add_fetch(&p->remote_frees, h->remote_frees, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&p->remote_frees, h->remote_frees + h->adopted_frees, __ATOMIC_RELAXED);
     __atomic_add_fetch(&p->remote_base, (int64_t)(h->pushed - h->collected), __ATOMIC_RELAXED);
     if (h->prev) h->prev->next = h->next;
     else p->heaps = h->next;
@@ -408,7 +449,7 @@ void heap_abandon_all(pk_pool *p) {
 /* The length of another thread's slot list of a pool the inline paths
  * or the hardened lean path serve (they keep no count). Its thread may be changing the list, and
  * the objects handed out from it, meanwhile: the walk reads only within
- * the slab cur names (mapped for as long as the caller holds the pool's
+ * the pool's slabs (mapped for as long as the caller holds the pool's
  * lock, which releasing a slab takes) and only slot starts, stops after
  * the slab's capacity, and is exact when the thread is quiescent, as the
  * contract asks for exact stats. Its reads race by design, so they are
@@ -420,9 +461,11 @@ static NO_TSAN size_t racy_slot_length(const pk_pool *p, const heap *h) {
     if (!cur || !s || (uintptr_t)s->base != (cur & ~p->slab_low)) return 0;
     uintptr_t first = (uintptr_t)s->objects, size = (uintptr_t)s->capacity * p->geo.slot;
     size_t n = 0;
-    for (uintptr_t x = (uintptr_t)__atomic_load_n(&c->head, __ATOMIC_RELAXED); x && n < s->capacity; n++) {
+    for (uintptr_t x = (uintptr_t)__atomic_load_n(&c->head, __ATOMIC_RELAXED); x && n < s->capacity + HOT_FREES; n++) {
         uintptr_t off = x - first;
-        if (x < first || off >= size || slot_div(off, p->geo.slot, p->geo.recip) * p->geo.slot != off) break;
+        if ((x < first || off >= size || slot_div(off, p->geo.slot, p->geo.recip) * p->geo.slot != off) &&
+            !slab_of_slot((void *)x, p)) /* a hot object of another slab of the pool's is mapped too */
+            break;
         uintptr_t v = *(volatile uintptr_t *)(x + p->link_off);
         x = p->hardened ? link_code(p, (void *)x, v) : v;
     }
@@ -439,7 +482,8 @@ void heap_sum(const pk_pool *p, heap_sums *out) {
         out->resident += __atomic_load_n(&h->resident, __ATOMIC_RELAXED);
         out->allocs += __atomic_load_n(&h->allocs, __ATOMIC_RELAXED);
         out->frees += __atomic_load_n(&h->frees, __ATOMIC_RELAXED);
-        out->remote_frees += __atomic_load_n(&h->remote_frees, __ATOMIC_RELAXED);
+        out->remote_frees += __atomic_load_n(&h->remote_frees, __ATOMIC_RELAXED) +
+                             __atomic_load_n(&h->adopted_frees, __ATOMIC_RELAXED);
         out->pending += (int64_t)(__atomic_load_n(&h->pushed, __ATOMIC_RELAXED) -
                                   __atomic_load_n(&h->collected, __ATOMIC_RELAXED));
     }

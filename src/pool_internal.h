@@ -99,12 +99,20 @@ typedef struct heap {
     uint64_t allocs, frees, remote_frees;
     uint64_t collected;        /* remote frees taken off its slabs' thread_free */
     uint64_t pushed;           /* remote frees it pushed onto other slabs' thread_free */
+    uint64_t adopted_frees;    /* frees into slabs it took over from threads gone (stats'
+                                  remote_frees, not the peak estimate's) */
     uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
     /* The owned slab the last free went to, and its slots' range: the next
      * free into it needs no address map lookup. Cleared when the heap gives
      * the slab away. */
     struct slab *last;
     uintptr_t last_first, last_bytes;
+    /* The object of another owned slab last freed onto the slot list (see
+     * policy.h, HOT_FREES), its slab, and the head below it: the list's head
+     * back at hot_next means an allocation took it; the head still at
+     * hot_obj means none did, and the next such free sends it home first. */
+    void *hot_obj, *hot_next;
+    struct slab *hot_slab;
 } heap;
 
 struct pk_pool {
@@ -319,6 +327,25 @@ static inline bool chains_counted(const pk_pool *p) {
 }
 
 /* ---- heap.c: a thread's heap for a pool. ---- */
+
+/* HOT_FREES: obj, of s, an owned slab other than the current one, onto the
+ * slot list when no earlier such object waits there (one an allocation
+ * took is forgotten here). False when one still waits on top (the caller
+ * sends it home first) or the pool keeps its list to the current slab. */
+static inline bool heap_free_hot(const pk_pool *p, tc_slot *c, heap *h, struct slab *s, void *obj) {
+    void *head = tc_head(c);
+    if (h->hot_obj) {
+        if (head != h->hot_next) return false; /* on top still, or buried under frees */
+        h->hot_obj = NULL;                      /* taken */
+    }
+    if (p->hardened || !h->cur || unlikely(obj == head)) return false;
+    link_store(p, obj, (uintptr_t)head);
+    tc_set(c, obj, tc_count(c) + 1);
+    h->hot_obj = obj;
+    h->hot_slab = s;
+    h->hot_next = head;
+    return true;
+}
 
 /* The calling thread's allocation when its slot's list is empty: the next
  * objects of its current slab, or the next slab. NULL with errno ENOMEM. */

@@ -112,13 +112,11 @@ static void *alloc_generic(pk_pool *p) {
     return obj;
 }
 
-/* The owner's free of an object of one of its slabs that is not current,
+/* An object onto the free list of s, an owned slab that is not current,
  * when nothing changes lists (the slab neither empties nor stops being
- * full) and it is not the free list's head freed again: inline here, the
- * rest in heap.c. */
-static inline bool free_owned(pk_pool *p, heap *h, slab *s, void *obj) {
-    if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h || s == h->cur) return false;
-    void *f = s->free; /* read only once the slab is known to be ours */
+ * full) and it is not the list's head freed again: true if done. */
+static inline bool put_owned(pk_pool *p, heap *h, slab *s, void *obj) {
+    void *f = s->free;
     if (!f || obj == f || s->used <= 1) return false;
     link_store(p, obj, (uintptr_t)f);
     /* not next to the object freed before: out of order (RESTART_DISORDER) */
@@ -127,6 +125,25 @@ static inline bool free_owned(pk_pool *p, heap *h, slab *s, void *obj) {
     s->used--;
     __atomic_store_n(&h->used, h->used - 1, __ATOMIC_RELAXED);
     __atomic_store_n(&h->frees, h->frees + 1, __ATOMIC_RELAXED);
+    return true;
+}
+
+/* The owner's free of an object of one of its slabs that is not current:
+ * inline here when nothing changes lists (HOT_FREES included: the object
+ * freed before, still on top of the slot list, goes home first), the rest
+ * in heap.c. */
+static inline bool free_owned(pk_pool *p, tc_slot *c, heap *h, slab *s, void *obj) {
+    if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h || s == h->cur) return false;
+    void *hot = h->hot_obj;
+    if (hot && tc_head(c) == hot) { /* no allocation took it */
+        if (obj == hot) return false; /* freed again: heap_free reports it */
+        void *below = (void *)link_load(p, hot);
+        if (!put_owned(p, h, h->hot_slab, hot)) return false;
+        tc_set(c, below, tc_count(c) - 1);
+        h->hot_obj = NULL;
+    }
+    if (!heap_free_hot(p, c, h, s, obj) && !put_owned(p, h, s, obj)) return false;
+    if (unlikely(s->adopted)) __atomic_store_n(&h->adopted_frees, h->adopted_frees + 1, __ATOMIC_RELAXED);
     return true;
 }
 
@@ -160,7 +177,7 @@ void pool_free_generic(pk_pool *p, void *obj) {
     if (likely(c != NULL)) {
         slab *s = free_slab(p, c->heap, obj);
         track_takeback(p, obj);
-        if (!free_owned(p, c->heap, s, obj)) heap_free(p, c, s, obj);
+        if (!free_owned(p, c, c->heap, s, obj)) heap_free(p, c, s, obj);
         return;
     }
     c = p->cached && obj ? tcache_slot(p) : NULL;

@@ -60,6 +60,7 @@ typedef struct slab {
     size_t slab_align;        /* the mapping's alignment */
     bool guarded;             /* its last page is a no-access guard page */
     bool lost;                /* on SLAB_LOST (fork child): set once, never cleared */
+    bool adopted;             /* taken over on a free from a thread gone, until it empties */
     uint32_t capacity;        /* slots in this slab */
     uint32_t used;            /* slots outside the slab */
     uint32_t bump;            /* slots handed out since the slab was last empty */
