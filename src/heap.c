@@ -224,6 +224,7 @@ static bool refill(pk_pool *p, heap *h, tc_slot *c) {
     pool_purge_poll();
     if (h->pend_slab) flush(p, h);
     h->hot_obj = NULL; /* the list is empty: whatever was pushed hot was taken */
+    h->hot_off = false;
     slab *s = h->cur, *next = NULL;
     if (s) {
         void *head, *tail;
@@ -388,6 +389,7 @@ void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
         void *hot = h->hot_obj;
         h->hot_obj = NULL;
         tc_set(c, (void *)link_load(p, hot), tc_count(c) - 1);
+        h->hot_off = true; /* a phase of frees: no more until a refill */
         free_home(p, h, h->hot_slab, hot);
     }
     if (heap_free_hot(p, c, h, s, obj)) return;

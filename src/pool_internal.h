@@ -113,6 +113,8 @@ typedef struct heap {
      * hot_obj means none did, and the next such free sends it home first. */
     void *hot_obj, *hot_next;
     struct slab *hot_slab;
+    bool hot_off;              /* two such frees with no allocation between: none
+                                  until the next refill (a phase of frees) */
 } heap;
 
 struct pk_pool {
@@ -338,7 +340,7 @@ static inline bool heap_free_hot(const pk_pool *p, tc_slot *c, heap *h, struct s
         if (head != h->hot_next) return false; /* on top still, or buried under frees */
         h->hot_obj = NULL;                      /* taken */
     }
-    if (p->hardened || !h->cur || unlikely(obj == head)) return false;
+    if (h->hot_off || p->hardened || !h->cur || unlikely(obj == head)) return false;
     link_store(p, obj, (uintptr_t)head);
     tc_set(c, obj, tc_count(c) + 1);
     h->hot_obj = obj;
