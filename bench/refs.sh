@@ -3,8 +3,8 @@
 #
 # Usage: bench/refs.sh BUILD_DIR [options for hotloop_refs: --quick, --reps N, --iters N]
 #
-# For each reference commit (REFS, default: round one's build 28fd0a1 and the
-# previous release a6427ca), the library is built from `git archive COMMIT`
+# For each reference commit (REFS, default: round one's build 28fd0a1, the
+# previous release a6427ca and the second core's last build dc120d1), the library is built from `git archive COMMIT`
 # with its own CMake (Release, library only) in BUILD_DIR/ref/COMMIT/, once:
 # a build that is there is reused. Then bench/hotloop_refs.c is compiled
 # once per library, today's (BUILD_DIR/libpoolkit.a with include/) and each
@@ -26,8 +26,9 @@ shift
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-refs=${REFS:-"28fd0a1 a6427ca"}
-declare -A what=([28fd0a1]="round one's build" [a6427ca]="the previous release, the last commit of the round before")
+refs=${REFS:-"28fd0a1 a6427ca dc120d1"}
+declare -A what=([28fd0a1]="round one's build" [a6427ca]="the previous release, the last commit of the round before"
+                 [dc120d1]="the second core's last build, before the third (issue 19)")
 
 lib_today=""
 for cand in "$build/libpoolkit.a" "$build/src/libpoolkit.a"; do

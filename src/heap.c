@@ -161,7 +161,12 @@ static bool has_touched_free(const slab *s) { return s->free || s->bump < s->hig
  * if may_map) when there is none. The heap's avail list keeps slabs with
  * freed slots at the front and those with only fresh ones at the back. */
 static slab *next_slab(pk_pool *p, heap *h, bool may_map) {
-    slab *s = h->avail.head;
+    slab *s = h->spare;
+    if (s) {
+        h->spare = NULL;
+        return s;
+    }
+    s = h->avail.head;
     if (s && has_touched_free(s)) {
         slab_list_remove(&h->avail, s);
         return s;
@@ -225,6 +230,7 @@ static bool refill(pk_pool *p, heap *h, tc_slot *c) {
     if (h->pend_slab) flush(p, h);
     h->hot_obj = NULL; /* the list is empty: whatever was pushed hot was taken */
     h->hot_off = false;
+    h->hot_evicted = 0;
     slab *s = h->cur, *next = NULL;
     if (s) {
         void *head, *tail;
@@ -349,6 +355,22 @@ static bool adopt(pk_pool *p, heap *h, slab *s) {
     return mine;
 }
 
+/* A slab whose last object came home by its owner's frees: kept as the
+ * heap's spare (policy.h, HEAP_SPARE), restarted like the pool would, and
+ * the spare it replaces, if any, goes back to the pool. */
+static void keep_spare(pk_pool *p, heap *h, slab *s) {
+    if (s->disorder > s->capacity / RESTART_DISORDER && !p->construct && !p->destruct) {
+        s->free = NULL;
+        s->bump = 0;
+    }
+    s->disorder = 0;
+    s->adopted = false;
+    s->list = SLAB_NOWHERE;
+    slab *old = h->spare;
+    h->spare = s;
+    if (old) give_to_pool(p, h, old);
+}
+
 /* An object of an owned slab other than the current one onto its slab's
  * free list; the slab moves lists (or goes back to the pool) as its counts
  * say. */
@@ -361,7 +383,7 @@ static void free_home(pk_pool *p, heap *h, slab *s, void *obj) {
     BUMP(h->frees, 1);
     if (s->used == 0) {
         slab_list_remove(s->list == HEAP_FULL ? &h->full : &h->avail, s);
-        give_to_pool(p, h, s);
+        keep_spare(p, h, s);
     } else if (s->list == HEAP_FULL) {
         slab_list_remove(&h->full, s);
         slab_list_push(&h->avail, s, HEAP_AVAIL);
@@ -389,7 +411,7 @@ void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
         void *hot = h->hot_obj;
         h->hot_obj = NULL;
         tc_set(c, (void *)link_load(p, hot), tc_count(c) - 1);
-        h->hot_off = true; /* a phase of frees: no more until a refill */
+        h->hot_off = ++h->hot_evicted >= HOT_PHASE; /* a phase of frees: none until a refill */
         free_home(p, h, h->hot_slab, hot);
     }
     if (heap_free_hot(p, c, h, s, obj)) return;
@@ -410,6 +432,10 @@ void heap_abandon(pk_pool *p, tc_slot *c) {
     ASSERT_POOL_LOCKED(p);
     if (h->pend_slab) flush(p, h);
     if (h->cur) abandon_slab(p, h, uninstall(p, h, c));
+    if (h->spare) {
+        abandon_slab(p, h, h->spare);
+        h->spare = NULL;
+    }
     for (slab *s; (s = h->avail.head) != NULL;) {
         slab_list_remove(&h->avail, s);
         abandon_slab(p, h, s);

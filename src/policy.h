@@ -44,13 +44,23 @@ static inline size_t policy_extend(size_t slot) {
  * large live set and allocates its replacement (larson, the lab's
  * steady-state) touches one cold object per round instead of two. One such
  * object at a time: the next such free finds it taken (an allocation came
- * between) or sends it home first and stops until the heap's next refill,
- * so a phase of frees leaves no object on the list, not a handful that
- * would keep their slabs from emptying and restarting (pushing up to 16 cost random working sets at 100,000
+ * between) or sends it home first; HOT_PHASE of those in a row make a
+ * phase of frees, which stops it until the heap's next refill, so such a
+ * phase leaves no object on the list, not a handful that would keep their
+ * slabs from emptying and restarting (pushing up to 16 cost random working sets at 100,000
  * objects 1.36x mimalloc's time against 1.15x with 4, bench_workset
  * --quick on the Xeon). Hardened pools keep their list to the current
  * slab (their lean path checks links against it). */
 #define HOT_FREES 1
+#define HOT_PHASE 8
+
+/* HEAP_SPARE: a heap keeps the last slab its own frees emptied (one slab,
+ * restarted as below) for its next slab, and gives the one before to the
+ * pool: a working set that moves across a slab's edge, or objects few to a
+ * slab (8 KiB: 16 a slab; 1 MiB: one), would otherwise take the pool's lock
+ * twice per slab's worth of calls. The spare goes back to the pool at the
+ * thread's trim or exit: per thread per pool, one empty slab stays out of
+ * the purge's reach. */
 
 /* A slab whose objects all came home goes back to the pool; if more than
  * 1/RESTART_DISORDER of its owner's frees landed away from the object freed

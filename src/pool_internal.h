@@ -85,6 +85,7 @@ typedef struct heap {
     tc_slot *slot;             /* the thread's slot for the pool */
     struct heap *prev, *next;  /* the pool's heaps, under the pool's lock */
     struct slab *cur;          /* the slab whose free objects are on slot->head */
+    struct slab *spare;        /* an empty slab kept for the next one (HEAP_SPARE) */
     slab_list avail, full;     /* owned slabs, HEAP_AVAIL and HEAP_FULL */
     /* Remote frees of one slab, gathered before one push onto its
      * thread_free (REMOTE_BATCH). */
@@ -113,8 +114,9 @@ typedef struct heap {
      * hot_obj means none did, and the next such free sends it home first. */
     void *hot_obj, *hot_next;
     struct slab *hot_slab;
-    bool hot_off;              /* two such frees with no allocation between: none
-                                  until the next refill (a phase of frees) */
+    unsigned hot_evicted;      /* such objects sent home in a row, none taken */
+    bool hot_off;              /* HOT_PHASE of those: a phase of frees, none until
+                                  the next refill */
 } heap;
 
 struct pk_pool {
@@ -339,6 +341,7 @@ static inline bool heap_free_hot(const pk_pool *p, tc_slot *c, heap *h, struct s
     if (h->hot_obj) {
         if (head != h->hot_next) return false; /* on top still, or buried under frees */
         h->hot_obj = NULL;                      /* taken */
+        h->hot_evicted = 0;
     }
     if (h->hot_off || p->hardened || !h->cur || unlikely(obj == head)) return false;
     link_store(p, obj, (uintptr_t)head);

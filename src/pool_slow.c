@@ -141,7 +141,7 @@ static inline bool free_owned(pk_pool *p, tc_slot *c, heap *h, slab *s, void *ob
         if (!put_owned(p, h, h->hot_slab, hot)) return false;
         tc_set(c, below, tc_count(c) - 1);
         h->hot_obj = NULL;
-        h->hot_off = true; /* a phase of frees: no more until a refill */
+        h->hot_off = ++h->hot_evicted >= HOT_PHASE; /* a phase of frees: none until a refill */
     }
     if (!heap_free_hot(p, c, h, s, obj) && !put_owned(p, h, s, obj)) return false;
     if (unlikely(s->adopted)) __atomic_store_n(&h->adopted_frees, h->adopted_frees + 1, __ATOMIC_RELAXED);
