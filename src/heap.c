@@ -463,6 +463,36 @@ void heap_abandon_all(pk_pool *p) {
     while (p->heaps) heap_abandon(p, p->heaps->slot);
 }
 
+/* A slab of a heap being forgotten: to the pool's full list, its lists as
+ * they are (the pool is about to unmap it). */
+static void forget_slab(pk_pool *p, heap *h, slab *s) {
+    s->used = s->bump = s->high = s->capacity; /* counts nothing reads any more */
+    s->free = NULL;
+    __atomic_store_n(&s->thread_free, NULL, __ATOMIC_RELAXED);
+    central_slab_from_heap(p, h, s);
+}
+
+void heap_forget_all(pk_pool *p) {
+    for (heap *h; (h = p->heaps) != NULL;) {
+        tc_slot *c = h->slot;
+        if (h->cur) forget_slab(p, h, h->cur);
+        if (h->spare) forget_slab(p, h, h->spare);
+        for (slab *s; (s = h->avail.head) != NULL;) {
+            slab_list_remove(&h->avail, s);
+            forget_slab(p, h, s);
+        }
+        for (slab *s; (s = h->full.head) != NULL;) {
+            slab_list_remove(&h->full, s);
+            forget_slab(p, h, s);
+        }
+        p->heaps = h->next;
+        memset(h, 0, sizeof *h);
+        c->heap = NULL;
+        tc_set(c, NULL, 0);
+        __atomic_store_n(&c->cur, 0, __ATOMIC_RELAXED);
+    }
+}
+
 #if defined(__SANITIZE_THREAD__)
 #  define NO_TSAN __attribute__((no_sanitize_thread))
 #elif defined(__has_feature)

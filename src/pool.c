@@ -385,9 +385,12 @@ void pk_pool_destroy(pk_pool *p) {
      * what is still out is live. Hardened pools' free lists are checked
      * when their slabs go (central_free_all), so a forged link is reported
      * rather than forgotten with the memory. */
-    heap_abandon_all(p);
+    bool region = (p->flags & PK_POOL_REGION) && !p->hardened && !p->debug && !p->construct &&
+                  !p->destruct && !TRACK_ENABLED;
+    if (region) heap_forget_all(p); /* freed whole: no object's count is needed */
+    else heap_abandon_all(p);
     central_collect_own(p);
-    size_t live = p->out;
+    size_t live = region ? 0 : p->out;
     POOL_VALIDATE_DEEP(p);
     pool_unlock(p);
     if (p->cached) tcache_detach(p);

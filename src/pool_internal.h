@@ -369,6 +369,10 @@ void heap_abandon(pk_pool *p, tc_slot *c);
 /* Every heap of the pool, abandoned (destroy, visit): the registry's and
  * the pool's locks held, the pool quiescent. */
 void heap_abandon_all(pk_pool *p);
+/* The same for a pool about to be unmapped with no count to keep (a
+ * PK_POOL_REGION pool's destroy, no checks to make): slabs handed to the
+ * pool as they are, no list walked. */
+void heap_forget_all(pk_pool *p);
 /* Sums of the heaps' counters (the registry's and the pool's locks held):
  * objects outside the slabs' free lists that are not live (slot lists,
  * pending chains), allocs, frees, remote frees, resident bytes. */
