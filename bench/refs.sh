@@ -4,8 +4,9 @@
 # Usage: bench/refs.sh BUILD_DIR [options for hotloop_refs: --quick, --reps N, --iters N]
 #
 # For each reference commit (REFS, default: round one's build 28fd0a1, the
-# previous release a6427ca and the second core's last build dc120d1), the library is built from `git archive COMMIT`
-# with its own CMake (Release, library only) in BUILD_DIR/ref/COMMIT/, once:
+# previous release a6427ca and the second core's last build dc120d1), the
+# library is built from `git archive COMMIT` with its own CMake (Release,
+# library only) in BUILD_DIR/ref/COMMIT/, once:
 # a build that is there is reused. Then bench/hotloop_refs.c is compiled
 # once per library, today's (BUILD_DIR/libpoolkit.a with include/) and each
 # reference's, with the same command (only -I and the .a differ), and today's
