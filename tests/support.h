@@ -19,7 +19,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -28,6 +30,25 @@
 #include <unistd.h>
 
 namespace pktest {
+
+/* Waits until a flag is raised; raising it wakes every waiter. */
+class Gate {
+  public:
+    void open() {
+        std::lock_guard<std::mutex> g(m_);
+        open_ = true;
+        cv_.notify_all();
+    }
+    void wait() {
+        std::unique_lock<std::mutex> g(m_);
+        cv_.wait(g, [this] { return open_; });
+    }
+
+  private:
+    std::mutex m_;
+    std::condition_variable cv_;
+    bool open_ = false;
+};
 
 /* ---- scaling ---------------------------------------------------------- */
 

@@ -64,25 +64,6 @@ size_t count_in(const std::vector<void *> &objs, const std::set<void *> &set) {
     return n;
 }
 
-/* Waits until a flag is raised; raising it wakes every waiter. */
-class Gate {
-  public:
-    void open() {
-        std::lock_guard<std::mutex> g(m_);
-        open_ = true;
-        cv_.notify_all();
-    }
-    void wait() {
-        std::unique_lock<std::mutex> g(m_);
-        cv_.wait(g, [this] { return open_; });
-    }
-
-  private:
-    std::mutex m_;
-    std::condition_variable cv_;
-    bool open_ = false;
-};
-
 /* Counts every report and prints it (a fatal one still aborts: the test
  * then dies with the report on stderr). */
 std::atomic<int> reports{0};

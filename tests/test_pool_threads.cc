@@ -71,25 +71,6 @@ class Mailbox {
     std::deque<std::pair<void *, uint64_t>> items_;
 };
 
-/* Waits until a flag is raised; raising it wakes every waiter. */
-class Gate {
-  public:
-    void open() {
-        std::lock_guard<std::mutex> g(m_);
-        open_ = true;
-        cv_.notify_all();
-    }
-    void wait() {
-        std::unique_lock<std::mutex> g(m_);
-        cv_.wait(g, [this] { return open_; });
-    }
-
-  private:
-    std::mutex m_;
-    std::condition_variable cv_;
-    bool open_ = false;
-};
-
 /* Cheap per-object check for small objects: the key in the first and last
  * words (or bytes). */
 void stamp(void *obj, size_t size, uint64_t key) {
