@@ -4,15 +4,16 @@
  *   LINK ENCODING  link_code: a free object's link word is stored xor-ed
  *                  with a per-pool secret and the object's own address, so
  *                  a pointer written over a free object decodes to garbage
- *   CHECKED NEXT   harden_check_link: a cache list's link is followed only
- *                  if it names a slot of the pool (generic and bulk paths)
+ *   CURRENT SLAB   a thread's slot list holds objects of its current slab
+ *                  only, so each link followed must name a slot of that
+ *                  slab (hard_near on the lean path, harden_check_slab_link
+ *                  on the heap path), and remote-free chains are walked and
+ *                  checked link by link when collected (central_collect)
  *   SLOT GRID      hard_grid: an offset from slot 0 is a whole number of
  *                  slots, by a multiply
  *   SAME SLAB      hard_near: a pointer in the slab of a slot already known
  *                  to be the pool's, on the grid (the lean path's check, no
  *                  address map)
- *   FAR CHECK      hard_far: a pointer elsewhere, looked up in the address
- *                  map, on the grid
  *   SLAB LINK      harden_check_slab_link: a slab's own free list links only
  *                  slots of that slab handed out before
  *   SHUFFLE        fresh slots go out in an unpredictable order (central.c,
@@ -24,9 +25,9 @@
  *
  * Invariant: every object on a hardened pool's list was checked on its way
  * in (free) and its link is checked before it is followed (alloc), so a
- * forged link is reported, never handed out. The checks that send a caller
- * on (hard_near, hard_far returning false) never report themselves: the
- * exact check after them does.
+ * forged link is reported, never handed out. A freed pointer hard_near
+ * does not place goes on to the heap path, whose exact check (the address
+ * map) reports it; hard_near itself never reports.
  *
  * Included by pool_internal.h after struct pk_pool; not on its own.
  */
@@ -69,16 +70,6 @@ static inline void link_store(const pk_pool *p, void *obj, uintptr_t v) {
 PK_COLD __attribute__((noreturn)) void report_corrupted_link(const pk_pool *p, const void *holder,
                                                              const void *link, const char *why);
 
-/* CHECKED NEXT: the link about to be followed on a thread cache's list must
- * name a slot of this pool (the address map says), or the list was
- * overwritten: reported (harden.c). Returns n. */
-PK_NOINLINE char *harden_check_link(pk_pool *p, void *obj, char *n);
-/* The next object after obj on a cache's list, checked on hardened pools. */
-static inline char *checked_next(pk_pool *p, void *obj) {
-    char *n = (char *)link_load(p, obj);
-    return unlikely(p->hardened && n) ? harden_check_link(p, obj, n) : n;
-}
-
 /* Hardened pools' lean paths (pool_slow.c) check that a pointer x starts a
  * slot of the pool. SLOT GRID, hard_grid: off (from slot 0 of x's slab) is
  * on the slot grid, by a multiply: for off < 2^32, off is a multiple of the
@@ -92,14 +83,6 @@ static inline bool hard_grid(const pk_pool *p, uintptr_t off) {
 
 static inline bool hard_near(const pk_pool *p, uintptr_t x, uintptr_t near) {
     return (x ^ near) <= p->hard.mask && hard_grid(p, (x & p->hard.mask) - p->hard.header);
-}
-
-/* FAR CHECK, hard_far: x in another slab; the address map says whose slab
- * it is and where its slot 0 is (every slab of a pool has the pool's
- * geometry, so the grid check is the same). */
-static inline bool hard_far(const pk_pool *p, uintptr_t x) {
-    uintptr_t objects = 0;
-    return slab_map_pool((const void *)x, &objects) == p && hard_grid(p, x - objects);
 }
 
 /* SLAB LINK: a hardened pool's slab free list links only slots of that

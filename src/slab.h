@@ -133,17 +133,6 @@ static inline map_entry *map_find(const void *ptr) {
     return leaf ? &leaf[g & ((1u << MAP_L2_BITS) - 1)] : NULL;
 }
 
-/* The pool whose slab holds ptr's granule (NULL if none) and, in *objects,
- * that slab's slot 0: whether ptr is a slot is the caller's to check
- * (hardened pools' far checks, pool_slow.c, with their geometry). Inline: a few
- * loads, no call. */
-static inline struct pk_pool *slab_map_pool(const void *ptr, uintptr_t *objects) {
-    map_entry *e = map_find(ptr);
-    if (!e || !__atomic_load_n(&e->slab, __ATOMIC_ACQUIRE)) return NULL;
-    *objects = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
-    return __atomic_load_n(&e->pool, __ATOMIC_RELAXED);
-}
-
 /* The slab of pool whose object slot starts at ptr, or NULL for any other
  * pointer; reads neither ptr's memory nor the slab's (the free paths' check
  * of every pointer they are given). */
