@@ -262,7 +262,7 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
     p->slab_free -= got;
     p->out += got;
     p->allocs += got;
-    central_note_peak(p);
+    if (p->out > p->peak_out) p->peak_out = p->out; /* direct pools' peak: heaps keep out_est */
     if (!got) {
         errno = ENOMEM;
         note_once(NOTE_OUT_OF_MEMORY, p->name, "pool '%s' is out of memory: the system refused a slab of %zu bytes",
@@ -414,16 +414,22 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
     return n;
 }
 
-/* A pool's own slab: its remote frees onto its free list, and the slab
- * onto the list its counts then say. */
-static void collect_own(pk_pool *p, slab *s) {
+size_t central_splice_remote(pk_pool *p, slab *s) {
     void *head, *tail;
     size_t n = central_collect(p, s, &head, &tail);
-    if (!n) return;
-    __atomic_sub_fetch(&p->remote_base, (int64_t)n, __ATOMIC_RELAXED);
+    if (!n) return 0;
     link_store(p, tail, (uintptr_t)s->free);
     s->free = head;
     s->used -= (uint32_t)n;
+    return n;
+}
+
+/* A pool's own slab: its remote frees onto its free list, and the slab
+ * onto the list its counts then say. */
+static void collect_own(pk_pool *p, slab *s) {
+    size_t n = central_splice_remote(p, s);
+    if (!n) return;
+    __atomic_sub_fetch(&p->remote_base, (int64_t)n, __ATOMIC_RELAXED);
     p->out -= n;
     p->slab_free += n;
     p->frees += n;
@@ -444,11 +450,6 @@ void central_collect_own(pk_pool *p) {
         }
 }
 
-static size_t touched_bytes(const pk_pool *p, const slab *s) {
-    size_t bytes = align_up(p->geo.header + (size_t)s->high * p->geo.slot, os_page_size());
-    return bytes < s->span ? bytes : s->span;
-}
-
 /* s, one of the pool's own, off its list and into h: its counts move. */
 static void to_heap(pk_pool *p, heap *h, slab *s) {
     slab_list_remove(&p->lists[s->list], s);
@@ -460,8 +461,7 @@ static void to_heap(pk_pool *p, heap *h, slab *s) {
     h->bytes += s->span;
     __atomic_store_n(&s->owner, h, __ATOMIC_RELAXED);
     __atomic_store_n(&h->used, h->used + s->used, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->resident, h->resident + touched_bytes(p, s), __ATOMIC_RELAXED);
-    central_note_peak(p);
+    __atomic_store_n(&h->resident, h->resident + slab_touched(p, s), __ATOMIC_RELAXED);
 }
 
 slab *central_slab_for_heap(pk_pool *p, heap *h, bool may_map) {
@@ -505,6 +505,20 @@ bool central_adopt(pk_pool *p, heap *h, slab *s) {
     return true;
 }
 
+void central_slab_emptied(const pk_pool *p, slab *s) {
+    /* Restarted in address order (mimalloc's page reset) when its objects
+     * came home out of order: the next heap to take it hands out its slots
+     * as a stream again. A list freed in order (LIFO, FIFO) is a stream
+     * already and is kept, which saves rewriting every link (figures:
+     * policy.h, RESTART_DISORDER). Constructed objects keep their slots. */
+    if (s->disorder > s->capacity / RESTART_DISORDER && !p->construct && !p->destruct) {
+        s->free = NULL;
+        s->bump = 0;
+    }
+    s->disorder = 0;
+    s->adopted = false;
+}
+
 void central_slab_from_heap(pk_pool *p, heap *h, slab *s) {
     ASSERT_POOL_LOCKED(p);
     p->heap_slabs--;
@@ -513,22 +527,11 @@ void central_slab_from_heap(pk_pool *p, heap *h, slab *s) {
     h->bytes -= s->span;
     __atomic_store_n(&s->owner, NULL, __ATOMIC_RELAXED);
     __atomic_store_n(&h->used, h->used - s->used, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->resident, h->resident - touched_bytes(p, s), __ATOMIC_RELAXED);
+    __atomic_store_n(&h->resident, h->resident - slab_touched(p, s), __ATOMIC_RELAXED);
     p->out += s->used;
     p->slab_free += s->capacity - s->used;
     if (s->used == 0) {
-        s->adopted = false;
-        /* Restarted in address order (mimalloc's page reset) when its
-         * objects came home out of order: the next heap to take it hands
-         * out its slots as a stream again. A list freed in order (LIFO,
-         * FIFO) is a stream already and is kept, which saves rewriting every
-         * link (figures: policy.h, RESTART_DISORDER). Constructed objects
-         * keep their slots. */
-        if (s->disorder > s->capacity / RESTART_DISORDER && !p->construct && !p->destruct) {
-            s->free = NULL;
-            s->bump = 0;
-        }
-        s->disorder = 0;
+        central_slab_emptied(p, s);
         slab_list_push(&p->lists[SLAB_EMPTY], s, SLAB_EMPTY);
         s->empty_tick = p->tick_no;
         if (options_purge_delay_ms() == 0) central_release(p, false);
@@ -536,10 +539,6 @@ void central_slab_from_heap(pk_pool *p, heap *h, slab *s) {
         slab_list_push(&p->lists[s->used == s->capacity ? SLAB_FULL : SLAB_PARTIAL], s,
                        s->used == s->capacity ? SLAB_FULL : SLAB_PARTIAL);
     }
-}
-
-void central_note_peak(pk_pool *p) {
-    if (p->out > p->peak_out) p->peak_out = p->out;
 }
 
 size_t central_count_remote(pk_pool *p, slab *s) {

@@ -78,6 +78,8 @@ PK_COLD __attribute__((noreturn)) void report_corrupted_link(const pk_pool *p, c
  * `near`, a slot already known to be the pool's, on the grid. False sends
  * the caller on to the exact check, never to a report. */
 static inline bool hard_grid(const pk_pool *p, uintptr_t off) {
+    /* slot_on_grid without its test of recip: the lean path is on only
+     * where a slab's slots span less than 4 GiB, so recip is never 0 */
     return off < p->hard.span && off * p->hard.recip < p->hard.recip;
 }
 

@@ -42,12 +42,6 @@
 
 static inline uintptr_t cur_word(const pk_pool *p, const slab *s) { return (uintptr_t)s->base | p->slab_low; }
 
-/* Bytes of s ever touched: its header and the slots up to its high mark. */
-static size_t touched(const pk_pool *p, const slab *s) {
-    size_t bytes = align_up(p->geo.header + (size_t)s->high * p->geo.slot, os_page_size());
-    return bytes < s->span ? bytes : s->span;
-}
-
 static heap *heap_get(pk_pool *p, tc_slot *c) {
     heap *h = c->heap;
     if (likely(h != NULL)) return h;
@@ -123,13 +117,9 @@ static slab *uninstall(pk_pool *p, heap *h, tc_slot *c) {
 
 /* Remote frees of an owned slab that is not current go onto its free list. */
 static void collect_into(pk_pool *p, heap *h, slab *s) {
-    void *head, *tail;
-    size_t n = central_collect(p, s, &head, &tail);
+    size_t n = central_splice_remote(p, s);
     if (!n) return;
     BUMP(h->collected, n);
-    link_store(p, tail, (uintptr_t)s->free);
-    s->free = head;
-    s->used -= (uint32_t)n;
     BUMP(h->used, -n);
     BUMP(h->frees, n);
 }
@@ -200,14 +190,14 @@ static slab *next_slab(pk_pool *p, heap *h, bool may_map) {
 static bool extend(pk_pool *p, heap *h, tc_slot *c, slab *s) {
     if (s->bump >= s->capacity) return false;
     void *list = NULL;
-    size_t before = touched(p, s);
+    size_t before = slab_touched(p, s);
     /* Slots touched before go all at once (no page to fault in); fresh ones
      * a page at a time. */
     size_t k = s->bump < s->high ? s->high - s->bump : p->extend;
     k = central_carve(p, &h->rng, s, k, &list);
     BUMP(h->used, k);
     BUMP(h->allocs, k);
-    BUMP(h->resident, touched(p, s) - before);
+    BUMP(h->resident, slab_touched(p, s) - before);
     tc_set(c, list, (intptr_t)k);
     return true;
 }
@@ -359,12 +349,7 @@ static bool adopt(pk_pool *p, heap *h, slab *s) {
  * heap's spare (policy.h, HEAP_SPARE), restarted like the pool would, and
  * the spare it replaces, if any, goes back to the pool. */
 static void keep_spare(pk_pool *p, heap *h, slab *s) {
-    if (s->disorder > s->capacity / RESTART_DISORDER && !p->construct && !p->destruct) {
-        s->free = NULL;
-        s->bump = 0;
-    }
-    s->disorder = 0;
-    s->adopted = false;
+    central_slab_emptied(p, s);
     s->list = SLAB_NOWHERE;
     slab *old = h->spare;
     h->spare = s;
@@ -375,12 +360,7 @@ static void keep_spare(pk_pool *p, heap *h, slab *s) {
  * free list; the slab moves lists (or goes back to the pool) as its counts
  * say. */
 static void free_home(pk_pool *p, heap *h, slab *s, void *obj) {
-    if (s->free) s->disorder += (uintptr_t)obj - (uintptr_t)s->free + p->geo.slot > 2 * p->geo.slot;
-    link_store(p, obj, (uintptr_t)s->free);
-    s->free = obj;
-    s->used--;
-    BUMP(h->used, -1);
-    BUMP(h->frees, 1);
+    heap_push_owned(p, h, s, obj);
     if (s->used == 0) {
         slab_list_remove(s->list == HEAP_FULL ? &h->full : &h->avail, s);
         keep_spare(p, h, s);
@@ -521,7 +501,7 @@ static NO_TSAN size_t racy_slot_length(const pk_pool *p, const heap *h) {
     size_t n = 0;
     for (uintptr_t x = (uintptr_t)__atomic_load_n(&c->head, __ATOMIC_RELAXED); x && n < s->capacity + HOT_FREES; n++) {
         uintptr_t off = x - first;
-        if ((x < first || off >= size || slot_div(off, p->geo.slot, p->geo.recip) * p->geo.slot != off) &&
+        if ((x < first || off >= size || !slot_on_grid(off, p->geo.slot, p->geo.recip)) &&
             !slab_of_slot((void *)x, p)) /* a hot object of another slab of the pool's is mapped too */
             break;
         uintptr_t v = *(volatile uintptr_t *)(x + p->link_off);

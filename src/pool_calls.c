@@ -40,12 +40,9 @@ size_t pk_pool_trim(pk_pool *p) {
  * slots handed out at least once (slots past the high mark were never
  * written), page-rounded. */
 static size_t resident_bytes(const pk_pool *p) {
-    size_t page = os_page_size(), bytes = 0;
+    size_t bytes = 0;
     for (int l = 0; l < SLAB_LISTS; l++)
-        for (const slab *s = p->lists[l].head; s; s = s->next) {
-            size_t touched = align_up(p->geo.header + (size_t)s->high * p->geo.slot, page);
-            bytes += touched < s->span ? touched : s->span;
-        }
+        for (const slab *s = p->lists[l].head; s; s = s->next) bytes += slab_touched(p, s);
     return bytes;
 }
 
@@ -56,7 +53,6 @@ void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
     pool_lock(p);
     heap_sums h;
     heap_sum(p, &h);
-    central_note_peak(p);
     int64_t pending = __atomic_load_n(&p->remote_base, __ATOMIC_RELAXED) + h.pending;
     int64_t live = (int64_t)(p->out + h.used) - (int64_t)h.idle - pending;
     memset(out, 0, sizeof *out);

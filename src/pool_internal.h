@@ -252,6 +252,13 @@ static inline void pool_check_live(const pk_pool *p, const char *call, const voi
     if (unlikely(p->state == POOL_DEAD)) pool_report_dead(p, call, obj);
 }
 
+/* Bytes of s ever touched (stats' resident): the debug bits before slot 0
+ * and the slots up to its high mark, page-rounded. */
+static inline size_t slab_touched(const pk_pool *p, const slab *s) {
+    size_t bytes = align_up(p->geo.header + (size_t)s->high * p->geo.slot, os_page_size());
+    return bytes < s->span ? bytes : s->span;
+}
+
 /* The user's view of an object starts or ends here (tool builds). */
 static inline void track_handout(const pk_pool *p, void *obj) {
     track_alloc(obj, p->size, p->zero || p->construct || p->destruct);
@@ -295,6 +302,12 @@ size_t central_carve(pk_pool *p, uint64_t *rng, slab *s, size_t k, void **list);
  * s (its heap's thread, or the pool's lock for the pool's own slabs) and
  * accounts the count (heap.collected, or remote_base). */
 size_t central_collect(pk_pool *p, slab *s, void **head, void **tail);
+/* central_collect, then the chain onto s's free list and off its used
+ * count; returns the count for the caller to account. */
+size_t central_splice_remote(pk_pool *p, slab *s);
+/* s's last object came home: restarted in address order if its frees came
+ * out of order (RESTART_DISORDER), its per-emptying marks cleared. */
+void central_slab_emptied(const pk_pool *p, slab *s);
 /* Collects the remote frees of the pool's own slabs, moving each to the
  * list its counts then say. */
 void central_collect_own(pk_pool *p);
@@ -314,9 +327,6 @@ slab *central_check_free(pk_pool *p, void *obj);
 void central_debug_check_free(pk_pool *p, void *obj);
 /* Reports obj as freed twice (a second push of the head of a list). */
 PK_COLD __attribute__((noreturn)) void central_report_double_free(pk_pool *p, void *obj);
-/* The most objects outside the slabs: updated from the heaps' counts (the
- * registry's or the pool's lock held). */
-void central_note_peak(pk_pool *p);
 
 /* Remote-free chains (heap.c pushes, central_collect takes): on pools whose
  * link word is an object's first and which have a second (slots of 16
@@ -350,6 +360,19 @@ static inline bool heap_free_hot(const pk_pool *p, tc_slot *c, heap *h, struct s
     h->hot_slab = s;
     h->hot_next = head;
     return true;
+}
+
+/* obj onto the free list of s, an owned slab that is not current, counted;
+ * a free not next to the one before counts toward RESTART_DISORDER. The
+ * caller moves the slab between lists if its counts say so. */
+static inline void heap_push_owned(const pk_pool *p, heap *h, struct slab *s, void *obj) {
+    void *f = s->free;
+    if (f) s->disorder += (uintptr_t)obj - (uintptr_t)f + p->geo.slot > 2 * p->geo.slot;
+    link_store(p, obj, (uintptr_t)f);
+    s->free = obj;
+    s->used--;
+    __atomic_store_n(&h->used, h->used - 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->frees, h->frees + 1, __ATOMIC_RELAXED);
 }
 
 /* The calling thread's allocation when its slot's list is empty: the next

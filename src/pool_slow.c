@@ -118,13 +118,7 @@ static void *alloc_generic(pk_pool *p) {
 static inline bool put_owned(pk_pool *p, heap *h, slab *s, void *obj) {
     void *f = s->free;
     if (!f || obj == f || s->used <= 1) return false;
-    link_store(p, obj, (uintptr_t)f);
-    /* not next to the object freed before: out of order (RESTART_DISORDER) */
-    s->disorder += (uintptr_t)obj - (uintptr_t)f + p->geo.slot > 2 * p->geo.slot;
-    s->free = obj;
-    s->used--;
-    __atomic_store_n(&h->used, h->used - 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->frees, h->frees + 1, __ATOMIC_RELAXED);
+    heap_push_owned(p, h, s, obj);
     return true;
 }
 
@@ -153,16 +147,12 @@ static inline bool free_owned(pk_pool *p, tc_slot *c, heap *h, slab *s, void *ob
  * map's answer, which reports anything that is not a slot of the pool. The
  * two ranges are checked first: consecutive frees mostly fall in the slab
  * of the one before, and the map lookup costs a fifth of a free. */
-static inline bool on_grid(const pk_pool *p, uintptr_t off) {
-    return p->geo.recip ? off * p->geo.recip < p->geo.recip : off % p->geo.slot == 0;
-}
-
 static inline slab *free_slab(pk_pool *p, heap *h, void *obj) {
     uintptr_t off = (uintptr_t)obj - h->last_first;
-    if (likely(h->last && off < h->last_bytes && on_grid(p, off))) return h->last;
+    if (likely(h->last && off < h->last_bytes && slot_on_grid(off, p->geo.slot, p->geo.recip))) return h->last;
     /* The slab of the remote frees gathering: its pending objects keep it. */
     off = (uintptr_t)obj - h->pend_first;
-    if (h->pend_slab && off < h->pend_bytes && on_grid(p, off)) return h->pend_slab;
+    if (h->pend_slab && off < h->pend_bytes && slot_on_grid(off, p->geo.slot, p->geo.recip)) return h->pend_slab;
     slab *s = slab_of_slot(obj, p);
     if (unlikely(!s)) central_check_free(p, obj); /* reports it */
     if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == h) {

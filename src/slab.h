@@ -133,6 +133,14 @@ static inline map_entry *map_find(const void *ptr) {
     return leaf ? &leaf[g & ((1u << MAP_L2_BITS) - 1)] : NULL;
 }
 
+/* Whether off, an offset from slot 0 below 2^32 slots' worth, is a whole
+ * number of slots: with recip = 2^64 / slot rounded up, off is a multiple
+ * of slot exactly when off * recip wraps below recip (a multiply, where a
+ * division costs tens of cycles on every free). */
+static inline bool slot_on_grid(uint64_t off, uint64_t slot, uint64_t recip) {
+    return recip ? off * recip < recip : off % slot == 0;
+}
+
 /* The slab of pool whose object slot starts at ptr, or NULL for any other
  * pointer; reads neither ptr's memory nor the slab's (the free paths' check
  * of every pointer they are given). */
@@ -146,7 +154,7 @@ static inline slab *slab_of_slot(const void *ptr, const struct pk_pool *pool) {
     uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
     uintptr_t a = (uintptr_t)ptr, off = a - first;
     if (!slot || a < first || off >= slot * count) return NULL;
-    if (recip ? off * recip >= recip : off % slot != 0) return NULL; /* off on the slot grid */
+    if (!slot_on_grid(off, slot, recip)) return NULL;
     return s;
 }
 
