@@ -319,7 +319,7 @@ size_t central_carve(pk_pool *p, uint64_t *rng, slab *s, size_t k, void **list) 
  * corrupted free list, whatever it points to. */
 static PK_COLD __attribute__((noreturn)) void report_bad_pointer(pk_pool *p, const void *obj,
                                                                    const void *holder) {
-    if (holder) report_corrupted_link(p, holder, obj, "not one of its objects");
+    if (holder) report_bad_link(p, holder, obj, "not one of its objects");
     slab *s = slab_lookup(obj);
     const char *what = !s ? "foreign pointer" : s->pool != p ? "wrong pool" : "interior pointer";
     char why[160];

@@ -1,8 +1,10 @@
 /* Hardening's out-of-line half (harden.h says what each check is): the
- * report every check shares, with its wording.
+ * reports the checks share, with their wording and the reading of a bad
+ * link word that says what most likely happened.
  */
 #include "pool_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 void report_corrupted_link(const pk_pool *p, const void *holder, const void *link, const char *why) {
@@ -11,4 +13,53 @@ void report_corrupted_link(const pk_pool *p, const void *holder, const void *lin
                  "free or a write after free of object %p",
                  holder, pool_name(p), link, why, holder);
     abort(); /* error_report never returns from a fatal report */
+}
+
+/* Whether x starts a slot of the slab that holds `in` (the same aligned
+ * block, on the slot grid, below its capacity). */
+static bool slot_of_same_slab(const pk_pool *p, uintptr_t x, uintptr_t in) {
+    uintptr_t mask = p->geo.slab_align - 1;
+    if ((x & ~mask) != (in & ~mask)) return false;
+    uintptr_t off = (x & mask) - p->geo.header;
+    return (x & mask) >= p->geo.header && off < (uintptr_t)p->geo.capacity * p->geo.slot &&
+           slot_on_grid(off, p->geo.slot, p->geo.recip);
+}
+
+/* The link word of holder decodes to link, which no check accepts. The
+ * encoding (harden.h) puts the word's first four bytes in memory in the
+ * decoded pointer's high half: when the other four still decode to a slot
+ * of the holder's slab (or to the end of the list), only the first bytes
+ * were written over, which is what a write running past the end of the
+ * object before it leaves; else the whole word was written, which is a
+ * write after free (or a double free whose object was handed out and
+ * written while still listed). */
+void report_bad_link(const pk_pool *p, const void *holder, const void *link, const char *why) {
+    if (!p->hardened) report_corrupted_link(p, holder, link, why);
+    uintptr_t h = (uintptr_t)holder, d = (uintptr_t)link;
+    uintptr_t off = (h & (p->geo.slab_align - 1)) - p->geo.header;
+    char before[80] = "";
+    if (off >= p->geo.slot && off < (uintptr_t)p->geo.capacity * p->geo.slot)
+        snprintf(before, sizeof before, " from object %p (the slot before it)", (void *)(h - p->geo.slot));
+    uintptr_t low = d & 0xffffffffu, high_same = h & ~(uintptr_t)0xffffffffu;
+    bool to_end = low == 0, to_slot = slot_of_same_slab(p, high_same | low, h);
+    if (to_end || to_slot) {
+        /* the bytes that differ from the nearest valid word: its first ones */
+        uintptr_t want_high = to_slot ? high_same : 0, got_high = d & ~(uintptr_t)0xffffffffu;
+        uintptr_t diff = (want_high ^ got_high) >> 32; /* byte i here is the word's byte i in memory */
+        unsigned bytes = 0;
+        for (unsigned i = 0; i < 4; i++)
+            if ((diff >> (8 * i)) & 0xff) bytes = i + 1;
+        error_report(PK_FATAL, "corrupted free list", p->name, holder,
+                     "the free object %p of pool '%s' links to %p, which is %s: most likely an overflow%s: "
+                     "the first %u byte%s of its link word %s overwritten and the rest is intact",
+                     holder, pool_name(p), link, why, before, bytes, bytes == 1 ? "" : "s",
+                     bytes == 1 ? "was" : "were");
+        abort();
+    }
+    error_report(PK_FATAL, "corrupted free list", p->name, holder,
+                 "the free object %p of pool '%s' links to %p, which is %s: its whole link word was "
+                 "overwritten: most likely a write after free of object %p, an overflow%s that ran over "
+                 "it, or a double free of it that let it be handed out while still listed",
+                 holder, pool_name(p), link, why, holder, before);
+    abort();
 }

@@ -1,33 +1,39 @@
 /* Hardening: every check a hardened pool (PK_POOL_HARDENED, POOLKIT_HARDENED)
  * makes, in one place (snmalloc's mem/freelist.h), each named:
  *
- *   LINK ENCODING  link_code: a free object's link word is stored xor-ed
- *                  with a per-pool secret and the object's own address, so
- *                  a pointer written over a free object decodes to garbage
+ *   LINK ENCODING  link_encode: a free object's link word is stored as
+ *                  rot32(link ^ secret ^ object), with a per-pool secret,
+ *                  so a pointer written over a free object decodes to
+ *                  garbage, and an overflow into the word's first bytes
+ *                  moves the decoded pointer out of its slab
  *   CURRENT SLAB   a thread's slot list holds objects of its current slab
- *                  only, so each link followed must name a slot of that
- *                  slab (hard_near on the lean path, harden_check_slab_link
- *                  on the heap path), and remote-free chains are walked and
- *                  checked link by link when collected (central_collect)
- *   SLOT GRID      hard_grid: an offset from slot 0 is a whole number of
- *                  slots, by a multiply
- *   SAME SLAB      hard_near: a pointer in the slab of a slot already known
- *                  to be the pool's, on the grid (the lean path's check, no
- *                  address map)
+ *                  only, so each link followed must name that slab (by the
+ *                  mask: the inline alloc in pool.h and the lean path), or
+ *                  end; remote-free chains are walked and checked link by
+ *                  link when collected (central_collect)
+ *   SLOT GRID      hard_on_grid: a freed pointer starts one of its slab's
+ *                  slots, by one multiply (the inline free and the lean
+ *                  path; the slab paths use the address map)
+ *   DOUBLE FREE    the head of the thread's list freed again is reported
+ *                  (SLUB's "not the head itself"); a slab's own list is
+ *                  checked at every free that reaches it (heap.c)
  *   SLAB LINK      harden_check_slab_link: a slab's own free list links only
  *                  slots of that slab handed out before
  *   SHUFFLE        fresh slots go out in an unpredictable order (central.c,
  *                  take_fresh_shuffled; constants and their figures in
  *                  policy.h)
- * and the report they share (report_corrupted_link, harden.c). Every
- * pointer given to free is also checked on every pool, hardened or not
- * (central_check_free, central.c).
+ * and the report they share (report_corrupted_link, harden.c), which says
+ * what most likely happened.
+ * Every pointer given to free on a slow path is also checked on every
+ * pool, hardened or not (central_check_free, central.c).
  *
- * Invariant: every object on a hardened pool's list was checked on its way
- * in (free) and its link is checked before it is followed (alloc), so a
- * forged link is reported, never handed out. A freed pointer hard_near
- * does not place goes on to the heap path, whose exact check (the address
- * map) reports it; hard_near itself never reports.
+ * Invariant: every object on a hardened pool's slot list was checked on
+ * its way in (free: same slab, on the grid, not the head) and its link is
+ * checked before it is followed (alloc: same slab or the end), so a forged
+ * or overflowed link is reported, never handed out. A freed pointer the
+ * fast checks do not place goes on to the heap path, whose exact check
+ * (the address map) reports it; the fast checks themselves report only a
+ * link that fails (alloc_lean_refused) and the head freed again.
  *
  * Included by pool_internal.h after struct pk_pool; not on its own.
  */
@@ -41,50 +47,69 @@ static inline uintptr_t *link_of(const pk_pool *p, void *obj) {
     return (uintptr_t *)((char *)obj + p->link_off);
 }
 
-/* LINK ENCODING: hardened pools keep each link word xor-ed with a
- * per-pool secret and the link's own object, so a forged or overwritten
- * link decodes to garbage that the pool's checks catch instead of
- * following. link_code goes both
- * ways (xor is its own inverse); written in this order so that the
- * compiler can test a decoded NULL as one compare on the lean path. */
-static inline uintptr_t link_code(const pk_pool *p, const void *obj, uintptr_t v) {
-    return v ^ p->hard.secret ^ (uintptr_t)obj;
+/* LINK ENCODING: hardened pools keep each link word as
+ * rot32(link ^ secret ^ object): xor-ed with a per-pool secret and the
+ * link's own object (SLUB's CONFIG_SLAB_FREELIST_HARDENED), then its halves
+ * swapped. The swap is what makes overflows show: a linear overflow from
+ * the slot before writes the word's first bytes, which after the swap are
+ * the decoded pointer's high half, so any change to them moves the pointer
+ * out of its slab, which the same-slab check catches (mimalloc's rotate in
+ * mi_ptr_encode serves the same end with a secret amount). The inline
+ * paths (pool.h, pk__rot32) compute the same words. */
+static inline uintptr_t link_rot(uintptr_t v) {
+    return v << 32 | v >> 32;
+}
+static inline uintptr_t link_encode(const pk_pool *p, const void *obj, uintptr_t v) {
+    return link_rot(v ^ p->hard.secret ^ (uintptr_t)obj);
+}
+static inline uintptr_t link_decode(const pk_pool *p, const void *obj, uintptr_t stored) {
+    return link_rot(stored) ^ (p->hard.secret ^ (uintptr_t)obj);
 }
 static inline uintptr_t link_load(const pk_pool *p, void *obj) {
     uintptr_t *l = link_of(p, obj);
     track_open(l, sizeof *l);
     uintptr_t v = *l;
     track_close(l, sizeof *l);
-    return p->hardened ? link_code(p, obj, v) : v;
+    return p->hardened ? link_decode(p, obj, v) : v;
 }
 static inline void link_store(const pk_pool *p, void *obj, uintptr_t v) {
     uintptr_t *l = link_of(p, obj);
     track_open(l, sizeof *l);
-    *l = p->hardened ? link_code(p, obj, v) : v;
+    *l = p->hardened ? link_encode(p, obj, v) : v;
     track_close(l, sizeof *l);
 }
 
 /* The report every check shares: the free object holder links to link,
  * which is `why` (not one of the pool's objects...); reported as a
- * corrupted free list, with its likely cause (harden.c). */
+ * corrupted free list, with what most likely happened: an overflow from
+ * the slot before when only the word's first bytes are off, else a write
+ * after free or a double free (harden.c). */
 PK_COLD __attribute__((noreturn)) void report_corrupted_link(const pk_pool *p, const void *holder,
                                                              const void *link, const char *why);
 
-/* Hardened pools' lean paths (pool_slow.c) check that a pointer x starts a
- * slot of the pool. SLOT GRID, hard_grid: off (from slot 0 of x's slab) is
- * on the slot grid, by a multiply: for off < 2^32, off is a multiple of the
- * slot exactly when off * ceil(2^64 / slot) wraps below ceil(2^64 / slot).
- * SAME SLAB, hard_near, without the address map: x lies in the same slab as
- * `near`, a slot already known to be the pool's, on the grid. False sends
- * the caller on to the exact check, never to a report. */
-static inline bool hard_grid(const pk_pool *p, uintptr_t off) {
-    /* slot_on_grid without its test of recip: the lean path is on only
-     * where a slab's slots span less than 4 GiB, so recip is never 0 */
-    return off < p->hard.span && off * p->hard.recip < p->hard.recip;
+/* The same report for a link word that decodes to link, which no check
+ * accepts, with what most likely happened read from the word (harden.c):
+ * an overflow when only its first bytes changed, else a write after free
+ * or a double free. */
+PK_COLD __attribute__((noreturn)) void report_bad_link(const pk_pool *p, const void *holder, const void *link,
+                                                       const char *why);
+
+/* SLOT GRID, hard_on_grid: x, a pointer in one of the pool's slabs, starts
+ * one of its slots (slot 0 is at the slab's start), by one multiply: with
+ * M = floor(2^64 / slot) + 1 and e = slot * M - 2^64 (0 < e <= slot), the
+ * offset j * slot + r maps to j * e when r = 0 and to at least M > 2^32
+ * otherwise, so off * M <= (capacity - 1) * e holds exactly for slots 0 to
+ * capacity - 1 (offsets below 2^32; pool.c sets the words only then). The
+ * inline free (pool.h) makes the same test with the same two words. */
+static inline bool hard_on_grid(const pk_pool *p, uintptr_t x) {
+    return (x & (p->geo.slab_align - 1)) * p->hard.grid_mul <= p->hard.grid_max;
 }
 
-static inline bool hard_near(const pk_pool *p, uintptr_t x, uintptr_t near) {
-    return (x ^ near) <= p->hard.mask && hard_grid(p, (x & p->hard.mask) - p->hard.header);
+/* SAME SLAB, hard_near: x lies in the slab of `cur` (a thread's current
+ * slab word: its base with the low bits set) and starts a slot. False
+ * sends the caller on to the exact check, never to a report. */
+static inline bool hard_near(const pk_pool *p, uintptr_t x, uintptr_t cur) {
+    return (x | p->slab_low) == cur && hard_on_grid(p, x);
 }
 
 /* SLAB LINK: a hardened pool's slab free list links only slots of that
@@ -94,7 +119,7 @@ static inline bool hard_near(const pk_pool *p, uintptr_t x, uintptr_t near) {
 static inline void harden_check_slab_link(pk_pool *p, slab *s, void *from, void *next) {
     long idx = next ? slab_slot_index(s, next, &p->geo) : 0;
     if (!next || (idx >= 0 && (uint32_t)idx < s->bump)) return;
-    report_corrupted_link(p, from, next, "not a free slot of its slab");
+    report_bad_link(p, from, next, "not a free slot of its slab");
 }
 
 #endif

@@ -84,6 +84,9 @@ static slab *uninstall(pk_pool *p, heap *h, tc_slot *c) {
     size_t n = 0; /* counted: the inline paths keep no count */
     char *keep = NULL, *last = NULL;
     for (char *obj = tc_head(c), *next; obj; obj = next) {
+        /* SLOT GRID at the slab's boundary: the fast paths checked each
+         * object's slab and alignment only (harden.h) */
+        if (p->hardened && slab_of_slot(obj, p) != s) central_check_free(p, obj);
         next = (char *)link_load(p, obj);
         if (((uintptr_t)obj | p->slab_low) != cur) {
             /* An object of another owned slab, freed onto the list for
@@ -496,7 +499,7 @@ static NO_TSAN size_t racy_slot_length(const pk_pool *p, const heap *h) {
     const tc_slot *c = h->slot;
     uintptr_t cur = __atomic_load_n(&c->cur, __ATOMIC_RELAXED);
     const slab *s = h->cur; /* records are never unmapped */
-    if (!cur || !s || (uintptr_t)s->base != (cur & ~p->slab_low)) return 0;
+    if (!cur || !s || (uintptr_t)s->base != (cur & ~(uintptr_t)(p->geo.slab_align - 1))) return 0;
     uintptr_t first = (uintptr_t)s->objects, size = (uintptr_t)s->capacity * p->geo.slot;
     size_t n = 0;
     for (uintptr_t x = (uintptr_t)__atomic_load_n(&c->head, __ATOMIC_RELAXED); x && n < s->capacity + HOT_FREES; n++) {
@@ -505,13 +508,13 @@ static NO_TSAN size_t racy_slot_length(const pk_pool *p, const heap *h) {
             !slab_of_slot((void *)x, p)) /* a hot object of another slab of the pool's is mapped too */
             break;
         uintptr_t v = *(volatile uintptr_t *)(x + p->link_off);
-        x = p->hardened ? link_code(p, (void *)x, v) : v;
+        x = p->hardened ? link_decode(p, (void *)x, v) : v;
     }
     return n;
 }
 
 void heap_sum(const pk_pool *p, heap_sums *out) {
-    bool uncounted = p->tc_key != TC_NO_KEY || p->hard.cache;
+    bool uncounted = p->tc_key != TC_NO_KEY || p->hard.lean;
     memset(out, 0, sizeof *out);
     for (const heap *h = p->heaps; h; h = h->next) {
         size_t listed = uncounted ? racy_slot_length(p, h) : (size_t)tc_count(h->slot);

@@ -16,11 +16,14 @@
  *   - inline: threads' heaps (heap.c), the link word at offset 0, nothing
  *     to do per object. tc_key names the pool's slot, so the header's
  *     inline functions serve most calls.
- *   - hardened: threads' heaps with encoded links; tc_key is TC_NO_KEY, so
- *     every call comes to the library, to a lean path that decodes and
- *     checks each link and freed pointer against the current slab
- *     (hard_near: one mask and a multiply, no address map) and takes the
- *     heap path below for anything else.
+ *   - hardened: threads' heaps with encoded links; tc_key names the slot
+ *     the other way (TC_KEY_HARDENED), so the default inline paths always
+ *     miss and the header's hardened inline paths serve it: they decode and check each
+ *     link (same slab, by the mask) and each freed pointer (same slab, a
+ *     slot start by one multiply, not the head) against the current slab.
+ *     Pools whose link word sits past the object (construct hooks) take
+ *     the same checks out of line (pool_slow.c, the lean path). Anything
+ *     else takes the heap path below.
  *   - heap: threads' heaps, but something per object (a construct hook's
  *     link word past the object, zeroing, tool builds): tc_key is
  *     TC_NO_KEY, so every call comes to the library, which uses the same
@@ -39,6 +42,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/random.h>
 #include <time.h>
 
 /* ---- Layout and path, chosen once at creation. ---- */
@@ -56,12 +61,37 @@ static size_t natural_align(size_t size, bool hooks) {
     return a > most ? most : a;
 }
 
+/* Hardened pools' secrets: a process seed from the kernel (getrandom,
+ * once; the exec's AT_RANDOM bytes and the clock if that fails), mixed per
+ * pool with a count and the record's address, so no two pools share one.
+ * A fork child keeps its parent's seed, as it keeps its pools. */
+static uint64_t secret_seed(void) {
+    static uint64_t seed;
+    uint64_t s = __atomic_load_n(&seed, __ATOMIC_RELAXED);
+    if (s) return s;
+    if (getrandom(&s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s) {
+        const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        s = (uint64_t)ts.tv_nsec << 20 ^ (uint64_t)ts.tv_sec;
+        if (r) {
+            uint64_t a;
+            memcpy(&a, r, sizeof a);
+            s ^= a * 0xff51afd7ed558ccdull;
+        }
+    }
+    s |= 1; /* 0 means not drawn yet */
+    __atomic_store_n(&seed, s, __ATOMIC_RELAXED); /* two first callers may both draw: either seed will do */
+    return s;
+}
+
 static uintptr_t make_secret(const void *p) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uintptr_t x = (uintptr_t)p ^ ((uintptr_t)ts.tv_nsec << 17) ^ (uintptr_t)ts.tv_sec;
-    x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; /* mix */
-    return x | 1;
+    static uint64_t count;
+    uint64_t x = secret_seed() ^ (uintptr_t)p ^
+                 (__atomic_add_fetch(&count, 1, __ATOMIC_RELAXED) * 0x9E3779B97F4A7C15ull);
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; /* mix (murmur3's finalizer) */
+    x *= 0xc4ceb9fe1a85ec53ull; x ^= x >> 33;
+    return (uintptr_t)(x | 1);
 }
 
 static bool layout(pk_pool *p, const pk_pool_config *c) {
@@ -98,20 +128,33 @@ static void choose_path(pk_pool *p) {
                                                       : "every thread-cache key is in use");
         return;
     }
-    /* The lean hardened path's checks need a slab's slots to span less
-     * than 4 GiB (hard_near); larger slots take the heap path. */
+    /* The hardened fast paths' grid check (hard_on_grid) holds while no
+     * offset times its multiplier wraps: a slab's slots span less than
+     * 4 GiB and slot * (slab + slot) < 2^63. Larger slots take the heap
+     * path. */
     uint64_t span = (uint64_t)p->geo.capacity * p->geo.slot;
-    if (p->hardened && !p->zero && !TRACK_ENABLED && span < ((uint64_t)1 << 32)) {
-        p->hard.cache = p->key * sizeof(tc_slot);
-        p->hard.mask = p->geo.slab_align - 1;
-        p->hard.header = p->geo.header;
-        p->hard.recip = p->geo.recip;
-        p->hard.span = (uint32_t)span;
-        p->hard.link = (uint32_t)p->link_off;
+    bool grid = span < ((uint64_t)1 << 32) && p->geo.slot <= (UINT64_MAX / 2) / (p->geo.slab_align + p->geo.slot);
+    if (p->hardened && !p->zero && !TRACK_ENABLED && grid && p->geo.header == 0) {
+        uint64_t slot = p->geo.slot, mul = UINT64_MAX / slot + 1 + ((slot & (slot - 1)) == 0);
+        uint64_t e = slot * mul; /* mod 2^64: floor(2^64 / slot) + 1 times slot, less 2^64 */
+        p->hard.grid_mul = mul;
+        p->hard.grid_max = (uint64_t)(p->geo.capacity - 1) * e;
+        p->hard.lean = p->key * sizeof(tc_slot);
+        /* The fast paths' same-slab checks compare (x | slab_low) with the
+         * current slab's word: leaving the slot's alignment bits out of
+         * slab_low makes them check that x is aligned as a slot start at no
+         * cost, which is the slot grid exactly where the slot is a power of
+         * two (or alone in its slab). */
+        uintptr_t amask = p->geo.capacity == 1 ? p->geo.slab_align - 1 : (slot & -slot) - 1;
+        p->slab_low &= ~amask;
+        p->hard.link = p->link_off;
+#ifdef PK__HAVE_INLINE
+        if (p->link_off == 0) p->tc_key = TC_KEY_HARDENED(p->key);
+#endif
     }
 #ifdef PK__HAVE_INLINE
     bool plain = p->link_off == 0 && !p->zero && !p->hardened;
-    if (plain && !TRACK_ENABLED) p->tc_key = p->key * sizeof(tc_slot);
+    if (plain && !TRACK_ENABLED) p->tc_key = TC_KEY_DEFAULT(p->key);
 #endif
 }
 

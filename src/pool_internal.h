@@ -41,35 +41,52 @@
  * debug leak summary leaves them out. */
 #define POOL_LIBRARY (1u << 29)
 
-/* A thread's slot for one pool (32 bytes: the inline paths index the table
- * by key * sizeof(tc_slot)). head is the list allocation pops: the free
- * objects of the thread's current slab for the pool, linked through their
- * link words. cur is that slab's address with the pool's slab_low bits set,
- * the value (obj | slab_low) takes for each of its objects, so the inline
- * free recognises an object of the current slab with one or and one
- * compare, and pushes it onto head; 0 when there is none (no object ends
- * with its low bits all set, NULL included). count is the list's length as
- * the library's own paths leave it: exact for pools the inline paths and
- * the hardened lean path never serve, stale for the others (those paths do
- * not count, and stats walk their lists instead: heap_sum). heap is the thread's heap for the
- * pool (heap.c), NULL until its first slow path. All zero is a slot the
- * thread has not set up. */
+/* A thread's slot for one pool (48 bytes; the inline paths index the table
+ * by a pool's tc_key). head is the list allocation pops: the free objects
+ * of the thread's current slab for the pool, linked through their link
+ * words. cur is that slab's address with the pool's slab_low bits set, the
+ * value (obj | slab_low) takes for each of its objects, so the inline free
+ * recognises an object of the current slab with one or and one compare,
+ * and pushes it onto head; 0 when there is none (no object ends with its
+ * low bits all set, NULL included). count2 is twice the list's length as
+ * the library's own paths leave it: exact for pools no inline path serves,
+ * stale for the others (those paths do not count, and stats walk their
+ * lists instead: heap_sum). heap is the thread's heap for the pool
+ * (heap.c), NULL until its first slow path. All zero is a slot the thread
+ * has not set up.
+ *
+ * The inline paths (pool.h) see four words from where tc_key points: the
+ * default ones head and cur first, the hardened ones head and cur third and
+ * fourth. A pool's tc_key points at head (a pool the default paths serve)
+ * or at zero_a (a hardened one), so each view fails the other's checks by
+ * construction: the default alloc pops the first word (zero_a: always 0,
+ * for a hardened pool) and the default free compares the second with an
+ * odd value (heap: a pointer, even); the hardened alloc pops the third
+ * word (zero_b: always 0, for a default pool) and the hardened free
+ * compares the fourth (count2: even). */
 typedef struct tc_slot {
+    uintptr_t zero_a; /* never written */
+    struct heap *heap;
     void *head;
     uintptr_t cur;
-    intptr_t count;
-    struct heap *heap;
+    uintptr_t zero_b; /* never written */
+    intptr_t count2;
 } tc_slot;
 
 /* The library reads and writes slots with relaxed atomics: plain moves on
  * the machine, but visible as such to ThreadSanitizer, since stats read
  * other threads' slots. */
 static inline void *tc_head(const tc_slot *c) { return __atomic_load_n(&c->head, __ATOMIC_RELAXED); }
-static inline intptr_t tc_count(const tc_slot *c) { return __atomic_load_n(&c->count, __ATOMIC_RELAXED); }
+static inline intptr_t tc_count(const tc_slot *c) { return __atomic_load_n(&c->count2, __ATOMIC_RELAXED) / 2; }
 static inline void tc_set(tc_slot *c, void *head, intptr_t count) {
     __atomic_store_n(&c->head, head, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->count, count, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->count2, (intptr_t)((uintptr_t)count * 2), __ATOMIC_RELAXED);
 }
+
+/* tc_key of a pool whose slot the default inline paths serve, and of one
+ * the hardened inline paths serve. */
+#define TC_KEY_DEFAULT(key) ((key) * sizeof(tc_slot) + offsetof(tc_slot, head))
+#define TC_KEY_HARDENED(key) ((key) * sizeof(tc_slot) + offsetof(tc_slot, zero_a))
 
 /* The byte offset of slot 0, never set up in any table: the key of pools
  * that take the slow path on every call. */
@@ -122,18 +139,18 @@ typedef struct heap {
 struct pk_pool {
     intptr_t tc_table; /* must stay first: read by the inline fast paths */
     uintptr_t tc_key;  /* must stay second: byte offset of the slot, or TC_NO_KEY */
-    uintptr_t slab_low; /* must stay third: geo.slab_align - 1 */
-    /* Hardened pools' lean path (pool_slow.c), together in one cache line with
-     * the two words above. */
+    uintptr_t slab_low; /* must stay third: geo.slab_align - 1, less a hardened
+                           pool's slot alignment bits (slot_mask says why) */
+    /* Hardened pools' fast paths, together in one cache line with the
+     * three words above. The inline paths (pool.h) read secret as the
+     * pool's fourth word. */
     struct {
-        uintptr_t cache;  /* byte offset of the pool's cache in every table, or 0
-                             when the lean path is off */
-        uintptr_t secret; /* mixed into stored links (every hardened pool) */
-        uintptr_t mask;   /* slab_align - 1 */
-        uintptr_t header; /* slot 0's offset in its slab */
-        uint64_t recip;   /* the geometry's recip */
-        uint32_t span;    /* bytes of a slab's slots */
-        uint32_t link;    /* link_off */
+        uintptr_t secret;   /* mixed into stored links (every hardened pool) */
+        uint64_t grid_mul;  /* SLOT GRID's two words (harden.h, hard_on_grid) */
+        uint64_t grid_max;
+        uintptr_t lean;     /* the slot's offset for the lean path (pool_slow.c),
+                               which serves any link offset, or 0 */
+        uintptr_t link;     /* link_off */
     } hard;
 
     /* Set at creation, read-only afterwards. */

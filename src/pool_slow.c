@@ -73,18 +73,18 @@ static PK_NOINLINE void free_captured(pk_pool *p, void *obj, void *caller) {
 }
 
 static PK_NOINLINE void *alloc_lean_refused(pk_pool *p, char *obj, char *next) {
-    report_corrupted_link(p, obj, next, "not a free slot of its slab");
+    report_bad_link(p, obj, next, "not a free slot of its slab");
 }
 
 /* Kept apart from the heap path, so the lean path pays for no registers
  * the heap path needs. */
 void *pk__pool_alloc_slow(pk_pool *p) {
-    if (p->hard.cache) {
-        tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.cache);
+    if (p->hard.lean) {
+        tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.lean);
         char *obj = tc_head(c);
         if (likely(obj != NULL)) {
-            char *next = (char *)link_code(p, obj, *(uintptr_t *)(obj + p->hard.link));
-            if (unlikely(next && !hard_near(p, (uintptr_t)next, c->cur))) return alloc_lean_refused(p, obj, next);
+            char *next = (char *)link_decode(p, obj, *(uintptr_t *)(obj + p->hard.link));
+            if (unlikely(next && ((uintptr_t)next | p->slab_low) != c->cur)) return alloc_lean_refused(p, obj, next);
             __atomic_store_n(&c->head, next, __ATOMIC_RELAXED); /* no count: as inline */
             return obj;
         }
@@ -188,14 +188,16 @@ void pool_free_generic(pk_pool *p, void *obj) {
 }
 
 void pk__pool_free_slow(pk_pool *p, void *obj) {
-    if (p->hard.cache) {
+    if (p->hard.lean) {
         /* An object of the current slab, on its grid, not the head: pushed
-         * encoded. Anything else (another slab, the head freed again, a
-         * foreign pointer) takes the heap path, which checks and reports. */
-        tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.cache);
+         * encoded. The head freed again is reported here; anything else
+         * (another slab, a foreign or interior pointer) takes the heap
+         * path, which checks and reports. */
+        tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.lean);
         char *head = tc_head(c);
-        if (likely(obj != head && hard_near(p, (uintptr_t)obj, c->cur))) {
-            *(uintptr_t *)((char *)obj + p->hard.link) = link_code(p, obj, (uintptr_t)head);
+        if (unlikely(obj == head && obj)) central_report_double_free(p, obj);
+        if (likely(hard_near(p, (uintptr_t)obj, c->cur))) {
+            *(uintptr_t *)((char *)obj + p->hard.link) = link_encode(p, obj, (uintptr_t)head);
             __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
             return;
         }

@@ -27,14 +27,15 @@
 #include <pthread.h>
 #include <string.h>
 
-_Static_assert(sizeof(tc_slot) == 32, "pool.h's inline paths index tables by key * 32");
-_Static_assert(offsetof(tc_slot, head) == 0 && offsetof(tc_slot, cur) == sizeof(void *) &&
-                   offsetof(tc_slot, count) == 2 * sizeof(void *),
-               "pool.h's inline paths read head and cur as the slot's first two words");
+_Static_assert(offsetof(tc_slot, zero_a) == 0 && offsetof(tc_slot, heap) == sizeof(void *) &&
+                   offsetof(tc_slot, head) == 2 * sizeof(void *) && offsetof(tc_slot, cur) == 3 * sizeof(void *) &&
+                   offsetof(tc_slot, zero_b) == 4 * sizeof(void *) && offsetof(tc_slot, count2) == 5 * sizeof(void *),
+               "pool.h's inline paths read a slot's words in this order (pool_internal.h)");
 _Static_assert(offsetof(struct pk_pool, tc_table) == 0 &&
                    offsetof(struct pk_pool, tc_key) == sizeof(intptr_t) &&
-                   offsetof(struct pk_pool, slab_low) == 2 * sizeof(intptr_t),
-               "pool.h's inline paths read the table offset, key and slab mask as the pool's first three words");
+                   offsetof(struct pk_pool, slab_low) == 2 * sizeof(intptr_t) &&
+                   offsetof(struct pk_pool, hard.secret) == 3 * sizeof(intptr_t),
+               "pool.h's inline paths read the table offset, key, slab mask and secret as the pool's first four words");
 
 #define SLOTS_BYTES ((size_t)TABLE_KEYS * sizeof(tc_slot))
 #define TABLE_BYTES (SLOTS_BYTES + (size_t)TABLE_KEYS * sizeof(heap))

@@ -320,8 +320,8 @@ bool tool_watches_free_objects() {
 
 std::string likely_cause(const char *pool, const void *obj) {
     return "HANDLER severity=FATAL what=corrupted free list pool=" + std::string(pool) + " ptr=" + ptr_str(obj) +
-           "\nMESSAGE [^\n]*'" + pool + "'[^\n]*most likely a double free or a write after free of object " +
-           ptr_str(obj);
+           "\nMESSAGE [^\n]*'" + pool + "'[^\n]*most likely a write after free of object " + ptr_str(obj) +
+           "[^\n]*or a double free of it";
 }
 }  // namespace
 

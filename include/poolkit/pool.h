@@ -241,23 +241,40 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * Each thread has a table: an array of per-pool slots, found through a
  * pointer at a fixed offset from the thread pointer (the same in every
  * thread). The first word of every pool is that offset; the second is the
- * byte offset of the pool's slot in the array, the same in every table, or
- * 0 for pools that take the slow path (debug, hardened, hooks, zeroing,
- * limit, tool builds), whose slot is never set up; the third is the pool's
- * slab size minus one. A slot starts with two words: the head of a list of
- * free objects of the thread's current slab for the pool (each free
- * object's first word links to the next), and that slab's address with the
- * low bits of the third pool word set (0 when none: no pointer or'ed with
- * them gives 0). Allocation pops the list; a free of an
- * object of the current slab pushes onto it; anything else goes to the
- * library. A thread that has not called the library yet points at a table
- * whose slots are all zero, so its first call goes there. Tables never move
- * once a thread has one.
+ * byte offset in the table of the four words the inline paths use, the
+ * same in every table, or 0 for pools that take the slow path (debug,
+ * hooks, zeroing, limit, tool builds), whose words are always zero; the
+ * third is the pool's slab size minus one (less the slot's alignment bits,
+ * for a hardened pool); the fourth is a hardened pool's secret.
+ *
+ * The default paths use the first two of the four words: the head of a
+ * list of free objects of the thread's current slab for the pool (each
+ * free object's first word links to the next), and that slab's address
+ * with the low bits of the third pool word set (0 when none: no pointer
+ * or'ed with them gives 0). Allocation pops the list; a free of an object
+ * of the current slab pushes onto it; anything else goes to the library.
+ *
+ * A hardened pool's second word points two words earlier in its slot, so
+ * that its first two are always 0 and a pointer (even: never a slab word)
+ * and the default paths always miss; its list head and slab word are the
+ * third and fourth, which are 0 and even for every other pool. Its links
+ * are stored as rot32(next ^ secret ^ object), the rotation putting an
+ * overflow's first bytes in the pointer's high half. The hardened
+ * allocation follows a link only to its current slab, aligned as a slot
+ * (the third word's missing bits), or to the end; the hardened free pushes
+ * an object of its current slab, so aligned, that is not the head (freed
+ * again). Everything else, the exact slot grid included, is checked in the
+ * library. Only the owning thread writes a slot; the hardened paths read
+ * theirs with plain loads, which the compiler folds into compares.
+ *
+ * A thread that has not called the library yet points at a table whose
+ * slots are all zero, so its first call goes there. Tables never move once
+ * a thread has one.
  *
  * Define PK_NO_INLINE before including this header to call the library's
  * exported functions instead.
  */
-#define PK_POOL_ABI 5
+#define PK_POOL_ABI 6
 
 PK_API void *pk__pool_alloc_slow(pk_pool *pool);
 PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);
@@ -289,25 +306,50 @@ static inline uintptr_t pk__tp_word(intptr_t off) {
 #    define PK__INLINE static inline __attribute__((always_inline))
 #  endif
 
+/* Hardened pools' link words: rot32(link ^ secret ^ object) (src/harden.h). */
+static inline uintptr_t pk__rot32(uintptr_t v) {
+    return v << 32 | v >> 32;
+}
+
 PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
-    const intptr_t *w = PK__REINTERPRET_CAST(const intptr_t *, pool);
-    pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(w[0]) + PK__STATIC_CAST(uintptr_t, w[1]));
+    const uintptr_t *w = PK__REINTERPRET_CAST(const uintptr_t *, pool);
+    pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(PK__STATIC_CAST(intptr_t, w[0])) + w[1]);
     uintptr_t obj = PK__LOAD(c[0]);
     if (__builtin_expect(obj != 0, 1)) {
         PK__STORE(c[0], *PK__REINTERPRET_CAST(const pk__link *, obj));
         return PK__REINTERPRET_CAST(void *, obj);
     }
+    obj = c[2]; /* a hardened pool's list: its link must name the current slab, or end */
+    if (__builtin_expect(obj != 0, 1)) {
+        uintptr_t next = pk__rot32(*PK__REINTERPRET_CAST(const pk__link *, obj)) ^ (w[3] ^ obj);
+        if (__builtin_expect((next | w[2]) == c[3], 1)) {
+            PK__STORE(c[2], next);
+            return PK__REINTERPRET_CAST(void *, obj);
+        }
+        if (next == 0) {
+            PK__STORE(c[2], next);
+            return PK__REINTERPRET_CAST(void *, obj);
+        }
+    }
     return pk__pool_alloc_slow(pool);
 }
 
 PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
-    const intptr_t *w = PK__REINTERPRET_CAST(const intptr_t *, pool);
-    pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(w[0]) + PK__STATIC_CAST(uintptr_t, w[1]));
-    if (__builtin_expect((PK__REINTERPRET_CAST(uintptr_t, obj) | PK__STATIC_CAST(uintptr_t, w[2])) ==
-                             PK__LOAD(c[1]), 1)) {
+    const uintptr_t *w = PK__REINTERPRET_CAST(const uintptr_t *, pool);
+    pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(PK__STATIC_CAST(intptr_t, w[0])) + w[1]);
+    uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), v = x | w[2];
+    if (__builtin_expect(v == PK__LOAD(c[1]), 1)) {
         *PK__STATIC_CAST(pk__link *, obj) = PK__LOAD(c[0]);
-        PK__STORE(c[0], PK__REINTERPRET_CAST(uintptr_t, obj));
+        PK__STORE(c[0], x);
         return;
+    }
+    if (__builtin_expect(v == c[3], 1)) { /* a hardened pool's current slab, not the head freed again */
+        uintptr_t head = c[2];
+        if (__builtin_expect(x != head, 1)) {
+            *PK__STATIC_CAST(pk__link *, obj) = pk__rot32(head ^ w[3] ^ x);
+            PK__STORE(c[2], x);
+            return;
+        }
     }
     pk__pool_free_slow(pool, obj);
 }
