@@ -210,7 +210,7 @@ static void take_fresh_shuffled(pk_pool *p, uint64_t *rng, slab *s, size_t k, vo
         end[i] = (uint8_t)(k * (i + 1) / slices - 1);
     }
     for (size_t n = 0, live = slices; n < k; n++) {
-        size_t i = (size_t)(next_random(rng) % live);
+        size_t i = (size_t)(((next_random(rng) >> 32) * live) >> 32); /* below live, with no division */
         order[n] = next[i];
         if (next[i]++ == end[i]) { /* slice used up: the last live one takes its place */
             live--;
@@ -245,7 +245,7 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
                 got += k;
                 continue;
             }
-            if (p->hardened && !p->debug && !s->free && fresh) { /* SHUFFLE */
+            if (p->hardened && !p->debug && !s->free && fresh && s->bump >= s->high) { /* SHUFFLE */
                 size_t k = fresh < need ? fresh : need;
                 if (k > SHUFFLE_RUN) k = SHUFFLE_RUN;
                 take_fresh_shuffled(p, &p->rng, s, k, list);
@@ -274,7 +274,12 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
 size_t central_carve(pk_pool *p, uint64_t *rng, slab *s, size_t k, void **list) {
     size_t fresh = s->capacity - s->bump;
     if (k > fresh) k = fresh;
-    if (p->hardened) {
+    /* SHUFFLE covers slots never handed out before: those under the high
+     * mark, carved again after the slab emptied, go in address order (a
+     * working set that empties and refills its slabs each phase would pay
+     * for a shuffle per object and per phase; policy.h has the figures). */
+    if (p->hardened && s->bump < s->high && k > s->high - s->bump) k = s->high - s->bump;
+    if (p->hardened && s->bump >= s->high) {
         void *first = NULL, *tail = NULL;
         for (size_t done = 0; done < k;) {
             size_t run = k - done < SHUFFLE_RUN ? k - done : SHUFFLE_RUN;
@@ -292,7 +297,7 @@ size_t central_carve(pk_pool *p, uint64_t *rng, slab *s, size_t k, void **list) 
         }
         return k;
     }
-    if (!p->construct && !TRACK_ENABLED && p->link_off == 0) {
+    if (!p->construct && !p->hardened && !TRACK_ENABLED && p->link_off == 0) {
         take_fresh(p, s, k, list);
         return k;
     }

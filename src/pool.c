@@ -139,6 +139,9 @@ static void choose_path(pk_pool *p) {
         uint64_t e = slot * mul; /* mod 2^64: floor(2^64 / slot) + 1 times slot, less 2^64 */
         p->hard.grid_mul = mul;
         p->hard.grid_max = (uint64_t)(p->geo.capacity - 1) * e;
+        /* The lean path serves pools the inline paths cannot (a link word
+         * past the object); for the others it would only repeat the inline
+         * checks that just failed, on every free into another slab. */
         p->hard.lean = p->key * sizeof(tc_slot);
         /* The fast paths' same-slab checks compare (x | slab_low) with the
          * current slab's word: leaving the slot's alignment bits out of
@@ -149,7 +152,10 @@ static void choose_path(pk_pool *p) {
         p->slab_low &= ~amask;
         p->hard.link = p->link_off;
 #ifdef PK__HAVE_INLINE
-        if (p->link_off == 0) p->tc_key = TC_KEY_HARDENED(p->key);
+        if (p->link_off == 0) {
+            p->tc_key = TC_KEY_HARDENED(p->key);
+            p->hard.lean = 0;
+        }
 #endif
     }
 #ifdef PK__HAVE_INLINE
