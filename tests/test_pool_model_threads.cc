@@ -69,6 +69,8 @@ const PoolSpec kPools[] = {
     {"zero", 40, PK_POOL_ZERO, false, 0, true},
     {"hardened", 64, PK_POOL_HARDENED, false, 0, true},
     {"hardened-large", 5000, PK_POOL_HARDENED, false, 0, true},
+    {"hardened-48", 48, PK_POOL_HARDENED, false, 0, true},       /* not a power of two: alignment checked inline */
+    {"hardened-hooked", 40, PK_POOL_HARDENED, true, 0, true},    /* link past the object: the lean path */
     {"debug", 32, PK_POOL_DEBUG, false, 0, false},
     {"debug-large", 2000, PK_POOL_DEBUG, false, 0, false},
     {"limited", 16, 0, false, 300, false},
