@@ -13,9 +13,15 @@
  *   pk_arena    an arena created for each tree and destroyed with it
  *   pk_pool, one pool: every tree, the long-lived one too, from one pool
  *               for the whole program, freed node by node as malloc's are
+ *   pk_pool HARDENED per tree, and one pool HARDENED: the two pk_pool
+ *               variants above with the pools created PK_POOL_HARDENED (the
+ *               per-tree pool keeps PK_POOL_REGION: what POOLKIT_HARDENED=1
+ *               makes of it; its free lists are checked as its slabs go)
  * and, for information, one pk_arena reset after each tree. Targets:
  * pk_pool per tree <= 0.3x the malloc version's time; one pool, nodes freed,
- * <= 0.6x (issue 9). (bench_objects adds the pk_new variant.)
+ * <= 0.6x (issue 9); each hardened variant <= 1.15x its default twin
+ * (issue 20). Ratios are medians of per-repetition ratios. (bench_objects
+ * adds the pk_new variant.)
  *
  * Usage: bench_bintrees [--depth N] [--reps N] [--quick]
  */
@@ -32,7 +38,8 @@ typedef bt_node node; /* lab/bintrees.h: the node, the trees, the program */
 
 /* ---- the program, once per variant ---- */
 
-enum { V_MALLOC, V_POOL_TREE, V_POOL_TREE_FREE, V_ARENA_TREE, V_POOL_ONE, V_ARENA_RESET, NVAR };
+enum { V_MALLOC, V_POOL_TREE, V_POOL_TREE_FREE, V_ARENA_TREE, V_POOL_ONE, V_ARENA_RESET,
+       V_POOL_TREE_HARD, V_POOL_ONE_HARD, NVAR };
 static const char *var_label[NVAR] = {
     "malloc/free",
     "pk_pool per tree",
@@ -40,6 +47,8 @@ static const char *var_label[NVAR] = {
     "pk_arena per tree",
     "pk_pool, one pool, nodes freed",
     "pk_arena, reset per tree (info)",
+    "pk_pool HARDENED per tree",
+    "pk_pool HARDENED, one pool, freed",
 };
 
 /* pk_pool_destroy reports the live objects it frees as a PK_WARNING; the
@@ -59,6 +68,12 @@ static const pk_pool_config node_pool = {.name = "binary-trees", .size = sizeof(
 /* A pool that goes with its tree, nodes and all, is a region: no leak report. */
 static const pk_pool_config tree_pool_config = {
     .name = "binary-trees (per tree)", .size = sizeof(node), .flags = PK_POOL_REGION};
+/* The hardened twins of the two (issue 20). */
+static const pk_pool_config node_pool_hard = {
+    .name = "binary-trees (hardened)", .size = sizeof(node), .flags = PK_POOL_HARDENED};
+static const pk_pool_config tree_pool_hard = {.name = "binary-trees (per tree, hardened)",
+                                              .size = sizeof(node),
+                                              .flags = PK_POOL_REGION | PK_POOL_HARDENED};
 
 /* Builds, checks and frees one tree of the given depth; returns its check. */
 static long one_tree(int v, int depth, pk_pool *shared_pool, pk_arena *shared_arena) {
@@ -70,8 +85,9 @@ static long one_tree(int v, int depth, pk_pool *shared_pool, pk_arena *shared_ar
         bt_free_malloc(t);
         return c;
     }
-    case V_POOL_TREE: { /* the pool goes with its tree, as APR's pools do */
-        pk_pool *p = pk_pool_create(&tree_pool_config);
+    case V_POOL_TREE: /* the pool goes with its tree, as APR's pools do */
+    case V_POOL_TREE_HARD: {
+        pk_pool *p = pk_pool_create(v == V_POOL_TREE ? &tree_pool_config : &tree_pool_hard);
         if (!p) abort();
         c = check(bt_make_pool(p, depth));
         pk_pool_destroy(p);
@@ -93,7 +109,8 @@ static long one_tree(int v, int depth, pk_pool *shared_pool, pk_arena *shared_ar
         pk_arena_destroy(a);
         return c;
     }
-    case V_POOL_ONE: {
+    case V_POOL_ONE:
+    case V_POOL_ONE_HARD: {
         node *t = bt_make_pool(shared_pool, depth);
         c = check(t);
         bt_free_pool(shared_pool, t);
@@ -124,9 +141,10 @@ static long run_one(void *ctx, int depth) {
 static node *run_make_long(void *ctx, int depth) {
     run *r = ctx;
     if (r->v == V_MALLOC) return bt_make_malloc(depth);
-    if (r->v == V_POOL_ONE) return bt_make_pool(r->shared_pool, depth);
-    if (r->v == V_POOL_TREE || r->v == V_POOL_TREE_FREE) {
-        if (!(r->long_pool = pk_pool_create(&node_pool))) abort();
+    if (r->v == V_POOL_ONE || r->v == V_POOL_ONE_HARD) return bt_make_pool(r->shared_pool, depth);
+    if (r->v == V_POOL_TREE || r->v == V_POOL_TREE_FREE || r->v == V_POOL_TREE_HARD) {
+        if (!(r->long_pool = pk_pool_create(r->v == V_POOL_TREE_HARD ? &node_pool_hard : &node_pool)))
+            abort();
         return bt_make_pool(r->long_pool, depth);
     }
     if (!(r->long_arena = pk_arena_create(0))) abort();
@@ -136,7 +154,7 @@ static node *run_make_long(void *ctx, int depth) {
 static void run_free_long(void *ctx, node *t) {
     run *r = ctx;
     if (r->v == V_MALLOC) bt_free_malloc(t);
-    else if (r->v == V_POOL_ONE) bt_free_pool(r->shared_pool, t);
+    else if (r->v == V_POOL_ONE || r->v == V_POOL_ONE_HARD) bt_free_pool(r->shared_pool, t);
     else if (r->long_pool) bt_free_pool(r->long_pool, t);
     pk_pool_destroy(r->long_pool);
     pk_arena_destroy(r->long_arena);
@@ -148,6 +166,7 @@ static const bt_variant variant = {run_one, run_make_long, run_free_long};
 static BENCH_KERNEL long binary_trees(int v, int max_depth, int print) {
     run r = {v, NULL, NULL, NULL, NULL};
     if (v == V_POOL_ONE && !(r.shared_pool = pk_pool_create(&node_pool))) abort();
+    if (v == V_POOL_ONE_HARD && !(r.shared_pool = pk_pool_create(&node_pool_hard))) abort();
     if (v == V_ARENA_RESET && !(r.shared_arena = pk_arena_create(0))) abort();
     long sum = bt_program(&variant, &r, max_depth, print);
     pk_pool_destroy(r.shared_pool);
@@ -165,6 +184,7 @@ int main(int argc, char **argv) {
     pk_set_error_handler(count_warnings, NULL);
 
     bench_series t[NVAR] = {{{0}, 0}}, ratio[NVAR] = {{{0}, 0}};
+    bench_series hard_tree = {{0}, 0}, hard_one = {{0}, 0}; /* hardened / default twin */
     for (int rep = -1; rep < o.reps; rep++) {
         double v[NVAR];
         for (int k = 0; k < NVAR; k++) {
@@ -181,6 +201,8 @@ int main(int argc, char **argv) {
             bench_add(&t[k], v[k]);
             bench_add(&ratio[k], v[k] / v[V_MALLOC]);
         }
+        bench_add(&hard_tree, v[V_POOL_TREE_HARD] / v[V_POOL_TREE]);
+        bench_add(&hard_one, v[V_POOL_ONE_HARD] / v[V_POOL_ONE]);
     }
 
     printf("\n  %-34s %10s %-5s %-25s  %s\n", "variant", "median", "", "[min - max]",
@@ -203,6 +225,14 @@ int main(int argc, char **argv) {
     pass &= bench_target(r <= 0.6, "binary-trees depth %d: one pk_pool, nodes freed one by one "
                          "<= 0.6x malloc: %.2fx (%.1f vs %.1f ms)", depth, r,
                          bench_median(&t[V_POOL_ONE]), bench_median(&t[V_MALLOC]));
+    r = bench_median(&hard_tree);
+    pass &= bench_target(r <= 1.15, "binary-trees depth %d: PK_POOL_HARDENED <= 1.15x the default "
+                         "pool (issue 20), pool per tree: %.2fx (%.1f vs %.1f ms)", depth, r,
+                         bench_median(&t[V_POOL_TREE_HARD]), bench_median(&t[V_POOL_TREE]));
+    r = bench_median(&hard_one);
+    pass &= bench_target(r <= 1.15, "binary-trees depth %d: PK_POOL_HARDENED <= 1.15x the default "
+                         "pool (issue 20), one pool, nodes freed: %.2fx (%.1f vs %.1f ms)", depth,
+                         r, bench_median(&t[V_POOL_ONE_HARD]), bench_median(&t[V_POOL_ONE]));
     printf("binary-trees targets: %s\n", pass ? "all pass" : "some FAIL");
     return 0;
 }

@@ -11,7 +11,10 @@
  * Built twice by bench/CMakeLists.txt:
  *   bench_hotloop         pk_pool's inline fast paths, static library;
  *                         targets: default <= 1.3x, LOCAL <= 1.1x the naive inlined list;
- *                         HARDENED <= 1.3x the default
+ *                         HARDENED <= 1.5x the default (issue 20: its own inline
+ *                         path; the median of per-repetition ratios to the
+ *                         default pool, as every ratio here); DEBUG's cost beside,
+ *                         for information
  *   bench_hotloop_shared  -DPK_NO_INLINE, shared library: every pk call is a real
  *                         call into libpoolkit.so; target: <= 1.2x the naive list
  *                         behind calls (no peers: it does not link the lab)
@@ -176,6 +179,8 @@ int main(int argc, char **argv) {
      * when pk itself is called. */
     const int ref = PK_MODE_CALLS ? C_NAIVE_CALL : C_NAIVE;
     static bench_series t[NSIZES][NCONT], ratio[NSIZES][NCONT];
+    /* HARDENED and DEBUG against the default pool, per repetition */
+    static bench_series r_hard[NSIZES], r_debug[NSIZES];
 
     /* Warm-up (not recorded), then the repetitions: sizes and contenders
      * interleaved inside each one. The debug pool runs an eighth of the
@@ -196,6 +201,8 @@ int main(int argc, char **argv) {
                 bench_add(&t[s][c], v[c]);
                 bench_add(&ratio[s][c], v[c] / v[ref]);
             }
+            if (!cont[C_HARD].why) bench_add(&r_hard[s], v[C_HARD] / v[C_POOL]);
+            if (!cont[C_DEBUG].why) bench_add(&r_debug[s], v[C_DEBUG] / v[C_POOL]);
         }
     }
 
@@ -237,11 +244,11 @@ int main(int argc, char **argv) {
                              bench_median(&t[s][C_LOCAL]), bench_median(&t[s][ref]));
     }
     for (int s = 0; s < NSIZES && !PK_MODE_CALLS; s++) {
-        double h = bench_median(&t[s][C_HARD]) / bench_median(&t[s][C_POOL]);
-        double d = bench_median(&t[s][C_DEBUG]) / bench_median(&t[s][C_POOL]);
-        pass &= bench_target(h <= 1.3, "hot loop %3zu B, PK_POOL_HARDENED <= 1.3x the default pool: "
-                             "%.2fx (%.2f ns); PK_POOL_DEBUG costs %.1fx (%.2f ns, informative)",
-                             sizes[s], h, bench_median(&t[s][C_HARD]), d, bench_median(&t[s][C_DEBUG]));
+        double h = bench_median(&r_hard[s]), d = bench_median(&r_debug[s]);
+        pass &= bench_target(h <= 1.5, "hot loop %3zu B, PK_POOL_HARDENED <= 1.5x the default pool "
+                             "(issue 20): %.2fx (%.2f vs %.2f ns); PK_POOL_DEBUG costs %.1fx "
+                             "(%.2f ns, informative)", sizes[s], h, bench_median(&t[s][C_HARD]),
+                             bench_median(&t[s][C_POOL]), d, bench_median(&t[s][C_DEBUG]));
     }
     printf("hot loop targets (%s): %s\n", PK_MODE_CALLS ? "calls" : "inline",
            pass ? "all pass" : "some FAIL");

@@ -4,7 +4,7 @@
  * does) inside one kernel function per mode:
  *   default  kernel_pool_default  a default (thread-safe) pool, inline fast paths
  *   local    kernel_pool_local    a PK_POOL_LOCAL pool, inline fast paths
- *   hardened kernel_pool_hardened a PK_POOL_HARDENED pool (the lean checked path)
+ *   hardened kernel_pool_hardened a PK_POOL_HARDENED pool, its inline fast paths
  *   empty    kernel_empty         the same loop with no allocation
  *   object   kernel_object        pk_new, pk_retain and two pk_release (not
  *                                 gated: a figure for the README, the cost

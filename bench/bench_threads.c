@@ -9,7 +9,9 @@
  *                   class; or 64 B), freeing a random one and allocating its
  *                   replacement, sets handed to fresh threads; ns per pair
  *                   per thread. Target 4: pk_pool <= 0.8x mimalloc at every
- *                   scale.
+ *                   scale. Issue 20: a PK_POOL_HARDENED pool runs here
+ *                   too (in this shape only: the others have no hardened
+ *                   target), at most 1.15x the default pool at every scale.
  *   cache-scratch   after Hoard: objects of 8-64 B handed to 2 workers, who
  *                   free them and write objects of their own; CPU ns per
  *                   byte written per worker, and a control with no allocator (the workers'
@@ -36,11 +38,13 @@
 
 #include <math.h>
 
-enum { C_GLIBC, C_JE, C_MI, C_TC, C_POOL, NCONT };
-static bench_contender cont[NCONT] = {
+/* C_HARD, after NCONT, runs in the steady state only (issue 20). */
+enum { C_GLIBC, C_JE, C_MI, C_TC, C_POOL, NCONT, C_HARD = NCONT, NALL };
+static bench_contender cont[NALL] = {
     BENCH_CONTENDER("glibc malloc", "glibc malloc"), BENCH_CONTENDER("jemalloc", ""),
     BENCH_CONTENDER("mimalloc", ""),                 BENCH_CONTENDER("tcmalloc", ""),
     BENCH_CONTENDER("poolkit pk_pool", "pk_pool"),
+    BENCH_CONTENDER("poolkit pk_pool HARDENED", "pk_pool HARDENED"),
 };
 
 static bench_opts o;
@@ -51,33 +55,45 @@ static int wanted(const char *part) {
     return 1;
 }
 
-/* The rotating order of repetition rep: contender k runs j-th. */
-static int nth(int rep, int j) { return (j + (rep > 0 ? rep : 0)) % NCONT; }
+/* The rotating order of repetition rep among n contenders: contender k runs j-th. */
+static int nth_of(int n, int rep, int j) { return (j + (rep > 0 ? rep : 0)) % n; }
+static int nth(int rep, int j) { return nth_of(NCONT, rep, j); }
 
-/* A row of medians with the per-repetition ratio to mimalloc beside. */
-static void row(int c, const bench_series *s, const bench_series *ratio, const char *unit) {
+/* A row of medians with the per-repetition ratio to mimalloc beside (and,
+ * given, to the default pool). */
+static void row2(int c, const bench_series *s, const bench_series *ratio,
+                 const bench_series *ratio_pool, const char *unit) {
     char extra[64] = "";
     if (ratio && ratio->n) snprintf(extra, sizeof extra, "%.2fx mimalloc", bench_median(ratio));
+    if (ratio_pool && ratio_pool->n)
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", %.2fx the default pool",
+                 bench_median(ratio_pool));
     if (cont[c].why) bench_row_na(cont[c].label, cont[c].why);
     else if (!s->n) bench_row_na(cont[c].label, "the child process failed");
     else bench_row(cont[c].label, s, unit, extra);
 }
 
-/* ---- target 4: the steady state ---- */
+static void row(int c, const bench_series *s, const bench_series *ratio, const char *unit) {
+    row2(c, s, ratio, NULL, unit);
+}
+
+/* ---- target 4 (and issue 20's): the steady state ---- */
 
 static int steady(void) {
     static const long lives[] = {1000, 100000};
     static const unsigned lo[] = {16, 64}, hi[] = {128, 64};
     long rounds = o.quick ? 60000 : 200000;
     int gens = o.quick ? 2 : 3;
-    bench_series t[4][NCONT], ratio[4][NCONT];
+    /* ratio: to mimalloc; hard: the hardened pool to the default one */
+    bench_series t[4][NALL], ratio[4][NALL], hard[4];
     memset(t, 0, sizeof t);
     memset(ratio, 0, sizeof ratio);
+    memset(hard, 0, sizeof hard);
     for (int rep = -1; rep < o.reps; rep++) {
         for (int p = 0; p < 4; p++) {
-            double v[NCONT] = {0};
-            for (int j = 0; j < NCONT; j++) {
-                int c = nth(rep, j);
+            double v[NALL] = {0};
+            for (int j = 0; j < NALL; j++) {
+                int c = nth_of(NALL, rep, j);
                 double out[2];
                 if (cont[c].why ||
                     lab_steady_measure(cont[c].a, 2, lives[p / 2], lo[p % 2], hi[p % 2],
@@ -86,27 +102,38 @@ static int steady(void) {
                 v[c] = out[0];
             }
             if (rep < 0) continue;
-            for (int c = 0; c < NCONT; c++) {
+            for (int c = 0; c < NALL; c++) {
                 if (v[c] > 0) bench_add(&t[p][c], v[c]);
                 if (v[c] > 0 && v[C_MI] > 0 && c != C_MI) bench_add(&ratio[p][c], v[c] / v[C_MI]);
             }
+            if (v[C_HARD] > 0 && v[C_POOL] > 0) bench_add(&hard[p], v[C_HARD] / v[C_POOL]);
         }
     }
     printf("\nsteady state (after larson): 2 threads, sets handed to fresh threads, %ld rounds "
            "per thread x %d generations; ns per free+allocate pair per thread\n", rounds, gens);
-    int pass = 1;
-    char line[200] = "";
+    int pass = 1, pass_hard = 1;
+    char line[200] = "", line_hard[320] = "";
     for (int p = 0; p < 4; p++) {
         printf("  live %ld, %s\n", lives[p / 2], p % 2 ? "64 B" : "16-128 B (a pool per 16-byte class)");
-        for (int c = 0; c < NCONT; c++) row(c, &t[p][c], c == C_MI ? NULL : &ratio[p][c], "ns");
+        for (int c = 0; c < NALL; c++)
+            row2(c, &t[p][c], c == C_MI ? NULL : &ratio[p][c], c == C_HARD ? &hard[p] : NULL, "ns");
         double r = bench_median(&ratio[p][C_POOL]);
         pass &= ratio[p][C_POOL].n > 0 && r <= 0.8;
         size_t n = strlen(line);
         snprintf(line + n, sizeof line - n, "%s%ld/%s %.2fx", n ? ", " : "", lives[p / 2],
                  p % 2 ? "64 B" : "16-128 B", r);
+        double h = bench_median(&hard[p]);
+        pass_hard &= hard[p].n > 0 && h <= 1.15;
+        n = strlen(line_hard);
+        snprintf(line_hard + n, sizeof line_hard - n, "%s%ld/%s %.2fx (%.1f vs %.1f ns)",
+                 n ? ", " : "", lives[p / 2], p % 2 ? "64 B" : "16-128 B", h,
+                 bench_median(&t[p][C_HARD]), bench_median(&t[p][C_POOL]));
     }
-    return bench_target(pass, "steady state (issue 19, 4): pk_pool <= 0.8x mimalloc at every "
+    pass = bench_target(pass, "steady state (issue 19, 4): pk_pool <= 0.8x mimalloc at every "
                               "scale: %s", line);
+    pass_hard = bench_target(pass_hard, "steady state (issue 20): PK_POOL_HARDENED <= 1.15x the "
+                                        "default pool at every scale: %s", line_hard);
+    return pass && pass_hard;
 }
 
 /* ---- target 7: cache-scratch ---- */
@@ -283,8 +310,9 @@ static int pools(void) {
 int main(int argc, char **argv) {
     shared_reexec_for_tls(argv); /* jemalloc under dlopen */
     o = bench_parse(argc, argv, 5);
-    bench_header("threads and lines, the steady state, many pools (issue 19, targets 4, 7, 8)", &o);
-    bench_find(cont, NCONT, 0);
+    bench_header("threads and lines, the steady state, many pools (issue 19, targets 4, 7, 8; "
+                 "issue 20: the hardened steady state)", &o);
+    bench_find(cont, NALL, 0);
     int pass = 1;
     if (wanted("steady")) pass &= steady();
     if (wanted("scratch")) pass &= scratch();

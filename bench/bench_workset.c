@@ -29,6 +29,9 @@
  *   faults      pk_pool: no page faults in a repeated phase (goal 0; the
  *               peers' counts are printed beside)
  * judged at every N, at the worst size (one line per order and N).
+ * Issue 20: PK_POOL_HARDENED <= 1.15x the default pool, the median of
+ * per-repetition ratios, judged likewise at every order and every N run,
+ * at the worst size.
  *
  * Sizes 16, 64 and 256 B, N = 1k, 10k, 100k, 1M (--quick: 64 B; 1k, 100k,
  * 1M; 200,000 pairs). About a minute and a half on a quiet 2-core machine,
@@ -77,7 +80,7 @@ static bench_series first_faults[MAXS][MAXN][NCONT], rss[MAXS][MAXN][NCONT];
 /* per-repetition ratios of pk_pool: to the LIFO/FIFO bound, to the fastest malloc */
 static bench_series r_bound[MAXS][MAXN][WORKSET_ORDERS], r_malloc[MAXS][MAXN][WORKSET_ORDERS];
 static bench_series r_naive[MAXS][MAXN][WORKSET_ORDERS];
-/* per-repetition ratios of the hardened pool to the default one (issue 10) */
+/* per-repetition ratios of the hardened pool to the default one (issue 20) */
 static bench_series r_hard[MAXS][MAXN][WORKSET_ORDERS];
 /* --protos: each prototype's per-repetition ratio to the fastest malloc */
 static bench_series r_proto[BENCH_NPROTOS][MAXS][MAXN][WORKSET_ORDERS];
@@ -287,17 +290,19 @@ int main(int argc, char **argv) {
                     cont[fm].label, fmv, nv);
         }
     }
-    /* Issue 10: hardened pools cost at most 1.15x the default, judged at
-     * the worst size for each order and N. */
+    /* Issue 20: hardened pools cost at most 1.15x the default, judged at
+     * the worst size for each order and N: every one the program runs. */
     for (int ord = 0; ord < WORKSET_ORDERS; ord++) {
         for (int k = 0; k < nn; k++) {
-            int ws = 0;
+            int ws = 0, measured = 1; /* a size with no figure (a child failed) fails */
             double worst = -1;
-            for (int s = 0; s < nsz; s++)
+            for (int s = 0; s < nsz; s++) {
+                measured &= r_hard[s][k][ord].n > 0;
                 if (bench_median(&r_hard[s][k][ord]) > worst) worst = bench_median(&r_hard[s][k][ord]), ws = s;
-            pass &= bench_target(worst <= 1.15,
+            }
+            pass &= bench_target(measured && worst <= 1.15,
                                  "working set %-6s N = %-4s PK_POOL_HARDENED <= 1.15x the default "
-                                 "pool, every size: worst %zu B: %.2fx (%.2f vs %.2f ns)",
+                                 "pool (issue 20), every size: worst %zu B: %.2fx (%.2f vs %.2f ns)",
                                  workset_order_names[ord], fmt_n(ns_[k], b1), sizes[ws], worst,
                                  bench_median(&t[ws][k][ord][C_HARD]),
                                  bench_median(&t[ws][k][ord][C_POOL]));

@@ -28,16 +28,28 @@
 # round-one targets (20 default, 12 LOCAL) are printed beside.
 #   default pool  <= 21 (target 20)
 #   LOCAL pool    <= 21 (target 12)
-#   HARDENED pool <= 90 (issue 10's target: 2x the default, 40; not met).
+#   HARDENED pool <= 43 (measured 42 with gcc 12; issue 20 sets no count:
+#                 the count and its ratio to the default pair are printed
+#                 for information, the timed target, <= 1.5x the default
+#                 pool, is bench_hotloop's)
 # A floor sits under every figure, so that a count of nothing never passes:
 # each run must count at least one instruction per loop iteration, and each
 # pool at least GATE_FLOOR (5) per pair. A --toggle-collect pattern that
 # matches no function (kernel_* renamed or inlined away) counts 0 and fails.
-# A hardened pool leaves the inline path for the library's lean checked one
-# (pool_slow.c, checks in harden.h): 86 instructions per pair with gcc 12; the call, the decoding
-# and a slot-boundary check of both the freed pointer and the link followed
-# are most of it. Putting that code
-# inline would copy it into every caller of every pool, hardened or not.
+# The hardened pair is inline too (issue 20; include/poolkit/pool.h, the
+# private comment above PK_POOL_ABI, and src/harden.h), so it pays the
+# default pair's attempt first: the table and the default list's head (the
+# hardened slot keeps that word 0, so the allocation misses) and, on free,
+# the compare with the default slab word, which a hardened slot never
+# matches. Then its own words: the allocation decodes the link it follows
+# (a load, a 32-bit rotation and two xors with the pool's secret and the
+# object's address) and checks that it names a slot of the current slab
+# (or the list's end) by the pool's mask, which also checks the slot's
+# alignment; the free checks the object against the current slab the same
+# way, that it is not the head (freed again), and encodes its link with the
+# rotation. 42 instructions per pair with gcc 12 against the default's 20:
+# no call, no lookup. The exact slot grid and everything costlier are
+# checked in the library, on the slow paths and at the slab's boundary.
 set -u
 
 build=${1:-}
@@ -63,7 +75,7 @@ N2=${GATE_N2:-1100000}
 SIZE=${GATE_SIZE:-64}
 GATE_DEFAULT=21
 GATE_LOCAL=21
-GATE_HARDENED=90
+GATE_HARDENED=43
 TARGET_DEFAULT=20
 TARGET_LOCAL=12
 GATE_FLOOR=${GATE_FLOOR:-5}
@@ -116,24 +128,29 @@ done
 net_default=$(awk -v a="${per[default]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
 net_local=$(awk -v a="${per[local]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
 net_hardened=$(awk -v a="${per[hardened]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
-target_hardened=$(awk -v d="$net_default" 'BEGIN {printf "%.2f", 2 * d}')
+ratio_hardened=$(awk -v h="$net_hardened" -v d="$net_default" 'BEGIN {printf "%.2f", (d > 0) ? h / d : 0}')
 
 status=0
-check() { # label value gate target
+check() { # label value gate target [what to print in place of the target]
     local gate target
     gate=$(awk -v v="$2" -v g="$3" -v f="$GATE_FLOOR" 'BEGIN {print (v <= g && v >= f) ? "PASS" : "FAIL"}')
     if awk -v v="$2" -v f="$GATE_FLOOR" 'BEGIN {exit !(v < f)}'; then
         echo "gate: FAIL: $1: $2 instructions per pair is below the floor of $GATE_FLOOR: no alloc+free" \
             "pair costs so little, so callgrind did not count the pool calls (--toggle-collect='$TOGGLE')"
     fi
-    target=$(awk -v v="$2" -v t="$4" 'BEGIN {print (v <= t) ? "met" : "not met"}')
-    printf 'target: %s: %s instructions per alloc+free pair (net of the empty loop); target <= %s: %s; gate %s..%s  -> %s\n' \
-        "$1" "$2" "$4" "$target" "$GATE_FLOOR" "$3" "$gate"
+    if [ -n "${5:-}" ]; then
+        target=$5
+    else
+        target="target <= $4: $(awk -v v="$2" -v t="$4" 'BEGIN {print (v <= t) ? "met" : "not met"}')"
+    fi
+    printf 'target: %s: %s instructions per alloc+free pair (net of the empty loop); %s; gate %s..%s  -> %s\n' \
+        "$1" "$2" "$target" "$GATE_FLOOR" "$3" "$gate"
     [ "$gate" = PASS ] || status=1
 }
 check "pk_pool default" "$net_default" "$GATE_DEFAULT" "$TARGET_DEFAULT"
 check "pk_pool LOCAL  " "$net_local" "$GATE_LOCAL" "$TARGET_LOCAL"
-check "pk_pool HARDENED" "$net_hardened" "$GATE_HARDENED" "$target_hardened"
+check "pk_pool HARDENED" "$net_hardened" "$GATE_HARDENED" "" \
+    "${ratio_hardened}x the default pair (issue 20, informative: its timed target, <= 1.5x the default pool, is bench_hotloop's)"
 if [ "$status" = 0 ]; then
     echo "instruction-count gate: PASS"
 else
