@@ -202,32 +202,44 @@ static uint64_t next_random(uint64_t *rng) {
     return x * 0x2545F4914F6CDD1Dull;
 }
 
-static void take_fresh_shuffled(pk_pool *p, uint64_t *rng, slab *s, size_t k, void **list) {
-    uint8_t order[SHUFFLE_RUN], next[SHUFFLE_SLICES], end[SHUFFLE_SLICES];
-    size_t slices = k < SHUFFLE_SLICES ? k : SHUFFLE_SLICES;
+/* Hardened pools only: k (at most SHUFFLE_RUN) never-used slots of s, linked in one pass from
+ * the first picked to the last, whose link is left for the caller: the
+ * run's first object is returned, its last in *tail. Each pick takes the
+ * next slot of one of SHUFFLE_SLICES slices chosen by two bits of a random
+ * word (32 picks a draw; once slices run out, the two bits scaled to those
+ * left, a little unevenly). */
+static char *take_fresh_shuffled(pk_pool *p, uint64_t *rng, slab *s, size_t k, char **tail) {
+    _Static_assert(SHUFFLE_SLICES == 4, "two bits pick a slice");
+    char *next[SHUFFLE_SLICES], *last[SHUFFLE_SLICES];
+    size_t slices = k < SHUFFLE_SLICES ? k : SHUFFLE_SLICES, slot = p->geo.slot;
+    char *first = s->objects + (size_t)s->bump * slot, *head = NULL, *prev = NULL;
     for (size_t i = 0; i < slices; i++) {
-        next[i] = (uint8_t)(k * i / slices);
-        end[i] = (uint8_t)(k * (i + 1) / slices - 1);
+        next[i] = first + k * i / slices * slot;
+        last[i] = first + (k * (i + 1) / slices - 1) * slot;
     }
-    for (size_t n = 0, live = slices; n < k; n++) {
-        size_t i = (size_t)(((next_random(rng) >> 32) * live) >> 32); /* below live, with no division */
-        order[n] = next[i];
-        if (next[i]++ == end[i]) { /* slice used up: the last live one takes its place */
-            live--;
-            next[i] = next[live];
-            end[i] = end[live];
-        }
-    }
-    char *first = s->objects + (size_t)s->bump * p->geo.slot;
     s->bump += (uint32_t)k; /* first: the links below name handed-out slots */
     if (s->bump > s->high) s->high = s->bump;
-    for (size_t n = k; n-- > 0;) { /* pushed last to first: the list hands out order[0] first */
-        char *obj = first + (size_t)order[n] * p->geo.slot;
+    uint64_t bits = 0;
+    for (size_t n = 0, live = slices; n < k; n++) {
+        if ((n & 31) == 0) bits = next_random(rng);
+        size_t i = live == SHUFFLE_SLICES ? (size_t)(bits & 3) : (size_t)(bits & 3) * live >> 2;
+        bits >>= 2;
+        char *obj = next[i];
+        if (obj == last[i]) { /* slice used up: the last live one takes its place */
+            live--;
+            next[i] = next[live];
+            last[i] = last[live];
+        } else {
+            next[i] = obj + slot;
+        }
         construct_fresh(p, obj);
-        link_store(p, obj, (uintptr_t)*list);
-        *list = obj;
+        if (prev) link_store(p, prev, (uintptr_t)obj);
+        else head = obj;
+        prev = obj;
     }
     s->used += (uint32_t)k;
+    *tail = prev;
+    return head;
 }
 
 size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
@@ -248,7 +260,9 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
             if (p->hardened && !p->debug && !s->free && fresh && s->bump >= s->high) { /* SHUFFLE */
                 size_t k = fresh < need ? fresh : need;
                 if (k > SHUFFLE_RUN) k = SHUFFLE_RUN;
-                take_fresh_shuffled(p, &p->rng, s, k, list);
+                char *tail, *head = take_fresh_shuffled(p, &p->rng, s, k, &tail);
+                link_store(p, tail, (uintptr_t)*list);
+                *list = head;
                 got += k;
                 continue;
             }
@@ -280,15 +294,13 @@ size_t central_carve(pk_pool *p, uint64_t *rng, slab *s, size_t k, void **list) 
      * for a shuffle per object and per phase; policy.h has the figures). */
     if (p->hardened && s->bump < s->high && k > s->high - s->bump) k = s->high - s->bump;
     if (p->hardened && s->bump >= s->high) {
-        void *first = NULL, *tail = NULL;
+        char *first = NULL, *tail = NULL;
         for (size_t done = 0; done < k;) {
             size_t run = k - done < SHUFFLE_RUN ? k - done : SHUFFLE_RUN;
-            void *part = NULL;
-            take_fresh_shuffled(p, rng, s, run, &part);
+            char *part_tail, *part = take_fresh_shuffled(p, rng, s, run, &part_tail);
             if (tail) link_store(p, tail, (uintptr_t)part); /* runs in address order */
             else first = part;
-            tail = part;
-            for (char *n; (n = (char *)link_load(p, tail)) != NULL;) tail = n;
+            tail = part_tail;
             done += run;
         }
         if (tail) {

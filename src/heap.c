@@ -83,10 +83,17 @@ static slab *uninstall(pk_pool *p, heap *h, tc_slot *c) {
     uintptr_t cur = cur_word(p, s);
     size_t n = 0; /* counted: the inline paths keep no count */
     char *keep = NULL, *last = NULL;
-    for (char *obj = tc_head(c), *next; obj; obj = next) {
+    for (char *obj = tc_head(c), *next, *prev = NULL; obj; prev = obj, obj = next) {
         /* SLOT GRID at the slab's boundary: the fast paths checked each
-         * object's slab and alignment only (harden.h) */
-        if (p->hardened && slab_of_slot(obj, p) != s) central_check_free(p, obj);
+         * object's slab and alignment only (harden.h). The head came from
+         * a free; every other object from a link. */
+        if (p->hardened) {
+            long idx = slab_slot_index(s, obj, &p->geo);
+            if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) {
+                if (!prev) central_check_free(p, obj); /* reports a pointer that is no slot */
+                report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
+            }
+        }
         next = (char *)link_load(p, obj);
         if (((uintptr_t)obj | p->slab_low) != cur) {
             /* An object of another owned slab, freed onto the list for
@@ -99,7 +106,6 @@ static slab *uninstall(pk_pool *p, heap *h, tc_slot *c) {
             BUMP(h->frees, 1);
             continue;
         }
-        if (p->hardened) harden_check_slab_link(p, s, obj, next);
         if (last) link_store(p, last, (uintptr_t)obj);
         else keep = obj;
         last = obj;

@@ -30,6 +30,20 @@ static inline size_t policy_extend(size_t slot) {
     return k ? k : 1;
 }
 
+/* Hardened pools link at most HARD_EXTEND fresh slots at a time: each is
+ * shuffled and encoded as it is linked, and those still unused when the
+ * list goes home (a trim, a thread's exit, a pool's destroy) are walked and
+ * checked. A pool per task that uses a few dozen objects paid that for 256
+ * of 16 bytes: binary-trees with a hardened pool per tree (bench_bintrees
+ * --quick, the Xeon) ran 4.3x the default one with EXTEND_BYTES and a walk
+ * of the lists at destroy, 1.6x with HARD_EXTEND, 1.4x with a region's
+ * destroy that walks nothing (pool.c); 32 measured no better (issue 20). */
+#define HARD_EXTEND 64
+static inline size_t policy_extend_hardened(size_t slot) {
+    size_t k = policy_extend(slot);
+    return k < HARD_EXTEND ? k : HARD_EXTEND;
+}
+
 /* Remote frees (another thread's objects) gather per slab in the freeing
  * thread, up to REMOTE_BATCH objects, and go home with one atomic push:
  * a consumer that frees a producer's objects in the order they were made
@@ -148,7 +162,7 @@ static inline size_t policy_extend(size_t slot) {
  * 1.74x (LIFO) and 1.84x (FIFO) at a million 64-byte objects, against
  * 0.97x and 1.04x shuffling fresh slots only (bench_workset --quick, the
  * Xeon, issue 20). */
-#define SHUFFLE_RUN 128 /* a uint8_t index (central.c's order[]) */
+#define SHUFFLE_RUN 128
 #define SHUFFLE_SLICES 4
 
 /* Debug pools (central.c): the bytes the fills write. Each is no small

@@ -120,7 +120,7 @@ static void choose_path(pk_pool *p) {
     p->tc_table = tcache_table_off();
     p->tc_key = TC_NO_KEY;
     p->slab_low = p->geo.slab_align - 1;
-    p->extend = policy_extend(p->geo.slot);
+    p->extend = p->hardened ? policy_extend_hardened(p->geo.slot) : policy_extend(p->geo.slot);
     p->cached = !p->debug && !p->limit && tcache_attach(p);
     if (!p->cached) {
         note_once(NOTE_LOCKED_POOL, p->name, "pool '%s' takes its lock on every call: %s",
@@ -433,9 +433,10 @@ void pk_pool_destroy(pk_pool *p) {
     /* Every heap's slabs and free objects home, remote frees collected:
      * what is still out is live. Hardened pools' free lists are checked
      * when their slabs go (central_free_all), so a forged link is reported
-     * rather than forgotten with the memory. */
-    bool region = (p->flags & PK_POOL_REGION) && !p->hardened && !p->debug && !p->construct &&
-                  !p->destruct && !TRACK_ENABLED;
+     * rather than forgotten with the memory; a region's are forgotten
+     * unread, hardened or not: its destroy follows no link, so none can
+     * mislead it, and a pool per task does not pay for a walk of each. */
+    bool region = (p->flags & PK_POOL_REGION) && !p->debug && !p->construct && !p->destruct && !TRACK_ENABLED;
     if (region) heap_forget_all(p); /* freed whole: no object's count is needed */
     else heap_abandon_all(p);
     central_collect_own(p);
