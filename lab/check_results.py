@@ -4,6 +4,11 @@ complete: all thirteen experiments, every row with its fields, every contender
 the lab lists present, either measured or "not available" with a reason, and
 every point of issue 19's thread shapes (steady-state, cache-scratch,
 remote-batches, many-pools) measured for every contender that is available.
+Issue 20's experiments (peers, workset, steady-state, binary-trees, threads)
+run pk_pool's hardened mode beside the default pool: each of its measured
+rows must carry its ratio to the default pool in the same repetitions
+(vs_pk_pool), and, in the second form below, pk-lab's output must print each
+of issue 20's five target lines with its figures and a verdict.
 
     check_results.py DIR/results.json
     check_results.py --run PATH/TO/pk-lab --out DIR [pk-lab args...]
@@ -49,10 +54,17 @@ EXPECTED = {
                 "Boost.Pool object_pool", "GLib g_slice", "APR pools", "talloc",
                 "poolkit pk_arena", "poolkit pk_pool", "Zig MemoryPool"],
 }
+# Issue 20: pk_pool's hardened mode beside the default pool, by the experiment whose output
+# prints each target (its number).
+HARDENED = "poolkit pk_pool HARDENED"
+HARDENED_TARGETS = {"peers": 1, "workset": 2, "steady-state": 3, "binary-trees": 4, "threads": 5}
+for _name in ("peers", "workset", "binary-trees", "threads"):
+    EXPECTED[_name].append(HARDENED)
 MALLOCS_AND_POOL = ["glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool"]
 SCRATCH_CONTROLS = ["control: side by side, no allocator", "control: 256 B apart, no allocator"]
 for _name in ("steady-state", "cache-scratch", "remote-batches", "many-pools"):
-    EXPECTED[_name] = MALLOCS_AND_POOL + (SCRATCH_CONTROLS if _name == "cache-scratch" else [])
+    EXPECTED[_name] = MALLOCS_AND_POOL + (SCRATCH_CONTROLS if _name == "cache-scratch" else []) + \
+        ([HARDENED] if _name in HARDENED_TARGETS else [])
 
 # Issue 19's thread shapes: the points each available contender must have
 # (params that must match), and the extra figures each point must carry.
@@ -165,7 +177,30 @@ def check_shape(c, name, rows, points, extras):
                         where + ": not 0 < resident <= reserved")
 
 
-def check(path):
+def check_hardened(c, name, rows):
+    """Every measured row of pk_pool's hardened mode carries its ratio to the default pool."""
+    for r in rows:
+        if not isinstance(r, dict) or r.get("subject") != HARDENED or not r.get("available"):
+            continue
+        v = r.get("extra", {}).get("vs_pk_pool")
+        c.check(is_num(v) and v > 0, "%s: %s at %s: no ratio to the default pool (vs_pk_pool)"
+                % (name, HARDENED, r.get("params")))
+
+
+def check_target_lines(c, names, output):
+    """Issue 20's target line of each experiment that ran, with figures and a verdict."""
+    for name, n in HARDENED_TARGETS.items():
+        if name not in names:
+            continue
+        head = "target (issue 20, %d): " % n
+        lines = [ln for ln in output.splitlines() if head in ln]
+        if c.check(len(lines) == 1, "%s: %d lines '%s', not 1" % (name, len(lines), head.strip())):
+            ln = lines[0]
+            c.check(ln.rstrip().endswith(("-> met", "-> not met")) and "nan" not in ln,
+                    "%s: target line without its figures and verdict: %s" % (name, ln.strip()))
+
+
+def check(path, output=None):
     c = Checker()
     try:
         with open(path) as f:
@@ -218,6 +253,11 @@ def check(path):
     for name, (points, extras) in SHAPE_POINTS.items():
         if name in exps:
             check_shape(c, name, exps[name].get("rows", []), points, extras)
+    for name in HARDENED_TARGETS:
+        if name in exps:
+            check_hardened(c, name, exps[name].get("rows", []))
+    if output is not None:
+        check_target_lines(c, exps, output)
     for exp, subject, why in unavailable:
         print("  not available: %s / %s: %s" % (exp, subject, why))
     for f in c.failures:
@@ -235,11 +275,13 @@ def main(argv):
         lab, out, extra = argv[2], argv[4], argv[5:]
         cmd = [lab, "run", "--smoke", "--out", out] + extra
         print("check_results: running " + " ".join(cmd), flush=True)
-        rc = subprocess.call(cmd)
-        if rc != 0:
-            print("check_results: pk-lab exited with status %d" % rc)
+        run = subprocess.run(cmd, stdout=subprocess.PIPE, universal_newlines=True)
+        sys.stdout.write(run.stdout)
+        sys.stdout.flush()
+        if run.returncode != 0:
+            print("check_results: pk-lab exited with status %d" % run.returncode)
             return 1
-        return check(os.path.join(out, "results.json"))
+        return check(os.path.join(out, "results.json"), run.stdout)
     if len(argv) != 2 or argv[1].startswith("-"):
         print(__doc__)
         return 2

@@ -1,10 +1,13 @@
 /* binary-trees: the Computer Language Benchmarks Game program, single
- * threaded, with five ways to get the nodes:
+ * threaded, with six ways to get the nodes:
  *
  *   glibc malloc        malloc per node, free per node (a post-order walk)
  *   APR pools           apr_palloc per node; one pool per tree, cleared
  *                       (as the Game's C programs do)
  *   poolkit pk_pool     a pool of nodes, pk_pool_free per node
+ *   ... HARDENED        the same on a PK_POOL_HARDENED pool (issue 20,
+ *                       target 4: at most 1.15x the default pool's time,
+ *                       the median of the repetitions' ratios)
  *   poolkit pk_arena    an arena per tree, rewound to a mark after each tree
  *   poolkit pk_new      reference-counted objects: releasing the root frees
  *                       the tree (each node's dealloc releases its children)
@@ -17,6 +20,7 @@
 #include "bintrees.h"
 #include "lab.h"
 
+#include <math.h>
 #include <poolkit/poolkit.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,17 +36,17 @@ typedef bt_node node; /* bintrees.h: the node, the trees, the program */
 
 /* ---- the variants (bintrees.h's bt_variant) ---- */
 
-static pk_pool *node_pool;
+/* The default pool and the hardened one (ctx: the pool). */
+static pk_pool *node_pool, *hardened_pool;
 
 static long p_one(void *ctx, int d) {
-    (void)ctx;
-    node *t = bt_make_pool(node_pool, d);
+    node *t = bt_make_pool(ctx, d);
     long c = bt_check(t);
-    bt_free_pool(node_pool, t);
+    bt_free_pool(ctx, t);
     return c;
 }
-static node *p_long(void *ctx, int d) { return (void)ctx, bt_make_pool(node_pool, d); }
-static void p_free_long(void *ctx, node *t) { (void)ctx, bt_free_pool(node_pool, t); }
+static node *p_long(void *ctx, int d) { return bt_make_pool(ctx, d); }
+static void p_free_long(void *ctx, node *t) { bt_free_pool(ctx, t); }
 
 /* An arena for the short-lived trees, rewound to a mark after each, and one
  * for the long-lived tree. */
@@ -79,16 +83,17 @@ static node *apr_long(void *ctx, int d) { return apr_make(((aprs *)ctx)->lp, d);
 static void apr_free_long(void *ctx, node *t) { (void)ctx, (void)t; }
 #endif
 
-enum { V_MALLOC, V_APR, V_POOL, V_ARENA, V_OBJECT, NV };
-static const char *const subjects[NV] = {"glibc malloc", "APR pools", "poolkit pk_pool",
-                                         "poolkit pk_arena", "poolkit pk_new"};
+enum { V_MALLOC, V_APR, V_POOL, V_HARDENED, V_ARENA, V_OBJECT, NV };
+static const char *const subjects[NV] = {"glibc malloc",    "APR pools",        LAB_PK_POOL,
+                                         LAB_PK_HARDENED,   "poolkit pk_arena", "poolkit pk_new"};
 
 /* One whole program; returns the sum of all checks. */
 static long program(int v, int max) {
     static const bt_variant p = {p_one, p_long, p_free_long}, a = {a_one, a_long, a_free_long};
     switch (v) {
     case V_MALLOC: return bt_program(&bt_malloc, NULL, max, 0);
-    case V_POOL: return bt_program(&p, NULL, max, 0);
+    case V_POOL: return bt_program(&p, node_pool, max, 0);
+    case V_HARDENED: return bt_program(&p, hardened_pool, max, 0);
     case V_OBJECT: return bt_program(&bt_objects, NULL, max, 0);
     case V_ARENA: {
         arenas x = {pk_arena_create(0), pk_arena_create(0), {0, 0}};
@@ -117,18 +122,28 @@ static long program(int v, int max) {
 
 static int depth(void) { return (int)lab_pick(10, 15, 17, 21); }
 
+static pk_pool *node_pool_create(const char *name, unsigned flags) {
+    pk_pool_config c = {0};
+    c.name = name;
+    c.size = sizeof(node);
+    c.flags = flags;
+    pk_pool *p = pk_pool_create(&c);
+    if (!p) abort();
+    return p;
+}
+
 static void run(int rep) {
     int max = depth();
     if (lab_warming) max = max > 12 ? max - 4 : max;
     if (!node_pool) {
-        pk_pool_config c = {0};
-        c.name = "binary-trees nodes";
-        c.size = sizeof(node);
-        node_pool = pk_pool_create(&c);
+        node_pool = node_pool_create("binary-trees nodes", 0);
+        hardened_pool = node_pool_create("binary-trees nodes hardened", PK_POOL_HARDENED);
     }
     lab_params ps = {0};
     lab_pset_num(&ps, "depth", depth());
     long expect = -1;
+    double ms_of[NV];
+    for (int v = 0; v < NV; v++) ms_of[v] = NAN;
     for (int j = 0; j < NV; j++) {
         int v = (j + (rep > 0 ? rep : 0)) % NV;
         lab_row *r = rep >= 0 ? lab_row_get(EXP, subjects[v], v >= V_POOL ? "poolkit" : "peer", &ps)
@@ -152,31 +167,36 @@ static void run(int rep) {
             if (r) lab_row_unavailable(r, "wrong node count (a bug in the lab)");
             continue;
         }
+        ms_of[v] = ms;
         if (r) {
             lab_row_sample(r, ms);
             lab_row_extra(r, "nodes_checked", (double)sum);
         }
     }
+    /* the two pools measured in this repetition, side by side */
+    if (rep >= 0 && !isnan(ms_of[V_HARDENED]) && !isnan(ms_of[V_POOL]))
+        lab_row_extra(lab_row_get(EXP, subjects[V_HARDENED], "poolkit", &ps), LAB_VS_POOL,
+                      ms_of[V_HARDENED] / ms_of[V_POOL]);
 }
 
 static void print(FILE *out) {
     char b1[32], b2[32], b3[32], b4[32];
     fprintf(out, "== binary-trees: the Benchmarks Game program, depth %d, single thread\n", depth());
-    fprintf(out, "  %-22s %10s %25s %12s\n", "nodes from", "ms", "[min - max]", "vs malloc");
+    fprintf(out, "  %-24s %8s %25s %12s\n", "nodes from", "ms", "[min - max]", "vs malloc");
     lab_row *base = lab_find(EXP, "glibc malloc", NULL);
     double bm = base && base->available ? lab_median(&base->samples) : 0.0 / 0.0;
     for (int v = 0; v < NV; v++) {
         lab_row *r = lab_find(EXP, subjects[v], NULL);
         if (!r) continue;
         if (!r->available) {
-            fprintf(out, "  %-22s n/a: %.90s\n", r->subject, r->why);
+            fprintf(out, "  %-24s n/a: %.90s\n", r->subject, r->why);
             continue;
         }
         char range[56];
         snprintf(range, sizeof range, "[%s - %s]", lab_fmt(lab_min(&r->samples), b1),
                  lab_fmt(lab_max(&r->samples), b2));
         double m = lab_median(&r->samples);
-        fprintf(out, "  %-22s %10s %25s %11sx\n", r->subject, lab_fmt(m, b3), range,
+        fprintf(out, "  %-24s %8s %25s %11sx\n", r->subject, lab_fmt(m, b3), range,
                 lab_fmt(bm / m, b4));
     }
     for (int i = 0; i < lab_row_count(); i++) { /* rows from a contender program */
@@ -184,10 +204,16 @@ static void print(FILE *out) {
         int mine = 0;
         for (int v = 0; v < NV; v++) mine |= !strcmp(r->subject, subjects[v]);
         if (strcmp(r->experiment, EXP) || mine) continue;
-        if (!r->available) fprintf(out, "  %-22s n/a: %.90s\n", r->subject, r->why);
-        else fprintf(out, "  %-22s %10s %25s %11sx\n", r->subject, lab_fmt_row(r, b1), "",
+        if (!r->available) fprintf(out, "  %-24s n/a: %.90s\n", r->subject, r->why);
+        else fprintf(out, "  %-24s %8s %25s %11sx\n", r->subject, lab_fmt_row(r, b1), "",
                      lab_fmt(bm / lab_median(&r->samples), b2));
     }
+    lab_target t = LAB_TARGET_INIT;
+    double v = lab_vs_pool(lab_find(EXP, LAB_PK_HARDENED, NULL));
+    lab_target_add(&t, "", v, 1.15, "%.2fx", v);
+    fprintf(out, "  target (issue 20, 4): pk_pool HARDENED at most 1.15x the default pk_pool's "
+                 "time for the whole program (median of the repetitions' ratios): %s -> %s\n",
+            t.line, lab_target_verdict(&t));
 }
 
 const lab_experiment lab_exp_binary_trees = {

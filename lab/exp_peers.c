@@ -12,6 +12,11 @@
  * (a pool of that size, where the allocator has one), warms it with one
  * untimed batch, and runs the contenders interleaved, starting with a
  * different one each repetition.
+ *
+ * pk_pool's hardened mode runs beside the default pool (issue 20, target 1:
+ * in the hot loop at most 1.5x the default pool's time at every size, the
+ * median of the repetitions' ratios of gross times; the ratio of the net
+ * times is shown beside it).
  */
 #include "lab.h"
 
@@ -25,9 +30,15 @@
 static const char *const contenders[] = {
     "empty loop",   "glibc malloc", "jemalloc", "mimalloc",        "tcmalloc",
     "Boost.Pool pool", "GLib g_slice", "APR pools", "talloc", "poolkit pk_arena",
-    "poolkit pk_pool",
+    LAB_PK_POOL,    LAB_PK_HARDENED,
 };
 #define NCONT (int)(sizeof contenders / sizeof contenders[0])
+
+static int index_of(const char *subject) {
+    for (int i = 0; i < NCONT; i++)
+        if (!strcmp(contenders[i], subject)) return i;
+    abort();
+}
 
 static const char *const loops[] = {"hot", "batch"};
 
@@ -86,6 +97,8 @@ static void run(int rep) {
             lab_pset_str(&ps, "loop", loops[loop]);
             lab_pset_num(&ps, "size", (double)sz[k]);
             lab_pset_num(&ps, "ops", (double)n);
+            const int empty = index_of("empty loop"), pool = index_of(LAB_PK_POOL),
+                      hardened = index_of(LAB_PK_HARDENED);
             for (int i = 0; i < NCONT; i++) {
                 lab_allocator *a = lab_allocator_named(contenders[i]);
                 if (!a) continue;
@@ -93,6 +106,12 @@ static void run(int rep) {
                 if (!ok[i]) continue;
                 lab_row_sample(r, per_op[i]);
                 lab_row_extra(r, "net", per_op[i] - (ok[0] ? per_op[0] : 0));
+                if (i == hardened && ok[pool]) { /* measured side by side in this repetition */
+                    lab_row_extra(r, LAB_VS_POOL, per_op[i] / per_op[pool]);
+                    if (ok[empty])
+                        lab_row_extra(r, "net_vs_pk_pool",
+                                      (per_op[i] - per_op[empty]) / (per_op[pool] - per_op[empty]));
+                }
             }
         }
     }
@@ -147,6 +166,18 @@ static void print(FILE *out) {
         }
     }
     fprintf(out, "  (the empty loop's line is its own gross time: what was subtracted)\n");
+    lab_target t = LAB_TARGET_INIT;
+    for (int k = 0; k < nsz; k++) {
+        char want_size[16];
+        snprintf(want_size, sizeof want_size, "%zu", sz[k]);
+        lab_row *h = lab_find(EXP, LAB_PK_HARDENED, "loop", "\"hot\"", "size", want_size, NULL);
+        double v = lab_vs_pool(h);
+        double net = h && h->available ? lab_extra_median(h, "net_vs_pk_pool") : NAN;
+        lab_target_add(&t, ", ", v, 1.5, "%zu B %.2fx (net %.2fx)", sz[k], v, net);
+    }
+    fprintf(out, "  target (issue 20, 1): pk_pool HARDENED at most 1.5x the default pk_pool in the "
+                 "hot loop at every size (median of the repetitions' ratios): %s -> %s\n",
+            t.line, lab_target_verdict(&t));
 }
 
 const lab_experiment lab_exp_peers = {

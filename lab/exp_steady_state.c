@@ -12,7 +12,9 @@
  * end, summed, over the rounds of one thread), and the run's peak RSS
  * growth. Each measurement in a forked child (lab_steady_measure,
  * measure_shapes.c; the loop: kernels_shapes.h). Target: pk_pool at most
- * 0.8x mimalloc's time at every scale.
+ * 0.8x mimalloc's time at every scale. The hardened pool runs beside the
+ * default one (issue 20, target 3: at most 1.15x its time at every scale,
+ * the median of the repetitions' ratios).
  */
 #include "lab.h"
 
@@ -61,16 +63,21 @@ static void run(int rep) {
         for (pt.j = 0; pt.j < NMIX; pt.j++) {
             snprintf(pt.detail, sizeof pt.detail, "live %ld, %s", lives[pt.i], mixes[pt.j].name);
             pt.params = params(lives[pt.i], pt.j);
-            lab_each_contender(&pt, lab_thread_contenders, LAB_THREAD_NCONT, rep);
+            lab_each_contender_vs_pool(&pt, lab_thread_contenders_hardened,
+                                       LAB_THREAD_NCONT_HARDENED, rep, 0);
         }
     }
 }
 
-static double cell(const char *subject, long live, int m) {
+static lab_row *point(const char *subject, long live, int m) {
     char want_live[24], want_mix[32];
     snprintf(want_live, sizeof want_live, "%ld", live);
     snprintf(want_mix, sizeof want_mix, "\"%s\"", mixes[m].name);
-    return lab_row_median(lab_find(EXP, subject, "live_per_thread", want_live, "sizes", want_mix, NULL));
+    return lab_find(EXP, subject, "live_per_thread", want_live, "sizes", want_mix, NULL);
+}
+
+static double cell(const char *subject, long live, int m) {
+    return lab_row_median(point(subject, live, m));
 }
 
 static void print(FILE *out) {
@@ -87,8 +94,8 @@ static void print(FILE *out) {
             fprintf(out, " %16s", h);
         }
     fprintf(out, "\n");
-    for (int i = 0; i < LAB_THREAD_NCONT; i++) {
-        lab_allocator *a = lab_table_subject(out, lab_thread_contenders[i], 24);
+    for (int i = 0; i < LAB_THREAD_NCONT_HARDENED; i++) {
+        lab_allocator *a = lab_table_subject(out, lab_thread_contenders_hardened[i], 24);
         if (!a) continue;
         for (int l = 0; l < NLIVE; l++)
             for (int m = 0; m < NMIX; m++) fprintf(out, " %16s", lab_fmt(cell(a->subject, lives[l], m), b));
@@ -117,6 +124,15 @@ static void print(FILE *out) {
     fprintf(out, "  target (issue 19, 4): pk_pool at most 0.8x mimalloc at every scale "
                  "(1,000 and 100,000 live, 16-128 B and 64 B): %s -> %s\n",
             t.line, lab_target_verdict(&t));
+    lab_target h = LAB_TARGET_INIT;
+    for (int l = 0; l < NLIVE; l++)
+        for (int m = 0; m < NMIX; m++) {
+            double v = lab_vs_pool(point(LAB_PK_HARDENED, lives[l], m));
+            lab_target_add(&h, " / ", v, 1.15, "%.2fx", v);
+        }
+    fprintf(out, "  target (issue 20, 3): pk_pool HARDENED at most 1.15x the default pk_pool at "
+                 "every scale (median of the repetitions' ratios): %s -> %s\n",
+            h.line, lab_target_verdict(&h));
 }
 
 const lab_experiment lab_exp_steady_state = {

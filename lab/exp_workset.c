@@ -26,6 +26,10 @@
  *
  * Zig's MemoryPool (and its empty harness) come from pk-lab-zig, which runs
  * the same loop (lab/zig/workset.zig).
+ *
+ * pk_pool's hardened mode runs beside the default pool (issue 20, target
+ * 2: at most 1.15x the default pool's time at every N and order, the
+ * median of the repetitions' ratios).
  */
 #include "lab.h"
 #include "workset.h"
@@ -41,9 +45,16 @@
 static const char *const contenders[] = {
     "empty loop",       "glibc malloc",  "jemalloc",          "mimalloc",
     "tcmalloc",         "Boost.Pool pool", "Boost.Pool object_pool", "GLib g_slice",
-    "APR pools",        "talloc",        "poolkit pk_arena",  "poolkit pk_pool",
+    "APR pools",        "talloc",        "poolkit pk_arena",  LAB_PK_POOL,
+    LAB_PK_HARDENED,
 };
 #define NCONT (int)(sizeof contenders / sizeof contenders[0])
+
+static int index_of(const char *subject) {
+    for (int i = 0; i < NCONT; i++)
+        if (!strcmp(contenders[i], subject)) return i;
+    abort();
+}
 
 /* object_pool's free is O(free objects): the largest N it runs, LIFO and otherwise */
 #define OBJECT_POOL_MAX_N_LIFO 16000
@@ -128,6 +139,7 @@ static void run(int rep) {
                 }
                 if (rep < 0) continue;
                 lab_params ps = params_of(order, n, sz[s]);
+                const int pool = index_of(LAB_PK_POOL), hardened = index_of(LAB_PK_HARDENED);
                 for (int i = 0; i < NCONT; i++) {
                     lab_allocator *a = lab_allocator_named(contenders[i]);
                     if (!a) continue;
@@ -154,6 +166,8 @@ static void run(int rep) {
                         lab_row_extra(r, "pk_reserved_end_kb", res[i][5]);
                     }
                     lab_row_extra(r, "frees_each", a->frees_each);
+                    if (i == hardened && ok[pool]) /* side by side in this repetition */
+                        lab_row_extra(r, LAB_VS_POOL, res[i][0] / res[pool][0]);
                 }
             }
         }
@@ -238,6 +252,50 @@ static void print_cells(FILE *out, const lab_row *r, const void *argp) {
     fprintf(out, "\n");
 }
 
+/* Issue 20: the hardened pool over the default one at every point (the
+ * median of the repetitions' ratios), then the target, judged at every
+ * point and shown by the worst point of each order. */
+static void print_hardened(FILE *out, const cells *c, const size_t *sz, int nsz) {
+    char b[32], size[16], want[WORKSET_ORDERS][16];
+    for (int o = 0; o < WORKSET_ORDERS; o++)
+        snprintf(want[o], sizeof want[o], "\"%s\"", workset_order_names[o]);
+    for (int s = 0; s < nsz; s++) {
+        snprintf(size, sizeof size, "%zu", sz[s]);
+        fprintf(out, "\n  pk_pool HARDENED / the default pk_pool, %zu B (median of the "
+                     "repetitions' ratios)\n  %-26s", sz[s], "order \\ N");
+        for (int k = 0; k < c->nn; k++) fprintf(out, " %8s", lab_fmt((double)c->ns_[k], b));
+        fprintf(out, "\n");
+        for (int o = 0; o < WORKSET_ORDERS; o++) {
+            fprintf(out, "  %-26s", workset_order_names[o]);
+            for (int k = 0; k < c->nn; k++) {
+                lab_row *p = find_point(LAB_PK_HARDENED, want[o], c->ns_[k], size);
+                fprintf(out, " %8s", lab_fmt(lab_vs_pool(p), b));
+            }
+            fprintf(out, "\n");
+        }
+    }
+    lab_target t = LAB_TARGET_INIT;
+    for (int o = 0; o < WORKSET_ORDERS; o++) {
+        double worst = NAN;
+        long worst_n = 0;
+        size_t worst_size = 0;
+        for (int s = 0; s < nsz; s++) {
+            snprintf(size, sizeof size, "%zu", sz[s]);
+            for (int k = 0; k < c->nn; k++) {
+                double v = lab_vs_pool(find_point(LAB_PK_HARDENED, want[o], c->ns_[k], size));
+                if (!isnan(v) && (isnan(worst) || v > worst))
+                    worst = v, worst_n = c->ns_[k], worst_size = sz[s];
+            }
+        }
+        /* the worst point meets the bound exactly when every point does */
+        lab_target_add(&t, "; ", worst, 1.15, "%s %.2fx (N = %s, %zu B)", workset_order_names[o],
+                       worst, lab_fmt((double)worst_n, b), worst_size);
+    }
+    fprintf(out, "  target (issue 20, 2): pk_pool HARDENED at most 1.15x the default pk_pool at "
+                 "every N and order (median of the repetitions' ratios; the worst N of each "
+                 "order): %s -> %s\n", t.line, lab_target_verdict(&t));
+}
+
 static void print(FILE *out) {
     cells c;
     size_t sz[3];
@@ -269,6 +327,7 @@ static void print(FILE *out) {
         fprintf(out, "   %8s   %8s\n", "B/object", "reserved");
         each_subject(out, print_cells, &c);
     }
+    print_hardened(out, &c, sz, nsz);
     fprintf(out, "  (APR pools and pk_arena free a whole phase at once, whatever the order)\n");
     fprintf(out, "  (reserved: poolkit rows only, from poolkit's own JSON report of the run read "
                  "back: the most its pools\n   and arenas held from the system at once, per object "

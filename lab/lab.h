@@ -71,7 +71,7 @@ long lab_pick(long smoke, long quick, long def, long full);
 /* ---- rows ----------------------------------------------------------------- */
 
 #define LAB_MAX_PARAMS 6
-#define LAB_MAX_EXTRA 8
+#define LAB_MAX_EXTRA 10
 
 typedef struct lab_param {
     char key[32];
@@ -114,6 +114,8 @@ void lab_pset_num(lab_params *ps, const char *key, double value);
 /* The row of (experiment, subject, params), made on first use. */
 lab_row *lab_row_get(const char *experiment, const char *subject, const char *family,
                      const lab_params *params);
+/* The same row if it was made, else NULL (nothing is made). */
+lab_row *lab_row_lookup(const char *experiment, const char *subject, const lab_params *params);
 void lab_row_sample(lab_row *r, double v);
 void lab_row_extra(lab_row *r, const char *name, double v);
 void lab_row_info(lab_row *r, const char *version, const char *flags);
@@ -163,7 +165,7 @@ struct lab_allocator *lab_table_subject(FILE *out, const char *subject, int widt
 /* A target judged over an experiment's points: the line of each point's
  * figures, and whether every ratio that was measured meets the bound. */
 typedef struct lab_target {
-    char line[256];
+    char line[512];
     int any; /* a ratio was measured */
     int met; /* every measured ratio is at most the bound */
 } lab_target;
@@ -174,6 +176,19 @@ void lab_target_add(lab_target *t, const char *sep, double ratio, double most, c
     __attribute__((format(printf, 5, 6)));
 /* "not measured", "met" or "not met". */
 const char *lab_target_verdict(const lab_target *t);
+
+/* Issue 20: hardened pools against the default pool, side by side in one
+ * run. The experiments that judge it (peers' hot loop, workset,
+ * steady-state, binary-trees, threads' producer/consumer) run the hardened
+ * pool beside the default one and give its rows the extra LAB_VS_POOL: in
+ * each repetition, its time over the default pool's time measured in that
+ * same repetition (so the extra's median is the median of the
+ * repetitions' ratios, each from two measurements made side by side). */
+#define LAB_PK_POOL "poolkit pk_pool"
+#define LAB_PK_HARDENED "poolkit pk_pool HARDENED"
+#define LAB_VS_POOL "vs_pk_pool"
+/* The median of row's LAB_VS_POOL, or NaN (no row, not available, none). */
+double lab_vs_pool(const lab_row *row);
 
 /* ---- the running experiment ------------------------------------------------- */
 
@@ -194,6 +209,11 @@ extern const int lab_experiment_count;
  * (exp_threads.c and issue 19's shapes), in table order: pk_pool last. */
 extern const char *const lab_thread_contenders[];
 #define LAB_THREAD_NCONT 5
+/* The same, then LAB_PK_HARDENED: for the experiments that judge issue 20
+ * (steady-state, threads' producer/consumer), not the other shapes, which
+ * it would only lengthen. */
+extern const char *const lab_thread_contenders_hardened[];
+#define LAB_THREAD_NCONT_HARDENED (LAB_THREAD_NCONT + 1)
 
 /* One point of an experiment, to be measured for each contender in turn
  * (lab_each_contender, contenders.c). */
@@ -216,6 +236,12 @@ typedef struct lab_point {
  * its row, "not available" for an adapter that did not load; one without
  * the kernel (has) is skipped; a failed measurement records nothing. */
 void lab_each_contender(const lab_point *pt, const char *const *contenders, int n, int rep);
+/* lab_each_contender, then, where LAB_PK_HARDENED and LAB_PK_POOL were
+ * both measured at pt in this repetition, the hardened row gets LAB_VS_POOL
+ * for it: its sample over the default pool's, or the default's over its own
+ * where inverse (the samples are throughputs, and the ratio is of times). */
+void lab_each_contender_vs_pool(const lab_point *pt, const char *const *contenders, int n,
+                                int rep, int inverse);
 
 /* Progress: what runs now (contender and detail), for the progress line. */
 void lab_progress(const char *subject, const char *detail);

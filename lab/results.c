@@ -40,20 +40,26 @@ static int same_params(const lab_row *r, const lab_params *ps) {
     return 1;
 }
 
-lab_row *lab_row_get(const char *experiment, const char *subject, const char *family,
-                     const lab_params *ps) {
+lab_row *lab_row_lookup(const char *experiment, const char *subject, const lab_params *ps) {
     for (int i = 0; i < nrows; i++) {
         lab_row *r = rows[i];
         if (!strcmp(r->experiment, experiment) && !strcmp(r->subject, subject) &&
             same_params(r, ps))
             return r;
     }
+    return NULL;
+}
+
+lab_row *lab_row_get(const char *experiment, const char *subject, const char *family,
+                     const lab_params *ps) {
+    lab_row *r = lab_row_lookup(experiment, subject, ps);
+    if (r) return r;
     if (nrows == caprows) {
         caprows = caprows ? caprows * 2 : 256;
         rows = realloc(rows, sizeof *rows * (size_t)caprows);
         if (!rows) abort();
     }
-    lab_row *r = calloc(1, sizeof *r);
+    r = calloc(1, sizeof *r);
     if (!r) abort();
     snprintf(r->experiment, sizeof r->experiment, "%s", experiment);
     snprintf(r->subject, sizeof r->subject, "%s", subject);
@@ -138,6 +144,10 @@ double lab_max(const lab_series *s) { return shared_max(s); }
 
 double lab_row_median(const lab_row *r) {
     return r && r->available && r->samples.n ? lab_median(&r->samples) : NAN;
+}
+
+double lab_vs_pool(const lab_row *r) {
+    return r && r->available ? lab_extra_median(r, LAB_VS_POOL) : NAN;
 }
 
 double lab_extra_median(const lab_row *r, const char *name) {

@@ -1,7 +1,8 @@
 """The report's section for the binary-trees experiment."""
 
 from labreport import charts as chartlib
-from labreport.common import fmt, na_lines, note_ratio, ratio, spread, table, times, value
+from labreport.common import (HARDENED, fmt, hardened_target, na_lines, note_ratio, ratio, spread, table,
+                              times, value, vs_pool)
 
 
 def binary_trees(res, charts, outdir):
@@ -28,6 +29,9 @@ def binary_trees(res, charts, outdir):
     if best:
         finding += "; fastest: {} ({} ms)".format(best[1], fmt(best[0]))
     md += [finding + ".", ""]
+    line, h20 = hardened_target(4, "binary-trees", "whole program", [
+        ("depth {}".format(depth), vs_pool(res.find(exp, HARDENED, depth=depth)))], 1.15)
+    md += [line, ""]
     na = na_lines(res, exp)
     if na:
         md += [na, ""]
@@ -45,4 +49,4 @@ def binary_trees(res, charts, outdir):
                spread(res.find(exp, "glibc malloc", depth=depth), res.find(exp, "poolkit pk_pool", depth=depth)))
     head = ("binary-trees (Benchmarks Game)", "malloc ÷ pk_pool, whole program", "–",
             times(ratio(base, pool)), "")
-    return md, head
+    return md, [head] + ([h20] if h20 else [])

@@ -1,7 +1,7 @@
 """The report's section for the peers experiment."""
 
 from labreport import charts as chartlib
-from labreport.common import extra, fmt, na_lines, table
+from labreport.common import HARDENED, extra, fmt, hardened_target, na_lines, table, vs_pool
 
 
 def peers(res, charts, outdir):
@@ -30,9 +30,10 @@ def peers(res, charts, outdir):
         md.append("")
         if loop == "hot":
             for z in sizes:
+                # pk_pool's hardened mode is not ranked against the peers: a mode, not a peer
                 nets = sorted((extra(res.find(exp, s, loop="hot", size=z), "net"), s) for s in subs
-                              if s != "empty loop" and extra(res.find(exp, s, loop="hot", size=z), "net")
-                              is not None)
+                              if s not in ("empty loop", HARDENED)
+                              and extra(res.find(exp, s, loop="hot", size=z), "net") is not None)
                 ranks[z] = [s for _, s in nets]
     pk_rank = {z: (r.index("poolkit pk_pool") + 1 if "poolkit pk_pool" in r else None, len(r))
                for z, r in ranks.items()}
@@ -41,6 +42,13 @@ def peers(res, charts, outdir):
         "{} of {} at {} B".format(rk, n, z) for z, (rk, n) in pk_rank.items() if rk) + "; "
     finding += "the fastest rows: " + ", ".join("{} B {}".format(z, s) for z, s in firsts.items()) + "."
     md += [finding, ""]
+    line, h20 = hardened_target(1, "peers", "hot loop, gross time per allocate+touch+free", [
+        ("{} B".format(z), vs_pool(res.find(exp, HARDENED, loop="hot", size=z))) for z in sizes], 1.5)
+    nets = [extra(res.find(exp, HARDENED, loop="hot", size=z), "net_vs_pk_pool") for z in sizes]
+    if any(v is not None for v in nets):
+        line += " Net of the empty loop: " + ", ".join(
+            "{} B {}".format(z, "–" if v is None else fmt(v) + "×") for z, v in zip(sizes, nets)) + "."
+    md += [line, ""]
     na = na_lines(res, exp)
     if na:
         md += [na, ""]
@@ -55,4 +63,4 @@ def peers(res, charts, outdir):
     firsts_pk = sum(1 for s in firsts.values() if s.startswith("poolkit"))
     head = ("peers (hot loop)", "sizes where a poolkit row is the fastest", "–",
             "{} of {}".format(firsts_pk, len(firsts)), "")
-    return md, head
+    return md, [head] + ([h20] if h20 else [])

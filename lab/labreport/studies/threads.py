@@ -1,7 +1,8 @@
 """The report's section for the threads experiment."""
 
 from labreport import charts as chartlib
-from labreport.common import fmt, na_lines, note_ratio, ratio, spread, table, times
+from labreport.common import (HARDENED, fmt, hardened_target, na_lines, note_ratio, ratio, spread, table,
+                              times, vs_pool)
 
 
 def threads(res, charts, outdir):
@@ -35,6 +36,11 @@ def threads(res, charts, outdir):
     if best:
         finding += " Highest: {} ({} M/s).".format(best[1], fmt(best[0]))
     md += [finding, ""]
+    line, h20 = hardened_target(5, "threads", "producer/consumer, time (the default's throughput "
+                                "over HARDENED's)", [
+        ("{} thread{}".format(t, "s" if t > 1 else ""),
+         vs_pool(res.find(exp, HARDENED, workload="producer/consumer", threads=t))) for t in counts], 1.15)
+    md += [line, ""]
     na = na_lines(res, exp)
     if na:
         md += [na, ""]
@@ -61,4 +67,4 @@ def threads(res, charts, outdir):
                       res.find(exp, "glibc malloc", workload="producer/consumer", threads=tmax)))
     head = ("threads (producer/consumer)", "pk_pool ÷ glibc malloc at {} threads".format(tmax), "–",
             times(ratio(pk, gl)), "")
-    return md, head
+    return md, [head] + ([h20] if h20 else [])

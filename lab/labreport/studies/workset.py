@@ -1,7 +1,7 @@
 """The report's section for the workset experiment."""
 
 from labreport import charts as chartlib
-from labreport.common import extra, fmt, na_lines, note_ratio, table, times
+from labreport.common import HARDENED, extra, fmt, hardened_target, na_lines, note_ratio, table, times, vs_pool
 
 
 WS_ORDERS = ["LIFO", "FIFO", "random"]
@@ -23,6 +23,38 @@ def ws_fastest(res, exp, cands, **params):
     vals = [(res.med(exp, s, **params), s) for s in cands]
     vals = [(v, s) for v, s in vals if v is not None]
     return min(vals) if vals else None
+
+
+def hardened_section(res, exp, md, counts, sizes):
+    """Issue 20, target 2: pk_pool HARDENED ÷ the default pk_pool at every N and order (a table per
+    size), judged at every point and shown by each order's worst; returns the headline row."""
+    worst = []
+    for size in sizes:
+        body = []
+        for order in WS_ORDERS:
+            vals = [vs_pool(res.find(exp, HARDENED, order=order, n=n, size=size)) for n in counts]
+            if all(v is None for v in vals):
+                continue
+            body.append([order] + [times(v) for v in vals])
+        if not body:
+            continue
+        md.append("pk_pool HARDENED ÷ the default pk_pool, {} B (median of the repetitions' "
+                  "ratios):".format(size))
+        md.append("")
+        md.append(table(["order"] + ["N = {}".format(fmt(n)) for n in counts], body))
+        md.append("")
+    for order in WS_ORDERS:
+        pts = [(vs_pool(res.find(exp, HARDENED, order=order, n=n, size=size)), n, size)
+               for size in sizes for n in counts]
+        pts = [p for p in pts if p[0] is not None]
+        if pts:
+            v, n, size = max(pts)
+            worst.append(("{} (worst N: {}, {} B)".format(order, fmt(n), size), v))
+        else:
+            worst.append((order, None))
+    line, head = hardened_target(2, "workset", "ns per pair at every N and order", worst, 1.15)
+    md += [line, ""]
+    return head
 
 
 def workset(res, charts, outdir):
@@ -110,6 +142,7 @@ def workset(res, charts, outdir):
         md += ["**Finding.** poolkit pk_pool against the fastest peer that frees each object "
                "(glibc, jemalloc, mimalloc, tcmalloc, Boost.Pool, GLib, talloc, Zig MemoryPool: "
                "whichever ran):", ""] + finding + [""]
+    h20 = hardened_section(res, exp, md, counts, sizes)
     na = na_lines(res, exp)
     if na:
         md += [na, ""]
@@ -148,4 +181,4 @@ def workset(res, charts, outdir):
                 "pk_pool ÷ fastest peer, ns per pair, over N = {}–{} ({})".format(
                     fmt(counts[0]), fmt(counts[-1]), " / ".join(o for o, _, _ in head_parts)), "–",
                 " / ".join("{}–{}".format(times(lo), times(hi)) for _, lo, hi in head_parts), "")
-    return md, head
+    return md, ([head] if head else []) + ([h20] if h20 else [])
