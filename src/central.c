@@ -257,7 +257,7 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
                 got += k;
                 continue;
             }
-            if (p->hardened && !p->debug && !s->free && fresh && s->bump >= s->high) { /* SHUFFLE */
+            if (p->shuffle && !p->debug && !s->free && fresh && s->bump >= s->high) { /* SHUFFLE */
                 size_t k = fresh < need ? fresh : need;
                 if (k > SHUFFLE_RUN) k = SHUFFLE_RUN;
                 char *tail, *head = take_fresh_shuffled(p, &p->rng, s, k, &tail);
@@ -292,8 +292,8 @@ size_t central_carve(pk_pool *p, uint64_t *rng, slab *s, size_t k, void **list) 
      * mark, carved again after the slab emptied, go in address order (a
      * working set that empties and refills its slabs each phase would pay
      * for a shuffle per object and per phase; policy.h has the figures). */
-    if (p->hardened && s->bump < s->high && k > s->high - s->bump) k = s->high - s->bump;
-    if (p->hardened && s->bump >= s->high) {
+    if (p->shuffle && s->bump < s->high && k > s->high - s->bump) k = s->high - s->bump;
+    if (p->shuffle && s->bump >= s->high) {
         char *first = NULL, *tail = NULL;
         for (size_t done = 0; done < k;) {
             size_t run = k - done < SHUFFLE_RUN ? k - done : SHUFFLE_RUN;
@@ -402,10 +402,7 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
         /* chain by chain: its head says its length and its tail, whose link
          * names the next chain's head (pool_internal.h) */
         for (char *obj = list; obj;) {
-            uintptr_t *w = (uintptr_t *)obj + 1;
-            track_open(w, sizeof *w);
-            uintptr_t mark = *w;
-            track_close(w, sizeof *w);
+            uintptr_t mark = chain_mark_load(p, obj);
             size_t len = (uint32_t)mark, tail_at = mark >> 32;
             n += len;
             if (unlikely(len == 0 || n > s->capacity || tail_at >= s->bump))
@@ -413,6 +410,7 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
                                                             "(a write after free, or an object freed twice)");
             last = s->objects + tail_at * p->geo.slot;
             obj = (char *)link_load(p, last);
+            if (p->hardened) harden_check_slab_link(p, s, last, obj); /* the next chain's head */
         }
         *head = list;
         *tail = last;

@@ -79,6 +79,23 @@ static inline void link_store(const pk_pool *p, void *obj, uintptr_t v) {
     track_close(l, sizeof *l);
 }
 
+/* A remote-free chain's mark (pool_internal.h, chains_counted): in the
+ * head object's second word, encoded on hardened pools at that word's
+ * address. */
+static inline void chain_mark_store(const pk_pool *p, void *head, uintptr_t mark) {
+    uintptr_t *w = (uintptr_t *)head + 1;
+    track_open(w, sizeof *w);
+    *w = p->hardened ? link_encode(p, w, mark) : mark;
+    track_close(w, sizeof *w);
+}
+static inline uintptr_t chain_mark_load(const pk_pool *p, void *head) {
+    uintptr_t *w = (uintptr_t *)head + 1;
+    track_open(w, sizeof *w);
+    uintptr_t v = *w;
+    track_close(w, sizeof *w);
+    return p->hardened ? link_decode(p, w, v) : v;
+}
+
 /* The report every check shares: the free object holder links to link,
  * which is `why` (not one of the pool's objects...); reported as a
  * corrupted free list, with what most likely happened: an overflow from

@@ -293,10 +293,8 @@ void *heap_alloc(pk_pool *p, tc_slot *c) {
 static void push_chain(pk_pool *p, slab *s, void *head, void *tail, size_t n) {
     if (unlikely(s->lost)) return; /* fork child: its objects stay counted as live */
     if (chains_counted(p)) { /* the chain's length and tail, in its head's second word */
-        uintptr_t *w = (uintptr_t *)head + 1, tail_at = ((uintptr_t)tail - (uintptr_t)s->objects) / p->geo.slot;
-        track_open(w, sizeof *w);
-        *w = tail_at << 32 | n;
-        track_close(w, sizeof *w);
+        uintptr_t tail_at = ((uintptr_t)tail - (uintptr_t)s->objects) / p->geo.slot;
+        chain_mark_store(p, head, tail_at << 32 | n);
     }
     void *old = __atomic_load_n(&s->thread_free, __ATOMIC_RELAXED);
     do link_store(p, tail, (uintptr_t)old);

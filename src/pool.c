@@ -327,7 +327,7 @@ size_t pk_pool_release_cache(void) {
 
 pk_pool *pk_pool_create(const pk_pool_config *c) {
     const unsigned known = PK_POOL_ZERO | PK_POOL_LOCAL | PK_POOL_DEBUG | PK_POOL_HARDENED |
-                           PK_POOL_REGION | PK_POOL_GUARD | POOL_KEEPS_HEADER | POOL_LIBRARY;
+                           PK_POOL_REGION | PK_POOL_GUARD | PK_POOL_SHUFFLE | POOL_KEEPS_HEADER | POOL_LIBRARY;
     if (!c || c->size == 0 || (c->flags & ~known) || (c->flags & PK_POOL_ZERO && c->construct) ||
         (c->align && (!is_pow2(c->align) || c->align > 4096))) {
         errno = EINVAL;
@@ -345,7 +345,8 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     p->flags = c->flags;
     p->locked = !(c->flags & PK_POOL_LOCAL);
     p->debug = (c->flags & PK_POOL_DEBUG) || options_debug();
-    p->hardened = (c->flags & PK_POOL_HARDENED) || options_hardened();
+    p->hardened = (c->flags & (PK_POOL_HARDENED | PK_POOL_SHUFFLE)) || options_hardened();
+    p->shuffle = (c->flags & PK_POOL_SHUFFLE) != 0;
     if ((c->flags & POOL_KEEPS_HEADER) && c->size > POOL_HEADER_BYTES) p->fill_from = POOL_HEADER_BYTES;
     p->zero = (c->flags & PK_POOL_ZERO) != 0;
     p->construct = c->construct;

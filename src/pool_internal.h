@@ -164,6 +164,7 @@ struct pk_pool {
     bool locked;      /* not PK_POOL_LOCAL */
     bool cached;      /* uses thread caches (else every call goes to the slabs) */
     bool debug, hardened, zero;
+    bool shuffle;     /* PK_POOL_SHUFFLE: fresh slots go out shuffled (hardened too) */
     void (*construct)(void *, void *);
     void (*destruct)(void *, void *);
     void *arg;
@@ -347,14 +348,19 @@ PK_COLD __attribute__((noreturn)) void central_report_double_free(pk_pool *p, vo
 
 /* Remote-free chains (heap.c pushes, central_collect takes): on pools whose
  * link word is an object's first and which have a second (slots of 16
- * bytes or more, no hooks) and are not hardened, the head object of each
- * chain pushed onto a slab's thread_free carries, in its second word, the
- * chain's length and its tail's slot index, so the owner collecting the
- * list reads two objects per chain instead of every object (each of them
- * last written by another core: a walk cost a producer 12 ns an object in
- * bench_xthread). Hardened pools walk and check every link. */
+ * bytes or more, no hooks), the head object of each chain pushed onto a
+ * slab's thread_free carries, in its second word, the chain's length and
+ * its tail's slot index, so the owner collecting the list reads two
+ * objects per chain instead of every object (each of them last written by
+ * another core: a walk cost a producer 12 ns an object in bench_xthread).
+ * A hardened pool's mark is encoded like a link, at its own word, so a
+ * write after free of the head decodes to a mark the collection refuses;
+ * the links inside a chain are checked where they are followed (the
+ * hardened fast paths, the slab paths), as every other link is. Walking and
+ * checking every link at collection instead cost hardened producer/consumer
+ * 2.6x the default pool (issue 20). */
 static inline bool chains_counted(const pk_pool *p) {
-    return p->link_off == 0 && p->geo.slot >= 2 * sizeof(uintptr_t) && !p->hardened;
+    return p->link_off == 0 && p->geo.slot >= 2 * sizeof(uintptr_t);
 }
 
 /* ---- heap.c: a thread's heap for a pool. ---- */

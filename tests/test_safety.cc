@@ -372,10 +372,11 @@ TEST(SafetyGuard, GuardedPoolsOfEveryLayoutWork) {
     }
 }
 
-/* Hardened pools hand fresh slots out in an unpredictable order: the next
- * object's address cannot be told from the last one's. A default pool's come out in
- * address order (which is what makes the count below mean something). */
-TEST(SafetyHardened, FreshSlotsComeOutInAnUnpredictableOrder) {
+/* PK_POOL_SHUFFLE pools hand fresh slots out in an unpredictable order:
+ * the next object's address cannot be told from the last one's. A default
+ * pool's, and a hardened one's without the flag, come out in address order
+ * (which is what makes the count below mean something). */
+TEST(SafetyHardened, ShuffledPoolsHandFreshSlotsOutInAnUnpredictableOrder) {
     auto steps_up = [](pk_pool *p) {
         std::vector<void *> objs = alloc_n(p, 100);
         size_t up = 0;
@@ -388,15 +389,32 @@ TEST(SafetyHardened, FreshSlotsComeOutInAnUnpredictableOrder) {
         return up;
     };
     PoolPtr plain = make_pool(64, 0, 0, "plain");
-    const char *env = std::getenv("POOLKIT_HARDENED");
-    if (!(env && std::strcmp(env, "1") == 0)) {
-        EXPECT_EQ(steps_up(plain.get()), 99u) << "a default pool's fresh slots come out in address order";
-    }
+    EXPECT_EQ(steps_up(plain.get()), 99u) << "a default pool's fresh slots came out of address order";
     PoolPtr hard = make_pool(64, 0, PK_POOL_HARDENED, "hard");
+    EXPECT_EQ(steps_up(hard.get()), 99u) << "a hardened pool's fresh slots came out of address order";
+    PoolPtr shuffled = make_pool(64, 0, PK_POOL_SHUFFLE, "shuffled");
     /* Four ascending slices picked at random: the next slot follows the
      * last about a quarter of the time (25 of 99 expected, 4 standard
      * deviations about 17). */
-    EXPECT_LT(steps_up(hard.get()), 45u) << "a hardened pool's fresh slots come out in address order";
+    EXPECT_LT(steps_up(shuffled.get()), 45u) << "a shuffled pool's fresh slots came out in address order";
+}
+
+/* PK_POOL_SHUFFLE hardens the pool as well: a forged link is refused. */
+TEST(SafetyHardenedDeathTest, AShuffledPoolIsHardened) {
+    PoolPtr p = make_pool(64, 0, PK_POOL_SHUFFLE, "shuffled");
+    void *keep = pk_pool_alloc(p.get());
+    void *a = pk_pool_alloc(p.get());
+    pk_pool_free(p.get(), a);
+    SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
+    alignas(64) static char target[256];
+    PKTEST_EXPECT_REPORT(
+        {
+            write_word(a, target + 64);
+            for (int i = 0; i < 200; i++) (void)pk_pool_alloc(p.get());
+            std::fprintf(stderr, "no report\n");
+        },
+        fatal_report("corrupted free list", "shuffled", a));
+    pk_pool_free(p.get(), keep);
 }
 
 /* ---- Forged links as an attacker writes them ------------------------------

@@ -38,7 +38,9 @@ enum {
     PK_POOL_HARDENED = 1u << 3, /* every pointer checked against its slab before it is used;
                                    POOLKIT_HARDENED=1 sets it for every pool */
     PK_POOL_REGION   = 1u << 4, /* a region: destroy frees live objects without reporting them */
-    PK_POOL_GUARD    = 1u << 5  /* a no-access page after each slab: an overflow past it faults */
+    PK_POOL_GUARD    = 1u << 5, /* a no-access page after each slab: an overflow past it faults */
+    PK_POOL_SHUFFLE  = 1u << 6  /* hardened, and fresh slots handed out in an unpredictable
+                                   order (costs more: README, "Debugging and hardening") */
 };
 
 /* How to make a pool: pass to pk_pool_create. Zero-initialise it and set
