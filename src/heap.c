@@ -89,7 +89,7 @@ static slab *uninstall(pk_pool *p, heap *h, tc_slot *c) {
          * a free; every other object from a link. */
         if (p->hardened) {
             long idx = slab_slot_index(s, obj, &p->geo);
-            if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) {
+            if (unlikely((idx < 0 || (uint32_t)idx >= s->bump) && obj != h->hot_obj)) {
                 if (!prev) central_check_free(p, obj); /* reports a pointer that is no slot */
                 report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
             }
@@ -283,7 +283,7 @@ void *heap_alloc(pk_pool *p, tc_slot *c) {
     }
     char *obj = tc_head(c);
     char *next = (char *)link_load(p, obj);
-    if (p->hardened && next) harden_check_slab_link(p, h->cur, obj, next);
+    if (p->hardened && next && next != h->hot_obj) harden_check_slab_link(p, h->cur, obj, next);
     tc_set(c, next, tc_count(c) - 1);
     return obj;
 }
@@ -379,8 +379,10 @@ static void free_home(pk_pool *p, heap *h, slab *s, void *obj) {
 
 void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
     heap *h = heap_get(p, c);
+    /* the head of the thread's list, of the current slab or the hot
+     * object of another, freed again */
+    if (unlikely(obj == tc_head(c))) central_report_double_free(p, obj);
     if (s == h->cur) {
-        if (unlikely(obj == tc_head(c))) central_report_double_free(p, obj);
         link_store(p, obj, (uintptr_t)tc_head(c));
         tc_set(c, obj, tc_count(c) + 1);
         return;

@@ -368,7 +368,9 @@ static inline bool chains_counted(const pk_pool *p) {
 /* HOT_FREES: obj, of s, an owned slab other than the current one, onto the
  * slot list when no earlier such object waits there (one an allocation
  * took is forgotten here). False when one still waits on top (the caller
- * sends it home first) or the pool keeps its list to the current slab. */
+ * sends it home first) or the pool keeps its list to the current slab (the
+ * hardened lean path's). A hardened pool's inline alloc refuses a link to
+ * the hot object (another slab) and goes to heap_alloc, which follows it. */
 static inline bool heap_free_hot(const pk_pool *p, tc_slot *c, heap *h, struct slab *s, void *obj) {
     void *head = tc_head(c);
     if (h->hot_obj) {
@@ -376,7 +378,7 @@ static inline bool heap_free_hot(const pk_pool *p, tc_slot *c, heap *h, struct s
         h->hot_obj = NULL;                      /* taken */
         h->hot_evicted = 0;
     }
-    if (h->hot_off || p->hardened || !h->cur || unlikely(obj == head)) return false;
+    if (h->hot_off || p->hard.lean || !h->cur || unlikely(obj == head)) return false;
     link_store(p, obj, (uintptr_t)head);
     tc_set(c, obj, tc_count(c) + 1);
     h->hot_obj = obj;
