@@ -192,7 +192,7 @@ static void take_fresh(pk_pool *p, slab *s, size_t k, void **list) {
     if (s->bump > s->high) s->high = s->bump;
 }
 
-/* Hardened pools' fresh slots go out shuffled: policy.h, SHUFFLE_RUN. */
+/* PK_POOL_SHUFFLE pools' fresh slots go out shuffled: policy.h, SHUFFLE_RUN. */
 static uint64_t next_random(uint64_t *rng) {
     uint64_t x = *rng; /* xorshift64* */
     x ^= x >> 12;
@@ -202,8 +202,9 @@ static uint64_t next_random(uint64_t *rng) {
     return x * 0x2545F4914F6CDD1Dull;
 }
 
-/* Hardened pools only: k (at most SHUFFLE_RUN) never-used slots of s, linked in one pass from
- * the first picked to the last, whose link is left for the caller: the
+/* PK_POOL_SHUFFLE pools only: k (at most SHUFFLE_RUN) never-used slots of
+ * s, linked in one pass from the first picked to the last, whose link is
+ * left for the caller: the
  * run's first object is returned, its last in *tail. Each pick takes the
  * next slot of one of SHUFFLE_SLICES slices chosen by two bits of a random
  * word (32 picks a draw; once slices run out, the two bits scaled to those

@@ -6,20 +6,30 @@
  *                  so a pointer written over a free object decodes to
  *                  garbage, and an overflow into the word's first bytes
  *                  moves the decoded pointer out of its slab
- *   CURRENT SLAB   a thread's slot list holds objects of its current slab
- *                  only, so each link followed must name that slab (by the
- *                  mask: the inline alloc in pool.h and the lean path), or
- *                  end; remote-free chains are walked and checked link by
- *                  link when collected (central_collect)
- *   SLOT GRID      hard_on_grid: a freed pointer starts one of its slab's
- *                  slots, by one multiply (the inline free and the lean
- *                  path; the slab paths use the address map)
+ *   CURRENT SLAB   a thread's slot list holds objects of its current slab,
+ *                  and at most one of another (the hot object, HOT_FREES,
+ *                  which heap.c knows), so each link followed must name
+ *                  that slab (by the mask: the inline alloc in pool.h and
+ *                  the lean path), the hot object (heap_alloc), or end;
+ *                  remote-free chains carry an encoded mark (length and
+ *                  tail) checked when collected (central_collect), the
+ *                  next chain's head checked as a link
+ *   SLOT GRID      the inline paths check that a pointer is aligned as
+ *                  a slot start, for free, by leaving the alignment bits
+ *                  out of the mask they compare (pool.c, choose_path):
+ *                  the grid itself where the slot is a power of two or
+ *                  alone in its slab; the exact grid is checked where it
+ *                  costs no fast path: hard_on_grid (one multiply) on the
+ *                  lean path, slot arithmetic for every listed object when
+ *                  the thread's list goes home (uninstall), the address
+ *                  map on the heap and slab paths
  *   DOUBLE FREE    the head of the thread's list freed again is reported
  *                  (SLUB's "not the head itself"); a slab's own list is
  *                  checked at every free that reaches it (heap.c)
  *   SLAB LINK      harden_check_slab_link: a slab's own free list links only
  *                  slots of that slab handed out before
- *   SHUFFLE        fresh slots go out in an unpredictable order (central.c,
+ *   SHUFFLE        PK_POOL_SHUFFLE pools only: fresh slots go out in an
+ *                  unpredictable order (central.c,
  *                  take_fresh_shuffled; constants and their figures in
  *                  policy.h)
  * and the report they share (report_corrupted_link, harden.c), which says
@@ -28,12 +38,16 @@
  * pool, hardened or not (central_check_free, central.c).
  *
  * Invariant: every object on a hardened pool's slot list was checked on
- * its way in (free: same slab, on the grid, not the head) and its link is
- * checked before it is followed (alloc: same slab or the end), so a forged
- * or overflowed link is reported, never handed out. A freed pointer the
- * fast checks do not place goes on to the heap path, whose exact check
- * (the address map) reports it; the fast checks themselves report only a
- * link that fails (alloc_lean_refused) and the head freed again.
+ * its way in (free: its slab, aligned as a slot, not the head; on the grid
+ * exactly where the slot is a power of two) and its link is checked before
+ * it is followed (alloc: its slab and alignment, the hot object, or the
+ * end), so a forged or overflowed link is reported, never handed out. A
+ * pointer the fast checks do not place goes on to the library, whose exact
+ * checks (slot arithmetic, the address map) report it; the inline paths
+ * report nothing themselves. Known gap: where the slot is not a power of
+ * two, a pointer into an object of the current slab that is aligned as a
+ * slot start would be passes the inline free; it is reported if still
+ * listed when the list goes home, and is otherwise handed out (README).
  *
  * Included by pool_internal.h after struct pk_pool; not on its own.
  */

@@ -37,7 +37,8 @@ static inline size_t policy_extend(size_t slot) {
  * of 16 bytes: binary-trees with a hardened pool per tree (bench_bintrees
  * --quick, the Xeon) ran 4.3x the default one with EXTEND_BYTES and a walk
  * of the lists at destroy, 1.6x with HARD_EXTEND, 1.4x with a region's
- * destroy that walks nothing (pool.c); 32 measured no better (issue 20). */
+ * destroy that walks nothing (pool.c), both shuffled; 32 measured no better
+ * (issue 20). */
 #define HARD_EXTEND 64
 static inline size_t policy_extend_hardened(size_t slot) {
     size_t k = policy_extend(slot);
@@ -145,23 +146,29 @@ static inline size_t policy_extend_hardened(size_t slot) {
  * destroyed pools cannot pin unbounded memory. */
 #define RETAIN_BYTES ((size_t)16 << 20)
 
-/* Hardened pools: fresh slots go out in an unpredictable order, so one
- * object's address does not tell an attacker which slot comes next. A run
- * of up to SHUFFLE_RUN fresh slots is cut into SHUFFLE_SLICES slices, and
- * each next object is the next slot of a slice picked at random (mimalloc's
- * secure mode extends its pages the same way): a few ascending streams,
- * which the hardware prefetcher still partly follows. Measured in
- * bench_workset (LIFO and FIFO, a million 64-byte objects), hardened over
- * default: a full shuffle of the run 4.0-4.4x, 8 slices 2.9-3.7x, 4 slices
- * 1.7-1.9x, no shuffle 1.1-1.2x. Four slices: two bits of uncertainty per
- * object, at half the cost of eight. Only slots never handed out before are
- * shuffled (central_carve, central_take): a slab that empties and starts
- * again from slot 0 hands its slots out in address order, as its own free
- * list would. Shuffling those too cost a working set that empties its
- * slabs every phase a shuffle per object per phase: hardened over default
- * 1.74x (LIFO) and 1.84x (FIFO) at a million 64-byte objects, against
- * 0.97x and 1.04x shuffling fresh slots only (bench_workset --quick, the
- * Xeon, issue 20). */
+/* PK_POOL_SHUFFLE pools (hardened, and more): fresh slots go out in an
+ * unpredictable order, so one object's address does not tell an attacker
+ * which slot comes next. A run of up to SHUFFLE_RUN fresh slots is cut into
+ * SHUFFLE_SLICES slices, and each next object is the next slot of a slice
+ * picked at random (mimalloc's secure mode extends its pages the same way):
+ * a few ascending streams, which the hardware prefetcher still partly
+ * follows. Measured in bench_workset (LIFO and FIFO, a million 64-byte
+ * objects), over the default pool: a full shuffle of the run 4.0-4.4x, 8
+ * slices 2.9-3.7x, 4 slices 1.7-1.9x, no shuffle 1.1-1.2x. Four slices: two
+ * bits of uncertainty per object, at half the cost of eight. Only slots
+ * never handed out before are shuffled (central_carve, central_take): a
+ * slab that empties and starts again from slot 0 hands its slots out in
+ * address order, as its own free list would; shuffling those too cost a
+ * working set that empties its slabs every phase a shuffle per object per
+ * phase (1.74x and 1.84x the default, LIFO and FIFO, against 0.97x and 1.04x
+ * for fresh slots only). Even so the order outlives the carve: free lists
+ * keep it, and every list walked after it chases lines in four streams.
+ * Hardened pools (issue 20, bench_bintrees and bench_xthread --quick, the
+ * Xeon) with the shuffle: binary-trees with a pool per tree 1.37-1.43x the
+ * default, allocation after remote frees 1.6x (a producer's refill); without
+ * it 1.11x and 1.0x. So PK_POOL_HARDENED leaves it out and PK_POOL_SHUFFLE
+ * asks for it, as Linux keeps CONFIG_SLAB_FREELIST_RANDOM apart from
+ * CONFIG_SLAB_FREELIST_HARDENED. */
 #define SHUFFLE_RUN 128
 #define SHUFFLE_SLICES 4
 

@@ -466,6 +466,7 @@ std::vector<ModelConfig> random_configs() {
         if (c.size > 4096) c.size = 4096;
         c.align = r.chance(40) ? 0 : size_t(1) << r.below(13);
         c.flags = static_cast<unsigned>(r.below(16));
+        if ((c.flags & PK_POOL_HARDENED) && r.chance(50)) c.flags |= PK_POOL_SHUFFLE;
         c.hooks = !(c.flags & PK_POOL_ZERO) && r.chance(40);
         c.limit = r.chance(25) ? 1 + r.below(1500) : 0;
         c.reserve = r.chance(25) ? r.below(2000) : 0;
@@ -535,6 +536,7 @@ ModelConfig small_random_config(uint64_t seed, size_t index) {
     if (c.size > 4096) c.size = 4096;
     c.align = r.chance(40) ? 0 : size_t(1) << r.below(13);
     c.flags = static_cast<unsigned>(r.below(16));
+    if ((c.flags & PK_POOL_HARDENED) && r.chance(50)) c.flags |= PK_POOL_SHUFFLE;
     c.hooks = !(c.flags & PK_POOL_ZERO) && r.chance(30);
     c.limit = r.chance(15) ? 1 + r.below(200) : 0;
     c.reserve = r.chance(15) ? r.below(300) : 0;
