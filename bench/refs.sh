@@ -3,8 +3,9 @@
 #
 # Usage: bench/refs.sh BUILD_DIR [options for hotloop_refs: --quick, --reps N, --iters N]
 #
-# For each reference commit (REFS, default: round one's build 28fd0a1, the
-# previous release a6427ca and the second core's last build dc120d1), the
+# For each reference commit (REFS, default: round one's build 28fd0a1,
+# round two's release a6427ca, the second core's last build dc120d1 and the
+# previous release 824f9c2, the third core before issue 20), the
 # library is built from `git archive COMMIT` with its own CMake (Release,
 # library only) in BUILD_DIR/ref/COMMIT/, once:
 # a build that is there is reused. Then bench/hotloop_refs.c is compiled
@@ -27,9 +28,10 @@ shift
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-refs=${REFS:-"28fd0a1 a6427ca dc120d1"}
-declare -A what=([28fd0a1]="round one's build" [a6427ca]="the previous release, the last commit of the round before"
-                 [dc120d1]="the second core's last build, before the third (issue 19)")
+refs=${REFS:-"28fd0a1 a6427ca dc120d1 824f9c2"}
+declare -A what=([28fd0a1]="round one's build" [a6427ca]="round two's release, the last commit of its round"
+                 [dc120d1]="the second core's last build, before the third (issue 19)"
+                 [824f9c2]="the previous release: the third core (issue 19), before issue 20")
 
 lib_today=""
 for cand in "$build/libpoolkit.a" "$build/src/libpoolkit.a"; do
@@ -114,7 +116,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo
 echo "instructions per alloc+free pair at $size B, net of the empty loop (callgrind; N = $n):"
 dumps=()
-for k in empty naive default local; do dumps+=(--dump-after="refs_count_$k"); done
+for k in empty naive default local hardened; do dumps+=(--dump-after="refs_count_$k"); done
 echo "  valgrind --tool=callgrind --collect-atstart=no --toggle-collect='refs_count_*' ${dumps[*]} PROGRAM --icount $n $size"
 for prog in "$out/hotloop_refs" $(printf '%s\n' "${args[@]}" | sed -n 's/^[^=]*=\(\/.*\)/\1/p'); do
     label=today
@@ -126,15 +128,15 @@ for prog in "$out/hotloop_refs" $(printf '%s\n' "${args[@]}" | sed -n 's/^[^=]*=
         echo "  $label: callgrind failed (see: valgrind --tool=callgrind $prog --icount $n $size)"
         continue
     fi
-    # Dumps 1-4: empty loop, naive list, default pool, LOCAL pool.
+    # Dumps 1-5: empty loop, naive list, default, LOCAL and HARDENED pools.
     counts=()
-    for part in 1 2 3 4; do
+    for part in 1 2 3 4 5; do
         counts+=("$(awk '/^totals:/ {print $2; exit} /^summary:/ {s = $2} END {if (s) print s}' \
             "$tmp/cg.$part" 2>/dev/null | head -1)")
     done
     awk -v l="$label" -v n="$n" -v e="${counts[0]}" -v a="${counts[1]}" -v d="${counts[2]}" \
-        -v o="${counts[3]}" 'BEGIN {
+        -v o="${counts[3]}" -v h="${counts[4]}" 'BEGIN {
             if (e == "" || a == "" || d == "" || o == "") { printf "  %-8s no counts\n", l; exit }
-            printf "  %-8s naive list %.2f   pk_pool default %.2f   pk_pool LOCAL %.2f\n", l,
-                (a - e) / n, (d - e) / n, (o - e) / n }'
+            printf "  %-8s naive list %.2f   pk_pool default %.2f   pk_pool LOCAL %.2f   pk_pool HARDENED %s\n", l,
+                (a - e) / n, (d - e) / n, (o - e) / n, h == "" ? "-" : sprintf("%.2f", (h - e) / n) }'
 done
