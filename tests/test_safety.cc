@@ -15,6 +15,7 @@
 #include "support.h"
 
 #include <csignal>
+#include <functional>
 #include <random>
 #include <set>
 #include <thread>
@@ -112,6 +113,29 @@ void alloc_and_watch(pk_pool *p, size_t n, const void *forged, const std::set<vo
 }
 
 void write_word(void *obj, const void *value) { std::memcpy(obj, &value, sizeof value); }
+
+/* A pool made with config c, one object freed onto its list (another,
+ * keep, held out), that object's link word overwritten with a raw pointer
+ * to target, then `then` (allocating on, a trim, the destroy): reported as
+ * a corrupted free list of that pool before the pointer is followed. */
+using ForgedThen = std::function<void(PoolPtr &p, void *keep, const void *target)>;
+void expect_forged_link_reported(const pk_pool_config &c, const ForgedThen &then) {
+    PoolPtr p = make_pool(c);
+    void *keep = pk_pool_alloc(p.get());
+    void *a = pk_pool_alloc(p.get());
+    pk_pool_free(p.get(), a);
+    SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
+    alignas(64) static char target[256];
+    PKTEST_EXPECT_REPORT(
+        {
+            write_word(a, target + 64);
+            then(p, keep, target + 64);
+            std::fprintf(stderr, "no report\n");
+        },
+        "HANDLER severity=FATAL what=corrupted free list pool=" + std::string(c.name) +
+            " ptr=0x[0-9a-f]+\nMESSAGE poolkit: corrupted free list: [^\n]*'" + c.name + "'");
+    if (p) pk_pool_free(p.get(), keep);
+}
 
 }  // namespace
 
@@ -401,20 +425,10 @@ TEST(SafetyHardened, ShuffledPoolsHandFreshSlotsOutInAnUnpredictableOrder) {
 
 /* PK_POOL_SHUFFLE hardens the pool as well: a forged link is refused. */
 TEST(SafetyHardenedDeathTest, AShuffledPoolIsHardened) {
-    PoolPtr p = make_pool(64, 0, PK_POOL_SHUFFLE, "shuffled");
-    void *keep = pk_pool_alloc(p.get());
-    void *a = pk_pool_alloc(p.get());
-    pk_pool_free(p.get(), a);
-    SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
-    alignas(64) static char target[256];
-    PKTEST_EXPECT_REPORT(
-        {
-            write_word(a, target + 64);
-            for (int i = 0; i < 200; i++) (void)pk_pool_alloc(p.get());
-            std::fprintf(stderr, "no report\n");
-        },
-        fatal_report("corrupted free list", "shuffled", a));
-    pk_pool_free(p.get(), keep);
+    expect_forged_link_reported(make_config(64, 0, PK_POOL_SHUFFLE, "shuffled"),
+                                [](PoolPtr &p, void *keep, const void *target) {
+                                    alloc_and_watch(p.get(), 500, target, {keep});
+                                });
 }
 
 /* ---- Forged links as an attacker writes them ------------------------------
@@ -683,58 +697,23 @@ TEST(SafetyHardenedDeathTest, ForgedLinkInASlabFreeListIsReported) {
 TEST(SafetyHardenedDeathTest, ForgedLinkInALimitedPoolIsReported) {
     pk_pool_config c = make_config(64, 0, PK_POOL_HARDENED, "hardlim");
     c.limit = 10000;
-    PoolPtr p = make_pool(c);
-    void *keep = pk_pool_alloc(p.get());
-    void *a = pk_pool_alloc(p.get());
-    pk_pool_free(p.get(), a);
-    SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
-    alignas(64) static char target[256];
-    PKTEST_EXPECT_REPORT(
-        {
-            write_word(a, target + 64);
-            alloc_and_watch(p.get(), 500, target + 64, {keep});
-            std::fprintf(stderr, "no report\n");
-        },
-        fatal_report("corrupted free list", "hardlim", a));
-    pk_pool_free(p.get(), keep);
+    expect_forged_link_reported(c, [](PoolPtr &p, void *keep, const void *target) {
+        alloc_and_watch(p.get(), 500, target, {keep});
+    });
 }
 
 /* A forged link in the thread cache is reported by pk_pool_trim, which
  * walks the cache to move it home, before following it. */
 TEST(SafetyHardenedDeathTest, ForgedLinkIsReportedAtTrim) {
-    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
-    void *keep = pk_pool_alloc(p.get());
-    void *a = pk_pool_alloc(p.get());
-    pk_pool_free(p.get(), a);
-    SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
-    alignas(64) static char target[256];
-    PKTEST_EXPECT_REPORT(
-        {
-            write_word(a, target + 64);
-            pk_pool_trim(p.get());
-            std::fprintf(stderr, "no report at trim\n");
-        },
-        "HANDLER severity=FATAL what=corrupted free list pool=hard ptr=0x[0-9a-f]+\n"
-        "MESSAGE poolkit: corrupted free list: [^\n]*'hard'");
-    pk_pool_free(p.get(), keep);
+    expect_forged_link_reported(make_config(64, 0, PK_POOL_HARDENED, "hard"),
+                                [](PoolPtr &p, void *, const void *) { pk_pool_trim(p.get()); });
 }
 
 /* API.md promises the report "at trim and destroy": pk_pool_destroy checks
  * the free lists before it gives the memory back. */
 TEST(SafetyHardenedDeathTest, ForgedLinkIsReportedAtDestroy) {
-    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
-    void *a = pk_pool_alloc(p.get());
-    pk_pool_free(p.get(), a);
-    SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
-    alignas(64) static char target[256];
-    PKTEST_EXPECT_REPORT(
-        {
-            write_word(a, target + 64);
-            pk_pool_destroy(p.release());
-            std::fprintf(stderr, "no report at destroy\n");
-        },
-        "HANDLER severity=FATAL what=corrupted free list pool=hard ptr=0x[0-9a-f]+\n"
-        "MESSAGE poolkit: corrupted free list: [^\n]*'hard'");
+    expect_forged_link_reported(make_config(64, 0, PK_POOL_HARDENED, "hard"),
+                                [](PoolPtr &p, void *, const void *) { pk_pool_destroy(p.release()); });
 }
 
 /* A linear overflow from the slot before changes only the low byte of the
