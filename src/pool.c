@@ -18,9 +18,10 @@
  *     inline functions serve most calls.
  *   - hardened: threads' heaps with encoded links; tc_key names the slot
  *     the other way (TC_KEY_HARDENED), so the default inline paths always
- *     miss and the header's hardened inline paths serve it: they decode and check each
- *     link (same slab, by the mask) and each freed pointer (same slab, a
- *     slot start by one multiply, not the head) against the current slab.
+ *     miss and the header's hardened inline paths serve it: they decode
+ *     and check each link and each freed pointer against the current slab
+ *     (its mask, which leaves out the slot's alignment bits: harden.h, SLOT
+ *     GRID), a freed pointer against the head too.
  *     Pools whose link word sits past the object (construct hooks) take
  *     the same checks out of line (pool_slow.c, the lean path). Anything
  *     else takes the heap path below.
