@@ -15,16 +15,6 @@ void report_corrupted_link(const pk_pool *p, const void *holder, const void *lin
     abort(); /* error_report never returns from a fatal report */
 }
 
-/* Whether x starts a slot of the slab that holds `in` (the same aligned
- * block, on the slot grid, below its capacity). */
-static bool slot_of_same_slab(const pk_pool *p, uintptr_t x, uintptr_t in) {
-    uintptr_t mask = p->geo.slab_align - 1;
-    if ((x & ~mask) != (in & ~mask)) return false;
-    uintptr_t off = (x & mask) - p->geo.header;
-    return (x & mask) >= p->geo.header && off < (uintptr_t)p->geo.capacity * p->geo.slot &&
-           slot_on_grid(off, p->geo.slot, p->geo.recip);
-}
-
 /* The link word of holder decodes to link, which no check accepts. The
  * encoding (harden.h) puts the word's first four bytes in memory in the
  * decoded pointer's high half: when the other four still decode to a slot
@@ -41,7 +31,7 @@ void report_bad_link(const pk_pool *p, const void *holder, const void *link, con
     if (off >= p->geo.slot && off < (uintptr_t)p->geo.capacity * p->geo.slot)
         snprintf(before, sizeof before, " from object %p (the slot before it)", (void *)(h - p->geo.slot));
     uintptr_t low = d & 0xffffffffu, high_same = h & ~(uintptr_t)0xffffffffu;
-    bool to_end = low == 0, to_slot = slot_of_same_slab(p, high_same | low, h);
+    bool to_end = low == 0, to_slot = slot_of_slab_at(p, high_same | low, h);
     if (to_end || to_slot) {
         /* the bytes that differ from the nearest valid word: its first ones */
         uintptr_t want_high = to_slot ? high_same : 0, got_high = d & ~(uintptr_t)0xffffffffu;

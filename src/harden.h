@@ -19,8 +19,8 @@
  *                  out of the mask they compare (pool.c, choose_path):
  *                  the grid itself where the slot is a power of two or
  *                  alone in its slab; the exact grid is checked where it
- *                  costs no fast path: hard_on_grid (one multiply) on the
- *                  lean path, slot arithmetic for every listed object when
+ *                  costs no fast path: slot_of_slab_at (one multiply) on
+ *                  the lean path, slot arithmetic for every listed object when
  *                  the thread's list goes home (uninstall), the address
  *                  map on the heap and slab paths
  *   DOUBLE FREE    the head of the thread's list freed again is reported
@@ -125,22 +125,22 @@ PK_COLD __attribute__((noreturn)) void report_corrupted_link(const pk_pool *p, c
 PK_COLD __attribute__((noreturn)) void report_bad_link(const pk_pool *p, const void *holder, const void *link,
                                                        const char *why);
 
-/* SLOT GRID, hard_on_grid: x, a pointer in one of the pool's slabs, starts
- * one of its slots (slot 0 is at the slab's start), by one multiply: with
- * M = floor(2^64 / slot) + 1 and e = slot * M - 2^64 (0 < e <= slot), the
- * offset j * slot + r maps to j * e when r = 0 and to at least M > 2^32
- * otherwise, so off * M <= (capacity - 1) * e holds exactly for slots 0 to
- * capacity - 1 (offsets below 2^32; pool.c sets the words only then). The
- * inline free (pool.h) makes the same test with the same two words. */
-static inline bool hard_on_grid(const pk_pool *p, uintptr_t x) {
-    return (x & (p->geo.slab_align - 1)) * p->hard.grid_mul <= p->hard.grid_max;
+/* SLOT GRID, slot_of_slab_at: x starts one of the slots of the slab that
+ * holds `in` (the same aligned block, past any header, on the slot grid,
+ * below the capacity), from the geometry alone: no slab record, no address
+ * map. */
+static inline bool slot_of_slab_at(const pk_pool *p, uintptr_t x, uintptr_t in) {
+    uintptr_t mask = p->geo.slab_align - 1, at = x & mask;
+    if ((x & ~mask) != (in & ~mask) || at < p->geo.header) return false;
+    uintptr_t off = at - p->geo.header;
+    return off < (uintptr_t)p->geo.capacity * p->geo.slot && slot_on_grid(off, p->geo.slot, p->geo.recip);
 }
 
 /* SAME SLAB, hard_near: x lies in the slab of `cur` (a thread's current
  * slab word: its base with the low bits set) and starts a slot. False
  * sends the caller on to the exact check, never to a report. */
 static inline bool hard_near(const pk_pool *p, uintptr_t x, uintptr_t cur) {
-    return (x | p->slab_low) == cur && hard_on_grid(p, x);
+    return (x | p->slab_low) == cur && slot_of_slab_at(p, x, cur);
 }
 
 /* SLAB LINK: a hardened pool's slab free list links only slots of that

@@ -409,6 +409,29 @@ void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
 
 /* ---- Whole heaps. ---- */
 
+/* Every slab of h but the current one, off its list, given to fn. */
+static void each_other_slab(pk_pool *p, heap *h, void (*fn)(pk_pool *, heap *, slab *)) {
+    slab *s = h->spare;
+    h->spare = NULL;
+    if (s) fn(p, h, s);
+    while ((s = h->avail.head) != NULL) {
+        slab_list_remove(&h->avail, s);
+        fn(p, h, s);
+    }
+    while ((s = h->full.head) != NULL) {
+        slab_list_remove(&h->full, s);
+        fn(p, h, s);
+    }
+}
+
+/* h's record and c's slot, as a thread that never used the pool has them. */
+static void heap_clear(heap *h, tc_slot *c) {
+    memset(h, 0, sizeof *h);
+    c->heap = NULL;
+    tc_set(c, NULL, 0);
+    __atomic_store_n(&c->cur, 0, __ATOMIC_RELAXED);
+}
+
 static void abandon_slab(pk_pool *p, heap *h, slab *s) {
     if (h->last == s) h->last = NULL;
     collect_into(p, h, s);
@@ -421,18 +444,7 @@ void heap_abandon(pk_pool *p, tc_slot *c) {
     ASSERT_POOL_LOCKED(p);
     if (h->pend_slab) flush(p, h);
     if (h->cur) abandon_slab(p, h, uninstall(p, h, c));
-    if (h->spare) {
-        abandon_slab(p, h, h->spare);
-        h->spare = NULL;
-    }
-    for (slab *s; (s = h->avail.head) != NULL;) {
-        slab_list_remove(&h->avail, s);
-        abandon_slab(p, h, s);
-    }
-    for (slab *s; (s = h->full.head) != NULL;) {
-        slab_list_remove(&h->full, s);
-        abandon_slab(p, h, s);
-    }
+    each_other_slab(p, h, abandon_slab);
     PK_ASSERT_INTERNAL(h->used == 0 && h->resident == 0);
     note_peak(p, h); /* its count stays: its live objects are still out */
     p->allocs += h->allocs;
@@ -442,10 +454,7 @@ void heap_abandon(pk_pool *p, tc_slot *c) {
     if (h->prev) h->prev->next = h->next;
     else p->heaps = h->next;
     if (h->next) h->next->prev = h->prev;
-    memset(h, 0, sizeof *h);
-    c->heap = NULL;
-    tc_set(c, NULL, 0);
-    __atomic_store_n(&c->cur, 0, __ATOMIC_RELAXED);
+    heap_clear(h, c);
 }
 
 void heap_abandon_all(pk_pool *p) {
@@ -465,20 +474,9 @@ void heap_forget_all(pk_pool *p) {
     for (heap *h; (h = p->heaps) != NULL;) {
         tc_slot *c = h->slot;
         if (h->cur) forget_slab(p, h, h->cur);
-        if (h->spare) forget_slab(p, h, h->spare);
-        for (slab *s; (s = h->avail.head) != NULL;) {
-            slab_list_remove(&h->avail, s);
-            forget_slab(p, h, s);
-        }
-        for (slab *s; (s = h->full.head) != NULL;) {
-            slab_list_remove(&h->full, s);
-            forget_slab(p, h, s);
-        }
+        each_other_slab(p, h, forget_slab);
         p->heaps = h->next;
-        memset(h, 0, sizeof *h);
-        c->heap = NULL;
-        tc_set(c, NULL, 0);
-        __atomic_store_n(&c->cur, 0, __ATOMIC_RELAXED);
+        heap_clear(h, c);
     }
 }
 

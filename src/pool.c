@@ -129,17 +129,11 @@ static void choose_path(pk_pool *p) {
                                                       : "every thread-cache key is in use");
         return;
     }
-    /* The hardened fast paths' grid check (hard_on_grid) holds while no
-     * offset times its multiplier wraps: a slab's slots span less than
-     * 4 GiB and slot * (slab + slot) < 2^63. Larger slots take the heap
-     * path. */
-    uint64_t span = (uint64_t)p->geo.capacity * p->geo.slot;
-    bool grid = span < ((uint64_t)1 << 32) && p->geo.slot <= (UINT64_MAX / 2) / (p->geo.slab_align + p->geo.slot);
-    if (p->hardened && !p->zero && !TRACK_ENABLED && grid && p->geo.header == 0) {
-        uint64_t slot = p->geo.slot, mul = UINT64_MAX / slot + 1 + ((slot & (slot - 1)) == 0);
-        uint64_t e = slot * mul; /* mod 2^64: floor(2^64 / slot) + 1 times slot, less 2^64 */
-        p->hard.grid_mul = mul;
-        p->hard.grid_max = (uint64_t)(p->geo.capacity - 1) * e;
+    /* The lean path's grid check (slot_of_slab_at, by the geometry's
+     * multiply) needs a slab's slots to span less than 4 GiB; larger slots
+     * take the heap path. */
+    uint64_t span = (uint64_t)p->geo.capacity * p->geo.slot, slot = p->geo.slot;
+    if (p->hardened && !p->zero && !TRACK_ENABLED && span < ((uint64_t)1 << 32) && p->geo.header == 0) {
         /* The lean path serves pools the inline paths cannot (a link word
          * past the object); for the others it would only repeat the inline
          * checks that just failed, on every free into another slab. */
@@ -151,7 +145,6 @@ static void choose_path(pk_pool *p) {
          * two (or alone in its slab). */
         uintptr_t amask = p->geo.capacity == 1 ? p->geo.slab_align - 1 : (slot & -slot) - 1;
         p->slab_low &= ~amask;
-        p->hard.link = p->link_off;
 #ifdef PK__HAVE_INLINE
         if (p->link_off == 0) {
             p->tc_key = TC_KEY_HARDENED(p->key);

@@ -60,10 +60,11 @@
  * fourth. A pool's tc_key points at head (a pool the default paths serve)
  * or at zero_a (a hardened one), so each view fails the other's checks by
  * construction: the default alloc pops the first word (zero_a: always 0,
- * for a hardened pool) and the default free compares the second with an
- * odd value (heap: a pointer, even); the hardened alloc pops the third
- * word (zero_b: always 0, for a default pool) and the hardened free
- * compares the fourth (count2: even). */
+ * for a hardened pool) and the default free compares the second (heap: a
+ * pointer into the thread's table, never equal to a pointer or'ed into a
+ * slab's range); the hardened alloc pops the third word (zero_b: always 0,
+ * for a default pool) and the hardened free compares the fourth (count2:
+ * even, where a default pool's (obj | slab_low) is odd). */
 typedef struct tc_slot {
     uintptr_t zero_a; /* never written */
     struct heap *heap;
@@ -140,17 +141,15 @@ struct pk_pool {
     intptr_t tc_table; /* must stay first: read by the inline fast paths */
     uintptr_t tc_key;  /* must stay second: byte offset of the slot, or TC_NO_KEY */
     uintptr_t slab_low; /* must stay third: geo.slab_align - 1, less a hardened
-                           pool's slot alignment bits (slot_mask says why) */
-    /* Hardened pools' fast paths, together in one cache line with the
-     * three words above. The inline paths (pool.h) read secret as the
-     * pool's fourth word. */
+                           pool's slot alignment bits (pool.c, choose_path, says why) */
+    /* Hardened pools' fast paths, in one cache line with the three words
+     * above. The inline paths (pool.h) read secret as the pool's fourth
+     * word. */
     struct {
         uintptr_t secret;   /* mixed into stored links (every hardened pool) */
-        uint64_t grid_mul;  /* SLOT GRID's two words (harden.h, hard_on_grid) */
-        uint64_t grid_max;
         uintptr_t lean;     /* the slot's offset for the lean path (pool_slow.c),
-                               which serves any link offset, or 0 */
-        uintptr_t link;     /* link_off */
+                               which serves pools whose link word is past the
+                               object, or 0 */
     } hard;
 
     /* Set at creation, read-only afterwards. */

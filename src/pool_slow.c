@@ -83,7 +83,7 @@ void *pk__pool_alloc_slow(pk_pool *p) {
         tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.lean);
         char *obj = tc_head(c);
         if (likely(obj != NULL)) {
-            char *next = (char *)link_decode(p, obj, *(uintptr_t *)(obj + p->hard.link));
+            char *next = (char *)link_decode(p, obj, *(uintptr_t *)(obj + p->link_off));
             if (unlikely(next && ((uintptr_t)next | p->slab_low) != c->cur)) return alloc_lean_refused(p, obj, next);
             __atomic_store_n(&c->head, next, __ATOMIC_RELAXED); /* no count: as inline */
             return obj;
@@ -197,7 +197,7 @@ void pk__pool_free_slow(pk_pool *p, void *obj) {
         char *head = tc_head(c);
         if (unlikely(obj == head && obj)) central_report_double_free(p, obj);
         if (likely(hard_near(p, (uintptr_t)obj, c->cur))) {
-            *(uintptr_t *)((char *)obj + p->hard.link) = link_encode(p, obj, (uintptr_t)head);
+            *(uintptr_t *)((char *)obj + p->link_off) = link_encode(p, obj, (uintptr_t)head);
             __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
             return;
         }

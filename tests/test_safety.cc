@@ -975,6 +975,27 @@ TEST(SafetyHardenedDeathTest, FreeOfAnInteriorPointer) {
     pk_pool_free(p.get(), o);
 }
 
+/* A hardened pool with a construct hook keeps its link word past the
+ * object and takes the checks out of line (the lean path), the exact slot
+ * grid among them: a pointer 16 bytes into an object of its current slab
+ * (48-byte slots, 16-byte aligned) is reported at the free, not listed. */
+TEST(SafetyHardenedDeathTest, FreeOfAnAlignedInteriorPointerIntoAPoolWithHooksIsReported) {
+    pk_pool_config c = make_config(40, 0, PK_POOL_HARDENED, "hardhooks");
+    c.construct = [](void *obj, void *) { std::memset(obj, 0, 40); };
+    PoolPtr p = make_pool(c);
+    void *keep = pk_pool_alloc(p.get());
+    void *o = pk_pool_alloc(p.get());
+    char *inner = static_cast<char *>(o) + 16;
+    PKTEST_EXPECT_REPORT(
+        {
+            pk_pool_free(p.get(), inner);
+            std::fprintf(stderr, "no report\n");
+        },
+        "HANDLER severity=FATAL what=interior pointer pool=hardhooks ptr=" + ptr_str(inner));
+    pk_pool_free(p.get(), o);
+    pk_pool_free(p.get(), keep);
+}
+
 /* ======================================================================
  * Objects and autorelease pools
  * ==================================================================== */

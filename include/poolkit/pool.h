@@ -257,9 +257,10 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * of the current slab pushes onto it; anything else goes to the library.
  *
  * A hardened pool's second word points two words earlier in its slot, so
- * that its first two are always 0 and a pointer (even: never a slab word)
- * and the default paths always miss; its list head and slab word are the
- * third and fourth, which are 0 and even for every other pool. Its links
+ * that its first two are always 0 and a pointer into the thread's table
+ * (never a slab word) and the default paths always miss; its list head and
+ * slab word are the third and fourth, which for every other pool are 0 and
+ * an even count (a default pool's slab words are odd). Its links
  * are stored as rot32(next ^ secret ^ object), the rotation putting an
  * overflow's first bytes in the pointer's high half. The hardened
  * allocation follows a link only to its current slab, aligned as a slot
