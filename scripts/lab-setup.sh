@@ -7,8 +7,10 @@
 #             libboost-dev libglib2.0-dev libapr1-dev libtalloc-dev
 #             (allocators pk-lab compares; one that cannot be installed
 #             becomes a "not available" row, and the lab goes on)
-#   tools     pkg-config (how the build finds GLib, APR, talloc),
-#             python3-venv (the report's virtual environment)
+#   tools     cmake ninja-build gcc g++ make binutils (the build; a fresh
+#             machine has none of them), pkg-config (how the build finds
+#             GLib, APR, talloc), python3-venv (the report's virtual
+#             environment)
 #   .venv     the project's virtual environment (python3 -m venv .venv) with
 #             lab/requirements.txt installed (matplotlib, pinned)
 #   then      lab/objc/setup.sh (GNUstep) and lab/zig/setup.sh (Zig, from
@@ -32,7 +34,8 @@ venv=$root/.venv
 say() { printf 'lab setup: %s\n' "$*"; }
 
 packages="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev libboost-dev libglib2.0-dev
-          libapr1-dev libtalloc-dev pkg-config python3-venv"
+          libapr1-dev libtalloc-dev pkg-config python3-venv
+          cmake ninja-build gcc g++ make binutils"
 
 installed() { # PACKAGE
     [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]

@@ -8,6 +8,9 @@
 #            libgtest-dev valgrind pkg-config make binutils python3
 #            doxygen (`make docs`, the docs stage of `make test`; graphviz is
 #            not needed: the Doxyfile draws no graphs, HAVE_DOT = NO)
+#            gobjc gnustep-make libgnustep-base-dev (GNUstep: the Objective-C
+#            binding's tests and example; installed here, before any test
+#            stage, so that no stage skips them on a fresh machine)
 #   peers:   libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev
 #            (allocators the benchmarks compare against; best effort: a peer
 #            that cannot be installed is reported and skipped)
@@ -80,13 +83,17 @@ probe() { # PACKAGE: true if what the package gives us is present
         libvalgrind) have_any_file /usr/include/valgrind/memcheck.h ;;
         python3) have python3 ;;
         doxygen) have doxygen ;;
+        gobjc) have_any_file /usr/lib/gcc/*/*/cc1obj ;;
+        gnustep-make) have gnustep-config ;;
+        libgnustep-base-dev) have_any_file /usr/include/GNUstep/Foundation/Foundation.h ;;
         *) return 1 ;;
     esac
 }
 
 needed_packages() {
     echo cmake ninja-build gcc g++ clang "libclang-rt-$(clang_major)-dev" llvm \
-        libgtest-dev valgrind pkg-config make binutils python3 doxygen
+        libgtest-dev valgrind pkg-config make binutils python3 doxygen \
+        gobjc gnustep-make libgnustep-base-dev
 }
 peer_packages="libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev"
 
