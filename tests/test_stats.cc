@@ -295,7 +295,7 @@ TEST(StatsPrint, TableOpensWithTheVersionAndEveryOptionInForce) {
 
 TEST(StatsPrint, JsonOpensWithTheVersionAndEveryOptionInForce) {
     std::string j = report(PK_STATS_JSON);
-    EXPECT_EQ(j.rfind(std::string("{\"schema\": \"poolkit-stats/1\", \"version\": \"") + PK_VERSION_STRING +
+    EXPECT_EQ(j.rfind(std::string("{\"schema\": \"poolkit-stats/2\", \"version\": \"") + PK_VERSION_STRING +
                           "\", \"pid\": ",
                       0),
               0u)
@@ -403,14 +403,14 @@ TEST(StatsPrint, ThreeAllocationsShowAsThreeLiveAndTheBatchColumnsAreNamedSo) {
     std::string t = report(0);
     std::smatch m;
     ASSERT_TRUE(std::regex_search(t, m, std::regex("\npool +size +live +slabs +reserved +resident +released +"
-                                                   "taken +returned +remote +peak out\n")))
+                                                   "taken +returned +remote_frees +peak_live\n")))
         << t;
     ASSERT_TRUE(std::regex_search(t, m, std::regex("\nthree +40 +([0-9]+) +[0-9]+ +[^\n]* ([0-9]+) +[0-9]+ +[0-9]+ "
                                                    "+([0-9]+)\n")))
         << t;
     EXPECT_EQ(m[1].str(), "3") << "live" << t;
-    EXPECT_EQ(m[2].str(), std::to_string(st.allocs)) << "taken" << t;
-    EXPECT_EQ(m[3].str(), std::to_string(st.peak_live)) << "peak out" << t;
+    EXPECT_EQ(m[2].str(), std::to_string(st.taken)) << "taken" << t;
+    EXPECT_EQ(m[3].str(), std::to_string(st.peak_live)) << "peak_live" << t;
     EXPECT_EQ(t.find("allocs"), std::string::npos) << "no column reads as a count of calls\n" << t;
     for (void *o : objs) pk_pool_free(p.get(), o);
 }

@@ -71,10 +71,13 @@ typedef struct pk_pool_stats {
                                 refill (see pk_pool_stats_get) */
     size_t slabs;            /* slabs the pool holds */
     size_t bytes_reserved;   /* bytes the pool holds from the system */
-    uint64_t allocs;         /* objects moved from slabs' free lists to threads' slot
-                                lists, or to callers (per refill, not per call) */
-    uint64_t frees;          /* objects moved back onto slabs' free lists (per refill
-                                or free that reaches the library, not per call) */
+    uint64_t taken;          /* objects taken from slabs (their free lists or never-used
+                                slots) onto threads' slot lists, a refill's worth at a
+                                time, or handed to callers by pools without thread
+                                heaps: not a count of pk_pool_alloc calls */
+    uint64_t returned;       /* objects returned onto slabs' free lists, by refills and
+                                by frees that reach the library: not a count of
+                                pk_pool_free calls */
     uint64_t remote_frees;   /* objects freed by a thread into a slab its heap does
                                 not own */
     uint64_t slabs_released; /* slabs given back to the system so far */
@@ -216,11 +219,13 @@ PK_API long pk_set_purge_delay(long ms);
 PK_API int pk_set_background_purge(int on);
 
 /* Fills *out. live and bytes_reserved are exact whenever no call on the pool
- * is in progress. allocs and frees count objects moved between a slab's free
- * list (or its never-used slots) and a thread's slot list, or the caller for
- * pools without thread heaps (debug, a limit), which count every call: they
- * move per refill and per free that reaches the library, so a loop the
- * inline fast path serves does not change them. remote_frees counts objects
+ * is in progress. taken and returned count objects moved between a slab's
+ * free list (or its never-used slots) and a thread's slot list, or the
+ * caller for pools without thread heaps (debug, a limit), which count every
+ * call: they move per refill and per free that reaches the library, so a
+ * loop the inline fast path serves does not change them, and taken -
+ * returned is live plus the free objects waiting on threads' slot lists.
+ * Counting calls would cost the inline paths an instruction each. remote_frees counts objects
  * freed by a thread into a slab its heap does not own (exact for a pure
  * producer/consumer pair). peak_live is the most objects out at once as
  * estimated at each refill (and every 64 remote frees of a thread that only
