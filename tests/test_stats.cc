@@ -391,6 +391,30 @@ TEST(StatsOptions, AWordThatIsNeitherSwitchNorFileNameIsReportedByName) {
     }
 }
 
+TEST(StatsOptions, AnUnknownVariableIsReportedOnceNamingTheClosestKnownOne) {
+    const std::pair<const char *, const char *> typos[] = {
+        {"POOLKIT_STAT", "POOLKIT_STATS"},
+        {"POOLKIT_HARDEN", "POOLKIT_HARDENED"},
+        {"POOLKIT_DEBUGFRAMES", "POOLKIT_DEBUG_FRAMES"},
+        {"POOLKIT_PURGE_DELAY", "POOLKIT_PURGE_DELAY_MS"},
+    };
+    for (auto [typo, meant] : typos) {
+        auto [row, err] = row_with(typo, "1");
+        std::string want = std::string("poolkit: unknown option: ") + typo +
+                           " is not a poolkit variable (did you mean " + meant + "?)";
+        size_t at = err.find(want);
+        EXPECT_NE(at, std::string::npos) << typo << "\n" << err;
+        EXPECT_EQ(err.find("unknown option", at + want.size()), std::string::npos) << "reported once\n" << err;
+    }
+}
+
+TEST(StatsOptions, KnownVariablesAndTheBuildsOwnAreNotReportedAsUnknown) {
+    for (const char *var : {"POOLKIT_STATS", "POOLKIT_DEBUG_FRAMES", "POOLKIT_TEST_SCALE", "POOLKIT_SETUP_PEERS"}) {
+        auto [row, err] = row_with(var, "1");
+        EXPECT_EQ(err.find("unknown option"), std::string::npos) << var << "\n" << err;
+    }
+}
+
 /* ---- counts a user can read ------------------------------------------------- */
 
 /* Three allocations from a fresh pool: thread caches take a whole batch,
