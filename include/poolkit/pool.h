@@ -124,8 +124,10 @@ PK_API void pk_pool_destroy(pk_pool *pool);
  * out. Its contents are the state the last user left (or construct made), or
  * zero with PK_POOL_ZERO. Any thread unless PK_POOL_LOCAL. */
 PK_API void *pk_pool_alloc(pk_pool *pool);
-/* Gives obj back. obj must be a live object of this pool (never NULL); the
- * check is made in debug and hardened modes and whenever the call reaches
+/* Gives obj back. obj must be a live object of this pool. NULL is not
+ * ignored as free(NULL) is: every mode reports it ("null pointer",
+ * PK_FATAL). The object check is made in debug and hardened modes and
+ * whenever the call reaches
  * the library (an object of a slab other than the calling thread's current
  * one, hooks, zeroing): against the address map, or against a slab of the
  * thread's heap. An inline free of an object of the current slab is not
@@ -286,6 +288,17 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
 
 PK_API void *pk__pool_alloc_slow(pk_pool *pool);
 PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);
+
+/* A program that inlines the fast paths creates its pools through
+ * pk__pool_create_abi with the PK_POOL_ABI of the headers it was compiled
+ * with: a library of another layout reports "ABI mismatch" (PK_FATAL) at
+ * that first call, before an inline path can read a pool it does not
+ * understand. pk_pool_create itself (PK_NO_INLINE, other languages) stays
+ * exported; every future release keeps pk__pool_create_abi. */
+PK_API pk_pool *pk__pool_create_abi(const pk_pool_config *config, int abi);
+#if defined(PK__HAVE_INLINE) && !defined(PK__DOXYGEN)
+#  define pk_pool_create(...) pk__pool_create_abi((__VA_ARGS__), PK_POOL_ABI) /* a compound literal's commas too */
+#endif
 
 #ifdef PK__HAVE_INLINE
 typedef uintptr_t __attribute__((may_alias)) pk__link;
