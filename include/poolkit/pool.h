@@ -40,7 +40,7 @@ enum {
     PK_POOL_REGION   = 1u << 4, /* a region: destroy frees live objects without reporting them */
     PK_POOL_GUARD    = 1u << 5, /* a no-access page after each slab: an overflow past it faults */
     PK_POOL_SHUFFLE  = 1u << 6  /* hardened, and fresh slots handed out in an unpredictable
-                                   order (costs more: README, "Debugging and hardening") */
+                                   order (costs more: docs/results.md, "Hardened pools") */
 };
 
 /* How to make a pool: pass to pk_pool_create. Zero-initialise it and set
