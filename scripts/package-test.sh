@@ -126,12 +126,20 @@ say "Debian packages: consumers built with find_package and pkg-config, and run"
 conan=$root/.venv/bin/conan
 [ -x "$conan" ] || fail "no Conan in $root/.venv (scripts/setup.sh installs it)"
 export CONAN_HOME=$work/conan-home
+# test_package builds in its own folder: a copy in the work folder, so that
+# nothing is written into the sources.
+cp -r "$root/packaging/conan/test_package" "$work/conan-test_package"
 "$conan" profile detect --force >"$work/conan.log" 2>&1 || { cat "$work/conan.log" >&2; fail "conan profile detect"; }
 for shared in False True; do
     say "conan create packaging/conan -o shared=$shared"
     "$conan" create "$root/packaging/conan" -o "&:shared=$shared" --build=missing --no-remote \
+        --test-folder "$work/conan-test_package" \
         >"$work/conan-$shared.log" 2>&1 || { tail -60 "$work/conan-$shared.log" >&2; fail "conan create (shared=$shared)"; }
     grep -q "conan consumer: poolkit $version, 1000 objects allocated and freed" "$work/conan-$shared.log" ||
         fail "Conan's test_package did not run its consumer (shared=$shared)"
+done
+for made in "$root/packaging/conan/test_package/build" "$root/packaging/conan/test_package/CMakeUserPresets.json" \
+            "$root/packaging/conan/build" "$root/packaging/conan/CMakeUserPresets.json"; do
+    [ ! -e "$made" ] || fail "conan wrote into the sources: $made"
 done
 say "passed ($work)"
