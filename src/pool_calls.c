@@ -65,8 +65,8 @@ void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
     out->peak_live = peak > out->live ? peak : out->live;
     out->slabs = p->slabs_total;
     out->bytes_reserved = p->bytes_reserved;
-    out->allocs = p->allocs + h.allocs;
-    out->frees = p->frees + h.frees;
+    out->taken = p->allocs + h.allocs;
+    out->returned = p->frees + h.frees;
     out->remote_frees = __atomic_load_n(&p->remote_frees, __ATOMIC_RELAXED) + h.remote_frees;
     out->slabs_released = p->slabs_released;
     out->bytes_resident = resident_bytes(p) + h.resident;

@@ -115,7 +115,7 @@ typedef struct heap {
     size_t resident;           /* bytes of the owned slabs ever touched */
     size_t slabs, bytes;       /* owned slabs and their spans: under the pool's lock */
     int64_t synced;            /* its objects out, as last added to the pool's out_est */
-    uint64_t allocs, frees, remote_frees;
+    uint64_t allocs, frees, remote_frees; /* objects moved, not calls: stats' taken, returned */
     uint64_t collected;        /* remote frees taken off its slabs' thread_free */
     uint64_t pushed;           /* remote frees it pushed onto other slabs' thread_free */
     uint64_t adopted_frees;    /* frees into slabs it took over from threads gone (stats'
@@ -200,7 +200,8 @@ struct pk_pool {
     uint64_t used_ms;     /* when the last call for the pool's own work held the lock */
     uint32_t tick_no;     /* purge ticks so far; empty slabs remember it */
     size_t peak_out;
-    /* The counters of direct calls and of heaps that were folded in. */
+    /* The counters of direct calls and of heaps that were folded in
+     * (allocs, frees: pk_pool_stats's taken and returned). */
     uint64_t allocs, frees, slabs_released, bytes_released;
     /* Touched by any thread without the lock (atomic). */
     uint64_t remote_frees;
