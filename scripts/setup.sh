@@ -11,6 +11,9 @@
 #            gobjc gnustep-make libgnustep-base-dev (GNUstep: the Objective-C
 #            binding's tests and example; installed here, before any test
 #            stage, so that no stage skips them on a fresh machine)
+#            libsqlite3-dev libxml2-dev libjansson-dev libexpat1-dev (the
+#            size-class front end's hook examples), jq sqlite3 libxml2-utils
+#            perl (real programs run under libpoolkit-malloc.so by the tests)
 #   peers:   libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev
 #            (allocators the benchmarks compare against; best effort: a peer
 #            that cannot be installed is reported and skipped)
@@ -86,6 +89,14 @@ probe() { # PACKAGE: true if what the package gives us is present
         gobjc) have_any_file /usr/lib/gcc/*/*/cc1obj ;;
         gnustep-make) have gnustep-config ;;
         libgnustep-base-dev) have_any_file /usr/include/GNUstep/Foundation/Foundation.h ;;
+        libsqlite3-dev) have_any_file /usr/include/sqlite3.h ;;
+        libxml2-dev) have_any_file /usr/include/libxml2/libxml/parser.h ;;
+        libjansson-dev) have_any_file /usr/include/jansson.h ;;
+        libexpat1-dev) have_any_file /usr/include/expat.h ;;
+        jq) [ -x /usr/bin/jq ] ;;
+        sqlite3) [ -x /usr/bin/sqlite3 ] ;;
+        libxml2-utils) [ -x /usr/bin/xmllint ] ;;
+        perl) [ -x /usr/bin/perl ] ;;
         *) return 1 ;;
     esac
 }
@@ -93,7 +104,8 @@ probe() { # PACKAGE: true if what the package gives us is present
 needed_packages() {
     echo cmake ninja-build gcc g++ clang "libclang-rt-$(clang_major)-dev" llvm \
         libgtest-dev valgrind pkg-config make binutils python3 doxygen \
-        gobjc gnustep-make libgnustep-base-dev
+        gobjc gnustep-make libgnustep-base-dev \
+        libsqlite3-dev libxml2-dev libjansson-dev libexpat1-dev jq sqlite3 libxml2-utils perl
 }
 peer_packages="libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev"
 

@@ -358,10 +358,14 @@ TEST(PoolAllocator, OneObjectComesFromThePoolOfItsSizeAndAlignment) {
     alloc.deallocate(p, 1);
 }
 
-TEST(PoolAllocator, ArraysComeFromOperatorNew) {
+TEST(PoolAllocator, ArraysComeFromTheSizeClassFrontEnd) {
     pk::pool_allocator<int> alloc;
     int *p = alloc.allocate(3);
-    EXPECT_EQ(pk_pool_owner(p), nullptr);
+    pk_pool *owner = pk_pool_owner(p);
+    ASSERT_NE(owner, nullptr);
+    pk_pool_stats st;
+    pk_pool_stats_get(owner, &st);
+    EXPECT_STREQ(st.name, "pk_alloc 16"); // 12 bytes: pk_alloc's 16-byte class
     p[0] = p[1] = p[2] = 1;
     alloc.deallocate(p, 3);
 }
