@@ -186,10 +186,12 @@ class World {
             drop(me, h);
         } else if (op < 80) { /* resize, often a block allocated elsewhere */
             if (!checked(h, me, "resized")) return;
-            size_t to = me.rng.chance(50) ? 1 + draw_size(me.rng) : h.size + me.rng.below(100);
+            size_t to = me.rng.chance(50) ? 1 + draw_size(me.rng) : 1 + h.size + me.rng.below(100);
             void *q = pk_realloc(h.p, to);
             if (!q) {
-                if (me.failure.empty()) me.failure = "pk_realloc failed";
+                if (me.failure.empty())
+                    me.failure = "pk_realloc(" + ptr_str(h.p) + ", " + std::to_string(to) + ") of a block of " +
+                                 std::to_string(h.size) + " failed: " + std::strerror(errno);
                 return;
             }
             size_t keep = h.size < to ? h.size : to;
