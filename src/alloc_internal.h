@@ -22,6 +22,10 @@
 _Static_assert(PK__ALLOC_CLASSES == ALLOC_STEP_CLASSES + ALLOC_PER_DOUBLING * (18 - 7),
                "the classes run from 8 bytes to 2^18 (PK_ALLOC_CLASS_MAX)");
 _Static_assert(PK_ALLOC_CLASS_MAX == (size_t)1 << 18, "the last class is PK_ALLOC_CLASS_MAX");
+/* alloc.h: "at most 25% of a request is rounded away above 128 bytes": a
+ * class over 128 is 1/ALLOC_PER_DOUBLING of its power of two above the one
+ * before. */
+_Static_assert(100 / ALLOC_PER_DOUBLING == 25, "four classes per doubling: steps of a quarter");
 
 /* The class of size (1 <= size <= PK_ALLOC_CLASS_MAX). */
 static inline size_t alloc_class_of(size_t size) {
