@@ -24,8 +24,8 @@
  * the thread's own slot, and no slow path calls out in the middle of
  * changing it.
  *
- * Classes are published with a release store and read with relaxed loads
- * on the inline paths (alloc.h says why that is enough), acquire here.
+ * Classes are published with a release store and read with acquire loads,
+ * inline (alloc.h) and here.
  */
 #define PK__EMIT_ALLOC_EXTERN_INLINE 1
 #include "alloc_internal.h"

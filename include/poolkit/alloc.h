@@ -118,11 +118,11 @@ PK_API void pk__free_sized_slow(void *ptr, size_t size);
 #    define PK__ALLOC_INLINE static inline __attribute__((always_inline))
 #  endif
 /* The pool of a size up to PK__ALLOC_SMALL_MAX, or NULL before the class's
- * first allocation (relaxed: the pool's record was written before the
- * library published it, and the inline path reads only its first words,
- * which never change). */
+ * first allocation: an acquire load (a plain move on x86-64), pairing with
+ * the library's release store when it made the pool, so the pool's words
+ * the inline path reads are seen as written. */
 static inline __attribute__((always_inline)) pk_pool *pk__alloc_small_pool(size_t size) {
-    return __atomic_load_n(&pk__alloc_pools[pk__alloc_small[(size + 7) >> 3]], __ATOMIC_RELAXED);
+    return __atomic_load_n(&pk__alloc_pools[pk__alloc_small[(size + 7) >> 3]], __ATOMIC_ACQUIRE);
 }
 
 PK__ALLOC_INLINE void *pk_alloc(size_t size) {
