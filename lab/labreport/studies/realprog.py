@@ -129,6 +129,9 @@ def realprog(res, charts, outdir):
                               x is not False for x in same_all) else "DIFFER"),
                           "met" if g and g <= 1.0 and all(x is not False for x in same_all) else "not met"))
     if wins or losses:
+        heads.append(("realprog", "where poolkit wins and loses: its time over mimalloc's per workload",
+                      "–", "wins: {}; loses: {}".format(", ".join(wins) or "none", ", ".join(losses) or "none"),
+                      "reported"))
         md += ["**Where poolkit wins and loses against mimalloc** (time, same repetition): "
                "wins (≤ 1×): {}; loses: {}.".format(", ".join(wins) or "none", ", ".join(losses) or "none"),
                ""]
