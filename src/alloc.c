@@ -60,6 +60,10 @@ static pk_pool *class_pool_made(size_t ci) { return __atomic_load_n(&pk__alloc_p
 static PK_NOINLINE pk_pool *class_pool_make(size_t ci) {
     pk_pool *p = class_pool_made(ci);
     if (p) return p;
+    /* The fork handlers first (pk_pool_create would install them too, but
+     * with the lock already held: a fork in between left it held in the
+     * child). */
+    init_announce(INIT_SHARED_STATE);
     pthread_mutex_lock(&class_lock);
     fork_test_point(HOOK_ALLOC_CLASSES, &class_lock);
     p = pk__alloc_pools[ci];
