@@ -79,6 +79,10 @@ PK_COLD __attribute__((noreturn)) void assert_fail(const char *file, int line, c
  * system refuses or a fault was injected (fault.h). */
 void *os_map(size_t size, size_t align);
 void os_unmap(void *p, size_t size);
+/* A mapping from os_map resized to new_size bytes (page multiples), moved
+ * with its contents where it cannot grow in place; NULL when the system
+ * refuses (p unchanged). The address it returns is page-aligned only. */
+void *os_remap(void *p, size_t size, size_t new_size);
 /* Makes whole pages no-access (guard pages); false if the system refuses. */
 bool os_protect_none(void *p, size_t size);
 size_t os_page_size(void);
@@ -238,6 +242,13 @@ void os_fork_lock(void);
 void os_fork_unlock(void);
 void slab_fork_lock(void);
 void slab_fork_unlock(void);
+/* alloc.c: the size-class front end's class lock (held around
+ * pk_pool_create, so taken before the pools'), and its block table's
+ * lock, a leaf. */
+void alloc_fork_lock(void);
+void alloc_fork_unlock(void);
+void large_fork_lock(void);
+void large_fork_unlock(void);
 
 /* Test points: one critical section of each lock the fork handlers take.
  * A white-box test (tests/test_fork_internal.cc) sets fork_test_hook to park a
@@ -257,6 +268,8 @@ typedef enum hook_point {
     HOOK_ADDRESS_MAP,   /* slab.c map_lock: a slab being recorded */
     HOOK_ERROR_HANDLER, /* error.c handler_lock: the handler being set */
     HOOK_PURGE_CONTROL, /* purge.c control: the background purge set */
+    HOOK_ALLOC_CLASSES, /* alloc.c class_lock: a size class's pool being made */
+    HOOK_LARGE_BLOCKS,  /* alloc_large.c large_lock: a mapped block recorded */
     HOOK_POINTS
 } hook_point;
 extern void (*fork_test_hook)(hook_point point, void *lock);

@@ -105,6 +105,12 @@ void *os_map(size_t size, size_t align) {
     return p;
 }
 
+void *os_remap(void *p, size_t size, size_t new_size) {
+    if (fault_injected()) return NULL;
+    void *q = mremap(p, size, new_size, MREMAP_MAYMOVE);
+    return q == MAP_FAILED ? NULL : q;
+}
+
 void os_unmap(void *p, size_t size) {
     if (p && size) munmap(p, size);
 }

@@ -40,6 +40,9 @@
  * pages): what they hold at exit is no leak of the program's, and the
  * debug leak summary leaves them out. */
 #define POOL_LIBRARY (1u << 29)
+/* Private flag of the size-class front end's pools (alloc.c): pk_free's
+ * slow path and the stats report tell them by it. */
+#define POOL_SIZE_CLASS (1u << 28)
 
 /* A thread's slot for one pool (48 bytes; the inline paths index the table
  * by a pool's tc_key). head is the list allocation pops: the free objects
@@ -446,6 +449,11 @@ size_t central_count_remote(pk_pool *p, slab *s);
 
 /* pool_slow.c: the out-of-line free behind pk_pool_free (fastpath.c). */
 void pool_free_generic(pk_pool *p, void *obj);
+/* pk__pool_alloc_slow and pk__pool_free_slow for a caller that wraps them
+ * (the size-class front end, alloc.c): caller is the user's call site,
+ * which debug pools record. */
+void *pool_alloc_at(pk_pool *p, void *caller);
+void pool_free_at(pk_pool *p, void *obj, void *caller);
 /* Ticks every shared pool that is not busy (purge.c's sweep). The pool
  * list's lock and each pool's are only tried, so a sweep never waits: not
  * for a pool in use, nor for the list while it is held (false: not swept),

@@ -77,8 +77,8 @@ static PK_NOINLINE void *alloc_lean_refused(pk_pool *p, char *obj, char *next) {
 }
 
 /* Kept apart from the heap path, so the lean path pays for no registers
- * the heap path needs. */
-void *pk__pool_alloc_slow(pk_pool *p) {
+ * the heap path needs. caller: the user's call site, for debug pools. */
+static inline __attribute__((always_inline)) void *alloc_slow_at(pk_pool *p, void *caller) {
     if (p->hard.lean) {
         tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.lean);
         char *obj = tc_head(c);
@@ -89,9 +89,12 @@ void *pk__pool_alloc_slow(pk_pool *p) {
             return obj;
         }
     }
-    if (unlikely(p->debug)) return alloc_captured(p, __builtin_return_address(0));
+    if (unlikely(p->debug)) return alloc_captured(p, caller);
     return alloc_generic(p);
 }
+
+void *pk__pool_alloc_slow(pk_pool *p) { return alloc_slow_at(p, __builtin_return_address(0)); }
+void *pool_alloc_at(pk_pool *p, void *caller) { return alloc_slow_at(p, caller); }
 
 /* The calling thread's slot for p when its heap is set up (so the thread
  * is registered and p has heaps), else NULL: key 0's slot, which pools
@@ -187,7 +190,7 @@ void pool_free_generic(pk_pool *p, void *obj) {
     heap_free(p, c, s, obj);
 }
 
-void pk__pool_free_slow(pk_pool *p, void *obj) {
+static inline __attribute__((always_inline)) void free_slow_at(pk_pool *p, void *obj, void *caller) {
     if (p->hard.lean) {
         /* An object of the current slab, on its grid, not the head: pushed
          * encoded. The head freed again is reported here; anything else
@@ -203,8 +206,11 @@ void pk__pool_free_slow(pk_pool *p, void *obj) {
         }
     }
     if (unlikely(p->debug)) {
-        free_captured(p, obj, __builtin_return_address(0));
+        free_captured(p, obj, caller);
         return;
     }
     pool_free_generic(p, obj);
 }
+
+void pk__pool_free_slow(pk_pool *p, void *obj) { free_slow_at(p, obj, __builtin_return_address(0)); }
+void pool_free_at(pk_pool *p, void *obj, void *caller) { free_slow_at(p, obj, caller); }

@@ -332,7 +332,12 @@ static inline uintptr_t pk__rot32(uintptr_t v) {
     return v << 32 | v >> 32;
 }
 
-PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
+/* The two inline paths without their calls into the library: the object,
+ * or NULL (allocation), and whether it was done (free). pk_pool_alloc and
+ * pk_pool_free below add the library's slow paths; the size-class front end
+ * (alloc.h) adds its own, which guard against the library's re-entry when
+ * it serves as malloc. Private, like everything here. */
+static inline __attribute__((always_inline)) void *pk__pool_alloc_inline(pk_pool *pool) {
     const uintptr_t *w = PK__REINTERPRET_CAST(const uintptr_t *, pool);
     pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(PK__STATIC_CAST(intptr_t, w[0])) + w[1]);
     uintptr_t obj = PK__LOAD(c[0]);
@@ -352,26 +357,37 @@ PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
             return PK__REINTERPRET_CAST(void *, obj);
         }
     }
-    return pk__pool_alloc_slow(pool);
+    return PK__NULL;
 }
 
-PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
+static inline __attribute__((always_inline)) int pk__pool_free_inline(pk_pool *pool, void *obj) {
     const uintptr_t *w = PK__REINTERPRET_CAST(const uintptr_t *, pool);
     pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(PK__STATIC_CAST(intptr_t, w[0])) + w[1]);
     uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), v = x | w[2];
     if (__builtin_expect(v == PK__LOAD(c[1]), 1)) {
         *PK__STATIC_CAST(pk__link *, obj) = PK__LOAD(c[0]);
         PK__STORE(c[0], x);
-        return;
+        return 1;
     }
     if (__builtin_expect(v == c[3], 1)) { /* a hardened pool's current slab, not the head freed again */
         uintptr_t head = c[2];
         if (__builtin_expect(x != head, 1)) {
             *PK__STATIC_CAST(pk__link *, obj) = pk__rot32(head ^ w[3] ^ x);
             PK__STORE(c[2], x);
-            return;
+            return 1;
         }
     }
+    return 0;
+}
+
+PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
+    void *obj = pk__pool_alloc_inline(pool);
+    if (__builtin_expect(obj != PK__NULL, 1)) return obj;
+    return pk__pool_alloc_slow(pool);
+}
+
+PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
+    if (__builtin_expect(pk__pool_free_inline(pool, obj), 1)) return;
     pk__pool_free_slow(pool, obj);
 }
 #  undef PK__LOAD
