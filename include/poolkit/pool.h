@@ -341,10 +341,13 @@ PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
     const uintptr_t *w = PK__REINTERPRET_CAST(const uintptr_t *, pool);
     pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(PK__STATIC_CAST(intptr_t, w[0])) + w[1]);
     uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), v = x | w[2];
-    if (__builtin_expect(v == PK__LOAD(c[1]), 1)) {
-        *PK__STATIC_CAST(pk__link *, obj) = PK__LOAD(c[0]);
-        PK__STORE(c[0], x);
-        return;
+    if (__builtin_expect(v == PK__LOAD(c[1]), 1)) { /* the current slab, not the head freed again */
+        uintptr_t head = PK__LOAD(c[0]);
+        if (__builtin_expect(x != head, 1)) {
+            *PK__STATIC_CAST(pk__link *, obj) = head;
+            PK__STORE(c[0], x);
+            return;
+        }
     }
     if (__builtin_expect(v == c[3], 1)) { /* a hardened pool's current slab, not the head freed again */
         uintptr_t head = c[2];
