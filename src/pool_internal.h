@@ -344,6 +344,15 @@ slab *central_check_free(pk_pool *p, void *obj);
 void central_debug_check_free(pk_pool *p, void *obj);
 /* Reports obj as freed twice (a second push of the head of a list). */
 PK_COLD __attribute__((noreturn)) void central_report_double_free(pk_pool *p, void *obj);
+/* Every walk of a pool's slab lists stops at the pool's slab count: one
+ * that runs longer lists a slab twice (memory of the pool's records was
+ * overwritten), and is reported rather than walked for ever. *left starts
+ * at the slab count (read before the walk, which may release slabs) and
+ * counts the slabs met down. */
+PK_COLD __attribute__((noreturn)) void central_report_slab_list(const pk_pool *p);
+static inline void slab_walk_step(const pk_pool *p, size_t *left) {
+    if (unlikely((*left)-- == 0)) central_report_slab_list(p);
+}
 
 /* Remote-free chains (heap.c pushes, central_collect takes): on pools whose
  * link word is an object's first and which have a second (slots of 16
