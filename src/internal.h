@@ -171,6 +171,9 @@ bool options_background_purge(void);
 void options_set_background_purge(bool on);
 /* POOLKIT_DEBUG_FRAMES: stack frames debug pools keep per call site (sites.h). */
 size_t options_debug_frames(void);
+/* POOLKIT_FAULT_HANDLER (on unless 0): crash.c's handler of SIGSEGV and
+ * SIGBUS, which names a broken free list, is installed with the first pool. */
+bool options_fault_handler(void);
 /* POOLKIT_VERBOSE=1: notable events are reported (note_once). */
 bool options_verbose(void);
 /* POOLKIT_STATS: where the report at exit goes; *path is the file's name
@@ -211,7 +214,7 @@ typedef enum init_event {
      * pool, an arena, the background purge): fork.c installs its handlers. */
     INIT_SHARED_STATE,
     /* A pool is made: stats.c registers the report at exit (POOLKIT_STATS,
-     * debug mode's leak summary). */
+     * debug mode's leak summary), crash.c its fault handler. */
     INIT_FIRST_POOL,
     INIT_EVENTS
 } init_event;

@@ -494,6 +494,9 @@ tc_slot *tcache_slot(pk_pool *p);
 bool tcache_table_range(const tc_slot **lo, const tc_slot **hi);
 /* Threads registered now (they have used a pool and not exited). */
 size_t tcache_live_threads(void);
+/* Keys given out so far: every table's slots past it were never set up
+ * (read without the registry's lock, by the fault handler). */
+size_t tcache_keys_used(void);
 
 /* pool.c: calls fn(obj, sites, arg) on a debug pool's live objects (slot
  * addresses, in address order within a slab) until fn returns false;

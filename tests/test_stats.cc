@@ -268,7 +268,7 @@ std::string report(unsigned flags) {
 
 const char *const kOptions[] = {"POOLKIT_DEBUG",          "POOLKIT_HARDENED",     "POOLKIT_VERBOSE",
                                 "POOLKIT_PURGE_DELAY_MS", "POOLKIT_BACKGROUND_PURGE", "POOLKIT_DEBUG_FRAMES",
-                                "POOLKIT_STATS"};
+                                "POOLKIT_STATS", "POOLKIT_FAULT_HANDLER"};
 
 /* The table's row for option `name`: "  NAME value source". */
 std::string option_row(const std::string &table, const std::string &name) {
