@@ -15,6 +15,7 @@
 #define POOLKIT_OBJECT_INTERNAL_H
 
 #include "internal.h"
+#include "pool_internal.h"
 
 #include <poolkit/object.h>
 
@@ -61,7 +62,7 @@ static inline object_header *header_of(const void *obj) {
     return (object_header *)((char *)obj - sizeof(object_header));
 }
 
-/* ---- object_check.c: debug mode (POOLKIT_DEBUG=1) ---- */
+/* ---- object_check.c: is a pointer an object of pk_new? ---- */
 
 /* Whether the object layer is in debug mode (object.c; reads the switch
  * once). */
@@ -72,12 +73,44 @@ void object_check_slow(const void *obj, const char *call);
 /* Whether obj's header starts a slot of an object pool (any mode; never
  * reads obj's memory). */
 bool object_in_pools(const void *obj);
-/* Debug mode: the objects too large for the pools, recorded while they
- * live (add is false, having recorded nothing, when out of memory). */
-bool debug_heap_add(const void *h);
-void debug_heap_remove(const void *h);
+/* Whether obj is an object of pk_new, pooled or too large for the pools
+ * (deallocated or not: its count says); never reads obj's memory. */
+bool object_known(const void *obj);
+/* Reports obj, given to `call`, as a "foreign pointer" (PK_FATAL). */
+PK_COLD __attribute__((noreturn)) void object_report_foreign(const void *obj, const char *call);
+/* The objects too large for the pools, recorded while they live in every
+ * mode (add is false, having recorded nothing, when out of memory). */
+bool large_add(const void *h);
+void large_remove(const void *h);
+bool large_has(const void *h);
 void object_check_fork_lock(void);
 void object_check_fork_unlock(void);
+
+/* Whether obj's header starts a slot of a pool made for objects, by the
+ * address map inline (slab.h): never reading obj's memory, it lets every
+ * release and retain refuse a pointer that is not an object before they
+ * read or write a count (about a nanosecond: README, "Debugging and
+ * hardening"). Objects too large for the pools fail it and take the slow
+ * way (object_known). */
+static inline bool object_pooled(const void *obj) {
+    uintptr_t a = (uintptr_t)header_of(obj);
+    const map_entry *e = map_find((const void *)a);
+    if (!e) return false;
+    const struct pk_pool *p = __atomic_load_n(&e->pool, __ATOMIC_RELAXED); /* NULL: no slab there */
+    if (!p || !(p->flags & POOL_KEEPS_HEADER)) return false;
+    /* A slot start: below the slots' end (a pointer before them wraps
+     * above it) and on the grid by the multiply, which an object pool's
+     * slots, under 4 GiB, always have (slab.h, slot_on_grid). */
+    uintptr_t off = a - (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
+    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
+    uintptr_t end = (uintptr_t)__atomic_load_n(&e->slot, __ATOMIC_RELAXED) *
+                    __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
+    return off < end && off * recip < recip;
+}
+
+/* object.c: a release of a pointer object_pooled does not place: a live
+ * object too large for the pools, else a foreign pointer, reported. */
+void object_release_unpooled(void *obj);
 
 /* object.c: disposes of an object whose class has no dealloc, whose count
  * is 1 and whose only reference the caller holds. */
@@ -86,6 +119,7 @@ void object_dispose_quiet(object_header *h, const pk_class *cls);
 /* Releases obj if that runs no code of the program (a live object whose
  * class has no dealloc); false, having done nothing, otherwise. */
 static inline bool object_release_quietly(void *obj) {
+    if (unlikely(!object_pooled(obj))) return false;
     object_header *h = header_of(obj);
     uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
     const pk_class *cls = h->cls;
@@ -99,11 +133,16 @@ void object_dispose(object_header *h);
 /* object.c: a release that saw a count other than 1. */
 void object_release_contended(object_header *h, uintptr_t seen);
 
-/* pk_release without the NULL check. An acquire load that sees 1 means the
+/* pk_release without the NULL check (the pointer checked first). An
+ * acquire load that sees 1 means the
  * caller holds the only reference (nobody can retain without one), so the
  * object is disposed of with no read-modify-write; the acquire pairs with
  * the release half of other threads' decrements. */
 static inline void object_release(void *obj) {
+    if (unlikely(!object_pooled(obj))) {
+        object_release_unpooled(obj);
+        return;
+    }
     object_header *h = header_of(obj);
     uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
     if (likely(n == 1))
