@@ -103,10 +103,16 @@ void central_debug_check_free(pk_pool *p, void *obj) {
     if (!(s->live_bits[idx / 64] & ((uint64_t)1 << (idx % 64)))) report_double_free(p, s, obj, idx);
     size_t bad;
     track_open(obj, p->size + p->redzone);
-    if (!bytes_are((unsigned char *)obj + p->size, p->redzone, FILL_REDZONE, &bad))
+    if (!bytes_are((unsigned char *)obj + p->size, p->redzone, FILL_REDZONE, &bad)) {
+        const unsigned char *zone = (const unsigned char *)obj + p->size;
+        size_t last = p->redzone - 1; /* how far it reached: the last byte changed */
+        while (zone[last] == FILL_REDZONE) last--;
         error_report(PK_FATAL, "buffer overflow", p->name, obj,
-                     "a write %zu bytes past the end of object %p (size %zu) of pool '%s'%s%s",
-                     bad, obj, p->size, name, sep, sites_format(where, sizeof where, slot_sites(p, s, idx)));
+                     "a write reaching %zu byte%s past the end of object %p (size %zu) of pool '%s' (the "
+                     "redzone after it changed from byte %zu to byte %zu)%s%s",
+                     last + 1, last ? "s" : "", obj, p->size, name, bad + 1, last + 1, sep,
+                     sites_format(where, sizeof where, slot_sites(p, s, idx)));
+    }
     if (s->sites) sites_keep(slot_sites(p, s, idx), SITE_FREE);
     s->live_bits[idx / 64] &= ~((uint64_t)1 << (idx % 64));
     if (!p->construct && !p->destruct) memset((char *)obj + p->fill_from, FILL_FREE, p->size - p->fill_from);

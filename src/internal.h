@@ -144,6 +144,11 @@ static inline void gauge_reset_peak(gauge *g) {
 
 /* Live arenas (arena.c). */
 size_t arena_count(void);
+/* Of those, the library's own (the threads' scratch arenas, autorelease.c,
+ * which counts them here as it makes and destroys them): what is live at
+ * exit is no leak of the program's (the main thread's is never
+ * destroyed). */
+size_t arena_count_library(long change);
 
 static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 static inline bool is_pow2(size_t n) { return n && !(n & (n - 1)); }

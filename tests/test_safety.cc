@@ -322,6 +322,23 @@ TEST(SafetyDebugDeathTest, WriteAfterFreeIsCaughtAtDestroy) {
         fatal_report("write after free", "dbg", a));
 }
 
+/* The report says how far the write reached: 8 bytes written past a
+ * 40-byte object are 8 bytes past its end, not "0" (the first changed). */
+TEST(SafetyDebugDeathTest, OverflowReportSaysHowFarPastTheEndTheWriteReached) {
+    PoolPtr p = make_pool(40, 0, PK_POOL_DEBUG, "dbg");
+    char *o = static_cast<char *>(pk_pool_alloc(p.get()));
+    SKIP_IF_TOOL_WATCHES(o + 40, 16);
+    PKTEST_EXPECT_REPORT(
+        {
+            std::memset(o + 40, 'A', 8);
+            pk_pool_free(p.get(), o);
+        },
+        "MESSAGE poolkit: buffer overflow: a write reaching 8 bytes past the end of object " +
+            regex_escape(ptr_str(o)) + " \\(size 40\\) of pool 'dbg' \\(the redzone after it changed from "
+            "byte 1 to byte 8\\)");
+    pk_pool_free(p.get(), o);
+}
+
 /* One byte past the end, and the last byte of the 16-byte redzone. */
 TEST(SafetyDebugDeathTest, OverflowIntoTheRedzoneIsCaughtAtFree) {
     PoolPtr p = make_pool(40, 0, PK_POOL_DEBUG, "dbg");

@@ -546,6 +546,22 @@ PKTEST_CHILD(OnlyAnArenaAtExit) {
     std::exit(CHILD_PASS);
 }
 
+/* Scratch memory taken inside a pool that popped: the thread's scratch
+ * arena is the library's, and the main thread's is never destroyed (its
+ * thread does not exit), which the program cannot help. */
+PKTEST_CHILD(OnlyScratchAtExit) {
+    PK_AUTORELEASE_POOL {
+        CHILD_CHECK(pk_scratch(100) != nullptr, "no scratch memory");
+    }
+    std::exit(CHILD_PASS);
+}
+
+TEST(StatsLeakSummary, TheScratchArenaOfAPoppedPoolIsNoLeak) {
+    ChildResult r = run_child("OnlyScratchAtExit", {{"POOLKIT_DEBUG", "1"}, {"POOLKIT_STATS", nullptr}});
+    EXPECT_TRUE(r.passed()) << r.describe();
+    EXPECT_EQ(r.err.find("poolkit: leak"), std::string::npos) << r.err;
+}
+
 TEST(StatsLeakSummary, CountsWhatTheProgramLeftAndNotTheLibrarysOwnPool) {
     ChildResult r = run_child("LeakAtExit", {{"POOLKIT_DEBUG", "1"}, {"POOLKIT_STATS", nullptr}});
     EXPECT_TRUE(r.passed()) << r.describe();
