@@ -125,8 +125,11 @@ PK_API void *pk_pool_alloc(pk_pool *pool);
  * check is made in debug and hardened modes and whenever the call reaches
  * the library (an object of a slab other than the calling thread's current
  * one, hooks, zeroing): against the address map, or against a slab of the
- * thread's heap. An inline free of an object of the current slab is not
- * checked. Any thread unless PK_POOL_LOCAL. */
+ * thread's heap. An inline free of an object of the current slab is
+ * checked only not to be the object freed last (the head of the thread's
+ * list: a double free, reported); any other pointer into that slab is
+ * checked when the thread's list goes home (trim, thread exit, destroy),
+ * if still listed. Any thread unless PK_POOL_LOCAL. */
 PK_API void pk_pool_free(pk_pool *pool, void *obj);
 #endif
 
@@ -254,7 +257,8 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * free object's first word links to the next), and that slab's address
  * with the low bits of the third pool word set (0 when none: no pointer
  * or'ed with them gives 0). Allocation pops the list; a free of an object
- * of the current slab pushes onto it; anything else goes to the library.
+ * of the current slab that is not the list's head (freed again) pushes onto
+ * it; anything else goes to the library.
  *
  * A hardened pool's second word points two words earlier in its slot, so
  * that its first two are always 0 and a pointer into the thread's table
