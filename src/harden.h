@@ -24,8 +24,12 @@
  *                  the thread's list goes home (uninstall), the address
  *                  map on the heap and slab paths
  *   DOUBLE FREE    the head of the thread's list freed again is reported
- *                  (SLUB's "not the head itself"); a slab's own list is
- *                  checked at every free that reaches it (heap.c)
+ *                  (SLUB's "not the head itself"; the default pools' inline
+ *                  free refuses it too); a slab's own list is checked at
+ *                  every free that reaches it (heap.c)
+ *   LIST BOUND     every mode: every walk of a list stops at the most it can
+ *                  hold, and report_list_overrun names the object met twice
+ *                  (a double free with other frees between)
  *   SLAB LINK      harden_check_slab_link: a slab's own free list links only
  *                  slots of that slab handed out before
  *   SHUFFLE        PK_POOL_SHUFFLE pools only: fresh slots go out in an
