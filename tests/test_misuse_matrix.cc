@@ -240,6 +240,7 @@ enum Mode { DEFAULT, HARDENED, DEBUG };
 struct Expect {
     const char *name;
     const char *what[3]; /* regex over the report's `what`, per mode */
+    bool faults = false; /* default mode: the fault handler's report */
 };
 
 /* What each mode promises for each case. */
@@ -257,8 +258,8 @@ const Expect kMatrix[] = {
      {"corrupted free list|double free", "corrupted free list|double free", "double free"}},
     /* default mode: the allocation that follows the broken link faults,
      * and the fault handler names the list */
-    {"OverflowIntoAFreeNeighbour", {"corrupted free list", "corrupted free list", "buffer overflow"}},
-    {"WriteAfterFree", {"corrupted free list", "corrupted free list", "write after free"}},
+    {"OverflowIntoAFreeNeighbour", {"corrupted free list", "corrupted free list", "buffer overflow"}, true},
+    {"WriteAfterFree", {"corrupted free list", "corrupted free list", "write after free"}, true},
     {"FreeOfAnInteriorPointer", {"interior pointer", "interior pointer", "interior pointer"}},
     {"ReleaseOfAMallocBlock", {"foreign pointer", "foreign pointer", "foreign pointer"}},
     {"ReleaseOfAStackBuffer", {"foreign pointer", "foreign pointer", "foreign pointer"}},
@@ -291,6 +292,14 @@ TEST_P(MisuseMatrix, EndsInTheReportItsModePromises) {
     ASSERT_FALSE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGALRM)
         << where << ": hung (no end within " << case_time_limit() << " s)\n" << r.describe();
     ASSERT_EQ(r.err.find("NO REPORT"), std::string::npos) << where << ": ended with no report\n" << r.describe();
+    /* Built with UndefinedBehaviorSanitizer, the program's own code (the
+     * inline allocation) loads the broken link, misaligned, and the tool
+     * reports it before it can fault: a message, the tool's. */
+    if (m == DEFAULT && e.faults && r.err.find(": runtime error: load of misaligned address") != std::string::npos) {
+        std::printf("%-40s %-8s a sanitizer's report (the inline allocation's load of the broken link)\n", e.name,
+                    kModeName[m]);
+        return;
+    }
     ASSERT_NE(r.err.find("HANDLER severity=FATAL"), std::string::npos)
         << where << ": ended with no report of poolkit's (a crash with no message?)\n" << r.describe();
     EXPECT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT) << where << "\n" << r.describe();
@@ -331,8 +340,10 @@ TEST(FaultHandler, OffWithPOOLKIT_FAULT_HANDLER0TheFaultHasNoMessage) {
     std::vector<std::pair<std::string, const char *>> env = mode_env(DEFAULT, "OverflowIntoAFreeNeighbour");
     env.push_back({"POOLKIT_FAULT_HANDLER", "0"});
     ChildResult r = run_child("MisuseMatrixCase", env);
-    EXPECT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGSEGV) << r.describe();
     EXPECT_EQ(r.err.find("HANDLER"), std::string::npos) << r.describe();
+    if (r.err.find(": runtime error: ") == std::string::npos) { /* no sanitizer reported the load first */
+        EXPECT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGSEGV) << r.describe();
+    }
 }
 
 /* A fault that is not poolkit's ends as it would without poolkit: the
