@@ -84,6 +84,29 @@ static inline bool goes_slow(const void *obj) {
     return (uintptr_t)obj <= __atomic_load_n(&slow_below, __ATOMIC_RELAXED);
 }
 
+/* ---- is it an object? (object_internal.h, object_pooled) ---- */
+
+__thread object_slab_cache object_last_slab __attribute__((tls_model("initial-exec")));
+
+bool object_pooled_lookup(const void *obj) {
+    uint64_t generation = __atomic_load_n(&map_generation, __ATOMIC_ACQUIRE); /* before the lookup */
+    uintptr_t a = (uintptr_t)header_of(obj);
+    const map_entry *e = map_find((const void *)a);
+    if (!e) return false;
+    const struct pk_pool *p = __atomic_load_n(&e->pool, __ATOMIC_RELAXED); /* NULL: no slab there */
+    if (!p || !(p->flags & POOL_KEEPS_HEADER)) return false;
+    uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED), off = a - first;
+    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
+    uintptr_t bytes = (uintptr_t)__atomic_load_n(&e->slot, __ATOMIC_RELAXED) *
+                      __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
+    /* A slot start: below the slots' end (a pointer before them wraps above
+     * it) and on the grid by the multiply, which an object pool's slots,
+     * under 4 GiB, always have (slab.h, slot_on_grid). */
+    if (off >= bytes || off * recip >= recip) return false;
+    object_last_slab = (object_slab_cache){first, bytes, recip, generation};
+    return true;
+}
+
 /* ---- size classes ---- */
 
 /* Slot bytes for fields of size bytes, or 0 if it cannot be represented. */

@@ -86,26 +86,34 @@ bool large_has(const void *h);
 void object_check_fork_lock(void);
 void object_check_fork_unlock(void);
 
-/* Whether obj's header starts a slot of a pool made for objects, by the
- * address map inline (slab.h): never reading obj's memory, it lets every
- * release and retain refuse a pointer that is not an object before they
- * read or write a count (about a nanosecond: README, "Debugging and
- * hardening"). Objects too large for the pools fail it and take the slow
- * way (object_known). */
+/* The slots of the slab of an object pool where the calling thread last
+ * found an object (object_pooled_lookup), and the map's generation then:
+ * while it has not changed, that slab still holds those slots (object.c). */
+typedef struct object_slab_cache {
+    uintptr_t first, bytes; /* slot 0's address, and the slots' bytes; 0: none */
+    uint64_t recip;         /* the slot's reciprocal (slab.h, slot_on_grid) */
+    uint64_t generation;    /* map_generation when found */
+} object_slab_cache;
+extern __thread object_slab_cache object_last_slab __attribute__((tls_model("initial-exec")));
+
+/* object.c: object_pooled's lookup in the address map, which refills the
+ * cache when it finds an object pool's slab. */
+bool object_pooled_lookup(const void *obj);
+
+/* Whether obj's header starts a slot of a pool made for objects, never
+ * reading obj's memory: every release and retain asks it before they read
+ * or write a count, so a pointer that is not an object is refused. First
+ * against the slab the thread last found one in (a compare, a multiply and
+ * the map's generation), else by the address map (about 30 instructions).
+ * Objects too large for the pools fail it and take the slow way
+ * (object_known). */
 static inline bool object_pooled(const void *obj) {
-    uintptr_t a = (uintptr_t)header_of(obj);
-    const map_entry *e = map_find((const void *)a);
-    if (!e) return false;
-    const struct pk_pool *p = __atomic_load_n(&e->pool, __ATOMIC_RELAXED); /* NULL: no slab there */
-    if (!p || !(p->flags & POOL_KEEPS_HEADER)) return false;
-    /* A slot start: below the slots' end (a pointer before them wraps
-     * above it) and on the grid by the multiply, which an object pool's
-     * slots, under 4 GiB, always have (slab.h, slot_on_grid). */
-    uintptr_t off = a - (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
-    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
-    uintptr_t end = (uintptr_t)__atomic_load_n(&e->slot, __ATOMIC_RELAXED) *
-                    __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
-    return off < end && off * recip < recip;
+    const object_slab_cache *c = &object_last_slab;
+    uintptr_t off = (uintptr_t)header_of(obj) - c->first;
+    if (likely(off < c->bytes && off * c->recip < c->recip &&
+               c->generation == __atomic_load_n(&map_generation, __ATOMIC_ACQUIRE)))
+        return true;
+    return object_pooled_lookup(obj);
 }
 
 /* object.c: a release of a pointer object_pooled does not place: a live

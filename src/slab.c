@@ -217,9 +217,13 @@ static void slab_forget(slab *s, bool cache) {
     else os_unmap(base, span);
 }
 
+uint64_t map_generation;
+
 void slab_destroy(slab *s, bool cache) {
     track_open(s->base, s->span); /* the shadow of unmapped memory must not stay poisoned */
     map_set((uintptr_t)s->base, (uintptr_t)s->base + s->span, &no_entry);
+    /* after the map forgets it, before its memory can serve another slab */
+    __atomic_add_fetch(&map_generation, 1, __ATOMIC_RELEASE);
     slab_forget(s, cache);
 }
 

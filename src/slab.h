@@ -161,6 +161,11 @@ static inline slab *slab_of_slot(const void *ptr, const struct pk_pool *pool) {
 /* The slab holding ptr's granule, or NULL; never touches ptr's memory. */
 slab *slab_lookup(const void *ptr);
 
+/* Counts the slabs taken out of the map (slab_destroy): what a lookup
+ * found holds for as long as it has not changed (object_internal.h keeps
+ * the last object slab a thread found this way). */
+extern uint64_t map_generation;
+
 /* The pool with an object slot starting at ptr, or NULL; reads neither ptr's
  * memory nor the slab's, so it is safe while slabs come and go. Inline for
  * the object layer's release, which asks it of every pointer. */

@@ -39,7 +39,7 @@
  * an object of pk_new (a stack or malloc buffer, another pool's object, an
  * interior pointer, an object larger than the pools take after its memory
  * went back to the C heap) is a "foreign pointer" naming it, and its memory
- * is never read or written. The check costs about a nanosecond per call
+ * is never read or written. The check costs under a nanosecond per call
  * (README, "Debugging and hardening"). A pointer given to pk_autorelease is
  * checked the same way when its pool pops and releases it; debug mode,
  * POOLKIT_DEBUG=1 (read once; the same switch makes every pool a debug
