@@ -13,8 +13,11 @@
 # subtracting the empty loop leaves the instructions of one alloc+free pair.
 #
 # Gates (exit 1 when one fails): both pools share one inline fast path that
-# measures 20 instructions per pair in this loop with gcc 12 (the loop's
-# own store and counter included in the empty loop's 4). Round one's path
+# measures 22 instructions per pair in this loop with gcc 12 (the loop's
+# own store and counter included in the empty loop's 4): 20, and a compare
+# and a branch by which the free refuses to push the head of the list again
+# (a double free of the object just freed, sent to the library, which
+# reports it; the hot loop's time did not move: bench/refs.sh). Round one's path
 # took 13, with a fixed table of 127 thread caches; the previous core's 17.
 # Any number of pools costs, per call, a load of the pool's key and of the
 # thread's table pointer; the third core's free adds a load of the pool's
@@ -26,8 +29,8 @@
 # against round one's 1.50 and the previous core's 1.69 on the Xeon). The
 # gates sit one above the measurement, so a regression fails CI; the
 # round-one targets (20 default, 12 LOCAL) are printed beside.
-#   default pool  <= 21 (target 20)
-#   LOCAL pool    <= 21 (target 12)
+#   default pool  <= 23 (target 20)
+#   LOCAL pool    <= 23 (target 12)
 #   HARDENED pool <= 43 (measured 42 with gcc 12; issue 20 sets no count:
 #                 the count and its ratio to the default pair are printed
 #                 for information, the timed target, <= 1.5x the default
@@ -47,7 +50,7 @@
 # (or the list's end) by the pool's mask, which also checks the slot's
 # alignment; the free checks the object against the current slab the same
 # way, that it is not the head (freed again), and encodes its link with the
-# rotation. 42 instructions per pair with gcc 12 against the default's 20:
+# rotation. 42 instructions per pair with gcc 12 against the default's 22:
 # no call, no lookup. The exact slot grid and everything costlier are
 # checked in the library, on the slow paths and at the slab's boundary.
 set -u
@@ -73,8 +76,8 @@ fi
 N1=${GATE_N1:-100000}
 N2=${GATE_N2:-1100000}
 SIZE=${GATE_SIZE:-64}
-GATE_DEFAULT=21
-GATE_LOCAL=21
+GATE_DEFAULT=23
+GATE_LOCAL=23
 GATE_HARDENED=43
 TARGET_DEFAULT=20
 TARGET_LOCAL=12

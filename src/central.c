@@ -103,10 +103,16 @@ void central_debug_check_free(pk_pool *p, void *obj) {
     if (!(s->live_bits[idx / 64] & ((uint64_t)1 << (idx % 64)))) report_double_free(p, s, obj, idx);
     size_t bad;
     track_open(obj, p->size + p->redzone);
-    if (!bytes_are((unsigned char *)obj + p->size, p->redzone, FILL_REDZONE, &bad))
+    if (!bytes_are((unsigned char *)obj + p->size, p->redzone, FILL_REDZONE, &bad)) {
+        const unsigned char *zone = (const unsigned char *)obj + p->size;
+        size_t last = p->redzone - 1; /* how far it reached: the last byte changed */
+        while (zone[last] == FILL_REDZONE) last--;
         error_report(PK_FATAL, "buffer overflow", p->name, obj,
-                     "a write %zu bytes past the end of object %p (size %zu) of pool '%s'%s%s",
-                     bad, obj, p->size, name, sep, sites_format(where, sizeof where, slot_sites(p, s, idx)));
+                     "a write reaching %zu byte%s past the end of object %p (size %zu) of pool '%s' (the "
+                     "redzone after it changed from byte %zu to byte %zu)%s%s",
+                     last + 1, last ? "s" : "", obj, p->size, name, bad + 1, last + 1, sep,
+                     sites_format(where, sizeof where, slot_sites(p, s, idx)));
+    }
     if (s->sites) sites_keep(slot_sites(p, s, idx), SITE_FREE);
     s->live_bits[idx / 64] &= ~((uint64_t)1 << (idx % 64));
     if (!p->construct && !p->destruct) memset((char *)obj + p->fill_from, FILL_FREE, p->size - p->fill_from);
@@ -160,7 +166,7 @@ static char *take_one(pk_pool *p, slab *s) {
     bool reused = obj != NULL;
     if (reused) {
         s->free = (void *)link_load(p, obj);
-        if (p->hardened) harden_check_slab_link(p, s, obj, s->free);
+        check_slab_link(p, s, obj, s->free);
     } else {
         obj = s->objects + (size_t)s->bump * p->geo.slot;
         s->bump++;
@@ -354,6 +360,13 @@ slab *central_check_free(pk_pool *p, void *obj) {
     return s;
 }
 
+void central_report_slab_list(const pk_pool *p) {
+    error_report(PK_FATAL, "corrupted slab list", p->name, p,
+                 "a slab list of pool '%s' runs on past the pool's %zu slabs: the pool's records were "
+                 "overwritten", pool_name(p), p->slabs_total);
+    abort();
+}
+
 void central_report_double_free(pk_pool *p, void *obj) {
     error_report(PK_FATAL, "double free", p->name, obj, "object %p of pool '%s' was freed twice",
                  obj, pool_name(p));
@@ -374,6 +387,7 @@ static slab *checked_slab(pk_pool *p, void *obj, const void *holder) {
 static void give_to_slab(pk_pool *p, slab *s, void *obj) {
     ASSERT_POOL_LOCKED(p);
     assert_slab(p, s);
+    if (unlikely(obj == s->free)) central_report_double_free(p, obj); /* the head freed again */
     link_store(p, obj, (uintptr_t)s->free);
     s->free = obj;
     s->used--;
@@ -406,12 +420,15 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
             uintptr_t mark = chain_mark_load(p, obj);
             size_t len = (uint32_t)mark, tail_at = mark >> 32;
             n += len;
-            if (unlikely(len == 0 || n > s->capacity || tail_at >= s->bump))
+            if (unlikely(len == 0 || len > s->capacity || tail_at >= s->bump))
                 report_corrupted_link(p, obj, (void *)mark, "a remote-free chain mark that no free wrote "
                                                             "(a write after free, or an object freed twice)");
+            /* more than the slab holds: an object pushed twice (two threads
+             * freed it, or one thread twice, each push well-formed) */
+            if (unlikely(n > s->capacity)) report_list_overrun(p, s, list, NULL, "a slab's remote-free list");
             last = s->objects + tail_at * p->geo.slot;
             obj = (char *)link_load(p, last);
-            if (p->hardened) harden_check_slab_link(p, s, last, obj); /* the next chain's head */
+            check_slab_link(p, s, last, obj); /* the next chain's head */
         }
         *head = list;
         *tail = last;
@@ -419,9 +436,9 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
     }
     for (char *obj = list; obj;) {
         /* a list longer than the slab holds an object twice: a double free */
-        if (unlikely(++n > s->capacity)) report_corrupted_link(p, last, obj, "a free list with a loop (an object freed twice)");
+        if (unlikely(++n > s->capacity)) report_list_overrun(p, s, list, NULL, "a slab's remote-free list");
         char *next = (char *)link_load(p, obj);
-        if (p->hardened) harden_check_slab_link(p, s, obj, next);
+        check_slab_link(p, s, obj, next);
         last = obj;
         obj = next;
     }
@@ -434,6 +451,11 @@ size_t central_splice_remote(pk_pool *p, slab *s) {
     void *head, *tail;
     size_t n = central_collect(p, s, &head, &tail);
     if (!n) return 0;
+    if (unlikely(n > s->used))
+        error_report(PK_FATAL, "corrupted free list", p->name, head,
+                     "the remote frees of a slab of pool '%s' bring home %zu objects where it has %u out: "
+                     "most likely a double free of one of them (%p and the objects it links to)",
+                     pool_name(p), n, s->used, head);
     link_store(p, tail, (uintptr_t)s->free);
     s->free = head;
     s->used -= (uint32_t)n;
@@ -459,8 +481,10 @@ static void collect_own(pk_pool *p, slab *s) {
 
 void central_collect_own(pk_pool *p) {
     ASSERT_POOL_LOCKED(p);
+    size_t left = p->slabs_total;
     for (int l = SLAB_PARTIAL; l <= SLAB_FULL; l++)
         for (slab *s = p->lists[l].head, *next; s; s = next) {
+            slab_walk_step(p, &left);
             next = s->next;
             collect_own(p, s);
         }
@@ -590,11 +614,15 @@ static void debug_check_free_slots(pk_pool *p, slab *s) {
     }
 }
 
+/* A slab's free list, walked before the slab goes: each link checked
+ * before it is followed (check_slab_link), and no more objects than the
+ * slab handed out. */
 static void check_slab_free_list(pk_pool *p, slab *s) {
     size_t n = 0;
-    for (char *f = s->free; f && n <= s->capacity; n++) {
+    for (char *f = s->free; f; n++) {
+        if (unlikely(n >= s->bump)) report_list_overrun(p, s, s->free, NULL, "a slab's free list");
         char *next = (char *)link_load(p, f);
-        harden_check_slab_link(p, s, f, next);
+        check_slab_link(p, s, f, next);
         f = next;
     }
 }
@@ -630,8 +658,9 @@ static size_t release_slab(pk_pool *p, slab *s, bool cache) {
  * (every one with `any`), leaving keep_free free slots for the reserve. */
 static size_t release_empty(pk_pool *p, bool any, uint32_t before) {
     slab_list *empty = &p->lists[SLAB_EMPTY];
-    size_t bytes = 0;
+    size_t bytes = 0, left = p->slabs_total;
     for (slab *s = empty->head, *next; s; s = next) {
+        slab_walk_step(p, &left);
         next = s->next;
         if (!any && (int32_t)(s->empty_tick - before) > 0) continue;
         if (p->slab_free - s->capacity < p->keep_free) break;
@@ -721,6 +750,14 @@ size_t central_reserve(pk_pool *p, size_t n) {
 }
 
 void central_free_all(pk_pool *p) {
+    /* Every pool's slab lists are walked once before they go (a hardened
+     * pool's at every release of a slab): a double free that left a loop in
+     * one, which no cheap check saw, is reported rather than forgotten. A
+     * region's are not: its destroy follows no link (pk_pool_destroy). */
+    bool walk = !p->hardened && !(p->flags & PK_POOL_REGION);
     for (int l = 0; l < SLAB_LISTS; l++)
-        while (p->lists[l].head) release_slab(p, p->lists[l].head, true);
+        while (p->lists[l].head) {
+            if (walk) check_slab_free_list(p, p->lists[l].head);
+            release_slab(p, p->lists[l].head, true);
+        }
 }

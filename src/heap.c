@@ -75,30 +75,37 @@ static void install(pk_pool *p, heap *h, tc_slot *c, slab *s) {
 }
 
 /* The slot list goes back onto the current slab's free list; the slab is
- * left on no list for the caller to place. A hardened pool's list is
- * checked link by link on the way (trim, thread exit, destroy), so a
- * forged link is reported there rather than kept. */
+ * left on no list for the caller to place. The list is checked object by
+ * object on the way (trim, thread exit, destroy; at a refill it is empty),
+ * in every mode, before any link is read: each object must be a slot of the
+ * slab handed out before, or the hot object (HOT_FREES), and the list can
+ * hold no more than the slab's slots and the hot object. So a forged or
+ * overwritten link, an interior pointer the inline free took, and a loop
+ * (an object freed twice with others between) are reported here, never
+ * followed out of the slab or walked for ever. */
 static slab *uninstall(pk_pool *p, heap *h, tc_slot *c) {
     slab *s = h->cur;
-    uintptr_t cur = cur_word(p, s);
-    size_t n = 0; /* counted: the inline paths keep no count */
-    char *keep = NULL, *last = NULL;
-    for (char *obj = tc_head(c), *next, *prev = NULL; obj; prev = obj, obj = next) {
-        /* SLOT GRID at the slab's boundary: the fast paths checked each
-         * object's slab and alignment only (harden.h). The head came from
-         * a free; every other object from a link. */
-        if (p->hardened) {
-            long idx = slab_slot_index(s, obj, &p->geo);
-            if (unlikely((idx < 0 || (uint32_t)idx >= s->bump) && obj != h->hot_obj)) {
+    size_t n = 0, met = 0, most = (size_t)s->capacity + HOT_FREES; /* n: the inline paths keep no count */
+    char *keep = NULL, *last = NULL, *head = tc_head(c);
+    for (char *obj = head, *next, *prev = NULL; obj; prev = obj, obj = next) {
+        if (unlikely(++met > most)) report_list_overrun(p, s, head, h->hot_obj, "the thread's free list");
+        /* SLOT GRID at the slab's boundary: the inline paths checked each
+         * object's slab (and a hardened pool's, its alignment) only
+         * (harden.h). The head came from a free; every other object from a
+         * link. */
+        long idx = slab_slot_index(s, obj, &p->geo);
+        slab *o = NULL;
+        if (idx < 0 || (uint32_t)idx >= s->bump) {
+            /* An object of another owned slab, freed onto the list for
+             * reuse while hot (HOT_FREES): home to its own slab. */
+            o = obj == h->hot_obj ? slab_of_slot(obj, p) : NULL;
+            if (unlikely(!o || o->owner != h || o->used == 0)) {
                 if (!prev) central_check_free(p, obj); /* reports a pointer that is no slot */
                 report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
             }
         }
         next = (char *)link_load(p, obj);
-        if (((uintptr_t)obj | p->slab_low) != cur) {
-            /* An object of another owned slab, freed onto the list for
-             * reuse while hot (HOT_FREES): home to its own slab. */
-            slab *o = slab_of_slot(obj, p);
+        if (o) {
             link_store(p, obj, (uintptr_t)o->free);
             o->free = obj;
             o->used--;
@@ -560,14 +567,20 @@ void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
     }
     /* The slabs of the heaps gone, found by the pool's list of all slabs
      * (whose owner changes only under the pool's lock). */
+    size_t left = p->slabs_total;
     for (slab *s = p->all; s; s = s->all_next) {
+        slab_walk_step(p, &left);
         heap *o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
         if (o && o != kept) central_lose_slab(p, s);
     }
     /* A thread gone may have counted a push it had not made yet: the
      * pending total is counted afresh from the lists themselves. */
     int64_t pending = 0;
-    for (slab *s = p->all; s; s = s->all_next) pending += (int64_t)central_count_remote(p, s);
+    left = p->slabs_total;
+    for (slab *s = p->all; s; s = s->all_next) {
+        slab_walk_step(p, &left);
+        pending += (int64_t)central_count_remote(p, s);
+    }
     if (kept) pending -= (int64_t)(kept->pushed - kept->collected);
     p->remote_base = pending;
 }

@@ -40,9 +40,12 @@ size_t pk_pool_trim(pk_pool *p) {
  * slots handed out at least once (slots past the high mark were never
  * written), page-rounded. */
 static size_t resident_bytes(const pk_pool *p) {
-    size_t bytes = 0;
+    size_t bytes = 0, left = p->slabs_total;
     for (int l = 0; l < SLAB_LISTS; l++)
-        for (const slab *s = p->lists[l].head; s; s = s->next) bytes += slab_touched(p, s);
+        for (const slab *s = p->lists[l].head; s; s = s->next) {
+            slab_walk_step(p, &left);
+            bytes += slab_touched(p, s);
+        }
     return bytes;
 }
 
@@ -76,13 +79,21 @@ void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
 }
 
 void pool_each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
+    size_t left = p->slabs_total;
     for (int l = 0; l < SLAB_LISTS; l++) {
         if (l == SLAB_EMPTY) continue;
         for (slab *s = p->lists[l].head; s; s = s->next) {
+            slab_walk_step(p, &left);
             uint64_t free_bits[(65536 / sizeof(uintptr_t) + 63) / 64] = {0};
+            /* Every free object is checked before its link is read, and met
+             * once: a slot met twice (a double free) or outside the slab (a
+             * link overwritten) is reported, never walked for ever. */
             for (char *f = s->free; f; f = (char *)link_load(p, f)) {
-                size_t i = slot_div((uint64_t)(f - s->objects), p->geo.slot, p->geo.recip);
-                free_bits[i / 64] |= (uint64_t)1 << (i % 64);
+                long i = slab_slot_index(s, f, &p->geo);
+                uint64_t bit = i >= 0 ? (uint64_t)1 << (i % 64) : 0;
+                if (unlikely(i < 0 || (uint32_t)i >= s->bump || (free_bits[i / 64] & bit)))
+                    report_list_overrun(p, s, s->free, NULL, "a slab's free list");
+                free_bits[i / 64] |= bit;
             }
             for (uint32_t i = 0; i < s->bump; i++)
                 if (!(free_bits[i / 64] & ((uint64_t)1 << (i % 64))))

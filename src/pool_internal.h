@@ -348,6 +348,15 @@ slab *central_check_free(pk_pool *p, void *obj);
 void central_debug_check_free(pk_pool *p, void *obj);
 /* Reports obj as freed twice (a second push of the head of a list). */
 PK_COLD __attribute__((noreturn)) void central_report_double_free(pk_pool *p, void *obj);
+/* Every walk of a pool's slab lists stops at the pool's slab count: one
+ * that runs longer lists a slab twice (memory of the pool's records was
+ * overwritten), and is reported rather than walked for ever. *left starts
+ * at the slab count (read before the walk, which may release slabs) and
+ * counts the slabs met down. */
+PK_COLD __attribute__((noreturn)) void central_report_slab_list(const pk_pool *p);
+static inline void slab_walk_step(const pk_pool *p, size_t *left) {
+    if (unlikely((*left)-- == 0)) central_report_slab_list(p);
+}
 
 /* Remote-free chains (heap.c pushes, central_collect takes): on pools whose
  * link word is an object's first and which have a second (slots of 16
@@ -494,6 +503,9 @@ tc_slot *tcache_slot(pk_pool *p);
 bool tcache_table_range(const tc_slot **lo, const tc_slot **hi);
 /* Threads registered now (they have used a pool and not exited). */
 size_t tcache_live_threads(void);
+/* Keys given out so far: every table's slots past it were never set up
+ * (read without the registry's lock, by the fault handler). */
+size_t tcache_keys_used(void);
 
 /* pool.c: calls fn(obj, sites, arg) on a debug pool's live objects (slot
  * addresses, in address order within a slab) until fn returns false;

@@ -56,18 +56,7 @@ slab *slab_lookup(const void *ptr) {
     return e ? __atomic_load_n(&e->slab, __ATOMIC_ACQUIRE) : NULL;
 }
 
-struct pk_pool *slab_owner(const void *ptr) {
-    map_entry *e = map_find(ptr);
-    if (!e || !__atomic_load_n(&e->slab, __ATOMIC_ACQUIRE)) return NULL;
-    struct pk_pool *pool = __atomic_load_n(&e->pool, __ATOMIC_RELAXED);
-    uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
-    uintptr_t slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
-    uintptr_t count = __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
-    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
-    uintptr_t a = (uintptr_t)ptr;
-    if (!slot || a < first || a - first >= slot * count) return NULL;
-    return slot_div(a - first, slot, recip) * slot == a - first ? pool : NULL;
-}
+struct pk_pool *slab_owner(const void *ptr) { return slot_owner(ptr); }
 
 bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, slab_geometry *g) {
     const size_t small_slab = (size_t)1 << GRANULE_SHIFT;
@@ -228,9 +217,13 @@ static void slab_forget(slab *s, bool cache) {
     else os_unmap(base, span);
 }
 
+uint64_t map_generation;
+
 void slab_destroy(slab *s, bool cache) {
     track_open(s->base, s->span); /* the shadow of unmapped memory must not stay poisoned */
     map_set((uintptr_t)s->base, (uintptr_t)s->base + s->span, &no_entry);
+    /* after the map forgets it, before its memory can serve another slab */
+    __atomic_add_fetch(&map_generation, 1, __ATOMIC_RELEASE);
     slab_forget(s, cache);
 }
 

@@ -101,7 +101,10 @@ bool tcache_attach(pk_pool *p) {
     rec_stock(); /* so the next thread to use a pool need not map a page */
     table_stock();
     if (free_count) p->key = free_keys[--free_count];
-    else if (key_count < TABLE_KEYS) p->key = key_count++;
+    else if (key_count < TABLE_KEYS) {
+        p->key = key_count;
+        __atomic_store_n(&key_count, key_count + 1, __ATOMIC_RELAXED); /* the fault handler reads it */
+    }
     else ok = false; /* the pool locks on every call instead */
     if (ok) key_pool[p->key] = p;
     pthread_mutex_unlock(&registry);
@@ -208,6 +211,8 @@ tc_slot *tcache_slot(pk_pool *p) {
         return NULL;
     return &tc_table[p->key];
 }
+
+size_t tcache_keys_used(void) { return __atomic_load_n(&key_count, __ATOMIC_RELAXED); }
 
 size_t tcache_live_threads(void) {
     size_t n = 0;

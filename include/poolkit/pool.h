@@ -130,8 +130,11 @@ PK_API void *pk_pool_alloc(pk_pool *pool);
  * whenever the call reaches
  * the library (an object of a slab other than the calling thread's current
  * one, hooks, zeroing): against the address map, or against a slab of the
- * thread's heap. An inline free of an object of the current slab is not
- * checked. Any thread unless PK_POOL_LOCAL. */
+ * thread's heap. An inline free of an object of the current slab is
+ * checked only not to be the object freed last (the head of the thread's
+ * list: a double free, reported); any other pointer into that slab is
+ * checked when the thread's list goes home (trim, thread exit, destroy),
+ * if still listed. Any thread unless PK_POOL_LOCAL. */
 PK_API void pk_pool_free(pk_pool *pool, void *obj);
 #endif
 
@@ -261,7 +264,8 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * free object's first word links to the next), and that slab's address
  * with the low bits of the third pool word set (0 when none: no pointer
  * or'ed with them gives 0). Allocation pops the list; a free of an object
- * of the current slab pushes onto it; anything else goes to the library.
+ * of the current slab that is not the list's head (freed again) pushes onto
+ * it; anything else goes to the library.
  *
  * A hardened pool's second word points two words earlier in its slot, so
  * that its first two are always 0 and a pointer into the thread's table
@@ -364,10 +368,13 @@ static inline __attribute__((always_inline)) int pk__pool_free_inline(pk_pool *p
     const uintptr_t *w = PK__REINTERPRET_CAST(const uintptr_t *, pool);
     pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(PK__STATIC_CAST(intptr_t, w[0])) + w[1]);
     uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), v = x | w[2];
-    if (__builtin_expect(v == PK__LOAD(c[1]), 1)) {
-        *PK__STATIC_CAST(pk__link *, obj) = PK__LOAD(c[0]);
-        PK__STORE(c[0], x);
-        return 1;
+    if (__builtin_expect(v == PK__LOAD(c[1]), 1)) { /* the current slab, not the head freed again */
+        uintptr_t head = PK__LOAD(c[0]);
+        if (__builtin_expect(x != head, 1)) {
+            *PK__STATIC_CAST(pk__link *, obj) = head;
+            PK__STORE(c[0], x);
+            return 1;
+        }
     }
     if (__builtin_expect(v == c[3], 1)) { /* a hardened pool's current slab, not the head freed again */
         uintptr_t head = c[2];
