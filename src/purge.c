@@ -84,6 +84,7 @@ static pthread_cond_t wake; /* on CLOCK_MONOTONIC, made by the first start */
 static bool wake_made;      /* under control */
 static bool running;        /* a thread exists; under control */
 static bool stop;           /* under state */
+static bool started;        /* the thread runs its own code; under state */
 static pthread_t thread;    /* under control */
 
 static void make_wake(void) {
@@ -143,6 +144,8 @@ static void *purge_main(void *arg) {
     (void)arg;
     uint64_t checked_alone = 0;
     pthread_mutex_lock(&state);
+    started = true;
+    pthread_cond_broadcast(&wake);
     for (;;) {
         uint64_t delay = (uint64_t)options_purge_delay_ms();
         if (!sleep_unless_stopped(sleep_ms(delay))) break;
@@ -177,6 +180,7 @@ static int start_thread(void) {
         exit_hook = true;
     }
     stop = false;
+    started = false;
     /* Every signal blocked in the thread (it inherits the mask it is created
      * with), so none is delivered to it instead of the program's threads. */
     sigset_t all, old;
@@ -188,6 +192,13 @@ static int start_thread(void) {
 #ifdef __GLIBC__
     pthread_setname_np(thread, "poolkit-purge");
 #endif
+    /* Back only once the thread runs its own code: a fork from here on
+     * finds it in no runtime's start (a sanitizer's allocates and frees
+     * there, and its allocator takes no lock at fork, so a child forked in
+     * that window inherits an allocator lock held by a thread it has not). */
+    pthread_mutex_lock(&state);
+    while (!started) pthread_cond_wait(&wake, &state);
+    pthread_mutex_unlock(&state);
     running = true;
     return 0;
 }
@@ -284,6 +295,7 @@ void purge_fork_unlock(void) { pthread_mutex_unlock(&control); }
 void purge_fork_child(void) {
     running = false;
     stop = false;
+    started = false;
     pthread_mutex_init(&state, NULL);
     if (wake_made) make_wake();
     if (ran_before_fork) __atomic_store_n(&start_due, true, __ATOMIC_RELAXED);
