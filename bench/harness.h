@@ -169,17 +169,6 @@ typedef struct bench_contender {
 
 #define BENCH_CONTENDER(subject, label) {subject, label, NULL, NULL}
 
-/* Issue 19's candidate cores (lab/peer_proto.c), the rows --protos adds, in
- * this order (docs/design/core3-prototypes.md). */
-#define BENCH_NPROTOS 6
-#define BENCH_PROTO_CONTENDERS                                          \
-    BENCH_CONTENDER("proto sharded", "proto (a) sharded"),              \
-    BENCH_CONTENDER("proto cachebin", "proto (b) cache bin"),           \
-    BENCH_CONTENDER("proto hybrid", "proto (c) hybrid"),                \
-    BENCH_CONTENDER("proto packed", "proto (d) sharded, packed"),       \
-    BENCH_CONTENDER("proto hybrid packed", "proto (e) hybrid, packed"), \
-    BENCH_CONTENDER("proto single packed", "proto (f) one list, packed")
-
 static inline void bench_find(bench_contender *c, int n, int skip_peers) {
     for (int i = 0; i < n; i++) {
         int peer = !c[i].label[0];
