@@ -39,8 +39,6 @@
 #define K_FREE(c, p, sz) pk_pool_free((pk_pool *)(c), (p))
 #include "kernels.h"
 #undef K_NAME
-#undef K_ALLOC
-#undef K_FREE
 
 static char empty_buf[64];
 #define K_NAME empty
@@ -48,8 +46,6 @@ static char empty_buf[64];
 #define K_FREE(c, p, sz) LAB_ESCAPE(p)
 #include "kernels.h"
 #undef K_NAME
-#undef K_ALLOC
-#undef K_FREE
 
 #include "naive_global.h"
 
@@ -58,8 +54,6 @@ static char empty_buf[64];
 #define K_FREE(c, p, sz) naive_free(p)
 #include "kernels.h"
 #undef K_NAME
-#undef K_ALLOC
-#undef K_FREE
 
 static BENCH_KERNEL void *naive_alloc_call(size_t size) { return naive_alloc(size); }
 static BENCH_KERNEL void naive_free_call(void *p) { naive_free(p); }
@@ -118,11 +112,7 @@ static void setup(int want_peers) {
         } else {
             k->a = lab_allocator_named(k->lab_name);
             if (!k->a->available) k->why = k->a->why;
-            else if (c >= C_MI) {
-                snprintf(k->label, sizeof k->label, "%.60s", k->a->version);
-                char *deb = strstr(k->label, " (Debian");
-                if (deb) *deb = 0;
-            }
+            else if (c >= C_MI) bench_peer_label(k->label, sizeof k->label, k->a);
         }
         for (int s = 0; s < NSIZES && !k->why; s++) {
             k->ctx[s] = k->a == &here[0]
