@@ -26,7 +26,7 @@
  * Usage: bench_bintrees [--depth N] [--reps N] [--quick]
  */
 #include "harness.h"
-#include "../lab/bintrees.h"
+#include "bintrees.h" /* the lab's (pk_lab_core's include directory) */
 
 #include <poolkit/arena.h>
 #include <poolkit/error.h>

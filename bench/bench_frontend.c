@@ -25,24 +25,18 @@
 #define K_FREE(c, p, sz) pk_pool_free((pk_pool *)(c), (p))
 #include "kernels.h"
 #undef K_NAME
-#undef K_ALLOC
-#undef K_FREE
 
 #define K_NAME front
 #define K_ALLOC(c, sz) pk_alloc(sz)
 #define K_FREE(c, p, sz) pk_free(p)
 #include "kernels.h"
 #undef K_NAME
-#undef K_ALLOC
-#undef K_FREE
 
 #define K_NAME sized
 #define K_ALLOC(c, sz) pk_alloc(sz)
 #define K_FREE(c, p, sz) pk_free_sized((p), (sz))
 #include "kernels.h"
 #undef K_NAME
-#undef K_ALLOC
-#undef K_FREE
 
 static char empty_buf[64];
 #define K_NAME empty

@@ -19,10 +19,7 @@
  *                         call into libpoolkit.so; target: <= 1.2x the naive list
  *                         behind calls (no peers: it does not link the lab)
  *
- * --protos adds issue 19's candidate cores (lab/peer_proto.c;
- * docs/design/core3-prototypes.md) as rows.
- *
- * Usage: bench_hotloop [--reps N] [--quick] [--iters N] [--no-peers] [--protos]
+ * Usage: bench_hotloop [--reps N] [--quick] [--iters N] [--no-peers]
  */
 #include "harness.h"
 
@@ -42,8 +39,6 @@
 #define K_FREE(c, p, sz) pk_pool_free((pk_pool *)(c), (p))
 #include "kernels.h"
 #undef K_NAME
-#undef K_ALLOC
-#undef K_FREE
 
 static char empty_buf[64];
 #define K_NAME empty
@@ -51,8 +46,6 @@ static char empty_buf[64];
 #define K_FREE(c, p, sz) LAB_ESCAPE(p)
 #include "kernels.h"
 #undef K_NAME
-#undef K_ALLOC
-#undef K_FREE
 
 #include "naive_global.h"
 
@@ -61,8 +54,6 @@ static char empty_buf[64];
 #define K_FREE(c, p, sz) naive_free(p)
 #include "kernels.h"
 #undef K_NAME
-#undef K_ALLOC
-#undef K_FREE
 
 static BENCH_KERNEL void *naive_alloc_call(size_t size) { return naive_alloc(size); }
 static BENCH_KERNEL void naive_free_call(void *p) { naive_free(p); }
@@ -72,7 +63,7 @@ static BENCH_KERNEL void naive_free_call(void *p) { naive_free(p); }
 #include "kernels.h"
 
 enum { C_EMPTY, C_NAIVE, C_NAIVE_CALL, C_POOL, C_LOCAL, C_HARD, C_DEBUG, C_GLIBC, C_MI, C_JE, C_TC,
-       C_PSH, C_PCB, C_PHY, C_PPK, C_PHP, C_PSG, NCONT };
+       NCONT };
 
 #define NSIZES 5
 static const size_t sizes[NSIZES] = {16, 32, 64, 128, 256};
@@ -96,19 +87,12 @@ static struct contender {
     {"mimalloc", "mimalloc", 0, NULL, {0}, NULL},
     {"jemalloc", "jemalloc", 0, NULL, {0}, NULL},
     {"tcmalloc", "tcmalloc", 0, NULL, {0}, NULL},
-    /* issue 19's candidate cores (lab/peer_proto.c), with --protos */
-    {"proto (a) sharded", "proto sharded", 0, NULL, {0}, NULL},
-    {"proto (b) cache bin", "proto cachebin", 0, NULL, {0}, NULL},
-    {"proto (c) hybrid", "proto hybrid", 0, NULL, {0}, NULL},
-    {"proto (d) sharded, packed", "proto packed", 0, NULL, {0}, NULL},
-    {"proto (e) hybrid, packed", "proto hybrid packed", 0, NULL, {0}, NULL},
-    {"proto (f) one list, packed", "proto single packed", 0, NULL, {0}, NULL},
 };
 
 static lab_allocator here[4]; /* pk, empty, naive, naivecall */
 
 /* Finds or makes every contender's allocator and contexts. */
-static void setup(int want_peers, int want_protos) {
+static void setup(int want_peers) {
     pk_fill(&here[0]);
     empty_fill(&here[1]);
     naive_fill(&here[2]);
@@ -123,20 +107,12 @@ static void setup(int want_peers, int want_protos) {
             k->a = &here[c + 1];
         } else if (PK_MODE_CALLS) {
             k->why = "measured by bench_hotloop";
-        } else if (c >= C_PSH && !want_protos) {
-            k->why = "skipped (no --protos)";
-        } else if (c >= C_PSH) {
-            k->a = lab_allocator_named(k->lab_name);
         } else if (c >= C_MI && !want_peers) {
             k->why = "skipped (--no-peers)";
         } else {
             k->a = lab_allocator_named(k->lab_name);
             if (!k->a->available) k->why = k->a->why;
-            else if (c >= C_MI) {
-                snprintf(k->label, sizeof k->label, "%.60s", k->a->version);
-                char *deb = strstr(k->label, " (Debian");
-                if (deb) *deb = 0;
-            }
+            else if (c >= C_MI) bench_peer_label(k->label, sizeof k->label, k->a);
         }
         for (int s = 0; s < NSIZES && !k->why; s++) {
             k->ctx[s] = k->a == &here[0]
@@ -172,8 +148,7 @@ int main(int argc, char **argv) {
     printf("iterations per run: %ld; ns per alloc+free pair; ratio = median over repetitions of "
            "(contender / reference in the same repetition)\n",
            iters);
-    int want_protos = bench_arg_flag(&o, "--protos");
-    setup(want_peers, want_protos);
+    setup(want_peers);
 
     /* Reference of the ratios: the inlined list, or the list behind calls
      * when pk itself is called. */
@@ -213,7 +188,6 @@ int main(int argc, char **argv) {
         printf("size %zu B\n", sizes[s]);
         double empty = bench_median(&t[s][C_EMPTY]);
         for (int c = 0; c < NCONT; c++) {
-            if (cont[c].why && c >= C_PSH && !want_protos) continue;
             if (cont[c].why) {
                 bench_row_na(cont[c].label, cont[c].why);
                 continue;

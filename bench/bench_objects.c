@@ -28,7 +28,7 @@
  * Usage: bench_objects [--reps N] [--quick] [--iters N] [--depth N] [--wall]
  */
 #include "harness.h"
-#include "../lab/bintrees.h"
+#include "bintrees.h" /* the lab's (pk_lab_core's include directory) */
 
 #include <poolkit/poolkit.h>
 

@@ -37,11 +37,7 @@
  * 1M; 200,000 pairs). About a minute and a half on a quiet 2-core machine,
  * --quick a quarter of that.
  *
- * --protos adds issue 19's candidate cores (lab/peer_proto.c, after a
- * self-check) and their ratios to the fastest malloc
- * (docs/design/core3-prototypes.md).
- *
- * Usage: bench_workset [--reps N] [--quick] [--pairs N] [--no-peers] [--protos]
+ * Usage: bench_workset [--reps N] [--quick] [--pairs N] [--no-peers]
  */
 #include "harness.h"
 #include "workset.h"
@@ -50,7 +46,7 @@
 
 #define CAP_NS 250e6
 
-enum { C_EMPTY, C_NAIVE, C_POOL, C_HARD, C_GLIBC, C_MI, C_JE, C_TC, C_PSH, C_PCB, C_PHY, C_PPK, C_PHP, C_PSG, NCONT };
+enum { C_EMPTY, C_NAIVE, C_POOL, C_HARD, C_GLIBC, C_MI, C_JE, C_TC, NCONT };
 static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("empty loop", "empty loop (no allocator)"),
     BENCH_CONTENDER("naive free list", "naive free list (heap struct)"),
@@ -60,10 +56,7 @@ static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("mimalloc", ""),
     BENCH_CONTENDER("jemalloc", ""),
     BENCH_CONTENDER("tcmalloc", ""),
-    /* issue 19's candidate cores (lab/peer_proto.c), with --protos */
-    BENCH_PROTO_CONTENDERS,
 };
-static const int protos[BENCH_NPROTOS] = {C_PSH, C_PCB, C_PHY, C_PPK, C_PHP, C_PSG};
 static const int mallocs[] = {C_GLIBC, C_MI, C_JE, C_TC};
 #define NMALLOCS 4
 
@@ -82,8 +75,6 @@ static bench_series r_bound[MAXS][MAXN][WORKSET_ORDERS], r_malloc[MAXS][MAXN][WO
 static bench_series r_naive[MAXS][MAXN][WORKSET_ORDERS];
 /* per-repetition ratios of the hardened pool to the default one (issue 20) */
 static bench_series r_hard[MAXS][MAXN][WORKSET_ORDERS];
-/* --protos: each prototype's per-repetition ratio to the fastest malloc */
-static bench_series r_proto[BENCH_NPROTOS][MAXS][MAXN][WORKSET_ORDERS];
 
 /* "1k", "10k", "1M": buf holds 24 bytes. */
 static const char *fmt_n(long n, char *buf) {
@@ -121,15 +112,6 @@ int main(int argc, char **argv) {
            "in a fresh child process after an untimed first phase\n", pairs, CAP_NS / 1e6);
 
     bench_find(cont, NCONT, !want_peers);
-    int want_protos = bench_arg_flag(&o, "--protos");
-    for (int i = 0; i < BENCH_NPROTOS; i++)
-        if (!want_protos) cont[protos[i]].why = "skipped (no --protos)";
-    if (want_protos) {
-        char msg[256];
-        int rc = lab_proto_selfcheck(msg, sizeof msg);
-        printf("prototype self-check: %s\n", msg);
-        if (rc != 0) return 1;
-    }
 
     int failed = 0;
     for (int rep = -1; rep < o.reps; rep++) {
@@ -162,13 +144,6 @@ int main(int argc, char **argv) {
                             bench_add(&rss[s][k][c], v[c][6] * 1024.0);
                         }
                     }
-                    for (int i = 0; i < BENCH_NPROTOS; i++) {
-                        double f = INFINITY;
-                        for (int m = 0; m < NMALLOCS; m++)
-                            if (ok[mallocs[m]] && v[mallocs[m]][0] < f) f = v[mallocs[m]][0];
-                        if (ok[protos[i]] && isfinite(f))
-                            bench_add(&r_proto[i][s][k][ord], v[protos[i]][0] / f);
-                    }
                     if (ok[C_POOL] && ok[C_HARD])
                         bench_add(&r_hard[s][k][ord], v[C_HARD][0] / v[C_POOL][0]);
                     double fastest = INFINITY;
@@ -192,7 +167,6 @@ int main(int argc, char **argv) {
             for (int k = 0; k < nn; k++) printf(" %9s", fmt_n(ns_[k], b1));
             printf("   spread (max-min)/median, worst N\n");
             for (int c = 0; c < NCONT; c++) {
-                if (cont[c].why && c >= C_PSH && !want_protos) continue;
                 if (cont[c].why) {
                     bench_row_na(cont[c].label, cont[c].why);
                     continue;
@@ -210,12 +184,6 @@ int main(int argc, char **argv) {
             }
             printf("  %-34s", "pk_pool / fastest of the mallocs");
             for (int k = 0; k < nn; k++) printf(" %8.2fx", bench_median(&r_malloc[s][k][ord]));
-            for (int i = 0; i < BENCH_NPROTOS && want_protos; i++) {
-                char lbl[64];
-                snprintf(lbl, sizeof lbl, "%s / fastest malloc", cont[protos[i]].label);
-                printf("\n  %-34s", lbl);
-                for (int k = 0; k < nn; k++) printf(" %8.2fx", bench_median(&r_proto[i][s][k][ord]));
-            }
             printf("\n  %-34s", "HARDENED / default pk_pool");
             for (int k = 0; k < nn; k++) printf(" %8.2fx", bench_median(&r_hard[s][k][ord]));
             printf("\n  %-34s", "pk_pool / naive free list");

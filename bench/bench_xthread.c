@@ -15,13 +15,12 @@
  * take if memory were never reused); the hardened pool at most 1.15x the
  * default (issue 20; the median of per-repetition ratios).
  *
- * --protos adds issue 19's candidate cores (lab/peer_proto.c); --churn runs
- * the lab's churn workload instead (one thread: a live set of 256 objects,
+ * --churn runs the lab's churn workload instead (one thread: a live set of 256 objects,
  * each step frees a random one and allocates its replacement; the
  * larson-like steady state of docs/design/core3-prototypes.md), reported
  * without targets.
  *
- * Usage: bench_xthread [--reps N] [--quick] [--objects N] [--protos] [--churn]
+ * Usage: bench_xthread [--reps N] [--quick] [--objects N] [--churn]
  */
 #include "harness.h"
 #include "kernels.h" /* LAB_SPSC_CAP */
@@ -30,7 +29,7 @@
 
 #define OBJ_SIZE 32
 
-enum { C_RING, C_GLIBC, C_JE, C_TC, C_MI, C_POOL, C_HARD, C_P0, NCONT = C_P0 + BENCH_NPROTOS };
+enum { C_RING, C_GLIBC, C_JE, C_TC, C_MI, C_POOL, C_HARD, NCONT };
 static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("empty loop", "queues alone (no allocation)"),
     BENCH_CONTENDER("glibc malloc", "glibc malloc/free"),
@@ -39,7 +38,6 @@ static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("mimalloc", ""),
     BENCH_CONTENDER("poolkit pk_pool", "pk_pool default"),
     BENCH_CONTENDER("poolkit pk_pool HARDENED", "pk_pool HARDENED"),
-    BENCH_PROTO_CONTENDERS,
 };
 
 static int churn; /* --churn: the churn workload on one thread */
@@ -72,7 +70,6 @@ int main(int argc, char **argv) {
     bench_opts o = bench_parse(argc, argv, 5);
     long n = bench_arg_long(&o, "--objects", o.quick ? 500000 : 2000000);
     churn = bench_arg_flag(&o, "--churn");
-    int want_protos = bench_arg_flag(&o, "--protos");
     if (churn)
         o.method = "median of interleaved repetitions after a warm-up; churn: one thread, 256 "
                    "live objects, each step frees a random one and allocates another";
@@ -88,8 +85,6 @@ int main(int argc, char **argv) {
                "each run is a forked child; peak RSS = child's VmHWM - its VmRSS at start\n",
                n, LAB_SPSC_CAP);
     bench_find(cont, NCONT, 0);
-    for (int c = C_P0; c < NCONT; c++)
-        if (!want_protos) cont[c].why = "skipped (no --protos)";
 
     bench_series t[NCONT] = {{{0}, 0}}, rss[NCONT] = {{{0}, 0}}, ratio_mi = {{0}, 0};
     bench_series ratio_hard = {{0}, 0};
@@ -118,7 +113,6 @@ int main(int argc, char **argv) {
     printf("\n  %-34s %10s %-5s %-25s  %s\n", "contender", "median", "", "[min - max]",
            "peak RSS growth (median)");
     for (int c = 0; c < NCONT; c++) {
-        if (c >= C_P0 && !want_protos) continue;
         if (cont[c].why || (failed[c] && t[c].n == 0)) {
             bench_row_na(cont[c].label, cont[c].why ? cont[c].why : "the child process failed");
             continue;

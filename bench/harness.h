@@ -169,26 +169,19 @@ typedef struct bench_contender {
 
 #define BENCH_CONTENDER(subject, label) {subject, label, NULL, NULL}
 
-/* Issue 19's candidate cores (lab/peer_proto.c), the rows --protos adds, in
- * this order (docs/design/core3-prototypes.md). */
-#define BENCH_NPROTOS 6
-#define BENCH_PROTO_CONTENDERS                                          \
-    BENCH_CONTENDER("proto sharded", "proto (a) sharded"),              \
-    BENCH_CONTENDER("proto cachebin", "proto (b) cache bin"),           \
-    BENCH_CONTENDER("proto hybrid", "proto (c) hybrid"),                \
-    BENCH_CONTENDER("proto packed", "proto (d) sharded, packed"),       \
-    BENCH_CONTENDER("proto hybrid packed", "proto (e) hybrid, packed"), \
-    BENCH_CONTENDER("proto single packed", "proto (f) one list, packed")
+/* A peer's label: its version line without the Debian package's
+ * ("jemalloc 5.3.0 (Debian 5.3.0-1)" gives "jemalloc 5.3.0"). */
+static inline void bench_peer_label(char *label, size_t len, const lab_allocator *a) {
+    snprintf(label, len, "%.60s", a->version);
+    char *deb = strstr(label, " (Debian");
+    if (deb) *deb = 0;
+}
 
 static inline void bench_find(bench_contender *c, int n, int skip_peers) {
     for (int i = 0; i < n; i++) {
         int peer = !c[i].label[0];
         c[i].a = lab_allocator_named(c[i].subject);
-        if (peer) {
-            snprintf(c[i].label, sizeof c[i].label, "%.60s", c[i].a->version);
-            char *deb = strstr(c[i].label, " (Debian"); /* "jemalloc 5.3.0 (Debian 5.3.0-1)" */
-            if (deb) *deb = 0;
-        }
+        if (peer) bench_peer_label(c[i].label, sizeof c[i].label, c[i].a);
         if (peer && skip_peers) c[i].why = "skipped (--no-peers)";
         else if (!c[i].a->available) c[i].why = c[i].a->why;
     }

@@ -10,7 +10,9 @@
  *   K_THREADS       1 to generate the thread workloads (thread-safe allocators)
  *
  * and gets static functions K_NAME_hot, _batch, _pattern, _workset (and _churn,
- * _pc and the shapes of kernels_shapes.h), plus K_FILL(a), which puts them in a lab_allocator. The working-set
+ * _pc and the shapes of kernels_shapes.h), plus K_FILL(a), which puts them in a lab_allocator. All
+ * but K_NAME are undefined at the end, so a file that includes it again (one
+ * adapter per mode) defines them afresh and #undefs K_NAME only. The working-set
  * loop itself lives in workset.h. These are the only copies of the
  * workloads: bench/'s programs run them too, through the adapters or
  * (bench_hotloop) by including this header over their own contenders.
@@ -256,5 +258,11 @@ static void K(fill)(lab_allocator *a) {
 #endif
 }
 #define K_FILL(a) K(fill)(a)
+
+#undef K_ALLOC
+#undef K_FREE
+#undef K_RESET
+#undef K_FREES_EACH
+#undef K_THREADS
 
 #endif

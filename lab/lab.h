@@ -341,12 +341,6 @@ lab_allocator **lab_allocators(void);
 /* By subject, or NULL. */
 lab_allocator *lab_allocator_named(const char *subject);
 
-/* Issue 19's prototype cores (peer_proto.c, adapters "proto sharded",
- * "proto cachebin", "proto hybrid"): a self-check run once by bench/'s
- * --protos (no object handed out twice, slots aligned, empty slabs given
- * back after the delay); 0 with a summary in msg, or -1 with the fault. */
-int lab_proto_selfcheck(char *msg, size_t len);
-
 /* ---- measurements bench/'s programs share -----------------------------------
  *
  * What an experiment measures for one point, callable alone, so that

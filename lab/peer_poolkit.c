@@ -28,11 +28,6 @@ static void pkpool_close(void *ctx) { pk_pool_destroy((pk_pool *)ctx); }
 #define K_THREADS 1
 #include "kernels.h"
 #undef K_NAME
-#undef K_ALLOC
-#undef K_FREE
-#undef K_FREES_EACH
-#undef K_THREADS
-#undef K_RESET
 
 /* Chunks sized so that the hot loop's 1024 objects between resets fit one
  * chunk, as a user sizing an arena for a batch would. */

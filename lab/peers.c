@@ -21,12 +21,6 @@ void lab_adapter_naive(lab_allocator *a);
 void lab_adapter_pk_pool_local(lab_allocator *a);
 void lab_adapter_pk_pool_hardened(lab_allocator *a);
 void lab_adapter_pk_pool_debug(lab_allocator *a);
-void lab_adapter_proto_sharded(lab_allocator *a);
-void lab_adapter_proto_cachebin(lab_allocator *a);
-void lab_adapter_proto_hybrid(lab_allocator *a);
-void lab_adapter_proto_packed(lab_allocator *a);
-void lab_adapter_proto_hypack(lab_allocator *a);
-void lab_adapter_proto_single(lab_allocator *a);
 
 static void (*const adapters[])(lab_allocator *) = {
     lab_adapter_glibc,      lab_adapter_jemalloc,   lab_adapter_mimalloc,
@@ -36,9 +30,6 @@ static void (*const adapters[])(lab_allocator *) = {
     /* for bench/'s programs: its reference and poolkit's other modes */
     lab_adapter_naive,      lab_adapter_pk_pool_local, lab_adapter_pk_pool_hardened,
     lab_adapter_pk_pool_debug,
-    /* issue 19's candidate cores (peer_proto.c), for bench/'s --protos */
-    lab_adapter_proto_sharded, lab_adapter_proto_cachebin, lab_adapter_proto_hybrid,
-    lab_adapter_proto_packed, lab_adapter_proto_hypack, lab_adapter_proto_single,
 };
 #define NADAPTERS (int)(sizeof adapters / sizeof adapters[0])
 
