@@ -49,6 +49,9 @@ static heap *heap_get(pk_pool *p, tc_slot *c) {
     memset(h, 0, sizeof *h);
     h->pool = p;
     h->slot = c;
+    h->list = p->list_at == LIST_SLOT ? (tc_list *)&c->head : p->list_at == LIST_HARDENED ? (tc_list *)&c->hhead : &h->own;
+    c->low = p->slab_low;
+    c->secret = p->list_at == LIST_HARDENED ? p->hard.secret : 0;
     h->rng = (p->hard.secret ^ (uintptr_t)h) * 0x9E3779B97F4A7C15ull | 1; /* read-only after creation */
     pool_lock(p);
     h->next = p->heaps;
@@ -61,7 +64,7 @@ static heap *heap_get(pk_pool *p, tc_slot *c) {
 
 /* ---- The current slab. ---- */
 
-static void install(pk_pool *p, heap *h, tc_slot *c, slab *s) {
+static void install(pk_pool *p, heap *h, slab *s) {
     size_t n = s->bump - s->used; /* its free list's length */
     void *head = s->free;
     s->free = NULL;
@@ -70,20 +73,20 @@ static void install(pk_pool *p, heap *h, tc_slot *c, slab *s) {
     BUMP(h->used, n);
     BUMP(h->allocs, n);
     h->cur = s;
-    __atomic_store_n(&c->cur, cur_word(p, s), __ATOMIC_RELAXED);
-    tc_set(c, head, (intptr_t)n);
+    list_set_cur(h, cur_word(p, s));
+    list_set(h, head, n);
 }
 
 /* The slot list goes back onto the current slab's free list; the slab is
  * left on no list for the caller to place. A hardened pool's list is
  * checked link by link on the way (trim, thread exit, destroy), so a
  * forged link is reported there rather than kept. */
-static slab *uninstall(pk_pool *p, heap *h, tc_slot *c) {
+static slab *uninstall(pk_pool *p, heap *h) {
     slab *s = h->cur;
     uintptr_t cur = cur_word(p, s);
     size_t n = 0; /* counted: the inline paths keep no count */
     char *keep = NULL, *last = NULL;
-    for (char *obj = tc_head(c), *next, *prev = NULL; obj; prev = obj, obj = next) {
+    for (char *obj = tc_head(h->list), *next, *prev = NULL; obj; prev = obj, obj = next) {
         /* SLOT GRID at the slab's boundary: the fast paths checked each
          * object's slab and alignment only (harden.h). The head came from
          * a free; every other object from a link. */
@@ -117,8 +120,8 @@ static slab *uninstall(pk_pool *p, heap *h, tc_slot *c) {
     s->used -= (uint32_t)n;
     BUMP(h->used, -n);
     BUMP(h->frees, n);
-    tc_set(c, NULL, 0);
-    __atomic_store_n(&c->cur, 0, __ATOMIC_RELAXED);
+    list_set(h, NULL, 0);
+    list_set_cur(h, 0);
     h->cur = NULL;
     s->list = SLAB_NOWHERE;
     return s;
@@ -196,7 +199,7 @@ static slab *next_slab(pk_pool *p, heap *h, bool may_map) {
 }
 
 /* Links the current slab's next never-used slots onto the empty slot list. */
-static bool extend(pk_pool *p, heap *h, tc_slot *c, slab *s) {
+static bool extend(pk_pool *p, heap *h, slab *s) {
     if (s->bump >= s->capacity) return false;
     void *list = NULL;
     size_t before = slab_touched(p, s);
@@ -207,7 +210,7 @@ static bool extend(pk_pool *p, heap *h, tc_slot *c, slab *s) {
     BUMP(h->used, k);
     BUMP(h->allocs, k);
     BUMP(h->resident, slab_touched(p, s) - before);
-    tc_set(c, list, (intptr_t)k);
+    list_set(h, list, k);
     return true;
 }
 
@@ -220,7 +223,7 @@ static void note_peak(pk_pool *p, heap *h);
  * slots below its high mark, then any slab with free slots (the heap's own,
  * or the pool's), and only then slots never touched, so a program that
  * repeats a phase faults no page back in. */
-static bool refill(pk_pool *p, heap *h, tc_slot *c) {
+static bool refill(pk_pool *p, heap *h) {
     /* A slow path: the purge's poll (a coarse clock's read), and what waits
      * goes home now. A thread that only cycles through slabs it owns
      * reaches the library at refills alone, and other pools' idle memory
@@ -238,20 +241,20 @@ static bool refill(pk_pool *p, heap *h, tc_slot *c) {
             BUMP(h->collected, n);
             BUMP(h->allocs, n);
             BUMP(h->frees, n);
-            tc_set(c, head, (intptr_t)n);
+            list_set(h, head, n);
             return true;
         }
-        if (s->bump < s->high && extend(p, h, c, s)) return true;
+        if (s->bump < s->high && extend(p, h, s)) return true;
         next = next_slab(p, h, false);
-        if (!next && extend(p, h, c, s)) return true;
-        uninstall(p, h, c); /* every slot out, or fresh ones left for later */
+        if (!next && extend(p, h, s)) return true;
+        uninstall(p, h); /* every slot out, or fresh ones left for later */
         if (s->bump < s->capacity) slab_list_append(&h->avail, s, HEAP_AVAIL);
         else slab_list_append(&h->full, s, HEAP_FULL);
     }
     if (!next) next = next_slab(p, h, true);
     if (!next) return false;
-    install(p, h, c, next);
-    return tc_head(c) || extend(p, h, c, next);
+    install(p, h, next);
+    return tc_head(h->list) || extend(p, h, next);
 }
 
 /* The pool's peak (stats' peak_live): each refill adds what the heap took
@@ -274,17 +277,17 @@ static void note_peak(pk_pool *p, heap *h) {
 
 void *heap_alloc(pk_pool *p, tc_slot *c) {
     heap *h = heap_get(p, c);
-    if (!tc_head(c)) {
-        if (!refill(p, h, c)) {
+    if (!tc_head(h->list)) {
+        if (!refill(p, h)) {
             errno = ENOMEM;
             return NULL;
         }
         note_peak(p, h);
     }
-    char *obj = tc_head(c);
+    char *obj = tc_head(h->list);
     char *next = (char *)link_load(p, obj);
     if (p->hardened && next && next != h->hot_obj) harden_check_slab_link(p, h->cur, obj, next);
-    tc_set(c, next, tc_count(c) - 1);
+    list_set(h, next, h->count - 1);
     return obj;
 }
 
@@ -381,10 +384,10 @@ void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
     heap *h = heap_get(p, c);
     /* the head of the thread's list, of the current slab or the hot
      * object of another, freed again */
-    if (unlikely(obj == tc_head(c))) central_report_double_free(p, obj);
+    if (unlikely(obj == tc_head(h->list))) central_report_double_free(p, obj);
     if (s == h->cur) {
-        link_store(p, obj, (uintptr_t)tc_head(c));
-        tc_set(c, obj, tc_count(c) + 1);
+        link_store(p, obj, (uintptr_t)tc_head(h->list));
+        list_set(h, obj, h->count + 1);
         return;
     }
     heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
@@ -396,14 +399,14 @@ void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
     }
     if (s->adopted) BUMP(h->adopted_frees, 1);
     if (unlikely(obj == s->free || s->used == 0)) central_report_double_free(p, obj);
-    if (h->hot_obj && tc_head(c) == h->hot_obj) { /* not taken: home first */
+    if (h->hot_obj && tc_head(h->list) == h->hot_obj) { /* not taken: home first */
         void *hot = h->hot_obj;
         h->hot_obj = NULL;
-        tc_set(c, (void *)link_load(p, hot), tc_count(c) - 1);
+        list_set(h, (void *)link_load(p, hot), h->count - 1);
         h->hot_off = ++h->hot_evicted >= HOT_PHASE; /* a phase of frees: none until a refill */
         free_home(p, h, h->hot_slab, hot);
     }
-    if (heap_free_hot(p, c, h, s, obj)) return;
+    if (heap_free_hot(p, h, s, obj)) return;
     free_home(p, h, s, obj);
 }
 
@@ -427,9 +430,7 @@ static void each_other_slab(pk_pool *p, heap *h, void (*fn)(pk_pool *, heap *, s
 /* h's record and c's slot, as a thread that never used the pool has them. */
 static void heap_clear(heap *h, tc_slot *c) {
     memset(h, 0, sizeof *h);
-    c->heap = NULL;
-    tc_set(c, NULL, 0);
-    __atomic_store_n(&c->cur, 0, __ATOMIC_RELAXED);
+    memset(c, 0, sizeof *c);
 }
 
 static void abandon_slab(pk_pool *p, heap *h, slab *s) {
@@ -443,7 +444,7 @@ void heap_abandon(pk_pool *p, tc_slot *c) {
     if (!h) return;
     ASSERT_POOL_LOCKED(p);
     if (h->pend_slab) flush(p, h);
-    if (h->cur) abandon_slab(p, h, uninstall(p, h, c));
+    if (h->cur) abandon_slab(p, h, uninstall(p, h));
     each_other_slab(p, h, abandon_slab);
     PK_ASSERT_INTERNAL(h->used == 0 && h->resident == 0);
     note_peak(p, h); /* its count stays: its live objects are still out */
@@ -500,13 +501,13 @@ void heap_forget_all(pk_pool *p) {
  * contract asks for exact stats. Its reads race by design, so they are
  * left out of ThreadSanitizer's view. */
 static NO_TSAN size_t racy_slot_length(const pk_pool *p, const heap *h) {
-    const tc_slot *c = h->slot;
-    uintptr_t cur = __atomic_load_n(&c->cur, __ATOMIC_RELAXED);
+    const tc_list *l = h->list;
+    uintptr_t cur = tc_cur(l);
     const slab *s = h->cur; /* records are never unmapped */
     if (!cur || !s || (uintptr_t)s->base != (cur & ~(uintptr_t)(p->geo.slab_align - 1))) return 0;
     uintptr_t first = (uintptr_t)s->objects, size = (uintptr_t)s->capacity * p->geo.slot;
     size_t n = 0;
-    for (uintptr_t x = (uintptr_t)__atomic_load_n(&c->head, __ATOMIC_RELAXED); x && n < s->capacity + HOT_FREES; n++) {
+    for (uintptr_t x = (uintptr_t)tc_head(l); x && n < s->capacity + HOT_FREES; n++) {
         uintptr_t off = x - first;
         if ((x < first || off >= size || !slot_on_grid(off, p->geo.slot, p->geo.recip)) &&
             !slab_of_slot((void *)x, p)) /* a hot object of another slab of the pool's is mapped too */
@@ -518,10 +519,10 @@ static NO_TSAN size_t racy_slot_length(const pk_pool *p, const heap *h) {
 }
 
 void heap_sum(const pk_pool *p, heap_sums *out) {
-    bool uncounted = p->tc_key != TC_NO_KEY || p->hard.lean;
+    bool uncounted = p->list_at != LIST_HEAP || p->hard.lean;
     memset(out, 0, sizeof *out);
     for (const heap *h = p->heaps; h; h = h->next) {
-        size_t listed = uncounted ? racy_slot_length(p, h) : (size_t)tc_count(h->slot);
+        size_t listed = uncounted ? racy_slot_length(p, h) : __atomic_load_n(&h->count, __ATOMIC_RELAXED);
         out->idle += listed + __atomic_load_n(&h->pend_n, __ATOMIC_RELAXED);
         out->used += __atomic_load_n(&h->used, __ATOMIC_RELAXED);
         out->resident += __atomic_load_n(&h->resident, __ATOMIC_RELAXED);

@@ -79,6 +79,13 @@ PK_COLD __attribute__((noreturn)) void assert_fail(const char *file, int line, c
  * system refuses or a fault was injected (fault.h). */
 void *os_map(size_t size, size_t align);
 void os_unmap(void *p, size_t size);
+/* Address space only: size bytes aligned to align, no access, backed by
+ * nothing until os_commit; NULL with errno ENOMEM. */
+void *os_reserve(size_t size, size_t align);
+/* Pages of a reservation made usable (zero-filled); false with errno
+ * ENOMEM (or an injected fault). os_decommit gives them back, no access. */
+bool os_commit(void *p, size_t size);
+void os_decommit(void *p, size_t size);
 /* Makes whole pages no-access (guard pages); false if the system refuses. */
 bool os_protect_none(void *p, size_t size);
 size_t os_page_size(void);

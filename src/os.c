@@ -105,6 +105,34 @@ void *os_map(size_t size, size_t align) {
     return p;
 }
 
+void *os_reserve(size_t size, size_t align) {
+    size_t span = size + align;
+    char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *p = (char *)align_up((uintptr_t)raw, align);
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    if (raw + span > p + size) munmap(p + size, (size_t)(raw + span - (p + size)));
+    return p;
+}
+
+bool os_commit(void *p, size_t size) {
+    if (fault_injected() || mprotect(p, size, PROT_READ | PROT_WRITE) != 0) {
+        errno = ENOMEM;
+        return false;
+    }
+    return true;
+}
+
+void os_decommit(void *p, size_t size) {
+    /* Its pages go back (zero when committed again), and a stray access
+     * faults. */
+    madvise(p, size, MADV_DONTNEED);
+    mprotect(p, size, PROT_NONE);
+}
+
 void os_unmap(void *p, size_t size) {
     if (p && size) munmap(p, size);
 }

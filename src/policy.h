@@ -96,11 +96,12 @@ static inline size_t policy_extend_hardened(size_t slot) {
  * consumers finds them). */
 #define FULL_SCAN 4
 
-/* Each thread's table reserves room for TABLE_KEYS pools (a 32-byte slot
- * and a 240-byte heap record each: 17 MiB of address space per thread, backed
- * a page at a time as keys are used), so a table never moves and the
- * inline fast paths need no bound check (bench/gate.sh). Pools beyond
- * TABLE_KEYS - 1 live at once still work, locking on every call. */
+/* Each thread's table reserves room for TABLE_KEYS pools (a slot and a
+ * heap record each, backed a page at a time as keys are used), so a table
+ * never moves and the inline fast paths need no bound check. A pool's key
+ * is its record's index in the records' area (pool.c): at most
+ * TABLE_KEYS - 1 pools exist at once; pk_pool_create fails with ENOMEM
+ * beyond. */
 #define TABLE_KEYS 65536
 
 /* The purge delay: memory unused for this long goes back to the system

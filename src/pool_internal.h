@@ -41,57 +41,40 @@
  * debug leak summary leaves them out. */
 #define POOL_LIBRARY (1u << 29)
 
-/* A thread's slot for one pool (48 bytes; the inline paths index the table
- * by a pool's tc_key). head is the list allocation pops: the free objects
- * of the thread's current slab for the pool, linked through their link
- * words. cur is that slab's address with the pool's slab_low bits set, the
- * value (obj | slab_low) takes for each of its objects, so the inline free
- * recognises an object of the current slab with one or and one compare,
- * and pushes it onto head; 0 when there is none (no object ends with its
- * low bits all set, NULL included). count2 is twice the list's length as
- * the library's own paths leave it: exact for pools no inline path serves,
- * stale for the others (those paths do not count, and stats walk their
- * lists instead: heap_sum). heap is the thread's heap for the pool
- * (heap.c), NULL until its first slow path. All zero is a slot the thread
- * has not set up.
- *
- * The inline paths (pool.h) see four words from where tc_key points: the
- * default ones head and cur first, the hardened ones head and cur third and
- * fourth. A pool's tc_key points at head (a pool the default paths serve)
- * or at zero_a (a hardened one), so each view fails the other's checks by
- * construction: the default alloc pops the first word (zero_a: always 0,
- * for a hardened pool) and the default free compares the second (heap: a
- * pointer into the thread's table, never equal to a pointer or'ed into a
- * slab's range); the hardened alloc pops the third word (zero_b: always 0,
- * for a default pool) and the hardened free compares the fourth (count2:
- * even, where a default pool's (obj | slab_low) is odd). */
+/* A thread's slot for one pool: 64 bytes, the key's in the thread's
+ * table, which the inline paths (pool.h) find from the pool's handle alone
+ * (the key is the record's index in the records' area: pool.c). The first
+ * six words are theirs, as pool.h lists them; heap is the thread's heap for
+ * the pool (heap.c), NULL until its first slow path. All zero is a slot the
+ * thread has not set up, and a pool no inline path serves keeps words 0, 1,
+ * 3 and 4 at zero, so those paths always miss. */
 typedef struct tc_slot {
-    uintptr_t zero_a; /* never written */
+    uintptr_t unused;
+    void *head;        /* default pools' list: the current slab's free objects */
+    uintptr_t cur;     /* that slab's address | low, or 0 */
+    uintptr_t low;     /* the pool's slab_low */
+    void *hhead;       /* hardened pools' list (encoded links) */
+    uintptr_t hcur;    /* as cur, for hardened pools */
+    uintptr_t secret;  /* hardened pools' secret */
     struct heap *heap;
-    void *head;
-    uintptr_t cur;
-    uintptr_t zero_b; /* never written */
-    intptr_t count2;
 } tc_slot;
 
-/* The library reads and writes slots with relaxed atomics: plain moves on
+/* The list a thread allocates from for a pool: two words, its head and its
+ * current slab's word (as tc_slot's cur). For the pools the default inline
+ * paths serve it is the slot's head and cur, for the hardened ones hhead
+ * and hcur, for the others (the library serves every call) the heap's
+ * own (heap.own), which no inline path reads. */
+typedef struct tc_list {
+    void *head;
+    uintptr_t cur;
+} tc_list;
+enum { LIST_SLOT, LIST_HARDENED, LIST_HEAP };
+
+/* The library reads and writes lists with relaxed atomics: plain moves on
  * the machine, but visible as such to ThreadSanitizer, since stats read
- * other threads' slots. */
-static inline void *tc_head(const tc_slot *c) { return __atomic_load_n(&c->head, __ATOMIC_RELAXED); }
-static inline intptr_t tc_count(const tc_slot *c) { return __atomic_load_n(&c->count2, __ATOMIC_RELAXED) / 2; }
-static inline void tc_set(tc_slot *c, void *head, intptr_t count) {
-    __atomic_store_n(&c->head, head, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->count2, (intptr_t)((uintptr_t)count * 2), __ATOMIC_RELAXED);
-}
-
-/* tc_key of a pool whose slot the default inline paths serve, and of one
- * the hardened inline paths serve. */
-#define TC_KEY_DEFAULT(key) ((key) * sizeof(tc_slot) + offsetof(tc_slot, head))
-#define TC_KEY_HARDENED(key) ((key) * sizeof(tc_slot) + offsetof(tc_slot, zero_a))
-
-/* The byte offset of slot 0, never set up in any table: the key of pools
- * that take the slow path on every call. */
-#define TC_NO_KEY ((uintptr_t)0)
+ * other threads' lists. */
+static inline void *tc_head(const tc_list *l) { return __atomic_load_n(&l->head, __ATOMIC_RELAXED); }
+static inline uintptr_t tc_cur(const tc_list *l) { return __atomic_load_n(&l->cur, __ATOMIC_RELAXED); }
 
 /* A thread's heap for one pool (heap.c; mimalloc's heap, one per thread per
  * pool): the slabs the thread owns and allocates from. Only its thread
@@ -101,6 +84,11 @@ static inline void tc_set(tc_slot *c, void *head, intptr_t count) {
 typedef struct heap {
     struct pk_pool *pool;      /* NULL: not set up */
     tc_slot *slot;             /* the thread's slot for the pool */
+    tc_list *list;             /* the list it allocates from: in the slot, or own */
+    tc_list own;               /* that list, for pools no inline path serves */
+    size_t count;              /* its length as the library's paths leave it: exact
+                                  where no inline path serves the pool, else stale
+                                  (stats walk those lists instead: heap_sum) */
     struct heap *prev, *next;  /* the pool's heaps, under the pool's lock */
     struct slab *cur;          /* the slab whose free objects are on slot->head */
     struct slab *spare;        /* an empty slab kept for the next one (HEAP_SPARE) */
@@ -137,14 +125,18 @@ typedef struct heap {
                                   the next refill */
 } heap;
 
+/* The heap's list is head, count objects long (count: as heap.count says). */
+static inline void list_set(heap *h, void *head, size_t count) {
+    __atomic_store_n(&h->list->head, head, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->count, count, __ATOMIC_RELAXED);
+}
+static inline void list_set_cur(heap *h, uintptr_t cur) { __atomic_store_n(&h->list->cur, cur, __ATOMIC_RELAXED); }
+
 struct pk_pool {
-    intptr_t tc_table; /* must stay first: read by the inline fast paths */
-    uintptr_t tc_key;  /* must stay second: byte offset of the slot, or TC_NO_KEY */
-    uintptr_t slab_low; /* must stay third: geo.slab_align - 1, less a hardened
-                           pool's slot alignment bits (pool.c, choose_path, says why) */
-    /* Hardened pools' fast paths, in one cache line with the three words
-     * above. The inline paths (pool.h) read secret as the pool's fourth
-     * word. */
+    uintptr_t slab_low; /* geo.slab_align - 1, less a hardened pool's slot
+                           alignment bits (pool.c, choose_path, says why);
+                           copied into each thread's slot */
+    int list_at;        /* where its threads' lists are: LIST_* */
     struct {
         uintptr_t secret;   /* mixed into stored links (every hardened pool) */
         uintptr_t lean;     /* the slot's offset for the lean path (pool_slow.c),
@@ -168,7 +160,8 @@ struct pk_pool {
     void (*destruct)(void *, void *);
     void *arg;
     size_t limit;
-    size_t key;       /* index of the pool's slot in every thread's table */
+    size_t key;       /* index of the record in the records' area, and of the
+                         pool's slot in every thread's table */
     size_t extend;    /* fresh slots a heap links at a time (policy.h, EXTEND_BYTES) */
     uint64_t rng;     /* hardened pools: the order of fresh slots of direct calls
                          (under lock), and the seed of each heap's own */
@@ -263,8 +256,8 @@ static inline const char *pool_name(const pk_pool *p) { return p->name ? p->name
 PK_COLD __attribute__((noreturn)) void pool_report_dead(const pk_pool *p, const char *call,
                                                         const void *obj);
 /* Every call that may reach a destroyed pool's record checks it first: one
- * compare, never on the inline fast paths (a destroyed pool's tc_key is
- * TC_NO_KEY, so they send every call here). */
+ * compare, never on the inline fast paths (a destroyed pool's slots are
+ * cleared in every thread, so they send every call here). */
 static inline void pool_check_live(const pk_pool *p, const char *call, const void *obj) {
     if (unlikely(p->state == POOL_DEAD)) pool_report_dead(p, call, obj);
 }
@@ -370,8 +363,8 @@ static inline bool chains_counted(const pk_pool *p) {
  * sends it home first) or the pool keeps its list to the current slab (the
  * hardened lean path's). A hardened pool's inline alloc refuses a link to
  * the hot object (another slab) and goes to heap_alloc, which follows it. */
-static inline bool heap_free_hot(const pk_pool *p, tc_slot *c, heap *h, struct slab *s, void *obj) {
-    void *head = tc_head(c);
+static inline bool heap_free_hot(const pk_pool *p, heap *h, struct slab *s, void *obj) {
+    void *head = tc_head(h->list);
     if (h->hot_obj) {
         if (head != h->hot_next) return false; /* on top still, or buried under frees */
         h->hot_obj = NULL;                      /* taken */
@@ -379,7 +372,7 @@ static inline bool heap_free_hot(const pk_pool *p, tc_slot *c, heap *h, struct s
     }
     if (h->hot_off || p->hard.lean || !h->cur || unlikely(obj == head)) return false;
     link_store(p, obj, (uintptr_t)head);
-    tc_set(c, obj, tc_count(c) + 1);
+    list_set(h, obj, h->count + 1);
     h->hot_obj = obj;
     h->hot_slab = s;
     h->hot_next = head;
@@ -475,8 +468,8 @@ bool pool_is_valid(const pk_pool *p, bool deep);
 
 /* ---- tcache.c: per-thread cache tables and the thread registry. ---- */
 
-bool tcache_attach(pk_pool *p);  /* gives the pool a key; false if out of memory */
-void tcache_detach(pk_pool *p);  /* forgets every thread's cache for the pool, frees the key */
+void tcache_attach(pk_pool *p);  /* the pool, of key p->key, gets heaps from now on */
+void tcache_detach(pk_pool *p);  /* forgets every thread's slot and heap for the pool */
 /* The calling thread's cache for p, registering the thread and growing its
  * table on first use and setting the cache up; NULL when the thread is
  * exiting or out of memory. */
@@ -503,11 +496,12 @@ heap *tcache_heap(size_t key);
 /* pool.c: the fork child's pools drop the heaps of threads gone (the
  * forking thread's table is [mine, mine_end)). */
 void pools_fork_child(const tc_slot *mine, const tc_slot *mine_end);
-/* The calling thread's cache table: a shared all-empty table until the
- * thread registers and after it exits (initial-exec TLS). */
-extern __thread tc_slot *tc_table __attribute__((tls_model("initial-exec")));
-/* Offset, from the thread pointer, of the calling thread's table pointer. */
-intptr_t tcache_table_off(void);
+/* The calling thread's cache table (pool.h's pk__tc_table): a shared
+ * all-empty table until the thread registers and after it exits. */
+PK_API extern __thread char *pk__tc_table __attribute__((tls_model("initial-exec")));
+#define tc_table ((tc_slot *)pk__tc_table)
+/* The calling thread's slot for p, set up or not. */
+static inline tc_slot *tc_slot_of(const pk_pool *p) { return tc_table + p->key; }
 void tcache_registry_lock(void);
 /* The fork child's registry: the forking thread only; caller holds the lock. */
 void tcache_fork_child(void);

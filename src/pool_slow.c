@@ -79,13 +79,14 @@ static PK_NOINLINE void *alloc_lean_refused(pk_pool *p, char *obj, char *next) {
 /* Kept apart from the heap path, so the lean path pays for no registers
  * the heap path needs. */
 void *pk__pool_alloc_slow(pk_pool *p) {
-    if (p->hard.lean) {
-        tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.lean);
-        char *obj = tc_head(c);
+    heap *h = tc_slot_of(p)->heap;
+    if (p->hard.lean && h) {
+        tc_list *l = h->list;
+        char *obj = tc_head(l);
         if (likely(obj != NULL)) {
             char *next = (char *)link_decode(p, obj, *(uintptr_t *)(obj + p->link_off));
-            if (unlikely(next && ((uintptr_t)next | p->slab_low) != c->cur)) return alloc_lean_refused(p, obj, next);
-            __atomic_store_n(&c->head, next, __ATOMIC_RELAXED); /* no count: as inline */
+            if (unlikely(next && ((uintptr_t)next | p->slab_low) != tc_cur(l))) return alloc_lean_refused(p, obj, next);
+            __atomic_store_n(&l->head, next, __ATOMIC_RELAXED); /* no count: as inline */
             return obj;
         }
     }
@@ -97,7 +98,7 @@ void *pk__pool_alloc_slow(pk_pool *p) {
  * is registered and p has heaps), else NULL: key 0's slot, which pools
  * without heaps use, never has one. */
 static inline tc_slot *own_slot(const pk_pool *p) {
-    tc_slot *c = (tc_slot *)((char *)tc_table + p->key * sizeof(tc_slot));
+    tc_slot *c = tc_slot_of(p);
     return likely(c->heap != NULL) ? c : NULL;
 }
 
@@ -126,18 +127,18 @@ static inline bool put_owned(pk_pool *p, heap *h, slab *s, void *obj) {
  * inline here when nothing changes lists (HOT_FREES included: the object
  * freed before, still on top of the slot list, goes home first), the rest
  * in heap.c. */
-static inline bool free_owned(pk_pool *p, tc_slot *c, heap *h, slab *s, void *obj) {
+static inline bool free_owned(pk_pool *p, heap *h, slab *s, void *obj) {
     if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h || s == h->cur) return false;
     void *hot = h->hot_obj;
-    if (hot && tc_head(c) == hot) { /* no allocation took it */
+    if (hot && tc_head(h->list) == hot) { /* no allocation took it */
         if (obj == hot) return false; /* freed again: heap_free reports it */
         void *below = (void *)link_load(p, hot);
         if (!put_owned(p, h, h->hot_slab, hot)) return false;
-        tc_set(c, below, tc_count(c) - 1);
+        list_set(h, below, h->count - 1);
         h->hot_obj = NULL;
         h->hot_off = ++h->hot_evicted >= HOT_PHASE; /* a phase of frees: none until a refill */
     }
-    if (!heap_free_hot(p, c, h, s, obj) && !put_owned(p, h, s, obj)) return false;
+    if (!heap_free_hot(p, h, s, obj) && !put_owned(p, h, s, obj)) return false;
     if (unlikely(s->adopted)) __atomic_store_n(&h->adopted_frees, h->adopted_frees + 1, __ATOMIC_RELAXED);
     return true;
 }
@@ -168,7 +169,7 @@ void pool_free_generic(pk_pool *p, void *obj) {
     if (likely(c != NULL)) {
         slab *s = free_slab(p, c->heap, obj);
         track_takeback(p, obj);
-        if (!free_owned(p, c, c->heap, s, obj)) heap_free(p, c, s, obj);
+        if (!free_owned(p, c->heap, s, obj)) heap_free(p, c, s, obj);
         return;
     }
     c = p->cached && obj ? tcache_slot(p) : NULL;
@@ -188,17 +189,18 @@ void pool_free_generic(pk_pool *p, void *obj) {
 }
 
 void pk__pool_free_slow(pk_pool *p, void *obj) {
-    if (p->hard.lean) {
+    heap *h = tc_slot_of(p)->heap;
+    if (p->hard.lean && h) {
         /* An object of the current slab, on its grid, not the head: pushed
          * encoded. The head freed again is reported here; anything else
          * (another slab, a foreign or interior pointer) takes the heap
          * path, which checks and reports. */
-        tc_slot *c = (tc_slot *)((char *)tc_table + p->hard.lean);
-        char *head = tc_head(c);
+        tc_list *l = h->list;
+        char *head = tc_head(l);
         if (unlikely(obj == head && obj)) central_report_double_free(p, obj);
-        if (likely(hard_near(p, (uintptr_t)obj, c->cur))) {
+        if (likely(hard_near(p, (uintptr_t)obj, tc_cur(l)))) {
             *(uintptr_t *)((char *)obj + p->link_off) = link_encode(p, obj, (uintptr_t)head);
-            __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
+            __atomic_store_n(&l->head, obj, __ATOMIC_RELAXED);
             return;
         }
     }
