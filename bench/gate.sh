@@ -15,20 +15,16 @@
 # Gates (exit 1 when one fails): both pools share one inline fast path that
 # measures 20 instructions per pair in this loop with gcc 12 (the loop's
 # own store and counter included in the empty loop's 4). Round one's path
-# took 13, with a fixed table of 127 thread caches; the previous core's 17.
-# Any number of pools costs, per call, a load of the pool's key and of the
-# thread's table pointer; the third core's free adds a load of the pool's
-# slab mask, an or and a compare (is the object in the thread's current
-# slab?), which sends remote frees home and makes the slab the unit of
-# reuse. It dropped the previous core's count of the list, a
-# read-modify-write per call beside the head, and so runs faster than both
-# earlier builds for all its instructions (bench/refs.sh: 1.21 ns a pair
-# against round one's 1.50 and the previous core's 1.69 on the Xeon). The
-# gates sit one above the measurement, so a regression fails CI; the
+# took 13, with a fixed table of 127 thread caches. The path reads no word
+# of the pool's record: the thread's slot comes from the handle's bits and
+# the thread's table pointer (initial-exec TLS); the free compares the
+# object, or'ed with the slab mask (a constant), with the slot's current
+# slab word, and refuses to push the list's head again (a double free).
+# The gates sit one above the measurement, so a regression fails CI; the
 # round-one targets (20 default, 12 LOCAL) are printed beside.
-#   default pool  <= 21 (target 20)
-#   LOCAL pool    <= 21 (target 12)
-#   HARDENED pool <= 43 (measured 42 with gcc 12; issue 20 sets no count:
+#   default  pool <= 21 (target 20)
+#   LOCAL    pool <= 21 (target 12)
+#   HARDENED pool <= 47 (measured 46 with gcc 12; issue 20 sets no count:
 #                 the count and its ratio to the default pair are printed
 #                 for information, the timed target, <= 1.5x the default
 #                 pool, is bench_hotloop's)
@@ -36,18 +32,19 @@
 # each run must count at least one instruction per loop iteration, and each
 # pool at least GATE_FLOOR (5) per pair. A --toggle-collect pattern that
 # matches no function (kernel_* renamed or inlined away) counts 0 and fails.
-# The hardened pair is inline too (issue 20; include/poolkit/pool.h, the
-# private comment above PK_POOL_ABI, and src/harden.h), so it pays the
-# default pair's attempt first: the table and the default list's head (the
-# hardened slot keeps that word 0, so the allocation misses) and, on free,
-# the compare with the default slab word, which a hardened slot never
-# matches. Then its own words: the allocation decodes the link it follows
-# (a load, a 32-bit rotation and two xors with the pool's secret and the
-# object's address) and checks that it names a slot of the current slab
-# (or the list's end) by the pool's mask, which also checks the slot's
-# alignment; the free checks the object against the current slab the same
-# way, that it is not the head (freed again), and encodes its link with the
-# rotation. 42 instructions per pair with gcc 12 against the default's 20:
+# The hardened pair is inline too (include/poolkit/pool.h, the private
+# comment above PK_POOL_ABI, and src/harden.h), so it pays the default
+# pair's attempt first: the slot and the default list's head (the hardened
+# slot keeps that word 0, so the allocation misses) and, on free, the
+# compare with the default slab word and its test for zero (a default
+# pool's miss goes to the library's short path; a hardened slot keeps that
+# word 0). Then its own words: the allocation decodes the link it follows
+# (a load, a 32-bit rotation and two xors with the secret and the object's
+# address) and checks that it names a slot of the current slab (or the
+# list's end) by the pool's mask, which also checks the slot's alignment;
+# the free checks the object against the current slab the same way, that
+# it is not the head (freed again), and encodes its link with the
+# rotation: 46 instructions per pair with gcc 12 against the default's 20,
 # no call, no lookup. The exact slot grid and everything costlier are
 # checked in the library, on the slow paths and at the slab's boundary.
 set -u
@@ -75,7 +72,7 @@ N2=${GATE_N2:-1100000}
 SIZE=${GATE_SIZE:-64}
 GATE_DEFAULT=21
 GATE_LOCAL=21
-GATE_HARDENED=43
+GATE_HARDENED=47
 TARGET_DEFAULT=20
 TARGET_LOCAL=12
 GATE_FLOOR=${GATE_FLOOR:-5}

@@ -2,7 +2,7 @@
  * reports the checks share, with their wording and the reading of a bad
  * link word that says what most likely happened.
  */
-#include "pool_internal.h"
+#include "pool_types.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +26,7 @@ void report_corrupted_link(const pk_pool *p, const void *holder, const void *lin
 void report_bad_link(const pk_pool *p, const void *holder, const void *link, const char *why) {
     if (!p->hardened) report_corrupted_link(p, holder, link, why);
     uintptr_t h = (uintptr_t)holder, d = (uintptr_t)link;
-    uintptr_t off = (h & (p->geo.slab_align - 1)) - p->geo.header;
+    uintptr_t off = (h & (SLAB_BYTES - 1)) - p->geo.header;
     char before[80] = "";
     if (off >= p->geo.slot && off < (uintptr_t)p->geo.capacity * p->geo.slot)
         snprintf(before, sizeof before, " from object %p (the slot before it)", (void *)(h - p->geo.slot));

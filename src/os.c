@@ -46,6 +46,12 @@ static bool fault_injected(void) {
     return at >= 0 && n >= (unsigned long)at;
 }
 
+bool os_request(void) {
+    if (!fault_injected()) return true;
+    errno = ENOMEM;
+    return false;
+}
+
 /* The hint range: 4 TiB up, a random start within its first TiB (so slab
  * addresses are not the same in every run), wrapping after 64 TiB. */
 #define HINT_BASE ((uintptr_t)4 << 40)
@@ -137,6 +143,20 @@ void os_unmap(void *p, size_t size) {
     if (p && size) munmap(p, size);
 }
 
+void *os_map_near(void *want, size_t size, size_t align) {
+    if (want) {
+        if (fault_injected()) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        void *p = mmap(want, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == want) return p;
+        if (p != MAP_FAILED) munmap(p, size);
+        __atomic_fetch_sub(&requests, 1, __ATOMIC_RELAXED); /* not granted: os_map counts the request */
+    }
+    return os_map(size, align);
+}
+
 void pk_fault_fail_after(long n) {
     long at = -1;
     if (n >= 0) at = (long)__atomic_load_n(&requests, __ATOMIC_RELAXED) + n;
@@ -154,3 +174,4 @@ uint64_t os_now_ms(void) {
 }
 
 bool os_protect_none(void *p, size_t size) { return mprotect(p, size, PROT_NONE) == 0; }
+void os_protect_rw(void *p, size_t size) { mprotect(p, size, PROT_READ | PROT_WRITE); }

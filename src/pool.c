@@ -119,7 +119,7 @@ static bool layout(pk_pool *p, const pk_pool_config *c) {
 
 static void choose_path(pk_pool *p) {
     p->list_at = LIST_HEAP;
-    p->slab_low = p->geo.slab_align - 1;
+    p->slab_low = SLAB_BYTES - 1;
     p->extend = p->hardened ? policy_extend_hardened(p->geo.slot) : policy_extend(p->geo.slot);
     p->cached = !p->debug && !p->limit;
     if (!p->cached) {
@@ -142,7 +142,7 @@ static void choose_path(pk_pool *p) {
          * slab_low makes them check that x is aligned as a slot start at no
          * cost, which is the slot grid exactly where the slot is a power of
          * two (or alone in its slab). */
-        uintptr_t amask = p->geo.capacity == 1 ? p->geo.slab_align - 1 : (slot & -slot) - 1;
+        uintptr_t amask = p->geo.capacity == 1 ? SLAB_BYTES - 1 : (slot & -slot) - 1;
         p->slab_low &= ~amask;
 #ifdef PK__HAVE_INLINE
         if (p->link_off == 0) {
@@ -188,7 +188,7 @@ bool pools_purge_sweep(uint64_t now) {
     if (pthread_mutex_trylock(&pools_lock) != 0) return false;
     for (pk_pool *p = pools; p; p = p->next) {
         if (!p->locked || !pool_trylock(p)) continue;
-        central_maybe_tick(p, now);
+        purge_tick(p, now);
         POOL_VALIDATE(p);
         pool_unlock(p);
     }
@@ -206,7 +206,7 @@ size_t pk_pool_foreach(void (*fn)(pk_pool *pool, void *arg), void *arg) {
 
 /* ---- Pool records: the area, reuse and the debug quarantine. ---- */
 
-/* Every pool record lies in one area of TABLE_KEYS records RECORD_BYTES
+/* Every pool record lies in one area of TABLE_KEYS records POOL_RECORD_BYTES
  * apart, aligned to its size, so that a handle's bits give the record's
  * index, which is the pool's key (pool.h finds the thread's slot from it).
  * The area is reserved once, at the first create, and each record's page
@@ -220,9 +220,9 @@ size_t pk_pool_foreach(void (*fn)(pk_pool *pool, void *arg), void *arg) {
  * record is reused. Spares are linked through next. A record beyond the
  * spares gives its page back (a stale pointer's call then faults) and its
  * index to the free indexes. */
-#define RECORD_BYTES ((size_t)1 << PK__RECORD_SHIFT)
-#define AREA_BYTES (RECORD_BYTES * TABLE_KEYS)
-_Static_assert(sizeof(pk_pool) <= RECORD_BYTES, "a pool record fits its place in the area");
+#define POOL_RECORD_BYTES ((size_t)1 << PK__RECORD_SHIFT)
+#define AREA_BYTES (POOL_RECORD_BYTES * TABLE_KEYS)
+_Static_assert(sizeof(pk_pool) <= POOL_RECORD_BYTES, "a pool record fits its place in the area");
 
 static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *area;                     /* under spare_lock */
@@ -238,13 +238,13 @@ static size_t spare_count;
 static pk_pool *quarantine[QUARANTINE_RECORDS];
 static size_t quarantine_next;
 
-static pk_pool *record_at(size_t index) { return (pk_pool *)(area + index * RECORD_BYTES); }
+static pk_pool *record_at(size_t index) { return (pk_pool *)(area + index * POOL_RECORD_BYTES); }
 
 /* A record's page back to the system and its index to the free ones;
  * caller holds spare_lock. */
 static void record_drop(pk_pool *p) {
     size_t index = p->key;
-    os_decommit(p, RECORD_BYTES);
+    os_decommit(p, POOL_RECORD_BYTES);
     free_index[free_count++] = (uint32_t)index;
 }
 
@@ -275,7 +275,7 @@ static pk_pool *record_get(void) {
     }
     if (free_count) index = free_index[--free_count];
     else if (next_index < TABLE_KEYS) index = next_index++;
-    if (index && !os_commit(record_at(index), RECORD_BYTES)) {
+    if (index && !os_commit(record_at(index), POOL_RECORD_BYTES)) {
         free_index[free_count++] = (uint32_t)index;
         index = 0;
     }
@@ -352,7 +352,7 @@ size_t pk_pool_release_cache(void) {
     for (pk_pool *p = spare_records, *next; p; p = next) {
         next = p->next;
         record_drop(p);
-        bytes += RECORD_BYTES;
+        bytes += POOL_RECORD_BYTES;
     }
     spare_records = NULL;
     spare_count = 0;
@@ -360,10 +360,10 @@ size_t pk_pool_release_cache(void) {
         if (!quarantine[i]) continue;
         record_drop(quarantine[i]);
         quarantine[i] = NULL;
-        bytes += RECORD_BYTES;
+        bytes += POOL_RECORD_BYTES;
     }
     pthread_mutex_unlock(&spare_lock);
-    return bytes + os_retain_release();
+    return bytes + os_retain_release() + region_release_kept();
 }
 
 /* ---- Create and destroy. ---- */
@@ -406,6 +406,9 @@ pk_pool *pk_pool_create(const pk_pool_config *c) {
     }
     pthread_mutex_init(&p->lock, NULL);
     choose_path(p);
+    p->carve = (carve_how){.link_off = p->link_off, .secret = p->hard.secret, .encode = p->hardened,
+                           .shuffle = p->shuffle, .construct = p->construct, .arg = p->arg, .size = p->size,
+                           .plain = !p->construct && !p->hardened && !TRACK_ENABLED && p->link_off == 0};
     p->state = POOL_LIVE;
     POOL_VALIDATE_DEEP(p); /* no other thread knows the pool yet */
     pools_add(p);

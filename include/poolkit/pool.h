@@ -250,19 +250,23 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * the caller's (a char store may alias anything) could force them to load
  * again, or that a processor could mistake for the target of such a store.
  *
- * A slot's first six words are what the inline paths read:
- *   0 head    the list allocation pops (each free object's first word links
+ * A slot's words 1 to 6 are what the inline paths read (word 0 is the
+ * library's, written once, so that no store of theirs lands on a line's
+ * first word, where the table pointer lies in its own line):
+ *   1 head    the list allocation pops (each free object's first word links
  *             to the next): the free objects of the thread's current slab
  *             for the pool; 0 for pools the default paths do not serve
- *   1 cur     that slab's address with the low bits of word 2 set (0 when
- *             none: no pointer or'ed with them gives 0)
- *   2 low     the bits a slab's objects may differ in (its mask; for a
- *             hardened pool, less the slot's alignment bits)
- *   3 hhead   a hardened pool's list, links stored as
+ *   2 cur     that slab's address | PK__SLAB_MASK (0 when none: no pointer
+ *             or'ed with the mask gives 0); a slab is PK__SLAB_MASK + 1
+ *             bytes aligned to its size, and every slot of it starts there
+ *   3 low     a hardened pool's mask (PK__SLAB_MASK less the slot's
+ *             alignment bits)
+ *   4 hhead   a hardened pool's list, links stored as
  *             rot32(next ^ secret ^ object); 0 for every other pool
- *   4 hcur    its current slab as in word 1; 0 for every other pool
- *   5 secret  a hardened pool's secret
- * Allocation pops word 0; a free of an object of the current slab that is
+ *   5 hcur    its current slab as in word 2, under word 3's mask; 0 for
+ *             every other pool
+ *   6 secret  a hardened pool's secret
+ * Allocation pops word 1; a free of an object of the current slab that is
  * not the list's head pushes onto it; anything else goes to the library.
  * The hardened allocation follows a link only to its current slab, aligned
  * as a slot, or to the end; the hardened free pushes an object of its
@@ -281,9 +285,13 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
 #define PK__RECORD_SHIFT 12 /* pool records are 4096 bytes apart */
 #define PK__KEY_BITS 16     /* in an area of 65,536 of them */
 #define PK__SLOT_SHIFT 6    /* 64-byte slots */
+#define PK__SLAB_MASK PK__STATIC_CAST(uintptr_t, 0xFFFF) /* a slab's bytes, less one */
 
 PK_API void *pk__pool_alloc_slow(pk_pool *pool);
 PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);
+/* The default inline free's miss, with the thread's slot c for the pool and
+ * its word 2. */
+PK_API void pk__pool_free_other(void *c, void *obj, uintptr_t cur, pk_pool *pool);
 
 #ifdef PK__HAVE_INLINE
 typedef uintptr_t __attribute__((may_alias)) pk__link;
@@ -333,8 +341,8 @@ PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
 
 PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
     pk__link *c = pk__slot(pool);
-    uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), v = x | PK__LOAD(c[3]);
-    if (__builtin_expect(v == PK__LOAD(c[2]), 1)) { /* the current slab, not the head freed again */
+    uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), cur = PK__LOAD(c[2]);
+    if (__builtin_expect((x | PK__SLAB_MASK) == cur, 1)) { /* the current slab, not the head freed again */
         uintptr_t head = PK__LOAD(c[1]);
         if (__builtin_expect(x != head, 1)) {
             *PK__STATIC_CAST(pk__link *, obj) = head;
@@ -342,7 +350,11 @@ PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
             return;
         }
     }
-    if (__builtin_expect(v == PK__LOAD(c[5]), 1)) { /* a hardened pool's current slab, not its head */
+    if (cur) { /* a default pool's: an object of another slab, or the head freed again */
+        pk__pool_free_other(c, obj, cur, pool);
+        return;
+    }
+    if (__builtin_expect((x | PK__LOAD(c[3])) == PK__LOAD(c[5]), 1)) { /* a hardened pool's current slab, not its head */
         uintptr_t head = PK__LOAD(c[4]);
         if (__builtin_expect(x != head, 1)) {
             *PK__STATIC_CAST(pk__link *, obj) = pk__rot32(head ^ PK__LOAD(c[6]) ^ x);
