@@ -92,12 +92,12 @@ void free_remote_now(pk_pool *p, slab *s, void *obj) {
 static bool adopt(pk_pool *p, heap *h, slab *s) {
     pool_lock(p);
     bool mine = central_adopt(p, h, s);
-    POOL_VALIDATE(p);
-    pool_unlock(p);
     if (mine) {
         s->adopted = true; /* frees into it count as remote until it empties */
         heap_take_slab(p, h, s);
     }
+    POOL_VALIDATE(p);
+    pool_unlock(p);
     return mine;
 }
 
