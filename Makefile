@@ -23,14 +23,20 @@
 #   valgrind  every test program of build/ under valgrind memcheck
 #             (ctest -L memcheck; programs labeled novalgrind are left out)
 #   install   install build/ into a scratch prefix and build a consumer with
-#             find_package and with pkg-config (ctest -L install)
+#             find_package and with pkg-config (ctest -L install), and again
+#             with one library installed (the static or the shared one)
+#   package   the library alone, with a C compiler only: CPack's libpoolkit0
+#             and libpoolkit-dev Debian packages and the Conan recipe
+#             (packaging/conan), each installed into a scratch root and a
+#             consumer built against it (scripts/package-test.sh)
 #   docs      the reference built by Doxygen with no warning (make docs)
 #   gate      bench/gate.sh build/ (instruction-count gates), if present
 #   objc      GNUstep (lab/objc/setup.sh) and PKObject's tests
 #   tools     the library built for Valgrind and for ASan catches seeded bugs
 #   fuzz      a bounded libFuzzer run over the whole C API (FUZZ_SECONDS, 60)
 # Each ctest stage then lists every skipped test with its reason; a skip on
-# the gcc stage that tests/skips.txt does not document fails it.
+# the gcc stage that tests/skips.txt does not document fails it. Every build
+# of make test has -Werror (POOLKIT_WERROR=ON); a plain `make` has not.
 # One stage alone: make test-clang. A subset: make test STAGES="gcc asan".
 #
 # Variables: PREFIX, CTEST_JOBS (2), CMAKE_ARGS (extra -D options for every
@@ -46,7 +52,7 @@ CMAKE       ?= cmake
 CTEST       ?= ctest
 CMAKE_ARGS  ?=
 LAB_ARGS    ?=
-STAGES      ?= bare gcc clang asan tsan valgrind install docs gate objc tools fuzz
+STAGES      ?= bare gcc clang asan tsan valgrind install package docs gate objc tools fuzz
 
 BUILD_CLANG := $(BUILD)-clang
 BUILD_ASAN  := $(BUILD)-asan
@@ -60,9 +66,14 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_r
            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
            TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
+# Warnings are errors in make test's builds (and in the builds its stages
+# depend on), not in a user's `make`.
+WERROR ?=
+test-%: WERROR = -DPOOLKIT_WERROR=ON
+
 # $(call configure,DIR,CC,CXX,BUILD_TYPE,OPTIONS)
 configure = $(CMAKE) -S . -B $(1) -G Ninja -DCMAKE_C_COMPILER=$(2) -DCMAKE_CXX_COMPILER=$(3) \
-            -DCMAKE_BUILD_TYPE=$(4) $(5) $(CMAKE_ARGS)
+            -DCMAKE_BUILD_TYPE=$(4) $(5) $(WERROR) $(CMAKE_ARGS)
 # $(call ctest,DIR,ARGS,STAGE): the tests, then every test that skipped with
 # its reason (scripts/ctest-skips.py); a skip tests/skips.txt does not
 # document fails the gcc stage.
@@ -74,7 +85,7 @@ SAN_OPTIONS := -DPOOLKIT_BUILD_BENCH=OFF -DPOOLKIT_BUILD_LAB=OFF -DPOOLKIT_BUILD
                -DPOOLKIT_REQUIRE_GTEST=ON "-DCMAKE_C_FLAGS_DEBUG=-g -O1" "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
 
 .PHONY: all build build-gcc build-clang build-asan build-tsan test bench install lab docs clean help \
-        test-setup test-bare test-gcc test-clang test-asan test-tsan test-valgrind test-install test-docs test-gate \
+        test-setup test-bare test-gcc test-clang test-asan test-tsan test-valgrind test-install test-package test-docs test-gate \
         test-objc test-tools test-fuzz fuzz
 
 all: build
@@ -114,7 +125,7 @@ test-setup:
 	bash scripts/setup.sh
 
 test-bare:
-	bash scripts/bare-build.sh $(BUILD)-bare -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ $(CMAKE_ARGS)
+	bash scripts/bare-build.sh $(BUILD)-bare -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ $(WERROR) $(CMAKE_ARGS)
 
 test-gcc:
 	$(call configure,$(BUILD),gcc,g++,Release,-DPOOLKIT_MEMCHECK=ON -DPOOLKIT_REQUIRE_GTEST=ON)
@@ -135,6 +146,9 @@ test-valgrind: build
 
 test-install: build
 	$(call ctest,$(BUILD),-L install,install)
+
+test-package:
+	bash scripts/package-test.sh $(abspath $(BUILD))-package
 
 # PKObject's own tests under GNUstep (lab/objc/setup.sh installs it as root).
 test-objc: build
@@ -204,7 +218,8 @@ docs:
 test-docs: docs
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-bare $(BUILD_CLANG) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD)-tools $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-bare $(BUILD_CLANG) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD)-tools $(BUILD)-fuzz \
+	       $(BUILD)-package
 
 help:
 	@sed -n '1,/^$$/s/^# \{0,1\}//p' Makefile

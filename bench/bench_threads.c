@@ -246,7 +246,7 @@ static int batches(void) {
  * come in 64 KiB granules, the first of which the threads share. So per
  * thread per pool: live + two batches + 64 KiB / threads. A redesign states
  * its own bound here and in the README. */
-/* The third core's bound per thread per pool (README, "Memory with many
+/* The third core's bound per thread per pool (docs/results.md; "Memory with many
  * pools"): each thread owns a slab of each pool it uses, 64 KiB of address
  * space (reserved), touched a page at a time as its objects are handed out
  * (EXTEND_BYTES), plus the thread's heap record, the slab's record and its
@@ -303,7 +303,7 @@ static int pools(void) {
                         "many pools (issue 19, 8): 8 threads x 1,000 pools x 10 x 64 B: pk_pool "
                         "reserved %.0f B (bound %.0f: a slab per thread per pool), resident %.0f B, "
                         "RSS growth %.0f B per thread per pool (bound %.0f: live in pages + 1 KiB + a page / 8; "
-                        "mimalloc's RSS growth %.0f B; live 640 B) (README)",
+                        "mimalloc's RSS growth %.0f B; live 640 B) (docs/results.md)",
                         r, rbound, d, g, bound, bench_median(&rss[2][C_MI]));
 }
 

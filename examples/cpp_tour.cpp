@@ -26,6 +26,7 @@ int main() {
     nodes.destroy(n);
 
     std::list<int, pk::pool_allocator<int>> l{1, 2, 3}; // node containers from pools
+    pk_pool *list_pool = l.get_allocator().pool();      // the pool its nodes come from
 
     pk::arena a;
     pk::arena_vector<int> v(a);                         // vectors and strings in an arena
@@ -41,7 +42,8 @@ int main() {
         pk::make_ref<widget>("spare").autorelease();    // released when the scope ends
     }
 
-    std::printf("list %zu, vector %zu, pmr list %zu, widget '%s' with %zu reference(s)\n",
-                l.size(), v.size(), pl.size(), r->name.c_str(), r.use_count());
-    return r.use_count() == 1 ? 0 : 1;
+    std::size_t list_nodes = pk::pool_stats(list_pool).live;
+    std::printf("list %zu (%zu nodes live in its pool), vector %zu, pmr list %zu, widget '%s' with %zu reference(s)\n",
+                l.size(), list_nodes, v.size(), pl.size(), r->name.c_str(), r.use_count());
+    return r.use_count() == 1 && list_nodes >= l.size() ? 0 : 1;
 }

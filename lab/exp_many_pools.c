@@ -10,7 +10,7 @@
  * Reported in bytes per thread per pool, against the 640 B live in each.
  * Each measurement in a forked child (lab_manypools_measure,
  * measure_shapes.c; the loop: kernels_shapes.h). No timing target: the issue
- * asks for the figures and a bound on them (README).
+ * asks for the figures and a bound on them (docs/results.md).
  */
 #include "lab.h"
 
@@ -101,7 +101,7 @@ static void print(FILE *out) {
     char f[4][32];
     fprintf(out, "  target (issue 19, 8): %d threads x %ld pools x %d objects: pk_pool reserves "
                  "%s B and has touched %s B per thread per pool (RSS growth %s B; mimalloc's "
-                 "%s B; live %d B) -> reported (the bound: README)\n",
+                 "%s B; live %d B) -> reported (the bound: docs/results.md)\n",
             tmax, pools(), PER_POOL, lab_fmt(res, f[0]), lab_fmt(rsd, f[1]), lab_fmt(rss, f[2]),
             lab_fmt(mi, f[3]), PER_POOL * OBJ);
 }

@@ -32,7 +32,7 @@ if ! command -v doxygen >/dev/null 2>&1; then
     fi
 fi
 awk=$(command -v awk)
-version=$(sed -n 's/^#define PK_VERSION_STRING "\(.*\)"/\1/p' "$src/include/poolkit/poolkit.h")
+version=$(sed -n 's/^#define PK_VERSION_STRING "\([^"]*\)".*/\1/p' "$src/include/poolkit/poolkit.h")
 
 mkdir -p "$out"
 rm -rf "$out/html" "$out/doxygen-warnings.log"

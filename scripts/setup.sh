@@ -11,6 +11,9 @@
 #            gobjc gnustep-make libgnustep-base-dev (GNUstep: the Objective-C
 #            binding's tests and example; installed here, before any test
 #            stage, so that no stage skips them on a fresh machine)
+#            dpkg-dev (CPack's Debian packages: dpkg-shlibdeps) and
+#            python3-venv (the project's .venv, where scripts/conan-setup.sh,
+#            run last, installs Conan for the package stage)
 #   peers:   libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev
 #            (allocators the benchmarks compare against; best effort: a peer
 #            that cannot be installed is reported and skipped)
@@ -86,6 +89,8 @@ probe() { # PACKAGE: true if what the package gives us is present
         gobjc) have_any_file /usr/lib/gcc/*/*/cc1obj ;;
         gnustep-make) have gnustep-config ;;
         libgnustep-base-dev) have_any_file /usr/include/GNUstep/Foundation/Foundation.h ;;
+        dpkg-dev) have dpkg-shlibdeps ;;
+        python3-venv) have python3 && python3 -c 'import ensurepip, venv' >/dev/null 2>&1 ;;
         *) return 1 ;;
     esac
 }
@@ -93,7 +98,7 @@ probe() { # PACKAGE: true if what the package gives us is present
 needed_packages() {
     echo cmake ninja-build gcc g++ clang "libclang-rt-$(clang_major)-dev" llvm \
         libgtest-dev valgrind pkg-config make binutils python3 doxygen \
-        gobjc gnustep-make libgnustep-base-dev
+        gobjc gnustep-make libgnustep-base-dev dpkg-dev python3-venv
 }
 peer_packages="libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev"
 
@@ -108,8 +113,17 @@ if [ "${POOLKIT_SETUP_PEERS:-1}" != 0 ]; then
     done
 fi
 
+# Conan (for the package stage) lives in the project's .venv, not in apt.
+conan_setup() {
+    bash "$(dirname "${BASH_SOURCE[0]}")/conan-setup.sh" || {
+        echo "setup: could not install Conan into .venv (scripts/conan-setup.sh)" >&2
+        return 1
+    }
+}
+
 if [ ${#missing[@]} -eq 0 ] && [ ${#missing_peers[@]} -eq 0 ]; then
     echo "setup: every tool poolkit needs is present"
+    conan_setup || exit 1
     exit 0
 fi
 
@@ -133,6 +147,7 @@ if [ "$(id -u)" != 0 ] || ! have apt-get; then
         exit 1
     fi
     echo "setup: only optional peers are missing; continuing without them" >&2
+    conan_setup || exit 1
     exit 0
 fi
 
@@ -144,6 +159,7 @@ if ! apt-get update -q; then
         exit 1
     fi
     echo "setup: apt-get update failed; benchmark peers not installed" >&2
+    conan_setup || exit 1
     exit 0
 fi
 
@@ -182,4 +198,5 @@ if [ ${#still[@]} -gt 0 ]; then
     echo "setup: still missing after installing: ${still[*]}" >&2
     exit 1
 fi
+conan_setup || exit 1
 echo "setup: done"

@@ -47,7 +47,7 @@
  * report nothing themselves. Known gap: where the slot is not a power of
  * two, a pointer into an object of the current slab that is aligned as a
  * slot start would be passes the inline free; it is reported if still
- * listed when the list goes home, and is otherwise handed out (README).
+ * listed when the list goes home, and is otherwise handed out (docs/design.md).
  *
  * Included by pool_types.h after struct pk_pool; not on its own.
  */

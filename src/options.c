@@ -9,7 +9,12 @@
  * error handler), the default then used: a switch is never ignored
  * silently. Switches take 1/true/yes/on and 0/false/no/off in any case, as
  * mimalloc's options do. The report (stats.c) lists every row with where
- * its value came from, through options_list. */
+ * its value came from, through options_list.
+ *
+ * A POOLKIT_* variable that is no row (a typo: POOLKIT_STAT=1) would pass
+ * in silence, so the first read of any row also looks through the whole
+ * environment once and reports each unknown name (a PK_WARNING "unknown
+ * option"), naming the closest row, as jemalloc warns about unknown keys. */
 #include "internal.h"
 #include "policy.h"
 #include "sites.h"
@@ -123,9 +128,67 @@ static PK_COLD void bad_value(const option *o, const char *v) {
     }
 }
 
+/* Variables that poolkit's own scripts and tests read, not the library:
+ * known, so that no run of the build's scripts warns about them. */
+static const char *const tool_names[] = {
+    "POOLKIT_TEST_SCALE",  "POOLKIT_TEST_SEED",     "POOLKIT_SETUP_PEERS",
+    "POOLKIT_LAB_SETUP_PACKAGES", "POOLKIT_FRESH_CACHE", "POOLKIT_ROOT",
+    "POOLKIT_OBJC_OPTIONAL", "POOLKIT_LIB",         "POOLKIT_INCLUDE",
+};
+
+/* Edit distance between a[0..na) and b (insertions, deletions,
+ * substitutions), for naming the row closest to an unknown variable. */
+static size_t distance(const char *a, size_t na, const char *b) {
+    size_t nb = strlen(b), row[64];
+    if (na >= sizeof row / sizeof *row || nb >= sizeof row / sizeof *row) return SIZE_MAX;
+    for (size_t j = 0; j <= nb; j++) row[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb];
+}
+
+static bool known_name(const char *name, size_t len) {
+    for (int id = 0; id < OPT_COUNT; id++)
+        if (strlen(table[id].name) == len && !memcmp(name, table[id].name, len)) return true;
+    for (size_t i = 0; i < sizeof tool_names / sizeof *tool_names; i++)
+        if (strlen(tool_names[i]) == len && !memcmp(name, tool_names[i], len)) return true;
+    return false;
+}
+
+static PK_COLD void check_environment(void) {
+    extern char **environ;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "POOLKIT_", 8) != 0) continue;
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        if (known_name(*e, len)) continue;
+        const char *closest = table[0].name;
+        size_t best = SIZE_MAX;
+        for (int id = 0; id < OPT_COUNT; id++) {
+            size_t d = distance(*e, len, table[id].name);
+            if (d < best) best = d, closest = table[id].name;
+        }
+        error_report(PK_WARNING, "unknown option", NULL, NULL,
+                     "%.*s is not a poolkit variable (did you mean %s?); it is ignored", (int)len, *e,
+                     closest);
+    }
+}
+
 /* Reads row `id` from the environment and stores it, unless another reader
  * or pk_set_purge_delay stored first; returns the value in force. */
 static PK_COLD long option_read(int id) {
+    static int environment_checked;
+    if (!__atomic_exchange_n(&environment_checked, 1, __ATOMIC_RELAXED)) check_environment();
     option *o = &table[id];
     const char *v = getenv(o->name);
     long k = o->dflt;

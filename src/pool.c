@@ -36,6 +36,7 @@
 #include "pool_internal.h"
 #include "sites.h"
 
+#include <poolkit/poolkit.h> /* pk_version_string */
 #include <poolkit/stats.h> /* pk_pool_foreach */
 
 #include <errno.h>
@@ -368,7 +369,9 @@ size_t pk_pool_release_cache(void) {
 
 /* ---- Create and destroy. ---- */
 
-pk_pool *pk_pool_create(const pk_pool_config *c) {
+/* The name in parentheses: pool.h makes pk_pool_create a macro for
+ * programs that inline the fast paths (the ABI check below). */
+pk_pool *(pk_pool_create)(const pk_pool_config *c) {
     const unsigned known = PK_POOL_ZERO | PK_POOL_LOCAL | PK_POOL_DEBUG | PK_POOL_HARDENED |
                            PK_POOL_REGION | PK_POOL_GUARD | PK_POOL_SHUFFLE | POOL_KEEPS_HEADER | POOL_LIBRARY;
     if (!c || c->size == 0 || (c->flags & ~known) || (c->flags & PK_POOL_ZERO && c->construct) ||
@@ -461,6 +464,16 @@ static bool add_leak(void *obj, void *const *sites, void *arg) {
     }
     t->used += (size_t)w;
     return t->used + 24 < sizeof t->buf;
+}
+
+pk_pool *pk__pool_create_abi(const pk_pool_config *c, int abi) {
+    if (unlikely(abi != PK_POOL_ABI))
+        error_report(PK_FATAL, "ABI mismatch", c ? c->name : NULL, NULL,
+                     "this program was compiled with poolkit headers whose inline pool paths have "
+                     "layout %d (PK_POOL_ABI), but runs with libpoolkit %s, whose layout is %d: "
+                     "rebuild it against this version's headers",
+                     abi, pk_version_string(), PK_POOL_ABI);
+    return (pk_pool_create)(c);
 }
 
 static void report_leaks(pk_pool *p, size_t live) {

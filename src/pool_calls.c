@@ -66,9 +66,9 @@ void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
     out->peak_live = peak > out->live ? peak : out->live;
     out->slabs = p->slabs_total;
     out->bytes_reserved = p->bytes_reserved;
-    out->allocs = p->allocs + h.allocs;
-    /* every object moved out of a slab's free list and not out now came back */
-    out->frees = out->allocs > (uint64_t)outside ? out->allocs - (uint64_t)outside : 0;
+    out->taken = p->allocs + h.allocs;
+    /* every object taken from a slab's free list and not out now came back */
+    out->returned = out->taken > (uint64_t)outside ? out->taken - (uint64_t)outside : 0;
     out->remote_frees = __atomic_load_n(&p->remote_frees, __ATOMIC_RELAXED) + h.remote_frees;
     out->slabs_released = p->slabs_released;
     out->bytes_resident = resident_bytes(p) + h.resident;

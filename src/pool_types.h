@@ -130,9 +130,10 @@ typedef struct heap {
     size_t resident;           /* bytes of the owned slabs ever touched */
     size_t slabs, bytes;       /* owned slabs and their spans: under the pool's lock */
     int64_t synced;            /* its objects out, as last added to the pool's out_est */
-    uint64_t allocs;           /* objects its lists took from its slabs */
+    uint64_t allocs;           /* objects its lists took from its slabs (stats' taken) */
     uint64_t frees;            /* objects the library's paths put back on its slabs
-                                  (the short path counts its own: tc_slot.frees) */
+                                  (the short path counts its own: tc_slot.frees);
+                                  stats' returned is derived from the slabs' counts */
     uint64_t remote_frees;     /* its frees into slabs it does not own */
     uint64_t collected;        /* remote frees taken off its slabs' thread_free */
     uint64_t pushed;           /* remote frees it pushed onto other slabs' thread_free */
@@ -209,7 +210,8 @@ struct pk_pool {
     uint64_t used_ms;     /* when the last call for the pool's own work held the lock */
     uint32_t tick_no;     /* purge ticks so far; empty slabs remember it */
     size_t peak_out;
-    /* The counters of direct calls and of heaps that were folded in. */
+    /* The counters of direct calls and of heaps that were folded in
+     * (allocs: pk_pool_stats's taken). */
     uint64_t allocs, slabs_released, bytes_released;
     /* Touched by any thread without the lock (atomic). */
     uint64_t remote_frees;

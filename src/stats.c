@@ -173,22 +173,23 @@ static void print_table(FILE *f, const rows *r, const pk_process_stats *t, const
     fprintf(f, "%zu pools, %zu live objects, %s reserved, %s resident, %s given back\n", t->pools,
             t->pool_live, human(t->pool_bytes_reserved, b1), human(t->pool_bytes_resident, b2),
             human((size_t)t->pool_bytes_released, b3));
-    fprintf(f, "%-24s %7s %9s %6s %10s %10s %10s %11s %11s %9s %9s\n", "pool", "size", "live", "slabs",
-            "reserved", "resident", "released", "taken", "returned", "remote", "peak out");
+    fprintf(f, "%-24s %7s %9s %6s %10s %10s %10s %11s %11s %12s %9s\n", "pool", "size", "live", "slabs",
+            "reserved", "resident", "released", "taken", "returned", "remote_frees", "peak_live");
     for (size_t i = 0; i < r->n; i++) {
         const pk_pool_stats *s = &r->row[i];
-        fprintf(f, "%-24.24s %7zu %9zu %6zu %10s %10s %10s %11llu %11llu %9llu %9zu\n",
+        fprintf(f, "%-24.24s %7zu %9zu %6zu %10s %10s %10s %11llu %11llu %12llu %9zu\n",
                 name_or(s->name, "(unnamed)"), s->size, s->live, s->slabs, human(s->bytes_reserved, b1),
                 human(s->bytes_resident, b2), human((size_t)s->bytes_released, b3),
-                (unsigned long long)s->allocs, (unsigned long long)s->frees,
+                (unsigned long long)s->taken, (unsigned long long)s->returned,
                 (unsigned long long)s->remote_frees, s->peak_live);
     }
     fprintf(f, "live: objects in use now. The last four move per refill, not per call (the inline "
                "fast path serves most calls alone):\n"
                "  taken, returned: objects moved from the slabs' free lists to the threads' slot lists "
-               "and back; remote: freed by a\n"
-               "  thread into a slab it does not own; peak out: the most out at once, estimated per "
-               "refill (pk_pool_stats)\n");
+               "and back; remote_frees:\n"
+               "  objects freed by a thread into a slab it does not own; peak_live: the most out at once, "
+               "estimated per refill\n"
+               "  (pk_pool_stats)\n");
     if (c) {
         fprintf(f, "%-24s %7s %9s\n", "pk_new class", "size", "live");
         for (size_t i = 0; i < c->n; i++)
@@ -239,11 +240,11 @@ static void print_json_options(FILE *f, const options_in_force *o) {
 
 static void print_json(FILE *f, const rows *r, const pk_process_stats *t, const options_in_force *o,
                        const classes *c) {
-    fprintf(f, "{\"schema\": \"poolkit-stats/1\", \"version\": ");
+    fprintf(f, "{\"schema\": \"poolkit-stats/2\", \"version\": ");
     json_string(f, pk_version_string());
     fprintf(f, ", \"pid\": %ld,\n", (long)getpid());
     print_json_options(f, o);
-    fprintf(f, " \"per_batch\": [\"allocs\", \"frees\", \"peak_live\", \"remote_frees\"],\n");
+    fprintf(f, " \"per_refill\": [\"taken\", \"returned\", \"peak_live\", \"remote_frees\"],\n");
     fprintf(f, " \"pools\": [");
     for (size_t i = 0; i < r->n; i++) {
         const pk_pool_stats *s = &r->row[i];
@@ -251,10 +252,10 @@ static void print_json(FILE *f, const rows *r, const pk_process_stats *t, const 
         json_string(f, s->name);
         fprintf(f, ", \"size\": %zu, \"align\": %zu, \"live\": %zu, \"peak_live\": %zu, "
                    "\"slabs\": %zu, \"bytes_reserved\": %zu, \"bytes_resident\": %zu, "
-                   "\"allocs\": %llu, \"frees\": %llu, \"remote_frees\": %llu, "
+                   "\"taken\": %llu, \"returned\": %llu, \"remote_frees\": %llu, "
                    "\"slabs_released\": %llu, \"bytes_released\": %llu}",
                 s->size, s->align, s->live, s->peak_live, s->slabs, s->bytes_reserved,
-                s->bytes_resident, (unsigned long long)s->allocs, (unsigned long long)s->frees,
+                s->bytes_resident, (unsigned long long)s->taken, (unsigned long long)s->returned,
                 (unsigned long long)s->remote_frees, (unsigned long long)s->slabs_released,
                 (unsigned long long)s->bytes_released);
     }

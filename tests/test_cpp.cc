@@ -310,14 +310,13 @@ TEST(PoolAllocator, AllocateSharedPutsTheControlBlockInAPool) {
     EXPECT_EQ(counts.live(), 0);
 }
 
-TEST(PoolAllocator, AllocatorsOfAnyTypeAreEqualAndStateless) {
+TEST(PoolAllocator, AllocatorsOfAnyTypeAreEqual) {
     pk::pool_allocator<int> a;
     pk::pool_allocator<double> b;
     pk::pool_allocator<int> c(b);
     EXPECT_TRUE(a == b);
     EXPECT_FALSE(a != c);
     static_assert(std::allocator_traits<pk::pool_allocator<int>>::is_always_equal::value);
-    static_assert(std::is_empty_v<pk::pool_allocator<int>>);
     static_assert(std::is_same_v<
                   std::allocator_traits<pk::pool_allocator<int>>::rebind_alloc<double>,
                   pk::pool_allocator<double>>);
@@ -332,8 +331,8 @@ TEST(PoolAllocator, MemoryMayBeFreedThroughAnotherTypesAllocator) {
     };
     static_assert(!std::is_same_v<Sixteen, AlsoSixteen>);
     static_assert(sizeof(Sixteen) == sizeof(AlsoSixteen) && alignof(Sixteen) == alignof(AlsoSixteen));
-    pk_pool *pool = pk::pool_allocator<Sixteen>::pool();
-    ASSERT_EQ(pk::pool_allocator<AlsoSixteen>::pool(), pool);
+    pk_pool *pool = pk::pool_allocator<Sixteen>::type_pool();
+    ASSERT_EQ(pk::pool_allocator<AlsoSixteen>::type_pool(), pool);
     std::size_t before = live_in(pool);
     pk::pool_allocator<Sixteen> typed;
     Sixteen *p = typed.allocate(1);
@@ -349,13 +348,62 @@ TEST(PoolAllocator, OneObjectComesFromThePoolOfItsSizeAndAlignment) {
     };
     pk::pool_allocator<Wide> alloc;
     Wide *p = alloc.allocate(1);
-    EXPECT_EQ(pk_pool_owner(p), pk::pool_allocator<Wide>::pool());
+    EXPECT_EQ(pk_pool_owner(p), alloc.pool());
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 32, 0u);
     pk_pool_stats s;
-    pk_pool_stats_get(pk::pool_allocator<Wide>::pool(), &s);
+    pk_pool_stats_get(pk::pool_allocator<Wide>::type_pool(), &s);
     EXPECT_EQ(s.size, 96u);
     EXPECT_EQ(s.align, 32u);
     alloc.deallocate(p, 1);
+}
+
+/* A container's nodes are not its value type: c.get_allocator().pool() must
+ * name the pool its nodes come from, which holds one live object per
+ * element, not the pool of sizeof(value_type). */
+template <class Container, class Fill>
+void expect_allocator_names_the_node_pool(Container &c, Fill fill, const char *what) {
+    fill(c, 0, 10);
+    pk_pool *pool = c.get_allocator().pool();
+    ASSERT_NE(pool, nullptr) << what;
+    std::size_t before = live_in(pool);
+    fill(c, 10, 510);
+    EXPECT_EQ(live_in(pool), before + 500) << what << ": 500 more elements, 500 more nodes in the named pool";
+    pk_pool_stats s;
+    pk_pool_stats_get(pool, &s);
+    EXPECT_GT(s.size, sizeof(typename Container::value_type)) << what << ": a node holds links besides the value";
+    c.clear();
+    EXPECT_EQ(live_in(pool), before - 10) << what;
+}
+
+TEST(PoolAllocator, AContainersAllocatorNamesThePoolItsNodesComeFrom) {
+    using V = std::pair<const int, int>;
+    std::map<int, int, std::less<int>, pk::pool_allocator<V>> m;
+    expect_allocator_names_the_node_pool(
+        m, [](auto &c, int from, int to) { for (int i = from; i < to; i++) c.emplace(i, i); }, "std::map");
+    std::unordered_map<int, int, std::hash<int>, std::equal_to<int>, pk::pool_allocator<V>> u;
+    expect_allocator_names_the_node_pool(
+        u, [](auto &c, int from, int to) { for (int i = from; i < to; i++) c.emplace(i, i); }, "std::unordered_map");
+    pool_list<double> l;
+    expect_allocator_names_the_node_pool(
+        l, [](auto &c, int from, int to) { for (int i = from; i < to; i++) c.push_back(i); }, "std::list");
+}
+
+TEST(PoolAllocator, AnAllocatorMadeDirectlyNamesThePoolOfItsType) {
+    struct Forty {
+        char bytes[40];
+    };
+    pk::pool_allocator<Forty> alloc;
+    EXPECT_EQ(alloc.pool(), pk::pool_allocator<Forty>::type_pool());
+    Forty *p = alloc.allocate(1);
+    EXPECT_EQ(pk_pool_owner(p), alloc.pool());
+    alloc.deallocate(p, 1);
+}
+
+TEST(PoolAllocator, AVectorsBuffersComeFromOperatorNew) {
+    std::vector<int, pk::pool_allocator<int>> v;
+    for (int i = 0; i < 100; i++) v.push_back(i);
+    EXPECT_EQ(pk_pool_owner(v.data()), nullptr) << "arrays are not pooled (the header says so)";
+    EXPECT_EQ(v[99], 99);
 }
 
 TEST(PoolAllocator, ArraysComeFromOperatorNew) {

@@ -96,7 +96,7 @@ TEST(ManyPools, TwentyThousandLivePoolsEachWork) { expect_many_live_pools_work(s
 
 TEST(ManyPools, PoolMadeAfterTenThousandOthersIsServedLikeTheFirst) {
     /* A pool made when 10,000 others are live serves a loop the way the
-     * first pool did: from the thread's cache (stats.allocs moves per batch
+     * first pool did: from the thread's cache (stats.taken moves per refill
      * between cache and pool, so it moves no more than for the first pool),
      * with no more slabs and no page requests. */
     const size_t n = scaled(10000, 2000);
@@ -112,11 +112,11 @@ TEST(ManyPools, PoolMadeAfterTenThousandOthersIsServedLikeTheFirst) {
             objs.clear();
         };
         round(); /* warm up: the thread's cache for p is made */
-        uint64_t a0 = stats_of(p).allocs;
+        uint64_t a0 = stats_of(p).taken;
         for (int r = 0; r < 200; r++) round();
         Churn c;
         c.after = stats_of(p);
-        c.allocs = c.after.allocs - a0;
+        c.allocs = c.after.taken - a0;
         return c;
     };
     PoolPtr first = make_pool(48, 0, 0, "first");

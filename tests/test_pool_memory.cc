@@ -19,7 +19,7 @@ TEST(PoolTrim, HundredThousandLive200ByteObjectsReserveAtMost110Percent) {
     free_all(p.get(), objs);
 }
 
-/* Alignment costs no memory: the README's bound (reserved <= 1.10x the
+/* Alignment costs no memory: docs/design.md's bound (reserved <= 1.10x the
  * object bytes) holds at the sizes its table reports, power-of-two sizes
  * aligned to themselves included. 100,000 objects, or 40 MiB of them. */
 TEST(PoolTrim, ReservedStaysWithin110PercentOfObjectBytesAtEverySize) {

@@ -49,6 +49,22 @@ TEST(PoolDebugDeathTest, FreeOfAStackPointerIsFatal) {
         fatal_line("foreign pointer", "dbgpool", stack));
 }
 
+/* pool.h: NULL is no object; every mode reports it, inline paths included
+ * (a pool with a current slab), rather than ignoring it as free(NULL) does. */
+TEST(PoolDebugDeathTest, FreeOfNullIsFatalInEveryMode) {
+    for (unsigned flags : {0u, unsigned(PK_POOL_LOCAL), unsigned(PK_POOL_DEBUG), unsigned(PK_POOL_HARDENED)}) {
+        PoolPtr p = make_pool(32, 0, flags, "nullfree");
+        void *live = pk_pool_alloc(p.get());
+        ASSERT_NE(live, nullptr);
+        PKTEST_EXPECT_REPORT(
+            {
+                pk_pool_free(p.get(), nullptr);
+            },
+            "HANDLER severity=FATAL what=null pointer pool=nullfree ptr=[(]nil[)]");
+        pk_pool_free(p.get(), live);
+    }
+}
+
 TEST(PoolDebugDeathTest, DefaultHandlerPrintsOneLineNamingFaultPoolAndPointer) {
     PoolPtr p = make_pool(64, 0, PK_POOL_DEBUG, "dbgpool");
     void *a = pk_pool_alloc(p.get());

@@ -552,8 +552,8 @@ class World {
                 uint64_t a = 0, f = 0;
                 for (auto &s : slots_) a += s->allocs[i], f += s->frees[i];
                 /* a pool that locks on every call counts each object */
-                EXPECT_EQ(st.allocs, a) << at.str();
-                EXPECT_EQ(st.frees, f) << at.str();
+                EXPECT_EQ(st.taken, a) << at.str();
+                EXPECT_EQ(st.returned, f) << at.str();
             }
             if (st.live != model[i]) failures_++;
             if (main_rng_.chance(35)) check_visit(i, all, at.str());
@@ -597,7 +597,7 @@ class World {
             }
             pk_pool_trim(pools_[i]);
             st = stats_of(pools_[i]);
-            EXPECT_EQ(st.allocs, st.frees) << ps.label << ": after the trim no object is outside the slabs";
+            EXPECT_EQ(st.taken, st.returned) << ps.label << ": after the trim no object is outside the slabs";
             EXPECT_EQ(st.slabs, 0u) << ps.label << ": slabs left after freeing everything and trimming";
             EXPECT_EQ(st.bytes_reserved, 0u) << ps.label;
         }

@@ -295,7 +295,7 @@ TEST(StatsPrint, TableOpensWithTheVersionAndEveryOptionInForce) {
 
 TEST(StatsPrint, JsonOpensWithTheVersionAndEveryOptionInForce) {
     std::string j = report(PK_STATS_JSON);
-    EXPECT_EQ(j.rfind(std::string("{\"schema\": \"poolkit-stats/1\", \"version\": \"") + PK_VERSION_STRING +
+    EXPECT_EQ(j.rfind(std::string("{\"schema\": \"poolkit-stats/2\", \"version\": \"") + PK_VERSION_STRING +
                           "\", \"pid\": ",
                       0),
               0u)
@@ -391,6 +391,30 @@ TEST(StatsOptions, AWordThatIsNeitherSwitchNorFileNameIsReportedByName) {
     }
 }
 
+TEST(StatsOptions, AnUnknownVariableIsReportedOnceNamingTheClosestKnownOne) {
+    const std::pair<const char *, const char *> typos[] = {
+        {"POOLKIT_STAT", "POOLKIT_STATS"},
+        {"POOLKIT_HARDEN", "POOLKIT_HARDENED"},
+        {"POOLKIT_DEBUGFRAMES", "POOLKIT_DEBUG_FRAMES"},
+        {"POOLKIT_PURGE_DELAY", "POOLKIT_PURGE_DELAY_MS"},
+    };
+    for (auto [typo, meant] : typos) {
+        auto [row, err] = row_with(typo, "1");
+        std::string want = std::string("poolkit: unknown option: ") + typo +
+                           " is not a poolkit variable (did you mean " + meant + "?)";
+        size_t at = err.find(want);
+        EXPECT_NE(at, std::string::npos) << typo << "\n" << err;
+        EXPECT_EQ(err.find("unknown option", at + want.size()), std::string::npos) << "reported once\n" << err;
+    }
+}
+
+TEST(StatsOptions, KnownVariablesAndTheBuildsOwnAreNotReportedAsUnknown) {
+    for (const char *var : {"POOLKIT_STATS", "POOLKIT_DEBUG_FRAMES", "POOLKIT_TEST_SCALE", "POOLKIT_SETUP_PEERS"}) {
+        auto [row, err] = row_with(var, "1");
+        EXPECT_EQ(err.find("unknown option"), std::string::npos) << var << "\n" << err;
+    }
+}
+
 /* ---- counts a user can read ------------------------------------------------- */
 
 /* Three allocations from a fresh pool: thread caches take a whole batch,
@@ -403,14 +427,14 @@ TEST(StatsPrint, ThreeAllocationsShowAsThreeLiveAndTheBatchColumnsAreNamedSo) {
     std::string t = report(0);
     std::smatch m;
     ASSERT_TRUE(std::regex_search(t, m, std::regex("\npool +size +live +slabs +reserved +resident +released +"
-                                                   "taken +returned +remote +peak out\n")))
+                                                   "taken +returned +remote_frees +peak_live\n")))
         << t;
     ASSERT_TRUE(std::regex_search(t, m, std::regex("\nthree +40 +([0-9]+) +[0-9]+ +[^\n]* ([0-9]+) +[0-9]+ +[0-9]+ "
                                                    "+([0-9]+)\n")))
         << t;
     EXPECT_EQ(m[1].str(), "3") << "live" << t;
-    EXPECT_EQ(m[2].str(), std::to_string(st.allocs)) << "taken" << t;
-    EXPECT_EQ(m[3].str(), std::to_string(st.peak_live)) << "peak out" << t;
+    EXPECT_EQ(m[2].str(), std::to_string(st.taken)) << "taken" << t;
+    EXPECT_EQ(m[3].str(), std::to_string(st.peak_live)) << "peak_live" << t;
     EXPECT_EQ(t.find("allocs"), std::string::npos) << "no column reads as a count of calls\n" << t;
     for (void *o : objs) pk_pool_free(p.get(), o);
 }

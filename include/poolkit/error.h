@@ -1,12 +1,15 @@
 /* poolkit: how misuse is reported.
  *
  * Every fault poolkit detects (a double free, a pointer from elsewhere, a
- * corrupted free list, a bad autorelease token, live objects at destroy) is
- * described by one pk_error and passed to the error handler. The default
- * handler prints err->message as one line on stderr; a PK_FATAL error then
- * aborts the process. A handler may record or log the error; if it returns
- * from a PK_FATAL error, poolkit aborts anyway, because the pool's state can
- * no longer be trusted.
+ * corrupted free list, a bad autorelease token, live objects at destroy, a
+ * malformed or unknown POOLKIT_* variable) is described by one pk_error and
+ * passed to the error handler, and so is each notable event that
+ * POOLKIT_VERBOSE=1 asks for. Three severities: PK_NOTE (an event, not a
+ * fault), PK_WARNING (the call goes on), PK_FATAL (the process aborts). The
+ * default handler prints err->message as one line on stderr; a PK_FATAL
+ * error then aborts the process. A handler may record or log the error; if
+ * it returns from a PK_FATAL error, poolkit aborts anyway, because the
+ * pool's state can no longer be trusted.
  */
 #ifndef POOLKIT_ERROR_H
 #define POOLKIT_ERROR_H
@@ -17,8 +20,8 @@
 extern "C" {
 #endif
 
-/* How bad a fault is: a warning is reported and the program goes on; after a
- * fatal error the program aborts. */
+/* How bad it is: a note is an event, not a fault; a warning is reported and
+ * the program goes on; after a fatal error the program aborts. */
 typedef enum {
     PK_WARNING, /* reported; the call goes on (live objects at destroy, ...) */
     PK_FATAL,   /* reported, then abort() (double free, foreign pointer, ...) */
@@ -26,9 +29,10 @@ typedef enum {
                    (stats.h), once per kind */
 } pk_severity;
 
-/* One detected fault, as the error handler receives it. */
+/* One detected fault (or, as PK_NOTE, event), as the error handler
+ * receives it. */
 typedef struct pk_error {
-    pk_severity severity; /* PK_WARNING or PK_FATAL */
+    pk_severity severity; /* PK_NOTE, PK_WARNING or PK_FATAL */
     const char *what;    /* short fault name: "double free", "foreign pointer", ... */
     const char *pool;    /* pool or class name, or NULL */
     const void *ptr;     /* the pointer at fault, or NULL */

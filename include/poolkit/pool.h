@@ -40,7 +40,7 @@ enum {
     PK_POOL_REGION   = 1u << 4, /* a region: destroy frees live objects without reporting them */
     PK_POOL_GUARD    = 1u << 5, /* a no-access page after each slab: an overflow past it faults */
     PK_POOL_SHUFFLE  = 1u << 6  /* hardened, and fresh slots handed out in an unpredictable
-                                   order (costs more: README, "Debugging and hardening") */
+                                   order (costs more: docs/results.md, "Hardened pools") */
 };
 
 /* How to make a pool: pass to pk_pool_create. Zero-initialise it and set
@@ -71,10 +71,13 @@ typedef struct pk_pool_stats {
                                 refill (see pk_pool_stats_get) */
     size_t slabs;            /* slabs the pool holds */
     size_t bytes_reserved;   /* bytes the pool holds from the system */
-    uint64_t allocs;         /* objects moved from slabs' free lists to threads' slot
-                                lists, or to callers (per refill, not per call) */
-    uint64_t frees;          /* objects moved back onto slabs' free lists (per refill
-                                or free that reaches the library, not per call) */
+    uint64_t taken;          /* objects taken from slabs (their free lists or never-used
+                                slots) onto threads' slot lists, a refill's worth at a
+                                time, or handed to callers by pools without thread
+                                heaps: not a count of pk_pool_alloc calls */
+    uint64_t returned;       /* objects returned onto slabs' free lists, by refills and
+                                by frees that reach the library: not a count of
+                                pk_pool_free calls */
     uint64_t remote_frees;   /* objects freed by a thread into a slab its heap does
                                 not own */
     uint64_t slabs_released; /* slabs given back to the system so far */
@@ -122,8 +125,10 @@ PK_API void pk_pool_destroy(pk_pool *pool);
  * out. Its contents are the state the last user left (or construct made), or
  * zero with PK_POOL_ZERO. Any thread unless PK_POOL_LOCAL. */
 PK_API void *pk_pool_alloc(pk_pool *pool);
-/* Gives obj back. obj must be a live object of this pool (never NULL); the
- * check is made in debug and hardened modes and whenever the call reaches
+/* Gives obj back. obj must be a live object of this pool. NULL is not
+ * ignored as free(NULL) is: every mode reports it ("null pointer",
+ * PK_FATAL). The object check is made in debug and hardened modes and
+ * whenever the call reaches
  * the library (an object of a slab other than the calling thread's current
  * one, hooks, zeroing): against the address map, or against a slab of the
  * thread's heap. An inline free of an object of the current slab is not
@@ -217,11 +222,13 @@ PK_API long pk_set_purge_delay(long ms);
 PK_API int pk_set_background_purge(int on);
 
 /* Fills *out. live and bytes_reserved are exact whenever no call on the pool
- * is in progress. allocs and frees count objects moved between a slab's free
- * list (or its never-used slots) and a thread's slot list, or the caller for
- * pools without thread heaps (debug, a limit), which count every call: they
- * move per refill and per free that reaches the library, so a loop the
- * inline fast path serves does not change them. remote_frees counts objects
+ * is in progress. taken and returned count objects moved between a slab's
+ * free list (or its never-used slots) and a thread's slot list, or the
+ * caller for pools without thread heaps (debug, a limit), which count every
+ * call: they move per refill and per free that reaches the library, so a
+ * loop the inline fast path serves does not change them, and taken -
+ * returned is live plus the free objects waiting on threads' slot lists.
+ * Counting calls would cost the inline paths an instruction each. remote_frees counts objects
  * freed by a thread into a slab its heap does not own (exact for a pure
  * producer/consumer pair). peak_live is the most objects out at once as
  * estimated at each refill (and every 64 remote frees of a thread that only
@@ -292,6 +299,17 @@ PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);
 /* The default inline free's miss, with the thread's slot c for the pool and
  * its word 2. */
 PK_API void pk__pool_free_other(void *c, void *obj, uintptr_t cur, pk_pool *pool);
+
+/* A program that inlines the fast paths creates its pools through
+ * pk__pool_create_abi with the PK_POOL_ABI of the headers it was compiled
+ * with: a library of another layout reports "ABI mismatch" (PK_FATAL) at
+ * that first call, before an inline path can read a pool it does not
+ * understand. pk_pool_create itself (PK_NO_INLINE, other languages) stays
+ * exported; every future release keeps pk__pool_create_abi. */
+PK_API pk_pool *pk__pool_create_abi(const pk_pool_config *config, int abi);
+#if defined(PK__HAVE_INLINE) && !defined(PK__DOXYGEN)
+#  define pk_pool_create(...) pk__pool_create_abi((__VA_ARGS__), PK_POOL_ABI) /* a compound literal's commas too */
+#endif
 
 #ifdef PK__HAVE_INLINE
 typedef uintptr_t __attribute__((may_alias)) pk__link;

@@ -10,7 +10,7 @@
  * | C++                          | over the C API     | for                                   |
  * |------------------------------|--------------------|---------------------------------------|
  * | pk::object_pool<T>           | pk_pool            | many objects of one type, freed in any order |
- * | pk::pool_allocator<T>        | one pk_pool per (size, alignment), process-wide | std::list, std::map, std::set, std::unordered_map, std::allocate_shared |
+ * | pk::pool_allocator<T>        | one pk_pool per (size, alignment), process-wide | the nodes of std::list, std::map, std::set, std::unordered_map, std::allocate_shared (not arrays: vectors, strings) |
  * | pk::arena, pk::arena_allocator<T> | pk_arena      | vectors and strings that die together |
  * | pk::pool_resource, pk::arena_resource | pk_pool, pk_arena | std::pmr containers          |
  * | pk::ref<T>, pk::make_ref<T>() | pk_new, pk_retain, pk_release | shared objects with an intrusive count, autorelease, std::hash |
@@ -554,18 +554,38 @@ inline constexpr std::size_t pool_allocator_max_size = 4096;
  * @brief A standard allocator for node-based containers: std::list,
  *        std::map, std::set, std::unordered_map, std::allocate_shared.
  *
- * A request for one object (n == 1) of at most pk::pool_allocator_max_size
- * bytes is served by a process-wide pk_pool for sizeof(T) and alignof(T),
- * shared by every type of that size and alignment, created on first use and
- * never destroyed; its per-thread heaps make allocate and deallocate a few
- * instructions with no lock. Anything else (arrays, such as an
- * unordered_map's buckets) comes from \::operator new.
+ * A container never allocates its value type: it rebinds the allocator to
+ * its node type (a std::map's tree node, a std::list's node with its two
+ * links), and each node is one allocate(1) of that type. A request for one
+ * object (n == 1) of at most pk::pool_allocator_max_size bytes is served by
+ * a process-wide pk_pool for its size and alignment, shared by every type
+ * of that size and alignment, created on first use and never destroyed; its
+ * per-thread heaps make allocate and deallocate a few instructions with no
+ * lock.
  *
- * Stateless and always equal: memory from any pool_allocator may be freed
- * by any other, of any T (is_always_equal; containers move in O(1)). All
- * code sharing containers must use the same instantiation of the pools:
- * a program and shared libraries that export their template statics (the
- * default visibility) do; libraries built with hidden visibility that pass
+ * @par Arrays
+ * Anything but one object comes from \::operator new, pooled by nothing:
+ * an unordered_map's bucket array, std::deque's blocks, and every buffer of
+ * a std::vector or std::string, except that a buffer of exactly one element
+ * (a vector's first push_back) goes to the pool of sizeof(T) like a node.
+ * So this allocator gains nothing for vectors, strings and deques: use
+ * std::allocator, or pk::arena_allocator for buffers that die together.
+ *
+ * @par Introspection
+ * pool() names the pool the container's nodes really come from when asked
+ * of the container's own allocator, `c.get_allocator().pool()`: a container
+ * builds that copy from its node allocator, and the copy remembers which
+ * pool served the type it was converted from. Asked of an allocator made
+ * directly (`pk::pool_allocator<T>().pool()`), it names the pool of
+ * sizeof(T), which serves allocate(1) of T itself. This costs one pointer
+ * in each allocator (and so in each container or allocate_shared block),
+ * never a pool created before a node needs it.
+ *
+ * Always equal: memory from any pool_allocator may be freed by any other,
+ * of any T (is_always_equal; containers move in O(1)). All code sharing
+ * containers must use the same instantiation of the pools: a program and
+ * shared libraries that export their template statics (the default
+ * visibility) do; libraries built with hidden visibility that pass
  * containers across must not free each other's nodes.
  *
  * @par Thread safety
@@ -579,7 +599,7 @@ public:
     using value_type = T;                                       ///< Allocated type.
     using size_type = std::size_t;                              ///< Sizes.
     using difference_type = std::ptrdiff_t;                     ///< Differences.
-    using is_always_equal = std::true_type;                     ///< Stateless.
+    using is_always_equal = std::true_type;                     ///< Any frees any other's memory.
     using propagate_on_container_move_assignment = std::true_type; ///< Moves are O(1).
 
     /// The same allocator for another type.
@@ -588,18 +608,20 @@ public:
         using other = pool_allocator<U>; ///< pool_allocator of U.
     };
 
-    /// The allocator (stateless: costs nothing).
+    /// The allocator; pool() names the pool of sizeof(T).
     constexpr pool_allocator() noexcept = default;
-    /// Converts from the allocator of another type (stateless).
+    /// Converts from the allocator of another type; pool() then names the
+    /// pool that serves single objects of U (a container's nodes, when U
+    /// is its node type).
     template <class U>
-    constexpr pool_allocator(const pool_allocator<U> &) noexcept {}
+    constexpr pool_allocator(const pool_allocator<U> &) noexcept : pool_of_source_(&pool_allocator<U>::type_pool) {}
 
     /**
      * @brief Memory for @p n objects of T, uninitialized.
      *
      * n == 1 with sizeof(T) <= pool_allocator_max_size: from the pool for
-     * (sizeof(T), alignof(T)), created on first use. Otherwise from
-     * \::operator new (aligned as T needs).
+     * (sizeof(T), alignof(T)), created on first use. Otherwise (arrays, see
+     * the class) from \::operator new, aligned as T needs.
      * @par Thread safety
      * Any thread.
      * @throws std::bad_alloc when memory runs out (the pool's or the heap's);
@@ -608,7 +630,7 @@ public:
     [[nodiscard]] T *allocate(std::size_t n) {
         if constexpr (pooled) {
             if (PK__CXX_LIKELY(n == 1)) {
-                void *p = pk_pool_alloc(pool());
+                void *p = pk_pool_alloc(type_pool());
                 if (PK__CXX_UNLIKELY(!p)) detail::out_of_memory("pk::pool_allocator");
                 return static_cast<T *>(p);
             }
@@ -628,7 +650,7 @@ public:
     void deallocate(T *p, std::size_t n) noexcept {
         if constexpr (pooled) {
             if (PK__CXX_LIKELY(n == 1)) {
-                pk_pool_free(pool(), p);
+                pk_pool_free(type_pool(), p);
                 return;
             }
         }
@@ -636,14 +658,27 @@ public:
     }
 
     /**
-     * @brief The process-wide pool that serves single objects of T (for
-     *        pk_pool_stats_get or pk_pool_trim), created if need be; nullptr
-     *        when T is larger than pool_allocator_max_size (no pool serves it).
+     * @brief The pool a container's nodes come from, for pk_pool_stats_get
+     *        or pk_pool_trim: asked of `c.get_allocator()`, the pool of the
+     *        container's node type; asked of an allocator made directly,
+     *        the pool of sizeof(T) (see the class). Created if need be;
+     *        nullptr when the type is larger than pool_allocator_max_size
+     *        (no pool serves it).
      * @par Thread safety
      * Any thread.
      * @throws std::bad_alloc when the pool cannot be created.
      */
-    static pk_pool *pool() {
+    pk_pool *pool() const { return pool_of_source_ ? pool_of_source_() : type_pool(); }
+
+    /**
+     * @brief The process-wide pool that serves allocate(1) of T itself
+     *        (sizeof(T), alignof(T)), created if need be; nullptr when T is
+     *        larger than pool_allocator_max_size.
+     * @par Thread safety
+     * Any thread.
+     * @throws std::bad_alloc when the pool cannot be created.
+     */
+    static pk_pool *type_pool() {
         if constexpr (pooled)
             return detail::shared_pool<sizeof(T), alignof(T)>::get();
         else
@@ -652,14 +687,17 @@ public:
 
 private:
     static constexpr bool pooled = sizeof(T) <= pool_allocator_max_size;
+    /* type_pool of the allocator this one was converted from, or nullptr:
+     * a function, so that no pool is made before a node needs it. */
+    pk_pool *(*pool_of_source_)() = nullptr;
 };
 
-/// Always true: pool_allocators are stateless.
+/// Always true: any pool_allocator frees any other's memory.
 template <class T, class U>
 constexpr bool operator==(const pool_allocator<T> &, const pool_allocator<U> &) noexcept {
     return true;
 }
-/// Always false: pool_allocators are stateless.
+/// Always false: any pool_allocator frees any other's memory.
 template <class T, class U>
 constexpr bool operator!=(const pool_allocator<T> &, const pool_allocator<U> &) noexcept {
     return false;

@@ -3,7 +3,9 @@
  *
  * pk_pool_stats_get (pool.h) gives one pool's figures; this header adds the
  * whole process: a walk over every live pool, the process totals, and one
- * report, as a table or as JSON (schema: docs/stats.schema.json). Nothing
+ * report, as a table or as JSON (its schema is installed as
+ * share/poolkit/stats.schema.json under the install prefix;
+ * docs/stats.schema.json in the sources). Nothing
  * here costs anything on the allocation and free paths: the pools are
  * already on a list for their purge ticks, and every figure is one the
  * pools keep anyway.
@@ -74,7 +76,7 @@ PK_API void pk_stats_reset_peaks(void);
 
 /* Flags for pk_stats_print. */
 enum {
-    PK_STATS_JSON = 1u << 0,   /* JSON (docs/stats.schema.json) instead of a table */
+    PK_STATS_JSON = 1u << 0,   /* JSON (share/poolkit/stats.schema.json) instead of a table */
     PK_STATS_CLASSES = 1u << 1 /* also count live pk_new objects per class (pk_class
                                   name): walks every live object and, like
                                   pk_pool_visit, needs every other thread to be
@@ -86,9 +88,8 @@ enum {
  * environment, the call that set it: pk_set_purge_delay or
  * pk_set_background_purge), then every pool (name, object size,
  * live, slabs, bytes reserved, resident and given back, and the figures
- * that move per refill of a thread's slot list rather than per call, named
- * for what they count: objects taken, returned, remote frees, most out at
- * once; see pk_pool_stats), arenas, the calling thread's autorelease stack
+ * that move per refill of a thread's slot list rather than per call, under
+ * their pk_pool_stats names: taken, returned, remote_frees, peak_live), arenas, the calling thread's autorelease stack
  * and process totals. Returns 0, or -1 with errno set when writing failed
  * or flags has an unknown bit (EINVAL). Thread-safe (without
  * PK_STATS_CLASSES). */

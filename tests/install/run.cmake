@@ -108,10 +108,27 @@ foreach(f
         ${libdir}/cmake/poolkit/poolkitConfigVersion.cmake
         ${prefix}/include/poolkit/PKObject.h
         ${prefix}/share/poolkit/stats.schema.json
+        ${prefix}/share/doc/poolkit/LICENSE
+        ${prefix}/share/doc/poolkit/CHANGELOG.md
+        ${libdir}/cmake/poolkit/poolkit-static-targets.cmake
+        ${libdir}/cmake/poolkit/poolkit-shared-targets.cmake
         ${objc_lib})
     if(NOT EXISTS ${f})
         message(FATAL_ERROR "install test: missing ${f}")
     endif()
+endforeach()
+
+# 2b. The .pc files name the install's prefix and derive the rest from it
+#     (${prefix}-relative, as packagers expect), not from their own place.
+file(RELATIVE_PATH rel_libdir ${prefix} ${libdir})
+foreach(pc poolkit poolkit-static)
+    file(READ ${libdir}/pkgconfig/${pc}.pc text)
+    foreach(line "prefix=${prefix}\n" "libdir=\${prefix}/${rel_libdir}\n" "includedir=\${prefix}/include\n")
+        string(FIND "${text}" "${line}" at)
+        if(at EQUAL -1)
+            message(FATAL_ERROR "install test: ${pc}.pc lacks the line '${line}':\n${text}")
+        endif()
+    endforeach()
 endforeach()
 
 # 3. Only public names (pk_...) are global in either library: the static one
@@ -151,6 +168,36 @@ endforeach()
 expect_linked(${WORK_DIR}/find-package/consumer_cmake_shared shared)
 expect_linked(${WORK_DIR}/find-package/consumer_cmake_static static)
 expect_linked(${WORK_DIR}/find-package/consumer_cmake_default static)
+
+# 4b. Installs of one library, by install component, as a distribution
+#     that ships only the static or only the shared library has:
+#     find_package still works, poolkit::poolkit names the one installed.
+foreach(kind static shared)
+    set(one ${WORK_DIR}/prefix-${kind})
+    set(components dev ${kind})
+    if(kind STREQUAL "shared")
+        list(APPEND components runtime)
+    endif()
+    foreach(component IN LISTS components)
+        run(COMMAND ${CMAKE_COMMAND} --install ${POOLKIT_BUILD_DIR} --prefix ${one} --component ${component})
+    endforeach()
+    if(kind STREQUAL "static")
+        file(GLOB_RECURSE other_kind ${one}/*libpoolkit.so* ${one}/*/poolkit.pc ${one}/*poolkit-shared-targets*)
+    else()
+        file(GLOB_RECURSE other_kind ${one}/*libpoolkit.a ${one}/*poolkit-static.pc ${one}/*poolkit-static-targets*)
+    endif()
+    if(other_kind)
+        message(FATAL_ERROR "install test: the ${kind} components installed the other library's files: ${other_kind}")
+    endif()
+    run(COMMAND ${CMAKE_COMMAND} -S ${consumer_src} -B ${WORK_DIR}/find-${kind}-only
+        -G ${GENERATOR} -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_BUILD_TYPE=Release
+        -DCMAKE_PREFIX_PATH=${one} -DPOOLKIT_FIND=cmake-one -DPOOLKIT_KIND=${kind})
+    run(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/find-${kind}-only)
+    foreach(program consumer_one_kind consumer_one_default)
+        run(COMMAND ${WORK_DIR}/find-${kind}-only/${program})
+        expect_linked(${WORK_DIR}/find-${kind}-only/${program} ${kind})
+    endforeach()
+endforeach()
 
 # 5. pkg-config through CMake's FindPkgConfig: poolkit and poolkit-static.
 set(ENV{PKG_CONFIG_PATH} ${libdir}/pkgconfig)
