@@ -32,8 +32,10 @@ slab *free_slab_of(pk_pool *p, void *obj) {
     uintptr_t x = (uintptr_t)obj;
     if (likely(region_holds(x))) {
         slab *s = slab_of(x);
-        uintptr_t off = x - (uintptr_t)s->objects;
-        if (likely(s->pool == p && off < s->extent && slot_on_grid(off, s->slot, s->recip))) return s;
+        if (likely(__atomic_load_n(&s->pool, __ATOMIC_RELAXED) == p)) {
+            uintptr_t off = x - (uintptr_t)s->objects;
+            if (likely(off < s->extent && slot_on_grid(off, s->slot, s->recip))) return s;
+        }
     }
     return check_free(p, obj); /* reports it */
 }

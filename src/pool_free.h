@@ -32,12 +32,14 @@ static inline bool free_short(tc_slot *c, void *obj, uintptr_t cur, bool plain) 
     if (!plain && unlikely(!h || c->low)) return false;
     if (((x ^ cur) >> REGION_SHIFT) != 0 && unlikely(!region_holds(x))) return false;
     slab *s = slab_of(x);
+    /* owner first: only a slab's owner reads its other fields here */
+    if (unlikely(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h)) return false;
     void *f = s->free;
     uintptr_t off = x - (uintptr_t)s->objects, slot = s->step;
     /* off * recip wraps below recip exactly when off is a whole number of
      * slots (slot_on_grid); a slab whose slots pass 4 GiB has no recip and
      * goes on to the library */
-    if (unlikely(s->owner != h || off >= s->extent || off * s->recip >= s->recip)) return false;
+    if (unlikely(off >= s->extent || off * s->recip >= s->recip)) return false;
     if (plain) {
         /* HOT_FREES: the list is empty (its slab used up), so the next
          * allocation takes this object while it is in cache, and no slab

@@ -119,6 +119,10 @@ void slab_destroy(slab *s, bool cache) {
     track_open(s->base, s->span); /* the shadow of a place given back must not stay poisoned */
     map_set((uintptr_t)s->base, (uintptr_t)s->base + s->span, &no_entry);
     if (s->sites) os_unmap(s->sites, s->sites_bytes);
+    /* a pointer into it is no object of any pool's any more (pool_free.c
+     * reads the record before the address map) */
+    __atomic_store_n(&s->pool, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->owner, NULL, __ATOMIC_RELAXED);
     if (s->guarded) { /* its place serves other slabs next: no guard page there */
         os_protect_rw(s->base + s->span - os_page_size(), os_page_size());
         cache = false;
