@@ -29,10 +29,10 @@
  *     (central_slab_for_heap, central_adopt, central_slab_from_heap).
  */
 #include "heap.h"
+#include "pool_valid.h"
 #include "central.h"
 #include "check.h"
 #include "pool_free.h"
-#include "pools.h"
 #include "purge.h"
 #include "tcache.h"
 
@@ -301,6 +301,20 @@ static void note_peak(pk_pool *p, heap *h) {
 }
 
 void heap_note_peak(pk_pool *p, heap *h) { note_peak(p, h); }
+
+static PK_NOINLINE void *lean_refused(pk_pool *p, char *obj, char *next) {
+    report_bad_link(p, obj, next, "not a free slot of its slab");
+}
+
+void *heap_alloc_lean(pk_pool *p, heap *h) {
+    tc_list *l = h->list;
+    char *obj = tc_head(l);
+    if (!obj) return NULL;
+    char *next = (char *)link_decode(p, obj, *(uintptr_t *)(obj + p->link_off));
+    if (unlikely(next && ((uintptr_t)next | p->slab_low) != tc_cur(l))) return lean_refused(p, obj, next);
+    __atomic_store_n(&l->head, next, __ATOMIC_RELAXED); /* no count: as inline */
+    return obj;
+}
 
 void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
     heap *h = heap_get(p, c);

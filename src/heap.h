@@ -12,6 +12,10 @@ heap *heap_get(pk_pool *p, tc_slot *c);
 /* The calling thread's allocation when its list is empty: the next objects
  * of its current slab, or the next slab. NULL with errno ENOMEM. */
 void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now);
+/* The hardened lean path's allocation (pool_slow.c): the list's head if
+ * its link decodes to a slot of the current slab, or to the end; a link
+ * elsewhere is reported; NULL on an empty list. */
+void *heap_alloc_lean(pk_pool *p, heap *h);
 /* s, owned by h and not current, has come to hold no object: kept as the
  * heap's spare (HEAP_SPARE), the spare it replaces given to the pool. now:
  * the time, or 0 if the caller has not read it (a free). */

@@ -15,10 +15,10 @@
  * reports anything that is not a slot of the pool.
  */
 #include "pool_free.h"
+#include "pool_valid.h"
 #include "central.h"
 #include "check.h"
 #include "heap.h"
-#include "pools.h"
 #include "purge.h"
 #include "tcache.h"
 
@@ -161,12 +161,25 @@ void free_home_hot(pk_pool *p, heap *h, void *obj, bool list_moves) {
     BUMP(h->frees, 1);
 }
 
+/* ---- The hardened lean path (pool_slow.c says which pools take it). ---- */
+
+bool free_lean(pk_pool *p, heap *h, void *obj) {
+    /* An object of the current slab, on its grid, not the head: pushed
+     * encoded. The head freed again is reported here; anything else
+     * (another slab, a foreign or interior pointer) takes the heap path,
+     * which checks and reports. */
+    tc_list *l = h->list;
+    char *head = tc_head(l);
+    if (unlikely(obj == head && obj)) check_report_double_free(p, obj);
+    if (!hard_near(p, (uintptr_t)obj, tc_cur(l))) return false;
+    *(uintptr_t *)((char *)obj + p->link_off) = link_encode(p, obj, (uintptr_t)head);
+    __atomic_store_n(&l->head, obj, __ATOMIC_RELAXED); /* no count: as inline */
+    return true;
+}
+
 /* ---- Direct pools: the pool's lock on every call. ---- */
 
 void free_direct(pk_pool *p, void *obj, uint64_t now) {
-    pool_check_live(p, "pk_pool_free", obj);
-    if (unlikely(!obj))
-        error_report(PK_FATAL, "null pointer", p->name, obj, "NULL given to pool '%s'", pool_name(p));
     track_takeback(p, obj);
     pool_lock_for_use(p, now);
     if (p->debug) check_debug_free(p, obj);

@@ -78,7 +78,12 @@ void free_home_hot(pk_pool *p, heap *h, void *obj, bool list_moves);
 void free_remote_now(pk_pool *p, slab *s, void *obj);
 /* The heap's pending chain home (one push). */
 void free_flush_pending(pk_pool *p, heap *h);
-/* Direct pools: obj back to its slab, under the pool's lock (taken here). */
+/* The hardened lean path's free: obj, of h's current slab, on its grid and
+ * not the head, pushed encoded (true); the head freed again reported;
+ * false for anything else. */
+bool free_lean(pk_pool *p, heap *h, void *obj);
+/* Direct pools: obj (not NULL, the pool live) back to its slab, under the
+ * pool's lock (taken here). */
 void free_direct(pk_pool *p, void *obj, uint64_t now);
 
 #endif

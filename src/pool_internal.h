@@ -10,6 +10,7 @@
 #include "check.h"
 #include "heap.h"
 #include "pool_free.h"
+#include "pool_valid.h"
 #include "pools.h"
 #include "purge.h"
 #include "tcache.h"

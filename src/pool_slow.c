@@ -24,6 +24,7 @@
 #include "check.h"
 #include "heap.h"
 #include "pool_free.h"
+#include "pool_valid.h"
 #include "pools.h"
 #include "purge.h"
 #include "sites.h"
@@ -68,23 +69,13 @@ static PK_NOINLINE void *alloc_captured(pk_pool *p, void *caller) {
     return alloc_generic(p);
 }
 
-static PK_NOINLINE void *alloc_lean_refused(pk_pool *p, char *obj, char *next) {
-    report_bad_link(p, obj, next, "not a free slot of its slab");
-}
-
 /* Kept apart from the heap path, so the lean path pays for no registers
  * the heap path needs. */
 void *pk__pool_alloc_slow(pk_pool *p) {
     heap *h = tc_slot_of(p)->heap;
     if (p->hard.lean && h) {
-        tc_list *l = h->list;
-        char *obj = tc_head(l);
-        if (likely(obj != NULL)) {
-            char *next = (char *)link_decode(p, obj, *(uintptr_t *)(obj + p->link_off));
-            if (unlikely(next && ((uintptr_t)next | p->slab_low) != tc_cur(l))) return alloc_lean_refused(p, obj, next);
-            __atomic_store_n(&l->head, next, __ATOMIC_RELAXED); /* no count: as inline */
-            return obj;
-        }
+        void *obj = heap_alloc_lean(p, h);
+        if (likely(obj != NULL)) return obj;
     }
     if (unlikely(p->debug)) return alloc_captured(p, __builtin_return_address(0));
     return alloc_generic(p);
@@ -108,6 +99,9 @@ void pool_free_generic(pk_pool *p, void *obj) {
             free_remote_now(p, s, obj);
             return;
         }
+        pool_check_live(p, "pk_pool_free", obj);
+        if (unlikely(!obj))
+            error_report(PK_FATAL, "null pointer", p->name, obj, "NULL given to pool '%s'", pool_name(p));
         free_direct(p, obj, pool_purge_poll());
         return;
     }
@@ -123,20 +117,7 @@ static PK_NOINLINE void free_captured(pk_pool *p, void *obj, void *caller) {
 
 static PK_NOINLINE void free_dispatch(pk_pool *p, void *obj, void *caller) {
     heap *h = tc_slot_of(p)->heap;
-    if (p->hard.lean && h) {
-        /* An object of the current slab, on its grid, not the head: pushed
-         * encoded. The head freed again is reported here; anything else
-         * (another slab, a foreign or interior pointer) takes the heap
-         * path, which checks and reports. */
-        tc_list *l = h->list;
-        char *head = tc_head(l);
-        if (unlikely(obj == head && obj)) check_report_double_free(p, obj);
-        if (likely(hard_near(p, (uintptr_t)obj, tc_cur(l)))) {
-            *(uintptr_t *)((char *)obj + p->link_off) = link_encode(p, obj, (uintptr_t)head);
-            __atomic_store_n(&l->head, obj, __ATOMIC_RELAXED);
-            return;
-        }
-    }
+    if (p->hard.lean && h && free_lean(p, h, obj)) return;
     if (unlikely(p->debug)) {
         free_captured(p, obj, caller);
         return;

@@ -1,7 +1,6 @@
 /* The pool module: pool.c (layout, path, create and destroy, the list of
  * live pools, records), pool_slow.c (the slow paths' dispatch), pool_bulk.c
- * and pool_calls.c (bulk and whole-pool calls), pool_valid.c (the
- * validator). */
+ * and pool_calls.c (bulk and whole-pool calls). */
 #ifndef POOLKIT_POOLS_H
 #define POOLKIT_POOLS_H
 
@@ -50,17 +49,5 @@ void pool_each_live_debug(pk_pool *p, bool (*fn)(void *obj, void *const *sites, 
  * free list. */
 void pool_each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg);
 
-/* pool_valid.c: true if every identity the comments state holds for p
- * (pool_valid.c lists them); otherwise a fatal "internal assertion" report
- * naming the one that failed. Caller holds the pool's lock. deep: also
- * walks every free list of the pool's own slabs (O(free objects)), where
- * the shallow check is O(slabs). Called through POOL_VALIDATE, compiled in
- * at POOLKIT_ASSERT 3 only: at every state change of a pool, under its
- * lock (a slab taken by or given back from a heap, a direct call, trim,
- * reserve, create and destroy; shallow on the paths that run per slab or
- * per call, deep on whole-pool calls). */
-bool pool_is_valid(const pk_pool *p, bool deep);
-#define POOL_VALIDATE(p) PK_ASSERT_EXPENSIVE(pool_is_valid((p), false))
-#define POOL_VALIDATE_DEEP(p) PK_ASSERT_EXPENSIVE(pool_is_valid((p), true))
 
 #endif

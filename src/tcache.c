@@ -2,7 +2,7 @@
  *
  Fast path protocol (pool.h): each thread's table pointer is initial-exec
  * TLS (pk__tc_table); a pool's slot is at a fixed byte offset (its key
- * times 64) in every table, and its key is the index of its record in the
+ * times the slot size) in every table, and its key is the index of its record in the
  * records' area (pool.c), so the inline paths find the slot from the
  * pool's handle. A table is a reservation of TABLE_KEYS slots,
  * followed by TABLE_KEYS heap records (heap.c), that the system backs a
@@ -23,18 +23,14 @@
  * destructor gives every heap back to its pool, and later calls on that
  * thread bypass the heaps.
  */
-#include "pool_internal.h"
+#include "heap.h"
+#include "purge.h"
+#include "tcache.h"
+#include "pool_valid.h"
 
 #include <pthread.h>
 #include <string.h>
 
-_Static_assert(sizeof(tc_slot) == (size_t)1 << PK__SLOT_SHIFT && offsetof(tc_slot, head) == 8 &&
-                   offsetof(tc_slot, cur) == 16 && offsetof(tc_slot, low) == 24 && offsetof(tc_slot, hhead) == 32 &&
-                   offsetof(tc_slot, hcur) == 40 && offsetof(tc_slot, secret) == 48,
-               "pool.h's inline paths read a slot's words in this order, 64 bytes a slot");
-_Static_assert(offsetof(tc_list, cur) == offsetof(tc_slot, cur) - offsetof(tc_slot, head) &&
-                   offsetof(tc_list, cur) == offsetof(tc_slot, hcur) - offsetof(tc_slot, hhead),
-               "a slot's two lists are tc_list views");
 _Static_assert(TABLE_KEYS == (size_t)1 << PK__KEY_BITS, "a handle's key bits index the whole table");
 
 #define SLOTS_BYTES ((size_t)TABLE_KEYS * sizeof(tc_slot))
