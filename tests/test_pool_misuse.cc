@@ -199,6 +199,58 @@ TEST(PoolSlowPathDeathTest, HookPoolDetectsAnotherPoolsObject) {
 }
 
 /* ======================================================================
+ * Default pools, the owner's free into another of its slabs: the short
+ * path (src/pool_free.h) checks what it reads from the slab's record
+ * before it links anything, and sends the rest to the library's report.
+ * ==================================================================== */
+
+namespace {
+/* A default pool with two slabs of 64-byte objects used up and a third
+ * current one (its list not empty): objs[0..1023] lie in another slab than
+ * the current one. */
+struct TwoOldSlabs {
+    PoolPtr p = make_pool(64, 0, 0, "short");
+    std::vector<void *> objs = alloc_n(p.get(), 2 * 1024 + 1);
+    ~TwoOldSlabs() { free_all(p.get(), objs); }
+};
+}  // namespace
+
+TEST(PoolShortPathDeathTest, AnInteriorPointerIntoAnotherSlabIsReported) {
+    TwoOldSlabs t;
+    char *inner = static_cast<char *>(t.objs[5]) + 8;
+    pk_pool_free(t.p.get(), t.objs[6]); /* the slab's list: not empty, so its next free is a push */
+    t.objs[6] = nullptr;
+    PKTEST_EXPECT_REPORT({ pk_pool_free(t.p.get(), inner); }, fatal_line("interior pointer", "short", inner));
+    t.objs[6] = pk_pool_alloc(t.p.get());
+}
+
+TEST(PoolShortPathDeathTest, TheHeadOfAnotherSlabsListFreedAgainIsReported) {
+    TwoOldSlabs t;
+    void *a = t.objs[7];
+    pk_pool_free(t.p.get(), t.objs[6]);
+    pk_pool_free(t.p.get(), a); /* a heads that slab's list now */
+    PKTEST_EXPECT_REPORT({ pk_pool_free(t.p.get(), a); }, fatal_line("double free", "short", a));
+    t.objs[6] = pk_pool_alloc(t.p.get());
+    t.objs[7] = pk_pool_alloc(t.p.get());
+}
+
+TEST(PoolShortPathDeathTest, AMallocPointerIsReportedWithoutReadingPastIt) {
+    TwoOldSlabs t;
+    void *m = std::malloc(64);
+    PKTEST_EXPECT_REPORT({ pk_pool_free(t.p.get(), m); },
+                         "HANDLER severity=FATAL what=foreign pointer pool=short ptr=" + ptr_str(m));
+    std::free(m);
+}
+
+TEST(PoolShortPathDeathTest, AnotherPoolsObjectIsReportedAsWrongPool) {
+    TwoOldSlabs t;
+    PoolPtr q = make_pool(64, 0, 0, "other");
+    std::vector<void *> theirs = alloc_n(q.get(), 2 * 1024 + 1);
+    PKTEST_EXPECT_REPORT({ pk_pool_free(t.p.get(), theirs[3]); }, fatal_line("wrong pool", "short", theirs[3]));
+    free_all(q.get(), theirs);
+}
+
+/* ======================================================================
  * A pool used after pk_pool_destroy
  * ==================================================================== */
 
