@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks a pk-lab results.json: its schema (lab/PROTOCOL.md) and that it is
-complete: all thirteen experiments, every row with its fields, every contender
+complete: all fourteen experiments, every row with its fields, every contender
 the lab lists present, either measured or "not available" with a reason, and
 every point of issue 19's thread shapes (steady-state, cache-scratch,
 remote-batches, many-pools) measured for every contender that is available.
@@ -27,7 +27,7 @@ import sys
 EXPERIMENTS = [
     "autorelease-sweep", "alloc-styles", "common-ops", "object-generation",
     "pool-pattern", "peers", "threads", "binary-trees", "workset",
-    "steady-state", "cache-scratch", "remote-batches", "many-pools",
+    "steady-state", "cache-scratch", "remote-batches", "many-pools", "realprog",
 ]
 FAMILIES = {"poolkit", "peer", "published"}
 
@@ -54,6 +54,11 @@ EXPECTED = {
                 "Boost.Pool object_pool", "GLib g_slice", "APR pools", "talloc",
                 "poolkit pk_arena", "poolkit pk_pool", "Zig MemoryPool"],
 }
+# realprog: every workload of each kind, for every allocator (measured or not available).
+REALPROG = ["glibc malloc", "mimalloc", "jemalloc", "tcmalloc", "poolkit pk_alloc"]
+REALPROG_POINTS = [("hooks", w) for w in ("sqlite", "libxml2", "jansson", "expat")] + \
+    [("preload", p) for p in ("jq", "xmllint", "sqlite3", "perl", "python3")]
+EXPECTED["realprog"] = REALPROG
 # Issue 20: pk_pool's hardened mode beside the default pool, by the experiment whose output
 # prints each target (its number).
 HARDENED = "poolkit pk_pool HARDENED"
@@ -187,6 +192,29 @@ def check_hardened(c, name, rows):
                 % (name, HARDENED, r.get("params")))
 
 
+def check_realprog(c, rows, output):
+    """Every workload of each kind for every allocator (measured or not available); each
+    measured row carries its peak RSS and an output identical to glibc's; pk-lab printed
+    realprog's five target lines, each with a verdict."""
+    rows = [r for r in rows if isinstance(r, dict)]
+    for subject in REALPROG:
+        for kind, w in REALPROG_POINTS:
+            hit = [r for r in rows if r.get("subject") == subject and r.get("params") == {"kind": kind, "workload": w}]
+            where = "realprog: %s / %s %s" % (subject, kind, w)
+            if not c.check(len(hit) == 1, where + ": %d rows, not 1" % len(hit)) or not hit[0].get("available"):
+                continue
+            extra = hit[0].get("extra", {})
+            c.check(is_num(extra.get("peak_rss_kb")), where + ": no peak_rss_kb")
+            if "same_output" in extra:
+                c.check(extra["same_output"] == 1, where + ": output differs from glibc's")
+    if output is not None:
+        lines = [ln for ln in output.splitlines() if "target (realprog, " in ln]
+        c.check(len(lines) == 5, "realprog: %d target lines, not 5" % len(lines))
+        for ln in lines:
+            c.check(ln.rstrip().endswith(("-> met", "-> not met", "-> not measured")),
+                    "realprog: target line without a verdict: %s" % ln.strip())
+
+
 def check_target_lines(c, names, output):
     """Issue 20's target line of each experiment that ran, with figures and a verdict."""
     for name, n in HARDENED_TARGETS.items():
@@ -256,6 +284,8 @@ def check(path, output=None):
     for name in HARDENED_TARGETS:
         if name in exps:
             check_hardened(c, name, exps[name].get("rows", []))
+    if "realprog" in exps:
+        check_realprog(c, exps["realprog"].get("rows", []), output)
     if output is not None:
         check_target_lines(c, exps, output)
     for exp, subject, why in unavailable:

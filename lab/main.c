@@ -26,7 +26,7 @@
 extern const lab_experiment lab_exp_autorelease_sweep, lab_exp_alloc_styles, lab_exp_common_ops,
     lab_exp_object_generation, lab_exp_pool_pattern, lab_exp_peers, lab_exp_threads,
     lab_exp_binary_trees, lab_exp_workset, lab_exp_steady_state, lab_exp_cache_scratch,
-    lab_exp_remote_batches, lab_exp_many_pools;
+    lab_exp_remote_batches, lab_exp_many_pools, lab_exp_realprog;
 
 const lab_experiment *const lab_experiments[] = {
     &lab_exp_autorelease_sweep, &lab_exp_alloc_styles, &lab_exp_common_ops,
@@ -35,6 +35,8 @@ const lab_experiment *const lab_experiments[] = {
     /* issue 19's thread shapes */
     &lab_exp_steady_state,      &lab_exp_cache_scratch,     &lab_exp_remote_batches,
     &lab_exp_many_pools,
+    /* real programs: the size-class front end through hooks and LD_PRELOAD */
+    &lab_exp_realprog,
 };
 const int lab_experiment_count = (int)(sizeof lab_experiments / sizeof lab_experiments[0]);
 

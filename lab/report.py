@@ -40,6 +40,7 @@ from labreport.studies.steady_state import steady_state  # noqa: E402
 from labreport.studies.cache_scratch import cache_scratch  # noqa: E402
 from labreport.studies.remote_batches import remote_batches  # noqa: E402
 from labreport.studies.many_pools import many_pools  # noqa: E402
+from labreport.studies.realprog import realprog  # noqa: E402
 
 
 SECTIONS = [("autorelease-sweep", autorelease_sweep), ("alloc-styles", alloc_styles),
@@ -47,7 +48,8 @@ SECTIONS = [("autorelease-sweep", autorelease_sweep), ("alloc-styles", alloc_sty
             ("pool-pattern", pool_pattern), ("peers", peers), ("threads", threads),
             ("binary-trees", binary_trees), ("workset", workset),
             ("steady-state", steady_state), ("cache-scratch", cache_scratch),
-            ("remote-batches", remote_batches), ("many-pools", many_pools)]
+            ("remote-batches", remote_batches), ("many-pools", many_pools),
+            ("realprog", realprog)]
 
 
 def main(argv):

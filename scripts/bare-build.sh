@@ -6,7 +6,9 @@
 # APR's pkg-config flags happened to add -D_GNU_SOURCE).
 #
 # Hidden: the peers scripts/lab-setup.sh installs (jemalloc, mimalloc,
-# tcmalloc, Boost, GLib, APR, talloc) and GNUstep.
+# tcmalloc, Boost, GLib, APR, talloc), GNUstep, and the libraries of the
+# real-program experiment and of the hook examples (SQLite, libxml2,
+# jansson, expat).
 #   - pkg-config finds nothing (PKG_CONFIG_LIBDIR is an empty folder);
 #   - as root where `unshare -m` works, their headers are masked too, in a
 #     private mount namespace: each folder of theirs under /usr/include (and
@@ -23,7 +25,8 @@ build=${1:?usage: scripts/bare-build.sh BUILD_DIR [CMAKE_ARGS...]}
 shift
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 packages="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev libboost-dev
-          libglib2.0-dev libapr1-dev libtalloc-dev libgnustep-base-dev"
+          libglib2.0-dev libapr1-dev libtalloc-dev libgnustep-base-dev
+          libsqlite3-dev libxml2-dev libjansson-dev libexpat1-dev"
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -82,6 +85,8 @@ else
 fi
 
 peers=$(sed -n 's/^-- lab: pk-lab links peers: *\([^(]*\)(.*/\1/p' "$log" | tr -d ' ')
+peers=$peers$(sed -n 's/^-- lab: realprog.s libraries: *//p' "$log" | tr -d ' ')
+peers=$peers$(sed -n 's/^-- examples: hook examples built: *//p' "$log" | tr -d ' ')
 if [ -n "$peers" ]; then
     echo "bare build: FAILED to hide optional packages; the lab still found: $peers" >&2
     exit 1

@@ -7,6 +7,11 @@
 #             libboost-dev libglib2.0-dev libapr1-dev libtalloc-dev
 #             (allocators pk-lab compares; one that cannot be installed
 #             becomes a "not available" row, and the lab goes on)
+#   realprog  libsqlite3-dev libxml2-dev libjansson-dev libexpat1-dev (the
+#             libraries the real-program experiment drives through their
+#             allocator hooks), jq libxml2-utils sqlite3 perl python3 (the
+#             programs it runs under LD_PRELOAD); a missing one leaves its
+#             workload's rows "not available"
 #   tools     cmake ninja-build gcc g++ make binutils (the build; a fresh
 #             machine has none of them), pkg-config (how the build finds
 #             GLib, APR, talloc), python3-venv (the report's virtual
@@ -35,6 +40,7 @@ say() { printf 'lab setup: %s\n' "$*"; }
 
 packages="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev libboost-dev libglib2.0-dev
           libapr1-dev libtalloc-dev pkg-config python3-venv
+          libsqlite3-dev libxml2-dev libjansson-dev libexpat1-dev jq libxml2-utils sqlite3 perl python3
           cmake ninja-build gcc g++ make binutils"
 
 installed() { # PACKAGE

@@ -53,6 +53,10 @@ shopt -u nullglob
 [ ${#runtime_deb[@]} -eq 1 ] || fail "no libpoolkit${major}_${version}_*.deb in $build"
 [ ${#dev_deb[@]} -eq 1 ] || fail "no libpoolkit-dev_${version}_*.deb in $build"
 say "made $(basename "${runtime_deb[0]}") and $(basename "${dev_deb[0]}")"
+malloc_deb=("$build"/libpoolkit-malloc"${major}"_"${version}"_*.deb)
+[ ${#malloc_deb[@]} -eq 1 ] || fail "no libpoolkit-malloc${major}_${version}_*.deb in $build"
+dpkg-deb -c "${malloc_deb[0]}" | grep -q "/libpoolkit-malloc.so.${major}\$" ||
+    fail "libpoolkit-malloc${major} lacks libpoolkit-malloc.so.${major}: $(dpkg-deb -c "${malloc_deb[0]}")"
 
 # ---- 2. what they hold, unpacked into a scratch root ------------------------
 field() { dpkg-deb -f "$1" "$2"; }

@@ -14,6 +14,9 @@
 #            dpkg-dev (CPack's Debian packages: dpkg-shlibdeps) and
 #            python3-venv (the project's .venv, where scripts/conan-setup.sh,
 #            run last, installs Conan for the package stage)
+#            libsqlite3-dev libxml2-dev libjansson-dev libexpat1-dev (the
+#            size-class front end's hook examples), jq sqlite3 libxml2-utils
+#            perl (real programs run under libpoolkit-malloc.so by the tests)
 #   peers:   libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev
 #            (allocators the benchmarks compare against; best effort: a peer
 #            that cannot be installed is reported and skipped)
@@ -91,6 +94,14 @@ probe() { # PACKAGE: true if what the package gives us is present
         libgnustep-base-dev) have_any_file /usr/include/GNUstep/Foundation/Foundation.h ;;
         dpkg-dev) have dpkg-shlibdeps ;;
         python3-venv) have python3 && python3 -c 'import ensurepip, venv' >/dev/null 2>&1 ;;
+        libsqlite3-dev) have_any_file /usr/include/sqlite3.h ;;
+        libxml2-dev) have_any_file /usr/include/libxml2/libxml/parser.h ;;
+        libjansson-dev) have_any_file /usr/include/jansson.h ;;
+        libexpat1-dev) have_any_file /usr/include/expat.h ;;
+        jq) [ -x /usr/bin/jq ] ;;
+        sqlite3) [ -x /usr/bin/sqlite3 ] ;;
+        libxml2-utils) [ -x /usr/bin/xmllint ] ;;
+        perl) [ -x /usr/bin/perl ] ;;
         *) return 1 ;;
     esac
 }
@@ -98,7 +109,8 @@ probe() { # PACKAGE: true if what the package gives us is present
 needed_packages() {
     echo cmake ninja-build gcc g++ clang "libclang-rt-$(clang_major)-dev" llvm \
         libgtest-dev valgrind pkg-config make binutils python3 doxygen \
-        gobjc gnustep-make libgnustep-base-dev dpkg-dev python3-venv
+        gobjc gnustep-make libgnustep-base-dev dpkg-dev python3-venv \
+        libsqlite3-dev libxml2-dev libjansson-dev libexpat1-dev jq sqlite3 libxml2-utils perl
 }
 peer_packages="libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev"
 

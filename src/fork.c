@@ -17,22 +17,26 @@
 static void prepare(void) {
     purge_fork_lock();       /* held across the purge thread's start and stop */
     object_fork_lock();      /* held around pk_pool_create of a class pool */
+    alloc_fork_lock();       /* the same, for pk_alloc's classes */
     arp_fork_lock();         /* held around pk_pool_create of the page pool */
     pools_fork_lock_list();  /* the pool list: pk_pool_foreach's callbacks take the registry */
     tcache_registry_lock();  /* then a pool's lock (thread exit, stats) */
     pools_fork_lock_each();  /* every pool, pool records */
     os_fork_lock();          /* retained memory: a leaf */
     region_fork_lock();      /* the regions and the maps: a leaf */
+    large_fork_lock();       /* pk_alloc's mapped blocks: a leaf */
     error_fork_lock();       /* the error handler: a leaf */
 }
 
 static void release_library(void) {
     error_fork_unlock();
+    large_fork_unlock();
     region_fork_unlock();
     os_fork_unlock();
     tcache_registry_unlock();
     pools_fork_unlock();
     arp_fork_unlock();
+    alloc_fork_unlock();
     object_fork_unlock();
 }
 

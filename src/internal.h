@@ -93,6 +93,10 @@ void *os_reserve(size_t size, size_t align);
  * ENOMEM (or an injected fault). os_decommit gives them back, no access. */
 bool os_commit(void *p, size_t size);
 void os_decommit(void *p, size_t size);
+/* A mapping from os_map resized to new_size bytes (page multiples), moved
+ * with its contents where it cannot grow in place; NULL when the system
+ * refuses (p unchanged). The address it returns is page-aligned only. */
+void *os_remap(void *p, size_t size, size_t new_size);
 /* Makes whole pages no-access (guard pages); false if the system refuses. */
 bool os_protect_none(void *p, size_t size);
 /* Undoes it. */
@@ -260,6 +264,13 @@ void os_fork_lock(void);
 void os_fork_unlock(void);
 void region_fork_lock(void);
 void region_fork_unlock(void);
+/* alloc.c: the size-class front end's class lock (held around
+ * pk_pool_create, so taken before the pools'), and its block table's
+ * lock, a leaf. */
+void alloc_fork_lock(void);
+void alloc_fork_unlock(void);
+void large_fork_lock(void);
+void large_fork_unlock(void);
 
 /* Test points: one critical section of each lock the fork handlers take.
  * A white-box test (tests/test_fork_internal.cc) sets fork_test_hook to park a
@@ -279,6 +290,8 @@ typedef enum hook_point {
     HOOK_ADDRESS_MAP,   /* region.c lock: a slab being placed and recorded */
     HOOK_ERROR_HANDLER, /* error.c handler_lock: the handler being set */
     HOOK_PURGE_CONTROL, /* purge.c control: the background purge set */
+    HOOK_ALLOC_CLASSES, /* alloc.c class_lock: a size class's pool being made */
+    HOOK_LARGE_BLOCKS,  /* alloc_large.c large_lock: a mapped block recorded */
     HOOK_POINTS
 } hook_point;
 extern void (*fork_test_hook)(hook_point point, void *lock);

@@ -139,6 +139,12 @@ void os_decommit(void *p, size_t size) {
     mprotect(p, size, PROT_NONE);
 }
 
+void *os_remap(void *p, size_t size, size_t new_size) {
+    if (fault_injected()) return NULL;
+    void *q = mremap(p, size, new_size, MREMAP_MAYMOVE);
+    return q == MAP_FAILED ? NULL : q;
+}
+
 void os_unmap(void *p, size_t size) {
     if (p && size) munmap(p, size);
 }

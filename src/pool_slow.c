@@ -70,16 +70,19 @@ static PK_NOINLINE void *alloc_captured(pk_pool *p, void *caller) {
 }
 
 /* Kept apart from the heap path, so the lean path pays for no registers
- * the heap path needs. */
-void *pk__pool_alloc_slow(pk_pool *p) {
+ * the heap path needs. caller: the user's call site, for debug pools. */
+static inline __attribute__((always_inline)) void *alloc_slow_at(pk_pool *p, void *caller) {
     heap *h = tc_slot_of(p)->heap;
     if (p->hard.lean && h) {
         void *obj = heap_alloc_lean(p, h);
         if (likely(obj != NULL)) return obj;
     }
-    if (unlikely(p->debug)) return alloc_captured(p, __builtin_return_address(0));
+    if (unlikely(p->debug)) return alloc_captured(p, caller);
     return alloc_generic(p);
 }
+
+void *pk__pool_alloc_slow(pk_pool *p) { return alloc_slow_at(p, __builtin_return_address(0)); }
+void *pool_alloc_at(pk_pool *p, void *caller) { return alloc_slow_at(p, caller); }
 
 /* ---- Frees. ---- */
 
@@ -133,4 +136,9 @@ void pk__pool_free_slow(pk_pool *p, void *obj) {
 void pk__pool_free_other(void *c, void *obj, uintptr_t cur, pk_pool *p) {
     if (likely(free_short(c, obj, cur, true))) return;
     free_dispatch(p, obj, __builtin_return_address(0));
+}
+
+void pool_free_at(pk_pool *p, void *obj, void *caller) {
+    if (likely(free_short(slot_of_handle(p), obj, 0, false))) return;
+    free_dispatch(p, obj, caller);
 }

@@ -44,6 +44,9 @@
  * pages): what they hold at exit is no leak of the program's, and the
  * debug leak summary leaves them out. */
 #define POOL_LIBRARY (1u << 29)
+/* Private flag of the size-class front end's pools (alloc.c): pk_free's
+ * slow path and the stats report tell them by it. */
+#define POOL_SIZE_CLASS (1u << 28)
 
 /* ---- a thread's slot for one pool ---- */
 

@@ -21,6 +21,11 @@ static inline void pool_check_live(const pk_pool *p, const char *call, const voi
  * serve, any pool (also fastpath.c's pk_pool_free where the header has no
  * inline path). */
 void pool_free_generic(pk_pool *p, void *obj);
+/* pk__pool_alloc_slow and pk__pool_free_slow for a caller that wraps them
+ * (the size-class front end, alloc.c): caller is the user's call site,
+ * which debug pools record. */
+void *pool_alloc_at(pk_pool *p, void *caller);
+void pool_free_at(pk_pool *p, void *obj, void *caller);
 
 /* Ticks every shared pool that is not busy (purge.c's sweep). The pool
  * list's lock and each pool's are only tried, so a sweep never waits: not

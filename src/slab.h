@@ -157,6 +157,17 @@ static inline slab *slab_of_slot(const void *ptr, const struct pk_pool *pool) {
     return s;
 }
 
+/* The pool of the slab whose place holds ptr, or NULL where there is none:
+ * the region map's bit, then the slab's record found by masking (one load
+ * each, no address map). Never reads ptr's memory; ptr need not start a
+ * slot (slab_of_slot checks that). A slot that passes its region's first
+ * REGION_BYTES (a huge one) is found from its first bytes only. */
+static inline struct pk_pool *slab_pool_of(const void *ptr) {
+    uintptr_t x = (uintptr_t)ptr;
+    if (!region_holds(x)) return NULL;
+    return __atomic_load_n(&slab_of(x)->pool, __ATOMIC_RELAXED);
+}
+
 /* The slab holding ptr's granule, or NULL; never touches ptr's memory. */
 slab *slab_lookup(const void *ptr);
 /* The pool with an object slot starting at ptr, or NULL; reads neither ptr's

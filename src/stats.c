@@ -8,6 +8,7 @@
  * caller's FILE: unlike error reports it may use the heap (the PK_STATS_CLASSES
  * walk does), since it is asked for, not raised by a fault.
  */
+#include "alloc_internal.h"
 #include "object_internal.h"
 #include "pool_internal.h"
 #include "sites.h"
@@ -38,15 +39,26 @@ typedef struct rows {
     bool short_of_memory;
 } rows;
 
+/* The rows come from the system, not the C heap: pk_pool_foreach holds the
+ * pool list's lock, and where libpoolkit-malloc is the C heap, a malloc
+ * here could need a new size class's pool, which takes that lock. */
+static size_t rows_bytes(size_t cap) { return align_up(cap * sizeof(pk_pool_stats), os_page_size()); }
+
+static void rows_free(rows *r) {
+    if (r->row) os_unmap(r->row, rows_bytes(r->cap));
+}
+
 static void add_row(pk_pool *p, void *arg) {
     rows *r = arg;
     if (r->n == r->cap) {
         size_t cap = r->cap ? 2 * r->cap : 64;
-        pk_pool_stats *more = realloc(r->row, cap * sizeof *more);
+        pk_pool_stats *more = os_map(rows_bytes(cap), 0);
         if (!more) {
             r->short_of_memory = true;
             return;
         }
+        if (r->n) memcpy(more, r->row, r->n * sizeof *more);
+        rows_free(r);
         r->row = more;
         r->cap = cap;
     }
@@ -85,7 +97,7 @@ void pk_stats_get(pk_process_stats *out) {
     rows r;
     gather(&r);
     totals_of(&r, out);
-    free(r.row);
+    rows_free(&r);
 }
 
 /* Live pooled objects per class (PK_STATS_CLASSES). */
@@ -190,6 +202,12 @@ static void print_table(FILE *f, const rows *r, const pk_process_stats *t, const
                "  objects freed by a thread into a slab it does not own; peak_live: the most out at once, "
                "estimated per refill\n"
                "  (pk_pool_stats)\n");
+    large_stats ls;
+    large_stats_get(&ls);
+    fprintf(f, "pk_alloc: %zu size classes made (the pools named \"pk_alloc SIZE\"), %zu mapped blocks "
+               "over %zu KiB: %s (at most %s)\n",
+            alloc_classes_made(), ls.blocks, PK_ALLOC_CLASS_MAX >> 10, human(ls.bytes, b1),
+            human(ls.peak_bytes, b2));
     if (c) {
         fprintf(f, "%-24s %7s %9s\n", "pk_new class", "size", "live");
         for (size_t i = 0; i < c->n; i++)
@@ -272,6 +290,11 @@ static void print_json(FILE *f, const rows *r, const pk_process_stats *t, const 
         }
         fputs("\n ]", f);
     }
+    large_stats ls;
+    large_stats_get(&ls);
+    fprintf(f, ",\n \"alloc\": {\"classes\": %zu, \"large_blocks\": %zu, \"large_bytes\": %zu, "
+               "\"large_bytes_peak\": %zu}",
+            alloc_classes_made(), ls.blocks, ls.bytes, ls.peak_bytes);
     fprintf(f, ",\n \"arenas\": {\"live\": %zu, \"bytes_reserved\": %zu, \"bytes_reserved_peak\": %zu},\n",
             t->arenas, t->arena_bytes_reserved, t->arena_bytes_reserved_peak);
     fprintf(f, " \"autorelease\": {\"depth\": %zu, \"pending\": %zu, \"high_water\": %zu},\n",
@@ -295,7 +318,7 @@ static int print_report(FILE *out, unsigned flags, const char *why) {
     if (flags & PK_STATS_JSON) print_json(out, &r, &t, &o, c);
     else print_table(out, &r, &t, &o, c, why);
     free(c);
-    free(r.row);
+    rows_free(&r);
     int bad = ferror(out) || fflush(out) != 0 || r.short_of_memory;
     if (bad && !errno) errno = ENOMEM;
     return bad ? -1 : 0;

@@ -399,17 +399,26 @@ TEST(PoolAllocator, AnAllocatorMadeDirectlyNamesThePoolOfItsType) {
     alloc.deallocate(p, 1);
 }
 
-TEST(PoolAllocator, AVectorsBuffersComeFromOperatorNew) {
+TEST(PoolAllocator, AVectorsBuffersComeFromTheSizeClassesNotTheTypesPool) {
     std::vector<int, pk::pool_allocator<int>> v;
     for (int i = 0; i < 100; i++) v.push_back(i);
-    EXPECT_EQ(pk_pool_owner(v.data()), nullptr) << "arrays are not pooled (the header says so)";
+    pk_pool *owner = pk_pool_owner(v.data());
+    ASSERT_NE(owner, nullptr) << "arrays come from pk_alloc's classes (the header says so)";
+    EXPECT_NE(owner, pk::pool_allocator<int>::type_pool());
+    pk_pool_stats st;
+    pk_pool_stats_get(owner, &st);
+    EXPECT_EQ(std::string(st.name).rfind("pk_alloc ", 0), 0u) << st.name;
     EXPECT_EQ(v[99], 99);
 }
 
-TEST(PoolAllocator, ArraysComeFromOperatorNew) {
+TEST(PoolAllocator, ArraysComeFromTheSizeClassFrontEnd) {
     pk::pool_allocator<int> alloc;
     int *p = alloc.allocate(3);
-    EXPECT_EQ(pk_pool_owner(p), nullptr);
+    pk_pool *owner = pk_pool_owner(p);
+    ASSERT_NE(owner, nullptr);
+    pk_pool_stats st;
+    pk_pool_stats_get(owner, &st);
+    EXPECT_STREQ(st.name, "pk_alloc 16"); // 12 bytes: pk_alloc's 16-byte class
     p[0] = p[1] = p[2] = 1;
     alloc.deallocate(p, 3);
 }

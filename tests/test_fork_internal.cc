@@ -124,6 +124,10 @@ const Case kCases[] = {
     /* stopping a purge that does not run: the lock, no thread */
     {HOOK_PURGE_CONTROL, "the background purge's control lock (purge.c control)",
      [] { pk_set_background_purge(0); }},
+    /* a class no other case uses: its pool is made under the lock */
+    {HOOK_ALLOC_CLASSES, "the size classes' lock (alloc.c class_lock)", [] { pk_free(pk_alloc(7000)); }},
+    {HOOK_LARGE_BLOCKS, "the mapped blocks' lock (alloc_large.c large_lock)",
+     [] { pk_free(pk_alloc(PK_ALLOC_CLASS_MAX + 1)); }},
 };
 
 /* Runs a case's calls, then stays until the fork is over: a thread that
@@ -183,6 +187,12 @@ int use_every_call() {
     USE_CHECK(obj != nullptr && pk_refcount(obj) == 1);
     pk_release(pk_retain(obj));
     pk_release(obj);
+
+    child_say("fork child: pk_alloc's classes (class lock) and mapped blocks (their lock)\n");
+    void *small = pk_alloc(7000), *large = pk_alloc(PK_ALLOC_CLASS_MAX + 1);
+    USE_CHECK(small && large && pk_usable_size(small) >= 7000 && pk_usable_size(large) > PK_ALLOC_CLASS_MAX);
+    pk_free(small);
+    pk_free(large);
 
     child_say("fork child: autorelease pools (page pool)\n");
     int deferred = 0;
@@ -305,6 +315,8 @@ PKTEST_CHILD(ForkInsideRetainedMemoryLock) { return fork_while_parked(HOOK_RETAI
 PKTEST_CHILD(ForkInsideAddressMapLock) { return fork_while_parked(HOOK_ADDRESS_MAP); }
 PKTEST_CHILD(ForkInsideErrorHandlerLock) { return fork_while_parked(HOOK_ERROR_HANDLER); }
 PKTEST_CHILD(ForkInsidePurgeControlLock) { return fork_while_parked(HOOK_PURGE_CONTROL); }
+PKTEST_CHILD(ForkInsideAllocClassesLock) { return fork_while_parked(HOOK_ALLOC_CLASSES); }
+PKTEST_CHILD(ForkInsideLargeBlocksLock) { return fork_while_parked(HOOK_LARGE_BLOCKS); }
 
 TEST(ForkWhileAThreadHolds, TheClassPoolsLock) { EXPECT_CHILD_PASSES("ForkInsideClassPoolsLock"); }
 TEST(ForkWhileAThreadHolds, TheAutoreleasePagePoolLock) { EXPECT_CHILD_PASSES("ForkInsideArpPagesLock"); }
@@ -316,6 +328,8 @@ TEST(ForkWhileAThreadHolds, TheRetainedMemoryLock) { EXPECT_CHILD_PASSES("ForkIn
 TEST(ForkWhileAThreadHolds, TheAddressMapLock) { EXPECT_CHILD_PASSES("ForkInsideAddressMapLock"); }
 TEST(ForkWhileAThreadHolds, TheErrorHandlerLock) { EXPECT_CHILD_PASSES("ForkInsideErrorHandlerLock"); }
 TEST(ForkWhileAThreadHolds, TheBackgroundPurgeControlLock) { EXPECT_CHILD_PASSES("ForkInsidePurgeControlLock"); }
+TEST(ForkWhileAThreadHolds, TheSizeClassesLock) { EXPECT_CHILD_PASSES("ForkInsideAllocClassesLock"); }
+TEST(ForkWhileAThreadHolds, TheMappedBlocksLock) { EXPECT_CHILD_PASSES("ForkInsideLargeBlocksLock"); }
 
 /* Every test point has a case above: a lock added to the fork handlers
  * with a point of its own and no case here fails this. */

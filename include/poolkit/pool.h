@@ -339,7 +339,12 @@ static inline uintptr_t pk__rot32(uintptr_t v) {
     return v << 32 | v >> 32;
 }
 
-PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
+/* The two inline paths without their calls into the library: the object,
+ * or NULL (allocation), and whether it was done (free). pk_pool_alloc and
+ * pk_pool_free below add the library's slow paths; the size-class front end
+ * (alloc.h) adds its own, which guard against the library's re-entry when
+ * it serves as malloc. Private, like everything here. */
+static inline __attribute__((always_inline)) void *pk__pool_alloc_inline(pk_pool *pool) {
     pk__link *c = pk__slot(pool);
     uintptr_t obj = PK__LOAD(c[1]);
     if (__builtin_expect(obj != 0, 1)) {
@@ -354,31 +359,56 @@ PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
             return PK__REINTERPRET_CAST(void *, obj);
         }
     }
-    return pk__pool_alloc_slow(pool);
+    return PK__NULL;
 }
 
-PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
+/* The free's inline part; *cp and *curp get the slot and its word 2 (not
+ * zero: a default pool's, whose miss the library's short path takes). */
+static inline __attribute__((always_inline)) int pk__pool_free_try(pk_pool *pool, void *obj, pk__link **cp,
+                                                                     uintptr_t *curp) {
     pk__link *c = pk__slot(pool);
     uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), cur = PK__LOAD(c[2]);
+    *cp = c;
+    *curp = cur;
     if (__builtin_expect((x | PK__SLAB_MASK) == cur, 1)) { /* the current slab, not the head freed again */
         uintptr_t head = PK__LOAD(c[1]);
         if (__builtin_expect(x != head, 1)) {
             *PK__STATIC_CAST(pk__link *, obj) = head;
             PK__STORE(c[1], x);
-            return;
+            return 1;
         }
     }
-    if (cur) { /* a default pool's: an object of another slab, or the head freed again */
-        pk__pool_free_other(c, obj, cur, pool);
-        return;
-    }
+    if (cur) return 0; /* a default pool's: an object of another slab, or the head freed again */
     if (__builtin_expect((x | PK__LOAD(c[3])) == PK__LOAD(c[5]), 1)) { /* a hardened pool's current slab, not its head */
         uintptr_t head = PK__LOAD(c[4]);
         if (__builtin_expect(x != head, 1)) {
             *PK__STATIC_CAST(pk__link *, obj) = pk__rot32(head ^ PK__LOAD(c[6]) ^ x);
             PK__STORE(c[4], x);
-            return;
+            return 1;
         }
+    }
+    return 0;
+}
+
+static inline __attribute__((always_inline)) int pk__pool_free_inline(pk_pool *pool, void *obj) {
+    pk__link *c;
+    uintptr_t cur;
+    return pk__pool_free_try(pool, obj, &c, &cur);
+}
+
+PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
+    void *obj = pk__pool_alloc_inline(pool);
+    if (__builtin_expect(obj != PK__NULL, 1)) return obj;
+    return pk__pool_alloc_slow(pool);
+}
+
+PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
+    pk__link *c;
+    uintptr_t cur;
+    if (__builtin_expect(pk__pool_free_try(pool, obj, &c, &cur), 1)) return;
+    if (cur) {
+        pk__pool_free_other(c, obj, cur, pool);
+        return;
     }
     pk__pool_free_slow(pool, obj);
 }

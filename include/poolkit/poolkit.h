@@ -19,6 +19,7 @@
 
 #include <poolkit/error.h>
 #include <poolkit/pool.h>
+#include <poolkit/alloc.h>
 #include <poolkit/arena.h>
 #include <poolkit/object.h>
 #include <poolkit/fault.h>

@@ -10,9 +10,10 @@
  * | C++                          | over the C API     | for                                   |
  * |------------------------------|--------------------|---------------------------------------|
  * | pk::object_pool<T>           | pk_pool            | many objects of one type, freed in any order |
- * | pk::pool_allocator<T>        | one pk_pool per (size, alignment), process-wide | the nodes of std::list, std::map, std::set, std::unordered_map, std::allocate_shared (not arrays: vectors, strings) |
+ * | pk::pool_allocator<T>        | one pk_pool per (size, alignment), process-wide; arrays from pk_alloc | the nodes of std::list, std::map, std::set, std::unordered_map, std::allocate_shared; arrays through the size classes |
  * | pk::arena, pk::arena_allocator<T> | pk_arena      | vectors and strings that die together |
  * | pk::pool_resource, pk::arena_resource | pk_pool, pk_arena | std::pmr containers          |
+ * | pk::alloc_resource           | pk_alloc (alloc.h) | std::pmr containers over the process-wide size classes |
  * | pk::ref<T>, pk::make_ref<T>() | pk_new, pk_retain, pk_release | shared objects with an intrusive count, autorelease, std::hash |
  * | pk::autorelease_scope        | pk_autorelease_push/pop | a scope that drains what was autoreleased in it |
  *
@@ -140,25 +141,23 @@ inline T *construct_at(void *mem, Args &&...args) {
         return ::new (mem) T(std::forward<Args>(args)...);
 }
 
-/* Memory for n objects of T from ::operator new, honouring over-alignment. */
+/* Memory for n objects of T from the size-class front end (alloc.h): the
+ * class of n * sizeof(T), or of a size aligned as T needs; freed with its
+ * size where the class follows from it. */
 template <class T>
-inline T *heap_allocate(std::size_t n, const char *where) {
+inline T *front_allocate(std::size_t n, const char *where) {
     std::size_t bytes = array_bytes<T>(n, where);
-    void *p;
-    if constexpr (alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__)
-        p = ::operator new(bytes, std::align_val_t(alignof(T)), std::nothrow);
-    else
-        p = ::operator new(bytes, std::nothrow);
+    void *p = alignof(T) <= 16 ? pk_alloc(bytes) : pk_aligned_alloc(alignof(T), bytes);
     if (PK__CXX_UNLIKELY(!p)) out_of_memory(where);
     return static_cast<T *>(p);
 }
 
 template <class T>
-inline void heap_deallocate(T *p) noexcept {
-    if constexpr (alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__)
-        ::operator delete(p, std::align_val_t(alignof(T)));
+inline void front_deallocate(T *p, std::size_t n) noexcept {
+    if constexpr (alignof(T) <= 16)
+        pk_free_sized(p, n * sizeof(T));
     else
-        ::operator delete(p);
+        pk_free(p);
 }
 
 /* The pool that object_pool::clear is emptying on this thread: destroy() and
@@ -564,12 +563,13 @@ inline constexpr std::size_t pool_allocator_max_size = 4096;
  * lock.
  *
  * @par Arrays
- * Anything but one object comes from \::operator new, pooled by nothing:
- * an unordered_map's bucket array, std::deque's blocks, and every buffer of
- * a std::vector or std::string, except that a buffer of exactly one element
- * (a vector's first push_back) goes to the pool of sizeof(T) like a node.
- * So this allocator gains nothing for vectors, strings and deques: use
- * std::allocator, or pk::arena_allocator for buffers that die together.
+ * Anything but one object (an unordered_map's bucket array, std::deque's
+ * blocks, every buffer of a std::vector or std::string) comes from the
+ * size-class front end (poolkit/alloc.h: pk_alloc, pk_aligned_alloc where T
+ * is aligned to more than 16, freed with its size), whose classes are pools
+ * too; a buffer of exactly one element (a vector's first push_back) goes to
+ * the pool of sizeof(T) like a node. Against std::allocator this gains what
+ * pk_alloc gains against malloc (docs/alloc.md), less than the nodes do.
  *
  * @par Introspection
  * pool() names the pool the container's nodes really come from when asked
@@ -620,8 +620,9 @@ public:
      * @brief Memory for @p n objects of T, uninitialized.
      *
      * n == 1 with sizeof(T) <= pool_allocator_max_size: from the pool for
-     * (sizeof(T), alignof(T)), created on first use. Otherwise (arrays, see
-     * the class) from \::operator new, aligned as T needs.
+     * (sizeof(T), alignof(T)), created on first use. Otherwise from the
+     * size-class front end (pk_alloc; pk_aligned_alloc where T is aligned
+     * to more than 16).
      * @par Thread safety
      * Any thread.
      * @throws std::bad_alloc when memory runs out (the pool's or the heap's);
@@ -635,7 +636,7 @@ public:
                 return static_cast<T *>(p);
             }
         }
-        return detail::heap_allocate<T>(n, "pk::pool_allocator");
+        return detail::front_allocate<T>(n, "pk::pool_allocator");
     }
 
     /**
@@ -654,7 +655,7 @@ public:
                 return;
             }
         }
-        detail::heap_deallocate(p);
+        detail::front_deallocate(p, n);
     }
 
     /**
@@ -1203,6 +1204,61 @@ protected:
 
 private:
     arena *arena_;
+};
+
+/**
+ * @brief A std::pmr::memory_resource over poolkit's size-class front end
+ *        (poolkit/alloc.h): blocks of any size from pk_alloc's class pools,
+ *        shared by the whole process, larger ones mapped alone.
+ *
+ * The std::pmr counterpart of std::pmr::new_delete_resource() on poolkit:
+ * do_allocate is pk_alloc (pk_aligned_alloc for alignments over 16),
+ * do_deallocate pk_free_sized with the block's size (pk_free for those),
+ * so no block needs a lookup of its address. The resource holds no state:
+ * a block may be freed through any alloc_resource, and the memory stays
+ * with the front end's pools (pk_stats_print lists them as "pk_alloc
+ * SIZE") for every other user of pk_alloc to reuse. instance() is one for
+ * the whole program.
+ *
+ * @par Thread safety
+ * Any thread, at once; a block may be freed on another thread than the one
+ * that allocated it.
+ */
+class alloc_resource : public std::pmr::memory_resource {
+public:
+    /// A resource over the front end (stateless: costs nothing).
+    alloc_resource() noexcept = default;
+
+    /// One resource for the whole program (never destroyed).
+    static alloc_resource *instance() noexcept {
+        static alloc_resource r;
+        return &r;
+    }
+
+protected:
+    /// @p bytes aligned to @p align; throws std::bad_alloc when memory
+    /// runs out (or @p align is no power of two).
+    void *do_allocate(std::size_t bytes, std::size_t align) override {
+        void *p = align <= 16 ? pk_alloc(class_bytes(bytes, align)) : pk_aligned_alloc(align, bytes);
+        if (PK__CXX_UNLIKELY(!p)) detail::out_of_memory("pk::alloc_resource");
+        return p;
+    }
+    /// Gives back @p p from do_allocate(@p bytes, @p align).
+    void do_deallocate(void *p, std::size_t bytes, std::size_t align) override {
+        if (align <= 16) pk_free_sized(p, class_bytes(bytes, align));
+        else pk_free(p);
+    }
+    /// Equal only to itself (as the std::pmr resources; needs no RTTI).
+    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override {
+        return this == &other;
+    }
+
+private:
+    /* The 8-byte class is aligned to 8: a smaller block aligned to 16 takes
+     * the 16-byte class, both ways. */
+    static std::size_t class_bytes(std::size_t bytes, std::size_t align) noexcept {
+        return align > 8 && bytes < 16 ? 16 : bytes;
+    }
 };
 
 /* ======================================================================== */

@@ -97,6 +97,10 @@ endif()
 foreach(f
         ${prefix}/include/poolkit/poolkit.h
         ${prefix}/include/poolkit/pool.h
+        ${prefix}/include/poolkit/alloc.h
+        ${libdir}/libpoolkit-malloc.so
+        ${libdir}/libpoolkit-malloc.so.0
+        ${libdir}/libpoolkit-malloc.so.0.1.0
         ${libdir}/libpoolkit.a
         ${libdir}/libpoolkit.so
         ${libdir}/libpoolkit.so.0
@@ -132,10 +136,14 @@ foreach(pc poolkit poolkit-static)
 endforeach()
 
 # 3. Only public names (pk_...) are global in either library: the static one
-#    must not hand its internal names to the programs that link it.
+#    must not hand its internal names to the programs that link it; and
+#    libpoolkit-malloc.so exports those and the malloc family, nothing else.
+set(malloc_family malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign
+    valloc pvalloc malloc_usable_size)
 find_program(NM nm)
 if(NM)
-    foreach(check "libpoolkit.a;-g;--defined-only" "libpoolkit.so;-D;--defined-only")
+    foreach(check "libpoolkit.a;-g;--defined-only" "libpoolkit.so;-D;--defined-only"
+                  "libpoolkit-malloc.so;-D;--defined-only")
         list(POP_FRONT check lib)
         run(COMMAND ${NM} ${check} ${libdir}/${lib})
         string(REPLACE "\n" ";" lines "${run_output}")
@@ -143,7 +151,8 @@ if(NM)
         foreach(line IN LISTS lines)
             if(line MATCHES "^[0-9a-fA-F]* *[A-Za-z] ([^ ]+)$")
                 set(sym ${CMAKE_MATCH_1})
-                if(NOT sym MATCHES "^pk_")
+                if(NOT sym MATCHES "^pk_" AND NOT (lib STREQUAL "libpoolkit-malloc.so" AND
+                                                    sym IN_LIST malloc_family))
                     list(APPEND leaked ${sym})
                 endif()
             endif()

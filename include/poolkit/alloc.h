@@ -1,0 +1,153 @@
+/* poolkit's size-class front end: malloc-shaped calls over pools.
+ *
+ * pk_alloc(size) takes an object from the pool of size's class: one pool
+ * per class, made on first use, shared by every thread, so an allocation
+ * has the pools' fast paths (the calling thread's own slab, no lock, no
+ * atomic instruction) and every pool behaviour: other threads' frees go
+ * home in batches, empty slabs go back to the system after the purge delay
+ * (pk_set_purge_delay), POOLKIT_DEBUG=1 and POOLKIT_HARDENED=1 apply to
+ * the class pools, and the stats report lists them ("pk_alloc 48", ...).
+ * Sizes above the largest class (PK_ALLOC_CLASS_MAX) are mapped from the
+ * system on their own and unmapped when freed (kept for the purge delay
+ * first, for the next block of that size). Nothing is stored beside an
+ * object: pk_free finds its class from its address.
+ *
+ * The classes step by 16 bytes up to 128 (an 8-byte class below) and then
+ * by a quarter of each power of two (160, 192, 224, 256, 320, ...), as
+ * jemalloc's do: at most 25% of a request is rounded away above 128 bytes,
+ * and a program's objects spread over few pools, each of which fills whole
+ * slabs. docs/alloc.md gives the measurement behind the choice.
+ *
+ * Every call is thread-safe. After fork() the child may use every call.
+ * Errors: a call that cannot allocate returns NULL with errno ENOMEM (or
+ * EINVAL for a bad alignment); a pointer the front end did not hand out (or
+ * handed out and took back) given to pk_free, pk_free_sized, pk_realloc or
+ * pk_usable_size goes to the error handler as a PK_FATAL "foreign pointer"
+ * or "double free", naming the pointer, whenever the call reaches the
+ * library: as for pools, a free that the inline fast path serves (an object
+ * of the calling thread's current slab of its class) is not checked,
+ * except in debug and hardened modes.
+ *
+ * libpoolkit-malloc (docs/malloc.md) exports malloc, free and the rest of
+ * the family over these calls, for LD_PRELOAD or for linking.
+ */
+#ifndef POOLKIT_ALLOC_H
+#define POOLKIT_ALLOC_H
+
+#include <poolkit/export.h>
+#include <poolkit/pool.h>
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest size a class pool serves; larger blocks are mapped alone. */
+#define PK_ALLOC_CLASS_MAX ((size_t)256 << 10)
+
+/* Returns at least size bytes (an object of size's class), aligned to 16
+ * (8 for sizes up to 8), or NULL with errno ENOMEM. Contents are undefined.
+ * size 0 gives a unique pointer, which must be freed as any other. */
+#if !defined(PK__HAVE_INLINE) || defined(PK__DOXYGEN)
+PK_API void *pk_alloc(size_t size);
+#endif
+
+/* Gives back ptr, which pk_alloc, pk_calloc, pk_realloc or pk_aligned_alloc
+ * returned, from any thread. NULL is a no-op. */
+PK_API void pk_free(void *ptr);
+
+/* pk_free for a caller that knows the size: size must be the size last
+ * given for ptr (to pk_alloc or pk_realloc, or n * size to pk_calloc); for
+ * pk_aligned_alloc's memory call pk_free. The class then comes from the
+ * size, with no lookup of the address. A size of another class than ptr's
+ * is reported ("wrong size"), naming both. NULL is a no-op. */
+#if !defined(PK__HAVE_INLINE) || defined(PK__DOXYGEN)
+PK_API void pk_free_sized(void *ptr, size_t size);
+#endif
+
+/* Resizes ptr's memory to size bytes, keeping its contents up to the
+ * smaller of the two sizes: in place when size is of the same class (or,
+ * for a mapped block, when the system can resize the mapping), else moved.
+ * NULL ptr: pk_alloc(size). size 0: frees ptr and returns NULL. On failure
+ * returns NULL with errno ENOMEM and leaves ptr as it was. */
+PK_API void *pk_realloc(void *ptr, size_t size);
+
+/* n objects of size bytes, zeroed; NULL with errno ENOMEM when n * size
+ * overflows or memory runs out. */
+PK_API void *pk_calloc(size_t n, size_t size);
+
+/* size bytes aligned to align, a power of two (else NULL with errno
+ * EINVAL); any size, including one that is not a multiple of align.
+ * Alignments up to 4096 come from a class whose size is a multiple of the
+ * alignment, larger ones from a mapping of their own. */
+PK_API void *pk_aligned_alloc(size_t align, size_t size);
+
+/* The bytes pk_alloc(size) makes usable: size's class, or for a size over
+ * PK_ALLOC_CLASS_MAX its page-rounded length (SQLite's xRoundup asks this);
+ * 0 when no block of that size can exist. Never allocates. */
+PK_API size_t pk_good_size(size_t size);
+
+/* The bytes usable at ptr (at least the size asked for: its class's size,
+ * or a mapped block's page-rounded length); 0 for NULL. */
+PK_API size_t pk_usable_size(const void *ptr);
+
+/* ------------------------------------------------------------------------
+ * Inline fast paths. What follows is private: it may change with
+ * PK_POOL_ABI.
+ *
+ * pk__alloc_small maps (size + 7) / 8, for sizes up to
+ * PK__ALLOC_SMALL_MAX, to its class; pk__alloc_pools holds each class's
+ * pool once made (NULL before). pk_alloc and pk_free_sized of such a size
+ * take the pool's inline paths (pool.h), and call the library for anything
+ * else: larger sizes, a class not made yet, a list the inline path cannot
+ * serve.
+ */
+#define PK__ALLOC_SMALL_MAX 1024
+#define PK__ALLOC_CLASSES 53
+
+PK_API extern const unsigned char pk__alloc_small[PK__ALLOC_SMALL_MAX / 8 + 1];
+PK_API extern pk_pool *pk__alloc_pools[PK__ALLOC_CLASSES];
+PK_API void *pk__alloc_slow(size_t size);
+PK_API void pk__free_sized_slow(void *ptr, size_t size);
+
+#ifdef PK__HAVE_INLINE
+#  ifdef PK__EMIT_ALLOC_EXTERN_INLINE /* the library's one external definition */
+#    define PK__ALLOC_INLINE PK_API
+#  else
+#    define PK__ALLOC_INLINE static inline __attribute__((always_inline))
+#  endif
+/* The pool of a size up to PK__ALLOC_SMALL_MAX, or NULL before the class's
+ * first allocation: an acquire load (a plain move on x86-64), pairing with
+ * the library's release store when it made the pool, so the pool's words
+ * the inline path reads are seen as written. */
+static inline __attribute__((always_inline)) pk_pool *pk__alloc_small_pool(size_t size) {
+    return __atomic_load_n(&pk__alloc_pools[pk__alloc_small[(size + 7) >> 3]], __ATOMIC_ACQUIRE);
+}
+
+PK__ALLOC_INLINE void *pk_alloc(size_t size) {
+    if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
+        pk_pool *pool = pk__alloc_small_pool(size);
+        if (__builtin_expect(pool != PK__NULL, 1)) {
+            void *obj = pk__pool_alloc_inline(pool);
+            if (__builtin_expect(obj != PK__NULL, 1)) return obj;
+        }
+    }
+    return pk__alloc_slow(size);
+}
+
+PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size) {
+    if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
+        pk_pool *pool = pk__alloc_small_pool(size);
+        if (__builtin_expect(pool != PK__NULL, 1) && __builtin_expect(pk__pool_free_inline(pool, ptr), 1))
+            return;
+    }
+    pk__free_sized_slow(ptr, size);
+}
+#  undef PK__ALLOC_INLINE
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,142 @@
+"""The report's section for realprog: real programs with each allocator, through the
+libraries' own allocator hooks and under LD_PRELOAD, a table and a chart per workload,
+and a plain statement of where poolkit wins and where it loses."""
+
+import math
+
+from labreport import charts as chartlib
+from labreport.common import extra, fmt, note_ratio, table, value
+
+EXP = "realprog"
+PK = "poolkit pk_alloc"
+MI = "mimalloc"
+ORDER = ["glibc malloc", "mimalloc", "jemalloc", "tcmalloc", PK]
+KINDS = (("hooks", "through the library's own allocator hook", 0.9),
+         ("preload", "unchanged Debian programs under LD_PRELOAD", 1.0))
+
+
+def _workloads(res, kind):
+    seen = []
+    for r in res.rows(EXP):
+        w = r.get("params", {}).get("workload")
+        if r.get("params", {}).get("kind") == kind and w not in seen:
+            seen.append(w)
+    return seen
+
+
+def _same(res, kind, w):
+    """True / False when the outputs were compared, None when not."""
+    got = None
+    for s in ORDER:
+        r = res.find(EXP, s, kind=kind, workload=w)
+        v = extra(r, "same_output")
+        if v is None:
+            continue
+        got = (got is not False) and v == 1
+    return got
+
+
+def _geomean(vals):
+    vals = [v for v in vals if v]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
+def _chart(res, kind, w, charts, outdir):
+    """Time and peak RSS of each allocator over mimalloc's, side by side."""
+    subjects = [s for s in ORDER if value(res.find(EXP, s, kind=kind, workload=w))]
+    if not subjects:
+        return
+    fig, ax = chartlib.plt.subplots(figsize=(6.4, 3.2))
+    width = 0.38
+    for i, s in enumerate(subjects):
+        r = res.find(EXP, s, kind=kind, workload=w)
+        t, m = extra(r, "vs_mimalloc"), extra(r, "rss_vs_mimalloc")
+        ax.bar(i - width / 2, t or 0, width, color=chartlib.color(s), label="time" if i == 0 else None)
+        ax.bar(i + width / 2, m or 0, width, color=chartlib.color(s), alpha=0.45, hatch="//",
+               label="peak RSS" if i == 0 else None)
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xticks(range(len(subjects)))
+    ax.set_xticklabels([s.replace("poolkit ", "") for s in subjects], fontsize=8)
+    ax.set_ylabel("x mimalloc (same repetition)")
+    ax.set_title("realprog {}: {} (solid: time, hatched: peak RSS)".format(kind, w), fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    chartlib.save(fig, outdir, "realprog_{}_{}.png".format(kind, w), charts)
+
+
+def realprog(res, charts, outdir):
+    md = ["## realprog: does it matter in a real program?", "",
+          "Each workload runs once per allocator in each repetition, the order rotating. "
+          "**hooks**: SQLite, libxml2, jansson and expat given each allocator's functions through "
+          "their own hooks (SQLITE_CONFIG_MALLOC, xmlMemSetup, json_set_alloc_funcs, "
+          "XML_ParserCreate_MM), workloads written like their real use, timed in a forked child "
+          "(peak RSS: the child's growth). **preload**: jq, xmllint, sqlite3, perl and python3 as "
+          "Debian ships them, over generated inputs, with each allocator's own preload library "
+          "(wall time from spawn to exit; peak RSS of the process). poolkit is its size-class "
+          "front end (`pk_alloc`; `libpoolkit-malloc.so` under LD_PRELOAD). Cells: median ms and, "
+          "in brackets, the median of the per-repetition ratios to mimalloc. *output*: every "
+          "allocator's output hash equal to glibc's in every repetition.", ""]
+    heads, wins, losses = [], [], []
+    for kind, title, bound in KINDS:
+        names = _workloads(res, kind)
+        if not names:
+            continue
+        subjects = [s for s in ORDER if any(res.find(EXP, s, kind=kind, workload=w) for w in names)]
+        body = []
+        for w in names:
+            cells = []
+            for s in subjects:
+                r = res.find(EXP, s, kind=kind, workload=w)
+                if not r or not r.get("available"):
+                    cells.append("failed" if r and r.get("failed") else "n/a")
+                    continue
+                cells.append("{} ({}×) · {} MiB".format(
+                    fmt(value(r)), fmt(extra(r, "vs_mimalloc")),
+                    fmt((extra(r, "peak_rss_kb") or 0) / 1024)))
+            same = _same(res, kind, w)
+            body.append([w] + cells + ["–" if same is None else "identical" if same else "**differs**"])
+            t = extra(res.find(EXP, PK, kind=kind, workload=w), "vs_mimalloc")
+            if t is not None:
+                (wins if t <= 1.0 else losses).append("{} {} {}×".format(kind, w, fmt(t)))
+            if chartlib.HAVE_MPL:
+                _chart(res, kind, w, charts, outdir)
+        md += ["### {}: {}".format(kind, title), "",
+               table(["workload"] + subjects + ["output"], body), ""]
+        for w in names:
+            for s in subjects:
+                r = res.find(EXP, s, kind=kind, workload=w)
+                if r and not r.get("available") and (r.get("failed") or s in ("glibc malloc", PK)):
+                    md.append("- {} / {}: {}: {}".format(w, s, "failed" if r.get("failed") else "n/a",
+                                                           r.get("why", "")))
+        md.append("")
+        ratios = [extra(res.find(EXP, PK, kind=kind, workload=w), "vs_mimalloc") for w in names]
+        g = _geomean(ratios)
+        note_ratio(EXP, "{}: poolkit / mimalloc time, geometric mean".format(kind), g)
+        rss = [extra(res.find(EXP, PK, kind=kind, workload=w), "rss_vs_mimalloc") for w in names]
+        rss = [v for v in rss if v is not None]
+        same_all = [_same(res, kind, w) for w in names]
+        if kind == "hooks":
+            each = all(v is not None and v <= 0.9 for v in ratios) and ratios
+            heads.append(("realprog hooks", "poolkit / mimalloc time, geometric mean of {} workloads "
+                          "(target ≤ 0.85, each ≤ 0.9)".format(len([v for v in ratios if v])), "–",
+                          times_or_dash(g), "met" if g and g <= 0.85 and each else "not met"))
+            heads.append(("realprog hooks", "poolkit / mimalloc peak RSS, worst workload (target ≤ 1.2)",
+                          "–", times_or_dash(max(rss) if rss else None),
+                          "met" if rss and max(rss) <= 1.2 else "not met"))
+        else:
+            heads.append(("realprog LD_PRELOAD", "poolkit / mimalloc time, geometric mean of {} programs "
+                          "(target ≤ 1.0), outputs identical".format(len([v for v in ratios if v])), "–",
+                          "{}; outputs {}".format(times_or_dash(g), "identical" if all(
+                              x is not False for x in same_all) else "DIFFER"),
+                          "met" if g and g <= 1.0 and all(x is not False for x in same_all) else "not met"))
+    if wins or losses:
+        heads.append(("realprog", "where poolkit wins and loses: its time over mimalloc's per workload",
+                      "–", "wins: {}; loses: {}".format(", ".join(wins) or "none", ", ".join(losses) or "none"),
+                      "reported"))
+        md += ["**Where poolkit wins and loses against mimalloc** (time, same repetition): "
+               "wins (≤ 1×): {}; loses: {}.".format(", ".join(wins) or "none", ", ".join(losses) or "none"),
+               ""]
+    return md, heads
+
+
+def times_or_dash(v):
+    return "–" if v is None else "{}×".format(fmt(v))

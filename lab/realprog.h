@@ -1,0 +1,108 @@
+/* realprog: does the allocator matter in a real program? (exp_realprog.c)
+ *
+ * Two kinds of workload, each run once per allocator in a process of its
+ * own, the allocators interleaved within each repetition:
+ *
+ *   hooks    a library that takes an allocator (SQLite's SQLITE_CONFIG_MALLOC,
+ *            libxml2's xmlMemSetup, jansson's json_set_alloc_funcs, expat's
+ *            XML_ParserCreate_MM) driven by a workload written here the way
+ *            programs use it (realprog_*.c), with the allocator's own
+ *            functions plugged in: glibc's, mimalloc's, jemalloc's and
+ *            tcmalloc's (loaded at run time) and poolkit's front end
+ *            (pk_alloc, linked); the time of the workload in a forked child
+ *            and the child's peak RSS growth.
+ *   preload  an unchanged Debian program (jq, xmllint, sqlite3, perl,
+ *            python3) over a generated input, with LD_PRELOAD naming each
+ *            allocator's own preload library (none for glibc): wall time
+ *            from spawn to exit, and the process's peak RSS.
+ *
+ * Every run's output is hashed (64-bit FNV-1a): a workload hashes what it
+ * computed, a program its stdout. Every allocator must give glibc's hash.
+ */
+#ifndef PK_LAB_REALPROG_H
+#define PK_LAB_REALPROG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One allocator's malloc-shaped functions, for the libraries' hooks. */
+typedef struct rp_alloc {
+    const char *subject; /* the lab's subject: "glibc malloc", "mimalloc", ..., "poolkit pk_alloc" */
+    const char *family;  /* "peer" or "poolkit" */
+    char version[128];
+    int available;
+    char why[300];
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*realloc)(void *, size_t);
+    void *(*calloc)(size_t, size_t);
+    size_t (*usable)(void *); /* malloc_usable_size */
+    /* LD_PRELOAD value for the preload workloads ("" for glibc), and why it
+     * cannot be used (then the preload rows are "not available"). */
+    char preload[512];
+    char preload_why[300];
+} rp_alloc;
+
+#define RP_NALLOC 5
+/* The allocators, in table order (glibc first: every hash is checked
+ * against its own), loaded on first call. */
+rp_alloc *rp_allocs(void);
+
+/* FNV-1a over bytes, continuing from h (start with RP_HASH_INIT). */
+#define RP_HASH_INIT 0xcbf29ce484222325ull
+static inline uint64_t rp_hash(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+static inline uint64_t rp_hash_u64(uint64_t h, uint64_t v) { return rp_hash(h, &v, sizeof v); }
+
+/* A workload through a library's hook. scale multiplies the default size
+ * (the lab's --smoke / --quick / --full). run installs a's functions as
+ * the library's allocator (in the forked child: a library takes its
+ * allocator once per process), does the work and returns its hash;
+ * *ns gets the time of the work alone. input makes (untimed, in the
+ * parent, once per scale) what run reads, or is NULL. */
+typedef struct rp_hook_workload {
+    const char *name;     /* "sqlite", "libxml2", ... */
+    const char *what;     /* one line for the report */
+    const char *why;      /* NULL when built; else why it is not available */
+    void (*input)(double scale);
+    uint64_t (*run)(const rp_alloc *a, double scale, double *ns);
+} rp_hook_workload;
+
+extern const rp_hook_workload rp_sqlite, rp_libxml2, rp_jansson, rp_expat;
+
+/* Generated inputs shared by the workloads and the programs (realprog_input.c):
+ * deterministic for a scale. A document of about `bytes` bytes. */
+const char *rp_xml_document(size_t bytes, size_t *len);
+const char *rp_json_document(size_t bytes, size_t *len);
+
+/* ---- the programs (realprog_preload.c) ---- */
+
+#define RP_NPROGRAMS 5
+typedef struct rp_program {
+    const char *name;    /* its name in the report */
+    const char *path;    /* the executable Debian installs */
+    const char *package; /* the Debian package that installs it */
+    const char *what;    /* one line for the report */
+} rp_program;
+extern const rp_program rp_programs[RP_NPROGRAMS];
+
+typedef struct rp_program_result {
+    double ns;          /* fork to the end of wait4 */
+    double peak_rss_kb; /* wait4's ru_maxrss */
+    uint64_t hash;      /* of stdout */
+    char why[600];      /* a failed run: what it said */
+} rp_program_result;
+
+/* Writes every program's input into the run's scratch folder; 0, or -1
+ * with the reason in why. */
+int rp_preload_inputs(double scale, char *why, size_t len);
+/* Whether program i is installed; if not, why says which package. */
+int rp_program_found(int i, char *why, size_t len);
+/* Runs program i over its input with LD_PRELOAD=preload ("" for none);
+ * 0, or -1 with res->why filled. */
+int rp_program_run(int i, const char *preload, rp_program_result *res);
+
+#endif

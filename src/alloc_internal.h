@@ -1,0 +1,85 @@
+/* The size-class front end's private parts (alloc.c, alloc_large.c), and
+ * the one place it asks the core which pool a pointer belongs to.
+ *
+ * The front end sits above the pools (layer 5, with the object layer): it
+ * calls the pools' public calls and their slow entries, and reads the
+ * core's state only through alloc_pool_of below, so that a change in how
+ * the core finds an object's slab changes that function alone.
+ */
+#ifndef POOLKIT_ALLOC_INTERNAL_H
+#define POOLKIT_ALLOC_INTERNAL_H
+
+#include <poolkit/alloc.h>
+
+#include "pool_internal.h"
+
+/* ---- classes ---- */
+
+/* Classes 0-8 are 8, 16, 32, 48, ..., 128 bytes; then four per doubling,
+ * (5..8) * 2^(b-2) for each b from 7: 160, 192, 224, 256, 320, ... */
+#define ALLOC_STEP_CLASSES 9   /* 8, then 16 to 128 by 16 */
+#define ALLOC_PER_DOUBLING 4
+_Static_assert(PK__ALLOC_CLASSES == ALLOC_STEP_CLASSES + ALLOC_PER_DOUBLING * (18 - 7),
+               "the classes run from 8 bytes to 2^18 (PK_ALLOC_CLASS_MAX)");
+_Static_assert(PK_ALLOC_CLASS_MAX == (size_t)1 << 18, "the last class is PK_ALLOC_CLASS_MAX");
+/* alloc.h: "at most 25% of a request is rounded away above 128 bytes": a
+ * class over 128 is 1/ALLOC_PER_DOUBLING of its power of two above the one
+ * before. */
+_Static_assert(100 / ALLOC_PER_DOUBLING == 25, "four classes per doubling: steps of a quarter");
+
+/* The class of size (1 <= size <= PK_ALLOC_CLASS_MAX). */
+static inline size_t alloc_class_of(size_t size) {
+    if (size <= PK__ALLOC_SMALL_MAX) return pk__alloc_small[(size + 7) >> 3];
+    unsigned b = (unsigned)(sizeof(size_t) * 8 - 1) - (unsigned)__builtin_clzl(size - 1);
+    return ALLOC_STEP_CLASSES + (size_t)(b - 7) * ALLOC_PER_DOUBLING + (((size - 1) >> (b - 2)) & 3);
+}
+
+/* The bytes of class ci. */
+static inline size_t alloc_class_size(size_t ci) {
+    if (ci < ALLOC_STEP_CLASSES) return ci ? ci * 16 : 8;
+    size_t k = ci - ALLOC_STEP_CLASSES;
+    return (5 + k % ALLOC_PER_DOUBLING) << (k / ALLOC_PER_DOUBLING + 5);
+}
+
+/* ---- the lookup ---- */
+
+/* The pool whose slab holds ptr's address, or NULL where there is no
+ * slab: slab_pool_of (slab.h), the region map's bit and the slab's record
+ * found by masking the address, without a check that ptr starts a slot.
+ * Never reads ptr's memory. The free path's one question to the core. A
+ * slab's place is its alone except past the end of a slab whose slot
+ * outgrows a place (one slot a slab, mapped to the page), where another
+ * mapping may start; alloc_owns says whether ptr is really a slot. */
+static inline pk_pool *alloc_pool_of(const void *ptr) { return slab_pool_of(ptr); }
+
+/* Whether p, alloc_pool_of(ptr), is a class pool and ptr may be one of its
+ * objects: the grid is checked only where ptr's granule may be shared, the
+ * rest by the pool's own free path. */
+static inline bool alloc_owns(const pk_pool *p, const void *ptr) {
+    if (!p || !(p->flags & POOL_SIZE_CLASS)) return false;
+    return (p->geo.span & (((size_t)1 << GRANULE_SHIFT) - 1)) == 0 || slab_owner(ptr) == p;
+}
+
+/* ---- alloc_large.c: blocks over PK_ALLOC_CLASS_MAX, each its own mapping ---- */
+
+/* A block of size bytes aligned to align (a power of two; at most a page
+ * means a page), zeroed with zero; NULL with errno ENOMEM. */
+void *large_alloc(size_t size, size_t align, bool zero);
+/* Whether ptr is a live block; if so, gives it back. */
+bool large_free(void *ptr);
+/* Whether ptr is a live block; if so, *usable is its length from ptr. */
+bool large_usable(const void *ptr, size_t *usable);
+/* ptr, a live block, resized to size bytes (over PK_ALLOC_CLASS_MAX): in
+ * place or moved by the system with its contents; NULL with errno ENOMEM
+ * (ptr unchanged). */
+void *large_realloc(void *ptr, size_t size);
+/* Blocks live now, their bytes, and the most bytes at once. */
+typedef struct large_stats {
+    size_t blocks, bytes, peak_bytes;
+} large_stats;
+void large_stats_get(large_stats *out);
+
+/* alloc.c: classes whose pool has been made. */
+size_t alloc_classes_made(void);
+
+#endif

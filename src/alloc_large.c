@@ -1,0 +1,190 @@
+/* Blocks over the last size class (alloc_internal.h): each is a mapping of
+ * its own, page-rounded, recorded in a table so that a free or a resize
+ * knows its length, and any other pointer is told apart from it without
+ * reading memory that may not be mapped.
+ *
+ * The table is open addressing over the blocks' addresses, under one lock:
+ * a block costs a system call or two (the mapping, its first touch of each
+ * page), beside which the lock is nothing. The lock is a leaf: nothing is
+ * called while it is held but the OS layer's os_map for a larger table,
+ * so any thread, a fork's prepare handler included, may take it last.
+ * A freed block waits for the purge delay among the retained mappings
+ * (retain.c) for the next block of the same length, as empty slabs do; a
+ * resize moves the mapping with mremap, so a buffer that grows by doubling
+ * is never copied.
+ */
+#include "alloc_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+typedef struct block {
+    uintptr_t ptr;  /* what the caller holds; 0: empty, TOMB: deleted */
+    char *base;     /* the mapping */
+    size_t len;     /* its length */
+    size_t align;   /* its alignment, for the retained mappings' key */
+} block;
+#define TOMB ((uintptr_t)1)
+#define TABLE_MIN 64
+
+static pthread_mutex_t large_lock = PTHREAD_MUTEX_INITIALIZER;
+static block *table;
+static size_t cap, used, live; /* used counts live entries and tombstones */
+static size_t bytes, peak_bytes;
+
+static size_t slot_of(uintptr_t ptr, size_t n) {
+    return (size_t)(((ptr >> 12) * 0x9E3779B97F4A7C15ull) >> 20) & (n - 1);
+}
+
+static block *find(uintptr_t ptr) {
+    if (!table) return NULL;
+    for (size_t i = slot_of(ptr, cap);; i = (i + 1) & (cap - 1)) {
+        if (table[i].ptr == ptr) return &table[i];
+        if (table[i].ptr == 0) return NULL;
+    }
+}
+
+/* The table rebuilt twice as large (or as large, to clear tombstones), for
+ * an insert that would fill three quarters of it. Under the lock. */
+static bool room(void) {
+    size_t n = cap ? cap : TABLE_MIN;
+    if ((live + 1) * 2 > n) n *= 2;
+    block *t = os_map(align_up(n * sizeof(block), os_page_size()), 0);
+    if (!t) return false;
+    for (size_t i = 0; i < cap; i++) {
+        if (table[i].ptr <= TOMB) continue;
+        size_t j = slot_of(table[i].ptr, n);
+        while (t[j].ptr) j = (j + 1) & (n - 1);
+        t[j] = table[i];
+    }
+    if (table) os_unmap(table, align_up(cap * sizeof(block), os_page_size()));
+    table = t;
+    cap = n;
+    used = live;
+    return true;
+}
+
+/* The first free entry on ptr's probe sequence, or NULL: none, or an empty
+ * one that would leave too little room. */
+static block *free_entry(uintptr_t ptr) {
+    if (!table) return NULL;
+    size_t i = slot_of(ptr, cap);
+    while (table[i].ptr > TOMB) i = (i + 1) & (cap - 1);
+    return table[i].ptr == TOMB || (used + 1) * 4 <= cap * 3 ? &table[i] : NULL;
+}
+
+static bool insert(const block *b) {
+    pthread_mutex_lock(&large_lock);
+    fork_test_point(HOOK_LARGE_BLOCKS, &large_lock);
+    block *e = free_entry(b->ptr);
+    if (!e && room()) e = free_entry(b->ptr);
+    bool ok = e != NULL;
+    if (ok) {
+        if (e->ptr == 0) used++;
+        *e = *b;
+        live++;
+        bytes += b->len;
+        if (bytes > peak_bytes) peak_bytes = bytes;
+    }
+    pthread_mutex_unlock(&large_lock);
+    return ok;
+}
+
+/* Takes ptr's entry out into *out; false when ptr is no live block. */
+static bool take(const void *ptr, block *out) {
+    pthread_mutex_lock(&large_lock);
+    block *b = find((uintptr_t)ptr);
+    if (b) {
+        *out = *b;
+        b->ptr = TOMB;
+        live--;
+        bytes -= out->len;
+    }
+    pthread_mutex_unlock(&large_lock);
+    return b != NULL;
+}
+
+void *large_alloc(size_t size, size_t align, bool zero) {
+    size_t page = os_page_size();
+    if (align < page) align = page;
+    if (size > SIZE_MAX / 2) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t len = align_up(size ? size : 1, page);
+    /* Fresh pages are zero; a retained mapping holds what its last user
+     * wrote. */
+    char *base = zero ? os_map(len, align) : os_map_reuse(len, align);
+    if (!base) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    block b = {(uintptr_t)base, base, len, align};
+    if (!insert(&b)) {
+        os_unmap(base, len);
+        errno = ENOMEM;
+        return NULL;
+    }
+    return base;
+}
+
+bool large_free(void *ptr) {
+    block b;
+    if (!take(ptr, &b)) return false;
+    os_unmap_later(b.base, b.len, b.align);
+    return true;
+}
+
+bool large_usable(const void *ptr, size_t *usable) {
+    pthread_mutex_lock(&large_lock);
+    block *b = find((uintptr_t)ptr);
+    if (b) *usable = b->len - (size_t)((const char *)ptr - b->base);
+    pthread_mutex_unlock(&large_lock);
+    return b != NULL;
+}
+
+void *large_realloc(void *ptr, size_t size) {
+    size_t page = os_page_size();
+    block b;
+    if (size > SIZE_MAX / 2 || !take(ptr, &b)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t len = align_up(size, page);
+    block to = b;
+    if (len != b.len) {
+        /* A mapping aligned past a page may move to any page: copied then. */
+        void *moved = b.align > page ? NULL : os_remap(b.base, b.len, len);
+        if (!moved) {
+            char *fresh = os_map_reuse(len, b.align);
+            if (fresh) {
+                memcpy(fresh, b.base, b.len < len ? b.len : len);
+                os_unmap_later(b.base, b.len, b.align);
+                moved = fresh;
+            }
+        }
+        if (moved) {
+            to.ptr = (uintptr_t)moved;
+            to.base = moved;
+            to.len = len;
+        }
+    }
+    insert(&to); /* into the entry take left, or one as free: it cannot fail */
+    if (to.len != len) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return to.base;
+}
+
+void large_stats_get(large_stats *out) {
+    pthread_mutex_lock(&large_lock);
+    out->blocks = live;
+    out->bytes = bytes;
+    out->peak_bytes = peak_bytes;
+    pthread_mutex_unlock(&large_lock);
+}
+
+void large_fork_lock(void) { pthread_mutex_lock(&large_lock); }
+void large_fork_unlock(void) { pthread_mutex_unlock(&large_lock); }

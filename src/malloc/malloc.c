@@ -1,0 +1,86 @@
+/* libpoolkit-malloc: the C library's allocation family over poolkit's
+ * size-class front end (alloc.h), for LD_PRELOAD or for linking in place
+ * of the C library's allocator:
+ *
+ *   LD_PRELOAD=/usr/local/lib/libpoolkit-malloc.so.0 program ...
+ *   cc ... -lpoolkit-malloc   (before the C library, as any malloc library)
+ *
+ * The library holds the whole of libpoolkit beside these functions (link
+ * it instead of libpoolkit, never both). Every function is a call of the
+ * front end: the malloc family's semantics on glibc, its limits in
+ * docs/malloc.md (what glibc's malloc does that this does not: mallopt,
+ * mallinfo, malloc_stats and malloc_trim stay glibc's and see nothing of
+ * this heap; malloc hooks do not exist; a pointer glibc's own malloc
+ * handed out before this library was loaded cannot be freed here).
+ *
+ * Nothing here holds state: the front end makes its pools on first use,
+ * serves the allocations the C library and poolkit itself make meanwhile
+ * from its bootstrap buffer, and runs the pools' fork handlers (alloc.c).
+ */
+#include <poolkit/alloc.h>
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT void *malloc(size_t size) { return pk_alloc(size); }
+
+EXPORT void free(void *ptr) { pk_free(ptr); }
+
+EXPORT void *calloc(size_t n, size_t size) { return pk_calloc(n, size); }
+
+EXPORT void *realloc(void *ptr, size_t size) { return pk_realloc(ptr, size); }
+
+EXPORT void *reallocarray(void *ptr, size_t n, size_t size) {
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return pk_realloc(ptr, total);
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size) { return pk_aligned_alloc(align, size); }
+
+/* EINVAL unless align is a power of two and a multiple of sizeof(void *);
+ * errno untouched, as POSIX has it return the error instead. */
+EXPORT int posix_memalign(void **out, size_t align, size_t size) {
+    if (!align || (align & (align - 1)) || align % sizeof(void *)) return EINVAL;
+    int saved = errno;
+    void *p = pk_aligned_alloc(align, size);
+    if (!p) {
+        errno = saved;
+        return ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+/* As glibc's: an alignment that is not a power of two is rounded up to one. */
+EXPORT void *memalign(size_t align, size_t size) {
+    size_t a = 1;
+    while (a < align) {
+        if (a > SIZE_MAX / 2) {
+            errno = EINVAL;
+            return NULL;
+        }
+        a <<= 1;
+    }
+    return pk_aligned_alloc(a, size);
+}
+
+EXPORT void *valloc(size_t size) { return pk_aligned_alloc((size_t)sysconf(_SC_PAGESIZE), size); }
+
+EXPORT void *pvalloc(size_t size) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (size > SIZE_MAX - page) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return pk_aligned_alloc(page, (size + page - 1) & ~(page - 1));
+}
+
+EXPORT size_t malloc_usable_size(void *ptr) { return pk_usable_size(ptr); }

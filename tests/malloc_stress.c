@@ -1,0 +1,278 @@
+/* libpoolkit-malloc's own stress test: a program that knows nothing of
+ * poolkit and uses the whole malloc family as programs do, run with the
+ * library preloaded (LD_PRELOAD) and linked (-lpoolkit-malloc), in every
+ * mode (tests/CMakeLists.txt: malloc.stress.*). It checks first that the
+ * malloc it calls is poolkit's (pk_alloc is in the process and
+ * malloc_usable_size answers with poolkit's classes), then:
+ *   - threads: eight threads allocate, fill, check and free blocks of every
+ *     size, and hand half of them to the next thread, which frees them;
+ *   - realloc chains: blocks grown and shrunk through every class and past
+ *     the last, their contents kept;
+ *   - aligned sizes: posix_memalign, aligned_alloc, memalign, valloc and
+ *     pvalloc at every power of two up to 64 KiB; their error returns;
+ *   - calloc zeroes reused memory, and refuses an overflowing product, as
+ *     reallocarray does;
+ *   - fork: children fork while the other threads allocate, and allocate,
+ *     free and start threads of their own before they exit.
+ * Exit status 0 when every check passes; a failed check says which. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHECK(cond, ...)                                                                            \
+    do {                                                                                            \
+        if (!(cond)) {                                                                              \
+            fprintf(stderr, "malloc_stress: FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
+            fprintf(stderr, __VA_ARGS__);                                                           \
+            fprintf(stderr, "\n");                                                                  \
+            _exit(1);                                                                               \
+        }                                                                                           \
+    } while (0)
+
+/* The calls whose failure is checked, through pointers the compiler cannot
+ * see through: clang drops an unused calloc as successful, and assumes the
+ * allocation functions leave errno alone, which on failure they do not. */
+static void *(*volatile calloc_p)(size_t, size_t) = calloc;
+static void *(*volatile reallocarray_p)(void *, size_t, size_t) = reallocarray;
+
+static uint64_t next(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static size_t draw(uint64_t *s) {
+    uint64_t r = next(s) % 1000;
+    if (r < 700) return (size_t)(next(s) % 200);
+    if (r < 998) return (size_t)(next(s) % 5000);
+    return (size_t)(next(s) % 400000);
+}
+
+static void fill(unsigned char *p, size_t n, unsigned char key) {
+    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(key + i * 7);
+}
+
+static int intact(const unsigned char *p, size_t n, unsigned char key) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != (unsigned char)(key + i * 7)) return 0;
+    return 1;
+}
+
+/* ---- threads ---- */
+
+#define THREADS 8
+typedef struct block {
+    unsigned char *p;
+    size_t n;
+    unsigned char key;
+} block;
+
+static struct mailbox {
+    pthread_mutex_t lock;
+    block items[4096];
+    size_t n;
+} boxes[THREADS];
+static volatile int stop_forking_peers;
+static long rounds = 30000;
+
+static void *worker(void *arg) {
+    int me = (int)(intptr_t)arg;
+    uint64_t s = (uint64_t)me * 1000 + 1;
+    block mine[256];
+    size_t held = 0;
+    for (long r = 0; r < rounds; r++) {
+        if (held < 256 && (held < 64 || next(&s) % 2)) {
+            block b = {NULL, draw(&s), (unsigned char)next(&s)};
+            b.p = malloc(b.n);
+            CHECK(b.p != NULL, "malloc(%zu)", b.n);
+            CHECK(malloc_usable_size(b.p) >= b.n, "usable size of %zu", b.n);
+            fill(b.p, b.n, b.key);
+            mine[held++] = b;
+            continue;
+        }
+        size_t i = (size_t)(next(&s) % held);
+        block b = mine[i];
+        mine[i] = mine[--held];
+        CHECK(intact(b.p, b.n, b.key), "a block of %zu bytes changed while held", b.n);
+        struct mailbox *to = &boxes[(me + 1) % THREADS];
+        pthread_mutex_lock(&to->lock);
+        if (next(&s) % 2 && to->n < sizeof to->items / sizeof to->items[0]) {
+            to->items[to->n++] = b; /* freed by the next thread */
+            b.p = NULL;
+        }
+        pthread_mutex_unlock(&to->lock);
+        if (b.p) free(b.p);
+        struct mailbox *box = &boxes[me];
+        pthread_mutex_lock(&box->lock);
+        for (size_t k = 0; k < box->n; k++) {
+            CHECK(intact(box->items[k].p, box->items[k].n, box->items[k].key), "a block passed on changed");
+            free(box->items[k].p);
+        }
+        box->n = 0;
+        pthread_mutex_unlock(&box->lock);
+    }
+    for (size_t i = 0; i < held; i++) free(mine[i].p);
+    return NULL;
+}
+
+static void threads(void) {
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) pthread_mutex_init(&boxes[i].lock, NULL);
+    for (int i = 0; i < THREADS; i++) CHECK(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i) == 0, "pthread_create");
+    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < THREADS; i++) {
+        for (size_t k = 0; k < boxes[i].n; k++) free(boxes[i].items[k].p);
+        boxes[i].n = 0;
+    }
+}
+
+/* ---- realloc chains ---- */
+
+static void realloc_chains(int chains) {
+    uint64_t s = 77;
+    for (int chain = 0; chain < chains; chain++) {
+        unsigned char *p = NULL;
+        size_t n = 0;
+        unsigned char key = (unsigned char)chain;
+        for (int step = 0; step < 60; step++) {
+            size_t to = 1 + (step % 20 == 19 ? (size_t)(next(&s) % 900000) : draw(&s));
+            p = realloc(p, to);
+            CHECK(p != NULL, "realloc to %zu", to);
+            size_t keep = n < to ? n : to;
+            CHECK(intact(p, keep, key), "realloc %zu -> %zu lost the contents", n, to);
+            key = (unsigned char)(key + 1);
+            fill(p, to, key);
+            n = to;
+        }
+        free(p);
+    }
+    volatile size_t huge = SIZE_MAX / 2; /* hidden from the compiler's size checks */
+    errno = 0;
+    CHECK(reallocarray_p(NULL, huge, 3) == NULL && errno == ENOMEM, "reallocarray overflow");
+    void *q = reallocarray(NULL, 100, 3);
+    CHECK(q && malloc_usable_size(q) >= 300, "reallocarray(NULL, 100, 3)");
+    free(q);
+}
+
+/* ---- aligned sizes ---- */
+
+static void aligned(void) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (size_t a = sizeof(void *); a <= 65536; a *= 2) {
+        for (size_t n = 0; n < 3 * a + 100; n += a / 2 + 13) {
+            void *p = NULL;
+            CHECK(posix_memalign(&p, a, n) == 0 && p && (uintptr_t)p % a == 0, "posix_memalign(%zu, %zu)", a, n);
+            void *q = aligned_alloc(a, n);
+            CHECK(q && (uintptr_t)q % a == 0, "aligned_alloc(%zu, %zu)", a, n);
+            void *r = memalign(a, n);
+            CHECK(r && (uintptr_t)r % a == 0, "memalign(%zu, %zu)", a, n);
+            memset(p, 1, n);
+            memset(q, 2, n);
+            memset(r, 3, n);
+            free(p);
+            free(q);
+            free(r);
+        }
+    }
+    void *v = valloc(100), *pv = pvalloc(page + 1);
+    CHECK(v && (uintptr_t)v % page == 0, "valloc");
+    CHECK(pv && (uintptr_t)pv % page == 0 && malloc_usable_size(pv) >= 2 * page, "pvalloc");
+    free(v);
+    free(pv);
+    void *p = (void *)1;
+    volatile size_t odd = 24; /* hidden from the compiler's alignment checks */
+    CHECK(posix_memalign(&p, odd, 10) == EINVAL && p == (void *)1, "posix_memalign(24): EINVAL, nothing written");
+    CHECK(posix_memalign(&p, 4, 10) == EINVAL, "posix_memalign(4): EINVAL");
+    void *m = memalign(odd, 10); /* glibc rounds the alignment up */
+    CHECK(m && (uintptr_t)m % 32 == 0, "memalign(24)");
+    free(m);
+}
+
+/* ---- calloc ---- */
+
+static void callocs(void) {
+    for (size_t n = 1; n < 300000; n = n * 3 + 1) {
+        void *d[16];
+        for (int i = 0; i < 16; i++) {
+            d[i] = malloc(n);
+            memset(d[i], 0xee, n);
+        }
+        for (int i = 0; i < 16; i++) free(d[i]);
+        for (int i = 0; i < 16; i++) {
+            unsigned char *z = calloc(n, 1);
+            CHECK(z != NULL, "calloc(%zu)", n);
+            for (size_t k = 0; k < n; k++) CHECK(z[k] == 0, "calloc(%zu) byte %zu not zero", n, k);
+            d[i] = z;
+        }
+        for (int i = 0; i < 16; i++) free(d[i]);
+    }
+    volatile size_t huge = SIZE_MAX / 4; /* hidden from the compiler's size checks */
+    errno = 0;
+    CHECK(calloc_p(huge, 8) == NULL && errno == ENOMEM, "calloc overflow");
+}
+
+/* ---- fork ---- */
+
+static void *fork_peer(void *arg) {
+    (void)arg;
+    uint64_t s = 5;
+    while (!stop_forking_peers) {
+        void *p = malloc(draw(&s));
+        free(realloc(p, draw(&s) + 1));
+    }
+    return NULL;
+}
+
+static void *child_thread(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 10000; i++) free(malloc((size_t)i % 3000));
+    return NULL;
+}
+
+static void forks(void) {
+    pthread_t peers[3];
+    for (int i = 0; i < 3; i++) pthread_create(&peers[i], NULL, fork_peer, NULL);
+    for (int k = 0; k < 20; k++) {
+        pid_t pid = fork();
+        CHECK(pid >= 0, "fork");
+        if (pid == 0) {
+            alarm(60); /* a lock left held by the fork would hang here */
+            realloc_chains(10);
+            pthread_t t;
+            if (pthread_create(&t, NULL, child_thread, NULL) != 0) _exit(2);
+            pthread_join(t, NULL);
+            _exit(0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork child %d: status %d", k, status);
+    }
+    stop_forking_peers = 1;
+    for (int i = 0; i < 3; i++) pthread_join(peers[i], NULL);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) rounds = atol(argv[1]);
+    void *pk = dlsym(RTLD_DEFAULT, "pk_alloc");
+    void *probe = malloc(20);
+    size_t usable = malloc_usable_size(probe);
+    free(probe);
+    CHECK(pk != NULL && usable == 32, "malloc is not poolkit's (pk_alloc %p; malloc_usable_size(malloc(20)) = %zu, "
+                                      "poolkit's class is 32): is libpoolkit-malloc preloaded or linked?",
+          pk, usable);
+    threads();
+    realloc_chains(200);
+    aligned();
+    callocs();
+    forks();
+    printf("malloc_stress: every check passed (threads, realloc chains, aligned sizes, calloc, fork)\n");
+    return 0;
+}

@@ -1,0 +1,391 @@
+/* The size-class front end (alloc.h), call by call: the classes every size
+ * lands in, alignment, zeroing, resizing, mapped blocks, threads, fork, the
+ * stats report, and the misuse that must be reported. */
+#include "child.h"
+#include "support.h"
+
+#include <poolkit/alloc.h>
+#include <poolkit/stats.h>
+
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+using namespace pktest;
+
+namespace {
+
+/* The classes as the header describes them, computed here independently:
+ * 8, 16 to 128 by 16, then four per doubling up to PK_ALLOC_CLASS_MAX. */
+std::vector<size_t> expected_classes() {
+    std::vector<size_t> c = {8};
+    for (size_t s = 16; s <= 128; s += 16) c.push_back(s);
+    for (size_t b = 128; b < PK_ALLOC_CLASS_MAX; b *= 2)
+        for (size_t k = 5; k <= 8; k++) c.push_back(b / 4 * k);
+    return c;
+}
+
+size_t expected_class(size_t size) {
+    for (size_t c : expected_classes())
+        if (c >= size) return c;
+    return 0;
+}
+
+std::string report_text(unsigned flags) {
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    EXPECT_EQ(pk_stats_print(f, flags), 0);
+    fclose(f);
+    std::string s(buf, len);
+    free(buf);
+    return s;
+}
+
+TEST(AllocClasses, ThereAreAsManyAsTheHeaderSays) {
+    EXPECT_EQ(expected_classes().size(), static_cast<size_t>(PK__ALLOC_CLASSES));
+    EXPECT_EQ(expected_classes().back(), PK_ALLOC_CLASS_MAX);
+}
+
+TEST(AllocClasses, EverySizeGetsTheSmallestClassThatHoldsIt) {
+    /* every size up to 8 KiB, then a spread of sizes on and beside each class edge */
+    std::vector<size_t> sizes;
+    for (size_t s = 0; s <= 8192; s++) sizes.push_back(s);
+    for (size_t c : expected_classes())
+        for (size_t d : {c - 1, c, c + 1})
+            if (d > 8192 && d <= PK_ALLOC_CLASS_MAX) sizes.push_back(d);
+    for (size_t s : sizes) {
+        size_t want = expected_class(s ? s : 1);
+        ASSERT_EQ(pk_good_size(s), want) << "size " << s;
+        void *p = pk_alloc(s);
+        ASSERT_NE(p, nullptr) << "size " << s;
+        ASSERT_EQ(pk_usable_size(p), want) << "size " << s;
+        ASSERT_EQ(pk_pool_owner(p) != nullptr, true) << "size " << s;
+        pk_free(p);
+    }
+}
+
+TEST(AllocClasses, EachClassIsAPoolNamedForItsSize) {
+    void *p = pk_alloc(40);
+    pk_pool *pool = pk_pool_owner(p);
+    ASSERT_NE(pool, nullptr);
+    pk_pool_stats st = stats_of(pool);
+    EXPECT_STREQ(st.name, "pk_alloc 48");
+    EXPECT_EQ(st.size, 48u);
+    EXPECT_EQ(pk_pool_owner(pk_alloc(33)), pool) << "33..48 share the class";
+    pk_free(p);
+}
+
+TEST(AllocAlign, SmallBlocksAreAlignedForAnyObjectThatFits) {
+    for (size_t s = 0; s <= 4096; s++) {
+        void *p = pk_alloc(s);
+        ASSERT_TRUE(aligned_to(p, s <= 8 ? 8 : 16)) << "size " << s << " at " << ptr_str(p);
+        pk_free(p);
+    }
+}
+
+TEST(AllocAlign, AlignedAllocHonoursEveryPowerOfTwo) {
+    std::vector<void *> keep;
+    for (size_t a = 1; a <= (size_t)1 << 20; a *= 2) {
+        for (size_t s : {size_t(0), size_t(1), size_t(24), a - 1, a, a + 1, 3 * a, size_t(5000), size_t(300000)}) {
+            void *p = pk_aligned_alloc(a, s);
+            ASSERT_NE(p, nullptr) << "align " << a << " size " << s;
+            ASSERT_TRUE(aligned_to(p, a)) << "align " << a << " size " << s << " at " << ptr_str(p);
+            ASSERT_GE(pk_usable_size(p), s);
+            memset(p, 0x5a, s);
+            keep.push_back(p);
+        }
+    }
+    for (void *p : keep) pk_free(p);
+}
+
+TEST(AllocAlign, AlignedAllocRefusesAnAlignmentThatIsNoPowerOfTwo) {
+    for (size_t a : {size_t(0), size_t(3), size_t(24), size_t(100)}) {
+        errno = 0;
+        EXPECT_EQ(pk_aligned_alloc(a, 16), nullptr) << "align " << a;
+        EXPECT_EQ(errno, EINVAL);
+    }
+}
+
+TEST(AllocCalloc, ZeroesMemoryThatWasUsedBefore) {
+    for (size_t s : {size_t(8), size_t(48), size_t(1000), size_t(5000), size_t(70000), size_t(500000)}) {
+        std::vector<void *> dirty;
+        for (int i = 0; i < 64; i++) {
+            void *p = pk_alloc(s);
+            memset(p, 0xff, s);
+            dirty.push_back(p);
+        }
+        for (void *p : dirty) pk_free(p);
+        for (int i = 0; i < 64; i++) {
+            void *p = pk_calloc(1, s);
+            ASSERT_TRUE(all_bytes(p, s, 0)) << "size " << s;
+            dirty[i] = p;
+        }
+        for (void *p : dirty) pk_free(p);
+    }
+}
+
+TEST(AllocCalloc, RefusesAnOverflowingProduct) {
+    errno = 0;
+    EXPECT_EQ(pk_calloc(SIZE_MAX / 2, 3), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    void *p = pk_calloc(0, 100);
+    EXPECT_NE(p, nullptr);
+    pk_free(p);
+}
+
+TEST(AllocRealloc, KeepsThePointerWithinTheClassAndMovesAcrossIt) {
+    char *p = static_cast<char *>(pk_alloc(33));
+    fill_pattern(p, 33, 7);
+    EXPECT_EQ(pk_realloc(p, 48), p) << "33 and 48 share a class";
+    char *q = static_cast<char *>(pk_realloc(p, 49));
+    EXPECT_NE(q, p);
+    EXPECT_EQ(check_pattern(q, 33, 7), 33u);
+    char *r = static_cast<char *>(pk_realloc(q, 20));
+    EXPECT_NE(r, q) << "a shrink to another class moves, so pk_free_sized(20) is right";
+    EXPECT_EQ(pk_usable_size(r), 32u);
+    pk_free_sized(r, 20);
+}
+
+TEST(AllocRealloc, ChainsThroughEveryKindKeepTheContents) {
+    const size_t steps[] = {1, 17, 200, 4000, 70000, 300000, 5000000, 900000, 262144, 1000, 3, 600000, 40};
+    char *p = nullptr;
+    size_t have = 0;
+    uint64_t key = 99;
+    for (size_t s : steps) {
+        p = static_cast<char *>(pk_realloc(p, s));
+        ASSERT_NE(p, nullptr) << s;
+        size_t keep = have < s ? have : s;
+        ASSERT_EQ(check_pattern(p, keep & ~size_t(7), key), keep & ~size_t(7)) << "after resize to " << s;
+        key++;
+        fill_pattern(p, s & ~size_t(7), key);
+        have = s & ~size_t(7);
+        ASSERT_GE(pk_usable_size(p), s);
+    }
+    pk_free(p);
+}
+
+TEST(AllocRealloc, NullAllocatesAndZeroFrees) {
+    void *p = pk_realloc(nullptr, 100);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(pk_realloc(p, 0), nullptr);
+    pk_free(nullptr);
+    pk_free_sized(nullptr, 10);
+    EXPECT_EQ(pk_usable_size(nullptr), 0u);
+}
+
+TEST(AllocLarge, BlocksOverTheLastClassAreMappedAndCounted) {
+    pk_process_stats before;
+    pk_stats_get(&before);
+    size_t page = page_size();
+    void *p = pk_alloc(PK_ALLOC_CLASS_MAX + 1);
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(aligned_to(p, page));
+    EXPECT_EQ(pk_usable_size(p), (PK_ALLOC_CLASS_MAX + 1 + page - 1) / page * page);
+    EXPECT_EQ(pk_pool_owner(p), nullptr);
+    EXPECT_NE(report_text(0).find("1 mapped blocks"), std::string::npos) << report_text(0);
+    memset(p, 1, PK_ALLOC_CLASS_MAX + 1);
+    pk_free(p);
+    EXPECT_NE(report_text(0).find("0 mapped blocks"), std::string::npos);
+}
+
+TEST(AllocLarge, AGrowingBufferIsResizedWithItsContents) {
+    size_t size = PK_ALLOC_CLASS_MAX * 2;
+    char *p = static_cast<char *>(pk_alloc(size));
+    fill_pattern(p, size, 3);
+    for (int i = 0; i < 6; i++) {
+        size *= 2;
+        p = static_cast<char *>(pk_realloc(p, size));
+        ASSERT_NE(p, nullptr);
+        ASSERT_EQ(check_pattern(p, size / 2, 3 + i), size / 2);
+        fill_pattern(p, size, 4 + i);
+    }
+    pk_free(p);
+}
+
+TEST(AllocLarge, AnImpossibleSizeFailsWithENOMEM) {
+    errno = 0;
+    EXPECT_EQ(pk_alloc(SIZE_MAX - 100), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    void *p = pk_alloc(10);
+    errno = 0;
+    EXPECT_EQ(pk_realloc(p, SIZE_MAX / 2 + 1), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    EXPECT_EQ(pk_usable_size(p), 16u) << "a failed realloc leaves the block as it was";
+    pk_free(p);
+    EXPECT_EQ(pk_good_size(SIZE_MAX), 0u);
+}
+
+TEST(AllocSized, FreesWithTheSizeGiven) {
+    std::vector<std::pair<void *, size_t>> v;
+    for (size_t s = 1; s < 3000; s += 37) v.push_back({pk_alloc(s), s});
+    v.push_back({pk_alloc(400000), 400000});
+    v.push_back({pk_calloc(10, 30), 300});
+    for (auto &e : v) pk_free_sized(e.first, e.second);
+}
+
+TEST(AllocThreads, ObjectsFreedOnAnotherThreadGoHome) {
+    const size_t n = scaled(20000, 200);
+    std::vector<void *> objs(n);
+    std::thread producer([&] {
+        for (size_t i = 0; i < n; i++) {
+            objs[i] = pk_alloc(16 + i % 700);
+            fill_pattern(objs[i], 16, i);
+        }
+    });
+    producer.join();
+    std::thread consumer([&] {
+        for (size_t i = 0; i < n; i++) {
+            ASSERT_EQ(check_pattern(objs[i], 16, i), 16u);
+            pk_free(objs[i]);
+        }
+    });
+    consumer.join();
+    pk_pool_stats st = stats_of(pk_pool_owner(pk_alloc(16)));
+    EXPECT_GT(st.remote_frees, 0u);
+}
+
+TEST(AllocThreads, ManyThreadsAtOnceNeverShareAnObject) {
+    const int threads = 4;
+    const size_t rounds = scaled(20000, 200);
+    std::atomic<int> bad{0};
+    std::vector<std::thread> t;
+    for (int k = 0; k < threads; k++)
+        t.emplace_back([&, k] {
+            Rng rng(k + 1);
+            std::vector<std::pair<char *, size_t>> mine;
+            for (size_t i = 0; i < rounds; i++) {
+                if (mine.size() < 200 && rng.below(3) != 0) {
+                    size_t s = 1 + rng.below(2000);
+                    char *p = static_cast<char *>(pk_alloc(s));
+                    memset(p, k + 1, s);
+                    mine.push_back({p, s});
+                } else if (!mine.empty()) {
+                    size_t j = rng.below(mine.size());
+                    if (!all_bytes(mine[j].first, mine[j].second, static_cast<unsigned char>(k + 1))) bad++;
+                    pk_free(mine[j].first);
+                    mine[j] = mine.back();
+                    mine.pop_back();
+                }
+            }
+            for (auto &e : mine) pk_free(e.first);
+        });
+    for (auto &th : t) th.join();
+    EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(AllocStats, TheReportListsTheClassesAndTheMappedBlocks) {
+    void *a = pk_alloc(100), *b = pk_alloc(PK_ALLOC_CLASS_MAX * 3);
+    std::string text = report_text(0);
+    EXPECT_NE(text.find("pk_alloc 112"), std::string::npos) << text;
+    EXPECT_NE(text.find("size classes made"), std::string::npos) << text;
+    std::string json = report_text(PK_STATS_JSON);
+    EXPECT_NE(json.find("\"alloc\": {\"classes\": "), std::string::npos) << json;
+    EXPECT_NE(json.find("\"large_blocks\": 1"), std::string::npos) << json;
+    pk_free(a);
+    pk_free(b);
+}
+
+/* ---- misuse ---- */
+
+TEST(AllocMisuseDeathTest, AStackPointerIsReported) {
+    int x = 0;
+    PKTEST_EXPECT_REPORT(pk_free(&x), "what=foreign pointer.*\n.*pk_free\\(0x[0-9a-f]+\\): not a block pk_alloc handed out");
+}
+
+TEST(AllocMisuseDeathTest, AnObjectOfAUsersPoolIsReportedWithThePoolsName) {
+    PKTEST_EXPECT_REPORT(
+        {
+            pk_pool_config c = make_config(48, 0, PK_POOL_DEBUG);
+            c.name = "users";
+            pk_pool *p = pk_pool_create(&c);
+            pk_free(pk_pool_alloc(p));
+        },
+        "what=foreign pointer pool=users.*\n.*an object of pool 'users', which pk_alloc did not make");
+}
+
+TEST(AllocMisuseDeathTest, AMappedBlockFreedTwiceIsReported) {
+    PKTEST_EXPECT_REPORT(
+        {
+            void *p = pk_alloc(PK_ALLOC_CLASS_MAX * 2);
+            pk_free(p);
+            pk_free(p);
+        },
+        "what=foreign pointer.*\n.*or one already freed");
+}
+
+TEST(AllocMisuseDeathTest, AWrongSizeIsReportedNamingTheClass) {
+    PKTEST_EXPECT_REPORT(pk_free_sized(pk_alloc(100), 20),
+                         "what=wrong size pool=pk_alloc 112.*\n.*pk_free_sized\\(0x[0-9a-f]+, 20\\): the object "
+                         "is of class 'pk_alloc 112', not of the class of 20 bytes \\(32\\)");
+}
+
+TEST(AllocMisuseDeathTest, ReallocAndUsableSizeOfAForeignPointerAreReported) {
+    static char buf[64];
+    PKTEST_EXPECT_REPORT(pk_realloc(buf + 16, 10), "what=foreign pointer.*\n.*pk_realloc\\(");
+    PKTEST_EXPECT_REPORT(pk_usable_size(buf + 16), "what=foreign pointer.*\n.*pk_usable_size\\(");
+}
+
+/* Debug and hardened modes are the class pools' own: a process whose
+ * pools were made with POOLKIT_DEBUG=1 or POOLKIT_HARDENED=1 set. The
+ * child's handler exits with the verdict: a fatal report must not return. */
+void exit_on_double_free(const pk_error *e, void *) {
+    std::fprintf(stderr, "%s: %s\n", e->what, e->message);
+    _exit(std::strcmp(e->what, "double free") == 0 && e->pool && std::strcmp(e->pool, "pk_alloc 64") == 0
+              ? CHILD_PASS
+              : CHILD_FAIL);
+}
+
+int double_free_in_child(bool immediate) {
+    pk_set_error_handler(exit_on_double_free, nullptr);
+    void *p = pk_alloc(64);
+    void *q = pk_alloc(64);
+    pk_free(p);
+    if (!immediate) pk_free(q);
+    pk_free(p);
+    std::fprintf(stderr, "a double free went unreported\n");
+    return CHILD_FAIL;
+}
+
+PKTEST_CHILD(DoubleFreeUnderDebug) { return double_free_in_child(false); }
+PKTEST_CHILD(DoubleFreeUnderHardened) { return double_free_in_child(true); }
+
+TEST(AllocModes, DebugModeReportsADoubleFree) {
+    EXPECT_CHILD_PASSES("DoubleFreeUnderDebug", {{"POOLKIT_DEBUG", "1"}});
+}
+
+TEST(AllocModes, HardenedModeReportsTheHeadFreedAgain) {
+    EXPECT_CHILD_PASSES("DoubleFreeUnderHardened", {{"POOLKIT_HARDENED", "1"}});
+}
+
+/* ---- fork ---- */
+
+PKTEST_CHILD(ForkChildAllocatesWhileParentThreadsRun) {
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> t;
+    for (int k = 0; k < 3; k++)
+        t.emplace_back([&] {
+            while (!stop.load()) pk_free(pk_realloc(pk_alloc(100), 3000));
+        });
+    for (int i = 0; i < 20; i++) {
+        pid_t pid = fork();
+        CHILD_CHECK(pid >= 0, "fork failed");
+        if (pid == 0) {
+            std::vector<void *> v;
+            for (int j = 0; j < 10000; j++) v.push_back(pk_alloc(1 + j % 5000));
+            for (void *p : v) pk_free(p);
+            pk_free(pk_alloc(PK_ALLOC_CLASS_MAX * 4));
+            _exit(0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        CHILD_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork child %d failed (status %d)", i, status);
+    }
+    stop = true;
+    for (auto &th : t) th.join();
+    return 0;
+}
+
+TEST(AllocFork, AChildAllocatesWhileTheParentsThreadsRun) { EXPECT_CHILD_PASSES("ForkChildAllocatesWhileParentThreadsRun"); }
+
+} // namespace
