@@ -55,7 +55,7 @@ shopt -u nullglob
 say "made $(basename "${runtime_deb[0]}") and $(basename "${dev_deb[0]}")"
 malloc_deb=("$build"/libpoolkit-malloc"${major}"_"${version}"_*.deb)
 [ ${#malloc_deb[@]} -eq 1 ] || fail "no libpoolkit-malloc${major}_${version}_*.deb in $build"
-dpkg-deb -c "${malloc_deb[0]}" | grep -q "/libpoolkit-malloc.so.${major}\$" ||
+dpkg-deb -c "${malloc_deb[0]}" | grep -Eq "/libpoolkit-malloc\.so\.${major}( |$)" ||
     fail "libpoolkit-malloc${major} lacks libpoolkit-malloc.so.${major}: $(dpkg-deb -c "${malloc_deb[0]}")"
 
 # ---- 2. what they hold, unpacked into a scratch root ------------------------
