@@ -124,9 +124,22 @@ static void install(pk_pool *p, heap *h, slab *s) {
     list_set(h, head, n);
 }
 
+/* Stats read other threads' lists and slabs racily (racy_list_length). */
+#if defined(__SANITIZE_THREAD__)
+#  define NO_TSAN __attribute__((no_sanitize_thread))
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define NO_TSAN __attribute__((no_sanitize("thread")))
+#  endif
+#endif
+#ifndef NO_TSAN
+#  define NO_TSAN
+#endif
+
 /* Whether obj, on h's list, is an object of another slab h owns (the
- * HOT_FREES object). */
-static bool hot_object(const pk_pool *p, const heap *h, const char *obj) {
+ * HOT_FREES object). Stats ask about another thread's list: its reads race
+ * by design there, as racy_list_length's do. */
+static NO_TSAN bool hot_object(const pk_pool *p, const heap *h, const char *obj) {
     uintptr_t x = (uintptr_t)obj;
     if (p->hardened || !region_holds(x)) return false;
     const slab *s = slab_of(x);
@@ -415,16 +428,6 @@ void heap_forget_all(pk_pool *p) {
     }
 }
 
-#if defined(__SANITIZE_THREAD__)
-#  define NO_TSAN __attribute__((no_sanitize_thread))
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define NO_TSAN __attribute__((no_sanitize("thread")))
-#  endif
-#endif
-#ifndef NO_TSAN
-#  define NO_TSAN
-#endif
 
 /* The length of another thread's list of a pool the inline paths or the
  * hardened lean path serve (they keep no count). Its thread may be changing

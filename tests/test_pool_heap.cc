@@ -163,6 +163,26 @@ TEST(PoolHeap, AFreeIntoAnotherSlabGoesToTheNextAllocationOnlyWhenTheListIsEmpty
     EXPECT_EQ(stats_of(p.get()).live, 0u);
 }
 
+/* The object freed onto the empty list (HOT_FREES) is an object of another
+ * slab on the thread's list: a trim, which walks the list home, sends it to
+ * its own slab rather than reporting it, and the counts stay exact. */
+TEST(PoolHeap, AnObjectOfAnotherSlabOnTheListGoesHomeAtTrim) {
+    PoolPtr p = make_pool(64);
+    const size_t per_slab = (size_t(1) << kBlockShift) / 64;
+    std::vector<void *> objs = alloc_n(p.get(), 2 * per_slab);
+    void *hot = objs[3];
+    objs.erase(objs.begin() + 3);
+    pk_pool_free(p.get(), hot); /* onto the empty list */
+    EXPECT_EQ(stats_of(p.get()).live, objs.size());
+    pk_pool_trim(p.get());
+    EXPECT_EQ(stats_of(p.get()).live, objs.size());
+    void *again = pk_pool_alloc(p.get());
+    EXPECT_EQ(block_of(again), block_of(hot)) << "it went home to its slab, whose free slot comes first";
+    objs.push_back(again);
+    free_all(p.get(), objs);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
 /* Frees into other slabs by the owner, in every order, through the short
  * path: every object comes back exactly once, and the counts agree. */
 TEST(PoolHeap, OwnerFreesIntoOtherSlabsKeepEveryObjectOnce) {
