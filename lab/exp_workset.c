@@ -296,6 +296,38 @@ static void print_hardened(FILE *out, const cells *c, const size_t *sz, int nsz)
                  "order): %s -> %s\n", t.line, lab_target_verdict(&t));
 }
 
+/* pk_pool against the fastest malloc at every point (medians), judged per
+ * order at its worst point: LIFO and FIFO at most 0.8x, random at most 1x. */
+static void print_vs_mallocs(FILE *out, const cells *c, const size_t *sz, int nsz) {
+    static const char *const mallocs[] = {"glibc malloc", "jemalloc", "mimalloc", "tcmalloc"};
+    char b[32], size[16], want[16];
+    lab_target t = LAB_TARGET_INIT;
+    for (int o = 0; o < WORKSET_ORDERS; o++) {
+        snprintf(want, sizeof want, "\"%s\"", workset_order_names[o]);
+        double worst = NAN;
+        long worst_n = 0;
+        size_t worst_size = 0;
+        for (int s = 0; s < nsz; s++) {
+            snprintf(size, sizeof size, "%zu", sz[s]);
+            for (int k = 0; k < c->nn; k++) {
+                lab_row *p = find_point(LAB_PK_POOL, want, c->ns_[k], size);
+                double best = INFINITY;
+                for (int m = 0; m < 4; m++) {
+                    lab_row *r = find_point(mallocs[m], want, c->ns_[k], size);
+                    if (r && r->available && lab_median(&r->samples) < best) best = lab_median(&r->samples);
+                }
+                double v = p && p->available && isfinite(best) ? lab_median(&p->samples) / best : NAN;
+                if (!isnan(v) && (isnan(worst) || v > worst)) worst = v, worst_n = c->ns_[k], worst_size = sz[s];
+            }
+        }
+        lab_target_add(&t, "; ", worst, o == WORKSET_RANDOM ? 1.0 : 0.8, "%s %.2fx (N = %s, %zu B)",
+                       workset_order_names[o], worst, lab_fmt((double)worst_n, b), worst_size);
+    }
+    fprintf(out, "  target: pk_pool at most 0.8x the fastest malloc (LIFO, FIFO) and 1.0x (random) at "
+                 "every N and size (medians; the worst point of each order): %s -> %s\n", t.line,
+            lab_target_verdict(&t));
+}
+
 static void print(FILE *out) {
     cells c;
     size_t sz[3];
@@ -328,6 +360,7 @@ static void print(FILE *out) {
         each_subject(out, print_cells, &c);
     }
     print_hardened(out, &c, sz, nsz);
+    print_vs_mallocs(out, &c, sz, nsz);
     fprintf(out, "  (APR pools and pk_arena free a whole phase at once, whatever the order)\n");
     fprintf(out, "  (reserved: poolkit rows only, from poolkit's own JSON report of the run read "
                  "back: the most its pools\n   and arenas held from the system at once, per object "
