@@ -8,8 +8,10 @@
  * default, PK_POOL_LOCAL and PK_POOL_HARDENED, at 16-256 B, allocating, touching one byte and
  * freeing (the body of the lab's hot kernel, lab/kernels.h; that header is
  * not included because its kernels need the lab, which links today's
- * library). Every copy creates the same 21 pools (three per size) before it
- * measures anything.
+ * library), and the object layer's pair, pk_new of a class with fields of
+ * that size and pk_release. Every copy creates the same 21 pools (three
+ * per size) and the same seven object size classes before it measures
+ * anything.
  *
  * Today's copy also drives the run: each repetition starts every copy in
  * turn, each in a fresh process (A B C, then B C A, ...: the starting copy
@@ -26,13 +28,15 @@
  *       the driver: today is this program, the --lib copies are references
  *       (LABEL a commit; "!WHY" prints the row as not available)
  *   hotloop_refs --worker ITERS
- *       one pass over the sizes: "size naive default local hardened" per line (ns)
+ *       one pass over the sizes: "size naive default local hardened object" per line (ns)
  *   hotloop_refs --icount N SIZE
  *       for callgrind (--toggle-collect='refs_count_*', --dump-after=refs_count_X for each X):
- *       the empty loop, the naive list, default, LOCAL and HARDENED pools, N pairs each
+ *       the empty loop, the naive list, default, LOCAL and HARDENED pools and
+ *       pk_new+pk_release, N pairs each
  */
 #include "harness.h"
 
+#include <poolkit/object.h>
 #include <poolkit/pool.h>
 
 #define NSIZES 7
@@ -61,6 +65,13 @@ static BENCH_KERNEL double hot_pool(pk_pool *pool, long n) {
     HOT_BODY(pk_pool_alloc(pool), pk_pool_free(pool, p))
     return bench_now_ns() - t0;
 }
+/* The object layer's pair over the same pools' code: pk_new of a class
+ * whose fields are `size` bytes (zeroed, count 1), then pk_release. */
+static BENCH_KERNEL double hot_object(const pk_class *cls, long n) {
+    double t0 = bench_now_ns();
+    HOT_BODY(pk_new(cls), pk_release(p))
+    return bench_now_ns() - t0;
+}
 
 /* Untimed twins for callgrind: each call is counted alone (one dump each). */
 static char empty_buf[64];
@@ -77,19 +88,26 @@ static BENCH_KERNEL void refs_count_local(pk_pool *pool, long n) {
 static BENCH_KERNEL void refs_count_hardened(pk_pool *pool, long n) {
     HOT_BODY(pk_pool_alloc(pool), pk_pool_free(pool, p))
 }
+static BENCH_KERNEL void refs_count_object(const pk_class *cls, long n) { HOT_BODY(pk_new(cls), pk_release(p)) }
 
 /* ---- one copy's measurements ---- */
 
-enum { K_NAIVE, K_DEFAULT, K_LOCAL, K_HARD, NKIND };
+enum { K_NAIVE, K_DEFAULT, K_LOCAL, K_HARD, K_OBJECT, NKIND };
 static const char *const kind_name[NKIND] = {"naive free list, inlined", "pk_pool default",
-                                             "pk_pool LOCAL", "pk_pool HARDENED"};
-static const unsigned kind_flags[NKIND] = {0, 0, PK_POOL_LOCAL, PK_POOL_HARDENED};
+                                             "pk_pool LOCAL", "pk_pool HARDENED", "pk_new+pk_release"};
+static const unsigned kind_flags[NKIND] = {0, 0, PK_POOL_LOCAL, PK_POOL_HARDENED, 0};
 
 static pk_pool *pools[NSIZES][NKIND];
+static pk_class classes[NSIZES];
 
 static void make_pools(void) {
+    for (int s = 0; s < NSIZES; s++) {
+        classes[s] = (pk_class){"hotloop_refs", sizes[s], NULL};
+        void *warm = pk_new(&classes[s]); /* its size class's pool, made now */
+        pk_release(warm);
+    }
     for (int s = 0; s < NSIZES; s++)
-        for (int k = K_DEFAULT; k < NKIND; k++) {
+        for (int k = K_DEFAULT; k < K_OBJECT; k++) {
             pools[s][k] = pk_pool_create(&(pk_pool_config){
                 .name = kind_name[k], .size = sizes[s], .flags = kind_flags[k]});
             if (!pools[s][k]) {
@@ -101,7 +119,7 @@ static void make_pools(void) {
 
 static void drop_pools(void) {
     for (int s = 0; s < NSIZES; s++)
-        for (int k = K_DEFAULT; k < NKIND; k++) pk_pool_destroy(pools[s][k]);
+        for (int k = K_DEFAULT; k < K_OBJECT; k++) pk_pool_destroy(pools[s][k]);
 }
 
 /* The pairs of one contender at one size are run as CHUNKS short runs
@@ -124,11 +142,13 @@ static int worker(long iters) {
             v[K_DEFAULT] = hot_pool(pools[s][K_DEFAULT], n) / (double)n;
             v[K_LOCAL] = hot_pool(pools[s][K_LOCAL], n) / (double)n;
             v[K_HARD] = hot_pool(pools[s][K_HARD], n) / (double)n;
+            v[K_OBJECT] = hot_object(&classes[s], n) / (double)n;
             for (int k = 0; k < NKIND && round >= 0; k++) bench_add(&ns[s][k], v[k]);
         }
     for (int s = 0; s < NSIZES; s++)
-        printf("%zu %.4f %.4f %.4f %.4f\n", sizes[s], bench_median(&ns[s][K_NAIVE]),
-               bench_median(&ns[s][K_DEFAULT]), bench_median(&ns[s][K_LOCAL]), bench_median(&ns[s][K_HARD]));
+        printf("%zu %.4f %.4f %.4f %.4f %.4f\n", sizes[s], bench_median(&ns[s][K_NAIVE]),
+               bench_median(&ns[s][K_DEFAULT]), bench_median(&ns[s][K_LOCAL]), bench_median(&ns[s][K_HARD]),
+               bench_median(&ns[s][K_OBJECT]));
     drop_pools();
     return fflush(stdout) == 0 ? 0 : 1;
 }
@@ -143,11 +163,13 @@ static int icount(long n, size_t size) {
     hot_pool(pools[s][K_DEFAULT], 1000);
     hot_pool(pools[s][K_LOCAL], 1000);
     hot_pool(pools[s][K_HARD], 1000);
+    hot_object(&classes[s], 1000);
     refs_count_empty(n);
     refs_count_naive(sizes[s], n);
     refs_count_default(pools[s][K_DEFAULT], n);
     refs_count_local(pools[s][K_LOCAL], n);
     refs_count_hardened(pools[s][K_HARD], n);
+    refs_count_object(&classes[s], n);
     drop_pools();
     return 0;
 }
@@ -183,7 +205,7 @@ static int run_worker(const char *program, long iters, double ns[NSIZES][NKIND])
     int got = 0;
     size_t size;
     double v[NKIND];
-    while (in && fscanf(in, "%zu %lf %lf %lf %lf", &size, &v[0], &v[1], &v[2], &v[3]) == 5)
+    while (in && fscanf(in, "%zu %lf %lf %lf %lf %lf", &size, &v[0], &v[1], &v[2], &v[3], &v[4]) == 6)
         if (got < NSIZES && size == sizes[got]) {
             memcpy(ns[got], v, sizeof v);
             got++;
@@ -316,6 +338,10 @@ int main(int argc, char **argv) {
         for (int s = 0; s < NSIZES; s++) bench_add(&h, bench_median(&vs_ref[l][s][K_HARD]));
         printf("  (informative) pk_pool HARDENED, today / %s, median over 16-256 B: %.2fx\n", libs[l].label,
                bench_median(&h));
+        bench_series ob = {{0}, 0};
+        for (int s = 0; s < NSIZES; s++) bench_add(&ob, bench_median(&vs_ref[l][s][K_OBJECT]));
+        printf("  (informative) pk_new+pk_release (fields of the size), today / %s, median over 16-256 B: "
+               "%.2fx\n", libs[l].label, bench_median(&ob));
     }
     return 0;
 }

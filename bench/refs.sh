@@ -11,11 +11,11 @@
 # a build that is there is reused. Then bench/hotloop_refs.c is compiled
 # once per library, today's (BUILD_DIR/libpoolkit.a with include/) and each
 # reference's, with the same command (only -I and the .a differ), and today's
-# copy runs them all, alternated (bench/hotloop_refs.c says how). With
-# valgrind installed, callgrind then counts each copy's instructions per
-# alloc+free pair. A commit this checkout does not hold (a tarball, a shallow
-# clone) gives a row "not available: needs the git history (commit X)", and
-# the rest runs. About 10 s on 2 cores (callgrind included); the first run
+# copy runs them all, alternated (bench/hotloop_refs.c says how): pools'
+# alloc+free pairs and pk_new+pk_release pairs. With valgrind installed,
+# callgrind then counts each copy's instructions per pair. A commit this
+# checkout does not hold (a tarball, a shallow clone) gives a row "not
+# available: needs the git history (commit X)", and the rest runs. About 10 s on 2 cores (callgrind included); the first run
 # adds the references' builds (a few seconds: the library alone).
 set -u
 
@@ -56,7 +56,7 @@ compile() {
     local bin="$1/hotloop_refs" inc=$2 lib=$3
     if [ -x "$bin" ] && [ "$bin" -nt "$here/hotloop_refs.c" ] && [ "$bin" -nt "$lib" ] &&
         [ "$bin" -nt "$here/harness.h" ] && [ "$bin" -nt "$here/naive_global.h" ] &&
-        [ "$bin" -nt "$inc/poolkit/pool.h" ]; then
+        [ "$bin" -nt "$inc/poolkit/pool.h" ] && [ "$bin" -nt "$inc/poolkit/object.h" ]; then
         return 0
     fi
     # shellcheck disable=SC2086 # cflags is a list of words
@@ -116,7 +116,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo
 echo "instructions per alloc+free pair at $size B, net of the empty loop (callgrind; N = $n):"
 dumps=()
-for k in empty naive default local hardened; do dumps+=(--dump-after="refs_count_$k"); done
+for k in empty naive default local hardened object; do dumps+=(--dump-after="refs_count_$k"); done
 echo "  valgrind --tool=callgrind --collect-atstart=no --toggle-collect='refs_count_*' ${dumps[*]} PROGRAM --icount $n $size"
 for prog in "$out/hotloop_refs" $(printf '%s\n' "${args[@]}" | sed -n 's/^[^=]*=\(\/.*\)/\1/p'); do
     label=today
@@ -128,15 +128,17 @@ for prog in "$out/hotloop_refs" $(printf '%s\n' "${args[@]}" | sed -n 's/^[^=]*=
         echo "  $label: callgrind failed (see: valgrind --tool=callgrind $prog --icount $n $size)"
         continue
     fi
-    # Dumps 1-5: empty loop, naive list, default, LOCAL and HARDENED pools.
+    # Dumps 1-6: empty loop, naive list, default, LOCAL and HARDENED pools,
+    # pk_new+pk_release.
     counts=()
-    for part in 1 2 3 4 5; do
+    for part in 1 2 3 4 5 6; do
         counts+=("$(awk '/^totals:/ {print $2; exit} /^summary:/ {s = $2} END {if (s) print s}' \
             "$tmp/cg.$part" 2>/dev/null | head -1)")
     done
     awk -v l="$label" -v n="$n" -v e="${counts[0]}" -v a="${counts[1]}" -v d="${counts[2]}" \
-        -v o="${counts[3]}" -v h="${counts[4]}" 'BEGIN {
+        -v o="${counts[3]}" -v h="${counts[4]}" -v b="${counts[5]}" 'BEGIN {
             if (e == "" || a == "" || d == "" || o == "") { printf "  %-8s no counts\n", l; exit }
-            printf "  %-8s naive list %.2f   pk_pool default %.2f   pk_pool LOCAL %.2f   pk_pool HARDENED %s\n", l,
-                (a - e) / n, (d - e) / n, (o - e) / n, h == "" ? "-" : sprintf("%.2f", (h - e) / n) }'
+            printf "  %-8s naive list %.2f   pk_pool default %.2f   pk_pool LOCAL %.2f   pk_pool HARDENED %s   pk_new+pk_release %s\n", l,
+                (a - e) / n, (d - e) / n, (o - e) / n, h == "" ? "-" : sprintf("%.2f", (h - e) / n),
+                b == "" ? "-" : sprintf("%.2f", (b - e) / n) }'
 done

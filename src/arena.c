@@ -59,6 +59,11 @@ static void account(long arenas, long bytes) {
 
 size_t arena_count(void) { return __atomic_load_n(&live_arenas, __ATOMIC_RELAXED); }
 
+static size_t library_arenas;
+size_t arena_count_library(long change) {
+    return __atomic_add_fetch(&library_arenas, (size_t)change, __ATOMIC_RELAXED);
+}
+
 #define DEFAULT_ALIGN alignof(max_align_t)
 #define DEFAULT_CHUNK_SIZE ((size_t)64 * 1024)
 #define CHUNK_HDR align_up(sizeof(chunk), DEFAULT_ALIGN)

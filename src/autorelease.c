@@ -478,6 +478,7 @@ void *pk_scratch(size_t size) {
     if (unlikely(!t->scratch)) {
         t->scratch = pk_arena_create(0);
         if (!t->scratch) return NULL;
+        arena_count_library(1);
     }
     scratch_rec *r = t->scratch_top;
     if (unlikely(!r || r->genhi != pk__arp.genhi)) { /* the first since the last push */
@@ -505,7 +506,10 @@ void *pk_scratch(size_t size) {
 static void thread_exit(void *arg) {
     arp_thread *t = arg;
     if (t->hot) drain(t, 1);
-    if (t->scratch) pk_arena_destroy(t->scratch);
+    if (t->scratch) {
+        pk_arena_destroy(t->scratch);
+        arena_count_library(-1);
+    }
     if (t->spare) page_free(t, t->spare);
     if (t->hot) page_free(t, t->hot);
     size_t high = pk__arp.high_water;

@@ -76,7 +76,7 @@ static slab *slab_for_take(pk_pool *p, bool may_map) {
 static char *take_freed(pk_pool *p, slab *s) {
     char *obj = s->free;
     s->free = (void *)link_load(p, obj);
-    if (p->hardened) harden_check_slab_link(p, s, obj, s->free);
+    check_slab_link(p, s, obj, s->free);
     if (unlikely(p->debug)) check_debug_take(p, s, obj, true);
     s->used++;
     return obj;
@@ -113,6 +113,7 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
 void central_give(pk_pool *p, slab *s, void *obj) {
     ASSERT_POOL_LOCKED(p);
     assert_slab(p, s);
+    if (unlikely(obj == s->free)) check_report_double_free(p, obj); /* the head freed again */
     link_store(p, obj, (uintptr_t)s->free);
     s->free = obj;
     s->used--;
@@ -136,12 +137,15 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
             uintptr_t mark = chain_mark_load(p, obj);
             size_t len = (uint32_t)mark, tail_at = mark >> 32;
             n += len;
-            if (unlikely(len == 0 || n > s->capacity || tail_at >= s->bump))
+            if (unlikely(len == 0 || len > s->capacity || tail_at >= s->bump))
                 report_corrupted_link(p, obj, (void *)mark, "a remote-free chain mark that no free wrote "
                                                             "(a write after free, or an object freed twice)");
+            /* more than the slab holds: an object pushed twice (two threads
+             * freed it, or one thread twice, each push well-formed) */
+            if (unlikely(n > s->capacity)) report_list_overrun(p, s, list, NULL, "a slab's remote-free list");
             last = s->objects + tail_at * p->geo.slot;
             obj = (char *)link_load(p, last);
-            if (p->hardened) harden_check_slab_link(p, s, last, obj); /* the next chain's head */
+            check_slab_link(p, s, last, obj); /* the next chain's head */
         }
         *head = list;
         *tail = last;
@@ -149,9 +153,9 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
     }
     for (char *obj = list; obj;) {
         /* a list longer than the slab holds an object twice: a double free */
-        if (unlikely(++n > s->capacity)) report_corrupted_link(p, last, obj, "a free list with a loop (an object freed twice)");
+        if (unlikely(++n > s->capacity)) report_list_overrun(p, s, list, NULL, "a slab's remote-free list");
         char *next = (char *)link_load(p, obj);
-        if (p->hardened) harden_check_slab_link(p, s, obj, next);
+        check_slab_link(p, s, obj, next);
         last = obj;
         obj = next;
     }
@@ -164,6 +168,11 @@ size_t central_splice_remote(pk_pool *p, slab *s) {
     void *head, *tail;
     size_t n = central_collect(p, s, &head, &tail);
     if (!n) return 0;
+    if (unlikely(n > s->used))
+        error_report(PK_FATAL, "corrupted free list", p->name, head,
+                     "the remote frees of a slab of pool '%s' bring home %zu objects where it has %u out: "
+                     "most likely a double free of one of them (%p and the objects it links to)",
+                     pool_name(p), n, s->used, head);
     link_store(p, tail, (uintptr_t)s->free);
     s->free = head;
     s->used -= (uint32_t)n;
@@ -184,8 +193,10 @@ static void collect_own(pk_pool *p, slab *s) {
 
 void central_collect_own(pk_pool *p) {
     ASSERT_POOL_LOCKED(p);
+    size_t left = p->slabs_total;
     for (int l = SLAB_PARTIAL; l <= SLAB_FULL; l++)
         for (slab *s = p->lists[l].head, *next; s; s = next) {
+            slab_walk_step(p, &left);
             next = s->next;
             collect_own(p, s);
         }
@@ -320,8 +331,9 @@ static size_t release_slab(pk_pool *p, slab *s, bool cache) {
 size_t central_release_empty(pk_pool *p, bool any, uint32_t before) {
     ASSERT_POOL_LOCKED(p);
     slab_list *empty = &p->lists[SLAB_EMPTY];
-    size_t bytes = 0;
+    size_t bytes = 0, left = p->slabs_total;
     for (slab *s = empty->head, *next; s; s = next) {
+        slab_walk_step(p, &left);
         next = s->next;
         if (!any && (int32_t)(s->empty_tick - before) > 0) continue;
         if (p->slab_free - s->capacity < p->keep_free) break;
@@ -367,6 +379,14 @@ size_t central_reserve(pk_pool *p, size_t n) {
 }
 
 void central_free_all(pk_pool *p) {
+    /* Every pool's slab lists are walked once before they go (a hardened
+     * pool's at every release of a slab): a double free that left a loop in
+     * one, which no cheap check saw, is reported rather than forgotten. A
+     * region's are not: its destroy follows no link (pk_pool_destroy). */
+    bool walk = !p->hardened && !(p->flags & PK_POOL_REGION);
     for (int l = 0; l < SLAB_LISTS; l++)
-        while (p->lists[l].head) release_slab(p, p->lists[l].head, true);
+        while (p->lists[l].head) {
+            if (walk) check_slab_free_list(p, p->lists[l].head);
+            release_slab(p, p->lists[l].head, true);
+        }
 }

@@ -112,10 +112,16 @@ void check_debug_free(pk_pool *p, void *obj) {
     if (!(s->live_bits[idx / 64] & ((uint64_t)1 << (idx % 64)))) report_double_free(p, s, obj, idx);
     size_t bad;
     track_open(obj, p->size + p->redzone);
-    if (!bytes_are((unsigned char *)obj + p->size, p->redzone, FILL_REDZONE, &bad))
+    if (!bytes_are((unsigned char *)obj + p->size, p->redzone, FILL_REDZONE, &bad)) {
+        const unsigned char *zone = (const unsigned char *)obj + p->size;
+        size_t last = p->redzone - 1; /* how far it reached: the last byte changed */
+        while (zone[last] == FILL_REDZONE) last--;
         error_report(PK_FATAL, "buffer overflow", p->name, obj,
-                     "a write %zu bytes past the end of object %p (size %zu) of pool '%s'%s%s",
-                     bad, obj, p->size, name, sep, sites_format(where, sizeof where, slot_sites(p, s, idx)));
+                     "a write reaching %zu byte%s past the end of object %p (size %zu) of pool '%s' (the "
+                     "redzone after it changed from byte %zu to byte %zu)%s%s",
+                     last + 1, last ? "s" : "", obj, p->size, name, bad + 1, last + 1, sep,
+                     sites_format(where, sizeof where, slot_sites(p, s, idx)));
+    }
     if (s->sites) sites_keep(slot_sites(p, s, idx), SITE_FREE);
     s->live_bits[idx / 64] &= ~((uint64_t)1 << (idx % 64));
     if (!p->construct && !p->destruct) memset((char *)obj + p->fill_from, FILL_FREE, p->size - p->fill_from);
@@ -134,12 +140,22 @@ void check_slab_release(pk_pool *p, slab *s) {
             if (!intact) report_write_after_free(p, s, obj, i, bad + p->fill_from);
         }
     }
-    if (p->hardened) {
-        size_t n = 0;
-        for (char *f = s->free; f && n <= s->capacity; n++) {
-            char *next = (char *)link_load(p, f);
-            harden_check_slab_link(p, s, f, next);
-            f = next;
-        }
+    if (p->hardened) check_slab_free_list(p, s);
+}
+
+void check_slab_free_list(pk_pool *p, slab *s) {
+    size_t n = 0;
+    for (char *f = s->free; f; n++) {
+        if (unlikely(n >= s->bump)) report_list_overrun(p, s, s->free, NULL, "a slab's free list");
+        char *next = (char *)link_load(p, f);
+        check_slab_link(p, s, f, next);
+        f = next;
     }
+}
+
+void check_report_slab_list(const pk_pool *p) {
+    error_report(PK_FATAL, "corrupted slab list", p->name, p,
+                 "a slab list of pool '%s' runs on past the pool's %zu slabs: the pool's records were "
+                 "overwritten", pool_name(p), p->slabs_total);
+    abort();
 }

@@ -26,5 +26,20 @@ void check_debug_take(pk_pool *p, slab *s, char *obj, bool reused);
 /* A slab about to be released: a debug pool's free slots still hold the
  * free fill, a hardened pool's free list links only its own slots. */
 void check_slab_release(pk_pool *p, slab *s);
+/* A slab's free list, walked before the slab goes (every pool's at
+ * destroy, a hardened pool's at every release): each link checked before
+ * it is followed (check_slab_link), and no more objects than the slab
+ * handed out, or the object met twice is reported (report_list_overrun). */
+void check_slab_free_list(pk_pool *p, slab *s);
+
+/* Every walk of a pool's slab lists stops at the pool's slab count: one
+ * that runs longer lists a slab twice (memory of the pool's records was
+ * overwritten), and is reported rather than walked for ever. *left starts
+ * at the slab count (read before the walk, which may release slabs) and
+ * counts the slabs met down. */
+PK_COLD __attribute__((noreturn)) void check_report_slab_list(const pk_pool *p);
+static inline void slab_walk_step(const pk_pool *p, size_t *left) {
+    if (unlikely((*left)-- == 0)) check_report_slab_list(p);
+}
 
 #endif

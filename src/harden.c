@@ -1,6 +1,7 @@
 /* Hardening's out-of-line half (harden.h says what each check is): the
  * reports the checks share, with their wording and the reading of a bad
- * link word that says what most likely happened.
+ * link word that says what most likely happened; also the report of a
+ * list that runs past what it can hold, which every mode's walks make.
  */
 #include "pool_types.h"
 
@@ -52,4 +53,37 @@ void report_bad_link(const pk_pool *p, const void *holder, const void *link, con
                  "it, or a double free of it that let it be handed out while still listed",
                  holder, pool_name(p), link, why, holder, before);
     abort();
+}
+
+/* The most slots a slab holds: a granule of the smallest slots, a word
+ * each (a larger slab holds fewer, larger slots: slab.c), so one bitmap of
+ * this many bits covers any slab's. */
+#define LIST_SEEN_SLOTS ((1u << GRANULE_SHIFT) / sizeof(uintptr_t))
+
+void report_list_overrun(const pk_pool *p, const slab *s, void *head, const void *hot, const char *list) {
+    uint64_t seen[LIST_SEEN_SLOTS / 64] = {0};
+    bool hot_seen = false;
+    char *prev = NULL;
+    /* Walked again from its head, each object checked before its link is
+     * read: the first object met twice is the one the list holds twice. */
+    for (char *obj = head; obj; prev = obj, obj = (char *)link_load(p, obj)) {
+        if (obj == hot && !hot_seen && slab_of_slot(obj, p)) {
+            hot_seen = true;
+            continue;
+        }
+        long idx = slab_slot_index(s, obj);
+        if (idx < 0 || (uint32_t)idx >= s->bump) report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
+        if ((size_t)idx >= LIST_SEEN_SLOTS) break;
+        uint64_t bit = (uint64_t)1 << (idx % 64);
+        if (seen[idx / 64] & bit)
+            error_report(PK_FATAL, "corrupted free list", p->name, obj,
+                         "%s of pool '%s' lists object %p twice, so it runs on past the %u objects its slab "
+                         "holds: most likely a double free of object %p of pool '%s'",
+                         list, pool_name(p), (void *)obj, s->capacity, (void *)obj, pool_name(p));
+        seen[idx / 64] |= bit;
+    }
+    error_report(PK_FATAL, "corrupted free list", p->name, head,
+                 "%s of pool '%s' runs on past the %u objects its slab holds: most likely a double free of "
+                 "one of its objects", list, pool_name(p), s->capacity);
+    abort(); /* error_report never returns from a fatal report */
 }

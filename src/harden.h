@@ -24,8 +24,12 @@
  *                  the thread's list goes home (uninstall), the address
  *                  map on the heap and slab paths
  *   DOUBLE FREE    the head of the thread's list freed again is reported
- *                  (SLUB's "not the head itself"); a slab's own list is
- *                  checked at every free that reaches it (heap.c)
+ *                  (SLUB's "not the head itself"; the default pools' inline
+ *                  free refuses it too); a slab's own list is checked at
+ *                  every free that reaches it (heap.c)
+ *   LIST BOUND     every mode: every walk of a list stops at the most it can
+ *                  hold, and report_list_overrun names the object met twice
+ *                  (a double free with other frees between)
  *   SLAB LINK      harden_check_slab_link: a slab's own free list links only
  *                  slots of that slab handed out before
  *   SHUFFLE        PK_POOL_SHUFFLE pools only: fresh slots go out in an
@@ -124,6 +128,16 @@ PK_COLD __attribute__((noreturn)) void report_corrupted_link(const pk_pool *p, c
 PK_COLD __attribute__((noreturn)) void report_bad_link(const pk_pool *p, const void *holder, const void *link,
                                                        const char *why);
 
+/* A walk of a free list of slab s (list names it: a thread's list, a
+ * slab's free list, its remote frees), from head, met more objects than the
+ * list can hold: it holds one twice (a loop), or a link leaves the slab.
+ * Walks it again (bounded: a bitmap of the slab's slots; hot, an object of
+ * another slab the list may hold once, aside) and reports the object met
+ * twice as a double free, or the link out of the slab as a corrupted link.
+ * Every mode: every walk of a free list stops at the most it can hold. */
+PK_COLD __attribute__((noreturn)) void report_list_overrun(const pk_pool *p, const slab *s, void *head,
+                                                           const void *hot, const char *list);
+
 /* SLOT GRID, slot_of_slab_at: x starts one of the slots of the slab that
  * holds `in` (the same aligned block, past any header, on the slot grid,
  * below the capacity), from the geometry alone: no slab record, no address
@@ -151,6 +165,19 @@ static inline void harden_check_slab_link(pk_pool *p, slab *s, void *from, void 
     long idx = next ? slab_slot_index(s, next) : 0;
     if (!next || (idx >= 0 && (uint32_t)idx < s->bump)) return;
     report_bad_link(p, from, next, "not a free slot of its slab");
+}
+
+/* Every mode, before the library follows a link of slab s's lists (a
+ * slab's free list, its remote frees): a hardened pool's SLAB LINK check;
+ * elsewhere only that the link lies within the slab's slots, so that
+ * reading it cannot fault (a compare; default pools check no grid). */
+static inline void check_slab_link(pk_pool *p, slab *s, void *from, void *next) {
+    if (p->hardened) {
+        harden_check_slab_link(p, s, from, next);
+        return;
+    }
+    if (unlikely(next && (uintptr_t)next - (uintptr_t)s->objects >= (uintptr_t)s->capacity * p->geo.slot))
+        report_bad_link(p, from, next, "not a slot of its slab");
 }
 
 #endif

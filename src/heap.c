@@ -152,13 +152,17 @@ static NO_TSAN bool hot_object(const pk_pool *p, const heap *h, const char *obj)
  * home); the slab is left on no list for the caller to place. Every object
  * is checked to be a slot of the slab, so a broken list is reported here
  * rather than kept (trim, thread exit, destroy), and the walk stops at the
- * slab's capacity. */
+ * most the list can hold (the slab's slots and the hot object). */
 static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     slab *s = h->cur;
-    size_t n = 0; /* counted: the inline paths keep no count */
-    char *first = NULL, *last = NULL;
+    size_t n = 0, met = 0, most = (size_t)s->capacity + HOT_FREES; /* n: the inline paths keep no count */
+    char *first = NULL, *last = NULL, *head = tc_head(h->list);
     *hot = NULL;
-    for (char *obj = tc_head(h->list), *prev = NULL, *next; obj; prev = obj, obj = next) {
+    for (char *obj = head, *prev = NULL, *next; obj; prev = obj, obj = next) {
+        /* no more than the slab's slots and the hot object: a loop (an
+         * object freed twice with others between) is reported, never
+         * walked for ever */
+        if (unlikely(++met > most)) report_list_overrun(p, s, head, *hot, "the thread's free list");
         long idx = slab_slot_index(s, obj); /* checked before its link is read */
         if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) {
             if (!*hot && hot_object(p, h, obj)) {
@@ -170,8 +174,7 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
             report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
         }
         next = (char *)link_load(p, obj);
-        if (unlikely(++n > s->capacity))
-            report_corrupted_link(p, prev, obj, "a free list with a loop (an object freed twice)");
+        n++;
         if (last) link_store(p, last, (uintptr_t)obj);
         else first = obj;
         last = obj;
@@ -453,9 +456,11 @@ static NO_TSAN size_t racy_list_length(const pk_pool *p, const heap *h) {
 
 /* The used counts of the slabs heaps own, read racily like the lists. */
 static NO_TSAN size_t racy_owned_used(const pk_pool *p) {
-    size_t used = 0;
-    for (const slab *s = p->all; s; s = s->all_next)
+    size_t used = 0, left = p->slabs_total;
+    for (const slab *s = p->all; s; s = s->all_next) {
+        slab_walk_step(p, &left);
         if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED)) used += *(volatile uint32_t *)&s->used;
+    }
     return used;
 }
 
@@ -500,14 +505,20 @@ void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
     }
     /* The slabs of the heaps gone, found by the pool's list of all slabs
      * (whose owner changes only under the pool's lock). */
+    size_t left = p->slabs_total;
     for (slab *s = p->all; s; s = s->all_next) {
+        slab_walk_step(p, &left);
         heap *o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
         if (o && o != kept) central_lose_slab(p, s);
     }
     /* A thread gone may have counted a push it had not made yet: the
      * pending total is counted afresh from the lists themselves. */
     int64_t pending = 0;
-    for (slab *s = p->all; s; s = s->all_next) pending += (int64_t)central_count_remote(p, s);
+    left = p->slabs_total;
+    for (slab *s = p->all; s; s = s->all_next) {
+        slab_walk_step(p, &left);
+        pending += (int64_t)central_count_remote(p, s);
+    }
     if (kept) pending -= (int64_t)(kept->pushed - kept->collected);
     p->remote_base = pending;
 }
@@ -552,10 +563,12 @@ bool heap_is_valid(const pk_pool *p, const heap *h) {
         slabs++, bytes += h->spare->span;
     }
     const slab_list *lists[2] = {&h->avail, &h->full};
+    size_t left = p->slabs_total;
     for (int l = 0; l < 2; l++) {
         size_t n = 0;
         const slab *prev = NULL;
         for (const slab *s = lists[l]->head; s; prev = s, s = s->next) {
+            slab_walk_step(p, &left);
             VALID(s->prev == prev);
             owned_is_valid(p, h, s, l == 0 ? HEAP_AVAIL : HEAP_FULL);
             n++, bytes += s->span;

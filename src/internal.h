@@ -170,6 +170,11 @@ static inline void gauge_reset_peak(gauge *g) {
 
 /* Live arenas (arena.c). */
 size_t arena_count(void);
+/* Of those, the library's own (the threads' scratch arenas, autorelease.c,
+ * which counts them here as it makes and destroys them): what is live at
+ * exit is no leak of the program's (the main thread's is never
+ * destroyed). */
+size_t arena_count_library(long change);
 
 static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 static inline bool is_pow2(size_t n) { return n && !(n & (n - 1)); }
@@ -197,6 +202,9 @@ bool options_background_purge(void);
 void options_set_background_purge(bool on);
 /* POOLKIT_DEBUG_FRAMES: stack frames debug pools keep per call site (sites.h). */
 size_t options_debug_frames(void);
+/* POOLKIT_FAULT_HANDLER (on unless 0): crash.c's handler of SIGSEGV and
+ * SIGBUS, which names a broken free list, is installed with the first pool. */
+bool options_fault_handler(void);
 /* POOLKIT_VERBOSE=1: notable events are reported (note_once). */
 bool options_verbose(void);
 /* POOLKIT_STATS: where the report at exit goes; *path is the file's name
@@ -237,7 +245,7 @@ typedef enum init_event {
      * pool, an arena, the background purge): fork.c installs its handlers. */
     INIT_SHARED_STATE,
     /* A pool is made: stats.c registers the report at exit (POOLKIT_STATS,
-     * debug mode's leak summary). */
+     * debug mode's leak summary), crash.c its fault handler. */
     INIT_FIRST_POOL,
     INIT_EVENTS
 } init_event;

@@ -84,6 +84,29 @@ static inline bool goes_slow(const void *obj) {
     return (uintptr_t)obj <= __atomic_load_n(&slow_below, __ATOMIC_RELAXED);
 }
 
+/* ---- is it an object? (object_internal.h, object_pooled) ---- */
+
+__thread object_slab_cache object_last_slab __attribute__((tls_model("initial-exec")));
+
+bool object_pooled_lookup(const void *obj) {
+    uint64_t generation = __atomic_load_n(&map_generation, __ATOMIC_ACQUIRE); /* before the lookup */
+    uintptr_t a = (uintptr_t)header_of(obj);
+    const map_entry *e = map_find((const void *)a);
+    if (!e) return false;
+    const struct pk_pool *p = __atomic_load_n(&e->pool, __ATOMIC_RELAXED); /* NULL: no slab there */
+    if (!p || !(p->flags & POOL_KEEPS_HEADER)) return false;
+    uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED), off = a - first;
+    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
+    uintptr_t bytes = (uintptr_t)__atomic_load_n(&e->slot, __ATOMIC_RELAXED) *
+                      __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
+    /* A slot start: below the slots' end (a pointer before them wraps above
+     * it) and on the grid by the multiply, which an object pool's slots,
+     * under 4 GiB, always have (slab.h, slot_on_grid). */
+    if (off >= bytes || off * recip >= recip) return false;
+    object_last_slab = (object_slab_cache){first, bytes, recip, generation};
+    return true;
+}
+
 /* ---- size classes ---- */
 
 /* Slot bytes for fields of size bytes, or 0 if it cannot be represented. */
@@ -176,7 +199,7 @@ static PK_NOINLINE void *new_slow(const pk_class *cls) {
     object_header *h;
     if (pool == HEAP_CLASS) {
         h = aligned_alloc(16, slot);
-        if (h && object_debug() && !debug_heap_add(h)) {
+        if (h && !large_add(h)) { /* recorded: releases check every pointer */
             free(h);
             h = NULL;
         }
@@ -228,7 +251,7 @@ static PK_NOINLINE void free_uncached(const pk_class *cls, object_header *h) {
     size_t ci = class_index(cls->size);
     pk_pool *p = ci < NCLASSES ? __atomic_load_n(&class_pools[ci], __ATOMIC_RELAXED) : HEAP_CLASS;
     if (p == HEAP_CLASS) {
-        if (object_debug()) debug_heap_remove(h);
+        large_remove(h);
         free(h);
         return;
     }
@@ -354,13 +377,13 @@ static PK_COLD void *retain_bad(void *obj, uintptr_t old) {
     return obj;
 }
 
-static inline void *retain(void *obj) {
+static inline void *retain_known(void *obj) {
     uintptr_t old = __atomic_fetch_add(&header_of(obj)->refs, 1, __ATOMIC_RELAXED);
     if (unlikely(refs_invalid(old))) return retain_bad(obj, old);
     return obj;
 }
 
-static inline void release(void *obj) {
+static inline void release_known(void *obj) {
     object_header *h = header_of(obj);
     uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
     if (likely(n == 1)) {
@@ -368,6 +391,33 @@ static inline void release(void *obj) {
         return;
     }
     object_release_contended(h, n);
+}
+
+/* A pointer object_pooled does not place: a live object too large for the
+ * pools (their set, under a lock: such an object costs a malloc and a
+ * memset of over 64 KiB anyway), else not an object, reported before its
+ * memory is read or written. */
+static PK_NOINLINE void *retain_unpooled(void *obj) {
+    if (!object_known(obj)) object_report_foreign(obj, "pk_retain");
+    return retain_known(obj);
+}
+
+void object_release_unpooled(void *obj) {
+    if (!object_known(obj)) object_report_foreign(obj, "pk_release");
+    release_known(obj);
+}
+
+static inline void *retain(void *obj) {
+    if (unlikely(!object_pooled(obj))) return retain_unpooled(obj);
+    return retain_known(obj);
+}
+
+static inline void release(void *obj) {
+    if (unlikely(!object_pooled(obj))) {
+        object_release_unpooled(obj);
+        return;
+    }
+    release_known(obj);
 }
 
 /* The slow entries: NULL, or debug mode's check before the call as usual.

@@ -1,20 +1,22 @@
-/* Debug mode of the object layer: a pointer given to pk_retain, pk_release
- * or pk_autorelease must be an object before anything reads or writes its
- * header.
- *
- * The switch is POOLKIT_DEBUG=1, the same that makes every pool a debug
- * pool (the size classes' pools included), read once (object.c). Off,
- * it costs pk_retain and pk_release nothing: their NULL test sends debug
- * mode's pointers to the check too.
+/* The object layer's checks of the pointers it is given: is this an
+ * object of pk_new?
  *
  * What counts as an object: a slot start, plus the header, of a pool made
  * for objects (POOL_KEEPS_HEADER), found in the address map without touching
  * the pointer's memory; or an object too large for the pools (from the C
- * heap), which debug mode records in a set of addresses while it lives,
- * since the address map knows nothing of it. Anything else (a stack buffer,
- * a malloc block, another pool's object, an interior pointer) is a
- * "foreign pointer". A pointer that passes may still be a deallocated
- * object: its count says so, and the callers report an over-release.
+ * heap), recorded in a set of addresses while it lives, since the address
+ * map knows nothing of it. Anything else (a stack buffer, a malloc block,
+ * another pool's object, an interior pointer) is a "foreign pointer". A
+ * pointer that passes may still be a deallocated object: its count says
+ * so, and the callers report an over-release.
+ *
+ * pk_retain and pk_release ask in every mode before they write the count
+ * (object.c: the address map inline, the set only for pointers the map
+ * does not place), so a pointer that is not an object is reported, never
+ * written. Debug mode (POOLKIT_DEBUG=1, the switch that makes every pool a
+ * debug pool, read once in object.c) also checks pk_autorelease's pointers
+ * when they are handed over (object_check_slow), not only when the pool
+ * pops.
  */
 #include "object_internal.h"
 #include "pool_internal.h"
@@ -23,8 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* ---- the large objects of debug mode: an open-addressing set of header
- * addresses, under heap_lock ---- */
+/* ---- the objects too large for the pools: an open-addressing set of
+ * header addresses, under heap_lock ---- */
 
 #define HEAP_TOMB ((uintptr_t)1) /* a removed key; headers are 16-aligned */
 
@@ -66,7 +68,7 @@ static size_t heap_find(uintptr_t k) {
     return i;
 }
 
-bool debug_heap_add(const void *h) {
+bool large_add(const void *h) {
     uintptr_t k = (uintptr_t)h;
     pthread_mutex_lock(&heap_lock);
     bool ok = 2 * (heap_used + 1) <= heap_cap || heap_rehash();
@@ -81,7 +83,7 @@ bool debug_heap_add(const void *h) {
     return ok;
 }
 
-void debug_heap_remove(const void *h) {
+void large_remove(const void *h) {
     pthread_mutex_lock(&heap_lock);
     if (heap_cap) {
         size_t i = heap_find((uintptr_t)h);
@@ -93,7 +95,7 @@ void debug_heap_remove(const void *h) {
     pthread_mutex_unlock(&heap_lock);
 }
 
-static bool debug_heap_has(const void *h) {
+bool large_has(const void *h) {
     pthread_mutex_lock(&heap_lock);
     bool has = heap_cap && heap_keys[heap_find((uintptr_t)h)] != 0;
     pthread_mutex_unlock(&heap_lock);
@@ -105,12 +107,18 @@ void object_check_fork_unlock(void) { pthread_mutex_unlock(&heap_lock); }
 
 /* ---- the check ---- */
 
-void object_check_slow(const void *obj, const char *call) {
-    if (!object_debug()) return;
-    const object_header *h = header_of(obj);
-    pk_pool *owner = ((uintptr_t)obj & 15) ? NULL : slab_owner(h);
-    if (owner && (owner->flags & POOL_KEEPS_HEADER)) return;
-    if (!((uintptr_t)obj & 15) && !owner && debug_heap_has(h)) return;
+bool object_in_pools(const void *obj) {
+    pk_pool *owner = slab_owner(header_of(obj));
+    return owner && (owner->flags & POOL_KEEPS_HEADER);
+}
+
+bool object_known(const void *obj) {
+    if ((uintptr_t)obj & 15) return false;
+    return object_in_pools(obj) || large_has(header_of(obj));
+}
+
+void object_report_foreign(const void *obj, const char *call) {
+    pk_pool *owner = ((uintptr_t)obj & 15) ? NULL : slab_owner(header_of(obj));
     char why[128];
     if (owner)
         snprintf(why, sizeof why, "an object of pool '%s', not of pk_new",
@@ -119,9 +127,9 @@ void object_check_slow(const void *obj, const char *call) {
         snprintf(why, sizeof why, "not a poolkit object (no object pool holds it, and no live "
                                   "object too large for the pools starts there)");
     error_report(PK_FATAL, "foreign pointer", NULL, obj, "%s: %p is %s", call, obj, why);
+    abort(); /* error_report never returns from a fatal report */
 }
 
-bool object_in_pools(const void *obj) {
-    pk_pool *owner = slab_owner(header_of(obj));
-    return owner && (owner->flags & POOL_KEEPS_HEADER);
+void object_check_slow(const void *obj, const char *call) {
+    if (object_debug() && !object_known(obj)) object_report_foreign(obj, call);
 }

@@ -15,6 +15,7 @@
 #define POOLKIT_OBJECT_INTERNAL_H
 
 #include "internal.h"
+#include "pool_internal.h"
 
 #include <poolkit/object.h>
 
@@ -61,7 +62,7 @@ static inline object_header *header_of(const void *obj) {
     return (object_header *)((char *)obj - sizeof(object_header));
 }
 
-/* ---- object_check.c: debug mode (POOLKIT_DEBUG=1) ---- */
+/* ---- object_check.c: is a pointer an object of pk_new? ---- */
 
 /* Whether the object layer is in debug mode (object.c; reads the switch
  * once). */
@@ -72,12 +73,52 @@ void object_check_slow(const void *obj, const char *call);
 /* Whether obj's header starts a slot of an object pool (any mode; never
  * reads obj's memory). */
 bool object_in_pools(const void *obj);
-/* Debug mode: the objects too large for the pools, recorded while they
- * live (add is false, having recorded nothing, when out of memory). */
-bool debug_heap_add(const void *h);
-void debug_heap_remove(const void *h);
+/* Whether obj is an object of pk_new, pooled or too large for the pools
+ * (deallocated or not: its count says); never reads obj's memory. */
+bool object_known(const void *obj);
+/* Reports obj, given to `call`, as a "foreign pointer" (PK_FATAL). */
+PK_COLD __attribute__((noreturn)) void object_report_foreign(const void *obj, const char *call);
+/* The objects too large for the pools, recorded while they live in every
+ * mode (add is false, having recorded nothing, when out of memory). */
+bool large_add(const void *h);
+void large_remove(const void *h);
+bool large_has(const void *h);
 void object_check_fork_lock(void);
 void object_check_fork_unlock(void);
+
+/* The slots of the slab of an object pool where the calling thread last
+ * found an object (object_pooled_lookup), and the map's generation then:
+ * while it has not changed, that slab still holds those slots (object.c). */
+typedef struct object_slab_cache {
+    uintptr_t first, bytes; /* slot 0's address, and the slots' bytes; 0: none */
+    uint64_t recip;         /* the slot's reciprocal (slab.h, slot_on_grid) */
+    uint64_t generation;    /* map_generation when found */
+} object_slab_cache;
+extern __thread object_slab_cache object_last_slab __attribute__((tls_model("initial-exec")));
+
+/* object.c: object_pooled's lookup in the address map, which refills the
+ * cache when it finds an object pool's slab. */
+bool object_pooled_lookup(const void *obj);
+
+/* Whether obj's header starts a slot of a pool made for objects, never
+ * reading obj's memory: every release and retain asks it before they read
+ * or write a count, so a pointer that is not an object is refused. First
+ * against the slab the thread last found one in (a compare, a multiply and
+ * the map's generation), else by the address map (about 30 instructions).
+ * Objects too large for the pools fail it and take the slow way
+ * (object_known). */
+static inline bool object_pooled(const void *obj) {
+    const object_slab_cache *c = &object_last_slab;
+    uintptr_t off = (uintptr_t)header_of(obj) - c->first;
+    if (likely(off < c->bytes && off * c->recip < c->recip &&
+               c->generation == __atomic_load_n(&map_generation, __ATOMIC_ACQUIRE)))
+        return true;
+    return object_pooled_lookup(obj);
+}
+
+/* object.c: a release of a pointer object_pooled does not place: a live
+ * object too large for the pools, else a foreign pointer, reported. */
+void object_release_unpooled(void *obj);
 
 /* object.c: disposes of an object whose class has no dealloc, whose count
  * is 1 and whose only reference the caller holds. */
@@ -86,6 +127,7 @@ void object_dispose_quiet(object_header *h, const pk_class *cls);
 /* Releases obj if that runs no code of the program (a live object whose
  * class has no dealloc); false, having done nothing, otherwise. */
 static inline bool object_release_quietly(void *obj) {
+    if (unlikely(!object_pooled(obj))) return false;
     object_header *h = header_of(obj);
     uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
     const pk_class *cls = h->cls;
@@ -99,11 +141,16 @@ void object_dispose(object_header *h);
 /* object.c: a release that saw a count other than 1. */
 void object_release_contended(object_header *h, uintptr_t seen);
 
-/* pk_release without the NULL check. An acquire load that sees 1 means the
+/* pk_release without the NULL check (the pointer checked first). An
+ * acquire load that sees 1 means the
  * caller holds the only reference (nobody can retain without one), so the
  * object is disposed of with no read-modify-write; the acquire pairs with
  * the release half of other threads' decrements. */
 static inline void object_release(void *obj) {
+    if (unlikely(!object_pooled(obj))) {
+        object_release_unpooled(obj);
+        return;
+    }
     object_header *h = header_of(obj);
     uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
     if (likely(n == 1))

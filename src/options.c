@@ -41,6 +41,7 @@ enum {
     OPT_BACKGROUND_PURGE,
     OPT_DEBUG_FRAMES,
     OPT_STATS,
+    OPT_FAULT_HANDLER,
     OPT_COUNT
 };
 
@@ -66,6 +67,7 @@ static option table[OPT_COUNT] = {
     [OPT_DEBUG_FRAMES] = {"POOLKIT_DEBUG_FRAMES", OPTION_COUNT, SITES_DEFAULT_FRAMES, SITES_MAX_FRAMES,
                           "frames", NULL, -1, 0},
     [OPT_STATS] = {"POOLKIT_STATS", OPTION_DEST, STATS_OFF, STATS_FILE, NULL, NULL, -1, 0},
+    [OPT_FAULT_HANDLER] = {"POOLKIT_FAULT_HANDLER", OPTION_SWITCH, 1, 1, NULL, NULL, -1, 0},
 };
 
 /* POOLKIT_STATS's file name, copied (the environment may change later);
@@ -223,6 +225,7 @@ bool options_verbose(void) { return option_get(OPT_VERBOSE); }
 long options_purge_delay_ms(void) { return option_get(OPT_PURGE_DELAY); }
 bool options_background_purge(void) { return option_get(OPT_BACKGROUND_PURGE); }
 size_t options_debug_frames(void) { return (size_t)option_get(OPT_DEBUG_FRAMES); }
+bool options_fault_handler(void) { return option_get(OPT_FAULT_HANDLER); }
 
 int options_stats(const char **path) {
     long v = option_get(OPT_STATS);

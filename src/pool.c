@@ -433,8 +433,9 @@ static void untrack(void *obj, void *pool) { track_takeback(pool, obj); }
 void pool_each_live_debug(pk_pool *p, bool (*fn)(void *obj, void *const *sites, void *arg), void *arg) {
     if (!p->debug) return;
     pool_lock(p);
+    size_t left = p->slabs_total;
     for (int l = 0; l < SLAB_LISTS; l++)
-        for (slab *s = p->lists[l].head; s; s = s->next)
+        for (slab *s = p->lists[l].head; s; s = s->next, slab_walk_step(p, &left))
             for (uint32_t i = 0; i < s->bump; i++)
                 if ((s->live_bits[i / 64] & ((uint64_t)1 << (i % 64))) &&
                     !fn(s->objects + (size_t)i * p->geo.slot, s->sites ? s->sites + i * p->geo.site_words : NULL,

@@ -24,11 +24,13 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
         size_t want = n;
         if (p->limit) want = p->out >= p->limit ? 0 : want < p->limit - p->out ? want : p->limit - p->out;
         void *list = NULL;
-        if (want) central_take(p, want, &list, true);
+        size_t got = want ? central_take(p, want, &list, true) : 0;
         purge_tick(p, now);
         POOL_VALIDATE(p);
         pool_unlock(p);
-        for (char *obj = list; obj; obj = (char *)link_load(p, obj)) objs[i++] = obj;
+        /* As many as were taken: a slab list that held an object twice
+         * (a double free) may have linked this one into a loop. */
+        for (char *obj = list; obj && i < got; obj = (char *)link_load(p, obj)) objs[i++] = obj;
     }
     if (i < n) errno = ENOMEM;
     for (size_t k = 0; k < i; k++) {

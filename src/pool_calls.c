@@ -40,9 +40,12 @@ size_t pk_pool_trim(pk_pool *p) {
  * slots handed out at least once (slots past the high mark were never
  * written), page-rounded. */
 static size_t resident_bytes(const pk_pool *p) {
-    size_t bytes = 0;
+    size_t bytes = 0, left = p->slabs_total;
     for (int l = 0; l < SLAB_LISTS; l++)
-        for (const slab *s = p->lists[l].head; s; s = s->next) bytes += slab_touched(p, s);
+        for (const slab *s = p->lists[l].head; s; s = s->next) {
+            slab_walk_step(p, &left);
+            bytes += slab_touched(p, s);
+        }
     return bytes;
 }
 
@@ -83,18 +86,23 @@ void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
 _Static_assert(SLAB_BYTES % (sizeof(uintptr_t) * 64) == 0, "whole words of bits");
 
 void pool_each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
+    size_t left = p->slabs_total;
     for (int l = 0; l < SLAB_LISTS; l++) {
         if (l == SLAB_EMPTY) continue;
         for (slab *s = p->lists[l].head; s; s = s->next) {
+            slab_walk_step(p, &left);
             uint64_t free_bits[FREE_BITS_WORDS] = {0};
             PK_ASSERT_INTERNAL(s->capacity <= FREE_BITS_WORDS * 64);
-            size_t n = 0;
+            /* Every free object is checked before its link is read, and met
+             * once: a slot met twice (a double free) or outside the slab (a
+             * link overwritten) is reported, never walked for ever. */
             for (char *f = s->free, *prev = NULL; f; prev = f, f = (char *)link_load(p, f)) {
                 long i = slab_slot_index(s, f);
-                if (unlikely(i < 0)) report_bad_link(p, prev ? prev : f, f, "not a free slot of its slab");
-                if (unlikely(++n > s->capacity))
-                    report_corrupted_link(p, prev, f, "a free list with a loop (an object freed twice)");
-                free_bits[i / 64] |= (uint64_t)1 << (i % 64);
+                if (unlikely(i < 0 || (uint32_t)i >= s->bump))
+                    report_bad_link(p, prev ? prev : f, f, "not a free slot of its slab");
+                uint64_t bit = (uint64_t)1 << (i % 64);
+                if (unlikely(free_bits[i / 64] & bit)) report_list_overrun(p, s, s->free, NULL, "a slab's free list");
+                free_bits[i / 64] |= bit;
             }
             for (uint32_t i = 0; i < s->bump; i++)
                 if (!(free_bits[i / 64] & ((uint64_t)1 << (i % 64))))

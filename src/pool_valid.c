@@ -43,16 +43,20 @@ static void slab_is_valid(const pk_pool *p, const slab *s, int list, bool deep) 
     VALID(list != SLAB_LOST || (s->used == s->bump && !s->free));
     if (!deep || __atomic_load_n(&s->thread_free, __ATOMIC_ACQUIRE)) return;
     size_t n = 0;
-    for (char *f = s->free; f && n <= s->capacity; f = (char *)link_load(p, f)) n++;
+    for (char *f = s->free; f; f = (char *)link_load(p, f))
+        /* longer than the slab's slots handed out: an object listed twice,
+         * the program's double free, reported as the walks report it */
+        if (++n > s->bump) report_list_overrun(p, s, s->free, NULL, "a slab's free list");
     VALID(n == (size_t)(s->bump - s->used)); /* the free list: freed slots only */
 }
 
 bool pool_is_valid(const pk_pool *p, bool deep) {
-    size_t slabs = 0, bytes = 0, used = 0, free_slots = 0;
+    size_t slabs = 0, bytes = 0, used = 0, free_slots = 0, left = p->slabs_total;
     for (int l = 0; l < SLAB_LISTS; l++) {
         size_t n = 0;
         const slab *prev = NULL;
         for (const slab *s = p->lists[l].head; s; prev = s, s = s->next) {
+            slab_walk_step(p, &left);
             VALID(s->prev == prev);
             slab_is_valid(p, s, l, deep);
             n++;
@@ -75,7 +79,9 @@ bool pool_is_valid(const pk_pool *p, bool deep) {
     VALID(slabs + p->heap_slabs == p->slabs_total);
     VALID(bytes + p->heap_bytes == p->bytes_reserved);
     size_t all = 0;
+    left = p->slabs_total;
     for (const slab *s = p->all; s; s = s->all_next) {
+        slab_walk_step(p, &left);
         VALID(s->all_next == NULL || s->all_next->all_prev == s);
         all++;
     }

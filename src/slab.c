@@ -15,18 +15,7 @@ slab *slab_lookup(const void *ptr) {
     return e ? __atomic_load_n(&e->slab, __ATOMIC_ACQUIRE) : NULL;
 }
 
-struct pk_pool *slab_owner(const void *ptr) {
-    map_entry *e = map_find(ptr);
-    if (!e || !__atomic_load_n(&e->slab, __ATOMIC_ACQUIRE)) return NULL;
-    struct pk_pool *pool = __atomic_load_n(&e->pool, __ATOMIC_RELAXED);
-    uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
-    uintptr_t slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
-    uintptr_t count = __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
-    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
-    uintptr_t a = (uintptr_t)ptr;
-    if (!slot || a < first || a - first >= slot * count) return NULL;
-    return slot_div(a - first, slot, recip) * slot == a - first ? pool : NULL;
-}
+struct pk_pool *slab_owner(const void *ptr) { return slot_owner(ptr); }
 
 bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, slab_geometry *g) {
     size_t page = os_page_size();
@@ -71,6 +60,8 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, s
 }
 
 static const map_entry no_entry;
+
+uint64_t map_generation;
 
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     bool warm;
@@ -118,6 +109,8 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
 void slab_destroy(slab *s, bool cache) {
     track_open(s->base, s->span); /* the shadow of a place given back must not stay poisoned */
     map_set((uintptr_t)s->base, (uintptr_t)s->base + s->span, &no_entry);
+    /* after the map forgets it, before its place can serve another slab */
+    __atomic_add_fetch(&map_generation, 1, __ATOMIC_RELEASE);
     if (s->sites) os_unmap(s->sites, s->sites_bytes);
     /* a pointer into it is no object of any pool's any more (pool_free.c
      * reads the record before the address map) */

@@ -170,8 +170,28 @@ static inline struct pk_pool *slab_pool_of(const void *ptr) {
 
 /* The slab holding ptr's granule, or NULL; never touches ptr's memory. */
 slab *slab_lookup(const void *ptr);
+
+/* Counts the slabs taken out of the map (slab_destroy): what a lookup
+ * found holds for as long as it has not changed (object_internal.h keeps
+ * the last object slab a thread found this way). */
+extern uint64_t map_generation;
+
 /* The pool with an object slot starting at ptr, or NULL; reads neither ptr's
- * memory nor the slab's, so it is safe while slabs come and go. */
+ * memory nor the slab's, so it is safe while slabs come and go. Inline for
+ * the object layer's release, which asks it of every pointer. */
+static inline struct pk_pool *slot_owner(const void *ptr) {
+    map_entry *e = map_find(ptr);
+    if (!e || !__atomic_load_n(&e->slab, __ATOMIC_ACQUIRE)) return NULL;
+    struct pk_pool *pool = __atomic_load_n(&e->pool, __ATOMIC_RELAXED);
+    uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
+    uintptr_t slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
+    uintptr_t count = __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
+    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
+    uintptr_t a = (uintptr_t)ptr, off = a - first;
+    if (a < first || off >= slot * count || !slot_on_grid(off, slot, recip)) return NULL;
+    return pool;
+}
+/* The same, out of line. */
 struct pk_pool *slab_owner(const void *ptr);
 
 /* ---- fresh slots (slab.c) ---- */

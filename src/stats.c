@@ -434,7 +434,7 @@ static void leak_summary(void) {
                    class_name(&c->row[i]), c->row[i].live);
         free(c);
     }
-    size_t arenas = arena_count();
+    size_t arenas = arena_count() - arena_count_library(0); /* the threads' scratch arenas are the library's */
     char bytes[24], tail[120] = "";
     if (arenas)
         snprintf(tail, sizeof tail, "%s%zu arena%s never destroyed (%s reserved)", k->live ? " and " : "",

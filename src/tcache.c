@@ -81,7 +81,7 @@ void tcache_attach(pk_pool *p) {
     rec_stock(); /* so the next thread to use a pool need not map a page */
     table_stock();
     key_pool[p->key] = p;
-    if (p->key >= key_high) key_high = p->key + 1;
+    if (p->key >= key_high) __atomic_store_n(&key_high, p->key + 1, __ATOMIC_RELAXED); /* the fault handler reads it */
     pthread_mutex_unlock(&registry);
 }
 
@@ -183,6 +183,8 @@ tc_slot *tcache_slot(pk_pool *p) {
         return NULL;
     return &tc_table[p->key];
 }
+
+size_t tcache_keys_used(void) { return __atomic_load_n(&key_high, __ATOMIC_RELAXED); }
 
 size_t tcache_live_threads(void) {
     size_t n = 0;

@@ -12,6 +12,9 @@ void tcache_detach(pk_pool *p);  /* forgets every thread's slot and heap for the
 tc_slot *tcache_slot(pk_pool *p);
 /* The calling thread's table, [*lo, *hi); false when it has none. */
 bool tcache_table_range(const tc_slot **lo, const tc_slot **hi);
+/* Keys given out so far (every slot from there on was never set up); read
+ * without the registry's lock, by the fault handler (crash.c). */
+size_t tcache_keys_used(void);
 /* Threads registered now (they have used a pool and not exited). */
 size_t tcache_live_threads(void);
 /* The heap records of the calling thread's table (beside its slots):

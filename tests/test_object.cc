@@ -330,6 +330,34 @@ TEST(Object, OverReleaseAfterTheMemoryWentBackIsReported) {
     }
 }
 
+/* Every release checks the pointer first, by the slab the thread last
+ * found an object in while that slab is still mapped, else by the address
+ * map: released a second time after its slab went back to the system, an
+ * object's pointer is no object any more, and is reported as a foreign
+ * pointer before its (unmapped) header is read. */
+TEST(Object, ReleaseOfAnObjectWhoseSlabWentBackToTheSystemIsAForeignPointer) {
+    static const pk_class cls = {"Gone", 1000, nullptr}; /* a size class of its own here */
+    void *obj = pk_new(&cls);
+    ASSERT_NE(obj, nullptr);
+    pk_pool *pool = pk_class_pool(&cls);
+    EXPECT_EXIT(
+        {
+            pk_set_error_handler(pktest::print_fields_handler, nullptr);
+            pk_release(obj);        /* the thread's cache now names its slab */
+            pk_pool_trim(pool);     /* the slab, empty, goes back to the system */
+            if (pk_pool_owner(static_cast<char *>(obj) - PK_OBJECT_HEADER_SIZE)) {
+                std::fprintf(stderr, "the slab stayed\n");
+                std::_Exit(3);
+            }
+            pk_release(obj);
+            std::fprintf(stderr, "no report\n");
+            std::_Exit(0);
+        },
+        ::testing::KilledBySignal(SIGABRT),
+        "HANDLER severity=FATAL what=foreign pointer pool=\\(null\\) ptr=" + pktest::ptr_str(obj));
+    pk_release(obj);
+}
+
 TEST(Object, RetainOfADeallocatedObjectIsReported) {
     static const pk_class zombie = {"Zombie", 16, [](void *obj) { pk_retain(obj); }};
     std::thread th([] {

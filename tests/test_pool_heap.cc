@@ -304,6 +304,99 @@ TEST(PoolHeap, ObjectsOfAnExitedThreadFreedElsewhereLeaveNoLiveObjectOrSlab) {
     EXPECT_EQ(s.slabs, 0u) << "the exited thread's slabs stayed after every object came home";
 }
 
+/* A thread fills `slabs` slabs and exits with every object out, while
+ * this thread holds `home` objects of the slab at `home_slab`, freed into
+ * its pending chain (fewer than a batch) before the exit: the chain goes
+ * onto that slab, now one of the pool's full slabs, after it. */
+struct CameHomeAfterExit {
+    PoolPtr pool;
+    std::vector<std::vector<void *>> slab_objs; /* by slab, in the order carved */
+    size_t per_slab = 0;
+
+    /* "" when made; else why not. */
+    std::string make(size_t slabs, size_t home_slab, size_t home) {
+        {   /* a slab's objects, counted on a pool of the same kind */
+            PoolPtr probe = make_pool(64, 0, 0, "probe");
+            std::vector<void *> v;
+            for (void *o; (o = pk_pool_alloc(probe.get())) != nullptr; v.push_back(o))
+                if (!v.empty() && block_of(o) != block_of(v[0])) {
+                    pk_pool_free(probe.get(), o);
+                    break;
+                }
+            per_slab = v.size();
+            free_all(probe.get(), v);
+        }
+        pool = make_pool(64, 0, 0, "camehome");
+        std::vector<void *> objs;
+        Gate made, leave;
+        std::thread a([&] {
+            objs = alloc_n(pool.get(), slabs * per_slab);
+            made.open();
+            leave.wait();
+        });
+        made.wait();
+        slab_objs.assign(slabs, {});
+        for (size_t i = 0; i < objs.size(); i++) slab_objs[i / per_slab].push_back(objs[i]);
+        for (auto &v : slab_objs)
+            if (v.size() != per_slab || distinct_blocks(v) != 1) {
+                leave.open();
+                a.join();
+                return "the thread's objects did not fill whole slabs in order";
+            }
+        for (size_t i = 0; i < home; i++) pk_pool_free(pool.get(), slab_objs[home_slab][i]);
+        leave.open();
+        a.join(); /* its slabs go to the pool, all full */
+        slab_objs[home_slab].erase(slab_objs[home_slab].begin(), slab_objs[home_slab].begin() + long(home));
+        return "";
+    }
+    ~CameHomeAfterExit() {
+        for (auto &v : slab_objs) free_all(pool.get(), v);
+    }
+};
+
+/* A thread that needs a slab looks at the full slabs threads left for
+ * objects that came home before it maps a new one (FULL_SCAN), whichever of
+ * them the objects went to: a program that starts and stops threads reuses
+ * their slabs rather than growing. */
+TEST(PoolHeap, FullSlabsOfAnExitedThreadAreScannedForObjectsThatCameHomeBeforeANewSlab) {
+    for (size_t home_slab = 0; home_slab < 3; home_slab++) {
+        CameHomeAfterExit c;
+        std::string why = c.make(3, home_slab, 8);
+        if (!why.empty()) GTEST_SKIP() << why;
+        ASSERT_EQ(stats_of(c.pool.get()).slabs, 3u);
+        void *o = pk_pool_alloc(c.pool.get()); /* sends the chain home, then needs a slab */
+        ASSERT_NE(o, nullptr);
+        EXPECT_EQ(stats_of(c.pool.get()).slabs, 3u)
+            << "a new slab was mapped while slab " << home_slab << " of the exited thread had 8 free objects";
+        EXPECT_EQ(block_of(o), block_of(c.slab_objs[home_slab][0])) << "slab " << home_slab;
+        pk_pool_free(c.pool.get(), o);
+    }
+}
+
+/* Objects that came home to a full slab the pool holds are free to visit,
+ * to the live count and to destroy: the pool collects the remote frees of
+ * its full slabs, not only of its partly used ones. */
+TEST(PoolHeap, ObjectsThatCameHomeToAnExitedThreadsFullSlabAreFreeToVisitAndDestroy) {
+    for (size_t home_slab = 0; home_slab < 3; home_slab++) {
+        CameHomeAfterExit c;
+        std::string why = c.make(3, home_slab, 8);
+        if (!why.empty()) GTEST_SKIP() << why;
+        size_t live = 3 * c.per_slab - 8;
+        std::vector<void *> visited;
+        pk_pool_visit(c.pool.get(), collect, &visited);
+        EXPECT_EQ(visited.size(), live) << "slab " << home_slab << ": objects on a full slab's remote frees visited";
+        EXPECT_EQ(stats_of(c.pool.get()).live, live);
+        for (auto &v : c.slab_objs) free_all(c.pool.get(), v);
+        std::vector<RecordedError> errs;
+        {
+            ErrorCapture cap;
+            c.pool.reset();
+            errs = cap.errors();
+        }
+        EXPECT_TRUE(errs.empty()) << "slab " << home_slab << ": " << errs[0].message;
+    }
+}
+
 /* ======================================================================
  * stats: exact while threads are quiescent
  * ==================================================================== */

@@ -155,6 +155,117 @@ TEST(PoolHardenedDeathTest, ForgedFreeListLinkIsNeverHandedOut) {
     free_all(p.get(), live);
 }
 
+/* ======================================================================
+ * Default pools: a double free with other frees between (no cheap check
+ * sees it) is reported when a list holding the object twice is walked,
+ * never walked for ever
+ * ==================================================================== */
+
+namespace {
+/* Two slabs' worth of 64-byte objects: the thread's current slab is the
+ * second, so t and u, of the first, go home to an owned slab that is not
+ * current. h goes first, onto the thread's empty list while hot
+ * (HOT_FREES), so that t and u go onto their slab's own list, where t,
+ * freed again under u, is not the head: the list holds it twice. (t freed
+ * again while it is the head of either list is reported at once:
+ * DoubleFreeOfTheHotObjectWithAFreeBetweenIsReportedAtOnce.) */
+struct OtherSlabDoubleFree {
+    PoolPtr p = make_pool(64, 0, 0, "twice");
+    std::vector<void *> objs = alloc_n(p.get(), 2048);
+    void *t = objs[10], *u = objs[11], *h = objs[12];
+    void free_twice() {
+        pk_pool_free(p.get(), h);
+        pk_pool_free(p.get(), t);
+        pk_pool_free(p.get(), u);
+        pk_pool_free(p.get(), t);
+    }
+    ~OtherSlabDoubleFree() {
+        for (void *o : objs)
+            if (o != t && o != u) pk_pool_free(p.get(), o);
+        pk_pool_free(p.get(), t);
+        pk_pool_free(p.get(), u);
+    }
+};
+
+std::string double_free_of(const char *pool, const void *obj) {
+    return "HANDLER severity=FATAL what=corrupted free list pool=" + std::string(pool) + " ptr=" + ptr_str(obj) +
+           "\nMESSAGE [^\n]*most likely a double free of object " + ptr_str(obj) + " of pool '" + pool + "'";
+}
+}  // namespace
+
+TEST(PoolDefaultDeathTest, DoubleFreeIntoAnotherSlabWithAFreeBetweenIsReportedByVisit) {
+    OtherSlabDoubleFree d;
+    PKTEST_EXPECT_REPORT(
+        {
+            alarm(10);
+            d.free_twice();
+            std::vector<void *> seen;
+            pk_pool_visit(d.p.get(), collect, &seen);
+            std::fprintf(stderr, "no report\n");
+        },
+        double_free_of("twice", d.t));
+}
+
+TEST(PoolDefaultDeathTest, DoubleFreeOfTheHotObjectWithAFreeBetweenIsReportedAtOnce) {
+    OtherSlabDoubleFree d;
+    PKTEST_EXPECT_REPORT(
+        {
+            alarm(10);
+            pk_pool_free(d.p.get(), d.t); /* onto the thread's empty list (HOT_FREES) */
+            pk_pool_free(d.p.get(), d.u); /* onto its slab's own list */
+            pk_pool_free(d.p.get(), d.t); /* the thread's list's head again */
+            std::fprintf(stderr, "no report\n");
+        },
+        "HANDLER severity=FATAL what=double free pool=twice ptr=" + ptr_str(d.t));
+}
+
+TEST(PoolDefaultDeathTest, DoubleFreeIntoAnotherSlabWithAFreeBetweenIsReportedByDestroy) {
+    OtherSlabDoubleFree d;
+    PKTEST_EXPECT_REPORT(
+        {
+            alarm(10);
+            d.free_twice();
+            pk_pool_destroy(d.p.release()); /* with the others live: a leak warning first */
+            std::fprintf(stderr, "no report\n");
+        },
+        double_free_of("twice", d.t));
+}
+
+/* A pool with a limit takes objects from its slabs' lists under its lock:
+ * an object freed twice with another between loops its slab's list, and
+ * the objects a bulk allocation takes come out of that loop, t and u again
+ * and again, linked into a loop of their own. The bulk call copies as many
+ * as it took, never more (it walked that loop past the caller's array). */
+TEST(PoolDefaultDeathTest, BulkAllocationFromALoopedListStopsAtWhatItTook) {
+    pk_pool_config c = make_config(64, 0, 0, "limited");
+    c.limit = 1000;
+    PoolPtr p = make_pool(c);
+    std::vector<void *> objs = alloc_n(p.get(), 3);
+    void *t = objs[1], *u = objs[2];
+    EXPECT_EXIT(
+        {
+            alarm(10);
+            pk_pool_free(p.get(), t);
+            pk_pool_free(p.get(), u);
+            pk_pool_free(p.get(), t);
+            struct {
+                void *objs[8];
+                uintptr_t canary[8];
+            } out;
+            for (auto &w : out.canary) w = 0x5A5A5A5A5A5A5A5Aull;
+            size_t n = pk_pool_alloc_bulk(p.get(), out.objs, 8);
+            for (uintptr_t w : out.canary)
+                if (n > 8 || w != 0x5A5A5A5A5A5A5A5Aull) {
+                    std::fprintf(stderr, "the bulk allocation wrote past the array\n");
+                    std::_Exit(3);
+                }
+            std::fprintf(stderr, "%zu objects, within the array\n", n);
+            std::_Exit(0);
+        },
+        ::testing::ExitedWithCode(0), "objects, within the array");
+    free_all(p.get(), objs);
+}
+
 /* Pools that always take the slow path (here: a limit) check every free. */
 TEST(PoolSlowPathDeathTest, FreeOfAMallocPointerIsDetected) {
     pk_pool_config c = make_config(64, 0, 0, "limited");

@@ -239,6 +239,48 @@ void some_pool_work() {
 
 }  // namespace
 
+/* A busy pool's empty slab goes back within the delay: the pool ticks
+ * every half delay (PURGE_INTERVAL_MS) on its own calls, and a slab empty
+ * at one tick goes at the next, so between half a delay and a delay after
+ * it emptied. A pool with a limit takes its lock, and ticks, on every call;
+ * its first call ticks, so the slab empties just after a tick and goes
+ * about a delay later (two intervals), far from the two delays that ticks
+ * a whole delay apart would take. Calls every 2 ms keep it from ever being
+ * idle for the delay (which would return everything at once). */
+PKTEST_CHILD(EmptySlabOfABusyPoolGoesBackWithinTheDelay) {
+    const long delay = slow_tool() ? 1000 : 200;
+    pk_set_purge_delay(delay);
+    pk_pool_config c = make_config(64, 0, 0, "ticking");
+    c.limit = size_t(1) << 20;
+    pk_pool *p = pk_pool_create(&c);
+    CHILD_CHECK(p != nullptr, "pk_pool_create failed");
+    std::vector<void *> a; /* the first slab's objects */
+    void *b = nullptr;     /* the first of the second slab */
+    while (!b) {
+        void *o = pk_pool_alloc(p);
+        CHILD_CHECK(o != nullptr, "allocation failed");
+        if (!a.empty() && (reinterpret_cast<uintptr_t>(o) ^ reinterpret_cast<uintptr_t>(a[0])) >> 16) b = o;
+        else a.push_back(o);
+    }
+    pk_pool_free(p, a.back()); /* the first slab partly used: the calls below use it */
+    a.pop_back();
+    double t0 = now_ms();
+    pk_pool_free(p, b); /* the second slab empty */
+    double released = -1;
+    while (now_ms() - t0 < 4 * delay && released < 0) {
+        pk_pool_free(p, pk_pool_alloc(p));
+        if (stats_of(p).bytes_released > 0) released = now_ms() - t0;
+        usleep(2000);
+    }
+    std::printf("empty slab released %.0f ms after it emptied (purge delay %ld ms)\n", released, delay);
+    CHILD_CHECK(released >= 0, "the empty slab of a busy pool stayed for four delays");
+    CHILD_CHECK(released <= 1.5 * (double)delay, "the empty slab went back %.0f ms after it emptied: more than "
+                "one and a half delays (%ld ms)", released, delay);
+    for (void *o : a) pk_pool_free(p, o);
+    pk_pool_destroy(p);
+    return CHILD_PASS;
+}
+
 PKTEST_CHILD(ReportDelay) {
     some_pool_work();
     std::printf("delay=%ld\n", pk_set_purge_delay(-1));
@@ -368,6 +410,10 @@ TEST(IdleMemory, GoesBackAtOnceWithDelayZero) {
 
 TEST(IdleMemory, StaysForALongDelayButTrimReturnsItAtOnce) {
     EXPECT_CHILD_PASSES("LongDelayKeepsMemoryButTrimReturnsIt", {{"POOLKIT_PURGE_DELAY_MS", "60000"}});
+}
+
+TEST(IdleMemory, AnEmptySlabOfABusyPoolGoesBackWithinTheDelay) {
+    EXPECT_CHILD_PASSES("EmptySlabOfABusyPoolGoesBackWithinTheDelay", {{"POOLKIT_PURGE_DELAY_MS", nullptr}});
 }
 
 TEST(IdleMemory, ShortDelaySetByTheCallIsHonoured) {

@@ -322,6 +322,23 @@ TEST(SafetyDebugDeathTest, WriteAfterFreeIsCaughtAtDestroy) {
         fatal_report("write after free", "dbg", a));
 }
 
+/* The report says how far the write reached: 8 bytes written past a
+ * 40-byte object are 8 bytes past its end, not "0" (the first changed). */
+TEST(SafetyDebugDeathTest, OverflowReportSaysHowFarPastTheEndTheWriteReached) {
+    PoolPtr p = make_pool(40, 0, PK_POOL_DEBUG, "dbg");
+    char *o = static_cast<char *>(pk_pool_alloc(p.get()));
+    SKIP_IF_TOOL_WATCHES(o + 40, 16);
+    PKTEST_EXPECT_REPORT(
+        {
+            std::memset(o + 40, 'A', 8);
+            pk_pool_free(p.get(), o);
+        },
+        "MESSAGE poolkit: buffer overflow: a write reaching 8 bytes past the end of object " +
+            regex_escape(ptr_str(o)) + " \\(size 40\\) of pool 'dbg' \\(the redzone after it changed from "
+            "byte 1 to byte 8\\)");
+    pk_pool_free(p.get(), o);
+}
+
 /* One byte past the end, and the last byte of the 16-byte redzone. */
 TEST(SafetyDebugDeathTest, OverflowIntoTheRedzoneIsCaughtAtFree) {
     PoolPtr p = make_pool(40, 0, PK_POOL_DEBUG, "dbg");
@@ -700,6 +717,52 @@ TEST(SafetyHardenedDeathTest, ForgedLinkInALimitedPoolIsReported) {
     expect_forged_link_reported(c, [](PoolPtr &p, void *keep, const void *target) {
         alloc_and_watch(p.get(), 500, target, {keep});
     });
+}
+
+/* A link forged with the pool's secret (read from another free object's
+ * word) to the slab's next never-used slot, whose own word is forged to
+ * end the list: that slot is in the slab and on the grid, so only the
+ * slab link check's bound (a slot below the slab's bump: handed out
+ * before) tells it from a free one. Followed, it would be handed out and
+ * then carved again: one object, two users. A pool with a limit takes
+ * every object from its slabs' lists, so the check sees the link at the
+ * first allocation. */
+TEST(SafetyHardenedDeathTest, ForgedLinkToTheSlabsNextNeverUsedSlotIsReported) {
+    pk_pool_config c = make_config(64, 0, PK_POOL_HARDENED, "hardlim");
+    c.limit = 10000;
+    PoolPtr p = make_pool(c);
+    std::vector<void *> objs = alloc_n(p.get(), 4); /* slots 0 to 3 of a fresh slab */
+    ASSERT_EQ(objs.size(), 4u);
+    char *base = static_cast<char *>(objs[0]);
+    for (size_t i = 0; i < objs.size(); i++) ASSERT_EQ(objs[i], base + 64 * i) << "not carved in address order";
+    void *a = objs[1], *b = objs[2];
+    char *fresh = base + 64 * 4; /* the slab's next never-used slot */
+    pk_pool_free(p.get(), b);
+    pk_pool_free(p.get(), a); /* a links to b */
+    SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
+    auto word = [](const void *q) { return reinterpret_cast<uintptr_t>(q); };
+    auto rot32 = [](uintptr_t v) { return v << 32 | v >> 32; };
+    uintptr_t stored;
+    std::memcpy(&stored, a, sizeof stored);
+    uintptr_t secret = rot32(stored) ^ word(b) ^ word(a);
+    uintptr_t to_fresh = rot32(word(fresh) ^ secret ^ word(a)), to_end = rot32(0 ^ secret ^ word(fresh));
+    PKTEST_EXPECT_REPORT(
+        {
+            std::memcpy(a, &to_fresh, sizeof to_fresh);
+            std::memcpy(fresh, &to_end, sizeof to_end);
+            std::set<void *> out;
+            for (int i = 0; i < 8; i++) {
+                void *o = pk_pool_alloc(p.get());
+                if (o && !out.insert(o).second) {
+                    std::fprintf(stderr, "HANDED OUT TWICE: %p\n", o);
+                    std::_Exit(3);
+                }
+            }
+            std::fprintf(stderr, "no report\n");
+        },
+        fatal_report("corrupted free list", "hardlim", a));
+    pk_pool_free(p.get(), objs[0]);
+    pk_pool_free(p.get(), objs[3]);
 }
 
 /* A forged link in the thread cache is reported by pk_pool_trim, which

@@ -268,7 +268,7 @@ std::string report(unsigned flags) {
 
 const char *const kOptions[] = {"POOLKIT_DEBUG",          "POOLKIT_HARDENED",     "POOLKIT_VERBOSE",
                                 "POOLKIT_PURGE_DELAY_MS", "POOLKIT_BACKGROUND_PURGE", "POOLKIT_DEBUG_FRAMES",
-                                "POOLKIT_STATS"};
+                                "POOLKIT_STATS", "POOLKIT_FAULT_HANDLER"};
 
 /* The table's row for option `name`: "  NAME value source". */
 std::string option_row(const std::string &table, const std::string &name) {
@@ -568,6 +568,22 @@ PKTEST_CHILD(OnlyAnArenaAtExit) {
     pk_pool_destroy(make_pool(32).release());
     (void)pk_arena_create(0);
     std::exit(CHILD_PASS);
+}
+
+/* Scratch memory taken inside a pool that popped: the thread's scratch
+ * arena is the library's, and the main thread's is never destroyed (its
+ * thread does not exit), which the program cannot help. */
+PKTEST_CHILD(OnlyScratchAtExit) {
+    PK_AUTORELEASE_POOL {
+        CHILD_CHECK(pk_scratch(100) != nullptr, "no scratch memory");
+    }
+    std::exit(CHILD_PASS);
+}
+
+TEST(StatsLeakSummary, TheScratchArenaOfAPoppedPoolIsNoLeak) {
+    ChildResult r = run_child("OnlyScratchAtExit", {{"POOLKIT_DEBUG", "1"}, {"POOLKIT_STATS", nullptr}});
+    EXPECT_TRUE(r.passed()) << r.describe();
+    EXPECT_EQ(r.err.find("poolkit: leak"), std::string::npos) << r.err;
 }
 
 TEST(StatsLeakSummary, CountsWhatTheProgramLeftAndNotTheLibrarysOwnPool) {

@@ -10,6 +10,16 @@
  * error then aborts the process. A handler may record or log the error; if
  * it returns from a PK_FATAL error, poolkit aborts anyway, because the
  * pool's state can no longer be trusted.
+ *
+ * Faults the fast paths cannot check for are reported too: a free list that
+ * runs past the most it can hold (a double free) when it is walked, and,
+ * through a handler of SIGSEGV and SIGBUS installed with the first pool, a
+ * fault on a free list whose link was overwritten ("corrupted free list",
+ * from the signal handler; a fault that is not poolkit's goes on to the
+ * action the handler replaced). POOLKIT_FAULT_HANDLER=0 leaves the signals
+ * alone. Debug reports name call sites as module+offset or symbol+offset:
+ * run `addr2line -f -i -e MODULE OFFSET` on them (-i: the site lies inside
+ * a pool call inlined into your function).
  */
 #ifndef POOLKIT_ERROR_H
 #define POOLKIT_ERROR_H

@@ -131,8 +131,11 @@ PK_API void *pk_pool_alloc(pk_pool *pool);
  * whenever the call reaches
  * the library (an object of a slab other than the calling thread's current
  * one, hooks, zeroing): against the address map, or against a slab of the
- * thread's heap. An inline free of an object of the current slab is not
- * checked. Any thread unless PK_POOL_LOCAL. */
+ * thread's heap. An inline free of an object of the current slab is
+ * checked only not to be the object freed last (the head of the thread's
+ * list: a double free, reported); any other pointer into that slab is
+ * checked when the thread's list goes home (trim, thread exit, destroy),
+ * if still listed. Any thread unless PK_POOL_LOCAL. */
 PK_API void pk_pool_free(pk_pool *pool, void *obj);
 #endif
 
