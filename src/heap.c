@@ -563,12 +563,14 @@ bool heap_is_valid(const pk_pool *p, const heap *h) {
         slabs++, bytes += h->spare->span;
     }
     const slab_list *lists[2] = {&h->avail, &h->full};
-    size_t left = p->slabs_total;
+    /* bounded by the heap's own count (the pool's changes under its lock,
+     * which this owner's check does not take) */
+    size_t left = h->slabs;
     for (int l = 0; l < 2; l++) {
         size_t n = 0;
         const slab *prev = NULL;
         for (const slab *s = lists[l]->head; s; prev = s, s = s->next) {
-            slab_walk_step(p, &left);
+            VALID(left-- > 0);
             VALID(s->prev == prev);
             owned_is_valid(p, h, s, l == 0 ? HEAP_AVAIL : HEAP_FULL);
             n++, bytes += s->span;
