@@ -6,6 +6,11 @@
  *   local    kernel_pool_local    a PK_POOL_LOCAL pool, inline fast paths
  *   hardened kernel_pool_hardened a PK_POOL_HARDENED pool, its inline fast paths
  *   empty    kernel_empty         the same loop with no allocation
+ *   other    kernel_pool_other    N frees, by their owner, of objects of a
+ *                                 default pool's slabs other than the
+ *                                 thread's current one (the library's
+ *                                 short path, pk__pool_free_other), no
+ *                                 allocation in the loop
  *   object   kernel_object        pk_new, pk_retain and two pk_release (not
  *                                 gated: a figure for the README, the cost
  *                                 of the object calls' checks)
@@ -37,6 +42,11 @@ BENCH_KERNEL void kernel_pool_default(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_pool_local(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_pool_hardened(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_object(const pk_class *cls, size_t n);
+BENCH_KERNEL void kernel_pool_other(pk_pool *pool, void **objs, size_t n);
+
+BENCH_KERNEL void kernel_pool_other(pk_pool *pool, void **objs, size_t n) {
+    for (size_t i = 0; i < n; i++) pk_pool_free(pool, objs[i]);
+}
 
 BENCH_KERNEL void kernel_empty(size_t n) { ICOUNT_LOOP(empty_target, (void)0) }
 
@@ -64,6 +74,17 @@ static int run_mode(const char *mode, size_t n, size_t size) {
     }
     if (strcmp(mode, "empty") == 0) {
         kernel_empty(n);
+        return 0;
+    }
+    if (strcmp(mode, "other") == 0) { /* n objects of older slabs, then a slab's worth more */
+        pk_pool *pool = pk_pool_create(&(pk_pool_config){.name = mode, .size = size});
+        size_t total = n + 65536 / size + 1;
+        void **objs = malloc(total * sizeof *objs);
+        for (size_t i = 0; pool && objs && i < total; i++) objs[i] = pk_pool_alloc(pool);
+        kernel_pool_other(pool, objs, n);
+        for (size_t i = n; i < total; i++) pk_pool_free(pool, objs[i]);
+        free(objs);
+        pk_pool_destroy(pool);
         return 0;
     }
     unsigned flags;
@@ -95,7 +116,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|object N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;

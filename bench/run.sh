@@ -3,9 +3,10 @@
 #
 # Usage: bench/run.sh BUILD_DIR [--quick] [other options passed to every program]
 #
-# Order: hot loop (inline, static), hot loop through calls (shared), the
-# size-class front end's hot loop against the typed pool (bench_frontend)
-# and its classes measured on real workloads' requests (bench_classes), random
+# Order: hot loop (inline, static), hot loop through calls (shared), the hot
+# loop over 1,000 pools and 20 processes (bench_spread), the size-class
+# front end's hot loop against the typed pool (bench_frontend) and its
+# classes measured on real workloads' requests (bench_classes), random
 # fill pattern, memory, cross-thread, the thread shapes of issue 19 (steady
 # state, cache-scratch, remote batches, many pools), binary-trees, objects and containers
 # (when built), then issue 9's programs at realistic scale (working sets,
@@ -49,7 +50,7 @@ trap 'rm -f "$log"' EXIT
 status=0
 start=$(date +%s)
 
-for name in bench_hotloop bench_hotloop_shared bench_frontend bench_classes bench_pattern bench_memory bench_xthread \
+for name in bench_hotloop bench_hotloop_shared bench_spread bench_frontend bench_classes bench_pattern bench_memory bench_xthread \
     bench_threads bench_bintrees bench_objects bench_containers bench_workset bench_manypools bench_arenas; do
     if ! prog=$(find_prog "$name"); then
         if [ "$name" != bench_objects ] && [ "$name" != bench_containers ]; then

@@ -16,7 +16,9 @@
  * pk_pool's hardened mode runs beside the default pool (issue 20, target 1:
  * in the hot loop at most 1.5x the default pool's time at every size, the
  * median of the repetitions' ratios of gross times; the ratio of the net
- * times is shown beside it).
+ * times is shown beside it), and its PK_POOL_LOCAL mode, whose target is
+ * the fastest row of the hot loop at every size (a one-thread pool against
+ * plain inline free lists: Boost.Pool's).
  */
 #include "lab.h"
 
@@ -30,7 +32,7 @@
 static const char *const contenders[] = {
     "empty loop",   "glibc malloc", "jemalloc", "mimalloc",        "tcmalloc",
     "Boost.Pool pool", "GLib g_slice", "APR pools", "talloc", "poolkit pk_arena",
-    LAB_PK_POOL,    LAB_PK_HARDENED,
+    LAB_PK_POOL,    LAB_PK_HARDENED, "poolkit pk_pool LOCAL",
 };
 #define NCONT (int)(sizeof contenders / sizeof contenders[0])
 
@@ -178,6 +180,24 @@ static void print(FILE *out) {
     fprintf(out, "  target (issue 20, 1): pk_pool HARDENED at most 1.5x the default pk_pool in the "
                  "hot loop at every size (median of the repetitions' ratios): %s -> %s\n",
             t.line, lab_target_verdict(&t));
+    /* PK_POOL_LOCAL the fastest row of the hot loop: its net time against
+     * the least of the other rows' (the empty loop aside), per size. */
+    lab_target l = LAB_TARGET_INIT;
+    for (int k = 0; k < nsz; k++) {
+        char want_size[16];
+        snprintf(want_size, sizeof want_size, "%zu", sz[k]);
+        double local = NAN, best = INFINITY;
+        const char *who = "";
+        for (int i = 1; i < NCONT; i++) {
+            lab_row *c = lab_find(EXP, contenders[i], "loop", "\"hot\"", "size", want_size, NULL);
+            double v = c && c->available ? lab_extra_median(c, "net") : NAN;
+            if (i == NCONT - 1) local = v;
+            else if (v < best) best = v, who = contenders[i];
+        }
+        lab_target_add(&l, ", ", local / best, 1.0, "%zu B %.2f vs %.2f ns (%s)", sz[k], local, best, who);
+    }
+    fprintf(out, "  target: pk_pool LOCAL the fastest row of the hot loop at every size (net of the "
+                 "empty loop, against the fastest other row): %s -> %s\n", l.line, lab_target_verdict(&l));
 }
 
 const lab_experiment lab_exp_peers = {

@@ -252,6 +252,30 @@ static void print_cells(FILE *out, const lab_row *r, const void *argp) {
     fprintf(out, "\n");
 }
 
+/* The worst point of one order (want: its quoted name) over every size and
+ * N, by ratio(want, n, size) (NAN where a row is missing): the ratio, its N
+ * and size. The worst point meets a bound exactly when every point does. */
+typedef double point_ratio(const char *want, long n, const char *size);
+static double worst_point(const cells *c, const size_t *sz, int nsz, const char *want, point_ratio *ratio,
+                          long *worst_n, size_t *worst_size) {
+    char size[16];
+    double worst = NAN;
+    *worst_n = 0;
+    *worst_size = 0;
+    for (int s = 0; s < nsz; s++) {
+        snprintf(size, sizeof size, "%zu", sz[s]);
+        for (int k = 0; k < c->nn; k++) {
+            double v = ratio(want, c->ns_[k], size);
+            if (!isnan(v) && (isnan(worst) || v > worst)) worst = v, *worst_n = c->ns_[k], *worst_size = sz[s];
+        }
+    }
+    return worst;
+}
+
+static double hardened_ratio(const char *want, long n, const char *size) {
+    return lab_vs_pool(find_point(LAB_PK_HARDENED, want, n, size));
+}
+
 /* Issue 20: the hardened pool over the default one at every point (the
  * median of the repetitions' ratios), then the target, judged at every
  * point and shown by the worst point of each order. */
@@ -276,24 +300,44 @@ static void print_hardened(FILE *out, const cells *c, const size_t *sz, int nsz)
     }
     lab_target t = LAB_TARGET_INIT;
     for (int o = 0; o < WORKSET_ORDERS; o++) {
-        double worst = NAN;
-        long worst_n = 0;
-        size_t worst_size = 0;
-        for (int s = 0; s < nsz; s++) {
-            snprintf(size, sizeof size, "%zu", sz[s]);
-            for (int k = 0; k < c->nn; k++) {
-                double v = lab_vs_pool(find_point(LAB_PK_HARDENED, want[o], c->ns_[k], size));
-                if (!isnan(v) && (isnan(worst) || v > worst))
-                    worst = v, worst_n = c->ns_[k], worst_size = sz[s];
-            }
-        }
-        /* the worst point meets the bound exactly when every point does */
+        long worst_n;
+        size_t worst_size;
+        double worst = worst_point(c, sz, nsz, want[o], hardened_ratio, &worst_n, &worst_size);
         lab_target_add(&t, "; ", worst, 1.15, "%s %.2fx (N = %s, %zu B)", workset_order_names[o],
                        worst, lab_fmt((double)worst_n, b), worst_size);
     }
     fprintf(out, "  target (issue 20, 2): pk_pool HARDENED at most 1.15x the default pk_pool at "
                  "every N and order (median of the repetitions' ratios; the worst N of each "
                  "order): %s -> %s\n", t.line, lab_target_verdict(&t));
+}
+
+/* pk_pool against the fastest malloc at every point (medians), judged per
+ * order at its worst point: LIFO and FIFO at most 0.8x, random at most 1x. */
+static double vs_fastest_malloc(const char *want, long n, const char *size) {
+    static const char *const mallocs[] = {"glibc malloc", "jemalloc", "mimalloc", "tcmalloc"};
+    lab_row *p = find_point(LAB_PK_POOL, want, n, size);
+    double best = INFINITY;
+    for (int m = 0; m < 4; m++) {
+        lab_row *r = find_point(mallocs[m], want, n, size);
+        if (r && r->available && lab_median(&r->samples) < best) best = lab_median(&r->samples);
+    }
+    return p && p->available && isfinite(best) ? lab_median(&p->samples) / best : NAN;
+}
+
+static void print_vs_mallocs(FILE *out, const cells *c, const size_t *sz, int nsz) {
+    char b[32], want[16];
+    lab_target t = LAB_TARGET_INIT;
+    for (int o = 0; o < WORKSET_ORDERS; o++) {
+        snprintf(want, sizeof want, "\"%s\"", workset_order_names[o]);
+        long worst_n;
+        size_t worst_size;
+        double worst = worst_point(c, sz, nsz, want, vs_fastest_malloc, &worst_n, &worst_size);
+        lab_target_add(&t, "; ", worst, o == WORKSET_RANDOM ? 1.0 : 0.8, "%s %.2fx (N = %s, %zu B)",
+                       workset_order_names[o], worst, lab_fmt((double)worst_n, b), worst_size);
+    }
+    fprintf(out, "  target: pk_pool at most 0.8x the fastest malloc (LIFO, FIFO) and 1.0x (random) at "
+                 "every N and size (medians; the worst point of each order): %s -> %s\n", t.line,
+            lab_target_verdict(&t));
 }
 
 static void print(FILE *out) {
@@ -328,6 +372,7 @@ static void print(FILE *out) {
         each_subject(out, print_cells, &c);
     }
     print_hardened(out, &c, sz, nsz);
+    print_vs_mallocs(out, &c, sz, nsz);
     fprintf(out, "  (APR pools and pk_arena free a whole phase at once, whatever the order)\n");
     fprintf(out, "  (reserved: poolkit rows only, from poolkit's own JSON report of the run read "
                  "back: the most its pools\n   and arenas held from the system at once, per object "

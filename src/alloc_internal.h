@@ -43,20 +43,14 @@ static inline size_t alloc_class_size(size_t ci) {
 
 /* ---- the lookup ---- */
 
-/* The pool whose slab holds ptr's address, or NULL where no slab is
- * recorded: the address map's entry for ptr's 64 KiB granule (slab.h), as
- * pk_pool_owner reads it, without its check that ptr starts a slot. Never
- * reads ptr's memory. The free path's one question to the core: two
- * dependent loads (the map's first level, then the entry), where a slab
- * record found by masking the address would be one. A slab's granules are
- * its alone except the last one of a slab whose span is not a whole number
- * of granules (slots over 64 KiB: one slot a slab, mapped to the page), which
- * may also hold the start of another mapping; alloc_owns says whether ptr
- * is really a slot. */
-static inline pk_pool *alloc_pool_of(const void *ptr) {
-    map_entry *e = map_find(ptr);
-    return e ? __atomic_load_n(&e->pool, __ATOMIC_RELAXED) : NULL;
-}
+/* The pool whose slab holds ptr's address, or NULL where there is no
+ * slab: slab_pool_of (slab.h), the region map's bit and the slab's record
+ * found by masking the address, without a check that ptr starts a slot.
+ * Never reads ptr's memory. The free path's one question to the core. A
+ * slab's place is its alone except past the end of a slab whose slot
+ * outgrows a place (one slot a slab, mapped to the page), where another
+ * mapping may start; alloc_owns says whether ptr is really a slot. */
+static inline pk_pool *alloc_pool_of(const void *ptr) { return slab_pool_of(ptr); }
 
 /* Whether p, alloc_pool_of(ptr), is a class pool and ptr may be one of its
  * objects: the grid is checked only where ptr's granule may be shared, the

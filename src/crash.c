@@ -20,7 +20,8 @@
  * afterwards replaces it.
  *
  * The handler runs on the faulting thread: it reads that thread's table
- * (initial-exec TLS), heap records and the address map, takes no lock but
+ * (initial-exec TLS: the slots and heap records of tcache.c), the keys
+ * given out so far and the address map, takes no lock but
  * the error handler's, and the report is fatal.
  */
 #include "pool_internal.h"
@@ -36,13 +37,15 @@ static const int signals[2] = {SIGSEGV, SIGBUS};
 /* The pool of a slot of the calling thread whose list's head is no slot of
  * that pool, and that head; NULL when every list is sound. */
 static pk_pool *broken_list(void **head) {
-    const tc_slot *t = tc_table;
+    const tc_slot *t, *end;
+    if (!tcache_table_range(&t, &end)) return NULL; /* the thread has no table yet, or is exiting */
     size_t keys = tcache_keys_used();
-    for (size_t k = 1; k < keys; k++) {
-        const tc_slot *c = &t[k];
-        heap *h = __atomic_load_n(&c->heap, __ATOMIC_RELAXED);
-        void *first = tc_head(c);
-        if (!h || !first) continue;
+    for (size_t k = 1; k < keys && t + k < end; k++) {
+        heap *h = __atomic_load_n(&t[k].heap, __ATOMIC_RELAXED);
+        /* the list the thread allocates from: the slot's (default or
+         * hardened) or the heap's own (pools no inline path serves) */
+        void *first = h ? tc_head(h->list) : NULL;
+        if (!first) continue;
         pk_pool *p = h->pool;
         if (p && !slab_of_slot(first, p)) {
             *head = first;

@@ -8,5 +8,5 @@
 
 #ifndef PK__HAVE_INLINE
 void *pk_pool_alloc(pk_pool *pool) { return pk__pool_alloc_slow(pool); }
-void pk_pool_free(pk_pool *pool, void *obj) { pool_free_generic(pool, obj); }
+void pk_pool_free(pk_pool *pool, void *obj) { pk__pool_free_slow(pool, obj); }
 #endif

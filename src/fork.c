@@ -23,7 +23,7 @@ static void prepare(void) {
     tcache_registry_lock();  /* then a pool's lock (thread exit, stats) */
     pools_fork_lock_each();  /* every pool, pool records */
     os_fork_lock();          /* retained memory: a leaf */
-    slab_fork_lock();        /* the address map: a leaf */
+    region_fork_lock();      /* the regions and the maps: a leaf */
     large_fork_lock();       /* pk_alloc's mapped blocks: a leaf */
     error_fork_lock();       /* the error handler: a leaf */
 }
@@ -31,7 +31,7 @@ static void prepare(void) {
 static void release_library(void) {
     error_fork_unlock();
     large_fork_unlock();
-    slab_fork_unlock();
+    region_fork_unlock();
     os_fork_unlock();
     tcache_registry_unlock();
     pools_fork_unlock();

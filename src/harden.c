@@ -3,7 +3,7 @@
  * link word that says what most likely happened; also the report of a
  * list that runs past what it can hold, which every mode's walks make.
  */
-#include "pool_internal.h"
+#include "pool_types.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +27,7 @@ void report_corrupted_link(const pk_pool *p, const void *holder, const void *lin
 void report_bad_link(const pk_pool *p, const void *holder, const void *link, const char *why) {
     if (!p->hardened) report_corrupted_link(p, holder, link, why);
     uintptr_t h = (uintptr_t)holder, d = (uintptr_t)link;
-    uintptr_t off = (h & (p->geo.slab_align - 1)) - p->geo.header;
+    uintptr_t off = (h & (SLAB_BYTES - 1)) - p->geo.header;
     char before[80] = "";
     if (off >= p->geo.slot && off < (uintptr_t)p->geo.capacity * p->geo.slot)
         snprintf(before, sizeof before, " from object %p (the slot before it)", (void *)(h - p->geo.slot));
@@ -71,7 +71,7 @@ void report_list_overrun(const pk_pool *p, const slab *s, void *head, const void
             hot_seen = true;
             continue;
         }
-        long idx = slab_slot_index(s, obj, &p->geo);
+        long idx = slab_slot_index(s, obj);
         if (idx < 0 || (uint32_t)idx >= s->bump) report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
         if ((size_t)idx >= LIST_SEEN_SLOTS) break;
         uint64_t bit = (uint64_t)1 << (idx % 64);

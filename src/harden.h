@@ -53,10 +53,12 @@
  * slot start would be passes the inline free; it is reported if still
  * listed when the list goes home, and is otherwise handed out (docs/design.md).
  *
- * Included by pool_internal.h after struct pk_pool; not on its own.
+ * Included by pool_types.h after struct pk_pool; not on its own.
  */
 #ifndef POOLKIT_HARDEN_H
 #define POOLKIT_HARDEN_H
+
+#include "link.h"
 
 /* Link words: where a free object keeps the next one's address. Every
  * pool's lists go through link_load / link_store; hardened pools' words are
@@ -74,14 +76,11 @@ static inline uintptr_t *link_of(const pk_pool *p, void *obj) {
  * out of its slab, which the same-slab check catches (mimalloc's rotate in
  * mi_ptr_encode serves the same end with a secret amount). The inline
  * paths (pool.h, pk__rot32) compute the same words. */
-static inline uintptr_t link_rot(uintptr_t v) {
-    return v << 32 | v >> 32;
-}
 static inline uintptr_t link_encode(const pk_pool *p, const void *obj, uintptr_t v) {
-    return link_rot(v ^ p->hard.secret ^ (uintptr_t)obj);
+    return link_encode_with(p->hard.secret, obj, v);
 }
 static inline uintptr_t link_decode(const pk_pool *p, const void *obj, uintptr_t stored) {
-    return link_rot(stored) ^ (p->hard.secret ^ (uintptr_t)obj);
+    return link_decode_with(p->hard.secret, obj, stored);
 }
 static inline uintptr_t link_load(const pk_pool *p, void *obj) {
     uintptr_t *l = link_of(p, obj);
@@ -144,7 +143,7 @@ PK_COLD __attribute__((noreturn)) void report_list_overrun(const pk_pool *p, con
  * below the capacity), from the geometry alone: no slab record, no address
  * map. */
 static inline bool slot_of_slab_at(const pk_pool *p, uintptr_t x, uintptr_t in) {
-    uintptr_t mask = p->geo.slab_align - 1, at = x & mask;
+    uintptr_t mask = SLAB_BYTES - 1, at = x & mask;
     if ((x & ~mask) != (in & ~mask) || at < p->geo.header) return false;
     uintptr_t off = at - p->geo.header;
     return off < (uintptr_t)p->geo.capacity * p->geo.slot && slot_on_grid(off, p->geo.slot, p->geo.recip);
@@ -162,7 +161,8 @@ static inline bool hard_near(const pk_pool *p, uintptr_t x, uintptr_t cur) {
  * (NULL); anything else was written by someone else and is reported, never
  * followed (central.c, on every take and at a slab's release). */
 static inline void harden_check_slab_link(pk_pool *p, slab *s, void *from, void *next) {
-    long idx = next ? slab_slot_index(s, next, &p->geo) : 0;
+    (void)p;
+    long idx = next ? slab_slot_index(s, next) : 0;
     if (!next || (idx >= 0 && (uint32_t)idx < s->bump)) return;
     report_bad_link(p, from, next, "not a free slot of its slab");
 }

@@ -1,37 +1,40 @@
 /* A thread's heap for one pool (mimalloc's heap and page, one heap per
  * thread per pool): the slabs the thread owns, the one it allocates from,
- * and its frees, local and remote.
+ * and whole heaps. The frees are pool_free.c's.
  *
- * Allocation pops the thread's slot list (pool.h, inline), which holds the
- * free objects of the current slab only; when it runs dry (heap_alloc), the
+ * Allocation pops the thread's list (pool.h, inline), which holds the free
+ * objects of the current slab only; when it runs dry (heap_alloc), the
  * heap takes, in order: the remote frees that came home to the current
- * slab, its next never-used slots in address order (EXTEND_BYTES at a
- * time), an owned slab with freed slots, a full one whose remote frees came
- * in (FULL_SCAN), and last a slab from the pool (under its lock). So memory
+ * slab, its slots touched before, an owned slab with freed slots (the
+ * front of its avail list: no search), its next never-used slots
+ * (EXTEND_BYTES at a time), a full slab whose remote frees came in
+ * (FULL_SCAN), and last a slab from the pool (under its lock). So memory
  * goes out slab by slab: after frees in any order the objects handed out
- * next lie in one 64 KiB slab, not all over the working set.
+ * next lie in one slab, not all over the working set; and memory touched
+ * before comes first, so a program that repeats a phase faults no page
+ * back in.
  *
- * Frees: an object of the current slab goes onto the slot list (inline: the
- * object just freed is the next one handed out); an object of another slab
- * the heap owns onto that slab's free list (heap_free, no lock); a slab
- * whose last object comes home goes back to the pool, restarted in address
- * order; an object of a slab another heap (or the pool) owns gathers in the
- * freeing heap's pending chain and goes home by one atomic push per run
- * (REMOTE_BATCH), to be collected by the slab's owner.
- *
- * Invariants (pool_internal.h states where each free object is):
+ * Invariants (heap_is_valid checks them at each refill, POOLKIT_ASSERT 3):
  *   - a slab the heap owns has owner == the heap and is its cur (list
- *     HEAP_CUR, free list NULL: its free objects are on the slot list, and
- *     used counts them as out) or on avail (free slots: on its free list or
- *     never handed out) or full (none);
- *   - h->used is the sum of its slabs' used counts; slot->count the length
- *     of slot->head where no inline path serves the pool (pool_internal.h);
- *     pend_n the length of the pending chain, whose objects
- *     all belong to pend_slab, which the heap does not own;
+ *     HEAP_CUR, free list NULL: its free objects are on the heap's list,
+ *     and used counts them as out), its spare (no object out, on no list),
+ *     on avail (free slots: on its free list or never handed out) or on
+ *     full (none but, maybe, remote frees waiting);
+ *   - slabs and bytes count the owned slabs and their spans; the heap's
+ *     list holds objects of its current slab, no more than it has out, and
+ *     at most HOT_FREES of another owned slab;
+ *   - pend_n is the length of the pending chain, whose objects all belong
+ *     to pend_slab, which the heap does not own;
  *   - slabs move between heap and pool only under the pool's lock
- *     (central_slab_for_heap, central_slab_from_heap).
+ *     (central_slab_for_heap, central_adopt, central_slab_from_heap).
  */
-#include "pool_internal.h"
+#include "heap.h"
+#include "pool_valid.h"
+#include "central.h"
+#include "check.h"
+#include "pool_free.h"
+#include "purge.h"
+#include "tcache.h"
 
 #include <errno.h>
 #include <string.h>
@@ -42,13 +45,19 @@
 
 static inline uintptr_t cur_word(const pk_pool *p, const slab *s) { return (uintptr_t)s->base | p->slab_low; }
 
-static heap *heap_get(pk_pool *p, tc_slot *c) {
+heap *heap_get(pk_pool *p, tc_slot *c) {
     heap *h = c->heap;
     if (likely(h != NULL)) return h;
     h = tcache_heap(p->key);
     memset(h, 0, sizeof *h);
     h->pool = p;
     h->slot = c;
+    h->list = p->list_at == LIST_SLOT       ? (tc_list *)&c->head
+              : p->list_at == LIST_HARDENED ? (tc_list *)&c->hhead
+                                            : &h->own;
+    bool plain = p->link_off == 0 && !p->hardened && !TRACK_ENABLED;
+    c->low = plain ? 0 : p->slab_low;
+    c->secret = p->list_at == LIST_HARDENED ? p->hard.secret : 0;
     h->rng = (p->hard.secret ^ (uintptr_t)h) * 0x9E3779B97F4A7C15ull | 1; /* read-only after creation */
     pool_lock(p);
     h->next = p->heaps;
@@ -59,73 +68,125 @@ static heap *heap_get(pk_pool *p, tc_slot *c) {
     return h;
 }
 
+/* ---- Slabs between the heap and the pool: the heap's counts. ---- */
+
+static void count_in(const pk_pool *p, heap *h, const slab *s) {
+    h->slabs++;
+    h->bytes += s->span;
+    BUMP(h->resident, slab_touched(p, s));
+}
+
+static void count_out(const pk_pool *p, heap *h, const slab *s) {
+    h->slabs--;
+    h->bytes -= s->span;
+    BUMP(h->resident, -slab_touched(p, s));
+}
+
+/* s, owned, back to the pool; caller holds the pool's lock. */
+static void to_pool(pk_pool *p, heap *h, slab *s) {
+    count_out(p, h, s);
+    central_slab_from_heap(p, s);
+}
+
+static void give_to_pool(pk_pool *p, heap *h, slab *s, uint64_t now) {
+    pool_lock_for_use(p, now);
+    to_pool(p, h, s);
+    purge_tick(p, now);
+    POOL_VALIDATE(p);
+    pool_unlock(p);
+}
+
+void heap_take_slab(pk_pool *p, heap *h, slab *s) {
+    count_in(p, h, s);
+    if (s->free || s->bump < s->capacity) slab_list_push(&h->avail, s, HEAP_AVAIL);
+    else slab_list_append(&h->full, s, HEAP_FULL);
+}
+
+void heap_slab_emptied(pk_pool *p, heap *h, slab *s, uint64_t now) {
+    central_slab_emptied(p, s);
+    s->list = SLAB_NOWHERE;
+    slab *old = h->spare;
+    h->spare = s;
+    if (old) give_to_pool(p, h, old, now ? now : os_now_ms());
+}
+
 /* ---- The current slab. ---- */
 
-static void install(pk_pool *p, heap *h, tc_slot *c, slab *s) {
+static void install(pk_pool *p, heap *h, slab *s) {
     size_t n = s->bump - s->used; /* its free list's length */
     void *head = s->free;
     s->free = NULL;
     s->used = s->bump;
     s->list = HEAP_CUR;
-    BUMP(h->used, n);
     BUMP(h->allocs, n);
     h->cur = s;
-    __atomic_store_n(&c->cur, cur_word(p, s), __ATOMIC_RELAXED);
-    tc_set(c, head, (intptr_t)n);
+    list_set_cur(h, cur_word(p, s));
+    list_set(h, head, n);
 }
 
-/* The slot list goes back onto the current slab's free list; the slab is
- * left on no list for the caller to place. The list is checked object by
- * object on the way (trim, thread exit, destroy; at a refill it is empty),
- * in every mode, before any link is read: each object must be a slot of the
- * slab handed out before, or the hot object (HOT_FREES), and the list can
- * hold no more than the slab's slots and the hot object. So a forged or
- * overwritten link, an interior pointer the inline free took, and a loop
- * (an object freed twice with others between) are reported here, never
- * followed out of the slab or walked for ever. */
-static slab *uninstall(pk_pool *p, heap *h, tc_slot *c) {
+/* Stats read other threads' lists and slabs racily (racy_list_length). */
+#if defined(__SANITIZE_THREAD__)
+#  define NO_TSAN __attribute__((no_sanitize_thread))
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define NO_TSAN __attribute__((no_sanitize("thread")))
+#  endif
+#endif
+#ifndef NO_TSAN
+#  define NO_TSAN
+#endif
+
+/* Whether obj, on h's list, is an object of another slab h owns (the
+ * HOT_FREES object). Stats ask about another thread's list: its reads race
+ * by design there, as racy_list_length's do. */
+static NO_TSAN bool hot_object(const pk_pool *p, const heap *h, const char *obj) {
+    uintptr_t x = (uintptr_t)obj;
+    if (p->hardened || !region_holds(x)) return false;
+    const slab *s = slab_of(x);
+    long idx = s->owner == h && s != h->cur ? slab_slot_index(s, obj) : -1;
+    return idx >= 0 && (uint32_t)idx < s->bump;
+}
+
+/* The heap's list goes back onto the current slab's free list (the
+ * HOT_FREES object, if listed, comes back in *hot for the caller to send
+ * home); the slab is left on no list for the caller to place. Every object
+ * is checked to be a slot of the slab, so a broken list is reported here
+ * rather than kept (trim, thread exit, destroy), and the walk stops at the
+ * most the list can hold (the slab's slots and the hot object). */
+static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     slab *s = h->cur;
     size_t n = 0, met = 0, most = (size_t)s->capacity + HOT_FREES; /* n: the inline paths keep no count */
-    char *keep = NULL, *last = NULL, *head = tc_head(c);
-    for (char *obj = head, *next, *prev = NULL; obj; prev = obj, obj = next) {
-        if (unlikely(++met > most)) report_list_overrun(p, s, head, h->hot_obj, "the thread's free list");
-        /* SLOT GRID at the slab's boundary: the inline paths checked each
-         * object's slab (and a hardened pool's, its alignment) only
-         * (harden.h). The head came from a free; every other object from a
-         * link. */
-        long idx = slab_slot_index(s, obj, &p->geo);
-        slab *o = NULL;
-        if (idx < 0 || (uint32_t)idx >= s->bump) {
-            /* An object of another owned slab, freed onto the list for
-             * reuse while hot (HOT_FREES): home to its own slab. */
-            o = obj == h->hot_obj ? slab_of_slot(obj, p) : NULL;
-            if (unlikely(!o || o->owner != h || o->used == 0)) {
-                if (!prev) central_check_free(p, obj); /* reports a pointer that is no slot */
-                report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
+    char *first = NULL, *last = NULL, *head = tc_head(h->list);
+    *hot = NULL;
+    for (char *obj = head, *prev = NULL, *next; obj; prev = obj, obj = next) {
+        /* no more than the slab's slots and the hot object: a loop (an
+         * object freed twice with others between) is reported, never
+         * walked for ever */
+        if (unlikely(++met > most)) report_list_overrun(p, s, head, *hot, "the thread's free list");
+        long idx = slab_slot_index(s, obj); /* checked before its link is read */
+        if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) {
+            if (!*hot && hot_object(p, h, obj)) {
+                *hot = obj;
+                next = (char *)link_load(p, obj);
+                continue;
             }
+            if (!prev) check_free(p, obj); /* the head came from a free: no slot at all is reported so */
+            report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
         }
         next = (char *)link_load(p, obj);
-        if (o) {
-            link_store(p, obj, (uintptr_t)o->free);
-            o->free = obj;
-            o->used--;
-            BUMP(h->used, -1);
-            BUMP(h->frees, 1);
-            continue;
-        }
-        if (last) link_store(p, last, (uintptr_t)obj);
-        else keep = obj;
-        last = obj;
         n++;
+        if (last) link_store(p, last, (uintptr_t)obj);
+        else first = obj;
+        last = obj;
     }
-    if (last) link_store(p, last, 0);
-    h->hot_obj = NULL;
-    s->free = keep;
+    if (last) {
+        link_store(p, last, (uintptr_t)s->free);
+        s->free = first;
+    }
     s->used -= (uint32_t)n;
-    BUMP(h->used, -n);
     BUMP(h->frees, n);
-    tc_set(c, NULL, 0);
-    __atomic_store_n(&c->cur, 0, __ATOMIC_RELAXED);
+    list_set(h, NULL, 0);
+    list_set_cur(h, 0);
     h->cur = NULL;
     s->list = SLAB_NOWHERE;
     return s;
@@ -136,18 +197,7 @@ static void collect_into(pk_pool *p, heap *h, slab *s) {
     size_t n = central_splice_remote(p, s);
     if (!n) return;
     BUMP(h->collected, n);
-    BUMP(h->used, -n);
     BUMP(h->frees, n);
-}
-
-static void give_to_pool(pk_pool *p, heap *h, slab *s) {
-    if (h->last == s) h->last = NULL;
-    uint64_t now = pool_purge_poll();
-    pool_lock_for_use(p, now);
-    central_slab_from_heap(p, h, s);
-    central_maybe_tick(p, now);
-    POOL_VALIDATE(p);
-    pool_unlock(p);
 }
 
 /* Whether the pool has a slab a heap could take without mapping one: read
@@ -160,13 +210,14 @@ static bool pool_has_slab(const pk_pool *p) {
 /* Whether allocating from s would touch memory touched before. */
 static bool has_touched_free(const slab *s) { return s->free || s->bump < s->high; }
 
-/* The next slab to allocate from, owned and on no list: one of the heap's
- * own with free slots, a full one whose remote frees came in, or one from
- * the pool. With may_map false only slabs with free slots in memory
- * touched before, with may_map true any, a new one last. NULL (with ENOMEM
- * if may_map) when there is none. The heap's avail list keeps slabs with
- * freed slots at the front and those with only fresh ones at the back. */
-static slab *next_slab(pk_pool *p, heap *h, bool may_map) {
+/* The next slab to allocate from, owned and on no list: the spare, one of
+ * the heap's own with free slots (the front of avail), a full one whose
+ * remote frees came in, or one from the pool. With may_map false only
+ * slabs with free slots in memory touched before, with may_map true any,
+ * a new one last. NULL (with ENOMEM if may_map) when there is none. The
+ * avail list keeps slabs with freed slots at the front and those with only
+ * fresh ones at the back. */
+static slab *next_slab(pk_pool *p, heap *h, bool may_map, uint64_t now) {
     slab *s = h->spare;
     if (s) {
         h->spare = NULL;
@@ -186,10 +237,10 @@ static slab *next_slab(pk_pool *p, heap *h, bool may_map) {
         slab_list_append(&h->full, s, HEAP_FULL);
     }
     if (pool_has_slab(p) || (may_map && !h->avail.head)) {
-        uint64_t now = pool_purge_poll();
         pool_lock_for_use(p, now);
         s = central_slab_for_heap(p, h, may_map && !h->avail.head);
-        central_maybe_tick(p, now);
+        if (s) count_in(p, h, s);
+        purge_tick(p, now);
         POOL_VALIDATE(p);
         pool_unlock(p);
         if (s) return s;
@@ -202,41 +253,24 @@ static slab *next_slab(pk_pool *p, heap *h, bool may_map) {
     return NULL;
 }
 
-/* Links the current slab's next never-used slots onto the empty slot list. */
-static bool extend(pk_pool *p, heap *h, tc_slot *c, slab *s) {
+/* Links the current slab's next never-used slots onto the empty list. */
+static bool extend(pk_pool *p, heap *h, slab *s) {
     if (s->bump >= s->capacity) return false;
     void *list = NULL;
     size_t before = slab_touched(p, s);
     /* Slots touched before go all at once (no page to fault in); fresh ones
      * a page at a time. */
     size_t k = s->bump < s->high ? s->high - s->bump : p->extend;
-    k = central_carve(p, &h->rng, s, k, &list);
-    BUMP(h->used, k);
+    k = slab_carve(&p->carve, &h->rng, s, k, &list);
     BUMP(h->allocs, k);
     BUMP(h->resident, slab_touched(p, s) - before);
-    tc_set(c, list, (intptr_t)k);
+    list_set(h, list, k);
     return true;
 }
 
-static void flush(pk_pool *p, heap *h);
-static void note_peak(pk_pool *p, heap *h);
-
-/* The slot list is empty: fill it. False with ENOMEM.
- *
- * Memory touched before comes first: the current slab's remote frees, its
- * slots below its high mark, then any slab with free slots (the heap's own,
- * or the pool's), and only then slots never touched, so a program that
- * repeats a phase faults no page back in. */
-static bool refill(pk_pool *p, heap *h, tc_slot *c) {
-    /* A slow path: the purge's poll (a coarse clock's read), and what waits
-     * goes home now. A thread that only cycles through slabs it owns
-     * reaches the library at refills alone, and other pools' idle memory
-     * must still go back on its calls. */
-    pool_purge_poll();
-    if (h->pend_slab) flush(p, h);
-    h->hot_obj = NULL; /* the list is empty: whatever was pushed hot was taken */
-    h->hot_off = false;
-    h->hot_evicted = 0;
+/* The list is empty: fill it. False with ENOMEM. */
+static bool refill(pk_pool *p, heap *h, uint64_t now) {
+    if (h->pend_slab) free_flush_pending(p, h); /* what waits goes home now */
     slab *s = h->cur, *next = NULL;
     if (s) {
         void *head, *tail;
@@ -245,20 +279,22 @@ static bool refill(pk_pool *p, heap *h, tc_slot *c) {
             BUMP(h->collected, n);
             BUMP(h->allocs, n);
             BUMP(h->frees, n);
-            tc_set(c, head, (intptr_t)n);
+            list_set(h, head, n);
             return true;
         }
-        if (s->bump < s->high && extend(p, h, c, s)) return true;
-        next = next_slab(p, h, false);
-        if (!next && extend(p, h, c, s)) return true;
-        uninstall(p, h, c); /* every slot out, or fresh ones left for later */
+        if (s->bump < s->high && extend(p, h, s)) return true;
+        next = next_slab(p, h, false, now);
+        if (!next && extend(p, h, s)) return true;
+        void *hot;
+        uninstall(p, h, &hot); /* every slot out, or fresh ones left for later */
         if (s->bump < s->capacity) slab_list_append(&h->avail, s, HEAP_AVAIL);
         else slab_list_append(&h->full, s, HEAP_FULL);
+        if (hot) free_home_hot(p, h, hot, true);
     }
-    if (!next) next = next_slab(p, h, true);
+    if (!next) next = next_slab(p, h, true, now);
     if (!next) return false;
-    install(p, h, c, next);
-    return tc_head(c) || extend(p, h, c, next);
+    install(p, h, next);
+    return tc_head(h->list) || extend(p, h, next);
 }
 
 /* The pool's peak (stats' peak_live): each refill adds what the heap took
@@ -269,7 +305,8 @@ static void note_peak(pk_pool *p, heap *h) {
      * they are made (the freeing heap's remote_frees) and come back when the
      * owner collects them onto its lists (collected), so objects waiting
      * to be collected are not counted as out. */
-    int64_t out = (int64_t)(h->allocs - h->frees - h->remote_frees + h->collected), d = out - h->synced;
+    uint64_t frees = h->frees + __atomic_load_n(&h->slot->frees, __ATOMIC_RELAXED);
+    int64_t out = (int64_t)(h->allocs - frees - h->remote_frees + h->collected), d = out - h->synced;
     if (!d) return;
     h->synced = out;
     int64_t now = __atomic_add_fetch(&p->out_est, d, __ATOMIC_RELAXED);
@@ -279,139 +316,37 @@ static void note_peak(pk_pool *p, heap *h) {
     }
 }
 
-void *heap_alloc(pk_pool *p, tc_slot *c) {
+void heap_note_peak(pk_pool *p, heap *h) { note_peak(p, h); }
+
+static PK_NOINLINE void *lean_refused(pk_pool *p, char *obj, char *next) {
+    report_bad_link(p, obj, next, "not a free slot of its slab");
+}
+
+void *heap_alloc_lean(pk_pool *p, heap *h) {
+    tc_list *l = h->list;
+    char *obj = tc_head(l);
+    if (!obj) return NULL;
+    char *next = (char *)link_decode(p, obj, *(uintptr_t *)(obj + p->link_off));
+    if (unlikely(next && ((uintptr_t)next | p->slab_low) != tc_cur(l))) return lean_refused(p, obj, next);
+    __atomic_store_n(&l->head, next, __ATOMIC_RELAXED); /* no count: as inline */
+    return obj;
+}
+
+void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
     heap *h = heap_get(p, c);
-    if (!tc_head(c)) {
-        if (!refill(p, h, c)) {
+    if (!tc_head(h->list)) {
+        if (!refill(p, h, now)) {
             errno = ENOMEM;
             return NULL;
         }
         note_peak(p, h);
+        HEAP_VALIDATE(p, h);
     }
-    char *obj = tc_head(c);
+    char *obj = tc_head(h->list);
     char *next = (char *)link_load(p, obj);
-    if (p->hardened && next && next != h->hot_obj) harden_check_slab_link(p, h->cur, obj, next);
-    tc_set(c, next, tc_count(c) - 1);
+    if (p->hardened && next) harden_check_slab_link(p, h->cur, obj, next);
+    list_set(h, next, h->count - 1);
     return obj;
-}
-
-/* ---- Frees. ---- */
-
-static void push_chain(pk_pool *p, slab *s, void *head, void *tail, size_t n) {
-    if (unlikely(s->lost)) return; /* fork child: its objects stay counted as live */
-    if (chains_counted(p)) { /* the chain's length and tail, in its head's second word */
-        uintptr_t tail_at = ((uintptr_t)tail - (uintptr_t)s->objects) / p->geo.slot;
-        chain_mark_store(p, head, tail_at << 32 | n);
-    }
-    void *old = __atomic_load_n(&s->thread_free, __ATOMIC_RELAXED);
-    do link_store(p, tail, (uintptr_t)old);
-    while (!__atomic_compare_exchange_n(&s->thread_free, &old, head, true, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED));
-}
-
-static void flush(pk_pool *p, heap *h) {
-    BUMP(h->pushed, h->pend_n); /* before the push: the owner may collect at once */
-    push_chain(p, h->pend_slab, h->pend_head, h->pend_tail, h->pend_n);
-    h->pend_slab = NULL;
-    h->pend_head = h->pend_tail = NULL;
-    __atomic_store_n(&h->pend_n, 0, __ATOMIC_RELAXED);
-}
-
-static void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
-    BUMP(h->remote_frees, 1);
-    /* a thread that only frees has no refills: it tells the pool's peak
-     * estimate every REMOTE_BATCH frees instead */
-    if ((h->remote_frees & (REMOTE_BATCH - 1)) == 0) note_peak(p, h);
-    if (h->pend_slab == s) {
-        if (unlikely(obj == h->pend_head)) central_report_double_free(p, obj);
-        link_store(p, obj, (uintptr_t)h->pend_head);
-        h->pend_head = obj;
-        BUMP(h->pend_n, 1);
-        if (h->pend_n >= REMOTE_BATCH) flush(p, h);
-        return;
-    }
-    if (h->pend_slab) flush(p, h);
-    h->pend_slab = s;
-    h->pend_first = (uintptr_t)s->objects;
-    h->pend_bytes = (uintptr_t)s->capacity * p->geo.slot;
-    h->pend_head = h->pend_tail = obj;
-    BUMP(h->pend_n, 1);
-}
-
-void heap_free_remote_now(pk_pool *p, slab *s, void *obj) {
-    __atomic_add_fetch(&p->remote_frees, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&p->remote_base, 1, __ATOMIC_RELAXED);
-    push_chain(p, s, obj, obj, 1);
-}
-
-/* A free into one of the pool's own slabs (its thread gone): the heap takes
- * the slab, so frees into it stop being remote. */
-static bool adopt(pk_pool *p, heap *h, slab *s) {
-    pool_lock(p);
-    bool mine = central_adopt(p, h, s);
-    POOL_VALIDATE(p);
-    pool_unlock(p);
-    if (mine) {
-        s->adopted = true; /* frees into it count as remote until it empties */
-        if (s->free || s->bump < s->capacity) slab_list_push(&h->avail, s, HEAP_AVAIL);
-        else slab_list_append(&h->full, s, HEAP_FULL);
-    }
-    return mine;
-}
-
-/* A slab whose last object came home by its owner's frees: kept as the
- * heap's spare (policy.h, HEAP_SPARE), restarted like the pool would, and
- * the spare it replaces, if any, goes back to the pool. */
-static void keep_spare(pk_pool *p, heap *h, slab *s) {
-    central_slab_emptied(p, s);
-    s->list = SLAB_NOWHERE;
-    slab *old = h->spare;
-    h->spare = s;
-    if (old) give_to_pool(p, h, old);
-}
-
-/* An object of an owned slab other than the current one onto its slab's
- * free list; the slab moves lists (or goes back to the pool) as its counts
- * say. */
-static void free_home(pk_pool *p, heap *h, slab *s, void *obj) {
-    heap_push_owned(p, h, s, obj);
-    if (s->used == 0) {
-        slab_list_remove(s->list == HEAP_FULL ? &h->full : &h->avail, s);
-        keep_spare(p, h, s);
-    } else if (s->list == HEAP_FULL) {
-        slab_list_remove(&h->full, s);
-        slab_list_push(&h->avail, s, HEAP_AVAIL);
-    }
-}
-
-void heap_free(pk_pool *p, tc_slot *c, slab *s, void *obj) {
-    heap *h = heap_get(p, c);
-    /* the head of the thread's list, of the current slab or the hot
-     * object of another, freed again */
-    if (unlikely(obj == tc_head(c))) central_report_double_free(p, obj);
-    if (s == h->cur) {
-        link_store(p, obj, (uintptr_t)tc_head(c));
-        tc_set(c, obj, tc_count(c) + 1);
-        return;
-    }
-    heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
-    if (owner != h) {
-        if (owner || s->lost || !adopt(p, h, s)) {
-            free_remote(p, h, s, obj);
-            return;
-        }
-    }
-    if (s->adopted) BUMP(h->adopted_frees, 1);
-    if (unlikely(obj == s->free || s->used == 0)) central_report_double_free(p, obj);
-    if (h->hot_obj && tc_head(c) == h->hot_obj) { /* not taken: home first */
-        void *hot = h->hot_obj;
-        h->hot_obj = NULL;
-        tc_set(c, (void *)link_load(p, hot), tc_count(c) - 1);
-        h->hot_off = ++h->hot_evicted >= HOT_PHASE; /* a phase of frees: none until a refill */
-        free_home(p, h, h->hot_slab, hot);
-    }
-    if (heap_free_hot(p, c, h, s, obj)) return;
-    free_home(p, h, s, obj);
 }
 
 /* ---- Whole heaps. ---- */
@@ -434,33 +369,42 @@ static void each_other_slab(pk_pool *p, heap *h, void (*fn)(pk_pool *, heap *, s
 /* h's record and c's slot, as a thread that never used the pool has them. */
 static void heap_clear(heap *h, tc_slot *c) {
     memset(h, 0, sizeof *h);
-    c->heap = NULL;
-    tc_set(c, NULL, 0);
-    __atomic_store_n(&c->cur, 0, __ATOMIC_RELAXED);
+    memset(c, 0, sizeof *c);
 }
 
 static void abandon_slab(pk_pool *p, heap *h, slab *s) {
-    if (h->last == s) h->last = NULL;
     collect_into(p, h, s);
-    central_slab_from_heap(p, h, s);
+    to_pool(p, h, s);
+}
+
+/* Folds the heap's counters into the pool's and takes it off the pool's
+ * list; caller holds the pool's lock. */
+static void fold(pk_pool *p, heap *h) {
+    uint64_t frees = h->frees + h->slot->frees;
+    p->allocs += h->allocs;
+    (void)frees; /* stats derive frees from allocs and the slabs' counts */
+    __atomic_add_fetch(&p->remote_frees, h->remote_frees + h->adopted_frees, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&p->remote_base, (int64_t)(h->pushed - h->collected), __ATOMIC_RELAXED);
+    if (h->prev) h->prev->next = h->next;
+    else p->heaps = h->next;
+    if (h->next) h->next->prev = h->prev;
 }
 
 void heap_abandon(pk_pool *p, tc_slot *c) {
     heap *h = c->heap;
     if (!h) return;
     ASSERT_POOL_LOCKED(p);
-    if (h->pend_slab) flush(p, h);
-    if (h->cur) abandon_slab(p, h, uninstall(p, h, c));
+    if (h->pend_slab) free_flush_pending(p, h);
+    if (h->cur) {
+        void *hot;
+        slab *s = uninstall(p, h, &hot);
+        if (hot) free_home_hot(p, h, hot, false);
+        abandon_slab(p, h, s);
+    }
     each_other_slab(p, h, abandon_slab);
-    PK_ASSERT_INTERNAL(h->used == 0 && h->resident == 0);
+    PK_ASSERT_INTERNAL(h->slabs == 0 && h->resident == 0);
     note_peak(p, h); /* its count stays: its live objects are still out */
-    p->allocs += h->allocs;
-    p->frees += h->frees;
-    __atomic_add_fetch(&p->remote_frees, h->remote_frees + h->adopted_frees, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&p->remote_base, (int64_t)(h->pushed - h->collected), __ATOMIC_RELAXED);
-    if (h->prev) h->prev->next = h->next;
-    else p->heaps = h->next;
-    if (h->next) h->next->prev = h->prev;
+    fold(p, h);
     heap_clear(h, c);
 }
 
@@ -474,7 +418,7 @@ static void forget_slab(pk_pool *p, heap *h, slab *s) {
     s->used = s->bump = s->high = s->capacity; /* counts nothing reads any more */
     s->free = NULL;
     __atomic_store_n(&s->thread_free, NULL, __ATOMIC_RELAXED);
-    central_slab_from_heap(p, h, s);
+    to_pool(p, h, s);
 }
 
 void heap_forget_all(pk_pool *p) {
@@ -487,58 +431,53 @@ void heap_forget_all(pk_pool *p) {
     }
 }
 
-#if defined(__SANITIZE_THREAD__)
-#  define NO_TSAN __attribute__((no_sanitize_thread))
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define NO_TSAN __attribute__((no_sanitize("thread")))
-#  endif
-#endif
-#ifndef NO_TSAN
-#  define NO_TSAN
-#endif
 
-/* The length of another thread's slot list of a pool the inline paths
- * or the hardened lean path serve (they keep no count). Its thread may be changing the list, and
- * the objects handed out from it, meanwhile: the walk reads only within
- * the pool's slabs (mapped for as long as the caller holds the pool's
- * lock, which releasing a slab takes) and only slot starts, stops after
- * the slab's capacity, and is exact when the thread is quiescent, as the
- * contract asks for exact stats. Its reads race by design, so they are
+/* The length of another thread's list of a pool the inline paths or the
+ * hardened lean path serve (they keep no count). Its thread may be changing
+ * the list, and the objects handed out from it, meanwhile: the walk reads
+ * only within the current slab (mapped for as long as the caller holds the
+ * pool's lock, which releasing a slab takes) and only slot starts, stops
+ * after the slab's capacity, and is exact when the thread is quiescent, as
+ * the contract asks for exact stats. Its reads race by design, so they are
  * left out of ThreadSanitizer's view. */
-static NO_TSAN size_t racy_slot_length(const pk_pool *p, const heap *h) {
-    const tc_slot *c = h->slot;
-    uintptr_t cur = __atomic_load_n(&c->cur, __ATOMIC_RELAXED);
-    const slab *s = h->cur; /* records are never unmapped */
-    if (!cur || !s || (uintptr_t)s->base != (cur & ~(uintptr_t)(p->geo.slab_align - 1))) return 0;
-    uintptr_t first = (uintptr_t)s->objects, size = (uintptr_t)s->capacity * p->geo.slot;
+static NO_TSAN size_t racy_list_length(const pk_pool *p, const heap *h) {
+    const tc_list *l = h->list;
+    uintptr_t cur = tc_cur(l);
+    const slab *s = h->cur; /* records stay mapped while the pool holds the slab */
+    if (!cur || !s || (uintptr_t)s->base != (cur & ~(uintptr_t)(SLAB_BYTES - 1))) return 0;
     size_t n = 0;
-    for (uintptr_t x = (uintptr_t)__atomic_load_n(&c->head, __ATOMIC_RELAXED); x && n < s->capacity + HOT_FREES; n++) {
-        uintptr_t off = x - first;
-        if ((x < first || off >= size || !slot_on_grid(off, p->geo.slot, p->geo.recip)) &&
-            !slab_of_slot((void *)x, p)) /* a hot object of another slab of the pool's is mapped too */
-            break;
+    for (uintptr_t x = (uintptr_t)tc_head(l); x && n < s->capacity + HOT_FREES; n++) {
+        if (slab_slot_index(s, (void *)x) < 0 && !hot_object(p, h, (const char *)x)) break;
         uintptr_t v = *(volatile uintptr_t *)(x + p->link_off);
         x = p->hardened ? link_decode(p, (void *)x, v) : v;
     }
     return n;
 }
 
+/* The used counts of the slabs heaps own, read racily like the lists. */
+static NO_TSAN size_t racy_owned_used(const pk_pool *p) {
+    size_t used = 0, left = p->slabs_total;
+    for (const slab *s = p->all; s; s = s->all_next) {
+        slab_walk_step(p, &left);
+        if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED)) used += *(volatile uint32_t *)&s->used;
+    }
+    return used;
+}
+
 void heap_sum(const pk_pool *p, heap_sums *out) {
-    bool uncounted = p->tc_key != TC_NO_KEY || p->hard.lean;
+    bool uncounted = p->list_at != LIST_HEAP || p->hard.lean;
     memset(out, 0, sizeof *out);
     for (const heap *h = p->heaps; h; h = h->next) {
-        size_t listed = uncounted ? racy_slot_length(p, h) : (size_t)tc_count(h->slot);
+        size_t listed = uncounted ? racy_list_length(p, h) : __atomic_load_n(&h->count, __ATOMIC_RELAXED);
         out->idle += listed + __atomic_load_n(&h->pend_n, __ATOMIC_RELAXED);
-        out->used += __atomic_load_n(&h->used, __ATOMIC_RELAXED);
         out->resident += __atomic_load_n(&h->resident, __ATOMIC_RELAXED);
         out->allocs += __atomic_load_n(&h->allocs, __ATOMIC_RELAXED);
-        out->frees += __atomic_load_n(&h->frees, __ATOMIC_RELAXED);
         out->remote_frees += __atomic_load_n(&h->remote_frees, __ATOMIC_RELAXED) +
                              __atomic_load_n(&h->adopted_frees, __ATOMIC_RELAXED);
         out->pending += (int64_t)(__atomic_load_n(&h->pushed, __ATOMIC_RELAXED) -
                                   __atomic_load_n(&h->collected, __ATOMIC_RELAXED));
     }
+    out->used = racy_owned_used(p);
 }
 
 void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
@@ -554,7 +493,6 @@ void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
         p->heap_slabs -= h->slabs;
         p->heap_bytes -= h->bytes;
         p->allocs += h->allocs;
-        p->frees += h->frees;
     }
     p->heaps = kept;
     if (kept) kept->prev = kept->next = NULL;
@@ -583,4 +521,64 @@ void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
     }
     if (kept) pending -= (int64_t)(kept->pushed - kept->collected);
     p->remote_base = pending;
+}
+
+/* ---- The heap's identities (HEAP_VALIDATE). ---- */
+
+#define VALID(cond)                                                        \
+    do {                                                                   \
+        if (unlikely(!(cond))) assert_fail(__FILE__, __LINE__, #cond);     \
+    } while (0)
+
+static void owned_is_valid(const pk_pool *p, const heap *h, const slab *s, uint32_t list) {
+    VALID(s->pool == p && s->owner == h && s->list == list);
+    VALID(s->used <= s->bump && s->bump <= s->high && s->high <= s->capacity);
+    VALID(list != HEAP_FULL || s->bump == s->capacity);
+    VALID(list != HEAP_AVAIL || s->free || s->bump < s->capacity);
+    VALID(list != HEAP_CUR || !s->free);
+}
+
+bool heap_is_valid(const pk_pool *p, const heap *h) {
+    size_t slabs = 0, bytes = 0;
+    if (h->cur) {
+        owned_is_valid(p, h, h->cur, HEAP_CUR);
+        slabs++, bytes += h->cur->span;
+        VALID(tc_cur(h->list) == cur_word(p, h->cur));
+        /* The list as far as it is well formed: a link the program broke is
+         * the checks' to report (uninstall, the hardened paths), not an
+         * internal fault. */
+        size_t n = 0, hot = 0;
+        for (char *obj = tc_head(h->list); obj && n <= h->cur->capacity; obj = (char *)link_load(p, obj)) {
+            long idx = slab_slot_index(h->cur, obj);
+            if (idx < 0 && hot_object(p, h, obj)) hot++;
+            else if (idx < 0 || (uint32_t)idx >= h->cur->bump) break;
+            n++;
+        }
+        VALID(hot <= HOT_FREES && n - hot <= h->cur->used);
+    } else {
+        VALID(!tc_head(h->list) && !tc_cur(h->list));
+    }
+    if (h->spare) {
+        VALID(h->spare->owner == h && h->spare->used == 0 && h->spare->list == SLAB_NOWHERE);
+        slabs++, bytes += h->spare->span;
+    }
+    const slab_list *lists[2] = {&h->avail, &h->full};
+    /* bounded by the heap's own count (the pool's changes under its lock,
+     * which this owner's check does not take) */
+    size_t left = h->slabs;
+    for (int l = 0; l < 2; l++) {
+        size_t n = 0;
+        const slab *prev = NULL;
+        for (const slab *s = lists[l]->head; s; prev = s, s = s->next) {
+            VALID(left-- > 0);
+            VALID(s->prev == prev);
+            owned_is_valid(p, h, s, l == 0 ? HEAP_AVAIL : HEAP_FULL);
+            n++, bytes += s->span;
+        }
+        VALID(n == lists[l]->count && lists[l]->tail == prev);
+        slabs += n;
+    }
+    VALID(slabs == h->slabs && bytes == h->bytes);
+    VALID(!h->pend_slab || (h->pend_slab->owner != h && h->pend_n > 0 && h->pend_n < REMOTE_BATCH));
+    return true;
 }

@@ -79,12 +79,28 @@ PK_COLD __attribute__((noreturn)) void assert_fail(const char *file, int line, c
  * system refuses or a fault was injected (fault.h). */
 void *os_map(size_t size, size_t align);
 void os_unmap(void *p, size_t size);
+/* os_map, at want if the system grants it (an address given back before,
+ * so address space is reused), else wherever os_map puts it. */
+void *os_map_near(void *want, size_t size, size_t align);
+/* A request for pages that needs no system call (a place in a region
+ * mapped earlier): counted like the others, and false with errno ENOMEM
+ * where a fault is injected (fault.h). */
+bool os_request(void);
+/* Address space only: size bytes aligned to align, no access, backed by
+ * nothing until os_commit; NULL with errno ENOMEM. */
+void *os_reserve(size_t size, size_t align);
+/* Pages of a reservation made usable (zero-filled); false with errno
+ * ENOMEM (or an injected fault). os_decommit gives them back, no access. */
+bool os_commit(void *p, size_t size);
+void os_decommit(void *p, size_t size);
 /* A mapping from os_map resized to new_size bytes (page multiples), moved
  * with its contents where it cannot grow in place; NULL when the system
  * refuses (p unchanged). The address it returns is page-aligned only. */
 void *os_remap(void *p, size_t size, size_t new_size);
 /* Makes whole pages no-access (guard pages); false if the system refuses. */
 bool os_protect_none(void *p, size_t size);
+/* Undoes it. */
+void os_protect_rw(void *p, size_t size);
 size_t os_page_size(void);
 /* The machine's physical memory in bytes (SIZE_MAX if unknown): a bound on
  * what any request can be given. */
@@ -99,6 +115,8 @@ uint64_t os_now_ms(void);
 /* A mapping of size bytes aligned to align: one retained earlier (not
  * zero) or a fresh one from os_map. */
 void *os_map_reuse(size_t size, size_t align);
+/* The same, a fresh mapping at want if the system grants it. */
+void *os_map_reuse_near(void *want, size_t size, size_t align);
 /* Keeps the mapping for reuse until the purge delay passes (within
  * RETAIN_BYTES), or unmaps it now. */
 void os_unmap_later(void *p, size_t size, size_t align);
@@ -106,8 +124,12 @@ void os_unmap_later(void *p, size_t size, size_t align);
 void os_retain_tick(uint64_t now_ms);
 /* Unmaps everything retained; returns the bytes. */
 size_t os_retain_release(void);
-/* Bytes retained now. */
+/* Bytes retained now (region.c's kept places included). */
 size_t os_retained_bytes(void);
+/* region.c's kept places count against the same bound: true (and counted)
+ * if size more bytes fit it. */
+bool retain_charge(size_t size);
+void retain_uncharge(size_t size);
 
 /* ---- purge.c: when memory-return checks run. ---- */
 
@@ -248,8 +270,8 @@ void error_fork_lock(void);
 void error_fork_unlock(void);
 void os_fork_lock(void);
 void os_fork_unlock(void);
-void slab_fork_lock(void);
-void slab_fork_unlock(void);
+void region_fork_lock(void);
+void region_fork_unlock(void);
 /* alloc.c: the size-class front end's class lock (held around
  * pk_pool_create, so taken before the pools'), and its block table's
  * lock, a leaf. */
@@ -273,7 +295,7 @@ typedef enum hook_point {
     HOOK_POOL,          /* a pool's own lock: pk_pool_trim */
     HOOK_POOL_RECORDS,  /* pool.c spare_lock: a pool record being taken */
     HOOK_RETAINED,      /* retain.c retain_lock: retained memory looked up */
-    HOOK_ADDRESS_MAP,   /* slab.c map_lock: a slab being recorded */
+    HOOK_ADDRESS_MAP,   /* region.c lock: a slab being placed and recorded */
     HOOK_ERROR_HANDLER, /* error.c handler_lock: the handler being set */
     HOOK_PURGE_CONTROL, /* purge.c control: the background purge set */
     HOOK_ALLOC_CLASSES, /* alloc.c class_lock: a size class's pool being made */

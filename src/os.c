@@ -46,6 +46,12 @@ static bool fault_injected(void) {
     return at >= 0 && n >= (unsigned long)at;
 }
 
+bool os_request(void) {
+    if (!fault_injected()) return true;
+    errno = ENOMEM;
+    return false;
+}
+
 /* The hint range: 4 TiB up, a random start within its first TiB (so slab
  * addresses are not the same in every run), wrapping after 64 TiB. */
 #define HINT_BASE ((uintptr_t)4 << 40)
@@ -105,6 +111,34 @@ void *os_map(size_t size, size_t align) {
     return p;
 }
 
+void *os_reserve(size_t size, size_t align) {
+    size_t span = size + align;
+    char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *p = (char *)align_up((uintptr_t)raw, align);
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    if (raw + span > p + size) munmap(p + size, (size_t)(raw + span - (p + size)));
+    return p;
+}
+
+bool os_commit(void *p, size_t size) {
+    if (fault_injected() || mprotect(p, size, PROT_READ | PROT_WRITE) != 0) {
+        errno = ENOMEM;
+        return false;
+    }
+    return true;
+}
+
+void os_decommit(void *p, size_t size) {
+    /* Its pages go back (zero when committed again), and a stray access
+     * faults. */
+    madvise(p, size, MADV_DONTNEED);
+    mprotect(p, size, PROT_NONE);
+}
+
 void *os_remap(void *p, size_t size, size_t new_size) {
     if (fault_injected()) return NULL;
     void *q = mremap(p, size, new_size, MREMAP_MAYMOVE);
@@ -113,6 +147,20 @@ void *os_remap(void *p, size_t size, size_t new_size) {
 
 void os_unmap(void *p, size_t size) {
     if (p && size) munmap(p, size);
+}
+
+void *os_map_near(void *want, size_t size, size_t align) {
+    if (want) {
+        if (fault_injected()) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        void *p = mmap(want, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == want) return p;
+        if (p != MAP_FAILED) munmap(p, size);
+        __atomic_fetch_sub(&requests, 1, __ATOMIC_RELAXED); /* not granted: os_map counts the request */
+    }
+    return os_map(size, align);
 }
 
 void pk_fault_fail_after(long n) {
@@ -132,3 +180,4 @@ uint64_t os_now_ms(void) {
 }
 
 bool os_protect_none(void *p, size_t size) { return mprotect(p, size, PROT_NONE) == 0; }
+void os_protect_rw(void *p, size_t size) { mprotect(p, size, PROT_READ | PROT_WRITE); }

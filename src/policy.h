@@ -20,6 +20,20 @@
 
 #include <stddef.h>
 
+/* A slab is SLAB_BYTES of address space aligned to its size (a slot too
+ * big for one gets a slab of its own: region.h), so the inline free tells
+ * an object of the thread's current slab by one or and one compare with a
+ * constant (pool.h, PK__SLAB_MASK), and in regions of REGION_BYTES whose
+ * first slab's place holds the records of the others, so any object's
+ * record is found by masking its address. 64 KiB: 1,024 slots of 64 B, and
+ * 16 places' records share a page; a slab is touched, and counted
+ * resident, a page at a time (EXTEND_BYTES). 4 MiB regions: 63 slabs share
+ * one header, the region map keeps a bit per region. */
+#define SLAB_SHIFT 16
+#define SLAB_BYTES ((size_t)1 << SLAB_SHIFT)
+#define REGION_SHIFT 22
+#define REGION_BYTES ((size_t)1 << REGION_SHIFT)
+
 /* A heap links the never-used slots of its current slab about EXTEND_BYTES
  * at a time (at least one slot): a page, so a slab's memory is touched, and
  * counted resident, only as it is handed out, and a thread that uses a pool
@@ -54,20 +68,18 @@ static inline size_t policy_extend_hardened(size_t slot) {
 #define REMOTE_BATCH 64
 
 /* The owner's free of an object of another of its slabs goes onto the list
- * allocation pops, not onto that slab's own list, so the next allocation
- * reuses it while it is in cache: a server that frees a random object of a
- * large live set and allocates its replacement (larson, the lab's
- * steady-state) touches one cold object per round instead of two. One such
- * object at a time: the next such free finds it taken (an allocation came
- * between) or sends it home first; HOT_PHASE of those in a row make a
- * phase of frees, which stops it until the heap's next refill, so such a
- * phase leaves no object on the list, not a handful that would keep their
- * slabs from emptying and restarting (pushing up to 16 cost random working sets at 100,000
- * objects 1.36x mimalloc's time against 1.15x with 4, bench_workset
- * --quick on the Xeon). Hardened pools keep their list to the current
- * slab (their lean path checks links against it). */
+ * allocation pops, not onto that slab's own list, when that list is empty
+ * (its slab used up), so the next allocation reuses it while it is in
+ * cache and no slab changes hands for one object: a server that frees a
+ * random object of a large live set and allocates its replacement
+ * (larson, the lab's steady state) would otherwise move to that object's
+ * slab, and back, on every call (bench_threads --only steady: a live set
+ * of 100,000 objects of 64 B, 311 ns a pair without, against mimalloc's
+ * 96, on the 2-core EPYC). Only onto an empty list, so at most HOT_FREES
+ * such object is listed at a time, and a phase of frees leaves none that
+ * would keep its slab from emptying. Hardened pools keep their lists to
+ * the current slab (their inline paths check links against it). */
 #define HOT_FREES 1
-#define HOT_PHASE 8
 
 /* HEAP_SPARE: a heap keeps the last slab its own frees emptied (one slab,
  * restarted as below) for its next slab, and gives the one before to the
@@ -96,11 +108,12 @@ static inline size_t policy_extend_hardened(size_t slot) {
  * consumers finds them). */
 #define FULL_SCAN 4
 
-/* Each thread's table reserves room for TABLE_KEYS pools (a 32-byte slot
- * and a 240-byte heap record each: 17 MiB of address space per thread, backed
- * a page at a time as keys are used), so a table never moves and the
- * inline fast paths need no bound check (bench/gate.sh). Pools beyond
- * TABLE_KEYS - 1 live at once still work, locking on every call. */
+/* Each thread's table reserves room for TABLE_KEYS pools (a slot and a
+ * heap record each, backed a page at a time as keys are used), so a table
+ * never moves and the inline fast paths need no bound check. A pool's key
+ * is its record's index in the records' area (pool.c): at most
+ * TABLE_KEYS - 1 pools exist at once; pk_pool_create fails with ENOMEM
+ * beyond. */
 #define TABLE_KEYS 65536
 
 /* The purge delay: memory unused for this long goes back to the system

@@ -8,27 +8,27 @@
  * Invariants: a pool is on the list exactly while its state is POOL_LIVE
  * (pools_add after its layout, pools_remove first thing at destroy, so no
  * sweep reaches a pool being torn down); a record is on the spares, in the
- * debug quarantine or in use, never two of these; a spare or quarantined
- * record keeps tc_table and tc_key (TC_NO_KEY) intact, so a stale pointer's
- * inline calls still reach the slow paths that report it.
+ * debug quarantine, in use, or given back with its index free, never two of
+ * these; a spare or quarantined record's slots are clear in every thread,
+ * so a stale pointer's inline calls reach the slow paths that report it.
  *
- * Which path a pool takes is decided once, at creation (choose_path):
+ * Which path a pool takes is decided once, at creation (choose_path), and
+ * says where its threads' lists are (list_at):
  *   - inline: threads' heaps (heap.c), the link word at offset 0, nothing
- *     to do per object. tc_key names the pool's slot, so the header's
- *     inline functions serve most calls.
- *   - hardened: threads' heaps with encoded links; tc_key names the slot
- *     the other way (TC_KEY_HARDENED), so the default inline paths always
- *     miss and the header's hardened inline paths serve it: they decode
- *     and check each link and each freed pointer against the current slab
- *     (its mask, which leaves out the slot's alignment bits: harden.h, SLOT
- *     GRID), a freed pointer against the head too.
+ *     to do per object. The list is the slot's default words, which the
+ *     header's inline functions serve.
+ *   - hardened: threads' heaps with encoded links; the list is the slot's
+ *     hardened words, so the default inline paths always miss and the
+ *     header's hardened inline paths serve it: they decode and check each
+ *     link and each freed pointer against the current slab (its mask,
+ *     which leaves out the slot's alignment bits: harden.h, SLOT GRID), a
+ *     freed pointer against the head too.
  *     Pools whose link word sits past the object (construct hooks) take
  *     the same checks out of line (pool_slow.c, the lean path). Anything
  *     else takes the heap path below.
  *   - heap: threads' heaps, but something per object (a construct hook's
- *     link word past the object, zeroing, tool builds): tc_key is
- *     TC_NO_KEY, so every call comes to the library, which uses the same
- *     slot and heap.
+ *     link word past the object, zeroing, tool builds): the list is the
+ *     heap's own, so every call comes to the library.
  *   - direct: no heap (debug checks, a limit): every call takes the pool's
  *     lock and works on the slabs.
  * pool_slow.c says how each works.
@@ -119,17 +119,16 @@ static bool layout(pk_pool *p, const pk_pool_config *c) {
 }
 
 static void choose_path(pk_pool *p) {
-    p->tc_table = tcache_table_off();
-    p->tc_key = TC_NO_KEY;
-    p->slab_low = p->geo.slab_align - 1;
+    p->list_at = LIST_HEAP;
+    p->slab_low = SLAB_BYTES - 1;
     p->extend = p->hardened ? policy_extend_hardened(p->geo.slot) : policy_extend(p->geo.slot);
-    p->cached = !p->debug && !p->limit && tcache_attach(p);
+    p->cached = !p->debug && !p->limit;
     if (!p->cached) {
         note_once(NOTE_LOCKED_POOL, p->name, "pool '%s' takes its lock on every call: %s",
-                  pool_name(p), p->debug ? "debug checks" : p->limit ? "a limit"
-                                                      : "every thread-cache key is in use");
+                  pool_name(p), p->debug ? "debug checks" : "a limit");
         return;
     }
+    tcache_attach(p);
     /* The lean path's grid check (slot_of_slab_at, by the geometry's
      * multiply) needs a slab's slots to span less than 4 GiB; larger slots
      * take the heap path. */
@@ -138,24 +137,24 @@ static void choose_path(pk_pool *p) {
         /* The lean path serves pools the inline paths cannot (a link word
          * past the object); for the others it would only repeat the inline
          * checks that just failed, on every free into another slab. */
-        p->hard.lean = p->key * sizeof(tc_slot);
+        p->hard.lean = 1;
         /* The fast paths' same-slab checks compare (x | slab_low) with the
          * current slab's word: leaving the slot's alignment bits out of
          * slab_low makes them check that x is aligned as a slot start at no
          * cost, which is the slot grid exactly where the slot is a power of
          * two (or alone in its slab). */
-        uintptr_t amask = p->geo.capacity == 1 ? p->geo.slab_align - 1 : (slot & -slot) - 1;
+        uintptr_t amask = p->geo.capacity == 1 ? SLAB_BYTES - 1 : (slot & -slot) - 1;
         p->slab_low &= ~amask;
 #ifdef PK__HAVE_INLINE
         if (p->link_off == 0) {
-            p->tc_key = TC_KEY_HARDENED(p->key);
+            p->list_at = LIST_HARDENED;
             p->hard.lean = 0;
         }
 #endif
     }
 #ifdef PK__HAVE_INLINE
     bool plain = p->link_off == 0 && !p->zero && !p->hardened;
-    if (plain && !TRACK_ENABLED) p->tc_key = TC_KEY_DEFAULT(p->key);
+    if (plain && !TRACK_ENABLED) p->list_at = LIST_SLOT;
 #endif
 }
 
@@ -190,7 +189,7 @@ bool pools_purge_sweep(uint64_t now) {
     if (pthread_mutex_trylock(&pools_lock) != 0) return false;
     for (pk_pool *p = pools; p; p = p->next) {
         if (!p->locked || !pool_trylock(p)) continue;
-        central_maybe_tick(p, now);
+        purge_tick(p, now);
         POOL_VALIDATE(p);
         pool_unlock(p);
     }
@@ -206,15 +205,30 @@ size_t pk_pool_foreach(void (*fn)(pk_pool *pool, void *arg), void *arg) {
     return n;
 }
 
-/* ---- Pool records: reuse and the debug quarantine. ---- */
+/* ---- Pool records: the area, reuse and the debug quarantine. ---- */
 
-/* Pool records of destroyed pools, kept for the next create (bounded), so
- * that a pool per request or per tree costs no system call. A spare record
- * keeps its first two words (the table offset, TC_NO_KEY) and is marked
- * POOL_DEAD, so a stale pointer's inline calls reach the slow paths, which
- * report it (pool_check_live) until the record is reused: spares are linked
- * through next, never through the words the inline paths read. */
+/* Every pool record lies in one area of TABLE_KEYS records POOL_RECORD_BYTES
+ * apart, aligned to its size, so that a handle's bits give the record's
+ * index, which is the pool's key (pool.h finds the thread's slot from it).
+ * The area is reserved once, at the first create, and each record's page
+ * is backed when first used. Index 0 is never given out.
+ *
+ * Records of destroyed pools are kept for the next create (up to
+ * SPARE_RECORDS_MAX), so that a pool per request or per tree costs no
+ * system call; a spare record is marked POOL_DEAD and its slots were
+ * cleared in every thread (tcache_detach), so a stale pointer's inline
+ * calls reach the slow paths, which report it (pool_check_live), until the
+ * record is reused. Spares are linked through next. A record beyond the
+ * spares gives its page back (a stale pointer's call then faults) and its
+ * index to the free indexes. */
+#define POOL_RECORD_BYTES ((size_t)1 << PK__RECORD_SHIFT)
+#define AREA_BYTES (POOL_RECORD_BYTES * TABLE_KEYS)
+_Static_assert(sizeof(pk_pool) <= POOL_RECORD_BYTES, "a pool record fits its place in the area");
+
 static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *area;                     /* under spare_lock */
+static uint32_t free_index[TABLE_KEYS];
+static size_t free_count, next_index = 1; /* indexes never used: [next_index, TABLE_KEYS) */
 static pk_pool *spare_records;
 static size_t spare_count;
 
@@ -225,7 +239,15 @@ static size_t spare_count;
 static pk_pool *quarantine[QUARANTINE_RECORDS];
 static size_t quarantine_next;
 
-static size_t record_bytes(void) { return align_up(sizeof(pk_pool), os_page_size()); }
+static pk_pool *record_at(size_t index) { return (pk_pool *)(area + index * POOL_RECORD_BYTES); }
+
+/* A record's page back to the system and its index to the free ones;
+ * caller holds spare_lock. */
+static void record_drop(pk_pool *p) {
+    size_t index = p->key;
+    os_decommit(p, POOL_RECORD_BYTES);
+    free_index[free_count++] = (uint32_t)index;
+}
 
 static pk_pool *record_get(void) {
     pthread_mutex_lock(&spare_lock);
@@ -234,27 +256,56 @@ static pk_pool *record_get(void) {
     if (p) {
         spare_records = p->next;
         spare_count--;
+        pthread_mutex_unlock(&spare_lock);
+        size_t key = p->key;
+        memset(p, 0, sizeof *p);
+        p->key = key;
+        return p;
+    }
+    if (!area && !(area = os_reserve(AREA_BYTES, AREA_BYTES))) {
+        pthread_mutex_unlock(&spare_lock);
+        return NULL;
+    }
+    size_t index = 0;
+    if (!free_count && next_index == TABLE_KEYS) { /* every index taken: the oldest quarantined */
+        for (size_t i = 0; i < QUARANTINE_RECORDS && !free_count; i++) {
+            size_t k = (quarantine_next + i) % QUARANTINE_RECORDS;
+            if (quarantine[k]) record_drop(quarantine[k]);
+            quarantine[k] = NULL;
+        }
+    }
+    if (free_count) index = free_index[--free_count];
+    else if (next_index < TABLE_KEYS) index = next_index++;
+    if (index && !os_commit(record_at(index), POOL_RECORD_BYTES)) {
+        free_index[free_count++] = (uint32_t)index;
+        index = 0;
     }
     pthread_mutex_unlock(&spare_lock);
-    if (!p) return os_map(record_bytes(), 0);
-    memset(p, 0, sizeof *p);
+    if (!index) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    p = record_at(index);
+    p->key = index;
     return p;
-}
-
-static void record_put(pk_pool *p) {
-    pthread_mutex_lock(&spare_lock);
-    bool keep = !TRACK_ENABLED && spare_count < SPARE_RECORDS_MAX;
-    if (keep) {
-        p->next = spare_records;
-        spare_records = p;
-        spare_count++;
-    }
-    pthread_mutex_unlock(&spare_lock);
-    if (!keep) os_unmap(p, record_bytes());
 }
 
 /* A destroyed pool's record: a debug pool's waits in the quarantine and
  * pushes out the oldest there; the others go straight to the spares. */
+static void record_retire(pk_pool *p);
+
+static void record_put(pk_pool *p) {
+    pthread_mutex_lock(&spare_lock);
+    if (!TRACK_ENABLED && spare_count < SPARE_RECORDS_MAX) {
+        p->next = spare_records;
+        spare_records = p;
+        spare_count++;
+    } else {
+        record_drop(p);
+    }
+    pthread_mutex_unlock(&spare_lock);
+}
+
 static void record_retire(pk_pool *p) {
     if (p->debug) {
         pthread_mutex_lock(&spare_lock);
@@ -298,24 +349,22 @@ void pools_fork_unlock(void) {
  * too (a stale debug pool pointer then faults instead of being reported). */
 size_t pk_pool_release_cache(void) {
     pthread_mutex_lock(&spare_lock);
-    pk_pool *p = spare_records;
-    size_t bytes = spare_count * record_bytes();
+    size_t bytes = 0;
+    for (pk_pool *p = spare_records, *next; p; p = next) {
+        next = p->next;
+        record_drop(p);
+        bytes += POOL_RECORD_BYTES;
+    }
     spare_records = NULL;
     spare_count = 0;
     for (size_t i = 0; i < QUARANTINE_RECORDS; i++) {
         if (!quarantine[i]) continue;
-        quarantine[i]->next = p;
-        p = quarantine[i];
+        record_drop(quarantine[i]);
         quarantine[i] = NULL;
-        bytes += record_bytes();
+        bytes += POOL_RECORD_BYTES;
     }
     pthread_mutex_unlock(&spare_lock);
-    while (p) {
-        pk_pool *next = p->next;
-        os_unmap(p, record_bytes());
-        p = next;
-    }
-    return bytes + os_retain_release();
+    return bytes + os_retain_release() + region_release_kept();
 }
 
 /* ---- Create and destroy. ---- */
@@ -361,6 +410,9 @@ pk_pool *(pk_pool_create)(const pk_pool_config *c) {
     }
     pthread_mutex_init(&p->lock, NULL);
     choose_path(p);
+    p->carve = (carve_how){.link_off = p->link_off, .secret = p->hard.secret, .encode = p->hardened,
+                           .shuffle = p->shuffle, .construct = p->construct, .arg = p->arg, .size = p->size,
+                           .plain = !p->construct && !p->hardened && !TRACK_ENABLED && p->link_off == 0};
     p->state = POOL_LIVE;
     POOL_VALIDATE_DEEP(p); /* no other thread knows the pool yet */
     pools_add(p);

@@ -18,14 +18,14 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     if (c) {
         for (; i < n; i++)
-            if (!(objs[i] = heap_alloc(p, c))) break;
+            if (!(objs[i] = heap_alloc(p, c, now))) break;
     } else if (n) {
         pool_lock_for_use(p, now);
         size_t want = n;
         if (p->limit) want = p->out >= p->limit ? 0 : want < p->limit - p->out ? want : p->limit - p->out;
         void *list = NULL;
         size_t got = want ? central_take(p, want, &list, true) : 0;
-        central_maybe_tick(p, now);
+        purge_tick(p, now);
         POOL_VALIDATE(p);
         pool_unlock(p);
         /* As many as were taken: a slab list that held an object twice
@@ -52,10 +52,10 @@ void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
     if (c || p->cached) {
         for (size_t i = 0; i < n; i++) {
             if (unlikely(!objs[i])) null_given(p);
-            slab *s = central_check_free(p, objs[i]);
+            slab *s = c ? free_slab_of(p, objs[i]) : check_free(p, objs[i]);
             track_takeback(p, objs[i]);
-            if (c) heap_free(p, c, s, objs[i]);
-            else heap_free_remote_now(p, s, objs[i]); /* an exiting thread */
+            if (c) free_checked(p, c, s, objs[i], now);
+            else free_remote_now(p, s, objs[i]); /* an exiting thread */
         }
         return;
     }
@@ -64,11 +64,11 @@ void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (unlikely(!objs[i])) null_given(p);
         track_takeback(p, objs[i]);
-        if (p->debug) central_debug_check_free(p, objs[i]);
-        central_give(p, objs[i]);
-        p->frees++;
+        if (p->debug) check_debug_free(p, objs[i]);
+        central_give(p, check_handed_out(p, objs[i], NULL), objs[i]);
     }
-    central_maybe_tick(p, now);
+    if (options_purge_delay_ms() == 0) central_release(p, false);
+    purge_tick(p, now);
     POOL_VALIDATE(p);
     pool_unlock(p);
 }

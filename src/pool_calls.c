@@ -25,7 +25,7 @@ size_t pk_pool_trim(pk_pool *p) {
     pool_lock(p);
     fork_test_point(HOOK_POOL, &p->lock);
     size_t before = p->bytes_reserved; /* first: all this call gives back is counted */
-    central_note_use(p, os_now_ms());
+    purge_note_use(p, os_now_ms());
     if (c) heap_abandon(p, c); /* set up again on the thread's next slow path */
     central_collect_own(p);
     central_release(p, true);
@@ -57,7 +57,8 @@ void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
     heap_sums h;
     heap_sum(p, &h);
     int64_t pending = __atomic_load_n(&p->remote_base, __ATOMIC_RELAXED) + h.pending;
-    int64_t live = (int64_t)(p->out + h.used) - (int64_t)h.idle - pending;
+    int64_t outside = (int64_t)(p->out + h.used); /* objects outside the slabs' free lists */
+    int64_t live = outside - (int64_t)h.idle - pending;
     memset(out, 0, sizeof *out);
     out->name = p->name;
     out->size = p->size;
@@ -69,7 +70,8 @@ void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
     out->slabs = p->slabs_total;
     out->bytes_reserved = p->bytes_reserved;
     out->taken = p->allocs + h.allocs;
-    out->returned = p->frees + h.frees;
+    /* every object taken from a slab's free list and not out now came back */
+    out->returned = out->taken > (uint64_t)outside ? out->taken - (uint64_t)outside : 0;
     out->remote_frees = __atomic_load_n(&p->remote_frees, __ATOMIC_RELAXED) + h.remote_frees;
     out->slabs_released = p->slabs_released;
     out->bytes_resident = resident_bytes(p) + h.resident;
@@ -78,21 +80,28 @@ void pk_pool_stats_get(pk_pool *p, pk_pool_stats *out) {
     tcache_registry_unlock();
 }
 
+/* A slab's free slots, one bit each: a slot is at least a word, so a slab
+ * holds at most SLAB_BYTES / 8 of them (a huge slot's slab, one). */
+#define FREE_BITS_WORDS (SLAB_BYTES / sizeof(uintptr_t) / 64)
+_Static_assert(SLAB_BYTES % (sizeof(uintptr_t) * 64) == 0, "whole words of bits");
+
 void pool_each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
     size_t left = p->slabs_total;
     for (int l = 0; l < SLAB_LISTS; l++) {
         if (l == SLAB_EMPTY) continue;
         for (slab *s = p->lists[l].head; s; s = s->next) {
             slab_walk_step(p, &left);
-            uint64_t free_bits[(65536 / sizeof(uintptr_t) + 63) / 64] = {0};
+            uint64_t free_bits[FREE_BITS_WORDS] = {0};
+            PK_ASSERT_INTERNAL(s->capacity <= FREE_BITS_WORDS * 64);
             /* Every free object is checked before its link is read, and met
              * once: a slot met twice (a double free) or outside the slab (a
              * link overwritten) is reported, never walked for ever. */
-            for (char *f = s->free; f; f = (char *)link_load(p, f)) {
-                long i = slab_slot_index(s, f, &p->geo);
-                uint64_t bit = i >= 0 ? (uint64_t)1 << (i % 64) : 0;
-                if (unlikely(i < 0 || (uint32_t)i >= s->bump || (free_bits[i / 64] & bit)))
-                    report_list_overrun(p, s, s->free, NULL, "a slab's free list");
+            for (char *f = s->free, *prev = NULL; f; prev = f, f = (char *)link_load(p, f)) {
+                long i = slab_slot_index(s, f);
+                if (unlikely(i < 0 || (uint32_t)i >= s->bump))
+                    report_bad_link(p, prev ? prev : f, f, "not a free slot of its slab");
+                uint64_t bit = (uint64_t)1 << (i % 64);
+                if (unlikely(free_bits[i / 64] & bit)) report_list_overrun(p, s, s->free, NULL, "a slab's free list");
                 free_bits[i / 64] |= bit;
             }
             for (uint32_t i = 0; i < s->bump; i++)

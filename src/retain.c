@@ -1,8 +1,10 @@
-/* Retained memory: whole mappings (slabs of destroyed pools, arena chunks)
- * kept mapped for the purge delay so the next pool or arena of the same
- * shape reuses them without a system call or a page fault, then given back.
+/* Retained memory: whole mappings (huge slabs' regions of destroyed pools,
+ * arena chunks) kept mapped for the purge delay so the next pool or arena
+ * of the same shape reuses them without a system call or a page fault,
+ * then given back.
  *
- * Bounded by RETAIN_BYTES process-wide (policy.h). Entries are keyed by
+ * Bounded by RETAIN_BYTES process-wide (policy.h), with the slabs' places
+ * region.c keeps (retain_charge). Entries are keyed by
  * size and alignment; the first bytes of each mapping hold its entry while
  * it waits, so reused memory is not zero (callers that need zeros clear
  * what they use). Tool builds keep nothing, so that Valgrind and ASan see
@@ -26,7 +28,7 @@ static size_t held;
  * waited the delay has nothing to do and takes no lock. */
 static uint64_t oldest;
 
-void *os_map_reuse(size_t size, size_t align) {
+void *os_map_reuse_near(void *want, size_t size, size_t align) {
     pthread_mutex_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
     retained **link = &head, *r;
@@ -36,8 +38,10 @@ void *os_map_reuse(size_t size, size_t align) {
         __atomic_store_n(&held, held - size, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&retain_lock);
-    return r ? (void *)r : os_map(size, align);
+    return r ? (void *)r : os_map_near(want, size, align);
 }
+
+void *os_map_reuse(size_t size, size_t align) { return os_map_reuse_near(NULL, size, align); }
 
 void os_unmap_later(void *p, size_t size, size_t align) {
     bool keep = !TRACK_ENABLED && size >= sizeof(retained) && options_purge_delay_ms() > 0;
@@ -98,6 +102,20 @@ void os_retain_tick(uint64_t now) {
 size_t os_retain_release(void) { return release_older(UINT64_MAX); }
 
 size_t os_retained_bytes(void) { return __atomic_load_n(&held, __ATOMIC_RELAXED); }
+
+bool retain_charge(size_t size) {
+    pthread_mutex_lock(&retain_lock);
+    bool ok = held + size <= RETAIN_BYTES;
+    if (ok) __atomic_store_n(&held, held + size, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&retain_lock);
+    return ok;
+}
+
+void retain_uncharge(size_t size) {
+    pthread_mutex_lock(&retain_lock);
+    __atomic_store_n(&held, held - size, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&retain_lock);
+}
 
 void os_fork_lock(void) { pthread_mutex_lock(&retain_lock); }
 void os_fork_unlock(void) { pthread_mutex_unlock(&retain_lock); }

@@ -1,10 +1,11 @@
-/* Slabs: one aligned mapping of equal-sized slots, and its record (struct
- * slab) apart, packed with other slabs' records (slab.c).
+/* Slabs: SLAB_BYTES of equal-sized slots (a huge slot's slab: as long as it
+ * needs), and their records (struct slab) in their regions' headers
+ * (region.h). slab.c makes and unmakes slabs, lays out their slots, links
+ * fresh slots (carving, the shuffle) and keeps slab lists.
  *
  * Invariants:
- * - A slab's mapping starts at an address aligned to its pool's slab_align
- *   (at least one 64 KiB granule), and every slot starts inside the first
- *   slab_align bytes.
+ * - A slab starts at an address aligned to SLAB_BYTES, and every slot
+ *   starts inside its first SLAB_BYTES; its record is slab_of(any slot).
  * - Slot 0 starts at a multiple of the pool's align and of the largest power
  *   of two dividing the slot (up to SLOT_ALIGN_MAX), so every slot is
  *   aligned to both: a slot of a power-of-two size up to 4 KiB is aligned
@@ -17,21 +18,19 @@
  *   holds nothing anyone can reach.
  * - The free list has exactly bump - used objects, except on a heap's
  *   current slab, whose free objects are on the thread's list (heap.c).
- * - The address map records which 64 KiB granules belong to which slab, so
- *   any pointer at all can be looked up without touching its memory
- *   (pk_pool_owner, foreign-pointer checks).
  */
 #ifndef POOLKIT_SLAB_H
 #define POOLKIT_SLAB_H
 
 #include "internal.h"
+#include "region.h"
 
-#define GRANULE_SHIFT 16                 /* the address map's unit: 64 KiB */
 /* The most alignment a slot's placement gives (a page): a pool's align is
  * at most this too (pk_pool_config). */
 #define SLOT_ALIGN_MAX 4096
 
 struct pk_pool;
+struct heap;
 
 /* The pool's own lists (a direct pool's slabs, and the slabs no thread's
  * heap owns: empty ones, and those of threads that exited), then where a
@@ -46,33 +45,42 @@ typedef enum {
     HEAP_CUR,                /* owned, the slab the heap allocates from: on no list */
     SLAB_NOWHERE
 } slab_list_id;
-struct heap;
 
 typedef struct slab {
-    struct pk_pool *pool;
+    /* The owner's free of an object of a slab that is not its current one
+     * (pool_free.c) reads and writes this line only. */
     struct heap *owner;       /* the thread heap that owns it, or NULL: the pool's */
-    void *thread_free;        /* objects freed by threads other than the owner (atomic push) */
+    void *free;               /* freed slots, linked through the pool's link word */
+    uint32_t used;            /* slots outside the slab */
+    uint32_t disorder;        /* owner's frees not next to the one before (heap.c) */
+    char *objects;            /* slot 0: base, or past a debug pool's live bits */
+    uintptr_t extent;         /* capacity * slot: a slot's offset from objects is below */
+    uint64_t recip;           /* the pool's geometry's (slot_on_grid); 0 past 4 GiB slots */
+    struct pk_pool *pool;
+    uint32_t step;            /* slot, where recip is set (the disorder count's unit) */
+    bool adopted;             /* taken over on a free from a thread gone, until it empties */
+    /* Other threads' frees land here (one atomic push per run): a line of
+     * its own, apart from the owner's. */
+    _Alignas(64) void *thread_free;
+    uintptr_t slot;           /* bytes per slot */
     struct slab *prev, *next; /* in the list named by `list` */
     struct slab *all_prev, *all_next; /* every slab of the pool, under its lock */
-    char *base;               /* the mapping: slab_align-aligned, span bytes */
-    char *objects;            /* slot 0: base, or past a debug pool's live bits */
-    size_t span;              /* bytes mapped from the start of the slab */
-    size_t slab_align;        /* the mapping's alignment */
-    bool guarded;             /* its last page is a no-access guard page */
-    bool lost;                /* on SLAB_LOST (fork child): set once, never cleared */
-    bool adopted;             /* taken over on a free from a thread gone, until it empties */
+    char *base;               /* the slab's first byte: SLAB_BYTES-aligned */
+    size_t span;              /* bytes from base */
     uint32_t capacity;        /* slots in this slab */
-    uint32_t used;            /* slots outside the slab */
     uint32_t bump;            /* slots handed out since the slab was last empty */
     uint32_t high;            /* the most bump has been: slots ever touched */
     uint32_t list;            /* slab_list_id */
     uint32_t empty_tick;      /* the pool's purge tick when the slab last became empty */
-    uint32_t disorder;        /* owner's frees not next to the one before (heap.c) */
-    void *free;               /* freed slots, linked through the pool's link word */
+    bool guarded;             /* its last page is a no-access guard page */
+    bool lost;                /* on SLAB_LOST (fork child): set once, never cleared */
     uint64_t *live_bits;      /* debug pools: one bit per slot, set while handed out */
     void **sites;             /* debug pools: site_words per slot (sites.h), or NULL */
     size_t sites_bytes;       /* mapped for sites */
+    uint64_t kept_since;      /* region.c: a free place kept backed, since when (ms) */
 } slab;
+_Static_assert(sizeof(slab) <= RECORD_BYTES, "a slab's record fits its place in the region's header");
+_Static_assert(offsetof(slab, thread_free) == 64, "the owner's fields fill the record's first line");
 
 /* count is stored with relaxed atomics: a heap reads a pool's counts
  * without the lock, as a hint of whether the pool has a slab for it. */
@@ -85,8 +93,7 @@ typedef struct slab_list {
 typedef struct slab_geometry {
     size_t slot;       /* bytes per slot */
     size_t align;      /* object alignment */
-    size_t slab_align; /* power of two; the mask that finds a slab */
-    size_t span;       /* bytes mapped per slab (<= slab_align) */
+    size_t span;       /* bytes per slab: SLAB_BYTES, or more for a huge slot */
     size_t header;     /* bytes before slot 0 */
     uint32_t capacity; /* slots per slab */
     bool debug_bits;   /* keep live_bits */
@@ -96,42 +103,19 @@ typedef struct slab_geometry {
 } slab_geometry;
 
 /* Chooses the slab layout for slots of `slot` bytes aligned to `align`
- * (placed as the invariant above says).
- * Small slots share a slab of at least 64 KiB; a slot over 64 KiB gets a slab
- * of its own sized to a page past the object. With `guard`, the span's last
- * page is left out of the slots and made no-access, so a linear overflow
- * past the slab faults before it reaches the next one. False if it cannot
- * fit. */
+ * (placed as the invariant above says): as many as fit in SLAB_BYTES after
+ * a debug pool's live bits and before a guard page; a slot that does not
+ * fit gets a slab of its own, a page past the object. With `guard`, the
+ * span's last page is left out of the slots and made no-access, so a
+ * linear overflow past the slab faults before it reaches the next one.
+ * False if it cannot fit. */
 bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, slab_geometry *g);
 
-/* Maps a new empty slab and records it in the address map. NULL + ENOMEM. */
+/* A new empty slab of pool, recorded in the address map. NULL + ENOMEM. */
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g);
-/* Removes the slab from the address map and unmaps it, or, with `cache`,
- * retains it for the purge delay for the next slab_create (retain.c). */
+/* Removes the slab from the address map and gives its place back, kept
+ * for the next slab for the purge delay with `cache` (region.c). */
 void slab_destroy(slab *s, bool cache);
-
-/* The address map (slab.c): a two-level radix table over 64 KiB granules;
- * each entry names the granule's slab and copies what lookups need, so
- * nothing reads the slab itself. Readers use atomic loads. */
-#define MAP_L1_BITS 16
-#define MAP_L2_BITS 16
-#define MAP_ADDRESS_BITS (GRANULE_SHIFT + MAP_L2_BITS + MAP_L1_BITS) /* 48 */
-typedef struct map_entry {
-    slab *slab;
-    struct pk_pool *pool;
-    char *objects;
-    uint64_t recip;
-    uint32_t slot, capacity;
-} map_entry;
-extern map_entry *map_l1[1u << MAP_L1_BITS];
-
-/* The map entry of ptr's granule, or NULL where no leaf was ever made. */
-static inline map_entry *map_find(const void *ptr) {
-    uintptr_t a = (uintptr_t)ptr, g = a >> GRANULE_SHIFT;
-    if (a >> MAP_ADDRESS_BITS) return NULL;
-    map_entry *leaf = __atomic_load_n(&map_l1[g >> MAP_L2_BITS], __ATOMIC_ACQUIRE);
-    return leaf ? &leaf[g & ((1u << MAP_L2_BITS) - 1)] : NULL;
-}
 
 /* Whether off, an offset from slot 0 below 2^32 slots' worth, is a whole
  * number of slots: with recip = 2^64 / slot rounded up, off is a multiple
@@ -141,9 +125,24 @@ static inline bool slot_on_grid(uint64_t off, uint64_t slot, uint64_t recip) {
     return recip ? off * recip < recip : off % slot == 0;
 }
 
+/* off / slot for off, slot < 2^32, with recip = 2^64 / slot rounded up
+ * (exact in that range): a multiply instead of a division. */
+__extension__ typedef unsigned __int128 u128;
+static inline size_t slot_div(uint64_t off, uint64_t slot, uint64_t recip) {
+    return recip ? (size_t)(((u128)recip * off) >> 64) : (size_t)(off / slot);
+}
+
+/* Index of the slot that starts at ptr, or -1 if ptr is not a slot start. */
+static inline long slab_slot_index(const slab *s, const void *ptr) {
+    uintptr_t off = (uintptr_t)ptr - (uintptr_t)s->objects;
+    if ((uintptr_t)ptr < (uintptr_t)s->objects || off >= s->extent) return -1;
+    size_t idx = slot_div(off, s->slot, s->recip);
+    return idx * s->slot == off ? (long)idx : -1;
+}
+
 /* The slab of pool whose object slot starts at ptr, or NULL for any other
- * pointer; reads neither ptr's memory nor the slab's (the free paths' check
- * of every pointer they are given). */
+ * pointer, from the address map: reads neither ptr's memory nor the slab's
+ * record (the checks of every pointer a slow path is given). */
 static inline slab *slab_of_slot(const void *ptr, const struct pk_pool *pool) {
     map_entry *e = map_find(ptr);
     slab *s = e ? __atomic_load_n(&e->slab, __ATOMIC_ACQUIRE) : NULL;
@@ -156,6 +155,17 @@ static inline slab *slab_of_slot(const void *ptr, const struct pk_pool *pool) {
     if (!slot || a < first || off >= slot * count) return NULL;
     if (!slot_on_grid(off, slot, recip)) return NULL;
     return s;
+}
+
+/* The pool of the slab whose place holds ptr, or NULL where there is none:
+ * the region map's bit, then the slab's record found by masking (one load
+ * each, no address map). Never reads ptr's memory; ptr need not start a
+ * slot (slab_of_slot checks that). A slot that passes its region's first
+ * REGION_BYTES (a huge one) is found from its first bytes only. */
+static inline struct pk_pool *slab_pool_of(const void *ptr) {
+    uintptr_t x = (uintptr_t)ptr;
+    if (!region_holds(x)) return NULL;
+    return __atomic_load_n(&slab_of(x)->pool, __ATOMIC_RELAXED);
 }
 
 /* The slab holding ptr's granule, or NULL; never touches ptr's memory. */
@@ -184,21 +194,27 @@ static inline struct pk_pool *slot_owner(const void *ptr) {
 /* The same, out of line. */
 struct pk_pool *slab_owner(const void *ptr);
 
-/* off / slot for off, slot < 2^32, with recip = 2^64 / slot rounded up
- * (exact in that range): a multiply instead of a division, which on the free
- * path of every object would cost tens of cycles. */
-__extension__ typedef unsigned __int128 u128;
-static inline size_t slot_div(uint64_t off, uint64_t slot, uint64_t recip) {
-    return recip ? (size_t)(((u128)recip * off) >> 64) : (size_t)(off / slot);
-}
+/* ---- fresh slots (slab.c) ---- */
 
-/* Index of the slot that starts at ptr, or -1 if ptr is not a slot start. */
-static inline long slab_slot_index(const slab *s, const void *ptr, const slab_geometry *g) {
-    uintptr_t off = (uintptr_t)ptr - (uintptr_t)s->objects;
-    if ((uintptr_t)ptr < (uintptr_t)s->objects || off >= (uintptr_t)s->capacity * g->slot) return -1;
-    size_t idx = slot_div(off, g->slot, g->recip);
-    return idx * g->slot == off ? (long)idx : -1;
-}
+/* What carving needs of the pool, copied so slab.c needs no pool. */
+typedef struct carve_how {
+    size_t link_off;   /* where a free object keeps its link */
+    uintptr_t secret;  /* hardened pools: links are encoded (harden.h); else 0 */
+    bool encode;       /* hardened */
+    bool shuffle;      /* PK_POOL_SHUFFLE: fresh slots in an unpredictable order */
+    bool plain;        /* nothing per object: a tight loop of links */
+    void (*construct)(void *obj, void *arg); /* run on each fresh slot, or NULL */
+    void *arg;
+    size_t size;       /* object bytes (for the tools' view while constructing) */
+} carve_how;
+
+/* Links up to k never-used slots of s (from bump) onto *list in address
+ * order, constructing them if the pool has a construct hook; shuffled pools
+ * (SHUFFLE) take slots never touched before in a random order drawn from
+ * *rng. Returns how many; counts them in s->used. */
+size_t slab_carve(const carve_how *how, uint64_t *rng, slab *s, size_t k, void **list);
+
+/* ---- slab lists (slab.c) ---- */
 
 void slab_list_push(slab_list *l, slab *s, slab_list_id id);
 /* At the back (a heap's full list is looked at from the front). */

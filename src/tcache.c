@@ -1,16 +1,17 @@
 /* Thread tables: a slot and a heap record per pool for each thread.
  *
- * Fast path protocol (pool.h): each thread's table pointer is initial-exec
- * TLS, so its offset from the thread pointer is the same in every thread
- * and the pool stores it; a pool's slot is at a fixed byte offset (its key
- * times 32) in every table. A table is a reservation of TABLE_KEYS slots,
+ Fast path protocol (pool.h): each thread's table pointer is initial-exec
+ * TLS (pk__tc_table); a pool's slot is at a fixed byte offset (its key
+ * times the slot size) in every table, and its key is the index of its record in the
+ * records' area (pool.c), so the inline paths find the slot from the
+ * pool's handle. A table is a reservation of TABLE_KEYS slots,
  * followed by TABLE_KEYS heap records (heap.c), that the system backs a
  * page at a time as keys are used, so it never moves and the inline paths
  * need no bound check. A thread that has not registered points at
  * `unregistered`, a shared table whose slots stay all zero: no list, no
  * current slab, so its first alloc or free goes to the slow path, which
- * registers it. Key 0 is never set up in any table: it is the key of pools
- * that take the slow path on every call.
+ * registers it. A pool with no heaps (debug, a limit) never has its slot
+ * set up, and key 0 is never given out.
  *
  * Only its own thread writes a slot or a heap while the thread runs, with
  * plain loads and stores: no lock, no atomic instruction. Other threads
@@ -22,20 +23,15 @@
  * destructor gives every heap back to its pool, and later calls on that
  * thread bypass the heaps.
  */
-#include "pool_internal.h"
+#include "heap.h"
+#include "purge.h"
+#include "tcache.h"
+#include "pool_valid.h"
 
 #include <pthread.h>
 #include <string.h>
 
-_Static_assert(offsetof(tc_slot, zero_a) == 0 && offsetof(tc_slot, heap) == sizeof(void *) &&
-                   offsetof(tc_slot, head) == 2 * sizeof(void *) && offsetof(tc_slot, cur) == 3 * sizeof(void *) &&
-                   offsetof(tc_slot, zero_b) == 4 * sizeof(void *) && offsetof(tc_slot, count2) == 5 * sizeof(void *),
-               "pool.h's inline paths read a slot's words in this order (pool_internal.h)");
-_Static_assert(offsetof(struct pk_pool, tc_table) == 0 &&
-                   offsetof(struct pk_pool, tc_key) == sizeof(intptr_t) &&
-                   offsetof(struct pk_pool, slab_low) == 2 * sizeof(intptr_t) &&
-                   offsetof(struct pk_pool, hard.secret) == 3 * sizeof(intptr_t),
-               "pool.h's inline paths read the table offset, key, slab mask and secret as the pool's first four words");
+_Static_assert(TABLE_KEYS == (size_t)1 << PK__KEY_BITS, "a handle's key bits index the whole table");
 
 #define SLOTS_BYTES ((size_t)TABLE_KEYS * sizeof(tc_slot))
 #define TABLE_BYTES (SLOTS_BYTES + (size_t)TABLE_KEYS * sizeof(heap))
@@ -52,17 +48,16 @@ enum { THREAD_NEW, THREAD_LIVE, THREAD_EXITING };
  * an object on its list or its current slab matching. */
 static tc_slot unregistered[TABLE_KEYS];
 
-__thread tc_slot *tc_table __attribute__((tls_model("initial-exec"))) = unregistered;
+__thread char *pk__tc_table __attribute__((tls_model("initial-exec"), aligned(64))) = (char *)unregistered;
 static __thread thread_rec *self __attribute__((tls_model("initial-exec")));
 static __thread int state __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 static thread_rec *threads, *spare_recs;
-/* Under the registry lock: the pool of each key (NULL when free), and a
- * stack of free keys below key_count. Key 0 is never given out. */
+/* Under the registry lock: the pool with heaps of each key (NULL when
+ * none), keys below key_high. */
 static pk_pool *key_pool[TABLE_KEYS];
-static uint32_t free_keys[TABLE_KEYS];
-static size_t key_count = 1, free_count;
+static size_t key_high = 1;
 /* Under the registry lock: a table kept ready for the next thread (made when
  * a pool is created, or left by a thread that exited), so a new thread's
  * first calls ask the system for nothing (pk_pool_reserve's promise). */
@@ -70,22 +65,8 @@ static tc_slot *stock;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
-static char *thread_pointer(void) {
-#if defined(__x86_64__)
-    char *tp;
-    __asm__("mov %%fs:0, %0" : "=r"(tp));
-    return tp;
-#elif defined(__aarch64__)
-    return __builtin_thread_pointer();
-#else
-    return NULL; /* no inline fast path: the offset is never used */
-#endif
-}
-
 void tcache_registry_lock(void) { pthread_mutex_lock(&registry); }
 void tcache_registry_unlock(void) { pthread_mutex_unlock(&registry); }
-
-intptr_t tcache_table_off(void) { return (char *)&tc_table - thread_pointer(); }
 
 static void rec_stock(void);
 
@@ -94,30 +75,21 @@ static void table_stock(void) {
     if (!stock) stock = os_map(TABLE_BYTES, 0);
 }
 
-bool tcache_attach(pk_pool *p) {
-    bool ok = true;
+void tcache_attach(pk_pool *p) {
     pthread_mutex_lock(&registry);
     fork_test_point(HOOK_REGISTRY, &registry);
     rec_stock(); /* so the next thread to use a pool need not map a page */
     table_stock();
-    if (free_count) p->key = free_keys[--free_count];
-    else if (key_count < TABLE_KEYS) {
-        p->key = key_count;
-        __atomic_store_n(&key_count, key_count + 1, __ATOMIC_RELAXED); /* the fault handler reads it */
-    }
-    else ok = false; /* the pool locks on every call instead */
-    if (ok) key_pool[p->key] = p;
+    key_pool[p->key] = p;
+    if (p->key >= key_high) __atomic_store_n(&key_high, p->key + 1, __ATOMIC_RELAXED); /* the fault handler reads it */
     pthread_mutex_unlock(&registry);
-    return ok;
 }
 
 void tcache_detach(pk_pool *p) {
     if (!p->cached) return;
     for (thread_rec *t = threads; t; t = t->next) memset(&t->slots[p->key], 0, sizeof(tc_slot));
     key_pool[p->key] = NULL;
-    free_keys[free_count++] = (uint32_t)p->key;
     p->cached = false;
-    p->tc_key = TC_NO_KEY;
 }
 
 heap *tcache_heap(size_t key) { return (heap *)((char *)tc_table + SLOTS_BYTES) + key; }
@@ -145,7 +117,7 @@ static void thread_exit(void *arg) {
     thread_rec *rec = arg;
     state = THREAD_EXITING;
     pthread_mutex_lock(&registry);
-    for (size_t k = 1; k < key_count; k++)
+    for (size_t k = 1; k < key_high; k++)
         if (key_pool[k]) give_back(key_pool[k], &tc_table[k]);
     if (rec->prev) rec->prev->next = rec->next;
     else threads = rec->next;
@@ -153,7 +125,7 @@ static void thread_exit(void *arg) {
     rec->next = spare_recs;
     spare_recs = rec;
     tc_slot *mine = tc_table;
-    tc_table = unregistered;
+    pk__tc_table = (char *)unregistered;
     if (!stock) { /* every slot and heap was cleared above; slot 0 was never set up */
         memset(mine, 0, sizeof *mine);
         stock = mine;
@@ -198,7 +170,7 @@ static bool thread_register(void) {
     rec->next = threads;
     if (threads) threads->prev = rec;
     threads = rec;
-    tc_table = rec->slots;
+    pk__tc_table = (char *)rec->slots;
     pthread_mutex_unlock(&registry);
     self = rec;
     state = THREAD_LIVE;
@@ -212,7 +184,7 @@ tc_slot *tcache_slot(pk_pool *p) {
     return &tc_table[p->key];
 }
 
-size_t tcache_keys_used(void) { return __atomic_load_n(&key_count, __ATOMIC_RELAXED); }
+size_t tcache_keys_used(void) { return __atomic_load_n(&key_high, __ATOMIC_RELAXED); }
 
 size_t tcache_live_threads(void) {
     size_t n = 0;

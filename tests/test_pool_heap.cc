@@ -134,6 +134,83 @@ TEST(PoolHeap, HalfFreedInRandomOrderComesBackOneSlabAtATime) {
  * Remote frees go home to the owner's slabs
  * ==================================================================== */
 
+/* The owner's free of an object of another of its slabs (the short path,
+ * src/pool_free.h) puts it on that slab's own list; only when the list the
+ * thread allocates from is empty (its slab used up) does it go there, so
+ * the next allocation takes it (HOT_FREES, policy.h). */
+TEST(PoolHeap, AFreeIntoAnotherSlabGoesToTheNextAllocationOnlyWhenTheListIsEmpty) {
+    PoolPtr p = make_pool(64);
+    const size_t per_slab = (size_t(1) << kBlockShift) / 64;
+    std::vector<void *> objs = alloc_n(p.get(), 2 * per_slab); /* two slabs, the second used up */
+    ASSERT_EQ(distinct_blocks(objs), 2u);
+    void *o1 = objs[3], *o2 = objs[4];
+    pk_pool_free(p.get(), o1); /* the list is empty: o1 onto it */
+    pk_pool_free(p.get(), o2); /* not empty now: o2 onto its slab's own list */
+    void *x = pk_pool_alloc(p.get()), *y = pk_pool_alloc(p.get());
+    EXPECT_EQ(x, o1) << "the object freed onto the empty list comes first";
+    EXPECT_EQ(y, o2) << "then its slab's own list (o2 freed last would head it)";
+    objs[3] = x;
+    objs[4] = y;
+    void *fresh = pk_pool_alloc(p.get()); /* a third slab: its list holds its free objects */
+    EXPECT_NE(block_of(fresh), block_of(o1));
+    pk_pool_free(p.get(), objs[5]);
+    void *next = pk_pool_alloc(p.get());
+    EXPECT_NE(next, objs[5]) << "the list was not empty: the freed object went to its own slab";
+    EXPECT_EQ(block_of(next), block_of(fresh));
+    objs[5] = next;
+    objs.push_back(fresh);
+    free_all(p.get(), objs);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+/* The object freed onto the empty list (HOT_FREES) is an object of another
+ * slab on the thread's list: a trim, which walks the list home, sends it to
+ * its own slab rather than reporting it, and the counts stay exact. */
+TEST(PoolHeap, AnObjectOfAnotherSlabOnTheListGoesHomeAtTrim) {
+    PoolPtr p = make_pool(64);
+    const size_t per_slab = (size_t(1) << kBlockShift) / 64;
+    std::vector<void *> objs = alloc_n(p.get(), 2 * per_slab);
+    void *hot = objs[3];
+    objs.erase(objs.begin() + 3);
+    pk_pool_free(p.get(), hot); /* onto the empty list */
+    EXPECT_EQ(stats_of(p.get()).live, objs.size());
+    pk_pool_trim(p.get());
+    EXPECT_EQ(stats_of(p.get()).live, objs.size());
+    void *again = pk_pool_alloc(p.get());
+    EXPECT_EQ(block_of(again), block_of(hot)) << "it went home to its slab, whose free slot comes first";
+    objs.push_back(again);
+    free_all(p.get(), objs);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+/* Frees into other slabs by the owner, in every order, through the short
+ * path: every object comes back exactly once, and the counts agree. */
+TEST(PoolHeap, OwnerFreesIntoOtherSlabsKeepEveryObjectOnce) {
+    PoolPtr p = make_pool(48);
+    Rng rng(7);
+    for (int round = 0; round < 4; round++) {
+        std::vector<void *> objs = alloc_n(p.get(), 20000);
+        std::set<void *> seen(objs.begin(), objs.end());
+        ASSERT_EQ(seen.size(), objs.size()) << "an object handed out twice";
+        if (round % 2) shuffle(objs, rng.next());
+        std::vector<void *> half(objs.begin(), objs.begin() + 10000);
+        free_all(p.get(), half);
+        EXPECT_EQ(stats_of(p.get()).live, 10000u);
+        std::set<void *> live(objs.begin() + 10000, objs.end());
+        std::vector<void *> more = alloc_n(p.get(), 10000);
+        for (void *o : more) ASSERT_EQ(live.count(o), 0u) << "a live object handed out again";
+        std::set<void *> again(more.begin(), more.end());
+        ASSERT_EQ(again.size(), more.size()) << "an object handed out twice";
+        free_all(p.get(), more);
+        std::vector<void *> rest(objs.begin() + 10000, objs.end());
+        free_all(p.get(), rest);
+        EXPECT_EQ(stats_of(p.get()).live, 0u);
+    }
+    pk_pool_trim(p.get());
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.taken, s.returned) << "after trim every object taken from a slab came back";
+}
+
 TEST(PoolHeap, RemoteFreesGoHomeToTheOwnerNotToTheFreeingThread) {
     PoolPtr p = make_pool(64, 0, 0, "home");
     const size_t k = 4000; /* a few slabs: the owner looks at all of them (FULL_SCAN) */

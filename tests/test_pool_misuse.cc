@@ -164,12 +164,17 @@ TEST(PoolHardenedDeathTest, ForgedFreeListLinkIsNeverHandedOut) {
 namespace {
 /* Two slabs' worth of 64-byte objects: the thread's current slab is the
  * second, so t and u, of the first, go home to an owned slab that is not
- * current (through the slot list while hot: HOT_FREES). */
+ * current. h goes first, onto the thread's empty list while hot
+ * (HOT_FREES), so that t and u go onto their slab's own list, where t,
+ * freed again under u, is not the head: the list holds it twice. (t freed
+ * again while it is the head of either list is reported at once:
+ * DoubleFreeOfTheHotObjectWithAFreeBetweenIsReportedAtOnce.) */
 struct OtherSlabDoubleFree {
     PoolPtr p = make_pool(64, 0, 0, "twice");
     std::vector<void *> objs = alloc_n(p.get(), 2048);
-    void *t = objs[10], *u = objs[11];
+    void *t = objs[10], *u = objs[11], *h = objs[12];
     void free_twice() {
+        pk_pool_free(p.get(), h);
         pk_pool_free(p.get(), t);
         pk_pool_free(p.get(), u);
         pk_pool_free(p.get(), t);
@@ -199,6 +204,19 @@ TEST(PoolDefaultDeathTest, DoubleFreeIntoAnotherSlabWithAFreeBetweenIsReportedBy
             std::fprintf(stderr, "no report\n");
         },
         double_free_of("twice", d.t));
+}
+
+TEST(PoolDefaultDeathTest, DoubleFreeOfTheHotObjectWithAFreeBetweenIsReportedAtOnce) {
+    OtherSlabDoubleFree d;
+    PKTEST_EXPECT_REPORT(
+        {
+            alarm(10);
+            pk_pool_free(d.p.get(), d.t); /* onto the thread's empty list (HOT_FREES) */
+            pk_pool_free(d.p.get(), d.u); /* onto its slab's own list */
+            pk_pool_free(d.p.get(), d.t); /* the thread's list's head again */
+            std::fprintf(stderr, "no report\n");
+        },
+        "HANDLER severity=FATAL what=double free pool=twice ptr=" + ptr_str(d.t));
 }
 
 TEST(PoolDefaultDeathTest, DoubleFreeIntoAnotherSlabWithAFreeBetweenIsReportedByDestroy) {
@@ -289,6 +307,58 @@ TEST(PoolSlowPathDeathTest, HookPoolDetectsAnotherPoolsObject) {
         },
         "HANDLER severity=FATAL what=[a-z -]+ pool=hooked ptr=" + ptr_str(o));
     pk_pool_free(q.get(), o);
+}
+
+/* ======================================================================
+ * Default pools, the owner's free into another of its slabs: the short
+ * path (src/pool_free.h) checks what it reads from the slab's record
+ * before it links anything, and sends the rest to the library's report.
+ * ==================================================================== */
+
+namespace {
+/* A default pool with two slabs of 64-byte objects used up and a third
+ * current one (its list not empty): objs[0..1023] lie in another slab than
+ * the current one. */
+struct TwoOldSlabs {
+    PoolPtr p = make_pool(64, 0, 0, "short");
+    std::vector<void *> objs = alloc_n(p.get(), 2 * 1024 + 1);
+    ~TwoOldSlabs() { free_all(p.get(), objs); }
+};
+}  // namespace
+
+TEST(PoolShortPathDeathTest, AnInteriorPointerIntoAnotherSlabIsReported) {
+    TwoOldSlabs t;
+    char *inner = static_cast<char *>(t.objs[5]) + 8;
+    pk_pool_free(t.p.get(), t.objs[6]); /* the slab's list: not empty, so its next free is a push */
+    t.objs[6] = nullptr;
+    PKTEST_EXPECT_REPORT({ pk_pool_free(t.p.get(), inner); }, fatal_line("interior pointer", "short", inner));
+    t.objs[6] = pk_pool_alloc(t.p.get());
+}
+
+TEST(PoolShortPathDeathTest, TheHeadOfAnotherSlabsListFreedAgainIsReported) {
+    TwoOldSlabs t;
+    void *a = t.objs[7];
+    pk_pool_free(t.p.get(), t.objs[6]);
+    pk_pool_free(t.p.get(), a); /* a heads that slab's list now */
+    PKTEST_EXPECT_REPORT({ pk_pool_free(t.p.get(), a); }, fatal_line("double free", "short", a));
+    t.objs[6] = pk_pool_alloc(t.p.get());
+    t.objs[7] = pk_pool_alloc(t.p.get());
+}
+
+TEST(PoolShortPathDeathTest, AMallocPointerIsReportedWithoutReadingPastIt) {
+    TwoOldSlabs t;
+    void *m = std::malloc(64);
+    PKTEST_EXPECT_REPORT({ pk_pool_free(t.p.get(), m); },
+                         "HANDLER severity=FATAL what=foreign pointer pool=short ptr=" + ptr_str(m));
+    std::free(m);
+}
+
+TEST(PoolShortPathDeathTest, AnotherPoolsObjectIsReportedAsWrongPool) {
+    TwoOldSlabs t;
+    PoolPtr q = make_pool(64, 0, 0, "other");
+    std::vector<void *> theirs = alloc_n(q.get(), 2 * 1024 + 1);
+    PKTEST_EXPECT_REPORT({ pk_pool_free(t.p.get(), theirs[3]); }, fatal_line("wrong pool", "short", theirs[3]));
+    free_all(q.get(), theirs);
 }
 
 /* ======================================================================

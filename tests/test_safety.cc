@@ -947,23 +947,6 @@ TEST(SafetyHardenedDeathTest, AHotObjectFreedTwiceIsReported) {
     free_all(p.get(), objs);
 }
 
-/* The hot object comes back first, and a list with it under the current
- * slab's objects is followed past it, inline or not. */
-TEST(SafetyHardened, AHotObjectIsReusedAndItsListFollowed) {
-    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hard");
-    std::vector<void *> objs = alloc_n(p.get(), 3000);
-    void *a = objs[10], *b = objs[2990]; /* a: an older slab; b: the current one */
-    pk_pool_free(p.get(), a);
-    EXPECT_EQ(pk_pool_alloc(p.get()), a) << "the object freed hot comes back first";
-    pk_pool_free(p.get(), a);
-    pk_pool_free(p.get(), b); /* on top of a: b's link names another slab */
-    void *x = pk_pool_alloc(p.get()), *y = pk_pool_alloc(p.get());
-    EXPECT_EQ(x, b);
-    EXPECT_EQ(y, a);
-    objs[10] = x == a ? x : y;
-    free_all(p.get(), objs);
-}
-
 /* The same object freed twice in a row: caught at the second free, before
  * it could sit on the list twice and be handed out to two owners. */
 TEST(SafetyHardenedDeathTest, ImmediateDoubleFreeIsReported) {

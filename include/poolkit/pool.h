@@ -93,7 +93,8 @@ typedef struct pk_pool_stats {
  * 4096, an unknown flag, PK_POOL_ZERO with a construct hook, too large a size) or ENOMEM
  * (the reserve could not be made ready; a reserve whose slabs would not fit
  * in the machine's physical memory, SIZE_MAX say, fails at once, mapping
- * nothing). Thread-safe. */
+ * nothing; 65,535 pools exist already, destroyed ones whose records are
+ * held back not counted). Thread-safe. */
 PK_API pk_pool *pk_pool_create(const pk_pool_config *config);
 
 /* Destroys the pool and gives all its memory back, running destruct on every
@@ -250,36 +251,38 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * Inline fast paths. What follows is private: it may change with
  * PK_POOL_ABI.
  *
- * Each thread has a table: an array of per-pool slots, found through a
- * pointer at a fixed offset from the thread pointer (the same in every
- * thread). The first word of every pool is that offset; the second is the
- * byte offset in the table of the four words the inline paths use, the
- * same in every table, or 0 for pools that take the slow path (debug,
- * hooks, zeroing, limit, tool builds), whose words are always zero; the
- * third is the pool's slab size minus one (less the slot's alignment bits,
- * for a hardened pool); the fourth is a hardened pool's secret.
+ * Each thread has a table of 64-byte slots, one per pool, found through
+ * pk__tc_table (initial-exec TLS). Pool records lie 1 << PK__RECORD_SHIFT
+ * bytes apart in one area aligned to its size, so a pool's handle alone
+ * gives its slot: bits PK__RECORD_SHIFT and up of the handle are the
+ * pool's key, and its slot is the key times 64 bytes into the table. The
+ * inline paths read no word of the pool's record: nothing that a store of
+ * the caller's (a char store may alias anything) could force them to load
+ * again, or that a processor could mistake for the target of such a store.
  *
- * The default paths use the first two of the four words: the head of a
- * list of free objects of the thread's current slab for the pool (each
- * free object's first word links to the next), and that slab's address
- * with the low bits of the third pool word set (0 when none: no pointer
- * or'ed with them gives 0). Allocation pops the list; a free of an object
- * of the current slab that is not the list's head (freed again) pushes onto
- * it; anything else goes to the library.
- *
- * A hardened pool's second word points two words earlier in its slot, so
- * that its first two are always 0 and a pointer into the thread's table
- * (never a slab word) and the default paths always miss; its list head and
- * slab word are the third and fourth, which for every other pool are 0 and
- * an even count (a default pool's slab words are odd). Its links
- * are stored as rot32(next ^ secret ^ object), the rotation putting an
- * overflow's first bytes in the pointer's high half. The hardened
- * allocation follows a link only to its current slab, aligned as a slot
- * (the third word's missing bits), or to the end; the hardened free pushes
- * an object of its current slab, so aligned, that is not the head (freed
- * again). Everything else, the exact slot grid included, is checked in the
- * library. Only the owning thread writes a slot; the hardened paths read
- * theirs with plain loads, which the compiler folds into compares.
+ * A slot's words 1 to 6 are what the inline paths read (word 0 is the
+ * library's, written once, so that no store of theirs lands on a line's
+ * first word, where the table pointer lies in its own line):
+ *   1 head    the list allocation pops (each free object's first word links
+ *             to the next): the free objects of the thread's current slab
+ *             for the pool; 0 for pools the default paths do not serve
+ *   2 cur     that slab's address | PK__SLAB_MASK (0 when none: no pointer
+ *             or'ed with the mask gives 0); a slab is PK__SLAB_MASK + 1
+ *             bytes aligned to its size, and every slot of it starts there
+ *   3 low     a hardened pool's mask (PK__SLAB_MASK less the slot's
+ *             alignment bits)
+ *   4 hhead   a hardened pool's list, links stored as
+ *             rot32(next ^ secret ^ object); 0 for every other pool
+ *   5 hcur    its current slab as in word 2, under word 3's mask; 0 for
+ *             every other pool
+ *   6 secret  a hardened pool's secret
+ * Allocation pops word 1; a free of an object of the current slab that is
+ * not the list's head pushes onto it; anything else goes to the library.
+ * The hardened allocation follows a link only to its current slab, aligned
+ * as a slot, or to the end; the hardened free pushes an object of its
+ * current slab, so aligned, that is not the head (freed again). Everything
+ * else, the exact slot grid included, is checked in the library. Only the
+ * owning thread writes a slot; the paths read it with plain loads.
  *
  * A thread that has not called the library yet points at a table whose
  * slots are all zero, so its first call goes there. Tables never move once
@@ -288,10 +291,17 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * Define PK_NO_INLINE before including this header to call the library's
  * exported functions instead.
  */
-#define PK_POOL_ABI 6
+#define PK_POOL_ABI 7
+#define PK__RECORD_SHIFT 12 /* pool records are 4096 bytes apart */
+#define PK__KEY_BITS 16     /* in an area of 65,536 of them */
+#define PK__SLOT_SHIFT 6    /* 64-byte slots */
+#define PK__SLAB_MASK PK__STATIC_CAST(uintptr_t, 0xFFFF) /* a slab's bytes, less one */
 
 PK_API void *pk__pool_alloc_slow(pk_pool *pool);
 PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);
+/* The default inline free's miss, with the thread's slot c for the pool and
+ * its word 2. */
+PK_API void pk__pool_free_other(void *c, void *obj, uintptr_t cur, pk_pool *pool);
 
 /* A program that inlines the fast paths creates its pools through
  * pk__pool_create_abi with the PK_POOL_ABI of the headers it was compiled
@@ -306,23 +316,11 @@ PK_API pk_pool *pk__pool_create_abi(const pk_pool_config *config, int abi);
 
 #ifdef PK__HAVE_INLINE
 typedef uintptr_t __attribute__((may_alias)) pk__link;
-/* The table pointer is read with a volatile accessor: the library replaces
- * it when the thread registers or exits, so a value read before a call may
- * be stale. The slot's words are read and written with relaxed atomics:
- * plain moves, which ThreadSanitizer also knows for what they are, since
- * stats read other threads' slots. */
-#  if defined(__x86_64__)
-static inline uintptr_t pk__tp_word(intptr_t off) {
-    uintptr_t v;
-    __asm__ volatile("movq %%fs:(%1), %0" : "=r"(v) : "r"(off));
-    return v;
-}
-#  else
-static inline uintptr_t pk__tp_word(intptr_t off) {
-    return *PK__REINTERPRET_CAST(volatile uintptr_t *,
-                                 PK__STATIC_CAST(char *, __builtin_thread_pointer()) + off);
-}
-#  endif
+/* The calling thread's table; the library replaces it when the thread
+ * registers or exits (inside its calls). The slot's words are read and
+ * written with relaxed atomics: plain moves, which ThreadSanitizer also
+ * knows for what they are, since stats read other threads' slots. */
+PK_API extern __thread char *pk__tc_table __attribute__((tls_model("initial-exec")));
 #  define PK__LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #  define PK__STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #  ifdef PK__EMIT_EXTERN_INLINE /* the library's one external definition */
@@ -330,6 +328,14 @@ static inline uintptr_t pk__tp_word(intptr_t off) {
 #  else
 #    define PK__INLINE static inline __attribute__((always_inline))
 #  endif
+
+/* The calling thread's slot for pool: the handle's key bits, shifted into
+ * place, into the table. */
+static inline pk__link *pk__slot(const pk_pool *pool) {
+    uintptr_t key_bits = ((PK__STATIC_CAST(uintptr_t, 1) << PK__KEY_BITS) - 1) << PK__SLOT_SHIFT;
+    uintptr_t off = (PK__REINTERPRET_CAST(uintptr_t, pool) >> (PK__RECORD_SHIFT - PK__SLOT_SHIFT)) & key_bits;
+    return PK__REINTERPRET_CAST(pk__link *, pk__tc_table + off);
+}
 
 /* Hardened pools' link words: rot32(link ^ secret ^ object) (src/harden.h). */
 static inline uintptr_t pk__rot32(uintptr_t v) {
@@ -342,49 +348,55 @@ static inline uintptr_t pk__rot32(uintptr_t v) {
  * (alloc.h) adds its own, which guard against the library's re-entry when
  * it serves as malloc. Private, like everything here. */
 static inline __attribute__((always_inline)) void *pk__pool_alloc_inline(pk_pool *pool) {
-    const uintptr_t *w = PK__REINTERPRET_CAST(const uintptr_t *, pool);
-    pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(PK__STATIC_CAST(intptr_t, w[0])) + w[1]);
-    uintptr_t obj = PK__LOAD(c[0]);
+    pk__link *c = pk__slot(pool);
+    uintptr_t obj = PK__LOAD(c[1]);
     if (__builtin_expect(obj != 0, 1)) {
-        PK__STORE(c[0], *PK__REINTERPRET_CAST(const pk__link *, obj));
+        PK__STORE(c[1], *PK__REINTERPRET_CAST(const pk__link *, obj));
         return PK__REINTERPRET_CAST(void *, obj);
     }
-    obj = c[2]; /* a hardened pool's list: its link must name the current slab, or end */
+    obj = PK__LOAD(c[4]); /* a hardened pool's list: its link must name the current slab, or end */
     if (__builtin_expect(obj != 0, 1)) {
-        uintptr_t next = pk__rot32(*PK__REINTERPRET_CAST(const pk__link *, obj)) ^ (w[3] ^ obj);
-        if (__builtin_expect((next | w[2]) == c[3], 1)) {
-            PK__STORE(c[2], next);
-            return PK__REINTERPRET_CAST(void *, obj);
-        }
-        if (next == 0) {
-            PK__STORE(c[2], next);
+        uintptr_t next = pk__rot32(*PK__REINTERPRET_CAST(const pk__link *, obj)) ^ (PK__LOAD(c[6]) ^ obj);
+        if (__builtin_expect((next | PK__LOAD(c[3])) == PK__LOAD(c[5]), 1) || next == 0) {
+            PK__STORE(c[4], next);
             return PK__REINTERPRET_CAST(void *, obj);
         }
     }
     return PK__NULL;
 }
 
-static inline __attribute__((always_inline)) int pk__pool_free_inline(pk_pool *pool, void *obj) {
-    const uintptr_t *w = PK__REINTERPRET_CAST(const uintptr_t *, pool);
-    pk__link *c = PK__REINTERPRET_CAST(pk__link *, pk__tp_word(PK__STATIC_CAST(intptr_t, w[0])) + w[1]);
-    uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), v = x | w[2];
-    if (__builtin_expect(v == PK__LOAD(c[1]), 1)) { /* the current slab, not the head freed again */
-        uintptr_t head = PK__LOAD(c[0]);
+/* The free's inline part; *cp and *curp get the slot and its word 2 (not
+ * zero: a default pool's, whose miss the library's short path takes). */
+static inline __attribute__((always_inline)) int pk__pool_free_try(pk_pool *pool, void *obj, pk__link **cp,
+                                                                     uintptr_t *curp) {
+    pk__link *c = pk__slot(pool);
+    uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), cur = PK__LOAD(c[2]);
+    *cp = c;
+    *curp = cur;
+    if (__builtin_expect((x | PK__SLAB_MASK) == cur, 1)) { /* the current slab, not the head freed again */
+        uintptr_t head = PK__LOAD(c[1]);
         if (__builtin_expect(x != head, 1)) {
             *PK__STATIC_CAST(pk__link *, obj) = head;
-            PK__STORE(c[0], x);
+            PK__STORE(c[1], x);
             return 1;
         }
     }
-    if (__builtin_expect(v == c[3], 1)) { /* a hardened pool's current slab, not the head freed again */
-        uintptr_t head = c[2];
+    if (cur) return 0; /* a default pool's: an object of another slab, or the head freed again */
+    if (__builtin_expect((x | PK__LOAD(c[3])) == PK__LOAD(c[5]), 1)) { /* a hardened pool's current slab, not its head */
+        uintptr_t head = PK__LOAD(c[4]);
         if (__builtin_expect(x != head, 1)) {
-            *PK__STATIC_CAST(pk__link *, obj) = pk__rot32(head ^ w[3] ^ x);
-            PK__STORE(c[2], x);
+            *PK__STATIC_CAST(pk__link *, obj) = pk__rot32(head ^ PK__LOAD(c[6]) ^ x);
+            PK__STORE(c[4], x);
             return 1;
         }
     }
     return 0;
+}
+
+static inline __attribute__((always_inline)) int pk__pool_free_inline(pk_pool *pool, void *obj) {
+    pk__link *c;
+    uintptr_t cur;
+    return pk__pool_free_try(pool, obj, &c, &cur);
 }
 
 PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
@@ -394,7 +406,13 @@ PK__INLINE void *pk_pool_alloc(pk_pool *pool) {
 }
 
 PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
-    if (__builtin_expect(pk__pool_free_inline(pool, obj), 1)) return;
+    pk__link *c;
+    uintptr_t cur;
+    if (__builtin_expect(pk__pool_free_try(pool, obj, &c, &cur), 1)) return;
+    if (cur) {
+        pk__pool_free_other(c, obj, cur, pool);
+        return;
+    }
     pk__pool_free_slow(pool, obj);
 }
 #  undef PK__LOAD

@@ -1,0 +1,58 @@
+/* The pool module: pool.c (layout, path, create and destroy, the list of
+ * live pools, records), pool_slow.c (the slow paths' dispatch), pool_bulk.c
+ * and pool_calls.c (bulk and whole-pool calls). */
+#ifndef POOLKIT_POOLS_H
+#define POOLKIT_POOLS_H
+
+#include "pool_types.h"
+
+/* Reports a call on a destroyed pool (pool.c); call names it, obj is the
+ * pointer it was given or NULL. */
+PK_COLD __attribute__((noreturn)) void pool_report_dead(const pk_pool *p, const char *call,
+                                                        const void *obj);
+/* Every call that may reach a destroyed pool's record checks it first: one
+ * compare, never on the inline fast paths (a destroyed pool's slots are
+ * cleared in every thread, so they send every call here). */
+static inline void pool_check_live(const pk_pool *p, const char *call, const void *obj) {
+    if (unlikely(p->state == POOL_DEAD)) pool_report_dead(p, call, obj);
+}
+
+/* pool_slow.c: every free the inline paths and the short path do not
+ * serve, any pool (also fastpath.c's pk_pool_free where the header has no
+ * inline path). */
+void pool_free_generic(pk_pool *p, void *obj);
+/* pk__pool_alloc_slow and pk__pool_free_slow for a caller that wraps them
+ * (the size-class front end, alloc.c): caller is the user's call site,
+ * which debug pools record. */
+void *pool_alloc_at(pk_pool *p, void *caller);
+void pool_free_at(pk_pool *p, void *obj, void *caller);
+
+/* Ticks every shared pool that is not busy (purge.c's sweep). The pool
+ * list's lock and each pool's are only tried, so a sweep never waits: not
+ * for a pool in use, nor for the list while it is held (false: not swept),
+ * as it is around a pk_pool_foreach callback, which may be this very
+ * thread's caller. */
+bool pools_purge_sweep(uint64_t now_ms);
+/* Fork handlers' part: the pool list's lock (before the registry's), then
+ * every pool's lock and the pool records' (after it); one unlock for all. */
+void pools_fork_lock_list(void);
+void pools_fork_lock_each(void);
+void pools_fork_unlock(void);
+/* The fork child's pools drop the heaps of threads gone (the forking
+ * thread's table is [mine, mine_end)). */
+void pools_fork_child(const tc_slot *mine, const tc_slot *mine_end);
+
+/* pool.c: calls fn(obj, sites, arg) on a debug pool's live objects (slot
+ * addresses, in address order within a slab) until fn returns false;
+ * sites is the slot's record of call sites (sites.h) or NULL. Other pools
+ * keep no record of which slots are live: nothing is called. Holds the
+ * pool's lock meanwhile, so fn must not call the pool. */
+void pool_each_live_debug(pk_pool *p, bool (*fn)(void *obj, void *const *sites, void *arg), void *arg);
+/* pool_calls.c: calls fn on every live object; every free object must be
+ * home in its slab (every heap abandoned, remote frees collected), so a
+ * slot is live exactly when it was handed out and is not on its slab's
+ * free list. */
+void pool_each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg);
+
+
+#endif
