@@ -11,6 +11,7 @@
  *                                 thread's current one (the library's
  *                                 short path, pk__pool_free_other), no
  *                                 allocation in the loop
+ *   frontend kernel_frontend      pk_alloc and pk_free (unsized) of one size
  *   object   kernel_object        pk_new, pk_retain and two pk_release (not
  *                                 gated: a figure for the README, the cost
  *                                 of the object calls' checks)
@@ -24,6 +25,7 @@
  * Run without arguments it times the three kernels natively, for a look. */
 #include "harness.h"
 
+#include <poolkit/alloc.h>
 #include <poolkit/object.h>
 #include <poolkit/pool.h>
 
@@ -43,6 +45,9 @@ BENCH_KERNEL void kernel_pool_local(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_pool_hardened(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_object(const pk_class *cls, size_t n);
 BENCH_KERNEL void kernel_pool_other(pk_pool *pool, void **objs, size_t n);
+BENCH_KERNEL void kernel_frontend(size_t size, size_t n);
+
+BENCH_KERNEL void kernel_frontend(size_t size, size_t n) { ICOUNT_LOOP(pk_alloc(size), pk_free(p)) }
 
 BENCH_KERNEL void kernel_pool_other(pk_pool *pool, void **objs, size_t n) {
     for (size_t i = 0; i < n; i++) pk_pool_free(pool, objs[i]);
@@ -74,6 +79,10 @@ static int run_mode(const char *mode, size_t n, size_t size) {
     }
     if (strcmp(mode, "empty") == 0) {
         kernel_empty(n);
+        return 0;
+    }
+    if (strcmp(mode, "frontend") == 0) {
+        kernel_frontend(size, n);
         return 0;
     }
     if (strcmp(mode, "other") == 0) { /* n objects of older slabs, then a slab's worth more */
@@ -116,7 +125,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|frontend N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;

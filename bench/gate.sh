@@ -80,6 +80,7 @@ GATE_HARDENED=47
 TARGET_DEFAULT=20
 TARGET_LOCAL=12
 GATE_OTHER=65
+GATE_FRONTEND=32
 GATE_FLOOR=${GATE_FLOOR:-5}
 # The owner's free of an object of another of its slabs: a loop of frees
 # (each object of an older slab), fewer of them (each object was allocated
@@ -120,11 +121,11 @@ count() {
 }
 
 echo "== instruction-count gate: alloc+free pair, object size $SIZE B"
-echo "command: valgrind --tool=callgrind --toggle-collect='$TOGGLE' $bin MODE N $SIZE   (MODE in empty default local hardened, N in $N1 $N2)"
+echo "command: valgrind --tool=callgrind --toggle-collect='$TOGGLE' $bin MODE N $SIZE   (MODE in empty default local hardened frontend, N in $N1 $N2)"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores, $(valgrind --version)"
 
 declare -A per
-for mode in empty default local hardened; do
+for mode in empty default local hardened frontend; do
     i1=$(count "$mode" "$N1") || exit 1
     i2=$(count "$mode" "$N2") || exit 1
     per[$mode]=$(awk -v a="$i1" -v b="$i2" -v n1="$N1" -v n2="$N2" 'BEGIN {printf "%.3f", (b - a) / (n2 - n1)}')
@@ -141,6 +142,7 @@ printf '  %-8s I(N=%s) = %s   I(N=%s) = %s   -> %s instructions per free\n' \
 net_default=$(awk -v a="${per[default]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
 net_local=$(awk -v a="${per[local]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
 net_hardened=$(awk -v a="${per[hardened]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
+net_frontend=$(awk -v a="${per[frontend]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
 ratio_hardened=$(awk -v h="$net_hardened" -v d="$net_default" 'BEGIN {printf "%.2f", (d > 0) ? h / d : 0}')
 
 status=0
@@ -164,6 +166,8 @@ check "pk_pool default" "$net_default" "$GATE_DEFAULT" "$TARGET_DEFAULT"
 check "pk_pool LOCAL  " "$net_local" "$GATE_LOCAL" "$TARGET_LOCAL"
 check "pk_pool HARDENED" "$net_hardened" "$GATE_HARDENED" "" \
     "${ratio_hardened}x the default pair (issue 20, informative: its timed target, <= 1.5x the default pool, is bench_hotloop's)"
+check "pk_alloc+pk_free (unsized)" "$net_frontend" "$GATE_FRONTEND" "" \
+    "the size-class front end, one size a run: pk_free tries the slot of the class it last freed into"
 gate_other=$(awk -v v="$per_other" -v g="$GATE_OTHER" -v f="$GATE_FLOOR" 'BEGIN {print (v <= g && v >= f) ? "PASS" : "FAIL"}')
 printf 'target: pk_pool default, the owner'"'"'s free into another of its slabs (one short call, no address map): %s instructions per free, the loop and slab changes included; gate %s..%s  -> %s\n' \
     "$per_other" "$GATE_FLOOR" "$GATE_OTHER" "$gate_other"

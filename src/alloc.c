@@ -247,11 +247,25 @@ static PK_NOINLINE void free_slow(pk_pool *p, void *ptr, void *caller) {
     else free_other(ptr, p, "pk_free");
 }
 
-void pk_free(void *ptr) {
+__thread uintptr_t pk__free_last_slot __attribute__((tls_model("initial-exec")));
+
+/* pk_free past its inline try of the last class's slot (alloc.h): the class
+ * from the address, its inline free, and that slot remembered. Only a class
+ * pool's: another pool's object goes on to the report. */
+void pk__free_slow(void *ptr) {
     pk_pool *p = alloc_pool_of(ptr);
-    if (likely(p != NULL) && likely(pk__pool_free_inline(p, ptr))) return;
+    pk__link *c;
+    uintptr_t cur;
+    if (likely(alloc_is_class(p)) && likely(pk__pool_free_try(p, ptr, &c, &cur))) {
+        pk__free_last_slot = (uintptr_t)((char *)c - pk__tc_table);
+        return;
+    }
     free_slow(p, ptr, __builtin_return_address(0));
 }
+
+#ifndef PK__HAVE_INLINE
+void pk_free(void *ptr) { pk__free_slow(ptr); }
+#endif
 
 void pk__free_sized_slow(void *ptr, size_t size) {
     if (!ptr) return;

@@ -52,11 +52,14 @@ static inline size_t alloc_class_size(size_t ci) {
  * mapping may start; alloc_owns says whether ptr is really a slot. */
 static inline pk_pool *alloc_pool_of(const void *ptr) { return slab_pool_of(ptr); }
 
+/* Whether p, alloc_pool_of(ptr), is a class pool (not NULL). */
+static inline bool alloc_is_class(const pk_pool *p) { return p && (p->flags & POOL_SIZE_CLASS); }
+
 /* Whether p, alloc_pool_of(ptr), is a class pool and ptr may be one of its
  * objects: the grid is checked only where ptr's granule may be shared, the
  * rest by the pool's own free path. */
 static inline bool alloc_owns(const pk_pool *p, const void *ptr) {
-    if (!p || !(p->flags & POOL_SIZE_CLASS)) return false;
+    if (!alloc_is_class(p)) return false;
     return (p->geo.span & (((size_t)1 << GRANULE_SHIFT) - 1)) == 0 || slab_owner(ptr) == p;
 }
 

@@ -55,7 +55,9 @@ PK_API void *pk_alloc(size_t size);
 
 /* Gives back ptr, which pk_alloc, pk_calloc, pk_realloc or pk_aligned_alloc
  * returned, from any thread. NULL is a no-op. */
+#if !defined(PK__HAVE_INLINE) || defined(PK__DOXYGEN)
 PK_API void pk_free(void *ptr);
+#endif
 
 /* pk_free for a caller that knows the size: size must be the size last
  * given for ptr (to pk_alloc or pk_realloc, or n * size to pk_calloc); for
@@ -110,6 +112,7 @@ PK_API extern const unsigned char pk__alloc_small[PK__ALLOC_SMALL_MAX / 8 + 1];
 PK_API extern pk_pool *pk__alloc_pools[PK__ALLOC_CLASSES];
 PK_API void *pk__alloc_slow(size_t size);
 PK_API void pk__free_sized_slow(void *ptr, size_t size);
+PK_API void pk__free_slow(void *ptr);
 
 #ifdef PK__HAVE_INLINE
 #  ifdef PK__EMIT_ALLOC_EXTERN_INLINE /* the library's one external definition */
@@ -121,6 +124,15 @@ PK_API void pk__free_sized_slow(void *ptr, size_t size);
  * first allocation: an acquire load (a plain move on x86-64), pairing with
  * the library's release store when it made the pool, so the pool's words
  * the inline path reads are seen as written. */
+/* The byte offset, in the thread's slot table, of the slot of the class
+ * pool whose object pk_free last took back; 0 before the first. pk_free
+ * tries that slot first: a run of frees of one class then pushes as the
+ * typed pool's inline free does, without finding the class from the
+ * address (loads that wait for the object's address). An offset, so it
+ * always names the calling thread's current table; class pools are never
+ * destroyed, so their slots stay theirs. */
+PK_API extern __thread uintptr_t pk__free_last_slot __attribute__((tls_model("initial-exec")));
+
 static inline __attribute__((always_inline)) pk_pool *pk__alloc_small_pool(size_t size) {
     return __atomic_load_n(&pk__alloc_pools[pk__alloc_small[(size + 7) >> 3]], __ATOMIC_ACQUIRE);
 }
@@ -134,6 +146,14 @@ PK__ALLOC_INLINE void *pk_alloc(size_t size) {
         }
     }
     return pk__alloc_slow(size);
+}
+
+PK__ALLOC_INLINE void pk_free(void *ptr) {
+    uintptr_t last = pk__free_last_slot, cur;
+    if (__builtin_expect(last != 0, 1) &&
+        __builtin_expect(pk__slot_free_try(PK__REINTERPRET_CAST(pk__link *, pk__tc_table + last), ptr, &cur), 1))
+        return;
+    pk__free_slow(ptr);
 }
 
 PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size) {
