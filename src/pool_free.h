@@ -15,7 +15,10 @@ static inline tc_slot *slot_of_handle(const pk_pool *p) {
 }
 
 /* The short path: the owner's free of an object of one of its slabs that
- * is not the current one, on a plain pool (tc_slot.low 0), when nothing
+ * is not the current one, on a plain pool (tc_slot.low 0) or a hardened
+ * one the inline paths serve (its link encoded with the slot's secret:
+ * harden.h, LINK ENCODING; the record's exact slot grid is checked, as the
+ * library checks it), when nothing
  * changes lists (the slab neither was full nor empties) and the object is
  * not the slab list's head freed again, and the slab is not one it adopted
  * (whose frees stats count as remote until it empties). The slab's record is found by
@@ -27,10 +30,15 @@ static inline tc_slot *slot_of_handle(const pk_pool *p) {
  * library's paths, which check and report. */
 static inline bool free_short(tc_slot *c, void *obj, uintptr_t cur, bool plain) {
     heap *h = c->heap;
-    uintptr_t x = (uintptr_t)obj;
-    /* the current slab's region is mapped: the map is read only for others */
-    if (!plain && unlikely(!h || c->low)) return false;
-    if (((x ^ cur) >> REGION_SHIFT) != 0 && unlikely(!region_holds(x))) return false;
+    uintptr_t x = (uintptr_t)obj, secret = c->secret;
+    /* plain pools (low 0) store links as they are, hardened ones whose
+     * inline paths the slot serves (secret set) encode them (harden.h);
+     * the others have something to do per object, in the library */
+    if (!plain && unlikely(!h || (c->low && !secret))) return false;
+    /* the current slab's region is mapped: the map is read only for others;
+     * callers with no current slab's word (cur 0: hardened pools) ask it of
+     * every pointer, NULL and low addresses included */
+    if ((!plain || ((x ^ cur) >> REGION_SHIFT) != 0) && unlikely(!region_holds(x))) return false;
     slab *s = slab_of(x);
     /* owner first: only a slab's owner reads its other fields here */
     if (unlikely(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h)) return false;
@@ -54,7 +62,7 @@ static inline bool free_short(tc_slot *c, void *obj, uintptr_t cur, bool plain) 
     }
     if (unlikely(!f || obj == f || s->used <= 1 || s->adopted)) return false;
     s->disorder += x - (uintptr_t)f + slot > 2 * slot; /* not next to the one before (RESTART_DISORDER) */
-    *(void **)obj = f;
+    *(uintptr_t *)obj = plain || !secret ? (uintptr_t)f : link_encode_with(secret, obj, (uintptr_t)f);
     s->free = obj;
     s->used--;
     c->frees++; /* the owner's only; read by it, or by another thread once it is quiescent */
