@@ -39,6 +39,9 @@ _Static_assert(SLAB_BYTES == (size_t)1 << GRANULE_SHIFT,
 #define RECORD_BYTES 256
 _Static_assert(REGION_SLABS * RECORD_BYTES <= SLAB_BYTES, "a region's records fit its first slab's place");
 _Static_assert(REGION_SLABS <= 64, "a region's places are the bits of a word");
+_Static_assert(SLAB_BYTES == 64 * 1024 && SLAB_BYTES / 64 == 1024 && 4096 / RECORD_BYTES == 16 &&
+                   REGION_BYTES == 4 * 1024 * 1024 && REGION_SLABS - 1 == 63,
+               "policy.h's comment on slabs and regions names these figures");
 
 /* ---- the region map ---- */
 
