@@ -11,7 +11,8 @@
 #            gobjc gnustep-make libgnustep-base-dev (GNUstep: the Objective-C
 #            binding's tests and example; installed here, before any test
 #            stage, so that no stage skips them on a fresh machine)
-#            dpkg-dev (CPack's Debian packages: dpkg-shlibdeps) and
+#            dpkg-dev file (CPack's Debian packages: dpkg-shlibdeps, and file,
+#            which CPackDeb needs to find the shared libraries) and
 #            python3-venv (the project's .venv, where scripts/conan-setup.sh,
 #            run last, installs Conan for the package stage)
 #            libsqlite3-dev libxml2-dev libjansson-dev libexpat1-dev (the
@@ -93,6 +94,7 @@ probe() { # PACKAGE: true if what the package gives us is present
         gnustep-make) have gnustep-config ;;
         libgnustep-base-dev) have_any_file /usr/include/GNUstep/Foundation/Foundation.h ;;
         dpkg-dev) have dpkg-shlibdeps ;;
+        file) have file ;;
         python3-venv) have python3 && python3 -c 'import ensurepip, venv' >/dev/null 2>&1 ;;
         libsqlite3-dev) have_any_file /usr/include/sqlite3.h ;;
         libxml2-dev) have_any_file /usr/include/libxml2/libxml/parser.h ;;
@@ -109,7 +111,7 @@ probe() { # PACKAGE: true if what the package gives us is present
 needed_packages() {
     echo cmake ninja-build gcc g++ clang "libclang-rt-$(clang_major)-dev" llvm \
         libgtest-dev valgrind pkg-config make binutils python3 doxygen \
-        gobjc gnustep-make libgnustep-base-dev dpkg-dev python3-venv \
+        gobjc gnustep-make libgnustep-base-dev dpkg-dev file python3-venv \
         libsqlite3-dev libxml2-dev libjansson-dev libexpat1-dev jq sqlite3 libxml2-utils perl
 }
 peer_packages="libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev"
