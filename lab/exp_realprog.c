@@ -21,6 +21,7 @@
 #include "realprog.h"
 
 #include <math.h>
+#include <poolkit/pool.h>
 #include <string.h>
 
 #define EXP "realprog"
@@ -70,6 +71,9 @@ static void run_hook(const rp_hook_workload *w, const rp_alloc *a, double sc, re
     hook_arg arg = {w, a, sc};
     double out[4];
     memset(r, 0, sizeof *r);
+    /* What destroyed pools left mapped (and resident) in pk-lab would serve
+     * the child's poolkit with pages its growth does not count. */
+    pk_pool_release_cache();
     if (lab_in_child(hook_child, &arg, out, 3) != 0) {
         snprintf(r->why, sizeof r->why, "the workload failed in its child process (see stderr)");
         return;
