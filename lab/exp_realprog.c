@@ -4,8 +4,8 @@
  * tcmalloc and poolkit's front end, every allocator once per repetition in
  * an order that rotates with the repetition:
  *   hooks    SQLite, libxml2, jansson and expat, each given the allocator
- *            through its own hook, in a forked child: the workload's time,
- *            the child's peak RSS growth;
+ *            through its own hook, in a pk-lab process of its own: the
+ *            workload's time, its peak RSS growth;
  *   preload  jq, xmllint, sqlite3, perl and python3 as Debian ships them,
  *            with the allocator's preload library (LD_PRELOAD): wall time,
  *            peak RSS.
@@ -20,9 +20,14 @@
 #include "lab.h"
 #include "realprog.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
-#include <poolkit/pool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define EXP "realprog"
 #define PK "poolkit pk_alloc"
@@ -52,36 +57,80 @@ typedef struct result {
     char why[600];
 } result;
 
-typedef struct hook_arg {
-    const rp_hook_workload *w;
-    const rp_alloc *a;
-    double scale;
-} hook_arg;
-
-static void hook_child(void *arg, double *out) {
-    const hook_arg *h = arg;
-    double ns = 0;
-    uint64_t hash = h->w->run(h->a, h->scale, &ns);
-    out[0] = ns;
-    out[1] = (double)(hash >> 32);
-    out[2] = (double)(hash & 0xffffffffu);
+/* A hooks workload runs in a process of its own, pk-lab started afresh
+ * (`pk-lab realprog-hook W K SCALE FD`, lab_realprog_hook_main): a forked
+ * child would inherit what the lab's earlier experiments left in each
+ * allocator (free memory, resident and reused without counting as
+ * growth), and a library takes its allocator once per process. There it
+ * makes the workload's input, makes the allocator's first call, resets the
+ * kernel's peak to the resident size (clear_refs 5), runs the workload and
+ * writes "NS HASH GROWTH_KIB" to FD (GROWTH -1: the peak could not be
+ * reset). */
+int lab_realprog_hook_main(int argc, char **argv) {
+    if (argc != 4) return 2;
+    int w = atoi(argv[0]), k = atoi(argv[1]), fd = atoi(argv[3]);
+    double sc = strtod(argv[2], NULL);
+    rp_alloc *al = rp_allocs();
+    if (w < 0 || w >= NHOOKS || k < 0 || k >= RP_NALLOC || hooks[w]->why || !al[k].available) return 2;
+    if (hooks[w]->input) hooks[w]->input(sc);
+    void *first = al[k].malloc(16);
+    al[k].free(first);
+    int reset = -1, cr = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (cr >= 0) {
+        reset = write(cr, "5", 1) == 1 ? 0 : -1;
+        close(cr);
+    }
+    double start = (double)shared_status_bytes("VmRSS"), ns = 0;
+    uint64_t hash = hooks[w]->run(&al[k], sc, &ns);
+    double hwm = (double)shared_status_bytes("VmHWM");
+    double growth = reset != 0 ? -1 : hwm > start ? (hwm - start) / 1024.0 : 0.0;
+    return dprintf(fd, "%.0f %llu %.3f\n", ns, (unsigned long long)hash, growth) > 0 ? 0 : 1;
 }
 
-static void run_hook(const rp_hook_workload *w, const rp_alloc *a, double sc, result *r) {
-    hook_arg arg = {w, a, sc};
-    double out[4];
+static void run_hook(int w, int k, double sc, result *r) {
     memset(r, 0, sizeof *r);
-    /* What destroyed pools left mapped (and resident) in pk-lab would serve
-     * the child's poolkit with pages its growth does not count. */
-    pk_pool_release_cache();
-    if (lab_in_child(hook_child, &arg, out, 3) != 0) {
-        snprintf(r->why, sizeof r->why, "the workload failed in its child process (see stderr)");
+    char wb[16], kb[16], sb[48];
+    snprintf(wb, sizeof wb, "%d", w);
+    snprintf(kb, sizeof kb, "%d", k);
+    snprintf(sb, sizeof sb, "%.17g", sc);
+    int rep[2];
+    if (pipe(rep) != 0) {
+        snprintf(r->why, sizeof r->why, "pipe: %s", strerror(errno));
+        return;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(rep[0]);
+        if (rep[1] != 3 && (dup2(rep[1], 3) != 3 || close(rep[1]) != 0)) _exit(126);
+        execl("/proc/self/exe", "pk-lab", "realprog-hook", wb, kb, sb, "3", (char *)NULL);
+        _exit(127);
+    }
+    close(rep[1]);
+    char line[128] = "";
+    size_t got = 0;
+    for (ssize_t n; pid > 0 && got < sizeof line - 1; got += (size_t)n) {
+        n = read(rep[0], line + got, sizeof line - 1 - got);
+        if (n < 0 && errno == EINTR) n = 0;
+        else if (n <= 0) break;
+    }
+    line[got] = 0;
+    close(rep[0]);
+    int status = 0;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    double ns, growth;
+    unsigned long long hash;
+    if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+        sscanf(line, "%lf %llu %lf", &ns, &hash, &growth) != 3) {
+        snprintf(r->why, sizeof r->why, "the workload failed in its own process (see stderr)");
         return;
     }
     r->ok = 1;
-    r->ms = out[0] / 1e6;
-    r->rss_kb = out[3];
-    r->hash = (uint64_t)out[1] << 32 | (uint64_t)out[2];
+    r->ms = ns / 1e6;
+    r->rss_kb = growth >= 0 ? growth : NAN; /* no peak of its own where the kernel's could not be reset */
+    r->hash = hash;
 }
 
 static void run_program(int p, const rp_alloc *a, result *r) {
@@ -154,7 +203,7 @@ static void run(int rep) {
             why[k] = hooks[w]->why ? hooks[w]->why : !al[k].available ? al[k].why : NULL;
             if (why[k]) continue;
             lab_progress(al[k].subject, hooks[w]->name);
-            run_hook(hooks[w], &al[k], sc, &res[k]);
+            run_hook(w, k, sc, &res[k]);
         }
         if (rep >= 0) record("hooks", hooks[w]->name, why, res);
     }
@@ -251,7 +300,7 @@ static void print(FILE *out) {
     fprintf(out, "== realprog: real programs, each allocator through the library's own hook and "
                  "under LD_PRELOAD\n");
     fprintf(out, "   time (median ms) and its ratio to mimalloc in the same repetition; peak RSS "
-                 "(hooks: the child's growth; LD_PRELOAD: the process's); output: every allocator's "
+                 "(hooks: the workload's growth in a process of its own; LD_PRELOAD: the program's); output: every allocator's "
                  "hash equal to glibc's\n");
     print_kind(out, "hooks", hnames, NHOOKS);
     print_kind(out, "preload", pnames, RP_NPROGRAMS);

@@ -265,6 +265,9 @@ const char *lab_scratch_dir(void);
  * out[0..n-1]; out[n] gets the child's peak RSS growth in KiB. 0 or -1. */
 typedef void (*lab_child_fn)(void *arg, double *out);
 int lab_in_child(lab_child_fn fn, void *arg, double *out, int n);
+/* `pk-lab realprog-hook ...`: one hooks workload of the real-program
+ * experiment in a process of its own (exp_realprog.c). */
+int lab_realprog_hook_main(int argc, char **argv);
 
 /* poolkit's own account of a run, read back from its JSON report
  * (pk_stats_print, docs/stats.schema.json): begin before the contender

@@ -291,6 +291,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "list")) return cmd_list();
     if (!strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2, command);
     if (!strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
+    /* the real-program experiment's own processes (exp_realprog.c) */
+    if (!strcmp(argv[1], "realprog-hook")) return lab_realprog_hook_main(argc - 2, argv + 2);
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;
