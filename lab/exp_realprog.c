@@ -107,22 +107,11 @@ static void run_hook(int w, int k, double sc, result *r) {
         execl("/proc/self/exe", "pk-lab", "realprog-hook", wb, kb, sb, "3", (char *)NULL);
         _exit(127);
     }
-    close(rep[1]);
-    char line[128] = "";
-    size_t got = 0;
-    for (ssize_t n; pid > 0 && got < sizeof line - 1; got += (size_t)n) {
-        n = read(rep[0], line + got, sizeof line - 1 - got);
-        if (n < 0 && errno == EINTR) n = 0;
-        else if (n <= 0) break;
-    }
-    line[got] = 0;
-    close(rep[0]);
-    int status = 0;
-    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    char line[128];
+    int status = lab_child_report(pid, rep, line, sizeof line);
     double ns, growth;
     unsigned long long hash;
-    if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
         sscanf(line, "%lf %llu %lf", &ns, &hash, &growth) != 3) {
         snprintf(r->why, sizeof r->why, "the workload failed in its own process (see stderr)");
         return;

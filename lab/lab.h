@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "shared.h" /* the random source, permutations, the CPU name (shared with bench/) */
 
@@ -265,6 +266,10 @@ const char *lab_scratch_dir(void);
  * out[0..n-1]; out[n] gets the child's peak RSS growth in KiB. 0 or -1. */
 typedef void (*lab_child_fn)(void *arg, double *out);
 int lab_in_child(lab_child_fn fn, void *arg, double *out, int n);
+/* After fork: closes the pipe's write end, reads what the child pid wrote
+ * to it (up to len - 1 bytes, until its end) into line, closes it, and
+ * reaps the child; returns waitpid's status (pid < 0: one of exit 127). */
+int lab_child_report(pid_t pid, int pipe_fds[2], char *line, size_t len);
 /* `pk-lab realprog-hook ...`: one hooks workload of the real-program
  * experiment in a process of its own (exp_realprog.c). */
 int lab_realprog_hook_main(int argc, char **argv);

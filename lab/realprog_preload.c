@@ -229,19 +229,8 @@ int rp_program_run(int i, const char *preload, rp_program_result *res) {
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
-    close(rep[1]);
-    char line[64] = "";
-    size_t got = 0;
-    for (ssize_t r; got < sizeof line - 1; got += (size_t)r) {
-        r = read(rep[0], line + got, sizeof line - 1 - got);
-        if (r < 0 && errno == EINTR) r = 0;
-        else if (r <= 0) break;
-    }
-    line[got] = 0;
-    close(rep[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    char line[64];
+    int status = lab_child_report(pid, rep, line, sizeof line);
     double ns = 0, kib = 0;
     if (sscanf(line, "%lf %lf", &ns, &kib) != 2 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         snprintf(res->why, sizeof res->why, "%s reported no time", argv[0]);

@@ -110,6 +110,22 @@ const char *lab_scratch_dir(void) {
     return dir;
 }
 
+int lab_child_report(pid_t pid, int pipe_fds[2], char *line, size_t len) {
+    close(pipe_fds[1]);
+    size_t got = 0;
+    for (ssize_t n; pid > 0 && got < len - 1; got += (size_t)n) {
+        n = read(pipe_fds[0], line + got, len - 1 - got);
+        if (n < 0 && errno == EINTR) n = 0;
+        else if (n <= 0) break;
+    }
+    line[got] = 0;
+    close(pipe_fds[0]);
+    int status = 127 << 8; /* no child: as one that could not start */
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return status;
+}
+
 /* shared_in_child (lab/shared.h), with the peak RSS growth in KiB as the
  * lab's rows keep it. */
 int lab_in_child(lab_child_fn fn, void *arg, double *out, int n) {
