@@ -80,7 +80,7 @@ GATE_HARDENED=47
 TARGET_DEFAULT=20
 TARGET_LOCAL=12
 GATE_OTHER=65
-GATE_FRONTEND=32
+GATE_FRONTEND=30
 GATE_FLOOR=${GATE_FLOOR:-5}
 # The owner's free of an object of another of its slabs: a loop of frees
 # (each object of an older slab), fewer of them (each object was allocated

@@ -50,6 +50,9 @@ const unsigned char pk__alloc_small[PK__ALLOC_SMALL_MAX / 8 + 1] = {
 _Static_assert(PK__ALLOC_SMALL_MAX / 8 == 128, "the table above ends at entry 128 (1024 bytes)");
 
 pk_pool *pk__alloc_pools[PK__ALLOC_CLASSES];
+/* pk__alloc_small's entries with the pool of their class once made, so
+ * pk_alloc finds a small size's pool with one load (alloc.h). */
+pk_pool *pk__alloc_small_pools[PK__ALLOC_SMALL_MAX / 8 + 1];
 static char class_names[PK__ALLOC_CLASSES][24];
 static pthread_mutex_t class_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -75,7 +78,11 @@ static PK_NOINLINE pk_pool *class_pool_make(size_t ci) {
         c.size = alloc_class_size(ci);
         c.flags = POOL_SIZE_CLASS;
         p = pk_pool_create(&c);
-        if (p) __atomic_store_n(&pk__alloc_pools[ci], p, __ATOMIC_RELEASE);
+        if (p) {
+            for (size_t i = 0; i <= PK__ALLOC_SMALL_MAX / 8; i++)
+                if (pk__alloc_small[i] == ci) __atomic_store_n(&pk__alloc_small_pools[i], p, __ATOMIC_RELEASE);
+            __atomic_store_n(&pk__alloc_pools[ci], p, __ATOMIC_RELEASE);
+        }
     }
     pthread_mutex_unlock(&class_lock);
     if (!p) errno = ENOMEM;

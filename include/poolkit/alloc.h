@@ -100,7 +100,9 @@ PK_API size_t pk_usable_size(const void *ptr);
  *
  * pk__alloc_small maps (size + 7) / 8, for sizes up to
  * PK__ALLOC_SMALL_MAX, to its class; pk__alloc_pools holds each class's
- * pool once made (NULL before). pk_alloc and pk_free_sized of such a size
+ * pool once made (NULL before), and pk__alloc_small_pools the same pool at
+ * each of its class's entries of pk__alloc_small (one load for pk_alloc).
+ * pk_alloc and pk_free_sized of such a size
  * take the pool's inline paths (pool.h), and call the library for anything
  * else: larger sizes, a class not made yet, a list the inline path cannot
  * serve.
@@ -110,6 +112,7 @@ PK_API size_t pk_usable_size(const void *ptr);
 
 PK_API extern const unsigned char pk__alloc_small[PK__ALLOC_SMALL_MAX / 8 + 1];
 PK_API extern pk_pool *pk__alloc_pools[PK__ALLOC_CLASSES];
+PK_API extern pk_pool *pk__alloc_small_pools[PK__ALLOC_SMALL_MAX / 8 + 1];
 PK_API void *pk__alloc_slow(size_t size);
 PK_API void pk__free_sized_slow(void *ptr, size_t size);
 PK_API void pk__free_slow(void *ptr);
@@ -120,10 +123,6 @@ PK_API void pk__free_slow(void *ptr);
 #  else
 #    define PK__ALLOC_INLINE static inline __attribute__((always_inline))
 #  endif
-/* The pool of a size up to PK__ALLOC_SMALL_MAX, or NULL before the class's
- * first allocation: an acquire load (a plain move on x86-64), pairing with
- * the library's release store when it made the pool, so the pool's words
- * the inline path reads are seen as written. */
 /* The byte offset, in the thread's slot table, of the slot of the class
  * pool whose object pk_free last took back; 0 before the first. pk_free
  * tries that slot first: a run of frees of one class then pushes as the
@@ -133,8 +132,12 @@ PK_API void pk__free_slow(void *ptr);
  * destroyed, so their slots stay theirs. */
 PK_API extern __thread uintptr_t pk__free_last_slot __attribute__((tls_model("initial-exec")));
 
+/* The pool of a size up to PK__ALLOC_SMALL_MAX, or NULL before the class's
+ * first allocation: an acquire load (a plain move on x86-64), pairing with
+ * the library's release store when it made the pool, so the pool's words
+ * the inline path reads are seen as written. */
 static inline __attribute__((always_inline)) pk_pool *pk__alloc_small_pool(size_t size) {
-    return __atomic_load_n(&pk__alloc_pools[pk__alloc_small[(size + 7) >> 3]], __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&pk__alloc_small_pools[(size + 7) >> 3], __ATOMIC_ACQUIRE);
 }
 
 PK__ALLOC_INLINE void *pk_alloc(size_t size) {
