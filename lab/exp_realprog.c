@@ -176,9 +176,8 @@ static void run(int rep) {
     static double inputs_for = -1;
     static char inputs_why[300];
     static int inputs_bad;
-    if (inputs_for != sc) { /* made once per size, before any timing */
-        for (int w = 0; w < NHOOKS; w++)
-            if (!hooks[w]->why && hooks[w]->input) hooks[w]->input(sc);
+    if (inputs_for != sc) { /* the programs' files, once per size, before any timing (the hooks
+                               workloads make theirs in their own process) */
         inputs_bad = rp_preload_inputs(sc, inputs_why, sizeof inputs_why) != 0;
         inputs_for = sc;
     }

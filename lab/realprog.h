@@ -59,10 +59,10 @@ static inline uint64_t rp_hash_u64(uint64_t h, uint64_t v) { return rp_hash(h, &
 
 /* A workload through a library's hook. scale multiplies the default size
  * (the lab's --smoke / --quick / --full). run installs a's functions as
- * the library's allocator (in the forked child: a library takes its
- * allocator once per process), does the work and returns its hash;
- * *ns gets the time of the work alone. input makes (untimed, in the
- * parent, once per scale) what run reads, or is NULL. */
+ * the library's allocator (in a pk-lab process of its own: a library takes
+ * its allocator once per process), does the work and returns its hash;
+ * *ns gets the time of the work alone. input makes (untimed, in that
+ * process, before run) what run reads, or is NULL. */
 typedef struct rp_hook_workload {
     const char *name;     /* "sqlite", "libxml2", ... */
     const char *what;     /* one line for the report */

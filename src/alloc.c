@@ -40,7 +40,7 @@
 /* (size + 7) / 8 to the class, for sizes up to PK__ALLOC_SMALL_MAX: entry
  * i is the smallest class of at least 8 * i bytes (alloc_class_size's
  * rule; tests/test_alloc.cc checks every size against it). */
-const unsigned char pk__alloc_small[PK__ALLOC_SMALL_MAX / 8 + 1] = {
+const unsigned char alloc_small_class[PK__ALLOC_SMALL_MAX / 8 + 1] = {
     [0 ... 1] = 0,     [2] = 1,           [3 ... 4] = 2,     [5 ... 6] = 3,     [7 ... 8] = 4,
     [9 ... 10] = 5,    [11 ... 12] = 6,   [13 ... 14] = 7,   [15 ... 16] = 8,   [17 ... 20] = 9,
     [21 ... 24] = 10,  [25 ... 28] = 11,  [29 ... 32] = 12,  [33 ... 40] = 13,  [41 ... 48] = 14,
@@ -49,14 +49,15 @@ const unsigned char pk__alloc_small[PK__ALLOC_SMALL_MAX / 8 + 1] = {
 };
 _Static_assert(PK__ALLOC_SMALL_MAX / 8 == 128, "the table above ends at entry 128 (1024 bytes)");
 
-pk_pool *pk__alloc_pools[PK__ALLOC_CLASSES];
-/* pk__alloc_small's entries with the pool of their class once made, so
- * pk_alloc finds a small size's pool with one load (alloc.h). */
+/* Each class's pool once made; and at alloc_small_class's entries the pool
+ * of their class, so pk_alloc finds a small size's pool with one load
+ * (alloc.h). */
+static pk_pool *class_pools[PK__ALLOC_CLASSES];
 pk_pool *pk__alloc_small_pools[PK__ALLOC_SMALL_MAX / 8 + 1];
 static char class_names[PK__ALLOC_CLASSES][24];
 static pthread_mutex_t class_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static pk_pool *class_pool_made(size_t ci) { return __atomic_load_n(&pk__alloc_pools[ci], __ATOMIC_ACQUIRE); }
+static pk_pool *class_pool_made(size_t ci) { return __atomic_load_n(&class_pools[ci], __ATOMIC_ACQUIRE); }
 
 /* Class ci's pool, made now if it is not yet; NULL with errno ENOMEM.
  * Caller has raised depth. */
@@ -69,7 +70,7 @@ static PK_NOINLINE pk_pool *class_pool_make(size_t ci) {
     init_announce(INIT_SHARED_STATE);
     pthread_mutex_lock(&class_lock);
     fork_test_point(HOOK_ALLOC_CLASSES, &class_lock);
-    p = pk__alloc_pools[ci];
+    p = class_pools[ci];
     if (!p) {
         snprintf(class_names[ci], sizeof class_names[ci], "pk_alloc %zu", alloc_class_size(ci));
         pk_pool_config c;
@@ -80,8 +81,8 @@ static PK_NOINLINE pk_pool *class_pool_make(size_t ci) {
         p = pk_pool_create(&c);
         if (p) {
             for (size_t i = 0; i <= PK__ALLOC_SMALL_MAX / 8; i++)
-                if (pk__alloc_small[i] == ci) __atomic_store_n(&pk__alloc_small_pools[i], p, __ATOMIC_RELEASE);
-            __atomic_store_n(&pk__alloc_pools[ci], p, __ATOMIC_RELEASE);
+                if (alloc_small_class[i] == ci) __atomic_store_n(&pk__alloc_small_pools[i], p, __ATOMIC_RELEASE);
+            __atomic_store_n(&class_pools[ci], p, __ATOMIC_RELEASE);
         }
     }
     pthread_mutex_unlock(&class_lock);
@@ -254,25 +255,18 @@ static PK_NOINLINE void free_slow(pk_pool *p, void *ptr, void *caller) {
     else free_other(ptr, p, "pk_free");
 }
 
-__thread uintptr_t pk__free_last_slot __attribute__((tls_model("initial-exec")));
-
-/* pk_free past its inline try of the last class's slot (alloc.h): the class
- * from the address, its inline free, and that slot remembered. Only a class
- * pool's: another pool's object goes on to the report. */
-void pk__free_slow(void *ptr) {
+/* The class from the address (one call: the region map's bit and the
+ * slab's record), then the pool's inline free. A free of a class object
+ * of another slab than the thread's current one, and every other pointer,
+ * goes on to free_slow. (Trying first the slot of the class freed into
+ * last made a run of one class's frees as fast as the typed pool's, but
+ * cost programs that free mixed sizes 15-20%: the guess fails half the
+ * time, and each failure is a mispredicted branch.) */
+void pk_free(void *ptr) {
     pk_pool *p = alloc_pool_of(ptr);
-    pk__link *c;
-    uintptr_t cur;
-    if (likely(alloc_is_class(p)) && likely(pk__pool_free_try(p, ptr, &c, &cur))) {
-        pk__free_last_slot = (uintptr_t)((char *)c - pk__tc_table);
-        return;
-    }
+    if (likely(alloc_is_class(p)) && likely(pk__pool_free_inline(p, ptr))) return;
     free_slow(p, ptr, __builtin_return_address(0));
 }
-
-#ifndef PK__HAVE_INLINE
-void pk_free(void *ptr) { pk__free_slow(ptr); }
-#endif
 
 void pk__free_sized_slow(void *ptr, size_t size) {
     if (!ptr) return;

@@ -27,9 +27,12 @@ _Static_assert(PK_ALLOC_CLASS_MAX == (size_t)1 << 18, "the last class is PK_ALLO
  * before. */
 _Static_assert(100 / ALLOC_PER_DOUBLING == 25, "four classes per doubling: steps of a quarter");
 
+/* (size + 7) / 8 to the class, for sizes up to PK__ALLOC_SMALL_MAX (alloc.c). */
+extern const unsigned char alloc_small_class[PK__ALLOC_SMALL_MAX / 8 + 1];
+
 /* The class of size (1 <= size <= PK_ALLOC_CLASS_MAX). */
 static inline size_t alloc_class_of(size_t size) {
-    if (size <= PK__ALLOC_SMALL_MAX) return pk__alloc_small[(size + 7) >> 3];
+    if (size <= PK__ALLOC_SMALL_MAX) return alloc_small_class[(size + 7) >> 3];
     unsigned b = (unsigned)(sizeof(size_t) * 8 - 1) - (unsigned)__builtin_clzl(size - 1);
     return ALLOC_STEP_CLASSES + (size_t)(b - 7) * ALLOC_PER_DOUBLING + (((size - 1) >> (b - 2)) & 3);
 }

@@ -289,8 +289,8 @@ TEST(AllocStats, TheReportListsTheClassesAndTheMappedBlocks) {
 /* ---- misuse ---- */
 
 TEST(AllocMisuseDeathTest, AStackPointerIsReported) {
-    void *x[2] = {nullptr, nullptr}; /* as big as a block's link: the inline free's store is in bounds */
-    PKTEST_EXPECT_REPORT(pk_free(x), "what=foreign pointer.*\n.*pk_free\\(0x[0-9a-f]+\\): not a block pk_alloc handed out");
+    int x = 0;
+    PKTEST_EXPECT_REPORT(pk_free(&x), "what=foreign pointer.*\n.*pk_free\\(0x[0-9a-f]+\\): not a block pk_alloc handed out");
 }
 
 TEST(AllocMisuseDeathTest, AnObjectOfAUsersPoolIsReportedWithThePoolsName) {

@@ -55,9 +55,7 @@ PK_API void *pk_alloc(size_t size);
 
 /* Gives back ptr, which pk_alloc, pk_calloc, pk_realloc or pk_aligned_alloc
  * returned, from any thread. NULL is a no-op. */
-#if !defined(PK__HAVE_INLINE) || defined(PK__DOXYGEN)
 PK_API void pk_free(void *ptr);
-#endif
 
 /* pk_free for a caller that knows the size: size must be the size last
  * given for ptr (to pk_alloc or pk_realloc, or n * size to pk_calloc); for
@@ -98,11 +96,9 @@ PK_API size_t pk_usable_size(const void *ptr);
  * Inline fast paths. What follows is private: it may change with
  * PK_POOL_ABI.
  *
- * pk__alloc_small maps (size + 7) / 8, for sizes up to
- * PK__ALLOC_SMALL_MAX, to its class; pk__alloc_pools holds each class's
- * pool once made (NULL before), and pk__alloc_small_pools the same pool at
- * each of its class's entries of pk__alloc_small (one load for pk_alloc).
- * pk_alloc and pk_free_sized of such a size
+ * pk__alloc_small_pools holds, at (size + 7) / 8 for each size up to
+ * PK__ALLOC_SMALL_MAX, the pool of the size's class once made (NULL
+ * before). pk_alloc and pk_free_sized of such a size
  * take the pool's inline paths (pool.h), and call the library for anything
  * else: larger sizes, a class not made yet, a list the inline path cannot
  * serve.
@@ -110,12 +106,9 @@ PK_API size_t pk_usable_size(const void *ptr);
 #define PK__ALLOC_SMALL_MAX 1024
 #define PK__ALLOC_CLASSES 53
 
-PK_API extern const unsigned char pk__alloc_small[PK__ALLOC_SMALL_MAX / 8 + 1];
-PK_API extern pk_pool *pk__alloc_pools[PK__ALLOC_CLASSES];
 PK_API extern pk_pool *pk__alloc_small_pools[PK__ALLOC_SMALL_MAX / 8 + 1];
 PK_API void *pk__alloc_slow(size_t size);
 PK_API void pk__free_sized_slow(void *ptr, size_t size);
-PK_API void pk__free_slow(void *ptr);
 
 #ifdef PK__HAVE_INLINE
 #  ifdef PK__EMIT_ALLOC_EXTERN_INLINE /* the library's one external definition */
@@ -123,15 +116,6 @@ PK_API void pk__free_slow(void *ptr);
 #  else
 #    define PK__ALLOC_INLINE static inline __attribute__((always_inline))
 #  endif
-/* The byte offset, in the thread's slot table, of the slot of the class
- * pool whose object pk_free last took back; 0 before the first. pk_free
- * tries that slot first: a run of frees of one class then pushes as the
- * typed pool's inline free does, without finding the class from the
- * address (loads that wait for the object's address). An offset, so it
- * always names the calling thread's current table; class pools are never
- * destroyed, so their slots stay theirs. */
-PK_API extern __thread uintptr_t pk__free_last_slot __attribute__((tls_model("initial-exec")));
-
 /* The pool of a size up to PK__ALLOC_SMALL_MAX, or NULL before the class's
  * first allocation: an acquire load (a plain move on x86-64), pairing with
  * the library's release store when it made the pool, so the pool's words
@@ -149,14 +133,6 @@ PK__ALLOC_INLINE void *pk_alloc(size_t size) {
         }
     }
     return pk__alloc_slow(size);
-}
-
-PK__ALLOC_INLINE void pk_free(void *ptr) {
-    uintptr_t last = pk__free_last_slot, cur;
-    if (__builtin_expect(last != 0, 1) &&
-        __builtin_expect(pk__slot_free_try(PK__REINTERPRET_CAST(pk__link *, pk__tc_table + last), ptr, &cur), 1))
-        return;
-    pk__free_slow(ptr);
 }
 
 PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size) {

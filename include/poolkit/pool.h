@@ -365,11 +365,13 @@ static inline __attribute__((always_inline)) void *pk__pool_alloc_inline(pk_pool
     return PK__NULL;
 }
 
-/* The free's inline part on the thread's slot c of the pool; *curp gets
- * the slot's word 2 (not zero: a default pool's, whose miss the library's
- * short path takes). */
-static inline __attribute__((always_inline)) int pk__slot_free_try(pk__link *c, void *obj, uintptr_t *curp) {
+/* The free's inline part; *cp and *curp get the slot and its word 2 (not
+ * zero: a default pool's, whose miss the library's short path takes). */
+static inline __attribute__((always_inline)) int pk__pool_free_try(pk_pool *pool, void *obj, pk__link **cp,
+                                                                     uintptr_t *curp) {
+    pk__link *c = pk__slot(pool);
     uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), cur = PK__LOAD(c[2]);
+    *cp = c;
     *curp = cur;
     if (__builtin_expect((x | PK__SLAB_MASK) == cur, 1)) { /* the current slab, not the head freed again */
         uintptr_t head = PK__LOAD(c[1]);
@@ -389,13 +391,6 @@ static inline __attribute__((always_inline)) int pk__slot_free_try(pk__link *c, 
         }
     }
     return 0;
-}
-
-/* The same given the pool; *cp gets the slot. */
-static inline __attribute__((always_inline)) int pk__pool_free_try(pk_pool *pool, void *obj, pk__link **cp,
-                                                                     uintptr_t *curp) {
-    *cp = pk__slot(pool);
-    return pk__slot_free_try(*cp, obj, curp);
 }
 
 static inline __attribute__((always_inline)) int pk__pool_free_inline(pk_pool *pool, void *obj) {
