@@ -22,6 +22,9 @@
 #   tsan      TSan build (gcc) in build-tsan/, ctest
 #   valgrind  every test program of build/ under valgrind memcheck
 #             (ctest -L memcheck; programs labeled novalgrind are left out)
+#   cpython   a subset of CPython's regression tests under build/'s
+#             libpoolkit-malloc.so, default and hardened, against the same
+#             tests without it (scripts/cpython-tests.py; about 4 minutes)
 #   install   install build/ into a scratch prefix and build a consumer with
 #             find_package and with pkg-config (ctest -L install), and again
 #             with one library installed (the static or the shared one)
@@ -52,7 +55,7 @@ CMAKE       ?= cmake
 CTEST       ?= ctest
 CMAKE_ARGS  ?=
 LAB_ARGS    ?=
-STAGES      ?= bare gcc clang asan tsan valgrind install package docs gate objc tools fuzz
+STAGES      ?= bare gcc clang asan tsan valgrind cpython install package docs gate objc tools fuzz
 
 BUILD_CLANG := $(BUILD)-clang
 BUILD_ASAN  := $(BUILD)-asan
@@ -85,7 +88,7 @@ SAN_OPTIONS := -DPOOLKIT_BUILD_BENCH=OFF -DPOOLKIT_BUILD_LAB=OFF -DPOOLKIT_BUILD
                -DPOOLKIT_REQUIRE_GTEST=ON "-DCMAKE_C_FLAGS_DEBUG=-g -O1" "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
 
 .PHONY: all build build-gcc build-clang build-asan build-tsan test bench install lab docs clean help \
-        test-setup test-bare test-gcc test-clang test-asan test-tsan test-valgrind test-install test-package test-docs test-gate \
+        test-setup test-bare test-gcc test-clang test-asan test-tsan test-valgrind test-cpython test-install test-package test-docs test-gate \
         test-objc test-tools test-fuzz fuzz
 
 all: build
@@ -143,6 +146,9 @@ test-tsan: build-tsan
 
 test-valgrind: build
 	$(call ctest,$(BUILD),-L memcheck,valgrind)
+
+test-cpython: build
+	python3 scripts/cpython-tests.py $(BUILD)/libpoolkit-malloc.so
 
 test-install: build
 	$(call ctest,$(BUILD),-L install,install)

@@ -18,6 +18,8 @@
 #            libsqlite3-dev libxml2-dev libjansson-dev libexpat1-dev (the
 #            size-class front end's hook examples), jq sqlite3 libxml2-utils
 #            perl (real programs run under libpoolkit-malloc.so by the tests)
+#            libpython3.11-testsuite (CPython's regression tests, run under
+#            libpoolkit-malloc.so by make test's cpython stage)
 #   peers:   libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev
 #            (allocators the benchmarks compare against; best effort: a peer
 #            that cannot be installed is reported and skipped)
@@ -104,6 +106,7 @@ probe() { # PACKAGE: true if what the package gives us is present
         sqlite3) [ -x /usr/bin/sqlite3 ] ;;
         libxml2-utils) [ -x /usr/bin/xmllint ] ;;
         perl) [ -x /usr/bin/perl ] ;;
+        libpython3.11-testsuite) [ -f /usr/lib/python3.11/test/libregrtest/main.py ] ;;
         *) return 1 ;;
     esac
 }
@@ -112,7 +115,8 @@ needed_packages() {
     echo cmake ninja-build gcc g++ clang "libclang-rt-$(clang_major)-dev" llvm \
         libgtest-dev valgrind pkg-config make binutils python3 doxygen \
         gobjc gnustep-make libgnustep-base-dev dpkg-dev file python3-venv \
-        libsqlite3-dev libxml2-dev libjansson-dev libexpat1-dev jq sqlite3 libxml2-utils perl
+        libsqlite3-dev libxml2-dev libjansson-dev libexpat1-dev jq sqlite3 libxml2-utils perl \
+        libpython3.11-testsuite
 }
 peer_packages="libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libboost-dev"
 

@@ -12,12 +12,20 @@
  * The library's own walks check each link before they read it (harden.h,
  * heap.c), so they report rather than fault.
  *
- * Any other fault is not poolkit's: the handler puts back the action it
- * replaced and returns, so the faulting instruction runs again and faults
- * into that action (the default's core dump, a sanitizer's report, the
- * program's own handler). It is installed when the first pool is made,
- * unless POOLKIT_FAULT_HANDLER=0; a program that installs its own handler
- * afterwards replaces it.
+ * Every other signal is the program's, and reaches what the program had
+ * before, as if poolkit were not there (forward()): the action poolkit
+ * replaced is called with the signal's own arguments and under the mask
+ * and flags it was installed with; a default action is taken at once; an
+ * ignored signal is dropped. Not only faults arrive here: raise, kill and
+ * pthread_kill send SIGSEGV and SIGBUS too, and such a signal, unlike a
+ * bad access, happens once: returning would lose it.
+ *
+ * It is installed when the first pool is made, unless
+ * POOLKIT_FAULT_HANDLER=0; the malloc library, loaded into programs that
+ * never asked for poolkit, installs it only with POOLKIT_FAULT_HANDLER=1
+ * (options.c). A program that installs its own handler afterwards replaces
+ * it, and a handler that passes on what it does not handle to the action
+ * it replaced (as chaining handlers do) still lets poolkit explain its own.
  *
  * The handler runs on the faulting thread: it reads that thread's table
  * (initial-exec TLS: the slots and heap records of tcache.c), the keys
@@ -26,13 +34,17 @@
  */
 #include "pool_internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
-static struct sigaction replaced[2]; /* SIGSEGV's, SIGBUS's */
 static const int signals[2] = {SIGSEGV, SIGBUS};
+static struct sigaction replaced[2]; /* what each signal had before poolkit's */
+
+static struct sigaction *replaced_of(int sig) { return &replaced[sig == SIGBUS]; }
 
 /* The pool of a slot of the calling thread whose list's head is no slot of
  * that pool, and that head; NULL when every list is sound. */
@@ -55,31 +67,106 @@ static pk_pool *broken_list(void **head) {
     return NULL;
 }
 
+static PK_COLD void report_broken_list(int sig, pk_pool *p, void *head) {
+    error_report(PK_FATAL, "corrupted free list", p->name, head,
+                 "%s while the thread's free list of pool '%s' starts at %p, which is not one of its "
+                 "objects: the link word of a free object was overwritten, and the object was then "
+                 "handed out (the last one allocated from pool '%s' on this thread): most likely a "
+                 "write after free of it or an overflow into it from the object before, or a double "
+                 "free of it (POOLKIT_HARDENED=1 or POOLKIT_DEBUG=1 report it where it happens)",
+                 sig == SIGBUS ? "SIGBUS" : "SIGSEGV", pool_name(p), head, pool_name(p));
+}
+
+/* A signal the kernel raised for an access (si_code > 0) comes back when
+ * the access runs again; one that raise, kill, sigqueue or pthread_kill
+ * sent (si_code <= 0) happens once. */
+static bool sent(const siginfo_t *info) { return !info || info->si_code <= 0; }
+
+/* The signal's action set back to the default, in the kernel and here. */
+static void reset_to_default(int sig) {
+    struct sigaction *old = replaced_of(sig);
+    memset(old, 0, sizeof *old);
+    old->sa_handler = SIG_DFL;
+    sigemptyset(&old->sa_mask);
+    sigaction(sig, old, NULL);
+}
+
+/* The default action, taken at once. A fault runs its access again on
+ * return and dies of it where it happened (a core shows the program's own
+ * frame); a sent signal is sent again and, once unblocked, kills before
+ * this returns. */
+static void take_default(int sig, const siginfo_t *info) {
+    reset_to_default(sig);
+    if (!sent(info)) return;
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    raise(sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+}
+
+/* The program's handler, called as the kernel would have called it: under
+ * the mask in force when the signal came plus its own sa_mask and, unless
+ * SA_NODEFER, the signal; reset to the default first for SA_RESETHAND. It
+ * runs on the stack this handler runs on: poolkit's is installed with
+ * SA_ONSTACK only when the program's was (install()). */
+static void call_handler(struct sigaction *old, int sig, siginfo_t *info, void *context) {
+    struct sigaction act = *old;
+    if (act.sa_flags & SA_RESETHAND) reset_to_default(sig); /* as the kernel does at delivery */
+    sigset_t mask, saved;
+    if (context) mask = ((ucontext_t *)context)->uc_sigmask;
+    else pthread_sigmask(SIG_SETMASK, NULL, &mask);
+    for (int s = 1; s < NSIG; s++)
+        if (sigismember(&act.sa_mask, s) == 1) sigaddset(&mask, s);
+    if (act.sa_flags & SA_NODEFER) sigdelset(&mask, sig);
+    else sigaddset(&mask, sig);
+    pthread_sigmask(SIG_SETMASK, &mask, &saved);
+    if (act.sa_flags & SA_SIGINFO) act.sa_sigaction(sig, info, context);
+    else act.sa_handler(sig);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
+/* The signal given to what the program had before poolkit's handler. */
+static void forward(int sig, siginfo_t *info, void *context) {
+    struct sigaction *old = replaced_of(sig);
+    if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_IGN) {
+        /* dropped, as the kernel drops an ignored signal; a fault cannot
+         * be ignored and runs again into the kernel's default */
+        if (!sent(info)) take_default(sig, info);
+        return;
+    }
+    if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL) {
+        take_default(sig, info);
+        return;
+    }
+    call_handler(old, sig, info, context);
+}
+
 static void on_fault(int sig, siginfo_t *info, void *context) {
-    (void)info;
-    (void)context;
+    int saved_errno = errno;
     void *head = NULL;
-    pk_pool *p = broken_list(&head);
-    if (p)
-        error_report(PK_FATAL, "corrupted free list", p->name, head,
-                     "%s while the thread's free list of pool '%s' starts at %p, which is not one of its "
-                     "objects: the link word of a free object was overwritten, and the object was then "
-                     "handed out (the last one allocated from pool '%s' on this thread): most likely a "
-                     "write after free of it or an overflow into it from the object before, or a double "
-                     "free of it (POOLKIT_HARDENED=1 or POOLKIT_DEBUG=1 report it where it happens)",
-                     sig == SIGBUS ? "SIGBUS" : "SIGSEGV", pool_name(p), head, pool_name(p));
-    /* Not poolkit's: the action it replaced handles the fault again. */
-    sigaction(sig, &replaced[sig == SIGBUS], NULL);
+    pk_pool *p = sent(info) ? NULL : broken_list(&head);
+    if (p) report_broken_list(sig, p, head);
+    forward(sig, info, context);
+    errno = saved_errno;
 }
 
 static void install(void) {
     if (!options_fault_handler()) return;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 2; i++) sigaction(signals[i], &sa, &replaced[i]);
+    for (int i = 0; i < 2; i++) {
+        if (sigaction(signals[i], NULL, &replaced[i]) != 0) continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fault;
+        sa.sa_flags = SA_SIGINFO;
+        /* the program's handler runs on the stack it asked for; a default
+         * action runs no code, and a report needs little stack */
+        bool program_handler = (replaced[i].sa_flags & SA_SIGINFO) ||
+                               (replaced[i].sa_handler != SIG_DFL && replaced[i].sa_handler != SIG_IGN);
+        if (!program_handler || (replaced[i].sa_flags & SA_ONSTACK)) sa.sa_flags |= SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        sigaction(signals[i], &sa, NULL);
+    }
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;

@@ -70,6 +70,18 @@ static option table[OPT_COUNT] = {
     [OPT_FAULT_HANDLER] = {"POOLKIT_FAULT_HANDLER", OPTION_SWITCH, 1, 1, NULL, NULL, -1, 0},
 };
 
+/* Defined by the malloc library alone (src/malloc/malloc.c); its address
+ * is NULL everywhere else. */
+extern const char malloc_library_marker __attribute__((weak, visibility("hidden")));
+
+/* A row's default. The malloc library is loaded into programs that never
+ * asked for poolkit, and a preload must change nothing else in them: it
+ * takes no signal unless POOLKIT_FAULT_HANDLER=1 says so. */
+static long default_of(int id) {
+    if (id == OPT_FAULT_HANDLER && &malloc_library_marker) return 0;
+    return table[id].dflt;
+}
+
 /* POOLKIT_STATS's file name, copied (the environment may change later);
  * published before the value that says there is one. */
 static char *stats_path;
@@ -110,16 +122,16 @@ static long dest_of(const char *v) {
     return STATS_FILE;
 }
 
-static PK_COLD void bad_value(const option *o, const char *v) {
+static PK_COLD void bad_value(const option *o, const char *v, long dflt) {
     switch (o->kind) {
     case OPTION_SWITCH:
         error_report(PK_WARNING, "bad option", NULL, NULL,
                      "%s=%s is not a switch (1, true, yes, on or 0, false, no, off); using %ld",
-                     o->name, v, o->dflt);
+                     o->name, v, dflt);
         break;
     case OPTION_COUNT:
         error_report(PK_WARNING, "bad option", NULL, NULL, "%s=%s is not a count of %s (0 to %ld); using %ld",
-                     o->name, v, o->unit, o->max, o->dflt);
+                     o->name, v, o->unit, o->max, dflt);
         break;
     case OPTION_DEST:
         error_report(PK_WARNING, "bad option", NULL, NULL,
@@ -193,14 +205,14 @@ static PK_COLD long option_read(int id) {
     if (!__atomic_exchange_n(&environment_checked, 1, __ATOMIC_RELAXED)) check_environment();
     option *o = &table[id];
     const char *v = getenv(o->name);
-    long k = o->dflt;
+    long k = default_of(id);
     int source = OPTION_DEFAULT;
     if (v && *v) {
         long got = o->kind == OPTION_SWITCH ? switch_word(v)
                    : o->kind == OPTION_COUNT ? count_of(v, o->max)
                                              : dest_of(v);
         if (got < 0) {
-            bad_value(o, v);
+            bad_value(o, v, k);
             source = OPTION_BAD;
         } else {
             k = got;

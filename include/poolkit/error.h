@@ -15,9 +15,12 @@
  * runs past the most it can hold (a double free) when it is walked, and,
  * through a handler of SIGSEGV and SIGBUS installed with the first pool, a
  * fault on a free list whose link was overwritten ("corrupted free list",
- * from the signal handler; a fault that is not poolkit's goes on to the
- * action the handler replaced). POOLKIT_FAULT_HANDLER=0 leaves the signals
- * alone. Debug reports name call sites as module+offset or symbol+offset:
+ * from the signal handler). Every other SIGSEGV or SIGBUS, a fault or a
+ * signal sent by raise, kill or pthread_kill, reaches what the program had
+ * before as if poolkit were not there (its handler, called with the
+ * signal's arguments, mask and flags; or the default action, at once).
+ * POOLKIT_FAULT_HANDLER=0 leaves the signals alone; the malloc library
+ * (libpoolkit-malloc.so) installs no handler unless POOLKIT_FAULT_HANDLER=1. Debug reports name call sites as module+offset or symbol+offset:
  * run `addr2line -f -i -e MODULE OFFSET` on them (-i: the site lies inside
  * a pool call inlined into your function).
  */

@@ -26,6 +26,11 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* Tells the library inside that it is the malloc library, whose defaults
+ * leave a program's signals alone (options.c). */
+__attribute__((visibility("hidden"))) extern const char malloc_library_marker;
+__attribute__((visibility("hidden"))) const char malloc_library_marker = 1;
+
 EXPORT void *malloc(size_t size) { return pk_alloc(size); }
 
 EXPORT void free(void *ptr) { pk_free(ptr); }

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""CPython's own regression tests under libpoolkit-malloc.so.
+
+Debian's python3 runs tests from its package libpython3.11-testsuite with
+PYTHONMALLOC=malloc, so that every Python object comes from malloc, three
+times: without the preload (the reference), preloaded, and preloaded with
+POOLKIT_HARDENED=1. A test case that fails, errs or crashes under the
+preload and passes in the reference is poolkit's, and fails this script;
+one that fails in the reference too is the machine's, and is listed only.
+
+    scripts/cpython-tests.py LIB            the subset (make test's cpython stage)
+    scripts/cpython-tests.py LIB --all      the whole suite (several hours on 2 cores)
+
+The subset is the tests that stress what a malloc replacement can change:
+signals and crashes (faulthandler, the crashing workers of
+concurrent.futures, regrtest's own crash detection, signal, subprocess),
+threads (threading), object lifetime and the collector (gc, weakref,
+tracemalloc), and the containers and serializers that allocate most
+(dict, set, list, bytes, deque, json, pickle, re, mmap).
+
+Options: --jobs N (regrtest's -j, default 2), --modes reference,default,hardened,
+--timeout S (regrtest's per-file limit, default 900), --keep DIR (logs and
+junit files). Exit status: 0 when nothing fails only under poolkit.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+PYTHON = "/usr/bin/python3"  # Debian's: its test package matches it
+PACKAGE = "libpython3.11-testsuite"
+
+SUBSET = [
+    "test_faulthandler", "test_regrtest", "test_signal", "test_subprocess", "test_threading",
+    "test_gc", "test_weakref", "test_tracemalloc", "test_dict", "test_set", "test_list",
+    "test_bytes", "test_deque", "test_json", "test_pickle", "test_re", "test_mmap",
+]
+# Its deadlock tests only (workers that crash on purpose, 2 s); the rest of
+# the file is two minutes of waiting on process pools.
+FUTURES = ("test_concurrent_futures", "*DeadlockTest*")
+
+MODES = {
+    "reference": {},
+    "default": {"LD_PRELOAD": None},
+    "hardened": {"LD_PRELOAD": None, "POOLKIT_HARDENED": "1"},
+}
+
+FILE_RESULT = re.compile(r"\] (test_[\w.]+) (passed|failed|crashed|skipped|timed out|"
+                         r"resource denied|interrupted|ran no tests|env changed)?")
+
+
+def testsuite_present():
+    r = subprocess.run([PYTHON, "-c", "import test.libregrtest"], capture_output=True)
+    return r.returncode == 0
+
+
+def run_regrtest(env, args, xml_path, log, timeout):
+    cmd = [PYTHON, "-m", "test", "--junit-xml", xml_path, "--timeout", str(timeout)] + args
+    log.write("$ " + " ".join(cmd) + "\n")
+    log.flush()
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       errors="replace")
+    log.write(r.stdout)
+    files = {}
+    for m in FILE_RESULT.finditer(r.stdout):
+        files[m.group(1)] = m.group(2) or "failed"
+    return files
+
+
+def cases(xml_path):
+    """{case id: 'ok' | 'failure' | 'error' | 'skipped'} from a junit file."""
+    out = {}
+    if not os.path.exists(xml_path):
+        return out
+    for tc in ET.parse(xml_path).getroot().iter("testcase"):
+        cid = tc.get("classname", "") + "." + tc.get("name", "")
+        state = "ok"
+        for child in tc:
+            if child.tag in ("failure", "error", "skipped"):
+                state = child.tag
+        out[cid] = state
+    return out
+
+
+def run_mode(mode, lib, tests, futures, jobs, timeout, work):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    for k in [k for k in env if k.startswith("POOLKIT_")]:
+        env.pop(k)
+    env["PYTHONMALLOC"] = "malloc"
+    for k, v in MODES[mode].items():
+        env[k] = lib if v is None else v
+    files, got = {}, {}
+    with open(os.path.join(work, mode + ".log"), "w") as log:
+        runs = [(tests, [])]
+        if futures:
+            runs.append(([FUTURES[0]], ["-m", FUTURES[1]]))
+        for i, (names, extra) in enumerate(runs):
+            if not names:
+                continue
+            xml_path = os.path.join(work, "%s-%d.xml" % (mode, i))
+            files.update(run_regrtest(env, ["-j%d" % jobs] + extra + names, xml_path, log, timeout))
+            got.update(cases(xml_path))
+    return files, got
+
+
+BAD = ("failure", "error")
+BAD_FILE = ("failed", "crashed", "timed out", "interrupted")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("lib", help="libpoolkit-malloc.so")
+    ap.add_argument("--all", action="store_true", help="the whole suite, not the subset")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--modes", default="reference,default,hardened")
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--keep", help="a folder for the logs and junit files")
+    a = ap.parse_args()
+
+    lib = os.path.realpath(a.lib)
+    if not os.path.exists(lib):
+        sys.exit("cpython-tests: no %s" % lib)
+    if not os.path.exists(PYTHON) or not testsuite_present():
+        sys.exit("cpython-tests: %s's tests are not installed: apt-get install %s "
+                 "(scripts/setup.sh installs it)" % (PYTHON, PACKAGE))
+    modes = a.modes.split(",")
+    if modes[0] != "reference" or any(m not in MODES for m in modes):
+        sys.exit("cpython-tests: --modes starts with reference, then default and/or hardened")
+    work = a.keep or tempfile.mkdtemp(prefix="pk-cpython-")
+    os.makedirs(work, exist_ok=True)
+    tests, futures = (([], False) if a.all else (SUBSET, True))
+
+    results = {}
+    for mode in modes:
+        t0 = time.time()
+        files, got = run_mode(mode, lib, tests, futures, a.jobs, a.timeout, work)
+        results[mode] = (files, got)
+        n_bad = sum(1 for s in got.values() if s in BAD)
+        n_files_bad = sum(1 for s in files.values() if s in BAD_FILE)
+        print("cpython-tests: %-9s %5d test cases in %3d files, %3d failed or erred, %d files failed, %.0f s"
+              % (mode, len(got), len(files), n_bad, n_files_bad, time.time() - t0), flush=True)
+
+    ref_files, ref_cases = results["reference"]
+    if not ref_cases:
+        sys.exit("cpython-tests: the reference run ran no test (see %s/reference.log)" % work)
+    ours = 0
+    machine = sorted(c for c, s in ref_cases.items() if s in BAD)
+    for mode in modes[1:]:
+        files, got = results[mode]
+        for c, s in sorted(got.items()):
+            if s in BAD and ref_cases.get(c) not in BAD:
+                print("cpython-tests: %s: %s %s only under poolkit" % (mode, c, s))
+                ours += 1
+        for f, s in sorted(files.items()):
+            if s in BAD_FILE and ref_files.get(f) not in BAD_FILE and s != "failed":
+                print("cpython-tests: %s: %s %s only under poolkit" % (mode, f, s))
+                ours += 1
+        for f in sorted(set(ref_files) - set(files)):
+            print("cpython-tests: %s: %s did not run" % (mode, f))
+            ours += 1
+    for c in machine:
+        print("cpython-tests: fails without poolkit too (not counted): %s" % c)
+    print("cpython-tests: logs in %s" % work)
+    print("cpython-tests: %d passed, %d failed" % (sum(len(results[m][1]) for m in modes[1:]) - ours, ours))
+    return 1 if ours else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
