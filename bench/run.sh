@@ -8,7 +8,9 @@
 # front end's hot loop against the typed pool (bench_frontend) and its
 # classes measured on real workloads' requests (bench_classes), random
 # fill pattern, memory, cross-thread, the thread shapes of issue 19 (steady
-# state, cache-scratch, remote batches, many pools), binary-trees, objects and containers
+# state, cache-scratch, remote batches, many pools), threads that come and go
+# (bench_mstress: peak RSS over iterations; bench_larson: live sets handed
+# to new threads), binary-trees, objects and containers
 # (when built), then issue 9's programs at realistic scale (working sets,
 # many pools, an arena per task), then the hot loop against earlier builds
 # of this repository (bench/refs.sh: round one's and the previous release's
@@ -51,7 +53,7 @@ status=0
 start=$(date +%s)
 
 for name in bench_hotloop bench_hotloop_shared bench_spread bench_frontend bench_classes bench_pattern bench_memory bench_xthread \
-    bench_threads bench_bintrees bench_objects bench_containers bench_workset bench_manypools bench_arenas; do
+    bench_threads bench_mstress bench_larson bench_bintrees bench_objects bench_containers bench_workset bench_manypools bench_arenas; do
     if ! prog=$(find_prog "$name"); then
         if [ "$name" != bench_objects ] && [ "$name" != bench_containers ]; then
             echo "== $name: not built (cmake --build $build)" | tee -a "$log"

@@ -261,7 +261,6 @@ void central_slab_emptied(const pk_pool *p, slab *s) {
         s->bump = 0;
     }
     s->disorder = 0;
-    s->adopted = false;
 }
 
 void central_slab_from_heap(pk_pool *p, slab *s) {

@@ -29,9 +29,9 @@ size_t central_release(pk_pool *p, bool all);
 slab *central_slab_for_heap(pk_pool *p, struct heap *h, bool may_map);
 /* A free into s, one of the pool's own partly used or full slabs (a thread
  * gone left it): h takes it (its remote frees collected), so this free and
- * the next ones into it are the owner's, not remote (mimalloc reclaims an
- * abandoned page on free the same way). False if s is not the pool's any
- * more. Off the pool's lists and counts like central_slab_for_heap. */
+ * the next ones into it are the owner's, not remote (mimalloc's reclaim on
+ * free of an abandoned page). False if s is not the pool's any more. Off
+ * the pool's lists and counts like central_slab_for_heap. */
 bool central_adopt(pk_pool *p, struct heap *h, slab *s);
 /* A slab a heap gives back (empty, or its thread is leaving), its counts
  * already off the heap's: onto the pool's counts and the list they say. */

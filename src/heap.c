@@ -339,6 +339,7 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
             errno = ENOMEM;
             return NULL;
         }
+        h->may_adopt = true;
         note_peak(p, h);
         HEAP_VALIDATE(p, h);
     }
@@ -383,7 +384,7 @@ static void fold(pk_pool *p, heap *h) {
     uint64_t frees = h->frees + h->slot->frees;
     p->allocs += h->allocs;
     (void)frees; /* stats derive frees from allocs and the slabs' counts */
-    __atomic_add_fetch(&p->remote_frees, h->remote_frees + h->adopted_frees, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&p->remote_frees, h->remote_frees, __ATOMIC_RELAXED);
     __atomic_add_fetch(&p->remote_base, (int64_t)(h->pushed - h->collected), __ATOMIC_RELAXED);
     if (h->prev) h->prev->next = h->next;
     else p->heaps = h->next;
@@ -472,8 +473,7 @@ void heap_sum(const pk_pool *p, heap_sums *out) {
         out->idle += listed + __atomic_load_n(&h->pend_n, __ATOMIC_RELAXED);
         out->resident += __atomic_load_n(&h->resident, __ATOMIC_RELAXED);
         out->allocs += __atomic_load_n(&h->allocs, __ATOMIC_RELAXED);
-        out->remote_frees += __atomic_load_n(&h->remote_frees, __ATOMIC_RELAXED) +
-                             __atomic_load_n(&h->adopted_frees, __ATOMIC_RELAXED);
+        out->remote_frees += __atomic_load_n(&h->remote_frees, __ATOMIC_RELAXED);
         out->pending += (int64_t)(__atomic_load_n(&h->pushed, __ATOMIC_RELAXED) -
                                   __atomic_load_n(&h->collected, __ATOMIC_RELAXED));
     }

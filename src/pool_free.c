@@ -5,7 +5,9 @@
  *     goes onto its list; of another slab it owns, onto that slab's own
  *     list, the slab moving from full to avail, or, once its last object
  *     is home, becoming the heap's spare (heap.c); of a slab of a thread
- *     gone (the pool's own), the heap adopts the slab first; of a slab
+ *     gone (the pool's own), the heap adopts the slab first if it has
+ *     refilled since it last adopted one (else the object goes as a
+ *     remote free, below); of a slab
  *     another heap owns, it gathers in a pending chain that goes home by
  *     one atomic push per run (REMOTE_BATCH), for the owner to collect.
  *   - an exiting thread (no heap): straight onto the slab's thread_free.
@@ -90,14 +92,21 @@ void free_remote_now(pk_pool *p, slab *s, void *obj) {
 /* ---- The owner's frees. ---- */
 
 /* A free into one of the pool's own slabs (its thread gone): the heap takes
- * the slab, so frees into it stop being remote. */
+ * the slab, an ordinary owned slab from then on (its frees take the short
+ * path, its free slots serve the heap's next refills), if it has refilled
+ * since it last took one (heap.may_adopt). A thread that allocates from the
+ * pool so takes slabs no faster than it uses them; a thread that only frees
+ * (a main thread freeing what its exited workers left) would otherwise
+ * gather every slab it frees into and never collect the frees other threads
+ * make into them later, which only a refill does: slabs with no live object
+ * kept for the rest of its life. Its other frees are remote, and those
+ * slabs stay the pool's, for the next heap that needs a slab (which
+ * collects them) or the purge. */
 static bool adopt(pk_pool *p, heap *h, slab *s) {
+    h->may_adopt = false;
     pool_lock(p);
     bool mine = central_adopt(p, h, s);
-    if (mine) {
-        s->adopted = true; /* frees into it count as remote until it empties */
-        heap_take_slab(p, h, s);
-    }
+    if (mine) heap_take_slab(p, h, s);
     POOL_VALIDATE(p);
     pool_unlock(p);
     return mine;
@@ -135,12 +144,11 @@ void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now) {
     }
     heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
     if (owner != h) {
-        if (owner || s->lost || !adopt(p, h, s)) {
+        if (owner || s->lost || !h->may_adopt || !adopt(p, h, s)) {
             free_remote(p, h, s, obj);
             return;
         }
     }
-    if (s->adopted) BUMP(h->adopted_frees, 1);
     if (!head && h->cur && !p->hardened) { /* HOT_FREES: hardened lists keep to the current slab */
         link_store(p, obj, 0);
         list_set(h, obj, 1);

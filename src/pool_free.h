@@ -20,8 +20,8 @@ static inline tc_slot *slot_of_handle(const pk_pool *p) {
  * harden.h, LINK ENCODING; the record's exact slot grid is checked, as the
  * library checks it), when nothing
  * changes lists (the slab neither was full nor empties) and the object is
- * not the slab list's head freed again, and the slab is not one it adopted
- * (whose frees stats count as remote until it empties). The slab's record is found by
+ * not the slab list's head freed again; a slab the heap adopted from a
+ * thread gone is one of its slabs like any other. The slab's record is found by
  * masking (region.h), after the region map says there is one; the record
  * says who owns the slab and where its slots lie (the pointer must start
  * one), so the owner's check needs neither the address map nor the pool's
@@ -60,7 +60,7 @@ static inline bool free_short(tc_slot *c, void *obj, uintptr_t cur, bool plain) 
         }
         if (unlikely(obj == head)) return false; /* freed again: reported */
     }
-    if (unlikely(!f || obj == f || s->used <= 1 || s->adopted)) return false;
+    if (unlikely(!f || obj == f || s->used <= 1)) return false;
     s->disorder += x - (uintptr_t)f + slot > 2 * slot; /* not next to the one before (RESTART_DISORDER) */
     *(uintptr_t *)obj = plain || !secret ? (uintptr_t)f : link_encode_with(secret, obj, (uintptr_t)f);
     s->free = obj;

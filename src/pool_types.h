@@ -140,8 +140,7 @@ typedef struct heap {
     uint64_t remote_frees;     /* its frees into slabs it does not own */
     uint64_t collected;        /* remote frees taken off its slabs' thread_free */
     uint64_t pushed;           /* remote frees it pushed onto other slabs' thread_free */
-    uint64_t adopted_frees;    /* frees into slabs it took over from threads gone (stats'
-                                  remote_frees, not the peak estimate's) */
+    bool may_adopt;            /* it refilled since it last adopted a slab (pool_free.c) */
     uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
 } heap;
 

@@ -58,7 +58,6 @@ typedef struct slab {
     uint64_t recip;           /* the pool's geometry's (slot_on_grid); 0 past 4 GiB slots */
     struct pk_pool *pool;
     uint32_t step;            /* slot, where recip is set (the disorder count's unit) */
-    bool adopted;             /* taken over on a free from a thread gone, until it empties */
     /* Other threads' frees land here (one atomic push per run): a line of
      * its own, apart from the owner's. */
     _Alignas(64) void *thread_free;

@@ -1,0 +1,168 @@
+/* Threads that come and go, after larson (mimalloc-bench's larson-sized):
+ * 2 lanes, each a live set of 5,000 blocks of 8 to 1,000 B; a lane's
+ * thread replaces a random block 100,000 times (free, then malloc of a
+ * random size, written), then starts the next thread of the lane, which
+ * takes over the live set, and exits: 200 generations a lane, a new
+ * thread every few milliseconds. The first live set is the main thread's.
+ * A control runs the same replacements on one thread a lane (no handoff),
+ * so what the handoffs cost shows apart from the steady state.
+ *
+ * Contenders (bench/frontends.h): glibc malloc, mimalloc (loaded at run
+ * time), poolkit's pk_alloc, each run in a forked child. Reported: ns per
+ * replacement (both lanes' replacements over the run's wall time), median
+ * of interleaved repetitions, and the child's peak RSS growth. Target:
+ * pk_alloc at most 1.0x mimalloc with handoffs (median of per-repetition
+ * ratios).
+ *
+ * Usage: bench_larson [--reps N] [--quick] [--gens N] [--steps N] [--live N] [--no-peers]
+ */
+#include "frontends.h"
+
+#include <pthread.h>
+
+#define LANES 2
+#define MIN_SIZE 8
+#define MAX_SIZE 1000
+
+static const frontend *fe;
+static long live, steps;
+static int gens;
+
+typedef struct lane {
+    void **blocks;
+    uint64_t rng;
+    int gen, gens;
+    pthread_t prev; /* the thread that started this one, joined by it */
+    pthread_mutex_t m;
+    pthread_cond_t done_cv;
+    int done;
+} lane;
+
+static uint64_t rnd(uint64_t *s) {
+    uint64_t x = *s += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static void *generation(void *arg) {
+    lane *l = arg;
+    if (l->gen > 0) pthread_join(l->prev, NULL);
+    for (long i = 0; i < steps; i++) {
+        uint64_t r = rnd(&l->rng);
+        long v = (long)(r % (uint64_t)live);
+        fe->free(l->blocks[v]);
+        char *p = fe->alloc(MIN_SIZE + (r >> 32) % (MAX_SIZE - MIN_SIZE + 1));
+        if (!p) abort();
+        p[0] = 'a';
+        l->blocks[v] = p;
+    }
+    pthread_mutex_lock(&l->m);
+    l->prev = pthread_self();
+    if (++l->gen < l->gens) {
+        pthread_t next;
+        if (pthread_create(&next, NULL, generation, l) != 0) abort();
+    } else {
+        l->done = 1;
+        pthread_cond_signal(&l->done_cv);
+    }
+    pthread_mutex_unlock(&l->m);
+    return NULL;
+}
+
+typedef struct job {
+    const frontend *fe;
+    int handoff; /* 0: one thread a lane does every generation's replacements */
+    int gens;
+} job;
+
+/* In a forked child: out[0] ns per replacement; out[1] (lab_in_child) peak
+ * RSS growth in KiB. */
+static void child(void *arg, double *out) {
+    const job *j = arg;
+    fe = j->fe;
+    lane ls[LANES];
+    long per_lane = steps * j->gens;
+    if (!j->handoff) steps = per_lane; /* one generation of them all */
+    double t0 = bench_now_ns();
+    for (int i = 0; i < LANES; i++) {
+        lane *l = &ls[i];
+        memset(l, 0, sizeof *l);
+        l->rng = (uint64_t)i + 1;
+        l->gens = j->handoff ? j->gens : 1;
+        pthread_mutex_init(&l->m, NULL);
+        pthread_cond_init(&l->done_cv, NULL);
+        l->blocks = fe->alloc((size_t)live * sizeof(void *));
+        for (long k = 0; k < live; k++) l->blocks[k] = fe->alloc(MIN_SIZE + rnd(&l->rng) % (MAX_SIZE - MIN_SIZE + 1));
+        pthread_t t;
+        if (pthread_create(&t, NULL, generation, l) != 0) abort();
+        pthread_detach(t);
+    }
+    for (int i = 0; i < LANES; i++) {
+        lane *l = &ls[i];
+        pthread_mutex_lock(&l->m);
+        while (!l->done) pthread_cond_wait(&l->done_cv, &l->m);
+        pthread_mutex_unlock(&l->m);
+        pthread_join(l->prev, NULL);
+    }
+    out[0] = (bench_now_ns() - t0) / ((double)per_lane * LANES);
+}
+
+int main(int argc, char **argv) {
+    bench_opts o = bench_parse(argc, argv, 5);
+    gens = (int)bench_arg_long(&o, "--gens", o.quick ? 60 : 200);
+    steps = bench_arg_long(&o, "--steps", 100000);
+    live = bench_arg_long(&o, "--live", 5000);
+    bench_header("threads that come and go (larson shape): live sets handed to new threads", &o);
+    printf("%d lanes x %d generations x %ld replacements of blocks of %d-%d B in a live set of %ld; "
+           "each run a forked child; peak RSS = child's VmHWM - its VmRSS at start\n",
+           LANES, gens, steps, MIN_SIZE, MAX_SIZE, live);
+    frontend fes[FE_COUNT];
+    frontends_load(fes, bench_arg_flag(&o, "--no-peers"));
+    bench_series t[2][FE_COUNT], rss[2][FE_COUNT], ratio = {{0}, 0};
+    memset(t, 0, sizeof t);
+    memset(rss, 0, sizeof rss);
+    long steps_arg = steps;
+    for (int rep = -1; rep < o.reps; rep++) {
+        double v[FE_COUNT] = {0};
+        for (int h = 1; h >= 0; h--)
+            for (int c = 0; c < FE_COUNT; c++) {
+                int f = (c + (rep > 0 ? rep : 0)) % FE_COUNT;
+                if (fes[f].why[0]) continue;
+                steps = steps_arg;
+                job j = {&fes[f], h, rep < 0 ? gens / 10 + 1 : gens};
+                double out[2];
+                if (lab_in_child(child, &j, out, 1) != 0) {
+                    snprintf(fes[f].why, sizeof fes[f].why, "the child process failed");
+                    continue;
+                }
+                if (rep < 0) continue;
+                bench_add(&t[h][f], out[0]);
+                bench_add(&rss[h][f], out[1]);
+                if (h) v[f] = out[0];
+            }
+        if (rep >= 0 && v[FE_MI] > 0 && v[FE_POOLKIT] > 0) bench_add(&ratio, v[FE_POOLKIT] / v[FE_MI]);
+    }
+    printf("\n  %-34s %10s %-5s %-25s  %s\n", "contender", "median", "", "[min - max]", "peak RSS growth (median)");
+    for (int h = 1; h >= 0; h--)
+        for (int f = 0; f < FE_COUNT; f++) {
+            char label[80], extra[64];
+            snprintf(label, sizeof label, "%s, %s", fes[f].label, h ? "handoffs" : "no handoff");
+            if (fes[f].why[0]) {
+                bench_row_na(label, fes[f].why);
+                continue;
+            }
+            snprintf(extra, sizeof extra, "%8.1f MiB", bench_median(&rss[h][f]) / 1024.0);
+            bench_row(label, &t[h][f], "ns", extra);
+        }
+    if (fes[FE_MI].why[0] || ratio.n == 0) {
+        printf("target: larson shape (handoffs): pk_alloc <= 1.0x mimalloc: mimalloc not available  -> SKIP\n");
+        return 0;
+    }
+    bench_target(bench_median(&ratio) <= 1.0,
+                 "larson shape (handoffs): pk_alloc <= 1.0x mimalloc: %.2fx per-run ratio median (%.1f vs %.1f "
+                 "ns per replacement; without handoffs %.1f vs %.1f)",
+                 bench_median(&ratio), bench_median(&t[1][FE_POOLKIT]), bench_median(&t[1][FE_MI]),
+                 bench_median(&t[0][FE_POOLKIT]), bench_median(&t[0][FE_MI]));
+    return 0;
+}

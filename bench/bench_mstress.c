@@ -1,0 +1,176 @@
+/* Threads that come and go, after mimalloc-bench's mstress: each iteration
+ * starts 2 threads that allocate objects of 8 to 128 B (powers of two; 1% of
+ * them 100 to 10,000 times larger), keep some to the end, free most at
+ * random, and swap some with a shared array of 1,000 slots, so that objects
+ * outlive their thread and are freed by the next ones; the threads exit, and
+ * the main thread frees half the array. The live set does not grow with the
+ * iterations, so neither may memory.
+ *
+ * Contenders (bench/frontends.h): glibc malloc, mimalloc (loaded at run
+ * time), poolkit's pk_alloc. Each run is a forked child: its peak RSS growth
+ * (VmHWM less its VmRSS at start) is its own. Reported: peak RSS growth and
+ * time at 25, 100 and 250 iterations, medians of interleaved repetitions.
+ * Targets: pk_alloc's peak at most 1.5x mimalloc's at every count, and flat:
+ * the peak at 250 iterations at most 1.2x the peak at 25.
+ *
+ * Usage: bench_mstress [--reps N] [--quick] [--scale N] [--no-peers]
+ */
+#include "frontends.h"
+
+#include <pthread.h>
+
+#define THREADS 2
+#define TRANSFERS 1000
+#define COOKIE 0xbf58476d1ce4e5b9ull
+
+static const frontend *fe; /* the contender of this child */
+static long scale;
+static void *volatile transfer[TRANSFERS];
+
+static uint64_t pick(uint64_t *r) {
+    uint64_t x = *r += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+static int chance(unsigned percent, uint64_t *r) { return pick(r) % 100 < percent; }
+
+/* An object of items words, each written (and checked at its free). */
+static void *alloc_items(size_t items, uint64_t *r) {
+    if (chance(1, r)) items *= chance(1, r) ? 10000 : chance(10, r) ? 1000 : 100;
+    uint64_t *p = fe->alloc(items * sizeof(uint64_t));
+    if (!p) abort();
+    for (size_t i = 0; i < items; i++) p[i] = (items - i) ^ COOKIE;
+    return p;
+}
+
+static void free_items(void *p) {
+    if (!p) return;
+    uint64_t *q = p, items = q[0] ^ COOKIE;
+    for (uint64_t i = 0; i < items; i++)
+        if ((q[i] ^ COOKIE) != items - i) abort();
+    fe->free(p);
+}
+
+static void *stress(void *arg) {
+    long tid = (long)(intptr_t)arg;
+    uint64_t r = (uint64_t)(tid + 1) * 43;
+    size_t allocs = 100 * (size_t)scale * (size_t)(tid % 8 + 1), retain = allocs / 2;
+    void **data = NULL, **retained = fe->alloc(retain * sizeof(void *));
+    size_t data_size = 0, data_top = 0, retain_top = 0;
+    while (allocs > 0 || retain > 0) {
+        if (retain == 0 || (chance(50, &r) && allocs > 0)) {
+            allocs--;
+            if (data_top >= data_size) {
+                data_size += 100000;
+                data = fe->realloc(data, data_size * sizeof(void *));
+            }
+            data[data_top++] = alloc_items((size_t)1 << (pick(&r) % 5), &r);
+        } else {
+            retained[retain_top++] = alloc_items((size_t)1 << (pick(&r) % 7), &r);
+            retain--;
+        }
+        if (chance(66, &r) && data_top > 0) {
+            size_t i = pick(&r) % data_top;
+            free_items(data[i]);
+            data[i] = NULL;
+        }
+        if (chance(25, &r) && data_top > 0) {
+            size_t i = pick(&r) % data_top;
+            data[i] = __atomic_exchange_n(&transfer[pick(&r) % TRANSFERS], data[i], __ATOMIC_ACQ_REL);
+        }
+    }
+    for (size_t i = 0; i < retain_top; i++) free_items(retained[i]);
+    for (size_t i = 0; i < data_top; i++) free_items(data[i]);
+    fe->free(retained);
+    fe->free(data);
+    return NULL;
+}
+
+typedef struct job {
+    const frontend *fe;
+    int iterations;
+} job;
+
+/* In a forked child: out[0] the run's time in ms; out[1] (lab_in_child)
+ * peak RSS growth in KiB. */
+static void child(void *arg, double *out) {
+    const job *j = arg;
+    fe = j->fe;
+    uint64_t r = 12345;
+    double t0 = bench_now_ns();
+    for (int n = 0; n < j->iterations; n++) {
+        pthread_t t[THREADS];
+        for (long i = 0; i < THREADS; i++)
+            if (pthread_create(&t[i], NULL, stress, (void *)(intptr_t)i) != 0) abort();
+        for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+        for (int i = 0; i < TRANSFERS; i++)
+            if (chance(50, &r) || n + 1 == j->iterations)
+                free_items(__atomic_exchange_n(&transfer[i], NULL, __ATOMIC_ACQ_REL));
+    }
+    out[0] = (bench_now_ns() - t0) / 1e6;
+}
+
+static double mib(double kib) { return kib / 1024.0; }
+
+int main(int argc, char **argv) {
+    bench_opts o = bench_parse(argc, argv, 5);
+    scale = bench_arg_long(&o, "--scale", 50);
+    bench_header("threads that come and go (mstress shape): peak RSS over iterations", &o);
+    printf("each iteration: %d threads, scale %ld (mimalloc-bench's mstress %d %ld N), a shared array of %d "
+           "slots; each run a forked child; peak RSS = child's VmHWM - its VmRSS at start\n",
+           THREADS, scale, THREADS, scale, TRANSFERS);
+    frontend fes[FE_COUNT];
+    frontends_load(fes, bench_arg_flag(&o, "--no-peers"));
+    static const int iters[] = {25, 100, 250};
+    enum { NI = 3 };
+    bench_series rss[FE_COUNT][NI], ms[FE_COUNT][NI];
+    memset(rss, 0, sizeof rss);
+    memset(ms, 0, sizeof ms);
+    for (int rep = -1; rep < o.reps; rep++)
+        for (int k = 0; k < NI; k++)
+            for (int c = 0; c < FE_COUNT; c++) {
+                int f = (c + (rep > 0 ? rep : 0)) % FE_COUNT; /* the first contender rotates */
+                if (fes[f].why[0]) continue;
+                job j = {&fes[f], rep < 0 ? 5 : iters[k]};
+                double out[2];
+                if (lab_in_child(child, &j, out, 1) != 0) {
+                    snprintf(fes[f].why, sizeof fes[f].why, "the child process failed");
+                    continue;
+                }
+                if (rep < 0) continue;
+                bench_add(&ms[f][k], out[0]);
+                bench_add(&rss[f][k], out[1]);
+            }
+
+    printf("\n  %-20s %10s %28s %28s\n", "contender", "iterations", "peak RSS growth MiB [min-max]",
+           "time ms [min-max]");
+    for (int f = 0; f < FE_COUNT; f++) {
+        if (fes[f].why[0]) {
+            bench_row_na(fes[f].label, fes[f].why);
+            continue;
+        }
+        for (int k = 0; k < NI; k++)
+            printf("  %-20s %10d %10.1f [%6.1f - %6.1f] %10.0f [%6.0f - %6.0f]\n", fes[f].label, iters[k],
+                   mib(bench_median(&rss[f][k])), mib(bench_min(&rss[f][k])), mib(bench_max(&rss[f][k])),
+                   bench_median(&ms[f][k]), bench_min(&ms[f][k]), bench_max(&ms[f][k]));
+    }
+    if (fes[FE_POOLKIT].why[0]) return 1;
+    const bench_series *pk = rss[FE_POOLKIT];
+    double flat = bench_median(&pk[NI - 1]) / bench_median(&pk[0]);
+    bench_target(flat <= 1.2, "mstress shape: pk_alloc peak RSS flat over iterations: %.2fx at %d against %d "
+                              "(%.1f vs %.1f MiB)",
+                 flat, iters[NI - 1], iters[0], mib(bench_median(&pk[NI - 1])), mib(bench_median(&pk[0])));
+    if (fes[FE_MI].why[0]) {
+        printf("target: mstress shape: pk_alloc peak RSS <= 1.5x mimalloc: mimalloc not available  -> SKIP\n");
+        return 0;
+    }
+    for (int k = 0; k < NI; k++) {
+        double ratio = bench_median(&pk[k]) / bench_median(&rss[FE_MI][k]);
+        bench_target(ratio <= 1.5, "mstress shape: pk_alloc peak RSS <= 1.5x mimalloc at %d iterations: %.2fx "
+                                   "(%.1f vs %.1f MiB; glibc %.1f)",
+                     iters[k], ratio, mib(bench_median(&pk[k])), mib(bench_median(&rss[FE_MI][k])),
+                     mib(bench_median(&rss[FE_GLIBC][k])));
+    }
+    return 0;
+}

@@ -1,0 +1,168 @@
+/* Threads that come and go (design.md, "Threads that exit"): a thread's
+ * slabs go back to the pool when it exits, the next thread that needs a
+ * slab of the pool takes them (the objects freed into them meanwhile
+ * collected), a thread that frees into one of them adopts it only if it
+ * has refilled since it last adopted one, and a slab with no live object
+ * left is reused or, after the purge delay, given back, whoever freed its
+ * objects.
+ *
+ * - the mstress shape: generations of threads that allocate, pass objects
+ *   through a shared array and exit, while the main thread, which
+ *   allocated from the pool once, frees what they left: the slab count
+ *   stays where the first generations put it;
+ * - the larson shape: each generation takes over the previous one's live
+ *   set, replaces objects at random and exits: the same;
+ * - threads that exit with every object live, freed by a thread that never
+ *   refills: the slabs go back after the purge delay;
+ * - an adopted slab is the adopter's: its frees are not remote.
+ *
+ * Public API only; tests/test_pool_exits_internal.cc watches the short
+ * path itself. */
+#include "support.h"
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+
+using namespace pktest;
+
+namespace {
+
+constexpr size_t kSize = 128;
+
+size_t slabs_of(pk_pool *p) { return stats_of(p).slabs; }
+
+void free_if(pk_pool *p, void *obj) {
+    if (obj) pk_pool_free(p, obj);
+}
+
+/* The slab count after the first quarter of the generations, and at the
+ * end: memory may not grow with generations while the live set does not. */
+struct SlabCounts {
+    size_t early = 0, end = 0;
+    ::testing::AssertionResult bounded() const {
+        if (end <= early + early / 5 + 2) return ::testing::AssertionSuccess();
+        return ::testing::AssertionFailure() << "slabs grew with the generations: " << early << " after a quarter of them, "
+                                             << end << " at the end";
+    }
+};
+
+TEST(PoolExits, GenerationsPassingObjectsThroughASharedArrayKeepTheSlabCountBounded) {
+    PoolPtr p = make_pool(kSize, 0, 0, "mstress");
+    void *mine = pk_pool_alloc(p.get()); /* the main thread refills once: it may adopt one slab */
+    ASSERT_NE(mine, nullptr);
+    const size_t gens = scaled(80, 20), per_thread = 2000, transfers = 500;
+    std::vector<std::atomic<void *>> transfer(transfers);
+    for (auto &t : transfer) t.store(nullptr);
+    std::mt19937_64 main_rng(7);
+    SlabCounts counts;
+    for (size_t g = 0; g < gens; g++) {
+        std::thread t([&, g] {
+            std::mt19937_64 rng(g + 1);
+            std::vector<void *> objs;
+            for (size_t i = 0; i < per_thread; i++) {
+                void *o = pk_pool_alloc(p.get());
+                ASSERT_NE(o, nullptr);
+                if (i % 4 == 0) o = transfer[rng() % transfers].exchange(o); /* an older thread's, or none */
+                if (o) objs.push_back(o);
+                if (objs.size() > 64) { /* frees at random among the recent ones */
+                    size_t k = rng() % objs.size();
+                    pk_pool_free(p.get(), objs[k]);
+                    objs[k] = objs.back();
+                    objs.pop_back();
+                }
+            }
+            free_all(p.get(), objs);
+        });
+        t.join();
+        for (auto &slot : transfer) /* the main thread frees half of what the threads left */
+            if (main_rng() % 2) free_if(p.get(), slot.exchange(nullptr));
+        if (g + 1 == gens / 4) counts.early = slabs_of(p.get());
+    }
+    counts.end = slabs_of(p.get());
+    EXPECT_TRUE(counts.bounded());
+    for (auto &slot : transfer) free_if(p.get(), slot.exchange(nullptr));
+    pk_pool_free(p.get(), mine);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+TEST(PoolExits, GenerationsHandingOverTheirLiveSetKeepTheSlabCountBounded) {
+    PoolPtr p = make_pool(kSize, 0, 0, "larson");
+    const size_t gens = scaled(100, 20), live = 3000, steps = 3000;
+    std::vector<void *> set = alloc_n(p.get(), live); /* the first live set, the main thread's */
+    ASSERT_EQ(set.size(), live);
+    SlabCounts counts;
+    for (size_t g = 0; g < gens; g++) {
+        std::thread t([&, g] {
+            std::mt19937_64 rng(g + 1);
+            for (size_t i = 0; i < steps; i++) {
+                size_t k = rng() % live;
+                pk_pool_free(p.get(), set[k]);
+                set[k] = pk_pool_alloc(p.get());
+                ASSERT_NE(set[k], nullptr);
+            }
+        });
+        t.join();
+        if (g + 1 == gens / 4) counts.early = slabs_of(p.get());
+    }
+    counts.end = slabs_of(p.get());
+    EXPECT_TRUE(counts.bounded());
+    free_all(p.get(), set);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+/* The purge delay, set for one test and put back after it. */
+class PurgeDelay {
+public:
+    explicit PurgeDelay(long ms) : old_(pk_set_purge_delay(ms)) {}
+    ~PurgeDelay() { pk_set_purge_delay(old_); }
+
+private:
+    long old_;
+};
+
+TEST(PoolExits, SlabsWhoseObjectsAThreadThatNeverRefillsFreedGoBackAfterThePurgeDelay) {
+    const long delay = slow_tool() ? 1000 : 100;
+    PurgeDelay set(delay);
+    PoolPtr p = make_pool(kSize, 0, 0, "left");
+    PoolPtr other = make_pool(64, 0, 0, "other");
+    const size_t gens = 8, per_thread = 3000; /* about six slabs a thread */
+    std::vector<void *> left;
+    for (size_t g = 0; g < gens; g++) {
+        std::thread t([&] {
+            std::vector<void *> objs = alloc_n(p.get(), per_thread);
+            ASSERT_EQ(objs.size(), per_thread);
+            left.insert(left.end(), objs.begin(), objs.end()); /* exits with every object live */
+        });
+        t.join();
+    }
+    const size_t held = slabs_of(p.get());
+    ASSERT_GE(held, gens * per_thread * kSize / (size_t(64) << 10));
+    free_all(p.get(), left); /* this thread has no slab of the pool: it adopts none */
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3 * delay));
+    pk_pool_free(other.get(), pk_pool_alloc(other.get())); /* a call after the silence: the sweep */
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.slabs, 0u) << "slabs with no live object kept past the purge delay (" << held << " held before)";
+    EXPECT_EQ(s.bytes_reserved, 0u);
+    EXPECT_GE(s.slabs_released, held);
+}
+
+TEST(PoolExits, FreesIntoASlabAdoptedFromAThreadGoneAreTheAdoptersOwn) {
+    PoolPtr p = make_pool(kSize, 0, 0, "adopted");
+    std::vector<void *> objs;
+    std::thread t([&] { objs = alloc_n(p.get(), 400); }); /* one slab, exits with every object live */
+    t.join();
+    ASSERT_EQ(objs.size(), 400u);
+    void *mine = pk_pool_alloc(p.get()); /* a refill: this thread may adopt a slab */
+    ASSERT_NE(mine, nullptr);
+    const uint64_t remote = stats_of(p.get()).remote_frees;
+    free_all(p.get(), objs); /* the first adopts the slab; the rest are the owner's frees */
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.remote_frees, remote) << "frees into an adopted slab counted as remote";
+    EXPECT_EQ(s.live, 1u);
+    pk_pool_free(p.get(), mine);
+}
+
+} // namespace
