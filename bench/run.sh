@@ -6,7 +6,9 @@
 # Order: hot loop (inline, static), hot loop through calls (shared), the hot
 # loop over 1,000 pools and 20 processes (bench_spread), the size-class
 # front end's hot loop against the typed pool (bench_frontend) and its
-# classes measured on real workloads' requests (bench_classes), random
+# classes measured on real workloads' requests (bench_classes), its large
+# blocks against glibc's in one process (bench_large; the same shape
+# preloaded runs after the programs), random
 # fill pattern, memory, cross-thread, the thread shapes of issue 19 (steady
 # state, cache-scratch, remote batches, many pools), threads that come and go
 # (bench_mstress: peak RSS over iterations; bench_larson: live sets handed
@@ -52,7 +54,7 @@ trap 'rm -f "$log"' EXIT
 status=0
 start=$(date +%s)
 
-for name in bench_hotloop bench_hotloop_shared bench_spread bench_frontend bench_classes bench_pattern bench_memory bench_xthread \
+for name in bench_hotloop bench_hotloop_shared bench_spread bench_frontend bench_classes bench_large bench_pattern bench_memory bench_xthread \
     bench_threads bench_mstress bench_larson bench_bintrees bench_objects bench_containers bench_workset bench_manypools bench_arenas; do
     if ! prog=$(find_prog "$name"); then
         if [ "$name" != bench_objects ] && [ "$name" != bench_containers ]; then
@@ -70,6 +72,39 @@ for name in bench_hotloop bench_hotloop_shared bench_spread bench_frontend bench
         status=1
     fi
 done
+
+# The malloc-large shape preloaded: the same program (loop time and minor
+# faults, its own getrusage) with and without libpoolkit-malloc.so, in
+# interleaved pairs; the ratios' medians make a target line as
+# bench_large's do.
+large_preloaded() {
+    local prog lib iters=1000 pairs=3 i g p times="" faults=""
+    prog=$(find_prog malloc_large) || { echo "== malloc_large: not built"; return 1; }
+    lib=$(ls "$build"/libpoolkit-malloc.so.* "$build"/src/libpoolkit-malloc.so.* 2>/dev/null | head -n 1)
+    [ -n "$lib" ] || { echo "== malloc_large: libpoolkit-malloc.so not built"; return 1; }
+    for arg in "$@"; do [ "$arg" = --quick ] && iters=300; done
+    echo "== large blocks preloaded: malloc-large's shape as a program of its own, $pairs interleaved pairs"
+    echo "commands: $prog $iters; LD_PRELOAD=$lib $prog $iters"
+    for i in $(seq "$pairs"); do
+        g=$("$prog" "$iters") || return 1
+        p=$(LD_PRELOAD="$lib" "$prog" "$iters") || return 1
+        echo "  glibc:   $g"
+        echo "  poolkit: $p"
+        # "malloc-large: N iterations, T s, F minor faults": T is field 4, F field 6.
+        times="$times $(echo "$p $g" | awk '{printf "%.4f", $4 / $12}')"
+        faults="$faults $(echo "$p $g" | awk '{printf "%.4f", $6 / $14}')"
+    done
+    local mt mf
+    mt=$(printf '%s\n' $times | sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
+    mf=$(printf '%s\n' $faults | sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
+    echo "$mt $mf $pairs" | awk '{printf "target: large blocks 5-25 MiB, preloaded: poolkit %.2fx glibc time (target <= 1.2x), faults %.2fx (target <= 2x) (median of %d pairs)  -> %s\n", $1, $2, $3, ($1 <= 1.2 && $2 <= 2) ? "PASS" : "FAIL"}'
+}
+echo
+large_preloaded "$@" 2>&1 | tee -a "$log"
+if [ "${PIPESTATUS[0]}" != 0 ]; then
+    echo "!! the preloaded malloc-large run failed" | tee -a "$log"
+    status=1
+fi
 
 echo
 echo "\$ $here/refs.sh $build $*"

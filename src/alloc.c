@@ -162,12 +162,24 @@ static void *class_alloc(size_t ci, void *caller) {
     return obj;
 }
 
+/* Large blocks' calls run the purge's poll, as the pools' slow paths do,
+ * so that freed blocks kept for reuse go back after the delay in a program
+ * that makes nothing else. Never inside the library (depth): the poll may
+ * start the background purge's thread, which allocates. */
 static PK_NOINLINE void *large_from_library(size_t size, size_t align, bool zero) {
     depth++;
     init_announce(INIT_SHARED_STATE); /* the fork handlers cover the block table */
+    pool_purge_poll();
     void *obj = large_alloc(size, align, zero);
     leave();
     return obj;
+}
+
+static void large_poll(void) {
+    if (depth) return;
+    depth++;
+    pool_purge_poll();
+    leave();
 }
 
 void *pk__alloc_slow(size_t size) {
@@ -233,7 +245,10 @@ PK_COLD __attribute__((noreturn)) static void report_foreign(const char *call, c
  * buffer's (never reused), or a fault. */
 static void free_other(void *ptr, const pk_pool *p, const char *call) {
     if (boot_owns(ptr)) return;
-    if (large_free(ptr)) return;
+    if (large_free(ptr)) {
+        large_poll();
+        return;
+    }
     report_foreign(call, ptr, p);
 }
 
@@ -335,6 +350,9 @@ void *pk_realloc(void *ptr, size_t size) {
         return moved(ptr, p->size, size);
     }
     size_t n = usable_or_report(ptr, p, "pk_realloc");
-    if (!boot_owns(ptr) && size > PK_ALLOC_CLASS_MAX) return large_realloc(ptr, size);
+    if (!boot_owns(ptr) && size > PK_ALLOC_CLASS_MAX) {
+        large_poll();
+        return large_realloc(ptr, size);
+    }
     return moved(ptr, n, size);
 }

@@ -8,12 +8,19 @@
  * page), beside which the lock is nothing. The lock is a leaf: nothing is
  * called while it is held but the OS layer's os_map for a larger table,
  * so any thread, a fork's prepare handler included, may take it last.
- * A freed block waits for the purge delay among the retained mappings
- * (retain.c) for the next block of the same length, as empty slabs do; a
- * resize moves the mapping with mremap, so a buffer that grows by doubling
- * is never copied.
+ *
+ * A freed block's mapping waits for the purge delay among the kept fits
+ * (retain.c, policy.h LARGE_KEEP_COUNT), and the next block of any length
+ * takes it: cut to its length, or grown by mremap, so that blocks of
+ * lengths that never repeat still reuse pages already faulted in. What
+ * waits is bounded by the bytes of the blocks live (keep_bound). A resize
+ * moves the mapping with mremap, so a buffer that grows by doubling is
+ * never copied, and a shrink hands its tail to the fits without a system
+ * call. Zeroed blocks (pk_calloc) and blocks aligned past a page come
+ * fresh from the system.
  */
 #include "alloc_internal.h"
+#include "policy.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -23,7 +30,7 @@ typedef struct block {
     uintptr_t ptr;  /* what the caller holds; 0: empty, TOMB: deleted */
     char *base;     /* the mapping */
     size_t len;     /* its length */
-    size_t align;   /* its alignment, for the retained mappings' key */
+    size_t align;   /* its alignment: past a page, a resize copies */
 } block;
 #define TOMB ((uintptr_t)1)
 #define TABLE_MIN 64
@@ -32,6 +39,10 @@ static pthread_mutex_t large_lock = PTHREAD_MUTEX_INITIALIZER;
 static block *table;
 static size_t cap, used, live; /* used counts live entries and tombstones */
 static size_t bytes, peak_bytes;
+
+/* What the fits may hold: as much as the blocks live, at least
+ * LARGE_KEEP_FLOOR. Under the lock. */
+static size_t keep_bound(void) { return bytes > LARGE_KEEP_FLOOR ? bytes : LARGE_KEEP_FLOOR; }
 
 static size_t slot_of(uintptr_t ptr, size_t n) {
     return (size_t)(((ptr >> 12) * 0x9E3779B97F4A7C15ull) >> 20) & (n - 1);
@@ -91,8 +102,9 @@ static bool insert(const block *b) {
     return ok;
 }
 
-/* Takes ptr's entry out into *out; false when ptr is no live block. */
-static bool take(const void *ptr, block *out) {
+/* Takes ptr's entry out into *out, and the bound on the fits for what
+ * leaves it into *bound; false when ptr is no live block. */
+static bool take(const void *ptr, block *out, size_t *bound) {
     pthread_mutex_lock(&large_lock);
     block *b = find((uintptr_t)ptr);
     if (b) {
@@ -100,6 +112,7 @@ static bool take(const void *ptr, block *out) {
         b->ptr = TOMB;
         live--;
         bytes -= out->len;
+        *bound = keep_bound();
     }
     pthread_mutex_unlock(&large_lock);
     return b != NULL;
@@ -113,9 +126,8 @@ void *large_alloc(size_t size, size_t align, bool zero) {
         return NULL;
     }
     size_t len = align_up(size ? size : 1, page);
-    /* Fresh pages are zero; a retained mapping holds what its last user
-     * wrote. */
-    char *base = zero ? os_map(len, align) : os_map_reuse(len, align);
+    /* Fresh pages are zero; a kept mapping holds what its last user wrote. */
+    char *base = zero || align > page ? os_map(len, align) : os_map_fit(len);
     if (!base) {
         errno = ENOMEM;
         return NULL;
@@ -131,8 +143,9 @@ void *large_alloc(size_t size, size_t align, bool zero) {
 
 bool large_free(void *ptr) {
     block b;
-    if (!take(ptr, &b)) return false;
-    os_unmap_later(b.base, b.len, b.align);
+    size_t bound;
+    if (!take(ptr, &b, &bound)) return false;
+    os_unmap_later_fit(b.base, b.len, bound);
     return true;
 }
 
@@ -144,31 +157,39 @@ bool large_usable(const void *ptr, size_t *usable) {
     return b != NULL;
 }
 
+/* b's mapping grown to len bytes with its contents, or NULL (b unchanged). */
+static void *grown(const block *b, size_t len, size_t bound) {
+    /* A mapping aligned past a page may move to any page: copied then. */
+    bool aligned = b->align > os_page_size();
+    void *p = aligned ? NULL : os_remap(b->base, b->len, len);
+    if (p) return p;
+    char *fresh = aligned ? os_map(len, b->align) : os_map_fit(len);
+    if (!fresh) return NULL;
+    memcpy(fresh, b->base, b->len);
+    os_unmap_later_fit(b->base, b->len, bound);
+    return fresh;
+}
+
 void *large_realloc(void *ptr, size_t size) {
-    size_t page = os_page_size();
     block b;
-    if (size > SIZE_MAX / 2 || !take(ptr, &b)) {
+    size_t bound;
+    if (size > SIZE_MAX / 2 || !take(ptr, &b, &bound)) {
         errno = ENOMEM;
         return NULL;
     }
-    size_t len = align_up(size, page);
+    size_t len = align_up(size, os_page_size());
     block to = b;
-    if (len != b.len) {
-        /* A mapping aligned past a page may move to any page: copied then. */
-        void *moved = b.align > page ? NULL : os_remap(b.base, b.len, len);
-        if (!moved) {
-            char *fresh = os_map_reuse(len, b.align);
-            if (fresh) {
-                memcpy(fresh, b.base, b.len < len ? b.len : len);
-                os_unmap_later(b.base, b.len, b.align);
-                moved = fresh;
-            }
-        }
-        if (moved) {
-            to.ptr = (uintptr_t)moved;
-            to.base = moved;
+    if (len > b.len) {
+        void *p = grown(&b, len, bound);
+        if (p) {
+            to.ptr = (uintptr_t)p;
+            to.base = p;
             to.len = len;
         }
+    } else if (len < b.len) {
+        /* The tail waits among the fits, its pages still faulted in. */
+        os_unmap_later_fit(b.base + len, b.len - len, bound);
+        to.len = len;
     }
     insert(&to); /* into the entry take left, or one as free: it cannot fail */
     if (to.len != len) {

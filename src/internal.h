@@ -120,6 +120,15 @@ void *os_map_reuse_near(void *want, size_t size, size_t align);
 /* Keeps the mapping for reuse until the purge delay passes (within
  * RETAIN_BYTES), or unmaps it now. */
 void os_unmap_later(void *p, size_t size, size_t align);
+/* size bytes (a multiple of the page size), page-aligned: part of a freed
+ * large block's mapping kept by os_unmap_later_fit (not zero), or one
+ * grown to size, or a fresh one from os_map. NULL with errno ENOMEM. */
+void *os_map_fit(size_t size);
+/* Keeps a page-aligned mapping of len bytes (or part of one) for
+ * os_map_fit until the purge delay passes, within LARGE_KEEP_COUNT
+ * mappings of at most bound bytes together (the oldest unmapped first),
+ * or unmaps it now. */
+void os_unmap_later_fit(void *p, size_t len, size_t bound);
 /* Unmaps what has been retained longer than the delay. */
 void os_retain_tick(uint64_t now_ms);
 /* Unmaps everything retained; returns the bytes. */

@@ -159,6 +159,24 @@ static inline size_t policy_extend_hardened(size_t slot) {
  * destroyed pools cannot pin unbounded memory. */
 #define RETAIN_BYTES ((size_t)16 << 20)
 
+/* Freed large blocks (pk_alloc's blocks over the last class, each a
+ * mapping of its own: alloc_large.c) wait among kept mappings of any
+ * length (retain.c), apart from RETAIN_BYTES, and a later block of any
+ * length takes one: the front of the smallest that holds it (the rest
+ * stays kept), or, when none is long enough, the longest, grown by
+ * mremap, so only the pages it lacks are faulted in. Lengths that vary
+ * rarely repeat: a mapping kept for its own length alone would leave
+ * nearly every block to be faulted in afresh, page by page
+ * (bench_large: mimalloc-bench's malloc-large shape). At most
+ * LARGE_KEEP_COUNT mappings are kept, of at most the larger of
+ * LARGE_KEEP_FLOOR and the bytes of the large blocks live, so what waits
+ * grows with what the program uses (as glibc raises its trim threshold
+ * to twice the largest mapped block freed, up to a cap of its own); each
+ * goes back once it has waited the purge delay, and the oldest goes first
+ * when a bound is reached. */
+#define LARGE_KEEP_COUNT 32
+#define LARGE_KEEP_FLOOR ((size_t)64 << 20)
+
 /* PK_POOL_SHUFFLE pools (hardened, and more): fresh slots go out in an
  * unpredictable order, so one object's address does not tell an attacker
  * which slot comes next. A run of up to SHUFFLE_RUN fresh slots is cut into

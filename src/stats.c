@@ -221,7 +221,7 @@ static void print_table(FILE *f, const rows *r, const pk_process_stats *t, const
     fprintf(f, "pools' slabs at most at once: %s\n", human(t->pool_bytes_reserved_peak, b3));
     fprintf(f, "autorelease (this thread): depth %zu, pending %zu, high water %zu\n",
             t->autorelease_depth, t->autorelease_pending, t->autorelease_high_water);
-    fprintf(f, "retained for reuse (destroyed pools and arenas): %s\n", human(t->retained_bytes, b4));
+    fprintf(f, "retained for reuse (destroyed pools and arenas, freed large blocks): %s\n", human(t->retained_bytes, b4));
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped. */

@@ -1,11 +1,15 @@
 /* The size-class front end (alloc.h), call by call: the classes every size
- * lands in, alignment, zeroing, resizing, mapped blocks, threads, fork, the
- * stats report, and the misuse that must be reported. */
+ * lands in, alignment, zeroing, resizing, mapped blocks and their reuse
+ * after a free, threads, fork, the stats report, and the misuse that must
+ * be reported. */
 #include "child.h"
 #include "support.h"
 
 #include <poolkit/alloc.h>
+#include <poolkit/fault.h>
 #include <poolkit/stats.h>
+
+#include <sys/mman.h>
 
 #include <atomic>
 #include <cstdio>
@@ -216,6 +220,174 @@ TEST(AllocLarge, AnImpossibleSizeFailsWithENOMEM) {
     EXPECT_EQ(pk_good_size(SIZE_MAX), 0u);
 }
 
+/* ---- large blocks freed and reused ----
+ * A freed large block's mapping waits for the purge delay and serves a
+ * later block of any length. Each test starts with nothing kept and a long
+ * delay; "reused" is read from the address, from the pages already
+ * resident (a fresh mapping has none) and from the page requests. */
+
+constexpr size_t MiB = size_t(1) << 20;
+
+size_t page_round(size_t n) { return (n + page_size() - 1) / page_size() * page_size(); }
+
+/* Whether the page holding p is mapped: mincore fails with ENOMEM if not. */
+bool is_mapped(const void *p) {
+    uintptr_t page = reinterpret_cast<uintptr_t>(p) & ~(uintptr_t)(page_size() - 1);
+    unsigned char v;
+    return mincore(reinterpret_cast<void *>(page), page_size(), &v) == 0;
+}
+
+/* Pages of [p, p + len) resident now (p page-aligned). */
+size_t resident_pages(const void *p, size_t len) {
+    std::vector<unsigned char> v(page_round(len) / page_size());
+    if (mincore(const_cast<void *>(p), len, v.data()) != 0) return 0;
+    size_t n = 0;
+    for (unsigned char c : v) n += c & 1;
+    return n;
+}
+
+/* A large block of len bytes, written in full (its pages resident). */
+char *written_block(size_t len, int byte = 1) {
+    char *p = static_cast<char *>(pk_alloc(len));
+    if (p) std::memset(p, byte, len);
+    return p;
+}
+
+/* Nothing kept when the test starts or after it; delay_ms meanwhile. */
+struct KeptBlocks {
+    long old;
+    explicit KeptBlocks(long delay_ms = 60000) : old(pk_set_purge_delay(delay_ms)) { pk_pool_release_cache(); }
+    ~KeptBlocks() {
+        pk_set_purge_delay(old);
+        pk_pool_release_cache();
+    }
+};
+
+TEST(AllocLargeReuse, AFreedBlockServesAShorterOneWithoutAPageRequest) {
+    KeptBlocks kept;
+    char *p = written_block(8 * MiB);
+    ASSERT_NE(p, nullptr);
+    pk_free(p);
+    unsigned long before = pk_fault_requests();
+    void *q = pk_alloc(5 * MiB + 12345);
+    EXPECT_EQ(q, p) << "the next block did not take the freed one's mapping";
+    EXPECT_EQ(pk_fault_requests(), before) << "a block that fits in a kept mapping asked the system for pages";
+    EXPECT_EQ(resident_pages(q, 5 * MiB), 5 * MiB / page_size());
+    EXPECT_EQ(pk_usable_size(q), page_round(5 * MiB + 12345));
+    pk_free(q);
+    pk_pool_release_cache();
+    EXPECT_FALSE(is_mapped(p + 8 * MiB - 1)) << "the rest of the kept mapping was lost, never given back";
+}
+
+TEST(AllocLargeReuse, ALongerBlockGrowsAKeptMappingAndFaultsInOnlyWhatItLacks) {
+    KeptBlocks kept;
+    char *p = written_block(6 * MiB);
+    ASSERT_NE(p, nullptr);
+    pk_free(p);
+    char *q = static_cast<char *>(pk_alloc(10 * MiB));
+    ASSERT_NE(q, nullptr);
+    EXPECT_GE(resident_pages(q, 10 * MiB), 6 * MiB / page_size())
+        << "the longer block did not grow the kept mapping (its pages are not resident)";
+    std::memset(q, 2, 10 * MiB);
+    pk_free(q);
+}
+
+TEST(AllocLargeReuse, AShrunkBlockKeepsItsContentsAndItsTailServesTheNextBlock) {
+    KeptBlocks kept;
+    char *p = static_cast<char *>(pk_alloc(8 * MiB));
+    ASSERT_NE(p, nullptr);
+    fill_pattern(p, 8 * MiB, 7);
+    char *q = static_cast<char *>(pk_realloc(p, 3 * MiB));
+    ASSERT_EQ(q, p) << "a shrink moved the block or failed";
+    EXPECT_EQ(check_pattern(q, 3 * MiB, 7), 3 * MiB);
+    EXPECT_EQ(pk_usable_size(q), 3 * MiB);
+    char *r = written_block(4 * MiB);
+    EXPECT_EQ(r, p + 3 * MiB) << "the shrunk block's tail did not serve the next block";
+    q = static_cast<char *>(pk_realloc(q, 12 * MiB)); /* past r: moved by mremap */
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(check_pattern(q, 3 * MiB, 7), 3 * MiB);
+    EXPECT_GE(pk_usable_size(q), 12 * MiB);
+    std::memset(q, 3, 12 * MiB);
+    EXPECT_EQ(resident_pages(r, 4 * MiB), 4 * MiB / page_size());
+    pk_free(r);
+    pk_free(q);
+}
+
+TEST(AllocLargeReuse, BlocksFreedSideBySideServeOneAsLongAsBoth) {
+    KeptBlocks kept;
+    char *p = written_block(8 * MiB);
+    ASSERT_NE(p, nullptr);
+    ASSERT_EQ(pk_realloc(p, 4 * MiB), p); /* the tail [4, 8) MiB is kept */
+    pk_free(p);                            /* and joined by its head */
+    void *q = pk_alloc(8 * MiB);
+    EXPECT_EQ(q, p) << "the two kept neighbours did not serve a block as long as both";
+    EXPECT_EQ(resident_pages(q, 8 * MiB), 8 * MiB / page_size());
+    pk_free(q);
+}
+
+TEST(AllocLargeReuse, ReleaseCacheGivesKeptBlocksBack) {
+    KeptBlocks kept;
+    char *p = written_block(8 * MiB);
+    ASSERT_NE(p, nullptr);
+    pk_free(p);
+    EXPECT_TRUE(is_mapped(p)) << "a freed block was not kept for reuse";
+    pk_process_stats st;
+    pk_stats_get(&st);
+    EXPECT_GE(st.retained_bytes, 8 * MiB);
+    EXPECT_GE(pk_pool_release_cache(), 8 * MiB);
+    EXPECT_FALSE(is_mapped(p)) << "pk_pool_release_cache left a freed block mapped";
+    pk_stats_get(&st);
+    EXPECT_EQ(st.retained_bytes, 0u);
+}
+
+TEST(AllocLargeReuse, WithDelayZeroAFreedBlockGoesBackAtOnce) {
+    KeptBlocks kept(0);
+    char *p = written_block(8 * MiB);
+    ASSERT_NE(p, nullptr);
+    pk_free(p);
+    EXPECT_FALSE(is_mapped(p));
+}
+
+/* The delay from the environment, so that the first poll's interval is
+ * this delay's: a program that makes nothing but large blocks. */
+PKTEST_CHILD(LargeBlocksGoBackAfterTheDelay) {
+    char *p = written_block(8 * MiB);
+    CHILD_CHECK(p != nullptr, "no block");
+    pk_free(p);
+    CHILD_CHECK(is_mapped(p), "a freed block was not kept for reuse");
+    usleep(300 * 1000); /* the delay is 50 ms */
+    char *q = static_cast<char *>(pk_alloc(8 * MiB));
+    CHILD_CHECK(q != nullptr, "no block");
+    CHILD_CHECK(resident_pages(q, 8 * MiB) == 0,
+                "a block freed 300 ms before (delay 50 ms) was still kept at the next call: %zu pages resident",
+                resident_pages(q, 8 * MiB));
+    pk_process_stats st;
+    pk_stats_get(&st);
+    CHILD_CHECK(st.retained_bytes == 0, "%zu bytes still kept", st.retained_bytes);
+    pk_free(q);
+    return 0;
+}
+
+PKTEST_CHILD(LargeBlocksGoBackWithNoCallUnderTheBackgroundPurge) {
+    char *p = written_block(8 * MiB);
+    CHILD_CHECK(p != nullptr, "no block");
+    pk_free(p);
+    for (int ms = 0; is_mapped(p); ms += 10) {
+        CHILD_CHECK(ms < 5000, "a freed block still mapped 5 s after its free (delay 50 ms)");
+        usleep(10 * 1000);
+    }
+    return 0;
+}
+
+TEST(AllocLargeReuse, KeptBlocksGoBackAtTheFirstCallAfterThePurgeDelay) {
+    EXPECT_CHILD_PASSES("LargeBlocksGoBackAfterTheDelay", {{"POOLKIT_PURGE_DELAY_MS", "50"}});
+}
+
+TEST(AllocLargeReuse, KeptBlocksGoBackWithNoCallUnderTheBackgroundPurge) {
+    EXPECT_CHILD_PASSES("LargeBlocksGoBackWithNoCallUnderTheBackgroundPurge",
+                        {{"POOLKIT_PURGE_DELAY_MS", "50"}, {"POOLKIT_BACKGROUND_PURGE", "1"}});
+}
+
 TEST(AllocSized, FreesWithTheSizeGiven) {
     std::vector<std::pair<void *, size_t>> v;
     for (size_t s = 1; s < 3000; s += 37) v.push_back({pk_alloc(s), s});
@@ -404,5 +576,30 @@ PKTEST_CHILD(ForkChildAllocatesWhileParentThreadsRun) {
 }
 
 TEST(AllocFork, AChildAllocatesWhileTheParentsThreadsRun) { EXPECT_CHILD_PASSES("ForkChildAllocatesWhileParentThreadsRun"); }
+
+TEST(AllocFork, AChildReusesTheKeptBlocksItInheritsAndTheParentKeepsItsOwn) {
+    KeptBlocks kept;
+    char *p = written_block(8 * MiB, 1);
+    ASSERT_NE(p, nullptr);
+    pk_free(p);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        char *c = static_cast<char *>(pk_alloc(5 * MiB));
+        bool ok = c == p && resident_pages(c, 5 * MiB) == 5 * MiB / page_size();
+        if (c) std::memset(c, 2, 5 * MiB);
+        pk_free(c);
+        pk_free(pk_alloc(12 * MiB));
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child did not reuse the block kept at the fork";
+    char *q = static_cast<char *>(pk_alloc(5 * MiB));
+    ASSERT_EQ(q, p);
+    EXPECT_EQ(q[0], 1) << "the child's writes reached the parent's kept block";
+    EXPECT_EQ(q[5 * MiB - 1], 1);
+    pk_free(q);
+}
 
 } // namespace

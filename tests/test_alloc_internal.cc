@@ -1,4 +1,7 @@
-/* The size-class front end's guard against re-entry, white-box: as malloc,
+/* The size-class front end, white-box: its guard against re-entry, and the
+ * bounds on the freed large blocks it keeps (policy.h).
+ *
+ * Re-entry: as malloc,
  * the front end is called again by the C library from inside poolkit (a
  * pool made on first use reads the environment, registers handlers; a
  * debug pool calls backtrace()). Such calls must never enter the pools:
@@ -9,9 +12,13 @@
 #include "support.h"
 
 #include <poolkit/alloc.h>
+#include <poolkit/stats.h>
+
+#include <algorithm>
 
 extern "C" {
 #include "internal.h"
+#include "policy.h"
 }
 
 using namespace pktest;
@@ -49,6 +56,73 @@ TEST(AllocReentry, CallsFromInsideTheLibraryNeverEnterThePools) {
     EXPECT_NE(pk_pool_owner(grown), nullptr);
     pk_free(grown);
     for (size_t i = 1; i < objs.size(); i++) pk_free(objs[i]);
+}
+
+/* ---- the bounds on freed large blocks kept for reuse ---- */
+
+constexpr size_t MiB = size_t(1) << 20;
+
+/* Nothing kept when the test starts or after it; a long delay meanwhile. */
+struct KeptBlocks {
+    long old = pk_set_purge_delay(60000);
+    KeptBlocks() { pk_pool_release_cache(); }
+    ~KeptBlocks() {
+        pk_set_purge_delay(old);
+        pk_pool_release_cache();
+    }
+};
+
+size_t kept_bytes() {
+    pk_process_stats st;
+    pk_stats_get(&st);
+    return st.retained_bytes;
+}
+
+TEST(AllocLargeKept, AtMostLargeKeepCountMappingsWait) {
+    KeptBlocks kept;
+    /* Every other block in address order is freed: a live one lies between
+     * any two of them, so none joins another. */
+    const size_t n = LARGE_KEEP_COUNT + 8, len = MiB;
+    std::vector<char *> blocks;
+    for (size_t i = 0; i < 2 * n; i++) blocks.push_back(static_cast<char *>(pk_alloc(len)));
+    std::sort(blocks.begin(), blocks.end());
+    for (size_t i = 0; i < 2 * n; i += 2) pk_free(blocks[i]);
+    EXPECT_EQ(kept_bytes(), LARGE_KEEP_COUNT * len) << "freed blocks kept past the count";
+    for (size_t i = 1; i < 2 * n; i += 2) pk_free(blocks[i]);
+}
+
+TEST(AllocLargeKept, WhatWaitsStaysWithinTheFloorWhenFewBlocksAreLive) {
+    KeptBlocks kept;
+    const size_t len = LARGE_KEEP_FLOOR / 4 + MiB, n = 9;
+    std::vector<void *> blocks;
+    for (size_t i = 0; i < n; i++) blocks.push_back(pk_alloc(len));
+    pk_free(blocks[0]);
+    EXPECT_EQ(kept_bytes(), len) << "a freed block was not kept";
+    for (size_t i = 1; i < n; i++) {
+        pk_free(blocks[i]);
+        size_t live = (n - 1 - i) * len, bound = std::max(live, LARGE_KEEP_FLOOR);
+        EXPECT_LE(kept_bytes(), bound) << "after " << i + 1 << " frees, " << live << " bytes live";
+    }
+}
+
+TEST(AllocLargeKept, ABlockLongerThanTheBoundGoesBackAtOnce) {
+    KeptBlocks kept;
+    void *p = pk_alloc(LARGE_KEEP_FLOOR + MiB);
+    ASSERT_NE(p, nullptr);
+    pk_free(p);
+    EXPECT_EQ(kept_bytes(), 0u);
+}
+
+TEST(AllocLargeKept, TheBoundFollowsTheBlocksLive) {
+    KeptBlocks kept;
+    const size_t len = LARGE_KEEP_FLOOR / 4;
+    std::vector<void *> live, freed;
+    for (int i = 0; i < 10; i++) live.push_back(pk_alloc(len)); /* 2.5 floors live */
+    for (int i = 0; i < 6; i++) freed.push_back(pk_alloc(len));
+    for (void *p : freed) pk_free(p);
+    EXPECT_EQ(kept_bytes(), 6 * len) << "blocks freed while more were live than they came to were not all kept";
+    for (void *p : live) pk_free(p);
+    EXPECT_LE(kept_bytes(), LARGE_KEEP_FLOOR);
 }
 
 } // namespace

@@ -167,13 +167,15 @@ PK_API size_t pk_pool_trim(pk_pool *pool);
 /* Destroyed pools and arenas leave their memory mapped for the purge delay
  * (at most 16 MiB process-wide), together with up to 64 pool records, so
  * that the next pool or arena needs no system call (a pool or an arena per
- * request or per tree). This gives all of it back to the system now and
- * returns the bytes released, the records debug pools hold back included
- * (see pk_pool_destroy). Thread-safe. */
+ * request or per tree); so do pk_alloc's freed large blocks, for the next
+ * large block of any length (alloc.h). This gives all of it back to the
+ * system now and returns the bytes released, the records debug pools hold
+ * back included (see pk_pool_destroy). Thread-safe. */
 PK_API size_t pk_pool_release_cache(void);
 
 /* Memory whose objects are all free (an empty slab, a spare arena chunk, the
- * slabs of a destroyed pool) stays mapped for this
+ * slabs of a destroyed pool, a large block pk_free gave back) stays mapped
+ * for this
  * many milliseconds before it goes back to the system, so a program that
  * builds and tears down the same structures again and again does not fault
  * its memory back in. 0 gives it back at once. The initial value comes from

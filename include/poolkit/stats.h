@@ -58,7 +58,8 @@ typedef struct pk_process_stats {
     size_t arenas;              /* live arenas */
     size_t arena_bytes_reserved; /* bytes their chunks hold from the system */
     size_t arena_bytes_reserved_peak; /* the most all arenas' chunks held at once */
-    size_t retained_bytes;      /* memory of destroyed pools and arenas kept for reuse
+    size_t retained_bytes;      /* memory of destroyed pools and arenas, and freed
+                                   pk_alloc large blocks, kept for reuse
                                    (pk_pool_release_cache) */
     size_t autorelease_depth;      /* the calling thread's autorelease pools, pushed and
                                       not yet popped (pk_autorelease_stats_get) */

@@ -1,0 +1,126 @@
+/* Large blocks: mimalloc-bench's malloc-large shape (after glibc's
+ * benchtests) through pk_alloc/pk_free and through the C library's malloc,
+ * in one process, side by side.
+ *
+ * 20 slots; each iteration allocates a block of a random size from 5 to
+ * 25 MiB (over the front end's last class: a mapping of its own), writes it
+ * in full (malloc-large's make_unique<char[]> zeroes it) and frees the
+ * block it replaces in a random slot, so up to 21 are live. Single thread,
+ * a fixed seed: both allocators get the same requests. A run ends with
+ * every block freed and the allocator's cache given back (pk_pool_release_
+ * cache, malloc_trim), so each run starts alike. Each repetition runs both,
+ * the first alternating; a run is timed (wall clock) and its minor page
+ * faults counted (getrusage ru_minflt: every page of a block the system
+ * maps afresh is faulted in by the write).
+ *
+ * Target: poolkit at most 1.2x glibc's time and 2x its minor faults, each
+ * the median over repetitions of the two runs' ratio.
+ * bench/malloc_large.c is the same loop as a program of its own, for
+ * LD_PRELOAD=libpoolkit-malloc.so (bench/run.sh runs it both ways).
+ *
+ * Usage: bench_large [--reps N] [--quick] [--iters N]
+ */
+#include "harness.h"
+
+#include <poolkit/alloc.h>
+#include <poolkit/pool.h>
+
+#include <malloc.h>
+#include <sys/resource.h>
+
+#define SLOTS 20
+#define MIN_BYTES ((size_t)5 << 20)
+#define MAX_BYTES ((size_t)25 << 20)
+#define SEED 42
+
+typedef struct run_result {
+    double seconds;
+    long faults;
+} run_result;
+
+static long minor_faults(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+/* One run of the shape. ALLOC(size) and FREE(p) are the allocator's. */
+#define SHAPE(ALLOC, FREE, RELEASE)                                                   \
+    {                                                                                 \
+        char *slot[SLOTS] = {0};                                                      \
+        shared_rng r = {SEED};                                                        \
+        long f0 = minor_faults();                                                     \
+        double t0 = bench_now_ns();                                                   \
+        for (long i = 0; i < iters; i++) {                                            \
+            size_t k = shared_rng_below(&r, SLOTS);                                   \
+            size_t size = MIN_BYTES + shared_rng_below(&r, MAX_BYTES - MIN_BYTES + 1); \
+            char *p = (char *)(ALLOC);                                                \
+            if (!p) abort();                                                          \
+            BENCH_ESCAPE(p); /* no malloc+memset made calloc */                       \
+            memset(p, 0, size);                                                       \
+            FREE(slot[k]);                                                            \
+            slot[k] = p;                                                              \
+        }                                                                             \
+        for (int k = 0; k < SLOTS; k++) FREE(slot[k]);                                \
+        res.seconds = (bench_now_ns() - t0) / 1e9;                                    \
+        res.faults = minor_faults() - f0;                                             \
+        RELEASE;                                                                      \
+    }
+
+static BENCH_KERNEL run_result shape_poolkit(long iters) {
+    run_result res;
+    SHAPE(pk_alloc(size), pk_free, pk_pool_release_cache())
+    return res;
+}
+
+static BENCH_KERNEL run_result shape_glibc(long iters) {
+    run_result res;
+    SHAPE(malloc(size), free, malloc_trim(0))
+    return res;
+}
+
+enum { C_PK, C_GLIBC, NCONT };
+static const char *const label[NCONT] = {"pk_alloc/pk_free", "glibc malloc/free"};
+static run_result (*const shape[NCONT])(long) = {shape_poolkit, shape_glibc};
+
+int main(int argc, char **argv) {
+    bench_opts o = bench_parse(argc, argv, 5);
+    long iters = bench_arg_long(&o, "--iters", o.quick ? 300 : 1000);
+    bench_header("large blocks: malloc-large's shape (5-25 MiB, 20 live, random replacement), "
+                 "pk_alloc vs glibc malloc",
+                 &o);
+    printf("%ld iterations per run, each block written in full; seconds and minor faults per run; "
+           "ratio = median over repetitions of (poolkit / glibc in the same repetition); purge "
+           "delay %ld ms\n",
+           iters, pk_set_purge_delay(-1));
+
+    bench_series t[NCONT] = {{{0}, 0}}, f[NCONT] = {{{0}, 0}}, rt = {{0}, 0}, rf = {{0}, 0};
+    for (int rep = -1; rep < o.reps; rep++) {
+        run_result v[NCONT];
+        for (int j = 0; j < NCONT; j++) {
+            int c = (j + (rep > 0 ? rep : 0)) % NCONT;
+            v[c] = shape[c](rep < 0 ? iters / 10 + 1 : iters);
+        }
+        if (rep < 0) continue;
+        for (int c = 0; c < NCONT; c++) {
+            bench_add(&t[c], v[c].seconds);
+            bench_add(&f[c], (double)v[c].faults);
+        }
+        bench_add(&rt, v[C_PK].seconds / v[C_GLIBC].seconds);
+        bench_add(&rf, (double)v[C_PK].faults / (double)v[C_GLIBC].faults);
+    }
+
+    printf("\n  %-34s %10s %-5s %-25s  %s\n", "time", "median", "", "[min - max]", "");
+    for (int c = 0; c < NCONT; c++) bench_row(label[c], &t[c], "s", "");
+    printf("  %-34s %10s %-5s %-25s  %s\n", "minor faults", "", "", "", "");
+    for (int c = 0; c < NCONT; c++) bench_row(label[c], &f[c], "", "");
+
+    printf("\n");
+    double tr = bench_median(&rt), fr = bench_median(&rf);
+    bench_target(tr <= 1.2 && fr <= 2.0,
+                 "large blocks 5-25 MiB: poolkit %.2fx glibc time (target <= 1.2x), faults %.2fx "
+                 "(target <= 2x) (%.2f vs %.2f s, %.0f vs %.0f minor faults per run)",
+                 tr, fr, bench_median(&t[C_PK]), bench_median(&t[C_GLIBC]), bench_median(&f[C_PK]),
+                 bench_median(&f[C_GLIBC]));
+    return 0;
+}
