@@ -96,12 +96,10 @@ def run_mode(mode, lib, tests, futures, jobs, timeout, work):
         env[k] = lib if v is None else v
     files, got = {}, {}
     with open(os.path.join(work, mode + ".log"), "w") as log:
-        runs = [(tests, [])]
+        runs = [(tests, [])]  # no names: the whole suite
         if futures:
             runs.append(([FUTURES[0]], ["-m", FUTURES[1]]))
         for i, (names, extra) in enumerate(runs):
-            if not names:
-                continue
             xml_path = os.path.join(work, "%s-%d.xml" % (mode, i))
             files.update(run_regrtest(env, ["-j%d" % jobs] + extra + names, xml_path, log, timeout))
             got.update(cases(xml_path))
