@@ -3,8 +3,8 @@
  * in the library calls getenv.
  *
  * A value is read the first time it is needed, and stays: the first reader
- * (or the call that sets it: pk_set_purge_delay, pk_set_background_purge)
- * to store it wins, so racing readers agree and a
+ * (or the call that sets it: pk_option_set, pk_set_purge_delay,
+ * pk_set_background_purge) to store it wins, so racing readers agree and a
  * malformed value is reported once (a PK_WARNING "bad option" through the
  * error handler), the default then used: a switch is never ignored
  * silently. Switches take 1/true/yes/on and 0/false/no/off in any case, as
@@ -19,6 +19,7 @@
 #include "policy.h"
 #include "sites.h"
 
+#include <poolkit/options.h>
 #include <poolkit/pool.h>
 
 #include <errno.h>
@@ -57,17 +58,17 @@ typedef struct option {
 
 /* Every switch. OPTION_DEST values are STATS_OFF, STATS_STDERR, STATS_FILE. */
 static option table[OPT_COUNT] = {
-    [OPT_DEBUG] = {"POOLKIT_DEBUG", OPTION_SWITCH, 0, 1, NULL, NULL, -1, 0},
-    [OPT_HARDENED] = {"POOLKIT_HARDENED", OPTION_SWITCH, PK_HARDENED_DEFAULT, 1, NULL, NULL, -1, 0},
-    [OPT_VERBOSE] = {"POOLKIT_VERBOSE", OPTION_SWITCH, 0, 1, NULL, NULL, -1, 0},
+    [OPT_DEBUG] = {"POOLKIT_DEBUG", OPTION_SWITCH, 0, 1, NULL, "pk_option_set", -1, 0},
+    [OPT_HARDENED] = {"POOLKIT_HARDENED", OPTION_SWITCH, PK_HARDENED_DEFAULT, 1, NULL, "pk_option_set", -1, 0},
+    [OPT_VERBOSE] = {"POOLKIT_VERBOSE", OPTION_SWITCH, 0, 1, NULL, "pk_option_set", -1, 0},
     [OPT_PURGE_DELAY] = {"POOLKIT_PURGE_DELAY_MS", OPTION_COUNT, PURGE_DELAY_DEFAULT_MS,
                          PURGE_DELAY_MAX_MS, "milliseconds", "pk_set_purge_delay", -1, 0},
     [OPT_BACKGROUND_PURGE] = {"POOLKIT_BACKGROUND_PURGE", OPTION_SWITCH, 0, 1, NULL,
                               "pk_set_background_purge", -1, 0},
     [OPT_DEBUG_FRAMES] = {"POOLKIT_DEBUG_FRAMES", OPTION_COUNT, SITES_DEFAULT_FRAMES, SITES_MAX_FRAMES,
-                          "frames", NULL, -1, 0},
-    [OPT_STATS] = {"POOLKIT_STATS", OPTION_DEST, STATS_OFF, STATS_FILE, NULL, NULL, -1, 0},
-    [OPT_FAULT_HANDLER] = {"POOLKIT_FAULT_HANDLER", OPTION_SWITCH, 1, 1, NULL, NULL, -1, 0},
+                          "frames", "pk_option_set", -1, 0},
+    [OPT_STATS] = {"POOLKIT_STATS", OPTION_DEST, STATS_OFF, STATS_FILE, NULL, "pk_option_set", -1, 0},
+    [OPT_FAULT_HANDLER] = {"POOLKIT_FAULT_HANDLER", OPTION_SWITCH, 1, 1, NULL, "pk_option_set", -1, 0},
 };
 
 /* Defined by the malloc library alone (src/malloc/malloc.c); its address
@@ -179,6 +180,17 @@ static bool known_name(const char *name, size_t len) {
     return false;
 }
 
+/* The row whose variable is nearest name[0..len) (a full variable name). */
+static int closest_row(const char *name, size_t len) {
+    int closest = 0;
+    size_t best = SIZE_MAX;
+    for (int id = 0; id < OPT_COUNT; id++) {
+        size_t d = distance(name, len, table[id].name);
+        if (d < best) best = d, closest = id;
+    }
+    return closest;
+}
+
 static PK_COLD void check_environment(void) {
     extern char **environ;
     for (char **e = environ; e && *e; e++) {
@@ -186,15 +198,9 @@ static PK_COLD void check_environment(void) {
         const char *eq = strchr(*e, '=');
         size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
         if (known_name(*e, len)) continue;
-        const char *closest = table[0].name;
-        size_t best = SIZE_MAX;
-        for (int id = 0; id < OPT_COUNT; id++) {
-            size_t d = distance(*e, len, table[id].name);
-            if (d < best) best = d, closest = table[id].name;
-        }
         error_report(PK_WARNING, "unknown option", NULL, NULL,
                      "%.*s is not a poolkit variable (did you mean %s?); it is ignored", (int)len, *e,
-                     closest);
+                     table[closest_row(*e, len)].name);
     }
 }
 
@@ -286,4 +292,74 @@ void note_once(int kind, const char *pool, const char *fmt, ...) {
     vsnprintf(body, sizeof body, fmt, ap);
     va_end(ap);
     error_report(PK_NOTE, "note", pool, NULL, "%s", body);
+}
+
+/* ---- pk_option_get and pk_option_set ---- */
+
+#define PREFIX "POOLKIT_"
+
+/* The row of name, with or without the prefix, in any case; -1 (reported,
+ * naming the closest row, errno EINVAL) when none. */
+static int row_named(const char *name, const char *call) {
+    if (!name) {
+        errno = EINVAL;
+        return -1;
+    }
+    const char *bare = strncasecmp(name, PREFIX, strlen(PREFIX)) == 0 ? name + strlen(PREFIX) : name;
+    for (int id = 0; id < OPT_COUNT; id++)
+        if (strcasecmp(bare, table[id].name + strlen(PREFIX)) == 0) return id;
+    char full[64];
+    int n = snprintf(full, sizeof full, PREFIX "%s", bare);
+    for (int i = 0; i > -1 && i < n && full[i]; i++)
+        if (full[i] >= 'a' && full[i] <= 'z') full[i] = (char)(full[i] - 'a' + 'A');
+    error_report(PK_WARNING, "unknown option", NULL, NULL, "%s(\"%s\"): no such option (did you mean \"%s\"?)",
+                 call, name, table[closest_row(full, n > 0 && (size_t)n < sizeof full ? (size_t)n : 0)].name +
+                                  strlen(PREFIX));
+    errno = EINVAL;
+    return -1;
+}
+
+int pk_option_get(const char *name, long *value) {
+    int id = row_named(name, "pk_option_get");
+    if (id < 0) return -1;
+    if (!value) {
+        errno = EINVAL;
+        return -1;
+    }
+    *value = option_get(id);
+    return 0;
+}
+
+/* Rows read once, where they decide how the library is set up (pools made,
+ * a handler installed): a call may set them only before that first read. */
+static bool read_once(int id) {
+    return id == OPT_DEBUG || id == OPT_HARDENED || id == OPT_DEBUG_FRAMES || id == OPT_FAULT_HANDLER;
+}
+
+int pk_option_set(const char *name, long value) {
+    int id = row_named(name, "pk_option_set");
+    if (id < 0) return -1;
+    option *o = &table[id];
+    long most = o->kind == OPTION_DEST ? 1 : o->max; /* a report's file: the environment only */
+    if (value < 0 || value > most) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (id == OPT_PURGE_DELAY) {
+        pk_set_purge_delay(value);
+        return 0;
+    }
+    if (id == OPT_BACKGROUND_PURGE) return pk_set_background_purge(value != 0) < 0 ? -1 : 0;
+    if (read_once(id)) {
+        long unset = -1;
+        if (!__atomic_compare_exchange_n(&o->value, &unset, value, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            if (unset == value) return 0;
+            errno = EBUSY; /* already in force since the library's first use */
+            return -1;
+        }
+    } else {
+        __atomic_store_n(&o->value, value, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&o->source, OPTION_CALL, __ATOMIC_RELAXED);
+    return 0;
 }

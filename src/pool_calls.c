@@ -36,6 +36,30 @@ size_t pk_pool_trim(pk_pool *p) {
     return bytes;
 }
 
+/* pk_collect's part of one pool: pk_pool_trim's, with the empty slabs
+ * given back only when forced (else after the purge delay). */
+static void collect_one(pk_pool *p, void *arg) {
+    size_t *bytes = arg;
+    if (!p->locked) return; /* PK_POOL_LOCAL: its thread's alone */
+    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
+    pool_lock(p);
+    size_t before = p->bytes_reserved;
+    if (c) heap_abandon(p, c); /* set up again on the thread's next slow path */
+    central_collect_own(p);
+    if (bytes[1]) central_release(p, true);
+    bytes[0] += before - p->bytes_reserved;
+    POOL_VALIDATE(p);
+    pool_unlock(p);
+}
+
+size_t pk_collect(int force) {
+    size_t bytes[2] = {0, force != 0};
+    pk_pool_foreach(collect_one, bytes);
+    if (force) bytes[0] += pk_pool_release_cache();
+    else pool_purge_poll();
+    return bytes[0];
+}
+
 /* Pages ever touched of the pool's own slabs: each slab's header and the
  * slots handed out at least once (slots past the high mark were never
  * written), page-rounded. */

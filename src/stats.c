@@ -324,12 +324,48 @@ static int print_report(FILE *out, unsigned flags, const char *why) {
     return bad ? -1 : 0;
 }
 
+static bool flags_known(unsigned flags) { return !(flags & ~(unsigned)(PK_STATS_JSON | PK_STATS_CLASSES)); }
+
 int pk_stats_print(FILE *out, unsigned flags) {
-    if (!out || (flags & ~(unsigned)(PK_STATS_JSON | PK_STATS_CLASSES))) {
+    if (!out || !flags_known(flags)) {
         errno = EINVAL;
         return -1;
     }
     return print_report(out, flags, NULL);
+}
+
+/* ---- the report to a callback ---- */
+
+typedef struct sink {
+    void (*out)(const char *text, void *arg);
+    void *arg;
+} sink;
+
+/* The stream's writes, in pieces of a buffer on the stack: nothing is
+ * allocated for the text, which may be long. */
+static ssize_t sink_write(void *cookie, const char *buf, size_t n) {
+    const sink *k = cookie;
+    char piece[512];
+    for (size_t done = 0; done < n;) {
+        size_t m = n - done < sizeof piece - 1 ? n - done : sizeof piece - 1;
+        memcpy(piece, buf + done, m);
+        piece[m] = '\0';
+        k->out(piece, k->arg);
+        done += m;
+    }
+    return (ssize_t)n;
+}
+
+int pk_stats_print_to(void (*out)(const char *text, void *arg), void *arg, unsigned flags) {
+    if (!out || !flags_known(flags)) {
+        errno = EINVAL;
+        return -1;
+    }
+    sink k = {out, arg};
+    FILE *f = fopencookie(&k, "w", (cookie_io_functions_t){.write = sink_write});
+    if (!f) return -1;
+    int rc = print_report(f, flags, NULL);
+    return fclose(f) != 0 ? -1 : rc;
 }
 
 /* ---- at exit ---- */

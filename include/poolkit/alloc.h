@@ -46,15 +46,30 @@ extern "C" {
 /* The largest size a class pool serves; larger blocks are mapped alone. */
 #define PK_ALLOC_CLASS_MAX ((size_t)256 << 10)
 
-/* Returns at least size bytes (an object of size's class), aligned to 16
- * (8 for sizes up to 8), or NULL with errno ENOMEM. Contents are undefined.
- * size 0 gives a unique pointer, which must be freed as any other. */
-#if !defined(PK__HAVE_INLINE) || defined(PK__DOXYGEN)
-PK_API void *pk_alloc(size_t size);
+/* pk_alloc and pk_free_sized are inline where the compiler allows it (the
+ * section at the end); their declarations come first either way, so that
+ * every allocating call below can name its deallocators. */
+#ifdef PK__HAVE_INLINE
+#  ifdef PK__EMIT_ALLOC_EXTERN_INLINE /* the library's one external definition */
+#    define PK__ALLOC_INLINE PK_API
+#  else
+#    define PK__ALLOC_INLINE static inline __attribute__((always_inline))
+#  endif
+/* _FORTIFY_SOURCE checks a write against its block's size, which the
+ * compiler knows from the alloc_size of the call that returned the block:
+ * an inlined pk_alloc leaves no call. A fortified build calls the
+ * library's pk_alloc. */
+#  if defined(_FORTIFY_SOURCE) && _FORTIFY_SOURCE > 0 && !defined(PK__EMIT_ALLOC_EXTERN_INLINE)
+#    define PK__ALLOC_CALLED 1
+#  endif
+#else
+#  define PK__ALLOC_INLINE PK_API
+#  define PK__ALLOC_CALLED 1
 #endif
 
 /* Gives back ptr, which pk_alloc, pk_calloc, pk_realloc or pk_aligned_alloc
- * returned, from any thread. NULL is a no-op. */
+ * (or another call of this header that returns a block) returned, from any
+ * thread. NULL is a no-op. */
 PK_API void pk_free(void *ptr);
 
 /* pk_free for a caller that knows the size: size must be the size last
@@ -62,26 +77,72 @@ PK_API void pk_free(void *ptr);
  * pk_aligned_alloc's memory call pk_free. The class then comes from the
  * size, with no lookup of the address. A size of another class than ptr's
  * is reported ("wrong size"), naming both. NULL is a no-op. */
-#if !defined(PK__HAVE_INLINE) || defined(PK__DOXYGEN)
-PK_API void pk_free_sized(void *ptr, size_t size);
+PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size);
+
+/* What every allocating call declares, where the compiler knows it: its
+ * block aliases nothing (malloc), has the size and alignment its arguments
+ * say (__builtin_object_size, _FORTIFY_SOURCE), and is freed by pk_free
+ * (gcc's -Wmismatched-dealloc warns of free(pk_calloc(n, size))). gcc
+ * ignores that pairing on inline functions, so pk_alloc carries it, and
+ * pk_free_sized is named with pk_free, only where they are not inline
+ * (PK_NO_INLINE, a platform without the inline paths, or for pk_alloc a
+ * fortified build). */
+#ifdef PK__HAVE_INLINE
+#  define PK__FREED_BY_PK PK__ATTR_DEALLOC(pk_free)
+#else
+#  define PK__FREED_BY_PK PK__ATTR_DEALLOC(pk_free) PK__ATTR_DEALLOC(pk_free_sized)
 #endif
+#define PK__ALLOCATOR PK__ATTR_MALLOC PK__FREED_BY_PK
+
+/* Returns at least size bytes (an object of size's class), aligned to 16
+ * (8 for sizes up to 8), or NULL with errno ENOMEM. Contents are undefined.
+ * size 0 gives a unique pointer, which must be freed as any other. */
+#ifdef PK__ALLOC_CALLED
+PK_API PK__ALLOCATOR PK__ATTR_SIZE(1) void *pk_alloc(size_t size);
+#else
+PK__ALLOC_INLINE PK__ATTR_MALLOC PK__ATTR_SIZE(1) void *pk_alloc(size_t size);
+#endif
+
+/* pk_alloc's block, zeroed. */
+PK_API PK__ALLOCATOR PK__ATTR_SIZE(1) void *pk_zalloc(size_t size);
 
 /* Resizes ptr's memory to size bytes, keeping its contents up to the
  * smaller of the two sizes: in place when size is of the same class (or,
  * for a mapped block, when the system can resize the mapping), else moved.
  * NULL ptr: pk_alloc(size). size 0: frees ptr and returns NULL. On failure
  * returns NULL with errno ENOMEM and leaves ptr as it was. */
-PK_API void *pk_realloc(void *ptr, size_t size);
+PK_API PK__FREED_BY_PK PK__ATTR_SIZE(2) void *pk_realloc(void *ptr, size_t size);
+
+/* pk_realloc of n * size bytes; NULL with errno ENOMEM, ptr left as it
+ * was, when the product overflows. */
+PK_API PK__FREED_BY_PK PK__ATTR_SIZE2(2, 3) void *pk_reallocarray(void *ptr, size_t n, size_t size);
+
+/* ptr's block if it already holds size bytes (its usable size, as
+ * pk_usable_size says), else NULL with errno ENOMEM and the block as it
+ * was: never moves, never shrinks, never allocates. NULL ptr: NULL. */
+PK_API void *pk_expand(void *ptr, size_t size);
 
 /* n objects of size bytes, zeroed; NULL with errno ENOMEM when n * size
  * overflows or memory runs out. */
-PK_API void *pk_calloc(size_t n, size_t size);
+PK_API PK__ALLOCATOR PK__ATTR_SIZE2(1, 2) void *pk_calloc(size_t n, size_t size);
 
 /* size bytes aligned to align, a power of two (else NULL with errno
  * EINVAL); any size, including one that is not a multiple of align.
  * Alignments up to 4096 come from a class whose size is a multiple of the
  * alignment, larger ones from a mapping of their own. */
-PK_API void *pk_aligned_alloc(size_t align, size_t size);
+PK_API PK__ALLOCATOR PK__ATTR_ALIGN(1) PK__ATTR_SIZE(2) void *pk_aligned_alloc(size_t align, size_t size);
+
+/* pk_aligned_alloc's block, zeroed. */
+PK_API PK__ALLOCATOR PK__ATTR_ALIGN(1) PK__ATTR_SIZE(2) void *pk_aligned_zalloc(size_t align, size_t size);
+
+/* pk_realloc for a block that must stay aligned to align (a power of two,
+ * else NULL with errno EINVAL): ptr itself when it is so aligned and size
+ * keeps it in its class (or its pages), else a new block aligned to align
+ * with ptr's contents up to the smaller size, ptr freed. NULL ptr:
+ * pk_aligned_alloc; size 0 frees ptr and returns NULL; on failure NULL with
+ * errno ENOMEM and ptr as it was. */
+PK_API PK__FREED_BY_PK PK__ATTR_ALIGN(2) PK__ATTR_SIZE(3) void *pk_realloc_aligned(void *ptr, size_t align,
+                                                                                   size_t size);
 
 /* The bytes pk_alloc(size) makes usable: size's class, or for a size over
  * PK_ALLOC_CLASS_MAX its page-rounded length (SQLite's xRoundup asks this);
@@ -111,11 +172,6 @@ PK_API void *pk__alloc_slow(size_t size);
 PK_API void pk__free_sized_slow(void *ptr, size_t size);
 
 #ifdef PK__HAVE_INLINE
-#  ifdef PK__EMIT_ALLOC_EXTERN_INLINE /* the library's one external definition */
-#    define PK__ALLOC_INLINE PK_API
-#  else
-#    define PK__ALLOC_INLINE static inline __attribute__((always_inline))
-#  endif
 /* The pool of a size up to PK__ALLOC_SMALL_MAX, or NULL before the class's
  * first allocation: an acquire load (a plain move on x86-64), pairing with
  * the library's release store when it made the pool, so the pool's words
@@ -124,7 +180,8 @@ static inline __attribute__((always_inline)) pk_pool *pk__alloc_small_pool(size_
     return __atomic_load_n(&pk__alloc_small_pools[(size + 7) >> 3], __ATOMIC_ACQUIRE);
 }
 
-PK__ALLOC_INLINE void *pk_alloc(size_t size) {
+#  ifndef PK__ALLOC_CALLED
+PK__ALLOC_INLINE PK__ATTR_MALLOC PK__ATTR_SIZE(1) void *pk_alloc(size_t size) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
         pk_pool *pool = pk__alloc_small_pool(size);
         if (__builtin_expect(pool != PK__NULL, 1)) {
@@ -134,6 +191,7 @@ PK__ALLOC_INLINE void *pk_alloc(size_t size) {
     }
     return pk__alloc_slow(size);
 }
+#  endif
 
 PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
@@ -143,8 +201,9 @@ PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size) {
     }
     pk__free_sized_slow(ptr, size);
 }
-#  undef PK__ALLOC_INLINE
 #endif
+#undef PK__ALLOC_INLINE
+#undef PK__ALLOC_CALLED
 
 #ifdef __cplusplus
 }

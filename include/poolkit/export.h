@@ -26,4 +26,38 @@
 #else
 #  define PK__NULL NULL
 #endif
+
+/* The allocating calls' attributes (alloc.h), where the compiler has them:
+ * malloc (the block aliases nothing), alloc_size and alloc_align (what
+ * __builtin_object_size and _FORTIFY_SOURCE read), and gcc's pairing of an
+ * allocator with its deallocators (-Wmismatched-dealloc). Private to
+ * poolkit's headers. */
+#ifdef __has_attribute
+#  define PK__HAS_ATTRIBUTE(x) __has_attribute(x)
+#else
+#  define PK__HAS_ATTRIBUTE(x) 0
+#endif
+#if PK__HAS_ATTRIBUTE(__malloc__)
+#  define PK__ATTR_MALLOC __attribute__((__malloc__))
+#else
+#  define PK__ATTR_MALLOC
+#endif
+#if PK__HAS_ATTRIBUTE(__alloc_size__)
+#  define PK__ATTR_SIZE(n) __attribute__((__alloc_size__(n)))
+#  define PK__ATTR_SIZE2(n, m) __attribute__((__alloc_size__(n, m)))
+#else
+#  define PK__ATTR_SIZE(n)
+#  define PK__ATTR_SIZE2(n, m)
+#endif
+#if PK__HAS_ATTRIBUTE(__alloc_align__)
+#  define PK__ATTR_ALIGN(n) __attribute__((__alloc_align__(n)))
+#else
+#  define PK__ATTR_ALIGN(n)
+#endif
+/* malloc(deallocator, argument): gcc 11 and later; clang has no such form */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#  define PK__ATTR_DEALLOC(f) __attribute__((__malloc__(f, 1)))
+#else
+#  define PK__ATTR_DEALLOC(f)
+#endif
 #endif

@@ -173,6 +173,18 @@ PK_API size_t pk_pool_trim(pk_pool *pool);
  * back included (see pk_pool_destroy). Thread-safe. */
 PK_API size_t pk_pool_release_cache(void);
 
+/* Memory back now, for a program about to go idle or to fork, as
+ * mimalloc's mi_collect: every pool's calling-thread cache goes home (its
+ * slot list, its remote frees waiting, its slabs: what pk_pool_trim gives
+ * back of that thread), so empty slabs go back to the system after the
+ * purge delay; with force, every empty slab of every pool goes back at
+ * once, and so does everything pk_pool_release_cache gives back. Other
+ * threads' caches stay theirs, and PK_POOL_LOCAL pools are left to their
+ * thread (pk_pool_trim). Returns the bytes given back to the system by
+ * this call. Thread-safe; must not be called from a pk_pool_foreach
+ * callback. */
+PK_API size_t pk_collect(int force);
+
 /* Memory whose objects are all free (an empty slab, a spare arena chunk, the
  * slabs of a destroyed pool, a large block pk_free gave back) stays mapped
  * for this

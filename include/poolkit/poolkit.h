@@ -24,6 +24,7 @@
 #include <poolkit/object.h>
 #include <poolkit/fault.h>
 #include <poolkit/stats.h>
+#include <poolkit/options.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -96,6 +96,14 @@ enum {
  * PK_STATS_CLASSES). */
 PK_API int pk_stats_print(FILE *out, unsigned flags);
 
+/* pk_stats_print's report handed to out(text, arg) in pieces instead of
+ * written to a FILE: each piece is NUL-terminated text, the pieces in
+ * order make the report (a logger, a buffer, a socket). out must not call
+ * poolkit's stats or pool-creating calls. Returns 0, or -1 with errno
+ * EINVAL for a NULL out or an unknown flag. Thread-safe as
+ * pk_stats_print. */
+PK_API int pk_stats_print_to(void (*out)(const char *text, void *arg), void *arg, unsigned flags);
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,14 +39,7 @@ EXPORT void *calloc(size_t n, size_t size) { return pk_calloc(n, size); }
 
 EXPORT void *realloc(void *ptr, size_t size) { return pk_realloc(ptr, size); }
 
-EXPORT void *reallocarray(void *ptr, size_t n, size_t size) {
-    size_t total;
-    if (__builtin_mul_overflow(n, size, &total)) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    return pk_realloc(ptr, total);
-}
+EXPORT void *reallocarray(void *ptr, size_t n, size_t size) { return pk_reallocarray(ptr, n, size); }
 
 EXPORT void *aligned_alloc(size_t align, size_t size) { return pk_aligned_alloc(align, size); }
 
