@@ -94,9 +94,11 @@ static void child(void *arg, double *out) {
         pthread_cond_init(&l->done_cv, NULL);
         l->blocks = fe->alloc((size_t)live * sizeof(void *));
         for (long k = 0; k < live; k++) l->blocks[k] = fe->alloc(MIN_SIZE + rnd(&l->rng) % (MAX_SIZE - MIN_SIZE + 1));
+        /* not detached: every thread is joined once, by the next one of
+         * its lane or, the last, by the main thread (joining a detached
+         * thread can wait for ever on a reused thread id) */
         pthread_t t;
         if (pthread_create(&t, NULL, generation, l) != 0) abort();
-        pthread_detach(t);
     }
     for (int i = 0; i < LANES; i++) {
         lane *l = &ls[i];

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Checks a pk-lab results.json: its schema (lab/PROTOCOL.md) and that it is
-complete: all fourteen experiments, every row with its fields, every contender
-the lab lists present, either measured or "not available" with a reason, and
-every point of issue 19's thread shapes (steady-state, cache-scratch,
-remote-batches, many-pools) measured for every contender that is available.
+complete: all seventeen experiments, every row with its fields, every contender
+the lab lists present, either measured or "not available" with a reason (both
+mimallocs: Debian's 2 and PyPI's 3), every point of issue 19's thread shapes
+(steady-state, cache-scratch, remote-batches, many-pools) and of the
+malloc-shaped edges (migrate, larson-pace, large) measured for every
+contender that is available, with their extra figures.
 Issue 20's experiments (peers, workset, steady-state, binary-trees, threads)
 run pk_pool's hardened mode beside the default pool: each of its measured
 rows must carry its ratio to the default pool in the same repetitions
 (vs_pk_pool), and, in the second form below, pk-lab's output must print each
-of issue 20's five target lines with its figures and a verdict.
+of issue 20's five target lines with its figures and a verdict, and the target
+lines of pool-pattern, migrate, larson-pace and large likewise.
 
     check_results.py DIR/results.json
     check_results.py --run PATH/TO/pk-lab --out DIR [pk-lab args...]
@@ -28,6 +31,7 @@ EXPERIMENTS = [
     "autorelease-sweep", "alloc-styles", "common-ops", "object-generation",
     "pool-pattern", "peers", "threads", "binary-trees", "workset",
     "steady-state", "cache-scratch", "remote-batches", "many-pools", "realprog",
+    "migrate", "larson-pace", "large",
 ]
 FAMILIES = {"poolkit", "peer", "published"}
 
@@ -39,23 +43,23 @@ EXPECTED = {
     "object-generation": ["GNUstep NSObject", "PKObject", "glibc malloc",
                           "C ring buffer (10,000 slots)", "C bunch (16 per malloc)",
                           "poolkit pk_pool", "poolkit pk_new"],
-    "pool-pattern": ["empty loop", "glibc malloc", "jemalloc", "mimalloc", "tcmalloc",
-                     "Boost.Pool object_pool", "Boost.Pool pool", "poolkit pk_arena",
+    "pool-pattern": ["empty loop", "glibc malloc", "jemalloc", "mimalloc", "mimalloc 3", "tcmalloc",
+                     "Boost.Pool object_pool", "Boost.Pool pool", "naive free list", "poolkit pk_arena",
                      "poolkit pk_pool", "Zig GeneralPurposeAllocator", "Zig ArenaAllocator",
                      "Zig MemoryPool"],
-    "peers": ["glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "Boost.Pool pool",
+    "peers": ["glibc malloc", "jemalloc", "mimalloc", "mimalloc 3", "tcmalloc", "Boost.Pool pool",
               "GLib g_slice", "APR pools", "talloc", "poolkit pk_arena", "poolkit pk_pool",
               "Zig GeneralPurposeAllocator", "Zig ArenaAllocator", "Zig MemoryPool"],
-    "threads": ["glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool"],
+    "threads": ["glibc malloc", "jemalloc", "mimalloc", "mimalloc 3", "tcmalloc", "poolkit pk_pool"],
     "binary-trees": ["glibc malloc", "APR pools", "poolkit pk_pool", "poolkit pk_arena",
                      "poolkit pk_new"],
     "common-ops": [],
-    "workset": ["empty loop", "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "Boost.Pool pool",
+    "workset": ["empty loop", "glibc malloc", "jemalloc", "mimalloc", "mimalloc 3", "tcmalloc", "Boost.Pool pool",
                 "Boost.Pool object_pool", "GLib g_slice", "APR pools", "talloc",
                 "poolkit pk_arena", "poolkit pk_pool", "Zig MemoryPool"],
 }
 # realprog: every workload of each kind, for every allocator (measured or not available).
-REALPROG = ["glibc malloc", "mimalloc", "jemalloc", "tcmalloc", "poolkit pk_alloc"]
+REALPROG = ["glibc malloc", "mimalloc", "mimalloc 3", "jemalloc", "tcmalloc", "poolkit pk_alloc"]
 REALPROG_POINTS = [("hooks", w) for w in ("sqlite", "libxml2", "jansson", "expat")] + \
     [("preload", p) for p in ("jq", "xmllint", "sqlite3", "perl", "python3")]
 EXPECTED["realprog"] = REALPROG
@@ -65,7 +69,7 @@ HARDENED = "poolkit pk_pool HARDENED"
 HARDENED_TARGETS = {"peers": 1, "workset": 2, "steady-state": 3, "binary-trees": 4, "threads": 5}
 for _name in ("peers", "workset", "binary-trees", "threads"):
     EXPECTED[_name].append(HARDENED)
-MALLOCS_AND_POOL = ["glibc malloc", "jemalloc", "mimalloc", "tcmalloc", "poolkit pk_pool"]
+MALLOCS_AND_POOL = ["glibc malloc", "jemalloc", "mimalloc", "mimalloc 3", "tcmalloc", "poolkit pk_pool"]
 SCRATCH_CONTROLS = ["control: side by side, no allocator", "control: 256 B apart, no allocator"]
 for _name in ("steady-state", "cache-scratch", "remote-batches", "many-pools"):
     EXPECTED[_name] = MALLOCS_AND_POOL + (SCRATCH_CONTROLS if _name == "cache-scratch" else []) + \
@@ -84,6 +88,17 @@ SHAPE_POINTS = {
     "many-pools": ([{"threads": t, "pools": 1000, "objects_per_pool": 10, "size": 64}
                     for t in (1, 2, 8)], ["ns_per_alloc", "peak_rss_kb"]),
 }
+# The malloc-shaped edges: realprog's allocators, every point measured for each
+# one available, with its extra figures; and each experiment's target lines.
+for _name in ("migrate", "larson-pace", "large"):
+    EXPECTED[_name] = REALPROG
+SHAPE_POINTS["migrate"] = ([{"iterations": n, "threads": 2} for n in (10, 25, 50, 100, 150, 200, 250)], ["ms"])
+SHAPE_POINTS["larson-pace"] = ([{"handover": h, "lanes": 2, "live_per_lane": 5000}
+                                for h in ("every generation", "none (control)")], ["peak_rss_kb"])
+SHAPE_POINTS["large"] = ([{"slots": 20, "sizes": "5-25 MiB"}], ["minor_faults", "peak_rss_kb"])
+# Each experiment's own target lines ("target (NAME): ... -> met" or "-> not met"), how many.
+TARGET_LINES = {"pool-pattern": 1, "migrate": 2, "larson-pace": 1, "large": 1}
+
 # Experiments that carry the study's published figures.
 PUBLISHED = {"autorelease-sweep", "alloc-styles", "common-ops", "object-generation",
              "pool-pattern"}
@@ -215,6 +230,20 @@ def check_realprog(c, rows, output):
                     "realprog: target line without a verdict: %s" % ln.strip())
 
 
+def check_own_targets(c, names, output):
+    """The target lines of the experiments that print their own ("target (NAME): ..."), each
+    with its figures and a verdict."""
+    for name, n in TARGET_LINES.items():
+        if name not in names:
+            continue
+        head = "target (%s): " % name
+        lines = [ln for ln in output.splitlines() if head in ln]
+        if c.check(len(lines) == n, "%s: %d lines '%s', not %d" % (name, len(lines), head.strip(), n)):
+            for ln in lines:
+                c.check(ln.rstrip().endswith(("-> met", "-> not met")) and "nan" not in ln,
+                        "%s: target line without its figures and verdict: %s" % (name, ln.strip()))
+
+
 def check_target_lines(c, names, output):
     """Issue 20's target line of each experiment that ran, with figures and a verdict."""
     for name, n in HARDENED_TARGETS.items():
@@ -288,6 +317,7 @@ def check(path, output=None):
         check_realprog(c, exps["realprog"].get("rows", []), output)
     if output is not None:
         check_target_lines(c, exps, output)
+        check_own_targets(c, exps, output)
     for exp, subject, why in unavailable:
         print("  not available: %s / %s: %s" % (exp, subject, why))
     for f in c.failures:

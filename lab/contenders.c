@@ -5,10 +5,10 @@
 #include "lab.h"
 
 const char *const lab_thread_contenders[LAB_THREAD_NCONT] = {
-    "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", LAB_PK_POOL,
+    "glibc malloc", "jemalloc", LAB_MIMALLOC, LAB_MIMALLOC3, "tcmalloc", LAB_PK_POOL,
 };
 const char *const lab_thread_contenders_hardened[LAB_THREAD_NCONT_HARDENED] = {
-    "glibc malloc", "jemalloc", "mimalloc", "tcmalloc", LAB_PK_POOL, LAB_PK_HARDENED,
+    "glibc malloc", "jemalloc", LAB_MIMALLOC, LAB_MIMALLOC3, "tcmalloc", LAB_PK_POOL, LAB_PK_HARDENED,
 };
 
 void lab_each_contender(const lab_point *pt, const char *const *contenders, int n, int rep) {

@@ -182,5 +182,5 @@ static void print(FILE *out) {
 }
 
 const lab_experiment lab_exp_alloc_styles = {
-    EXP, "alloc, allocWithZone showdown (2009)", "ns/iter", 2.5, published, run, print,
+    EXP, "alloc, allocWithZone showdown (2009)", "ns/iter", 2.5, published, run, print, NULL,
 };

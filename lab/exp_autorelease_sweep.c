@@ -181,5 +181,5 @@ static void print(FILE *out) {
 }
 
 const lab_experiment lab_exp_autorelease_sweep = {
-    EXP, "Autorelease is Fast (2006)", "s", 3.0, published, run, print,
+    EXP, "Autorelease is Fast (2006)", "s", 3.0, published, run, print, NULL,
 };

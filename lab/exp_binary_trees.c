@@ -217,5 +217,5 @@ static void print(FILE *out) {
 }
 
 const lab_experiment lab_exp_binary_trees = {
-    EXP, "The Computer Language Benchmarks Game binary-trees", "ms", 4.0, NULL, run, print,
+    EXP, "The Computer Language Benchmarks Game binary-trees", "ms", 4.0, NULL, run, print, NULL,
 };

@@ -13,7 +13,7 @@
  * at once, and a write that waits for a line stalls its core, so it counts),
  * and how many workers ran at once on average (CPU time over the span). Each measurement in a forked child (lab_scratch_measure,
  * measure_shapes.c; the worker: kernels_shapes.h). Target: pk_pool at most 1.05x
- * mimalloc at every size.
+ * the faster mimalloc (2 or 3) at every size.
  */
 #include "lab.h"
 
@@ -179,13 +179,17 @@ static void print(FILE *out) {
     lab_target t = LAB_TARGET_INIT;
     int decided = shows;
     for (int s = 0; s < NSIZES; s++) {
-        double cp, cm;
-        double v = overlapped("poolkit pk_pool", sizes[s], &cp) / overlapped("mimalloc", sizes[s], &cm);
-        double m = cell("poolkit pk_pool", sizes[s]) / cell("mimalloc", sizes[s]);
-        lab_target_add(&t, ", ", v, 1.05, "%zu B %.2fx (median %.2fx)", sizes[s], v, m);
-        if (!isnan(v)) decided &= cp >= 1.5 && cm >= 1.5;
+        /* the faster mimalloc (2 or 3) in its overlapped run */
+        double cp, cm, c3;
+        double m2 = overlapped(LAB_MIMALLOC, sizes[s], &cm), m3 = overlapped(LAB_MIMALLOC3, sizes[s], &c3);
+        int three = isnan(m2) || m3 < m2;
+        double v = overlapped("poolkit pk_pool", sizes[s], &cp) / (three ? m3 : m2);
+        double m = cell("poolkit pk_pool", sizes[s]) / cell(three ? LAB_MIMALLOC3 : LAB_MIMALLOC, sizes[s]);
+        lab_target_add(&t, ", ", v, 1.05, "%zu B %.2fx (%s; median %.2fx)", sizes[s], v,
+                       three ? LAB_MIMALLOC3 : LAB_MIMALLOC, m);
+        if (!isnan(v)) decided &= cp >= 1.5 && (three ? c3 : cm) >= 1.5;
     }
-    fprintf(out, "  target (issue 19, 7): pk_pool at most 1.05x mimalloc, overlapped runs: %s -> "
+    fprintf(out, "  target (issue 19, 7): pk_pool at most 1.05x the faster mimalloc, overlapped runs: %s -> "
                  "%s%s\n", t.line, lab_target_verdict(&t),
             t.any && !decided ? " (not decided here: the workers did not both run at once, or the "
                               "controls show no false sharing)" : "");
@@ -193,5 +197,5 @@ static void print(FILE *out) {
 
 const lab_experiment lab_exp_cache_scratch = {
     EXP, "Passive false sharing: objects handed over, then written by two workers (after Hoard)",
-    "CPU ns/byte written", 3.0, NULL, run, print,
+    "CPU ns/byte written", 3.0, NULL, run, print, NULL,
 };

@@ -503,5 +503,5 @@ static void print(FILE *out) {
 
 const lab_experiment lab_exp_common_ops = {
     EXP, "Performance Comparisons of Common Operations (2007)", "ns/op", 10.0, published, run,
-    print,
+    print, NULL,
 };

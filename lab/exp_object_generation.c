@@ -288,5 +288,5 @@ static void print(FILE *out) {
 
 const lab_experiment lab_exp_object_generation = {
     EXP, "Optimized Object Generation (Mulle kybernetiK, 2002)", "ns/object", 2.0, published, run,
-    print,
+    print, NULL,
 };

@@ -30,7 +30,7 @@
 #define PER_BATCH 1024
 
 static const char *const contenders[] = {
-    "empty loop",   "glibc malloc", "jemalloc", "mimalloc",        "tcmalloc",
+    "empty loop",   "glibc malloc", "jemalloc", LAB_MIMALLOC, LAB_MIMALLOC3, "tcmalloc",
     "Boost.Pool pool", "GLib g_slice", "APR pools", "talloc", "poolkit pk_arena",
     LAB_PK_POOL,    LAB_PK_HARDENED, "poolkit pk_pool LOCAL",
 };
@@ -202,5 +202,5 @@ static void print(FILE *out) {
 
 const lab_experiment lab_exp_peers = {
     EXP, "Hot loop and batch loop, every allocator (16 B to 4 KiB)", "ns/op", 20.0, NULL, run,
-    print,
+    print, NULL,
 };

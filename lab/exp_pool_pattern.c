@@ -10,6 +10,11 @@
  * glibc's heap does: steady state, not first use). Figures
  * are ns per round, and net of the empty loop (the same pattern with a
  * static buffer for "allocation") measured in the same repetition.
+ * Beside the allocators, the naive free list (peer_naive.c: a free list in
+ * front of an arena, Zig MemoryPool's algorithm, standing in for it where
+ * Zig is not run). Target (bench/bench_pattern.c's for the big size): at
+ * medium and big, pk_pool's net time at most 1.3x the free list's + 2 ns
+ * (medians of the net times).
  */
 #include "lab.h"
 
@@ -34,9 +39,9 @@ static const struct size_case {
 
 /* The in-process contenders, in table order. */
 static const char *const contenders[] = {
-    "empty loop",       "glibc malloc",     "jemalloc",        "mimalloc",
-    "tcmalloc",         "Boost.Pool object_pool", "Boost.Pool pool", "poolkit pk_arena",
-    "poolkit pk_pool",
+    "empty loop",       "glibc malloc",     "jemalloc",        LAB_MIMALLOC,
+    LAB_MIMALLOC3,      "tcmalloc",         "Boost.Pool object_pool", "Boost.Pool pool",
+    "naive free list",  "poolkit pk_arena", "poolkit pk_pool",
 };
 #define NCONT (int)(sizeof contenders / sizeof contenders[0])
 
@@ -146,8 +151,25 @@ static void print(FILE *out) {
     }
     fprintf(out, "  (reserved KiB: poolkit rows only, from poolkit's own JSON report of the run read "
                  "back: the most its pools and arenas held from the system at once)\n");
+    /* pk_pool against a plain free list (the naive free list, Zig
+     * MemoryPool's algorithm) where objects are not tiny: medium and big */
+    lab_target t = LAB_TARGET_INIT;
+    for (int k = 1; k < NSIZES; k++) {
+        char want[48];
+        snprintf(want, sizeof want, "\"%s\"", sizes[k].name);
+        lab_row *p = lab_find(EXP, "poolkit pk_pool", "size", want, NULL);
+        lab_row *n = lab_find(EXP, "naive free list", "size", want, NULL);
+        double pn = p && p->available ? lab_extra_median(p, "net") : NAN;
+        double nn = n && n->available ? lab_extra_median(n, "net") : NAN;
+        double bound = 1.3 * nn + 2.0;
+        /* judged as the excess over the bound (a net time may be near 0 or below) */
+        lab_target_add(&t, ", ", pn - bound, 0.0, "%s %s vs %s ns (bound %s)", sizes[k].name, lab_fmt(pn, b1),
+                       lab_fmt(nn, b2), lab_fmt(bound, b3));
+    }
+    fprintf(out, "  target (pool-pattern): pk_pool net at most 1.3x the naive free list's + 2 ns, medium and "
+                 "big: %s -> %s\n", t.line, lab_target_verdict(&t));
 }
 
 const lab_experiment lab_exp_pool_pattern = {
-    EXP, "The typed memory pool benchmark (Zig, 2023)", "ns/round", 8.0, published, run, print,
+    EXP, "The typed memory pool benchmark (Zig, 2023)", "ns/round", 8.0, published, run, print, NULL,
 };

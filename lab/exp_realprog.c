@@ -1,7 +1,7 @@
 /* realprog: does the allocator matter in a real program? (realprog.h)
  *
- * Workloads of two kinds, each run with glibc malloc, mimalloc, jemalloc,
- * tcmalloc and poolkit's front end, every allocator once per repetition in
+ * Workloads of two kinds, each run with glibc malloc, mimalloc (Debian's 2
+ * and PyPI's 3), jemalloc, tcmalloc and poolkit's front end, every allocator once per repetition in
  * an order that rotates with the repetition:
  *   hooks    SQLite, libxml2, jansson and expat, each given the allocator
  *            through its own hook, in a pk-lab process of its own: the
@@ -11,11 +11,15 @@
  *            peak RSS.
  * Every run's output hash must equal glibc's in the same repetition
  * (same_output). Rows: ms, with the extras peak_rss_kb, same_output, and
- * the ratios to mimalloc measured in the same repetition (vs_mimalloc,
- * rss_vs_mimalloc). The targets printed: through the hooks, poolkit at most
- * 0.9x mimalloc's time on each workload, 0.85x in geometric mean, and peak
- * RSS at most 1.2x; with LD_PRELOAD, every output identical and 1.0x
- * mimalloc's time in geometric mean.
+ * the ratios to each mimalloc measured in the same repetition (vs_mimalloc,
+ * rss_vs_mimalloc; vs_mimalloc3, rss_vs_mimalloc3). A target compares to
+ * the faster mimalloc of each workload (the lower median time; for peak
+ * RSS, the smaller median peak), through the median of the per-repetition
+ * ratios to it. The targets printed: through the hooks, poolkit at most
+ * 0.9x the faster mimalloc's time on each workload, 0.85x in geometric
+ * mean, and peak RSS at most 1.2x the smaller mimalloc's; with LD_PRELOAD,
+ * every output identical and 1.0x the faster mimalloc's time in geometric
+ * mean.
  */
 #include "lab.h"
 #include "realprog.h"
@@ -31,7 +35,6 @@
 
 #define EXP "realprog"
 #define PK "poolkit pk_alloc"
-#define MI "mimalloc"
 
 static const rp_hook_workload *const hooks[] = {&rp_sqlite, &rp_libxml2, &rp_jansson, &rp_expat};
 #define NHOOKS 4
@@ -75,15 +78,12 @@ int lab_realprog_hook_main(int argc, char **argv) {
     if (hooks[w]->input) hooks[w]->input(sc);
     void *first = al[k].malloc(16);
     al[k].free(first);
-    int reset = -1, cr = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-    if (cr >= 0) {
-        reset = write(cr, "5", 1) == 1 ? 0 : -1;
-        close(cr);
-    }
-    double start = (double)shared_status_bytes("VmRSS"), ns = 0;
+    rp_peak peak;
+    rp_peak_begin(&peak);
+    double ns = 0;
     uint64_t hash = hooks[w]->run(&al[k], sc, &ns);
-    double hwm = (double)shared_status_bytes("VmHWM");
-    double growth = reset != 0 ? -1 : hwm > start ? (hwm - start) / 1024.0 : 0.0;
+    double growth = rp_peak_kib(&peak);
+    if (isnan(growth)) growth = -1;
     return dprintf(fd, "%.0f %llu %.3f\n", ns, (unsigned long long)hash, growth) > 0 ? 0 : 1;
 }
 
@@ -144,7 +144,7 @@ static void params_of(lab_params *ps, const char *kind, const char *workload) {
 /* Records one repetition's results of a workload (in table order). */
 static void record(const char *kind, const char *workload, const char *const why[RP_NALLOC], const result *res) {
     rp_alloc *al = rp_allocs();
-    const result *glibc = &res[0], *mi = &res[1];
+    const result *glibc = &res[RP_GLIBC];
     for (int k = 0; k < RP_NALLOC; k++) {
         lab_params ps;
         params_of(&ps, kind, workload);
@@ -163,9 +163,12 @@ static void record(const char *kind, const char *workload, const char *const why
         lab_row_sample(row, res[k].ms);
         lab_row_extra(row, "peak_rss_kb", res[k].rss_kb);
         if (glibc->ok) lab_row_extra(row, "same_output", res[k].hash == glibc->hash ? 1 : 0);
-        if (mi->ok && mi->ms > 0) {
-            lab_row_extra(row, "vs_mimalloc", res[k].ms / mi->ms);
-            if (mi->rss_kb > 0) lab_row_extra(row, "rss_vs_mimalloc", res[k].rss_kb / mi->rss_kb);
+        for (int m = 0; m < 2; m++) { /* to each mimalloc, in the same repetition */
+            const result *mi = &res[m ? RP_MI3 : RP_MI];
+            if (!mi->ok || mi->ms <= 0) continue;
+            lab_row_extra(row, m ? "vs_mimalloc3" : "vs_mimalloc", res[k].ms / mi->ms);
+            if (mi->rss_kb > 0)
+                lab_row_extra(row, m ? "rss_vs_mimalloc3" : "rss_vs_mimalloc", res[k].rss_kb / mi->rss_kb);
         }
     }
 }
@@ -227,6 +230,24 @@ static double extra_of(const char *subject, const char *kind, const char *worklo
     return name ? lab_extra_median(r, name) : lab_median(&r->samples);
 }
 
+/* The faster mimalloc of a workload (lower median time; rss: smaller median
+ * peak): 0 for Debian's, 1 for PyPI's 3, -1 for neither measured. */
+static int better_mimalloc(const char *kind, const char *workload, int rss) {
+    const char *what = rss ? "peak_rss_kb" : NULL;
+    double m2 = extra_of(LAB_MIMALLOC, kind, workload, what), m3 = extra_of(LAB_MIMALLOC3, kind, workload, what);
+    if (isnan(m2) && isnan(m3)) return -1;
+    return isnan(m2) || m3 < m2;
+}
+
+/* subject's median ratio to the faster mimalloc of the workload (rss: of
+ * peak RSS, to the smaller), or NaN. */
+static double vs_better_mimalloc(const char *subject, const char *kind, const char *workload, int rss) {
+    static const char *const names[2][2] = {{"vs_mimalloc", "vs_mimalloc3"},
+                                            {"rss_vs_mimalloc", "rss_vs_mimalloc3"}};
+    int m = better_mimalloc(kind, workload, rss);
+    return m < 0 ? NAN : extra_of(subject, kind, workload, names[rss][m]);
+}
+
 /* Whether every run of every available allocator gave glibc's output. */
 static int outputs_identical(const char *kind, const char *workload, int *measured) {
     rp_alloc *al = rp_allocs();
@@ -257,7 +278,7 @@ static void print_kind(FILE *out, const char *kind, const char *const *names, in
             char cell[64];
             if (!r || !r->available) snprintf(cell, sizeof cell, "%s", r && r->failed ? "failed" : "n/a");
             else snprintf(cell, sizeof cell, "%s ms %sx", lab_fmt(lab_median(&r->samples), b),
-                          lab_fmt(lab_extra_median(r, "vs_mimalloc"), c));
+                          lab_fmt(vs_better_mimalloc(al[k].subject, kind, names[i], 0), c));
             fprintf(out, " %17.17s", cell);
         }
         int measured, same = outputs_identical(kind, names[i], &measured);
@@ -267,7 +288,7 @@ static void print_kind(FILE *out, const char *kind, const char *const *names, in
             double v = extra_of(al[k].subject, kind, names[i], "peak_rss_kb");
             char cell[64];
             snprintf(cell, sizeof cell, "%s MiB %sx", lab_fmt(v / 1024, b),
-                     lab_fmt(extra_of(al[k].subject, kind, names[i], "rss_vs_mimalloc"), c));
+                     lab_fmt(vs_better_mimalloc(al[k].subject, kind, names[i], 1), c));
             fprintf(out, " %17.17s", isnan(v) ? "" : cell);
         }
         fprintf(out, "\n");
@@ -287,7 +308,8 @@ static void print(FILE *out) {
     for (int p = 0; p < RP_NPROGRAMS; p++) pnames[p] = rp_programs[p].name;
     fprintf(out, "== realprog: real programs, each allocator through the library's own hook and "
                  "under LD_PRELOAD\n");
-    fprintf(out, "   time (median ms) and its ratio to mimalloc in the same repetition; peak RSS "
+    fprintf(out, "   time (median ms) and its ratio to the faster mimalloc (2 or 3) of the workload in the same "
+                 "repetition; peak RSS, to the smaller mimalloc's; peak RSS "
                  "(hooks: the workload's growth in a process of its own; LD_PRELOAD: the program's); output: every allocator's "
                  "hash equal to glibc's\n");
     print_kind(out, "hooks", hnames, NHOOKS);
@@ -298,19 +320,20 @@ static void print(FILE *out) {
     double lsum = 0;
     int nlog = 0;
     for (int w = 0; w < NHOOKS; w++) {
-        double t = extra_of(PK, "hooks", hnames[w], "vs_mimalloc");
-        double m = extra_of(PK, "hooks", hnames[w], "rss_vs_mimalloc");
-        lab_target_add(&each, ", ", t, 0.9, "%s %sx", hnames[w], lab_fmt(t, f[0]));
-        lab_target_add(&rss, ", ", m, 1.2, "%s %sx", hnames[w], lab_fmt(m, f[1]));
+        double t = vs_better_mimalloc(PK, "hooks", hnames[w], 0);
+        double m = vs_better_mimalloc(PK, "hooks", hnames[w], 1);
+        int mt = better_mimalloc("hooks", hnames[w], 0), mr = better_mimalloc("hooks", hnames[w], 1);
+        lab_target_add(&each, ", ", t, 0.9, "%s %sx%s", hnames[w], lab_fmt(t, f[0]), mt == 1 ? " (mimalloc 3)" : "");
+        lab_target_add(&rss, ", ", m, 1.2, "%s %sx%s", hnames[w], lab_fmt(m, f[1]), mr == 1 ? " (mimalloc 3)" : "");
         if (!isnan(t) && t > 0) lsum += log(t), nlog++;
     }
     double g = nlog ? exp(lsum / nlog) : NAN;
     lab_target_add(&gm, "", g, 0.85, "%s over %d workloads", lab_fmt(g, f[2]), nlog);
-    fprintf(out, "  target (realprog, hooks): poolkit's time <= 0.9x mimalloc's on each workload: %s -> %s\n",
+    fprintf(out, "  target (realprog, hooks): poolkit's time <= 0.9x the faster mimalloc's on each workload: %s -> %s\n",
             each.line, lab_target_verdict(&each));
-    fprintf(out, "  target (realprog, hooks): geometric mean <= 0.85x mimalloc's: %s -> %s\n", gm.line,
+    fprintf(out, "  target (realprog, hooks): geometric mean <= 0.85x the faster mimalloc's: %s -> %s\n", gm.line,
             lab_target_verdict(&gm));
-    fprintf(out, "  target (realprog, hooks): peak RSS <= 1.2x mimalloc's: %s -> %s\n", rss.line,
+    fprintf(out, "  target (realprog, hooks): peak RSS <= 1.2x the smaller mimalloc's: %s -> %s\n", rss.line,
             lab_target_verdict(&rss));
 
     lab_target pgm = LAB_TARGET_INIT;
@@ -319,7 +342,7 @@ static void print(FILE *out) {
     int all_same = 1, any = 0;
     char diff[200] = "";
     for (int p = 0; p < RP_NPROGRAMS; p++) {
-        double t = extra_of(PK, "preload", pnames[p], "vs_mimalloc");
+        double t = vs_better_mimalloc(PK, "preload", pnames[p], 0);
         if (!isnan(t) && t > 0) lsum += log(t), nlog++;
         int measured, same = outputs_identical("preload", pnames[p], &measured);
         any |= measured;
@@ -333,10 +356,10 @@ static void print(FILE *out) {
     fprintf(out, "  target (realprog, LD_PRELOAD): every output identical: %s -> %s\n",
             !any ? "none measured" : all_same ? "all identical" : diff,
             !any ? "not measured" : all_same ? "met" : "not met");
-    fprintf(out, "  target (realprog, LD_PRELOAD): geometric mean <= 1.0x mimalloc's time: %s -> %s\n",
+    fprintf(out, "  target (realprog, LD_PRELOAD): geometric mean <= 1.0x the faster mimalloc's time: %s -> %s\n",
             pgm.line, lab_target_verdict(&pgm));
 }
 
 const lab_experiment lab_exp_realprog = {
-    EXP, "Real programs: libraries' allocator hooks and LD_PRELOAD", "ms", 9.0, NULL, run, print,
+    EXP, "Real programs: libraries' allocator hooks and LD_PRELOAD", "ms", 9.0, NULL, run, print, NULL,
 };

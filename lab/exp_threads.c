@@ -120,5 +120,5 @@ static void print(FILE *out) {
 
 const lab_experiment lab_exp_threads = {
     EXP, "Producer/consumer and per-thread churn, 1 thread to the number of cores", "Mops/s",
-    4.0, NULL, run, print,
+    4.0, NULL, run, print, NULL,
 };

@@ -43,8 +43,8 @@
 #define EXP "workset"
 
 static const char *const contenders[] = {
-    "empty loop",       "glibc malloc",  "jemalloc",          "mimalloc",
-    "tcmalloc",         "Boost.Pool pool", "Boost.Pool object_pool", "GLib g_slice",
+    "empty loop",       "glibc malloc",  "jemalloc",          LAB_MIMALLOC,
+    LAB_MIMALLOC3,      "tcmalloc",         "Boost.Pool pool", "Boost.Pool object_pool", "GLib g_slice",
     "APR pools",        "talloc",        "poolkit pk_arena",  LAB_PK_POOL,
     LAB_PK_HARDENED,
 };
@@ -314,10 +314,10 @@ static void print_hardened(FILE *out, const cells *c, const size_t *sz, int nsz)
 /* pk_pool against the fastest malloc at every point (medians), judged per
  * order at its worst point: LIFO and FIFO at most 0.8x, random at most 1x. */
 static double vs_fastest_malloc(const char *want, long n, const char *size) {
-    static const char *const mallocs[] = {"glibc malloc", "jemalloc", "mimalloc", "tcmalloc"};
+    static const char *const mallocs[] = {"glibc malloc", "jemalloc", LAB_MIMALLOC, LAB_MIMALLOC3, "tcmalloc"};
     lab_row *p = find_point(LAB_PK_POOL, want, n, size);
     double best = INFINITY;
-    for (int m = 0; m < 4; m++) {
+    for (int m = 0; m < (int)(sizeof mallocs / sizeof mallocs[0]); m++) {
         lab_row *r = find_point(mallocs[m], want, n, size);
         if (r && r->available && lab_median(&r->samples) < best) best = lab_median(&r->samples);
     }
@@ -381,5 +381,5 @@ static void print(FILE *out) {
 
 const lab_experiment lab_exp_workset = {
     EXP, "Working sets: N objects allocated, touched, freed LIFO/FIFO/random (1,000 to 1,000,000)",
-    "ns/pair", 10.0, NULL, run, print,
+    "ns/pair", 10.0, NULL, run, print, NULL,
 };

@@ -201,6 +201,10 @@ typedef struct lab_experiment {
     void (*published)(void);           /* adds the study's own figures */
     void (*run)(int rep);              /* one repetition (rep < 0: the warm-up) */
     void (*print)(FILE *out);          /* the table, in the study's style */
+    /* `pk-lab child NAME ARG...` (lab_fresh_child): one measurement in a
+     * process of its own; writes its line to LAB_CHILD_FD; 0 or an exit
+     * status. NULL for the experiments that need none. */
+    int (*child)(int argc, char **argv);
 } lab_experiment;
 
 extern const lab_experiment *const lab_experiments[];
@@ -209,7 +213,7 @@ extern const int lab_experiment_count;
 /* The thread-safe allocators that the thread experiments compare
  * (exp_threads.c and issue 19's shapes), in table order: pk_pool last. */
 extern const char *const lab_thread_contenders[];
-#define LAB_THREAD_NCONT 5
+#define LAB_THREAD_NCONT 6
 /* The same, then LAB_PK_HARDENED: for the experiments that judge issue 20
  * (steady-state, threads' producer/consumer), not the other shapes, which
  * it would only lengthen. */
@@ -270,6 +274,17 @@ int lab_in_child(lab_child_fn fn, void *arg, double *out, int n);
  * to it (up to len - 1 bytes, until its end) into line, closes it, and
  * reaps the child; returns waitpid's status (pid < 0: one of exit 127). */
 int lab_child_report(pid_t pid, int pipe_fds[2], char *line, size_t len);
+/* One measurement in a fresh pk-lab process: forks, execs this program as
+ * `pk-lab child EXPERIMENT ARG...` (its lab_experiment's child) with a
+ * pipe on LAB_CHILD_FD, and reads the one line the child writes there into
+ * line (up to len - 1 bytes). A forked child alone would inherit what the
+ * lab's earlier experiments left in each allocator (free memory, resident
+ * and reused without counting as growth); a fresh process starts from
+ * nothing, as a program does. 0, or -1 if the child failed or wrote
+ * nothing. pk-lab only (bench/'s programs have no `child` command). */
+#define LAB_CHILD_FD 3
+int lab_fresh_child(const char *experiment, int nargs, const char *const *args, char *line, size_t len);
+
 /* `pk-lab realprog-hook ...`: one hooks workload of the real-program
  * experiment in a process of its own (exp_realprog.c). */
 int lab_realprog_hook_main(int argc, char **argv);
@@ -343,6 +358,23 @@ typedef struct lab_allocator {
  * shared_dlopen and shared_dlsym, shared.h.) */
 void lab_version_line(char *out, size_t len, const char *name, const char *version,
                       const char *package);
+
+/* The two mimallocs (peer_mimalloc.c): Debian's 2.0.9 and PyPI's 3.4.
+ * Neither is best at everything, so a target that compares to mimalloc
+ * compares to the faster of the two at each point (lab_better_row). */
+#define LAB_MIMALLOC "mimalloc"
+#define LAB_MIMALLOC3 "mimalloc 3"
+/* The libmimalloc.so.3 of PyPI's cmeel-mimalloc wheel in the project's
+ * .venv (LAB_SOURCE_DIR/.venv/lib/python3.N/site-packages/cmeel.prefix/
+ * lib/), or the file PK_LAB_MIMALLOC3 names; NULL with the reason in why
+ * when there is none. */
+const char *lab_mimalloc3_path(char *why, size_t len);
+/* "mimalloc 3.4.3 (PyPI cmeel-mimalloc 3.4.3)": the library's own
+ * version and the wheel's. */
+void lab_mimalloc3_version(void *lib, char *out, size_t len);
+/* Of two rows of one point, the one with the lower median (the faster for
+ * a time, the smaller for memory), or the one measured; NULL if neither. */
+lab_row *lab_better_row(lab_row *a, lab_row *b);
 
 /* Every adapter, loaded (available or not), in report order. */
 lab_allocator **lab_allocators(void);

@@ -7,8 +7,9 @@
  *            libxml2's xmlMemSetup, jansson's json_set_alloc_funcs, expat's
  *            XML_ParserCreate_MM) driven by a workload written here the way
  *            programs use it (realprog_*.c), with the allocator's own
- *            functions plugged in: glibc's, mimalloc's, jemalloc's and
- *            tcmalloc's (loaded at run time) and poolkit's front end
+ *            functions plugged in: glibc's, mimalloc's (Debian's 2 and
+ *            PyPI's 3), jemalloc's and tcmalloc's (loaded at run time) and
+ *            poolkit's front end
  *            (pk_alloc, linked); the time of the workload in a forked child
  *            and the child's peak RSS growth.
  *   preload  an unchanged Debian program (jq, xmllint, sqlite3, perl,
@@ -27,7 +28,7 @@
 
 /* One allocator's malloc-shaped functions, for the libraries' hooks. */
 typedef struct rp_alloc {
-    const char *subject; /* the lab's subject: "glibc malloc", "mimalloc", ..., "poolkit pk_alloc" */
+    const char *subject; /* the lab's subject: "glibc malloc", "mimalloc", "mimalloc 3", ..., "poolkit pk_alloc" */
     const char *family;  /* "peer" or "poolkit" */
     char version[128];
     int available;
@@ -43,10 +44,30 @@ typedef struct rp_alloc {
     char preload_why[300];
 } rp_alloc;
 
-#define RP_NALLOC 5
+#define RP_NALLOC 6
 /* The allocators, in table order (glibc first: every hash is checked
- * against its own), loaded on first call. */
+ * against its own; then mimalloc 2 and 3, RP_MI and RP_MI3), loaded on
+ * first call. The malloc-shaped experiments (migrate, larson-pace, large)
+ * compare the same ones. */
+enum { RP_GLIBC, RP_MI, RP_MI3, RP_PK = RP_NALLOC - 1 };
 rp_alloc *rp_allocs(void);
+
+/* A process's own peak: rp_peak_begin resets the kernel's high-water mark
+ * to the resident size now (/proc/self/clear_refs 5) and notes that size;
+ * rp_peak_kib is how far the peak rose above it since, in KiB (NaN where
+ * the mark could not be reset). For processes of their own: realprog's
+ * hooks workloads and the malloc-shaped experiments' children. */
+typedef struct rp_peak {
+    double start; /* VmRSS at the reset, bytes */
+    int reset;    /* 0: the mark was reset */
+} rp_peak;
+void rp_peak_begin(rp_peak *p);
+double rp_peak_kib(const rp_peak *p);
+
+/* In a fresh pk-lab child of a malloc-shaped experiment: allocator number
+ * arg (a decimal index into rp_allocs()), available, its first call made
+ * (so that its start-up is not counted), or NULL. */
+const rp_alloc *rp_alloc_for_child(const char *arg);
 
 /* FNV-1a over bytes, continuing from h (start with RP_HASH_INIT). */
 #define RP_HASH_INIT 0xcbf29ce484222325ull

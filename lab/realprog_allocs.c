@@ -9,7 +9,9 @@
 
 #include <poolkit/alloc.h>
 
+#include <fcntl.h>
 #include <malloc.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,30 +46,61 @@ rp_alloc *rp_allocs(void) {
     lab_allocator *g = lab_allocator_named("glibc malloc");
     if (g) snprintf(t[0].version, sizeof t[0].version, "%s", g->version);
 
-    t[1] = (rp_alloc){.subject = "mimalloc", .family = "peer"};
+    t[RP_MI] = (rp_alloc){.subject = LAB_MIMALLOC, .family = "peer"};
     static const char *const mi[5] = {"mi_malloc", "mi_free", "mi_realloc", "mi_calloc", "mi_usable_size"};
-    load_peer(&t[1], "libmimalloc.so.2", "libmimalloc2.0", mi);
+    load_peer(&t[RP_MI], "libmimalloc.so.2", "libmimalloc2.0", mi);
 
-    t[2] = (rp_alloc){.subject = "jemalloc", .family = "peer"};
+    /* PyPI's libmimalloc.so.3 preloads as is, by its path in .venv */
+    t[RP_MI3] = (rp_alloc){.subject = LAB_MIMALLOC3, .family = "peer"};
+    const char *mi3 = lab_mimalloc3_path(t[RP_MI3].why, sizeof t[RP_MI3].why);
+    if (mi3) load_peer(&t[RP_MI3], mi3, "cmeel-mimalloc from PyPI: scripts/lab-setup.sh", mi);
+    else snprintf(t[RP_MI3].preload_why, sizeof t[RP_MI3].preload_why, "%s", t[RP_MI3].why);
+
+    t[3] = (rp_alloc){.subject = "jemalloc", .family = "peer"};
     static const char *const je[5] = {"malloc", "free", "realloc", "calloc", "malloc_usable_size"};
-    load_peer(&t[2], "libjemalloc.so.2", "libjemalloc2", je);
+    load_peer(&t[3], "libjemalloc.so.2", "libjemalloc2", je);
 
-    t[3] = (rp_alloc){.subject = "tcmalloc", .family = "peer"};
+    t[4] = (rp_alloc){.subject = "tcmalloc", .family = "peer"};
     static const char *const tc[5] = {"tc_malloc", "tc_free", "tc_realloc", "tc_calloc", "tc_malloc_size"};
-    load_peer(&t[3], "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", tc);
+    load_peer(&t[4], "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", tc);
 
-    t[4] = (rp_alloc){.subject = "poolkit pk_alloc", .family = "poolkit", .available = 1,
+    t[RP_PK] = (rp_alloc){.subject = "poolkit pk_alloc", .family = "poolkit", .available = 1,
                       .malloc = pk_alloc, .free = pk_free, .realloc = pk_realloc, .calloc = pk_calloc,
                       .usable = pk_usable};
-    snprintf(t[4].version, sizeof t[4].version, "%s", lab_poolkit_version());
+    snprintf(t[RP_PK].version, sizeof t[RP_PK].version, "%s", lab_poolkit_version());
 #ifdef LAB_MALLOC_LIB
     if (access(LAB_MALLOC_LIB, R_OK) == 0)
-        snprintf(t[4].preload, sizeof t[4].preload, "%s", LAB_MALLOC_LIB);
+        snprintf(t[RP_PK].preload, sizeof t[RP_PK].preload, "%s", LAB_MALLOC_LIB);
     else
-        snprintf(t[4].preload_why, sizeof t[4].preload_why,
+        snprintf(t[RP_PK].preload_why, sizeof t[RP_PK].preload_why,
                  "%s not built (cmake --build BUILD --target poolkit_malloc)", LAB_MALLOC_LIB);
 #else
-    snprintf(t[4].preload_why, sizeof t[4].preload_why, "this build has no libpoolkit-malloc.so");
+    snprintf(t[RP_PK].preload_why, sizeof t[RP_PK].preload_why, "this build has no libpoolkit-malloc.so");
 #endif
     return t;
+}
+
+void rp_peak_begin(rp_peak *p) {
+    p->reset = -1;
+    int cr = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (cr >= 0) {
+        p->reset = write(cr, "5", 1) == 1 ? 0 : -1;
+        close(cr);
+    }
+    p->start = (double)shared_status_bytes("VmRSS");
+}
+
+double rp_peak_kib(const rp_peak *p) {
+    double hwm = (double)shared_status_bytes("VmHWM");
+    return p->reset != 0 ? NAN : hwm > p->start ? (hwm - p->start) / 1024.0 : 0.0;
+}
+
+const rp_alloc *rp_alloc_for_child(const char *arg) {
+    char *end;
+    long k = strtol(arg, &end, 10);
+    if (*end || k < 0 || k >= RP_NALLOC) return NULL;
+    const rp_alloc *a = &rp_allocs()[k];
+    if (!a->available) return NULL;
+    a->free(a->malloc(16));
+    return a;
 }

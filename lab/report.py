@@ -6,7 +6,8 @@ with one decisive ratio per study, one table and one finding per
 experiment) and PNG charts drawn with matplotlib (the autorelease sweep,
 hot-loop bars per allocator, the pattern's net cost per size, thread
 scaling, common operations on a log scale, binary-trees, working sets
-against N per free order, the steady state and many pools). Every finding is
+against N per free order, the steady state and many pools, peak RSS per
+iteration of threads that come and go, larson's pace, large blocks). Every finding is
 computed from the data; nothing here is a fixed number but the studies' own
 published figures, which come from results.json too.
 
@@ -41,6 +42,9 @@ from labreport.studies.cache_scratch import cache_scratch  # noqa: E402
 from labreport.studies.remote_batches import remote_batches  # noqa: E402
 from labreport.studies.many_pools import many_pools  # noqa: E402
 from labreport.studies.realprog import realprog  # noqa: E402
+from labreport.studies.migrate import migrate  # noqa: E402
+from labreport.studies.larson_pace import larson_pace  # noqa: E402
+from labreport.studies.large import large  # noqa: E402
 
 
 SECTIONS = [("autorelease-sweep", autorelease_sweep), ("alloc-styles", alloc_styles),
@@ -49,7 +53,8 @@ SECTIONS = [("autorelease-sweep", autorelease_sweep), ("alloc-styles", alloc_sty
             ("binary-trees", binary_trees), ("workset", workset),
             ("steady-state", steady_state), ("cache-scratch", cache_scratch),
             ("remote-batches", remote_batches), ("many-pools", many_pools),
-            ("realprog", realprog)]
+            ("realprog", realprog), ("migrate", migrate), ("larson-pace", larson_pace),
+            ("large", large)]
 
 
 def main(argv):

@@ -237,8 +237,11 @@ static inline void shared_mimalloc_version(void *lib, char *out, size_t len) {
     int (*ver)(void) = NULL;
     out[0] = 0;
     if (shared_dlsym(lib, "mi_version", &ver, NULL, 0)) {
-        int n = ver(); /* major*100 + minor*10 + patch */
-        snprintf(out, len, " %d.%d.%d", n / 100, (n / 10) % 10, n % 10);
+        int n = ver();
+        if (n >= 10000) /* mimalloc 3: major*10000 + minor*100 + patch (30403) */
+            snprintf(out, len, " %d.%d.%d", n / 10000, (n / 100) % 100, n % 100);
+        else /* mimalloc 1 and 2: major*100 + minor*10 + patch (209) */
+            snprintf(out, len, " %d.%d.%d", n / 100, (n / 10) % 10, n % 10);
     }
 }
 

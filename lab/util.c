@@ -126,6 +126,27 @@ int lab_child_report(pid_t pid, int pipe_fds[2], char *line, size_t len) {
     return status;
 }
 
+int lab_fresh_child(const char *experiment, int nargs, const char *const *args, char *line, size_t len) {
+    enum { MAX_ARGS = 16 };
+    const char *argv[MAX_ARGS + 4] = {"pk-lab", "child", experiment};
+    int fds[2];
+    line[0] = 0;
+    if (nargs < 0 || nargs > MAX_ARGS || pipe(fds) != 0) return -1;
+    for (int i = 0; i < nargs; i++) argv[3 + i] = args[i];
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        if (fds[1] != LAB_CHILD_FD && (dup2(fds[1], LAB_CHILD_FD) != LAB_CHILD_FD || close(fds[1]) != 0))
+            _exit(126);
+        execv("/proc/self/exe", (char *const *)argv);
+        _exit(127);
+    }
+    int status = lab_child_report(pid, fds, line, len);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 && line[0] ? 0 : -1;
+}
+
 /* shared_in_child (lab/shared.h), with the peak RSS growth in KiB as the
  * lab's rows keep it. */
 int lab_in_child(lab_child_fn fn, void *arg, double *out, int n) {

@@ -17,7 +17,10 @@
 #             GLib, APR, talloc), python3-venv (the report's virtual
 #             environment)
 #   .venv     the project's virtual environment (python3 -m venv .venv) with
-#             lab/requirements.txt installed (matplotlib, pinned)
+#             lab/requirements.txt installed, pinned: matplotlib (the
+#             report's charts) and cmeel-mimalloc (mimalloc 3.4 as a peer:
+#             its libmimalloc.so.3, which pk-lab loads from .venv; without
+#             it the "mimalloc 3" rows say not available)
 #   then      lab/objc/setup.sh (GNUstep) and lab/zig/setup.sh (Zig, from
 #             PyPI into .venv), if present; their failure does not fail the
 #             lab: their rows become "not available", with the last line
@@ -86,12 +89,13 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if [ -x "$venv/bin/python" ]; then
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] ||
-        ! "$venv/bin/python" -c 'import matplotlib' >/dev/null 2>&1; then
+        ! "$venv/bin/python" -c 'import matplotlib' >/dev/null 2>&1 ||
+        ! compgen -G "$venv/lib/python3*/site-packages/cmeel.prefix/lib/libmimalloc.so.3" >/dev/null; then
         say "installing lab/requirements.txt into $venv"
         if "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"; then
             echo "$want" >"$stamp"
         else
-            say "pip install failed; the report will have no charts"
+            say "pip install failed; the report may have no charts, and mimalloc 3 may be not available"
             status=1
         fi
     fi

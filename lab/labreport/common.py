@@ -152,6 +152,18 @@ def table(headers, rows):
     return "\n".join(out)
 
 
+# The two mimallocs: Debian's 2.0.9 and PyPI's 3.4. Neither is best at everything, so a target
+# that compares to mimalloc compares to the faster of the two at each point (LAB.md).
+MIMALLOCS = ("mimalloc", "mimalloc 3")
+
+
+def faster_mimalloc(res, exp, **params):
+    """The row of the faster mimalloc at a point (the lower median: for a memory figure, the
+    smaller), or the one measured; None if neither."""
+    rows = [r for r in (res.find(exp, s, **params) for s in MIMALLOCS) if value(r) is not None]
+    return min(rows, key=value) if rows else None
+
+
 def median_rows(res, exp, points, name="{}"):
     """A table's rows: each subject of exp (its cell: name.format(subject)) with its medians at
     points (each a dict of params), for the subjects measured at one of them at least."""

@@ -62,6 +62,16 @@ def pool_pattern(res, charts, outdir):
         chartlib.log_bars(values, ["small (1 B)", "medium (8 KiB)", "big (1 MiB)"], 0.5,
                           "net ns per round (log; floor 0.5)", "pool-pattern: net cost per size",
                           (10, 5), 2, outdir, "pattern_net.png", charts)
+    # pk_pool against a plain free list (the naive free list, Zig MemoryPool's algorithm), net
+    tgt = []
+    for size in ("medium", "big"):
+        p = extra(res.find(exp, "poolkit pk_pool", size=size), "net")
+        n = extra(res.find(exp, "naive free list", size=size), "net")
+        tgt.append((size, p, n, None if p is None or n is None else p <= 1.3 * n + 2.0))
+    if any(ok is not None for *_, ok in tgt):
+        md += ["**Target**: pk_pool's net time at most 1.3× the naive free list's + 2 ns (medium, big): " +
+               ", ".join("{} {} vs {} ns".format(size, fmt(p), fmt(n)) for size, p, n, _ in tgt) + " → " +
+               ("met" if all(ok for *_, ok in tgt) else "not met") + ".", ""]
     small = [m for s, m, _ in parts if s == "small"][0]
     big = [m for s, m, _ in parts if s == "big"][0]
     note_ratio("pool-pattern", "general-purpose ÷ pool, net, small", small)

@@ -7,7 +7,7 @@ from labreport.common import HARDENED, extra, fmt, hardened_target, na_lines, no
 WS_ORDERS = ["LIFO", "FIFO", "random"]
 
 
-WS_MALLOCS = ["glibc malloc", "jemalloc", "mimalloc", "tcmalloc"]
+WS_MALLOCS = ["glibc malloc", "jemalloc", "mimalloc", "mimalloc 3", "tcmalloc"]
 
 
 def ws_is_peer(res, exp, s):
@@ -120,7 +120,7 @@ def workset(res, charts, outdir):
             limit = 1.0 if order == "random" else 0.75
             met = sum(1 for _, r, _ in vs_malloc if r <= limit)
             finding.append("- **{}** ({} B): pk_pool ÷ the fastest peer: {}. Against the fastest of "
-                           "glibc, jemalloc, mimalloc and tcmalloc (issue 9's target: at most {}×{}): "
+                           "glibc, jemalloc, both mimallocs and tcmalloc (issue 9's target: at most {}×{}): "
                            "met at {} of {} N.".format(
                                order, size, ", ".join("{} at N = {} ({})".format(times(r), fmt(n), b)
                                                       for n, r, b in parts),
