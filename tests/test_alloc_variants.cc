@@ -175,7 +175,8 @@ TEST(AllocAttributesDeathTest, AFortifiedCopyPastABlocksEndAborts) {
             memcpy(p, src, n);
             pk_free(p);
         },
-        "buffer overflow detected|AddressSanitizer");
+        pktest::running_under_valgrind() ? "" : "buffer overflow detected|AddressSanitizer"); /* Valgrind's own check
+                                                                                   reports it in its log */
 }
 #endif
 

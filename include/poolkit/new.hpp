@@ -1,0 +1,107 @@
+/* poolkit's size-class front end as the program's operator new and delete.
+ *
+ * Include this header in exactly one source file of a program that links
+ * libpoolkit (not the malloc library, which replaces malloc and so new
+ * already): every form of the global operator new and delete, throwing,
+ * nothrow, sized and aligned, then allocates from pk_alloc's classes.
+ * Sized delete gives pk_free_sized the size, so it needs no lookup of the
+ * address; aligned forms use pk_aligned_alloc, and their deletes pk_free.
+ *
+ * A failed allocation calls the new handler (std::set_new_handler) and
+ * tries again, and throws std::bad_alloc when there is none, as the
+ * standard's operator new does; the nothrow forms return nullptr instead.
+ * Memory from these operators must not go to free(), nor malloc's to
+ * delete: a pointer pk_alloc did not hand out is reported ("foreign
+ * pointer").
+ */
+#ifndef POOLKIT_NEW_HPP
+#define POOLKIT_NEW_HPP
+
+#ifndef __cplusplus
+#  error "poolkit/new.hpp is C++"
+#endif
+
+#include <poolkit/alloc.h>
+
+#include <cstddef>
+#include <new>
+
+namespace pk {
+namespace detail {
+
+/* The standard's loop: the new handler, while there is one, then
+ * bad_alloc. Never returns nullptr. */
+inline void *new_or_throw(std::size_t size) {
+    for (;;) {
+        void *p = pk_alloc(size);
+        if (p) return p;
+        std::new_handler h = std::get_new_handler();
+        if (!h) throw std::bad_alloc();
+        h();
+    }
+}
+
+inline void *new_nothrow(std::size_t size) noexcept {
+    try {
+        return new_or_throw(size);
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+#if __cpp_aligned_new
+inline void *aligned_new_or_throw(std::size_t size, std::align_val_t al) {
+    for (;;) {
+        void *p = pk_aligned_alloc(static_cast<std::size_t>(al), size);
+        if (p) return p;
+        std::new_handler h = std::get_new_handler();
+        if (!h) throw std::bad_alloc();
+        h();
+    }
+}
+
+inline void *aligned_new_nothrow(std::size_t size, std::align_val_t al) noexcept {
+    try {
+        return aligned_new_or_throw(size, al);
+    } catch (...) {
+        return nullptr;
+    }
+}
+#endif
+
+}  // namespace detail
+}  // namespace pk
+
+void *operator new(std::size_t size) { return pk::detail::new_or_throw(size); }
+void *operator new[](std::size_t size) { return pk::detail::new_or_throw(size); }
+void *operator new(std::size_t size, const std::nothrow_t &) noexcept { return pk::detail::new_nothrow(size); }
+void *operator new[](std::size_t size, const std::nothrow_t &) noexcept { return pk::detail::new_nothrow(size); }
+
+void operator delete(void *p) noexcept { pk_free(p); }
+void operator delete[](void *p) noexcept { pk_free(p); }
+void operator delete(void *p, const std::nothrow_t &) noexcept { pk_free(p); }
+void operator delete[](void *p, const std::nothrow_t &) noexcept { pk_free(p); }
+
+#if __cpp_sized_deallocation
+void operator delete(void *p, std::size_t size) noexcept { pk_free_sized(p, size); }
+void operator delete[](void *p, std::size_t size) noexcept { pk_free_sized(p, size); }
+#endif
+
+#if __cpp_aligned_new
+void *operator new(std::size_t size, std::align_val_t al) { return pk::detail::aligned_new_or_throw(size, al); }
+void *operator new[](std::size_t size, std::align_val_t al) { return pk::detail::aligned_new_or_throw(size, al); }
+void *operator new(std::size_t size, std::align_val_t al, const std::nothrow_t &) noexcept {
+    return pk::detail::aligned_new_nothrow(size, al);
+}
+void *operator new[](std::size_t size, std::align_val_t al, const std::nothrow_t &) noexcept {
+    return pk::detail::aligned_new_nothrow(size, al);
+}
+void operator delete(void *p, std::align_val_t) noexcept { pk_free(p); }
+void operator delete[](void *p, std::align_val_t) noexcept { pk_free(p); }
+void operator delete(void *p, std::size_t, std::align_val_t) noexcept { pk_free(p); }
+void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { pk_free(p); }
+void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { pk_free(p); }
+void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { pk_free(p); }
+#endif
+
+#endif
