@@ -22,7 +22,8 @@
  *     full (none but, maybe, remote frees waiting);
  *   - slabs and bytes count the owned slabs and their spans; the heap's
  *     list holds objects of its current slab, no more than it has out, and
- *     at most HOT_FREES of another owned slab;
+ *     at most HOT_FREES, or the pool's hot_list (HOT_LIST), of its other
+ *     owned slabs;
  *   - pend_n is the length of the pending chain, whose objects all belong
  *     to pend_slab, which the heap does not own;
  *   - slabs move between heap and pool only under the pool's lock
@@ -147,15 +148,19 @@ static NO_TSAN bool hot_object(const pk_pool *p, const heap *h, const char *obj)
     return idx >= 0 && (uint32_t)idx < s->bump;
 }
 
+/* The most objects of other owned slabs h's list may hold. */
+static size_t hot_most(const pk_pool *p) { return p->hot_list ? p->hot_list + HOT_FREES : HOT_FREES; }
+
 /* The heap's list goes back onto the current slab's free list (the
- * HOT_FREES object, if listed, comes back in *hot for the caller to send
- * home); the slab is left on no list for the caller to place. Every object
- * is checked to be a slot of the slab, so a broken list is reported here
- * rather than kept (trim, thread exit, destroy), and the walk stops at the
- * most the list can hold (the slab's slots and the hot object). */
+ * objects of other owned slabs listed, HOT_FREES and HOT_LIST, come back
+ * linked in *hot for the caller to send home: home_hot); the slab is left
+ * on no list for the caller to place. Every object is checked to be a slot
+ * of the slab, so a broken list is reported here rather than kept (trim,
+ * thread exit, destroy), and the walk stops at the most the list can hold
+ * (the slab's slots and the hot objects). */
 static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     slab *s = h->cur;
-    size_t n = 0, met = 0, most = (size_t)s->capacity + HOT_FREES; /* n: the inline paths keep no count */
+    size_t n = 0, met = 0, hots = 0, most = (size_t)s->capacity + hot_most(p); /* n: the inline paths keep no count */
     char *first = NULL, *last = NULL, *head = tc_head(h->list);
     *hot = NULL;
     for (char *obj = head, *prev = NULL, *next; obj; prev = obj, obj = next) {
@@ -165,9 +170,11 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
         if (unlikely(++met > most)) report_list_overrun(p, s, head, *hot, "the thread's free list");
         long idx = slab_slot_index(s, obj); /* checked before its link is read */
         if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) {
-            if (!*hot && hot_object(p, h, obj)) {
-                *hot = obj;
+            if (hots < hot_most(p) && hot_object(p, h, obj)) {
                 next = (char *)link_load(p, obj);
+                link_store(p, obj, (uintptr_t)*hot);
+                *hot = obj;
+                hots++;
                 continue;
             }
             if (!prev) check_free(p, obj); /* the head came from a free: no slot at all is reported so */
@@ -190,6 +197,16 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     h->cur = NULL;
     s->list = SLAB_NOWHERE;
     return s;
+}
+
+/* The objects uninstall found of other owned slabs (linked through their
+ * link words) home to their slabs, as free_home_hot says. */
+static void home_hot(pk_pool *p, heap *h, void *hot, bool list_moves) {
+    while (hot) {
+        void *next = (void *)link_load(p, hot);
+        free_home_hot(p, h, hot, list_moves);
+        hot = next;
+    }
 }
 
 /* Remote frees of an owned slab that is not current go onto its free list. */
@@ -289,7 +306,7 @@ static bool refill(pk_pool *p, heap *h, uint64_t now) {
         uninstall(p, h, &hot); /* every slot out, or fresh ones left for later */
         if (s->bump < s->capacity) slab_list_append(&h->avail, s, HEAP_AVAIL);
         else slab_list_append(&h->full, s, HEAP_FULL);
-        if (hot) free_home_hot(p, h, hot, true);
+        home_hot(p, h, hot, true);
     }
     if (!next) next = next_slab(p, h, true, now);
     if (!next) return false;
@@ -340,6 +357,10 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
             return NULL;
         }
         h->may_adopt = true;
+        /* the list holds none of another slab's objects now: HOT_LIST's
+         * budget is whole again */
+        h->hot_room = p->hot_list;
+        h->hot_bar = p->hot_list ? UINTPTR_MAX : 0;
         note_peak(p, h);
         HEAP_VALIDATE(p, h);
     }
@@ -399,7 +420,7 @@ void heap_abandon(pk_pool *p, tc_slot *c) {
     if (h->cur) {
         void *hot;
         slab *s = uninstall(p, h, &hot);
-        if (hot) free_home_hot(p, h, hot, false);
+        home_hot(p, h, hot, false);
         abandon_slab(p, h, s);
     }
     each_other_slab(p, h, abandon_slab);
@@ -447,7 +468,7 @@ static NO_TSAN size_t racy_list_length(const pk_pool *p, const heap *h) {
     const slab *s = h->cur; /* records stay mapped while the pool holds the slab */
     if (!cur || !s || (uintptr_t)s->base != (cur & ~(uintptr_t)(SLAB_BYTES - 1))) return 0;
     size_t n = 0;
-    for (uintptr_t x = (uintptr_t)tc_head(l); x && n < s->capacity + HOT_FREES; n++) {
+    for (uintptr_t x = (uintptr_t)tc_head(l); x && n < s->capacity + hot_most(p); n++) {
         if (slab_slot_index(s, (void *)x) < 0 && !hot_object(p, h, (const char *)x)) break;
         uintptr_t v = *(volatile uintptr_t *)(x + p->link_off);
         x = p->hardened ? link_decode(p, (void *)x, v) : v;
@@ -548,13 +569,13 @@ bool heap_is_valid(const pk_pool *p, const heap *h) {
          * the checks' to report (uninstall, the hardened paths), not an
          * internal fault. */
         size_t n = 0, hot = 0;
-        for (char *obj = tc_head(h->list); obj && n <= h->cur->capacity; obj = (char *)link_load(p, obj)) {
+        for (char *obj = tc_head(h->list); obj && n <= h->cur->capacity + hot_most(p); obj = (char *)link_load(p, obj)) {
             long idx = slab_slot_index(h->cur, obj);
             if (idx < 0 && hot_object(p, h, obj)) hot++;
             else if (idx < 0 || (uint32_t)idx >= h->cur->bump) break;
             n++;
         }
-        VALID(hot <= HOT_FREES && n - hot <= h->cur->used);
+        VALID(hot <= hot_most(p) && n - hot <= h->cur->used);
     } else {
         VALID(!tc_head(h->list) && !tc_cur(h->list));
     }

@@ -81,6 +81,30 @@ static inline size_t policy_extend_hardened(size_t slot) {
  * the current slab (their inline paths check links against it). */
 #define HOT_FREES 1
 
+/* HOT_LIST: where a slab holds few objects (fewer than HOT_LIST: slots
+ * over 1 KiB, and every slot with a slab of its own), the owner's frees
+ * into its other slabs go onto the thread's list while it holds fewer than
+ * HOT_LIST such objects, not only onto an empty one: the list is a free
+ * list of the objects the thread freed last, as a typed pool's is, and the
+ * next allocations take them back while they are in cache. With HOT_FREES
+ * alone, a live set that spans many such slabs moves slab at almost every
+ * call: the typed-pool study's pattern over 8 KiB objects, eight to a slab,
+ * refilled from another slab at about every fourth allocation, and a freed
+ * 1 MiB object (a slab of its own) went to the heap's spare and the pool's
+ * lock (tests/test_pool_memory.cc, BigObjects). The free objects the
+ * pattern leaves listed stay under HOT_LIST (bench/bench_pattern.c). The count is a budget the heap renews at each
+ * refill (its list then holds no object of another slab) and each such
+ * free onto a non-empty list spends: the inline allocation keeps no count.
+ * So at most HOT_LIST objects per thread per pool (and the HOT_FREES one)
+ * stay off their slabs, out of the purge's reach until the thread refills,
+ * trims or exits: 64 MiB of 1 MiB objects. */
+#define HOT_LIST 64
+_Static_assert(SLAB_BYTES / HOT_LIST == 1024 && HOT_LIST * ((size_t)1 << 20) == (size_t)64 << 20,
+               "HOT_LIST's comment names these figures");
+static inline size_t policy_hot_list(size_t capacity, size_t slot) {
+    return capacity == 1 || SLAB_BYTES / slot < HOT_LIST ? HOT_LIST : 0;
+}
+
 /* HEAP_SPARE: a heap keeps the last slab its own frees emptied (one slab,
  * restarted as below) for its next slab, and gives the one before to the
  * pool: a working set that moves across a slab's edge, or objects few to a

@@ -156,6 +156,9 @@ static void choose_path(pk_pool *p) {
     bool plain = p->link_off == 0 && !p->zero && !p->hardened;
     if (plain && !TRACK_ENABLED) p->list_at = LIST_SLOT;
 #endif
+    /* hardened lists keep to the current slab; the link word must be the
+     * object's first (the short path's plain branch) */
+    if (!p->hardened && p->link_off == 0) p->hot_list = policy_hot_list(p->geo.capacity, p->geo.slot);
 }
 
 /* ---- The list of live pools. ---- */

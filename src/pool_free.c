@@ -149,9 +149,10 @@ void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now) {
             return;
         }
     }
-    if (!head && h->cur && !p->hardened) { /* HOT_FREES: hardened lists keep to the current slab */
-        link_store(p, obj, 0);
-        list_set(h, obj, 1);
+    if ((!head || h->hot_room) && h->cur && !p->hardened) { /* HOT_FREES, HOT_LIST: hardened lists keep to the current slab */
+        if (head && --h->hot_room == 0) h->hot_bar = 0;
+        link_store(p, obj, (uintptr_t)head);
+        list_set(h, obj, h->count + 1);
         return;
     }
     free_home(p, h, s, obj, now);

@@ -51,10 +51,16 @@ static inline bool free_short(tc_slot *c, void *obj, uintptr_t cur, bool plain) 
     if (plain) {
         /* HOT_FREES: the list is empty (its slab used up), so the next
          * allocation takes this object while it is in cache, and no slab
-         * changes hands for it. */
+         * changes hands for it; HOT_LIST: onto a list that is not empty
+         * too, while the heap's budget lasts (hot_bar, one compare as the
+         * test for an empty list). */
         void *head = c->head;
-        if (!head) {
-            *(void **)obj = NULL;
+        if ((uintptr_t)head <= h->hot_bar) {
+            if (head) {
+                if (unlikely(obj == head)) return false; /* freed again: reported */
+                if (--h->hot_room == 0) h->hot_bar = 0;
+            }
+            *(void **)obj = head;
             __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
             return true;
         }

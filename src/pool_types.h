@@ -141,6 +141,13 @@ typedef struct heap {
     uint64_t collected;        /* remote frees taken off its slabs' thread_free */
     uint64_t pushed;           /* remote frees it pushed onto other slabs' thread_free */
     bool may_adopt;            /* it refilled since it last adopted a slab (pool_free.c) */
+    /* HOT_LIST (policy.h): the short path puts an owner's free of another
+     * owned slab onto a non-empty list while (uintptr_t)head <= hot_bar:
+     * hot_bar is UINTPTR_MAX while hot_room, the objects it may still so
+     * list before the next refill, is not 0, and 0 otherwise (HOT_FREES:
+     * an empty list only). One compare, as the test for an empty list. */
+    uintptr_t hot_bar;
+    size_t hot_room;
     uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
 } heap;
 
@@ -182,6 +189,8 @@ struct pk_pool {
     size_t key;       /* the record's index in the records' area, and the
                          pool's slot in every thread's table */
     size_t extend;    /* fresh slots a heap links at a time (policy.h, EXTEND_BYTES) */
+    size_t hot_list;  /* objects of other slabs a thread's list may hold (HOT_LIST), 0 for
+                         pools whose short path lists none but HOT_FREES' */
     uint64_t rng;     /* hardened pools: the order of fresh slots of direct calls
                          (under lock), and the seed of each heap's own */
     struct pk_pool *prev, *next; /* the list of live pools, under the pool list's lock;

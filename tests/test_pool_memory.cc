@@ -1,6 +1,8 @@
 /* Pools: memory going back: trim, release and destroy. */
 #include "support.h"
 
+#include <poolkit/fault.h>
+
 #include <thread>
 
 using namespace pktest;
@@ -158,6 +160,133 @@ TEST(PoolRelease, LoopAcrossASlabBoundaryDoesNotThrash) {
                                 << " iterations";
     }
     free_all(p.get(), base);
+}
+
+/* ======================================================================
+ * big objects: the thread's list holds the objects freed last (HOT_LIST)
+ * ==================================================================== */
+
+namespace {
+
+/* The typed-pool study's pattern (bench/bench_pattern.c): up to 256 objects
+ * open; each round frees a random open one with probability open/256 and
+ * allocates one with the complement. Returns the allocations made. */
+struct Pattern {
+    std::vector<void *> open;
+    size_t peak = 0; /* the most objects open at once */
+    uint64_t rng = 0x5eed;
+    uint64_t next() {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        return rng;
+    }
+    double unit() { return (double)(next() >> 11) / 9007199254740992.0; }
+    size_t run(pk_pool *p, long rounds) {
+        size_t allocs = 0;
+        for (long r = 0; r < rounds; r++) {
+            double fill = (double)open.size() / 256.0;
+            if (unit() <= fill && !open.empty()) {
+                size_t i = next() % open.size();
+                pk_pool_free(p, open[i]);
+                open[i] = open.back();
+                open.pop_back();
+            }
+            if (unit() >= fill) {
+                char *o = static_cast<char *>(pk_pool_alloc(p));
+                if (!o) return allocs;
+                o[0] = (char)r;
+                open.push_back(o);
+                allocs++;
+                peak = std::max(peak, open.size());
+            }
+        }
+        return allocs;
+    }
+    void finish(pk_pool *p) { free_all(p, open); }
+};
+
+struct LongDelay {
+    long old = pk_set_purge_delay(60000);
+    ~LongDelay() { pk_set_purge_delay(old); }
+};
+
+} // namespace
+
+/* Eight 8 KiB objects fill a slab: with frees onto their slabs' lists the
+ * pattern refilled from another slab at about every fourth allocation, each
+ * refill taking the few objects that slab had (stats' taken: about one per
+ * allocation). The thread's list keeps what it frees, so refills are rare. */
+TEST(BigObjects, AnEightKiBPatternDoesNotChangeSlabOnEveryCall) {
+    LongDelay delay;
+    PoolPtr p = make_pool(8192);
+    Pattern pat;
+    pat.run(p.get(), 20000); /* the live set reaches its size */
+    uint64_t taken0 = stats_of(p.get()).taken;
+    size_t allocs = pat.run(p.get(), scaled(200000, 50000));
+    uint64_t taken = stats_of(p.get()).taken - taken0;
+    EXPECT_LT(taken * 4, allocs) << taken << " objects taken from slabs by refills for " << allocs
+                                 << " allocations";
+    pat.finish(p.get());
+}
+
+/* A freed 1 MiB object (a slab of its own) is the next one handed out, as a
+ * free list's is: the last freed comes back first, and no page is asked for. */
+TEST(BigObjects, AFreedMiBObjectIsTheNextAllocatedWithNoPageRequest) {
+    LongDelay delay;
+    PoolPtr p = make_pool(1 << 20);
+    std::vector<void *> objs = alloc_n(p.get(), 8);
+    ASSERT_EQ(objs.size(), 8u);
+    unsigned long requests = pk_fault_requests();
+    for (int i : {1, 5, 3, 0}) pk_pool_free(p.get(), objs[i]);
+    for (int i : {0, 3, 5, 1}) {
+        void *o = pk_pool_alloc(p.get());
+        EXPECT_EQ(o, objs[i]) << "the object freed last comes back first";
+        objs[i] = o;
+    }
+    EXPECT_EQ(pk_fault_requests(), requests) << "freed mappings served the allocations";
+    free_all(p.get(), objs);
+}
+
+/* More 1 MiB objects freed than the thread's list keeps: their mappings stay
+ * with the pool for the purge delay and serve the next allocations, with no
+ * page request; the pattern over them asks for none either. */
+TEST(BigObjects, FreedMiBMappingsServeTheNextAllocationsWithinTheDelay) {
+    LongDelay delay;
+    PoolPtr p = make_pool(1 << 20);
+    std::vector<void *> objs = alloc_n(p.get(), 100);
+    ASSERT_EQ(objs.size(), 100u);
+    unsigned long requests = pk_fault_requests();
+    free_all(p.get(), objs);
+    objs = alloc_n(p.get(), 100);
+    EXPECT_EQ(pk_fault_requests(), requests) << "100 objects freed, 100 allocated";
+    free_all(p.get(), objs);
+    Pattern pat;
+    pat.run(p.get(), 5000);
+    requests = pk_fault_requests();
+    size_t peak = pat.peak;
+    uint64_t returned0 = stats_of(p.get()).returned;
+    size_t allocs = pat.run(p.get(), 20000);
+    /* a page request per object past the live set's earlier peak, as a free
+     * list's arena grows */
+    EXPECT_LE(pk_fault_requests() - requests, pat.peak - peak)
+        << "the pattern over 1 MiB objects, " << allocs << " allocations";
+    /* its frees stay on the thread's list: few reach the slabs */
+    EXPECT_LT((stats_of(p.get()).returned - returned0) * 4, allocs);
+    pat.finish(p.get());
+}
+
+/* Trim gives back every 1 MiB object's mapping, those on the thread's list
+ * too. */
+TEST(BigObjects, TrimGivesBackEveryFreedMiBObject) {
+    LongDelay delay;
+    PoolPtr p = make_pool(1 << 20);
+    Pattern pat;
+    pat.run(p.get(), 5000);
+    pat.finish(p.get());
+    EXPECT_GT(stats_of(p.get()).bytes_reserved, (size_t)32 << 20);
+    pk_pool_trim(p.get());
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.live, 0u);
+    EXPECT_EQ(s.bytes_reserved, 0u) << s.slabs << " slabs left after trim";
 }
 
 /* ======================================================================
