@@ -95,14 +95,17 @@ static inline size_t policy_extend_hardened(size_t slot) {
  * pattern leaves listed stay under HOT_LIST (bench/bench_pattern.c). The count is a budget the heap renews at each
  * refill (its list then holds no object of another slab) and each such
  * free onto a non-empty list spends: the inline allocation keeps no count.
- * So at most HOT_LIST objects per thread per pool (and the HOT_FREES one)
- * stay off their slabs, out of the purge's reach until the thread refills,
- * trims or exits: 64 MiB of 1 MiB objects. */
+ * Those objects stay off their slabs, out of the purge's reach until the
+ * thread refills, trims or exits (pk_collect), so the budget is bounded in
+ * bytes too: HOT_LIST_BYTES per thread per pool (at least one object), on
+ * top of the HOT_FREES one. A pattern that frees and allocates around its
+ * cap needs only the last few objects it freed. */
 #define HOT_LIST 64
-_Static_assert(SLAB_BYTES / HOT_LIST == 1024 && HOT_LIST * ((size_t)1 << 20) == (size_t)64 << 20,
-               "HOT_LIST's comment names these figures");
+#define HOT_LIST_BYTES ((size_t)8 << 20)
 static inline size_t policy_hot_list(size_t capacity, size_t slot) {
-    return capacity == 1 || SLAB_BYTES / slot < HOT_LIST ? HOT_LIST : 0;
+    if (!(capacity == 1 || SLAB_BYTES / slot < HOT_LIST)) return 0;
+    size_t n = HOT_LIST_BYTES / slot;
+    return n < 1 ? 1 : n > HOT_LIST ? HOT_LIST : n;
 }
 
 /* HEAP_SPARE: a heap keeps the last slab its own frees emptied (one slab,

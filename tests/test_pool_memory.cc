@@ -246,6 +246,22 @@ TEST(BigObjects, AFreedMiBObjectIsTheNextAllocatedWithNoPageRequest) {
     free_all(p.get(), objs);
 }
 
+/* What the thread's list keeps of other slabs is out of the purge's reach
+ * until the thread refills or trims, so it is bounded in bytes: of 40 freed
+ * 1 MiB objects, at most 8 MiB stay listed, with the one the list may
+ * always hold (HOT_FREES) and the current slab's own; the rest go home to
+ * their slabs. */
+TEST(BigObjects, TheThreadsListKeepsAtMostItsBytesBudgetOfFreedObjects) {
+    LongDelay delay;
+    PoolPtr p = make_pool(1 << 20);
+    std::vector<void *> objs = alloc_n(p.get(), 40);
+    ASSERT_EQ(objs.size(), 40u);
+    free_all(p.get(), objs);
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.live, 0u);
+    EXPECT_LE(s.taken - s.returned, 10u) << "objects left on the thread's list";
+}
+
 /* More 1 MiB objects freed than the thread's list keeps: their mappings stay
  * with the pool for the purge delay and serve the next allocations, with no
  * page request; the pattern over them asks for none either. */
