@@ -247,7 +247,9 @@ PK_API int pk_set_background_purge(int on);
  * returned is live plus the free objects waiting on threads' slot lists.
  * Counting calls would cost the inline paths an instruction each. remote_frees counts objects
  * freed by a thread into a slab its heap does not own (exact for a pure
- * producer/consumer pair). peak_live is the most objects out at once as
+ * producer/consumer pair); a slab of a thread that exited, once a thread
+ * freeing into it has taken it over, is that thread's own, and its frees
+ * into it are not remote. peak_live is the most objects out at once as
  * estimated at each refill (and every 64 remote frees of a thread that only
  * frees), never less than live. */
 PK_API void pk_pool_stats_get(pk_pool *pool, pk_pool_stats *out);
