@@ -3,8 +3,9 @@
  *
  * The front end sits above the pools (layer 5, with the object layer): it
  * calls the pools' public calls and their slow entries, and reads the
- * core's state only through alloc_pool_of below, so that a change in how
- * the core finds an object's slab changes that function alone.
+ * core's state only through alloc_slab_of below and the pool's short free
+ * path it hands the record to (pool_free.h), so that a change in how the
+ * core finds an object's slab changes that function alone.
  */
 #ifndef POOLKIT_ALLOC_INTERNAL_H
 #define POOLKIT_ALLOC_INTERNAL_H
