@@ -11,6 +11,12 @@
  *                                 thread's current one (the library's
  *                                 short path, pk__pool_free_other), no
  *                                 allocation in the loop
+ *   otherloop kernel_other_loop  the other mode's loop over the same
+ *                                 objects, freeing none (its own cost)
+ *   frontother kernel_frontend_other N pk_free calls, by their owner, of
+ *                                 objects of a class's slabs other than
+ *                                 the thread's current one (pk_free's
+ *                                 short path), no allocation in the loop
  *   frontend kernel_frontend      pk_alloc and pk_free (unsized) of one size
  *   object   kernel_object        pk_new, pk_retain and two pk_release (not
  *                                 gated: a figure for the README, the cost
@@ -46,11 +52,21 @@ BENCH_KERNEL void kernel_pool_hardened(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_object(const pk_class *cls, size_t n);
 BENCH_KERNEL void kernel_pool_other(pk_pool *pool, void **objs, size_t n);
 BENCH_KERNEL void kernel_frontend(size_t size, size_t n);
+BENCH_KERNEL void kernel_other_loop(void **objs, size_t n);
+BENCH_KERNEL void kernel_frontend_other(void **objs, size_t n);
 
 BENCH_KERNEL void kernel_frontend(size_t size, size_t n) { ICOUNT_LOOP(pk_alloc(size), pk_free(p)) }
 
 BENCH_KERNEL void kernel_pool_other(pk_pool *pool, void **objs, size_t n) {
     for (size_t i = 0; i < n; i++) pk_pool_free(pool, objs[i]);
+}
+
+BENCH_KERNEL void kernel_other_loop(void **objs, size_t n) {
+    for (size_t i = 0; i < n; i++) BENCH_ESCAPE(objs[i]);
+}
+
+BENCH_KERNEL void kernel_frontend_other(void **objs, size_t n) {
+    for (size_t i = 0; i < n; i++) pk_free(objs[i]);
 }
 
 BENCH_KERNEL void kernel_empty(size_t n) { ICOUNT_LOOP(empty_target, (void)0) }
@@ -85,15 +101,21 @@ static int run_mode(const char *mode, size_t n, size_t size) {
         kernel_frontend(size, n);
         return 0;
     }
-    if (strcmp(mode, "other") == 0) { /* n objects of older slabs, then a slab's worth more */
-        pk_pool *pool = pk_pool_create(&(pk_pool_config){.name = mode, .size = size});
+    if (strcmp(mode, "other") == 0 || strcmp(mode, "otherloop") == 0 || strcmp(mode, "frontother") == 0) {
+        /* n objects of older slabs, then a slab's worth more, so that every
+         * one of the n lies in a slab other than the current one */
+        int front = mode[0] == 'f';
+        pk_pool *pool = front ? NULL : pk_pool_create(&(pk_pool_config){.name = mode, .size = size});
         size_t total = n + 65536 / size + 1;
         void **objs = malloc(total * sizeof *objs);
-        for (size_t i = 0; pool && objs && i < total; i++) objs[i] = pk_pool_alloc(pool);
-        kernel_pool_other(pool, objs, n);
-        for (size_t i = n; i < total; i++) pk_pool_free(pool, objs[i]);
+        for (size_t i = 0; (front || pool) && objs && i < total; i++)
+            objs[i] = front ? pk_alloc(size) : pk_pool_alloc(pool);
+        if (front) kernel_frontend_other(objs, n);
+        else if (mode[5] == 'l') kernel_other_loop(objs, n);
+        else kernel_pool_other(pool, objs, n);
+        for (size_t i = mode[5] == 'l' ? 0 : n; i < total; i++) front ? pk_free(objs[i]) : pk_pool_free(pool, objs[i]);
         free(objs);
-        pk_pool_destroy(pool);
+        if (pool) pk_pool_destroy(pool);
         return 0;
     }
     unsigned flags;
@@ -125,7 +147,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|frontend N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|otherloop|frontother|frontend N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;

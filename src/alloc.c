@@ -29,6 +29,7 @@
  */
 #define PK__EMIT_ALLOC_EXTERN_INLINE 1
 #include "alloc_internal.h"
+#include "pool_free.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -270,24 +271,65 @@ static PK_NOINLINE void free_slow(pk_pool *p, void *ptr, void *caller) {
     else free_other(ptr, p, "pk_free");
 }
 
-/* The class from the address (one call: the region map's bit and the
- * slab's record), then the pool's inline free. A free of a class object
- * of another slab than the thread's current one, and every other pointer,
- * goes on to free_slow. (Trying first the slot of the class freed into
- * last made a run of one class's frees as fast as the typed pool's, but
- * cost programs that free mixed sizes 15-20%: the guess fails half the
- * time, and each failure is a mispredicted branch.) */
+/* A free that changes its slab's lists (free_owned_edge), by the owner of
+ * s, one of class pool p's slabs, outside the library (depth 0): with the
+ * guard raised, as any call that may take the pool's lock. */
+static PK_NOINLINE void class_free_edge(tc_slot *c, slab *s, void *ptr) {
+    depth++;
+    free_owned_edge(c->heap, s, ptr);
+    leave();
+}
+
+/* The slab's record from the address (the region map's bit, then the
+ * record by masking), once: its pool, the pool's inline free (an object of
+ * the thread's current slab), then, for an object of another slab the
+ * thread owns, the short path with the record in hand (pool_free.h,
+ * free_into_slab), as the typed pool's own miss takes it, unless the call
+ * comes from inside the library (see "Re-entry": it waits). Everything
+ * else goes on to free_slow. (Trying first the slot
+ * of the class freed into last made a run of one class's frees as fast as
+ * the typed pool's, but cost programs that free mixed sizes 15-20%: the
+ * guess fails half the time, and each failure is a mispredicted branch.) */
 void pk_free(void *ptr) {
-    pk_pool *p = alloc_pool_of(ptr);
-    if (likely(alloc_is_class(p)) && likely(pk__pool_free_inline(p, ptr))) return;
+    uintptr_t x = (uintptr_t)ptr;
+    if (unlikely(!region_holds(x))) {
+        free_slow(NULL, ptr, __builtin_return_address(0));
+        return;
+    }
+    slab *s = slab_of(x);
+    pk_pool *p = alloc_pool_in(s);
+    if (likely(alloc_is_class(p))) {
+        pk__link *c;
+        uintptr_t cur;
+        if (likely(pk__pool_free_try(p, ptr, &c, &cur))) return;
+        if (likely(cur != 0 && depth == 0)) { /* a plain list with a current slab (pool.h) */
+            int done = free_into_slab((tc_slot *)c, s, ptr, true);
+            if (likely(done == FREE_DONE)) return;
+            if (done == FREE_EDGE) {
+                class_free_edge((tc_slot *)c, s, ptr);
+                return;
+            }
+        }
+    }
     free_slow(p, ptr, __builtin_return_address(0));
 }
 
 void pk__free_sized_slow(void *ptr, size_t size) {
     if (!ptr) return;
     pk_pool *want = size <= PK_ALLOC_CLASS_MAX ? class_pool_made(alloc_class_of(size)) : NULL;
-    if (want && pk__pool_free_inline(want, ptr)) return;
-    pk_pool *p = alloc_pool_of(ptr);
+    pk__link *c = NULL;
+    uintptr_t cur = 0;
+    if (want && pk__pool_free_try(want, ptr, &c, &cur)) return;
+    slab *s = alloc_slab_of(ptr);
+    pk_pool *p = s ? alloc_pool_in(s) : NULL;
+    if (likely(p == want && cur != 0 && depth == 0)) { /* the short path, as pk_free's */
+        int done = free_into_slab((tc_slot *)c, s, ptr, true);
+        if (likely(done == FREE_DONE)) return;
+        if (done == FREE_EDGE) {
+            class_free_edge((tc_slot *)c, s, ptr);
+            return;
+        }
+    }
     if (likely(alloc_owns(p, ptr))) {
         if (unlikely(p != want))
             error_report(PK_FATAL, "wrong size", p->name, ptr,

@@ -3,8 +3,9 @@
  *
  * The front end sits above the pools (layer 5, with the object layer): it
  * calls the pools' public calls and their slow entries, and reads the
- * core's state only through alloc_pool_of below, so that a change in how
- * the core finds an object's slab changes that function alone.
+ * core's state only through alloc_slab_of below and the pool's short free
+ * path it hands the record to (pool_free.h), so that a change in how the
+ * core finds an object's slab changes that function alone.
  */
 #ifndef POOLKIT_ALLOC_INTERNAL_H
 #define POOLKIT_ALLOC_INTERNAL_H
@@ -46,14 +47,26 @@ static inline size_t alloc_class_size(size_t ci) {
 
 /* ---- the lookup ---- */
 
-/* The pool whose slab holds ptr's address, or NULL where there is no
- * slab: slab_pool_of (slab.h), the region map's bit and the slab's record
- * found by masking the address, without a check that ptr starts a slot.
- * Never reads ptr's memory. The free path's one question to the core. A
- * slab's place is its alone except past the end of a slab whose slot
- * outgrows a place (one slot a slab, mapped to the page), where another
- * mapping may start; alloc_owns says whether ptr is really a slot. */
-static inline pk_pool *alloc_pool_of(const void *ptr) { return slab_pool_of(ptr); }
+/* The record of the slab whose place holds ptr, or NULL where no region
+ * is mapped: the region map's bit, then the record found by masking the
+ * address (region.h), without a check that ptr starts a slot. Never reads
+ * ptr's memory. The free path's one question to the core: pk_free asks it
+ * once and hands the record down. */
+static inline slab *alloc_slab_of(const void *ptr) {
+    uintptr_t x = (uintptr_t)ptr;
+    return region_holds(x) ? slab_of(x) : NULL;
+}
+
+/* The pool whose slab holds ptr's address (s, alloc_slab_of(ptr)), or
+ * NULL where there is no slab. A slab's place is its alone except past the
+ * end of a slab whose slot outgrows a place (one slot a slab, mapped to the
+ * page), where another mapping may start; alloc_owns says whether ptr is
+ * really a slot. */
+static inline pk_pool *alloc_pool_in(const slab *s) { return __atomic_load_n(&s->pool, __ATOMIC_RELAXED); }
+static inline pk_pool *alloc_pool_of(const void *ptr) {
+    slab *s = alloc_slab_of(ptr);
+    return s ? alloc_pool_in(s) : NULL;
+}
 
 /* Whether p, alloc_pool_of(ptr), is a class pool (not NULL). */
 static inline bool alloc_is_class(const pk_pool *p) { return p && (p->flags & POOL_SIZE_CLASS); }

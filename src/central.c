@@ -250,17 +250,31 @@ bool central_adopt(pk_pool *p, heap *h, slab *s) {
     return true;
 }
 
+/* Whether s's free list runs out of address order: of its first
+ * RESTART_SAMPLE links (the last frees), more than 1/RESTART_DISORDER lead
+ * away from a neighbouring slot. Read only where the slab is empty, so no
+ * free pays for the count; a link that leaves the slab ends the look (the
+ * walks that read the list whole report it). */
+static bool freed_out_of_order(const pk_pool *p, const slab *s) {
+    uint32_t looked = 0, away = 0;
+    for (char *obj = s->free, *next; obj && looked < RESTART_SAMPLE; obj = next, looked++) {
+        next = (char *)link_load(p, obj);
+        if (!next || slab_slot_index(s, next) < 0) break;
+        away += (uintptr_t)next - (uintptr_t)obj + s->slot > 2 * s->slot;
+    }
+    return away > looked / RESTART_DISORDER;
+}
+
 void central_slab_emptied(const pk_pool *p, slab *s) {
     /* Restarted in address order (mimalloc's page reset) when its objects
      * came home out of order: the next heap to take it hands out its slots
      * as a stream again. A list freed in order (LIFO, FIFO) is a stream
      * already and is kept, which saves rewriting every link (figures:
      * policy.h, RESTART_DISORDER). Constructed objects keep their slots. */
-    if (s->disorder > s->capacity / RESTART_DISORDER && !p->construct && !p->destruct) {
+    if (!p->construct && !p->destruct && freed_out_of_order(p, s)) {
         s->free = NULL;
         s->bump = 0;
     }
-    s->disorder = 0;
 }
 
 void central_slab_from_heap(pk_pool *p, slab *s) {

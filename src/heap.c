@@ -314,10 +314,16 @@ static bool refill(pk_pool *p, heap *h, uint64_t now) {
     return tc_head(h->list) || extend(p, h, next);
 }
 
-/* The pool's peak (stats' peak_live): each refill adds what the heap took
- * out or brought home since its last one to the pool's estimate, one atomic
- * add per refill rather than per object. */
-static void note_peak(pk_pool *p, heap *h) {
+/* The pool's peak (stats' peak_live): a refill adds what the heap took out
+ * or brought home since it last added to the pool's estimate, one atomic
+ * add rather than one per object, when the heap's count reached a new high
+ * of its own (a peak goes in at once) or moved by REMOTE_BATCH or more (the
+ * step a thread that only frees reports in); exact, every change at once.
+ * A thread that replaces objects in a steady state (larson: a free, then an
+ * allocation, of random sizes) so adds nothing per refill to the one word
+ * every thread's refills of the pool share, and each heap's share of the
+ * estimate stays within REMOTE_BATCH of its count. */
+static void note_peak(pk_pool *p, heap *h, bool exact) {
     /* Out: on its list or with the user. Remote frees leave the count when
      * they are made (the freeing heap's remote_frees) and come back when the
      * owner collects them onto its lists (collected), so objects waiting
@@ -325,7 +331,9 @@ static void note_peak(pk_pool *p, heap *h) {
     uint64_t frees = h->frees + __atomic_load_n(&h->slot->frees, __ATOMIC_RELAXED);
     int64_t out = (int64_t)(h->allocs - frees - h->remote_frees + h->collected), d = out - h->synced;
     if (!d) return;
+    if (!exact && out <= h->synced_high && d < REMOTE_BATCH && d > -(int64_t)REMOTE_BATCH) return;
     h->synced = out;
+    if (out > h->synced_high) h->synced_high = out;
     int64_t now = __atomic_add_fetch(&p->out_est, d, __ATOMIC_RELAXED);
     int64_t peak = __atomic_load_n(&p->peak_est, __ATOMIC_RELAXED);
     while (now > peak && !__atomic_compare_exchange_n(&p->peak_est, &peak, now, true, __ATOMIC_RELAXED,
@@ -333,7 +341,7 @@ static void note_peak(pk_pool *p, heap *h) {
     }
 }
 
-void heap_note_peak(pk_pool *p, heap *h) { note_peak(p, h); }
+void heap_note_peak(pk_pool *p, heap *h) { note_peak(p, h, false); }
 
 static PK_NOINLINE void *lean_refused(pk_pool *p, char *obj, char *next) {
     report_bad_link(p, obj, next, "not a free slot of its slab");
@@ -361,7 +369,7 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
          * budget is whole again */
         h->hot_room = p->hot_list;
         h->hot_bar = p->hot_list ? UINTPTR_MAX : 0;
-        note_peak(p, h);
+        note_peak(p, h, false);
         HEAP_VALIDATE(p, h);
     }
     char *obj = tc_head(h->list);
@@ -425,7 +433,7 @@ void heap_abandon(pk_pool *p, tc_slot *c) {
     }
     each_other_slab(p, h, abandon_slab);
     PK_ASSERT_INTERNAL(h->slabs == 0 && h->resident == 0);
-    note_peak(p, h); /* its count stays: its live objects are still out */
+    note_peak(p, h, true); /* its count stays: its live objects are still out */
     fold(p, h);
     heap_clear(h, c);
 }

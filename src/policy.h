@@ -117,8 +117,8 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * the purge's reach. */
 
 /* A slab whose objects all came home (the heap's spare, or the pool's); if more than
- * 1/RESTART_DISORDER of its owner's frees landed away from the object freed
- * just before (random order), it restarts in address order, its free list
+ * 1/RESTART_DISORDER of the last RESTART_SAMPLE frees on its list landed
+ * away from the object freed just before (random order), it restarts in address order, its free list
  * dropped and its slots handed out from slot 0 again; a slab freed in
  * order (LIFO, FIFO) keeps its list, which is a stream already. Measured
  * (build/bench/bench_workset --quick, 64 B, the Xeon, with builds that
@@ -127,6 +127,7 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * written again), and never restarting costs random order 33.8 ns against
  * 12.0 at 100,000 and 105 against 25.7 at 1,000,000. */
 #define RESTART_DISORDER 16
+#define RESTART_SAMPLE 32
 
 /* When a heap's current slab is used up and no owned slab has free slots,
  * it looks at up to FULL_SCAN of its full slabs for remote frees before it

@@ -118,7 +118,6 @@ static bool adopt(pk_pool *p, heap *h, slab *s) {
 static void free_home(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) {
     void *f = s->free;
     if (unlikely(obj == f || s->used == 0)) check_report_double_free(p, obj);
-    if (f) s->disorder += (uintptr_t)obj - (uintptr_t)f + s->slot > 2 * s->slot;
     link_store(p, obj, (uintptr_t)f);
     s->free = obj;
     s->used--;
@@ -131,6 +130,8 @@ static void free_home(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) {
         slab_list_push(&h->avail, s, HEAP_AVAIL);
     }
 }
+
+void free_owned_edge(heap *h, slab *s, void *obj) { free_home(h->pool, h, s, obj, 0); }
 
 void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now) {
     heap *h = heap_get(p, c);

@@ -14,65 +14,84 @@ static inline tc_slot *slot_of_handle(const pk_pool *p) {
     return (tc_slot *)(pk__tc_table + (((uintptr_t)p >> (PK__RECORD_SHIFT - PK__SLOT_SHIFT)) & key_bits));
 }
 
-/* The short path: the owner's free of an object of one of its slabs that
- * is not the current one, on a plain pool (tc_slot.low 0) or a hardened
- * one the inline paths serve (its link encoded with the slot's secret:
- * harden.h, LINK ENCODING; the record's exact slot grid is checked, as the
- * library checks it), when nothing
- * changes lists (the slab neither was full nor empties) and the object is
- * not the slab list's head freed again; a slab the heap adopted from a
- * thread gone is one of its slabs like any other. The slab's record is found by
- * masking (region.h), after the region map says there is one; the record
- * says who owns the slab and where its slots lie (the pointer must start
- * one), so the owner's check needs neither the address map nor the pool's
- * record. The object goes onto its own slab's list, as mimalloc's free
- * pushes onto its page's. True if done; anything else goes on to the
- * library's paths, which check and report. */
-static inline bool free_short(tc_slot *c, void *obj, uintptr_t cur, bool plain) {
+/* The owner's free of obj, a slot of s, one of h's slabs that is not the
+ * current one, with the HOT_FREES case and the thread's list's head
+ * ruled out: onto the slab's list, the slab moving from full to avail or,
+ * with its last object home, becoming the heap's spare; a double free
+ * reported. */
+void free_owned_edge(heap *h, slab *s, void *obj);
+
+/* The short path's body, once s, the record of the slab whose place holds
+ * obj, is found (its region is mapped): the owner's free into one of its
+ * slabs that is not the current one, on a plain pool (tc_slot.low 0) or a
+ * hardened one the inline paths serve (its link encoded with the slot's
+ * secret: harden.h, LINK ENCODING). The record says who owns the slab and
+ * where its slots lie (the pointer must start one: slab_has_slot), so the
+ * owner's check needs neither the address map nor the pool's record; a
+ * slab the heap adopted from a thread gone is one of its slabs like any
+ * other. The object goes onto its own slab's list, as mimalloc's free
+ * pushes onto its page's: a push and a count, no list move. FREE_DONE if
+ * done; on a plain pool, FREE_EDGE for a free that changes lists (its slab
+ * was full, or empties) or gives the slab list's head again, which the
+ * caller sends to free_owned_edge with the slab found; FREE_LIBRARY for
+ * anything else, which the library's paths check and report. plain: known
+ * plain, with a current slab (cur set). */
+enum { FREE_LIBRARY, FREE_DONE, FREE_EDGE };
+static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
     heap *h = c->heap;
-    uintptr_t x = (uintptr_t)obj, secret = c->secret;
-    /* plain pools (low 0) store links as they are, hardened ones whose
-     * inline paths the slot serves (secret set) encode them (harden.h);
-     * the others have something to do per object, in the library */
-    if (!plain && unlikely(!h || (c->low && !secret))) return false;
-    /* the current slab's region is mapped: the map is read only for others;
-     * callers with no current slab's word (cur 0: hardened pools) ask it of
-     * every pointer, NULL and low addresses included */
-    if ((!plain || ((x ^ cur) >> REGION_SHIFT) != 0) && unlikely(!region_holds(x))) return false;
-    slab *s = slab_of(x);
+    uintptr_t x = (uintptr_t)obj;
     /* owner first: only a slab's owner reads its other fields here */
-    if (unlikely(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h)) return false;
-    void *f = s->free;
-    uintptr_t off = x - (uintptr_t)s->objects, slot = s->step;
-    /* off * recip wraps below recip exactly when off is a whole number of
-     * slots (slot_on_grid); a slab whose slots pass 4 GiB has no recip and
-     * goes on to the library */
-    if (unlikely(off >= s->extent || off * s->recip >= s->recip)) return false;
+    if (unlikely(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h) || unlikely(!slab_has_slot(s, x)))
+        return FREE_LIBRARY;
     if (plain) {
         /* HOT_FREES: the list is empty (its slab used up), so the next
          * allocation takes this object while it is in cache, and no slab
          * changes hands for it; HOT_LIST: onto a list that is not empty
          * too, while the heap's budget lasts (hot_bar, one compare as the
          * test for an empty list). */
-        void *head = c->head;
+        void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
         if ((uintptr_t)head <= h->hot_bar) {
             if (head) {
-                if (unlikely(obj == head)) return false; /* freed again: reported */
+                if (unlikely(obj == head)) return FREE_LIBRARY; /* freed again: reported */
                 if (--h->hot_room == 0) h->hot_bar = 0;
             }
             *(void **)obj = head;
             __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
-            return true;
+            return FREE_DONE;
         }
-        if (unlikely(obj == head)) return false; /* freed again: reported */
+        if (unlikely(obj == head)) return FREE_LIBRARY; /* freed again: reported */
     }
-    if (unlikely(!f || obj == f || s->used <= 1)) return false;
-    s->disorder += x - (uintptr_t)f + slot > 2 * slot; /* not next to the one before (RESTART_DISORDER) */
+    void *f = s->free;
+    uint32_t used = s->used;
+    /* a full slab (no free list: it moves to avail), the last object home
+     * (the slab empties), the list's head given again (reported) */
+    if (unlikely(!f) || unlikely(used <= 1) || unlikely(obj == f)) return plain ? FREE_EDGE : FREE_LIBRARY;
+    uintptr_t secret = c->secret;
     *(uintptr_t *)obj = plain || !secret ? (uintptr_t)f : link_encode_with(secret, obj, (uintptr_t)f);
     s->free = obj;
-    s->used--;
+    s->used = used - 1;
     c->frees++; /* the owner's only; read by it, or by another thread once it is quiescent */
-    return true;
+    return FREE_DONE;
+}
+
+/* The short path: the owner's free of an object of one of its slabs that
+ * is not the current one (free_into_slab), after the region map says a
+ * region lies at the address, so that its record, found by masking
+ * (region.h), may be read. cur: the slot's current slab word; callers with
+ * none (hardened pools: 0) ask the map of every pointer, NULL and low
+ * addresses included; plain callers have one, and the map is read only
+ * for objects of other regions than its slab's. */
+static inline bool free_short(tc_slot *c, void *obj, uintptr_t cur, bool plain) {
+    uintptr_t x = (uintptr_t)obj;
+    /* plain pools (low 0) store links as they are, hardened ones whose
+     * inline paths the slot serves (secret set) encode them (harden.h);
+     * the others have something to do per object, in the library */
+    if (!plain && unlikely(!c->heap || (c->low && !c->secret))) return false;
+    if ((!plain || ((x ^ cur) >> REGION_SHIFT) != 0) && unlikely(!region_holds(x))) return false;
+    slab *s = slab_of(x);
+    int done = free_into_slab(c, s, obj, plain);
+    if (done == FREE_EDGE) free_owned_edge(c->heap, s, obj);
+    return done != FREE_LIBRARY;
 }
 
 /* A free by a thread with a heap for p in slot c, obj already checked to

@@ -133,6 +133,7 @@ typedef struct heap {
     size_t resident;           /* bytes of the owned slabs ever touched */
     size_t slabs, bytes;       /* owned slabs and their spans: under the pool's lock */
     int64_t synced;            /* its objects out, as last added to the pool's out_est */
+    int64_t synced_high;       /* the most synced has been (heap.c, note_peak) */
     uint64_t allocs;           /* objects its lists took from its slabs (stats' taken) */
     uint64_t frees;            /* objects the library's paths put back on its slabs
                                   (the short path counts its own: tc_slot.frees);

@@ -79,7 +79,7 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     s->span = g->span;
     s->slot = g->slot;
     s->recip = g->recip;
-    s->step = g->recip ? (uint32_t)g->slot : 0;
+    slab_grid_set(s, g->slot, g->capacity);
     s->extent = (uintptr_t)g->capacity * g->slot;
     s->guarded = g->guard != 0;
     s->capacity = g->capacity;

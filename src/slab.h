@@ -52,12 +52,12 @@ typedef struct slab {
     struct heap *owner;       /* the thread heap that owns it, or NULL: the pool's */
     void *free;               /* freed slots, linked through the pool's link word */
     uint32_t used;            /* slots outside the slab */
-    uint32_t disorder;        /* owner's frees not next to the one before (heap.c) */
+    uint32_t grid_limit;      /* slab_has_slot's bound; 0 sends every pointer to the library */
     char *objects;            /* slot 0: base, or past a debug pool's live bits */
     uintptr_t extent;         /* capacity * slot: a slot's offset from objects is below */
     uint64_t recip;           /* the pool's geometry's (slot_on_grid); 0 past 4 GiB slots */
     struct pk_pool *pool;
-    uint32_t step;            /* slot, where recip is set (the disorder count's unit) */
+    uint64_t grid_mul;        /* slab_has_slot's multiplier */
     /* Other threads' frees land here (one atomic push per run): a line of
      * its own, apart from the owner's. */
     _Alignas(64) void *thread_free;
@@ -129,6 +129,27 @@ static inline bool slot_on_grid(uint64_t off, uint64_t slot, uint64_t recip) {
 __extension__ typedef unsigned __int128 u128;
 static inline size_t slot_div(uint64_t off, uint64_t slot, uint64_t recip) {
     return recip ? (size_t)(((u128)recip * off) >> 64) : (size_t)(off / slot);
+}
+
+/* Whether x starts one of s's slots, with one multiply and one compare:
+ * with mul = floor(2^64 / slot) + 1, a slot's offset k * slot times mul
+ * wraps to k * e (e = slot * mul - 2^64, 1 <= e <= slot), and any other
+ * offset within 2^32 of slot 0 (below it too) to at least 2^64 / slot -
+ * 2^32, far above limit = capacity * e. Set where a slot is at most
+ * REGION_BYTES (so every address of the slab's region is within 2^32 of
+ * slot 0) and the slots' bytes fit 32 bits (slab_grid_set); other slabs
+ * have limit 0, so their frees go to the library's checks
+ * (tests/test_pool_heap.cc checks every offset of a slab at several slot
+ * sizes). */
+static inline bool slab_has_slot(const slab *s, uintptr_t x) {
+    return (x - (uintptr_t)s->objects) * s->grid_mul < s->grid_limit;
+}
+
+/* Sets s's grid_mul and grid_limit for its slot and capacity. */
+static inline void slab_grid_set(slab *s, uint64_t slot, uint32_t capacity) {
+    if (slot > REGION_BYTES || capacity * slot > UINT32_MAX) return; /* limit 0 */
+    s->grid_mul = UINT64_MAX / slot + 1 + ((slot & (slot - 1)) == 0); /* floor(2^64 / slot) + 1 */
+    s->grid_limit = (uint32_t)(capacity * (slot * s->grid_mul)); /* at most capacity * slot */
 }
 
 /* Index of the slot that starts at ptr, or -1 if ptr is not a slot start. */

@@ -353,6 +353,18 @@ TEST(PoolStats, BytesReservedAndSlabsCoverTheLiveObjects) {
     free_all(p.get(), objs);
 }
 
+/* A heap adds a rise of its count to the pool's peak estimate at once,
+ * however small (a refill of large objects takes a few). */
+TEST(PoolStats, PeakLiveCountsASmallRise) {
+    PoolPtr p = make_pool(1024);
+    std::vector<void *> objs = alloc_n(p.get(), 40);
+    free_all(p.get(), objs);
+    objs = alloc_n(p.get(), 1);
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_GE(s.peak_live, 40u);
+    free_all(p.get(), objs);
+}
+
 TEST(PoolStats, PeakLiveIsAtLeastTheHighestLiveCount) {
     PoolPtr p = make_pool(32);
     std::vector<void *> objs = alloc_n(p.get(), 5000);

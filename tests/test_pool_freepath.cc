@@ -1,0 +1,188 @@
+/* The owner's free into another of its slabs (src/pool_free.h, the short
+ * path; its one-multiply slot check is test_slab_grid_internal.c's),
+ * through the public calls: the frees that change a slab's lists on that path (a full slab
+ * that gets a free slot, a slab whose last object comes home), for typed
+ * pools (pk_pool_free) and the size-class front end (pk_free), which finds
+ * the slab once and hands it down, and the restart of a slab emptied out
+ * of address order, now read from its list at the end rather than counted
+ * on every free. Each test runs in a process of its own (ctest), so the
+ * front end's class pools start empty. */
+#include "support.h"
+
+#include <poolkit/alloc.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <unistd.h>
+
+using namespace pktest;
+
+namespace {
+
+constexpr unsigned kBlockShift = 16; /* a slab of small objects: SLAB_BYTES (policy.h) */
+constexpr size_t SLAB_BYTES = size_t(1) << kBlockShift;
+uintptr_t block_of(const void *p) { return reinterpret_cast<uintptr_t>(p) >> kBlockShift; }
+
+/* v in a random order drawn from seed. */
+void shuffle(std::vector<void *> &v, uint64_t seed) {
+    Rng rng(seed);
+    for (size_t i = v.size(); i > 1; i--) std::swap(v[i - 1], v[rng.below(i)]);
+}
+
+/* ---- the lists a free on the short path changes ---- */
+
+using FreeFn = std::function<void(void *)>;
+using AllocFn = std::function<void *()>;
+
+/* The slabs wholly made of objs (so full, and not the current one),
+ * in address order, each with its objects. */
+std::vector<std::vector<void *>> full_slabs(const std::vector<void *> &objs, size_t per_slab) {
+    std::map<uintptr_t, std::vector<void *>> m;
+    for (void *o : objs) m[block_of(o)].push_back(o);
+    std::vector<std::vector<void *>> full;
+    for (auto &b : m)
+        if (b.second.size() == per_slab && b.first != block_of(objs.back())) full.push_back(b.second);
+    return full;
+}
+
+/* Three slabs used up and a fourth begun: a free into the first, a full
+ * slab that is not the current one, makes it a slab with a free slot, which
+ * the heap's next refill takes before the current slab's fresh slots. */
+void full_slab_serves_next_refill(const AllocFn &alloc, const FreeFn &release, size_t size) {
+    const size_t per_slab = SLAB_BYTES / size;
+    std::vector<void *> objs;
+    for (size_t i = 0; i < 3 * per_slab + 1; i++) objs.push_back(alloc());
+    auto slabs = full_slabs(objs, per_slab);
+    ASSERT_GE(slabs.size(), 2u);
+    void *o = slabs[0][5];
+    uintptr_t current = block_of(objs.back());
+    release(o); /* the current slab's list is not empty: onto the full slab's own list */
+    std::vector<void *> again;
+    bool found = false;
+    for (size_t i = 0; i < per_slab && !found; i++) {
+        void *q = alloc();
+        found = q == o;
+        if (!found) {
+            EXPECT_EQ(block_of(q), current) << "a slab other than the current one before the freed slot";
+            again.push_back(q);
+        }
+    }
+    EXPECT_TRUE(found) << "the slab that got a free slot was not taken by the next refill";
+    if (!found) objs.erase(std::find(objs.begin(), objs.end(), o)); /* still free */
+    for (void *q : again) release(q);
+    for (void *q : objs) release(q);
+}
+
+/* A slab whose last object comes home by its owner's frees becomes the
+ * heap's spare, and the spare before it goes to the pool, whose purge
+ * gives it back after the delay. */
+void emptied_slab_goes_back(const AllocFn &alloc, const FreeFn &release, pk_pool *pool_of_objs, size_t size) {
+    pk_set_purge_delay(20);
+    const size_t per_slab = SLAB_BYTES / size;
+    std::vector<void *> objs;
+    for (size_t i = 0; i < 4 * per_slab + 1; i++) objs.push_back(alloc());
+    pk_pool *p = pool_of_objs ? pool_of_objs : pk_pool_owner(objs[0]);
+    ASSERT_NE(p, nullptr);
+    auto slabs = full_slabs(objs, per_slab);
+    ASSERT_GE(slabs.size(), 3u);
+    size_t before = stats_of(p).slabs;
+    std::vector<void *> first = slabs[0], second = slabs[1];
+    Rng rng(3);
+    shuffle(first, rng.next());
+    for (void *o : first) release(o);  /* the last one empties it: the heap's spare */
+    for (void *o : second) release(o); /* the new spare; the first goes to the pool */
+    size_t live = stats_of(p).live;
+    PoolPtr other = make_pool(16, 0, 0, "other");
+    size_t now = before;
+    for (int ms = 0; ms < 3000 && now >= before; ms += 2) {
+        void *b[4];
+        pk_pool_free_bulk(other.get(), b, pk_pool_alloc_bulk(other.get(), b, 4)); /* calls into the library */
+        usleep(2000);
+        now = stats_of(p).slabs;
+    }
+    EXPECT_LT(now, before) << "the emptied slab did not go back after the purge delay";
+    std::vector<void *> rest(objs.begin(), objs.end());
+    rest.erase(std::remove_if(rest.begin(), rest.end(),
+                              [&](void *o) {
+                                  return block_of(o) == block_of(first[0]) || block_of(o) == block_of(second[0]);
+                              }),
+               rest.end());
+    for (void *o : rest) release(o);
+    EXPECT_EQ(stats_of(p).live, live - rest.size());
+}
+
+constexpr size_t kSize = 64;
+
+TEST(PoolFreeShortPath, AFullSlabThatGetsAFreeSlotServesTheNextRefill) {
+    PoolPtr p = make_pool(kSize);
+    full_slab_serves_next_refill([&] { return pk_pool_alloc(p.get()); }, [&](void *o) { pk_pool_free(p.get(), o); },
+                                 kSize);
+}
+
+TEST(PoolFreeShortPath, ASlabEmptiedByItsOwnersFreesGoesBackAfterThePurgeDelay) {
+    PoolPtr p = make_pool(kSize);
+    emptied_slab_goes_back([&] { return pk_pool_alloc(p.get()); }, [&](void *o) { pk_pool_free(p.get(), o); },
+                           p.get(), kSize);
+}
+
+TEST(AllocFreeShortPath, AFullSlabThatGetsAFreeSlotServesTheNextRefill) {
+    full_slab_serves_next_refill([] { return pk_alloc(kSize); }, [](void *o) { pk_free(o); }, kSize);
+}
+
+TEST(AllocFreeShortPath, ASlabEmptiedByItsOwnersFreesGoesBackAfterThePurgeDelay) {
+    emptied_slab_goes_back([] { return pk_alloc(kSize); }, [](void *o) { pk_free(o); }, nullptr, kSize);
+}
+
+TEST(AllocFreeShortPath, SizedFreesTakeTheSamePath) {
+    full_slab_serves_next_refill([] { return pk_alloc(kSize); }, [](void *o) { pk_free_sized(o, kSize); }, kSize);
+}
+
+/* ---- restarts: read from the emptied slab's list ---- */
+
+/* The objects of a slab freed in address order (FIFO) leave a list that
+ * is a stream already: the slab keeps it, so they come back newest first;
+ * freed at random, it restarts from slot 0 in address order. */
+void emptied_slab_order(bool in_order, const AllocFn &alloc, const FreeFn &release, size_t size) {
+    const size_t per_slab = SLAB_BYTES / size;
+    std::vector<void *> objs;
+    for (size_t i = 0; i < 2 * per_slab + 1; i++) objs.push_back(alloc());
+    auto slabs = full_slabs(objs, per_slab);
+    ASSERT_GE(slabs.size(), 1u);
+    std::vector<void *> first = slabs[0];
+    std::vector<void *> order = first;
+    std::sort(order.begin(), order.end());
+    if (!in_order) shuffle(order, 11);
+    for (void *o : order) release(o); /* the slab empties: the heap's spare */
+    /* the current slab's list, then the spare */
+    std::vector<void *> again, from_first;
+    for (size_t i = 0; i < 2 * per_slab && from_first.size() < 64; i++) {
+        void *q = alloc();
+        again.push_back(q);
+        if (block_of(q) == block_of(first[0])) from_first.push_back(q);
+    }
+    ASSERT_EQ(from_first.size(), 64u) << "the emptied slab was not taken again";
+    bool ascending = std::is_sorted(from_first.begin(), from_first.end());
+    bool descending = std::is_sorted(from_first.rbegin(), from_first.rend());
+    if (in_order) EXPECT_TRUE(descending) << "a slab freed in address order was restarted (or reordered)";
+    else EXPECT_TRUE(ascending) << "a slab freed at random was not restarted in address order";
+    for (void *q : again) release(q);
+    for (void *q : objs)
+        if (block_of(q) != block_of(first[0])) release(q);
+}
+
+TEST(PoolFreeShortPath, ASlabFreedInAddressOrderKeepsItsList) {
+    PoolPtr p = make_pool(48);
+    emptied_slab_order(true, [&] { return pk_pool_alloc(p.get()); }, [&](void *o) { pk_pool_free(p.get(), o); }, 48);
+}
+
+TEST(PoolFreeShortPath, ASlabFreedAtRandomRestartsInAddressOrder) {
+    PoolPtr p = make_pool(48);
+    emptied_slab_order(false, [&] { return pk_pool_alloc(p.get()); }, [&](void *o) { pk_pool_free(p.get(), o); }, 48);
+}
+
+TEST(AllocFreeShortPath, ASlabFreedAtRandomRestartsInAddressOrder) {
+    emptied_slab_order(false, [] { return pk_alloc(48); }, [](void *o) { pk_free(o); }, 48);
+}
+
+} // namespace
