@@ -1,14 +1,14 @@
 /* The front end's variants: calls made of pk_alloc's own (alloc.h), with
  * nothing of the classes' or the blocks' inside. */
+#include "internal.h"
+
 #include <poolkit/alloc.h>
 
 #include <errno.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 static bool aligned_to(const void *p, size_t align) { return ((uintptr_t)p & (align - 1)) == 0; }
-static bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
 
 void *pk_zalloc(size_t size) { return pk_calloc(1, size); }
 

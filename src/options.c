@@ -22,6 +22,7 @@
 #include <poolkit/options.h>
 #include <poolkit/pool.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -309,12 +310,10 @@ static int row_named(const char *name, const char *call) {
     for (int id = 0; id < OPT_COUNT; id++)
         if (strcasecmp(bare, table[id].name + strlen(PREFIX)) == 0) return id;
     char full[64];
-    int n = snprintf(full, sizeof full, PREFIX "%s", bare);
-    for (int i = 0; i > -1 && i < n && full[i]; i++)
-        if (full[i] >= 'a' && full[i] <= 'z') full[i] = (char)(full[i] - 'a' + 'A');
+    snprintf(full, sizeof full, PREFIX "%s", bare); /* a longer name is cut: its nearest row still */
+    for (char *ch = full; *ch; ch++) *ch = (char)toupper((unsigned char)*ch);
     error_report(PK_WARNING, "unknown option", NULL, NULL, "%s(\"%s\"): no such option (did you mean \"%s\"?)",
-                 call, name, table[closest_row(full, n > 0 && (size_t)n < sizeof full ? (size_t)n : 0)].name +
-                                  strlen(PREFIX));
+                 call, name, table[closest_row(full, strlen(full))].name + strlen(PREFIX));
     errno = EINVAL;
     return -1;
 }
