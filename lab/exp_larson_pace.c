@@ -169,16 +169,7 @@ static void run(int rep) {
         for (int k = 0; k < RP_NALLOC; k++) {
             lab_row *row = lab_row_get(EXP, al[k].subject, al[k].family, &ps);
             lab_row_info(row, al[k].version, lab_flags());
-            if (!al[k].available) {
-                lab_row_unavailable(row, al[k].why);
-                continue;
-            }
-            if (!ok[k]) {
-                row->failed = 1;
-                lab_row_unavailable(row, "the run failed in its own process (see stderr)");
-                continue;
-            }
-            if (!row->available) continue;
+            if (!lab_child_row_ready(row, al[k].available, al[k].why, ok[k])) continue;
             lab_row_sample(row, ns[k]);
             if (!isnan(kib[k])) lab_row_extra(row, "peak_rss_kb", kib[k]);
             if (ok[RP_MI]) lab_row_extra(row, "vs_mimalloc", ns[k] / ns[RP_MI]);

@@ -284,6 +284,10 @@ int lab_child_report(pid_t pid, int pipe_fds[2], char *line, size_t len);
  * nothing. pk-lab only (bench/'s programs have no `child` command). */
 #define LAB_CHILD_FD 3
 int lab_fresh_child(const char *experiment, int nargs, const char *const *args, char *line, size_t len);
+/* A row of a measurement made by lab_fresh_child: marked not available,
+ * with why, when its allocator is not (available 0), or failed when the
+ * child was not ok; 1 when it takes the sample. */
+int lab_child_row_ready(lab_row *row, int available, const char *why, int ok);
 
 /* `pk-lab realprog-hook ...`: one hooks workload of the real-program
  * experiment in a process of its own (exp_realprog.c). */

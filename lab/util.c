@@ -126,6 +126,19 @@ int lab_child_report(pid_t pid, int pipe_fds[2], char *line, size_t len) {
     return status;
 }
 
+int lab_child_row_ready(lab_row *row, int available, const char *why, int ok) {
+    if (!available) {
+        lab_row_unavailable(row, why);
+        return 0;
+    }
+    if (!ok) {
+        row->failed = 1;
+        lab_row_unavailable(row, "the run failed in its own process (see stderr)");
+        return 0;
+    }
+    return row->available;
+}
+
 int lab_fresh_child(const char *experiment, int nargs, const char *const *args, char *line, size_t len) {
     enum { MAX_ARGS = 16 };
     const char *argv[MAX_ARGS + 4] = {"pk-lab", "child", experiment};
