@@ -13,7 +13,9 @@ on this machine:
     each: the plain runs' median wall time is the run the savings are a
     share of, and the ratio of the medians is the recording's overhead;
     with --sample auto (the default) a first counting run sizes the
-    sampling so that the stack walks cost about half the plain run
+    sampling so that the recording stays within 1.7x the plain run; a
+    first recorded run over 1.9x is run again with the sampling its own
+    cost per recorded allocation calls for
  2. symbolizes each site's frames with addr2line (binutils) from the
     dump's copy of /proc/self/maps; a site is the line that calls malloc
     (the stacks that reach it merged), or the whole stack where that line
@@ -65,6 +67,9 @@ HOT_LIFE = 16
 HOT_PEAK = 64
 # Advice that saves less than this share of the run is "leave it".
 WORTH_SHARE = 0.01
+# --sample auto: the recording's own time, as a share of the plain run, that
+# the sampling aims at (1.7x the run in all; the goal is at most 2x).
+BUDGET = 0.7
 
 STYLES = {
     "local": "pk_pool with PK_POOL_LOCAL",
@@ -149,7 +154,7 @@ def symbolize(dump, addr2line="addr2line"):
             continue
         lines = r.stdout.splitlines()
         for (a, _), text in zip(items, lines):
-            func, _, loc = text.partition(" at ")
+            func, _, loc = text.partition(" at ") if " at " in text else (text.split(" ")[0], "", "")
             loc = loc.split(" (discriminator")[0].strip()
             e = out[a]
             if func.strip() and func.strip() != "??":
@@ -164,7 +169,9 @@ def frame_text(e):
     if e["file"]:
         return "%s (%s:%d)" % (e["function"], os.path.basename(e["file"]), e["line"])
     if e["function"] != "??":
-        return "%s (%s)" % (e["function"], e["object"])
+        # no line: a stripped object, whose name is the nearest exported
+        # symbol before the address, which may not be the function's own
+        return "near %s (%s)" % (e["function"], e["object"])
     return "%s+%#x" % (e["object"], e["offset"])
 
 
@@ -208,6 +215,20 @@ def merge_sites(dump, syms):
         m["sizes"] = sorted(sizes)[:POOL_SIZES]
         m["nsizes"] = POOL_SIZES + 1 if many else len(sizes)
     return list(merged.values())
+
+
+def scale_counts(sites, scale):
+    """Sampled counts to estimates of the whole: each times the sampling
+    scale; the peak too, but never above the longest lifetime's bound (a
+    site whose blocks all die within L allocations has at most L live)."""
+    if scale <= 1:
+        return
+    for s in sites:
+        for c in COUNTS:
+            if c not in ("runs", "peak"):
+                s[c] = s[c] * scale
+        bound = 2 ** max(s["hlife_allocs"]) if s["hlife_allocs"] and not s["live"] else float("inf")
+        s["peak"] = max(s["peak"], min(s["peak"] * scale, bound))
 
 
 def hist_median(h):
@@ -369,15 +390,20 @@ def record(args, work):
     plain = [run_once(argv, plain_env, args.stdin, out)]
     sample, counted = args.sample, None
     if sample == "auto":
-        run_once(argv, record_env(args.record_lib, prefix, 1 << 40, args.depth), args.stdin, out)
+        # a counting run (no stack walked): what every allocation costs the
+        # recording anyway, and the walk's cost; the walks get what is left
+        # of the budget (at least a tenth of the run), at three times the
+        # walk's cost measured at the recording's start (a real program's
+        # stacks cost more to walk)
+        t = run_once(argv, record_env(args.record_lib, prefix, 1 << 40, args.depth), args.stdin, out)
         d, _ = main_dump(prefix)
-        counted = {"allocs": d["allocs"], "walk_ns": d["walk_ns"]} if d else None
+        counted = {"allocs": d["allocs"], "walk_ns": d["walk_ns"], "seconds": t} if d else None
         sample = 1
         if d:
-            # the walks (a 1.5x margin on the measured one) at most half the run
-            sample = max(1, math.ceil(d["allocs"] * d["walk_ns"] * 1.5 / (0.5 * plain[0] * 1e9)))
+            budget = max(0.1, BUDGET - (t / plain[0] - 1)) * plain[0] * 1e9
+            sample = max(1, math.ceil(d["allocs"] * d["walk_ns"] * 3 / budget))
     sample = int(sample)
-    recorded, dump, others = [], None, 0
+    recorded, dump, others, resampled = [], None, 0, None
     for i in range(args.runs):
         if i:
             plain.append(run_once(argv, plain_env, args.stdin, out))
@@ -385,15 +411,31 @@ def record(args, work):
         d, o = main_dump(prefix)
         if dump is None:
             dump, others = d, o
+        if i == 0 and counted and d and recorded[0] > 1.9 * plain[0] and resampled is None:
+            # over budget: what one recorded allocation cost in this run,
+            # and the sampling that fits it; the run again with it
+            each = (recorded[0] - counted["seconds"]) * 1e9 / max(d["tracked"], 1)
+            budget = max(0.1, BUDGET - (counted["seconds"] / plain[0] - 1)) * plain[0] * 1e9
+            resampled = {"from": sample, "each_ns": each}
+            sample = max(sample + 1, math.ceil(d["allocs"] * each / budget))
+            recorded.pop()
+            recorded.append(run_once(argv, record_env(args.record_lib, prefix, sample, args.depth), args.stdin, out))
+            dump, others = main_dump(prefix)
     if dump is None:
         raise RuntimeError("the recording wrote nothing (a static program, or one that ends with _exit?)")
     timing = {"plain_s": plain, "recorded_s": recorded, "sample": sample, "counting_run": counted,
+              "resampled": resampled,
               "overhead": statistics.median(recorded) / statistics.median(plain),
               "other_processes": others}
     return dump, timing
 
 
-def measure_costs(lab, sites):
+def measure_costs(lab, sites, path=None):
+    """advise-costs' figures at the sizes the sites need, or those of the
+    file at path (a run of `pk-lab advise-costs` saved by the lab)."""
+    if path:
+        with open(path) as f:
+            return json.load(f)
     sizes = [16]
     biggest = max((s["bytes"] / max(s["allocs"], 1) for s in sites), default=16)
     while sizes[-1] < min(biggest, 65536):
@@ -502,7 +544,13 @@ def report(args, dump, timing, costs, rows, run_ns):
     text = "\n".join(lines) + "\n"
     with open(os.path.join(args.out, "advise.md"), "w") as f:
         f.write(text)
-    data = {"command": cmd, "allocs": dump["allocs"], "run_ms": run_ns / 1e6, "timing": timing,
+    summary = {"overhead": timing["overhead"], "sample": timing["sample"], "allocs": dump["allocs"],
+               "run_ms": run_ns / 1e6, "worth": sum(1 for s in rows if s["advice"] != "leave"),
+               "top": [{"site": site_name(s), "function": s["function"], "advice": s["advice"], "style": s["style"],
+                        "saving_ms": (s["price"] or {}).get("saving_ms"),
+                        "saving_share": (s["price"] or {}).get("saving_share"),
+                        "allocs": s["allocs"]} for s in rows[:3]]}
+    data = {"summary": summary, "command": cmd, "allocs": dump["allocs"], "run_ms": run_ns / 1e6, "timing": timing,
             "depth": dump["depth"], "costs": costs,
             "rules": {k: v for k, v in globals().items() if k.isupper() and isinstance(v, (int, float))},
             "sites": [{k: v for k, v in s.items() if not k.startswith("h")} |
@@ -523,6 +571,7 @@ def main(argv=None):
     ap.add_argument("--sample", default="auto", help="record one allocation in N, or auto (default)")
     ap.add_argument("--depth", type=int, default=4, help="frames per stack (1-8, default 4)")
     ap.add_argument("--stdin", help="a file for the program's standard input")
+    ap.add_argument("--costs", help="advise-costs' JSON to price with, instead of measuring now")
     ap.add_argument("--quiet", action="store_true", help="no table on stdout")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     args = ap.parse_args(argv)
@@ -543,13 +592,8 @@ def main(argv=None):
         shutil.rmtree(work, ignore_errors=True)
     syms = symbolize(dump)
     sites = merge_sites(dump, syms)
-    scale = dump["allocs"] / max(dump["tracked"], 1)
-    if scale > 1:
-        for s in sites:
-            for c in COUNTS:
-                if c != "runs":
-                    s[c] = s[c] * scale
-    costs = measure_costs(args.lab, sites)
+    scale_counts(sites, dump["allocs"] / max(dump["tracked"], 1))
+    costs = measure_costs(args.lab, sites, args.costs)
     run_ns = statistics.median(timing["plain_s"]) * 1e9
     rows = advise(sites, dump["allocs"], costs, run_ns)
     text = report(args, dump, timing, costs, rows, run_ns)

@@ -44,11 +44,15 @@ static double autorelease_loop(const pk_class *cls, long n, long per_scope) {
     return lab_now_ns() - t0;
 }
 
-/* ns per allocation of style s at size, in loop 0 (hot) or 1 (batch). */
-static double measure(int s, size_t size, int loop, long ops) {
+/* One class per size, for the life of the process: pk_new keeps a pool per
+ * class, found by its address. */
+static pk_class classes[MAX_SIZES];
+
+/* ns per allocation of style s at size (the z-th), in loop 0 (hot) or 1 (batch). */
+static double measure(int s, size_t size, int z, int loop, long ops) {
     if (s == S_AUTORELEASE) {
-        pk_class cls = {"pk-lab advise", size, NULL};
-        return autorelease_loop(&cls, ops, loop ? PER_BATCH : 16) / (double)ops;
+        classes[z] = (pk_class){"pk-lab advise", size, NULL};
+        return autorelease_loop(&classes[z], ops, loop ? PER_BATCH : 16) / (double)ops;
     }
     lab_allocator *a = lab_allocator_named(style_subject[s]);
     if (!a || !a->available) return -1;
@@ -89,7 +93,7 @@ int lab_advise_costs_main(int argc, char **argv) {
         for (int c = 0; c < ncells; c++) {
             int cell = (c + (rep < 0 ? 0 : rep) * 7) % ncells;
             int s = cell / (nsizes * 2), z = cell / 2 % nsizes, loop = cell % 2;
-            raw[s][z][loop] = measure(s, sizes[z], loop, rep < 0 ? ops / 10 + PER_BATCH : ops);
+            raw[s][z][loop] = measure(s, sizes[z], z, loop, rep < 0 ? ops / 10 + PER_BATCH : ops);
         }
         if (rep < 0) continue;
         for (int s = 1; s < NSTYLES; s++)

@@ -145,6 +145,16 @@ class Price(unittest.TestCase):
         self.assertIsNone(A.price(site(), "leave", COSTS, 1e9))
 
 
+class Sampling(unittest.TestCase):
+    def test_counts_scale_and_the_peak_stays_under_the_lifetime_bound(self):
+        s = site(allocs=1000, frees=1000, peak=4, hlife_allocs={2: 1000})
+        A.scale_counts([s], 60)
+        self.assertEqual((s["allocs"], s["frees"], s["peak"]), (60000, 60000, 4))
+        s = site(allocs=1000, frees=1000, peak=100, hlife_allocs={20: 1000})
+        A.scale_counts([s], 60)
+        self.assertEqual(s["peak"], 6000)
+
+
 class Advise(unittest.TestCase):
     def test_a_style_that_costs_more_than_malloc_is_left(self):
         many = dict(nsizes=5, sizes=[16, 32, 48, 64], hlife_allocs={2: 100000})

@@ -117,6 +117,11 @@ typedef struct rp_program_result {
     char why[600];      /* a failed run: what it said */
 } rp_program_result;
 
+/* Program i's argv (at most 8 words and NULL) and the file on its stdin
+ * (or NULL), over the inputs rp_preload_inputs wrote: what pk-lab advise
+ * runs (exp_advise.c). */
+void rp_program_argv(int i, const char **argv, const char **stdin_path);
+
 /* Writes every program's input into the run's scratch folder; 0, or -1
  * with the reason in why. */
 int rp_preload_inputs(double scale, char *why, size_t len);

@@ -374,6 +374,10 @@ static void block_put(const block *b) {
 static int block_take(uintptr_t p, block *out) {
     uint64_t h;
     stripe *st = stripe_of(p, &h);
+    /* a stripe that lists nothing needs no lock (sampling leaves most of
+     * them empty); a block listed there was listed by this free's own
+     * allocation, which happened before it */
+    if (!__atomic_load_n(&st->used, __ATOMIC_RELAXED)) return 0;
     spin_lock(&st->lock);
     if (!st->cap) {
         spin_unlock(&st->lock);
