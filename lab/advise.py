@@ -480,8 +480,8 @@ def write_chart(path, top):
         if not h:
             continue
         n = sum(h.values())
-        xs = list(range(0, max(h) + 1))
-        ax.step([2 ** b for b in xs], [100.0 * h.get(b, 0) / n for b in xs], where="mid",
+        xs = list(range(1, max(h) + 2))  # bucket b: [2^(b-1), 2^b), drawn from its lower bound
+        ax.step([2 ** (b - 1) for b in xs], [100.0 * h.get(b, 0) / n for b in xs], where="post",
                 label="%d. %s (%s)" % (i + 1, site_name(s)[:48], STYLES[s["advice"]]))
     ax.set_xscale("log", base=2)
     ax.set_xlabel("lifetime: allocations (of any site) between a block's allocation and its free")
@@ -530,8 +530,8 @@ def report(args, dump, timing, costs, rows, run_ns):
             mem = s["price"].get("memory_kib")
             lines.append("- %d. %s: %s = %.2f ms%s" % (
                 i + 1, site_name(s), s["price"]["basis"], s["price"]["saving_ms"],
-                "; memory at the peak: %+.1f KiB (glibc's chunks against 16-byte slots)" % -mem
-                if mem is not None else ""))
+                "; memory at the peak: %.1f KiB %s (glibc's chunks against 16-byte slots)" % (
+                    abs(mem), "less" if mem >= 0 else "more") if mem is not None else ""))
     if not any(s["advice"] != "leave" for s in top):
         lines.append("- nothing to gain: no site's style saves %.0f%% of the run at the costs measured here."
                      % (100 * WORTH_SHARE))
