@@ -103,7 +103,8 @@ TARGET_LINES = {"pool-pattern": 1, "migrate": 2, "larson-pace": 1, "large": 1, "
 # advise: the demo's two rows and the prediction; a row per real program.
 EXPECTED["advise"] = ["advise-demo (malloc)", "advise-demo (top advice applied)", "pk-lab advise prediction",
                       "pk-lab advise"]
-ADVISE_PROGRAMS = ["jq", "xmllint", "sqlite3", "perl", "python3"]
+ADVISE_PROGRAMS = ["jq", "xmllint", "sqlite3", "perl", "python3",
+                   "sqlite-hook", "libxml2-hook", "jansson-hook", "expat-hook"]
 ADVISE_EXTRAS = ["sample", "allocs", "run_ms", "sites_worth", "top_saving_ms", "top_saving_share"]
 
 # Experiments that carry the study's published figures.

@@ -12,11 +12,14 @@
  *             site. Target: the measured saving (the median of the
  *             repetitions' savings) within 30% of the predicted one.
  *   programs  `pk-lab advise` on jq, xmllint, sqlite3, perl and python3
- *             over realprog's inputs at realprog's scale (reports in
- *             OUT/advise/NAME/), once, in the last repetition: the
- *             recording's overhead (median recorded over median plain
- *             run), its sampling, the top site, its advice and the
- *             predicted saving; "leave it" where nothing gains.
+ *             over realprog's inputs at realprog's scale, and on the hooks
+ *             workloads (SQLite, libxml2, jansson, expat with glibc's
+ *             malloc through their hooks: `pk-lab realprog-hook W 0 SCALE
+ *             1`, a pk-lab process that makes its input and runs the
+ *             workload), reports in OUT/advise/NAME/, once, in the last
+ *             repetition: the recording's overhead (median recorded over
+ *             median plain run), its sampling, the top site, its advice
+ *             and the predicted saving; "leave it" where nothing gains.
  *
  * Every advise call prices with one run of `pk-lab advise-costs`
  * (OUT/advise/costs.json: 16 B to 64 KiB, as many repetitions as the
@@ -191,8 +194,19 @@ static void run_advise(const char *const *argv, const char *in_path, const char 
 
 /* ---- the repetitions ---- */
 
-static advised demo_advice, program_advice[RP_NPROGRAMS];
-static char program_why[RP_NPROGRAMS][300];
+/* What advise runs besides the demo: realprog's programs, then its hooks
+ * workloads. */
+#define NTARGETS (RP_NPROGRAMS + RP_NHOOKS)
+static advised demo_advice, program_advice[NTARGETS];
+static char program_why[NTARGETS][300];
+
+/* The name of target i, as its row and its report folder say it. */
+static const char *target_name(int i) {
+    static char names[RP_NHOOKS][48];
+    if (i < RP_NPROGRAMS) return rp_programs[i].name;
+    snprintf(names[i - RP_NPROGRAMS], sizeof names[0], "%s-hook", rp_hook_at(i - RP_NPROGRAMS)->name);
+    return names[i - RP_NPROGRAMS];
+}
 
 static void make_dir(const char *path) {
     if (mkdir(path, 0755) != 0 && errno != EEXIST) fprintf(stderr, "pk-lab: cannot make %s\n", path);
@@ -214,6 +228,16 @@ static void record_demo(double ms_malloc, double ms_pooled) {
     lab_row_extra(p, "saving_ms", ms_malloc - ms_pooled);
 }
 
+/* pk-lab advise on target i, its report in OUT/advise/NAME/. */
+static void advise_one(int i, const char *const *argv, const char *in, const char *costs) {
+    char sub[4300];
+    snprintf(sub, sizeof sub, "%s/advise/%s", lab_opt.out, target_name(i));
+    make_dir(sub);
+    lab_progress(ADVISE, target_name(i));
+    run_advise(argv, in, sub, costs, lab_opt.scale == LAB_SMOKE ? 1 : 2, &program_advice[i]);
+    if (!program_advice[i].ok) snprintf(program_why[i], sizeof program_why[i], "%s", program_advice[i].why);
+}
+
 static void advise_all(void) {
     char dir[4200], costs[4300], costs_out[4300], demo[4200];
     snprintf(dir, sizeof dir, "%s/advise", lab_opt.out);
@@ -233,7 +257,7 @@ static void advise_all(void) {
     snprintf(sub, sizeof sub, "%s/demo", dir);
     make_dir(sub);
     lab_progress(ADVISE, "advise-demo");
-    run_advise(dargs, NULL, sub, costs, 3, &demo_advice);
+    run_advise(dargs, NULL, sub, costs, lab_opt.scale == LAB_SMOKE ? 1 : 3, &demo_advice);
     /* realprog's programs */
     char why[300];
     int inputs_ok = rp_preload_inputs(program_scale(), why, sizeof why) == 0;
@@ -245,11 +269,23 @@ static void advise_all(void) {
         if (!rp_program_found(i, program_why[i], sizeof program_why[i])) continue;
         const char *pargs[10], *in;
         rp_program_argv(i, pargs, &in);
-        snprintf(sub, sizeof sub, "%s/%s", dir, rp_programs[i].name);
-        make_dir(sub);
-        lab_progress(ADVISE, rp_programs[i].name);
-        run_advise(pargs, in, sub, costs, 2, &program_advice[i]);
-        if (!program_advice[i].ok) snprintf(program_why[i], sizeof program_why[i], "%s", program_advice[i].why);
+        advise_one(i, pargs, in, costs);
+    }
+    char self[4096], scale[48];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = 0;
+    snprintf(scale, sizeof scale, "%.17g", program_scale());
+    for (int w = 0; w < RP_NHOOKS; w++) {
+        const rp_hook_workload *h = rp_hook_at(w);
+        if (h->why) {
+            snprintf(program_why[RP_NPROGRAMS + w], sizeof program_why[0], "%s", h->why);
+            continue;
+        }
+        char wtext[16];
+        snprintf(wtext, sizeof wtext, "%d", w);
+        /* allocator 0: glibc's malloc through the hook; its line on stdout */
+        const char *hargs[] = {self, "realprog-hook", wtext, "0", scale, "1", NULL};
+        advise_one(RP_NPROGRAMS + w, hargs, NULL, costs);
     }
 }
 
@@ -268,10 +304,10 @@ static void record_advice(void) {
         lab_row_extra(r, "overhead", demo_advice.overhead);
         lab_row_extra(r, "sample", demo_advice.sample);
     }
-    for (int i = 0; i < RP_NPROGRAMS; i++) {
+    for (int i = 0; i < NTARGETS; i++) {
         const advised *a = &program_advice[i];
         lab_params pp = {0};
-        lab_pset_str(&pp, "program", rp_programs[i].name);
+        lab_pset_str(&pp, "program", target_name(i));
         lab_row *row = lab_row_get(EXP, ADVISE, "poolkit", &pp);
         snprintf(row->unit, sizeof row->unit, "x recording");
         lab_row_info(row, "lab/advise.py", lab_flags());
@@ -333,18 +369,18 @@ static void print(FILE *out) {
                    lab_fmt(ratio, b[2]));
     fprintf(out, "  target (advise): the demo's measured saving within 30%% of the predicted: %s -> %s\n", t.line,
             lab_target_verdict(&t));
-    fprintf(out, "\n  %-10s %9s %7s %12s %10s  %-44s %-10s %s\n", "program", "overhead", "sample", "allocations",
+    fprintf(out, "\n  %-16s %9s %7s %12s %10s  %-44s %-10s %s\n", "program", "overhead", "sample", "allocations",
             "run ms", "top site", "advice", "saving");
-    for (int i = 0; i < RP_NPROGRAMS; i++) {
+    for (int i = 0; i < NTARGETS; i++) {
         const advised *a = &program_advice[i];
         if (!a->ok) {
-            fprintf(out, "  %-10s n/a: %.150s\n", rp_programs[i].name, program_why[i]);
+            fprintf(out, "  %-16s n/a: %.150s\n", target_name(i), program_why[i]);
             continue;
         }
         char saving[64];
         if (isnan(a->saving_ms)) snprintf(saving, sizeof saving, "nothing to gain");
         else snprintf(saving, sizeof saving, "%s ms (%.1f%%)", lab_fmt(a->saving_ms, b[3]), 100 * a->saving_share);
-        fprintf(out, "  %-10s %8.2fx %7.0f %12.0f %10s  %-44.44s %-10s %s\n", rp_programs[i].name, a->overhead,
+        fprintf(out, "  %-16s %8.2fx %7.0f %12.0f %10s  %-44.44s %-10s %s\n", target_name(i), a->overhead,
                 a->sample, a->allocs, lab_fmt(a->run_ms, b[0]), a->site, a->advice, saving);
     }
 }

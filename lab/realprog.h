@@ -93,6 +93,10 @@ typedef struct rp_hook_workload {
 } rp_hook_workload;
 
 extern const rp_hook_workload rp_sqlite, rp_libxml2, rp_jansson, rp_expat;
+/* The hooks workloads in `pk-lab realprog-hook`'s numbering (W), NULL past
+ * the last (RP_NHOOKS). */
+#define RP_NHOOKS 4
+const rp_hook_workload *rp_hook_at(int w);
 
 /* Generated inputs shared by the workloads and the programs (realprog_input.c):
  * deterministic for a scale. A document of about `bytes` bytes. */
