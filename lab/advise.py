@@ -13,7 +13,7 @@ on this machine:
     each: the plain runs' median wall time is the run the savings are a
     share of, and the ratio of the medians is the recording's overhead;
     with --sample auto (the default) a first counting run sizes the
-    sampling so that the recording stays within 1.7x the plain run; a
+    sampling so that the recording stays within 1.6x the plain run; a
     first recorded run over 1.9x is run again with the sampling its own
     cost per recorded allocation calls for
  2. symbolizes each site's frames with addr2line (binutils) from the
@@ -68,8 +68,8 @@ HOT_PEAK = 64
 # Advice that saves less than this share of the run is "leave it".
 WORTH_SHARE = 0.01
 # --sample auto: the recording's own time, as a share of the plain run, that
-# the sampling aims at (1.7x the run in all; the goal is at most 2x).
-BUDGET = 0.7
+# the sampling aims at (1.6x the run in all; the goal is at most 2x).
+BUDGET = 0.6
 
 STYLES = {
     "local": "pk_pool with PK_POOL_LOCAL",
