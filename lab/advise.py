@@ -76,7 +76,7 @@ STYLES = {
     "pool": "pk_pool",
     "arena": "pk_arena",
     "heap": "a heap freed whole (pk_heap)",
-    "autorelease": "autorelease scope",
+    "autorelease": "an autorelease scope (pk_scratch)",
     "leave": "leave it",
 }
 # What each style's cost is measured with (advise-costs' style names).

@@ -4,9 +4,10 @@
  *
  * Styles: glibc malloc, pk_pool, pk_pool with PK_POOL_LOCAL, pk_arena (no
  * free; reset every 1,024 objects in the hot loop, after each batch in the
- * batch loop: the reset is in the time), and an autorelease scope (pk_new,
- * pk_autorelease; the scope popped after every 16 objects in the hot loop,
- * after each batch in the batch loop). Two loops from kernels.h, the lab's
+ * batch loop: the reset is in the time), and an autorelease scope
+ * (pk_scratch, memory valid until the scope pops; the scope popped after
+ * every 16 blocks in the hot loop, after each batch in the batch loop).
+ * Two loops from kernels.h, the lab's
  * own: hot (allocate, touch, free, n times) and batch (allocate 256,
  * touch each, free them in a fixed random order). Every figure is ns per
  * allocation net of the empty loop measured in the same repetition; the
@@ -28,14 +29,15 @@ static const char *const style_name[NSTYLES] = {"empty", "malloc", "pool", "loca
 static const char *const style_subject[NSTYLES] = {"empty loop", "glibc malloc", "poolkit pk_pool",
                                                     "poolkit pk_pool LOCAL", "poolkit pk_arena", NULL};
 
-/* The autorelease loops: pk_new and pk_autorelease per object, a scope
- * pushed and popped around every `per_scope` objects. */
-static double autorelease_loop(const pk_class *cls, long n, long per_scope) {
+/* The autorelease loops: a block of scratch memory per allocation
+ * (pk_scratch: the thread's arena, rewound when the scope pops), a scope
+ * pushed and popped around every `per_scope` blocks. */
+static double autorelease_loop(size_t size, long n, long per_scope) {
     double t0 = lab_now_ns();
     for (long i = 0; i < n; i += per_scope) {
         pk_autorelease_pool scope = pk_autorelease_push();
         for (long k = 0; k < per_scope; k++) {
-            char *p = pk_autorelease(pk_new(cls));
+            char *p = pk_scratch(size);
             p[0] = (char)k;
             LAB_ESCAPE(p);
         }
@@ -44,16 +46,9 @@ static double autorelease_loop(const pk_class *cls, long n, long per_scope) {
     return lab_now_ns() - t0;
 }
 
-/* One class per size, for the life of the process: pk_new keeps a pool per
- * class, found by its address. */
-static pk_class classes[MAX_SIZES];
-
-/* ns per allocation of style s at size (the z-th), in loop 0 (hot) or 1 (batch). */
-static double measure(int s, size_t size, int z, int loop, long ops) {
-    if (s == S_AUTORELEASE) {
-        classes[z] = (pk_class){"pk-lab advise", size, NULL};
-        return autorelease_loop(&classes[z], ops, loop ? PER_BATCH : 16) / (double)ops;
-    }
+/* ns per allocation of style s at size, in loop 0 (hot) or 1 (batch). */
+static double measure(int s, size_t size, int loop, long ops) {
+    if (s == S_AUTORELEASE) return autorelease_loop(size, ops, loop ? PER_BATCH : 16) / (double)ops;
     lab_allocator *a = lab_allocator_named(style_subject[s]);
     if (!a || !a->available) return -1;
     void *ctx = a->open(size); /* glibc's is NULL: malloc needs none */
@@ -93,7 +88,7 @@ int lab_advise_costs_main(int argc, char **argv) {
         for (int c = 0; c < ncells; c++) {
             int cell = (c + (rep < 0 ? 0 : rep) * 7) % ncells;
             int s = cell / (nsizes * 2), z = cell / 2 % nsizes, loop = cell % 2;
-            raw[s][z][loop] = measure(s, sizes[z], z, loop, rep < 0 ? ops / 10 + PER_BATCH : ops);
+            raw[s][z][loop] = measure(s, sizes[z], loop, rep < 0 ? ops / 10 + PER_BATCH : ops);
         }
         if (rep < 0) continue;
         for (int s = 1; s < NSTYLES; s++)
