@@ -266,8 +266,8 @@ def classify(s, total_allocs):
             100 * together, s["runs"], ", %d never freed" % s["live"] if s["live"] else "", 100 * max(alone, 0))
     if poolable:
         if s["threads"] <= 1 and s["remote"] == 0:
-            return "local", "churn on one thread, %s" % sizes_text(s)
-        return "pool", "churn on %d threads, %s" % (s["threads"], sizes_text(s))
+            return "local", "freed one by one on one thread, %s" % sizes_text(s)
+        return "pool", "freed one by one on %d threads, %s" % (s["threads"], sizes_text(s))
     life = hist_median(s["hlife_allocs"])
     if life is not None and life <= SHORT_LIFE and s["remote"] == 0:
         return "autorelease", "short-lived (median %d allocations), many sizes" % life

@@ -5,7 +5,7 @@
                                    figures (ctest lab.advise_units)
     advise_test.py --sites PROGRAM --lab PK_LAB --source SITES_C --out DIR
                                    lab/advise/sites.c under pk-lab advise:
-                                   each marked site gets its advice, named
+                                   each of its five marked sites gets its advice, named
                                    by its file and line (ctest lab.advise_sites)
 """
 import argparse
@@ -160,6 +160,9 @@ class Advise(unittest.TestCase):
         many = dict(nsizes=5, sizes=[16, 32, 48, 64], hlife_allocs={2: 100000})
         (row,) = A.advise([site(**many)], TOTAL, COSTS, 1e9)
         self.assertEqual((row["style"], row["advice"]), ("autorelease", "leave"))
+        self.assertIn("would cost 31.0 ns against malloc's 11.0", row["reason"])
+        (row,) = A.advise([site(**many)], TOTAL, COSTS, 0)  # no run time: no share to judge by
+        self.assertEqual(row["advice"], "leave")
 
     def test_a_saving_under_the_worth_share_of_the_run_is_left(self):
         (row,) = A.advise([site()], TOTAL, COSTS, 100000 * 8 / A.WORTH_SHARE * 1.01)
@@ -175,7 +178,8 @@ class Advise(unittest.TestCase):
 
 # ---- the synthetic program ---------------------------------------------------
 
-EXPECTED = {"churn": {"local"}, "together": {"arena", "heap"}, "remote": {"pool"}, "rare": {"leave"}}
+EXPECTED = {"churn": {"local"}, "together": {"arena", "heap"}, "remote": {"pool"}, "rare": {"leave"},
+            "slow": {"local"}}
 
 
 def check_sites(args):

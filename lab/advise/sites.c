@@ -1,4 +1,4 @@
-/* advise_sites: a program with four allocation sites whose right advice is
+/* advise_sites: a program with five allocation sites whose right advice is
  * known, for the advise test (lab/advise/test_advise.py). Each site's
  * malloc call is on a line marked "site:" and the test expects advise to
  * name that file and line:
@@ -10,6 +10,9 @@
  *   remote    64 B messages allocated here and freed by a consumer thread:
  *             a (shared) pool
  *   rare      three 4 KiB buffers: leave it
+ *   slow      40 B records made at the start and freed one at a time
+ *             while the churn goes on (many allocations between two
+ *             frees: they do not die together): a pool, not an arena
  *
  *   advise_sites [SCALE]   (SCALE multiplies the work; default 1)
  */
@@ -48,23 +51,36 @@ static NOINLINE void *remote_new(uint64_t i) {
     return p;
 }
 
+static NOINLINE void *slow_new(void) {
+    char *p = malloc(40); /* site: slow */
+    p[0] = 1;
+    return p;
+}
+
 static NOINLINE void *rare_new(void) {
     char *p = malloc(4096); /* site: rare */
     memset(p, 0, 4096);
     return p;
 }
 
+/* The churn, and the slow site's records freed one every SLOW_EVERY rounds. */
+#define SLOW_EVERY 30
 static uint64_t churn(long rounds) {
     void *live[64];
+    long nslow = rounds / SLOW_EVERY;
+    void **slow = malloc(sizeof(void *) * (size_t)(nslow + 1));
     uint64_t sum = 0;
+    for (long i = 0; i < nslow; i++) slow[i] = slow_new();
     for (int i = 0; i < 64; i++) live[i] = churn_new();
     for (long r = 0; r < rounds; r++) {
         unsigned k = (unsigned)(next_random() % 64);
         sum += (uint64_t)((char *)live[k])[0];
         free(live[k]);
         live[k] = churn_new();
+        if (r % SLOW_EVERY == 0 && r / SLOW_EVERY < nslow) free(slow[r / SLOW_EVERY]);
     }
     for (int i = 0; i < 64; i++) free(live[i]);
+    free(slow);
     return sum;
 }
 
