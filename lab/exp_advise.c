@@ -67,9 +67,9 @@ static const char *beside_lab(const char *name, char *out, size_t len) {
     return out;
 }
 
-/* Runs argv with stdout to out_path (or /dev/null) and stdin from in_path
- * (or /dev/null); its wall ms, or NaN if it failed. */
-static double run_program(const char *const *argv, const char *in_path, const char *out_path) {
+/* Runs argv with stdout to out_path (or /dev/null; with log, stderr too)
+ * and stdin from in_path (or /dev/null); its wall ms, or NaN if it failed. */
+static double run_program(const char *const *argv, const char *in_path, const char *out_path, int log) {
     fflush(stdout);
     fflush(stderr);
     double t0 = lab_now_ns();
@@ -80,6 +80,7 @@ static double run_program(const char *const *argv, const char *in_path, const ch
         if (fi < 0 || fo < 0) _exit(126);
         dup2(fi, 0);
         dup2(fo, 1);
+        if (log) dup2(fo, 2); /* a log: what it says on stderr too */
         unsetenv("GLIBC_TUNABLES"); /* pk-lab's own, for jemalloc under dlopen */
         execv(argv[0], (char *const *)argv);
         _exit(127);
@@ -165,7 +166,7 @@ static void run_advise(const char *const *argv, const char *in_path, const char 
                        advised *a) {
     memset(a, 0, sizeof *a);
     const char *args[32];
-    char runs_text[16], log[4300];
+    char runs_text[16], log_path[4300];
     snprintf(runs_text, sizeof runs_text, "%d", runs);
     int k = 0;
     args[k++] = "/proc/self/exe";
@@ -184,9 +185,14 @@ static void run_advise(const char *const *argv, const char *in_path, const char 
     args[k++] = "--";
     for (int i = 0; argv[i] && k < 31; i++) args[k++] = argv[i];
     args[k] = NULL;
-    snprintf(log, sizeof log, "%s/advise.log", dir);
-    if (isnan(run_program(args, NULL, log))) {
-        snprintf(a->why, sizeof a->why, "pk-lab advise failed (its output: %.220s)", log);
+    snprintf(log_path, sizeof log_path, "%s/advise.log", dir);
+    if (isnan(run_program(args, NULL, log_path, 1))) { /* its last line says why */
+        char *text = read_file(log_path), *last = text;
+        for (char *p = text; p && *p; p++)
+            if (*p == '\n' && p[1] && p[1] != '\n') last = p + 1;
+        if (last) last[strcspn(last, "\n")] = 0;
+        snprintf(a->why, sizeof a->why, "%.200s (%.90s)", last && *last ? last : "pk-lab advise failed", log_path);
+        free(text);
         return;
     }
     read_advice(dir, a);
@@ -249,7 +255,7 @@ static void advise_all(void) {
     const char *cargs[] = {"/proc/self/exe", "advise-costs", "--reps", reps, "16", "32", "64", "128", "256",
                            "512", "1024", "2048", "4096", "8192", "16384", "32768", "65536", NULL};
     snprintf(costs_out, sizeof costs_out, "%s", costs);
-    if (isnan(run_program(cargs, NULL, costs_out))) fprintf(stderr, "pk-lab: advise-costs failed\n");
+    if (isnan(run_program(cargs, NULL, costs_out, 0))) fprintf(stderr, "pk-lab: advise-costs failed\n");
     /* the demo */
     char requests[32], sub[4300];
     snprintf(requests, sizeof requests, "%ld", demo_requests());
@@ -334,7 +340,7 @@ static void run(int rep) {
     for (int j = 0; j < 2; j++) {
         int k = (j + (rep < 0 ? 0 : rep)) % 2;
         lab_progress(k ? DEMO_POOLED : DEMO_MALLOC, "");
-        ms[k] = run_program(k ? p : m, NULL, NULL);
+        ms[k] = run_program(k ? p : m, NULL, NULL, 0);
     }
     if (rep < 0) return;
     record_demo(ms[0], ms[1]);
