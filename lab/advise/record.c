@@ -476,7 +476,9 @@ EXPORT void *realloc(void *old, size_t size) {
     int had = old ? note_free(old, 1, &b) : 0;
     void *p = __libc_realloc(old, size);
     if (!p && size && had) { /* the old block stays: list it again */
+        tl.busy = 1;
         block_put(&b);
+        tl.busy = 0;
         return p;
     }
     if (p) note_alloc(p, size, ra);
