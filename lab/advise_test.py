@@ -3,6 +3,11 @@
 
     advise_test.py                 the classifier and the pricing, on fixed
                                    figures (ctest lab.advise_units)
+    advise_test.py --programs RECORD_LIB --out DIR
+                                   Debian programs under the recording
+                                   library (every allocation, and sampled):
+                                   the same output as without it, and a
+                                   dump from each (ctest lab.advise_programs)
     advise_test.py --sites PROGRAM --lab PK_LAB --source SITES_C --out DIR
                                    lab/advise/sites.c under pk-lab advise:
                                    each of its five marked sites gets its advice, named
@@ -220,15 +225,60 @@ def check_sites(args):
     return 1 if failed else 0
 
 
+# Programs that allocate in different ways (threads, fork and exec, realloc):
+# each must give the same output under the recording library as without it.
+PROGRAMS = [
+    ["/usr/bin/python3", "-c", "import threading, json\n"
+     "out = []\n"
+     "def work(n): out.append(len(json.dumps([{'k': i, 'v': 'x' * (i % 50)} for i in range(n)])))\n"
+     "ts = [threading.Thread(target=work, args=(3000 + i,)) for i in range(4)]\n"
+     "[t.start() for t in ts]; [t.join() for t in ts]\n"
+     "print(sorted(out))"],
+    ["/usr/bin/perl", "-e", "my %h; $h{$_ % 977} .= 'ab' x ($_ % 7) for 1 .. 200000; "
+     "print scalar(keys %h), ' ', length(join '', values %h), qq(\n)"],
+    ["/bin/sh", "-c", "for i in 1 2 3; do echo line $i; done | sort -r | tr a-z A-Z"],
+    ["/usr/bin/sort", "--parallel=2", "-S", "1M", os.path.abspath(__file__)],
+]
+
+
+def check_programs(args):
+    failed = 0
+    os.makedirs(args.out, exist_ok=True)
+    for argv in PROGRAMS:
+        if not os.access(argv[0], os.X_OK):
+            print("%s: not installed, passed over" % argv[0])
+            continue
+        plain = subprocess.run(argv, capture_output=True)
+        for sample in ("1", "7"):
+            prefix = os.path.join(args.out, "rec")
+            env = dict(os.environ, LD_PRELOAD=args.programs, PK_ADVISE_OUT=prefix, PK_ADVISE_SAMPLE=sample)
+            rec = subprocess.run(argv, capture_output=True, env=env)
+            dumps = [f for f in os.listdir(args.out) if f.startswith("rec.")]
+            ok = rec.returncode == plain.returncode and rec.stdout == plain.stdout and dumps
+            sites = 0
+            for f in dumps:
+                sites += len(A.parse_dump(os.path.join(args.out, f))["sites"])
+                os.unlink(os.path.join(args.out, f))
+            print("%s (sample %s): status %d, %d dumps, %d sites -> %s" % (
+                os.path.basename(argv[0]), sample, rec.returncode, len(dumps), sites, "ok" if ok else "FAIL"))
+            if not ok:
+                sys.stdout.write(rec.stderr.decode(errors="replace")[-600:])
+            failed += not ok
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sites")
+    ap.add_argument("--programs")
     ap.add_argument("--lab")
     ap.add_argument("--source")
     ap.add_argument("--out")
     args, rest = ap.parse_known_args()
     if args.sites:
         return check_sites(args)
+    if args.programs:
+        return check_programs(args)
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=1)
 
 
