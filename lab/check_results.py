@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Checks a pk-lab results.json: its schema (lab/PROTOCOL.md) and that it is
-complete: all seventeen experiments, every row with its fields, every contender
+complete: all eighteen experiments, every row with its fields, every contender
 the lab lists present, either measured or "not available" with a reason (both
 mimallocs: Debian's 2 and PyPI's 3), every point of issue 19's thread shapes
 (steady-state, cache-scratch, remote-batches, many-pools) and of the
 malloc-shaped edges (migrate, larson-pace, large) measured for every
-contender that is available, with their extra figures.
+contender that is available, with their extra figures; advise's demo
+rows and prediction, and a row for each real program (measured, with its
+overhead and top site's figures, or not available with a reason).
 Issue 20's experiments (peers, workset, steady-state, binary-trees, threads)
 run pk_pool's hardened mode beside the default pool: each of its measured
 rows must carry its ratio to the default pool in the same repetitions
@@ -31,7 +33,7 @@ EXPERIMENTS = [
     "autorelease-sweep", "alloc-styles", "common-ops", "object-generation",
     "pool-pattern", "peers", "threads", "binary-trees", "workset",
     "steady-state", "cache-scratch", "remote-batches", "many-pools", "realprog",
-    "migrate", "larson-pace", "large",
+    "migrate", "larson-pace", "large", "advise",
 ]
 FAMILIES = {"poolkit", "peer", "published"}
 
@@ -98,6 +100,12 @@ SHAPE_POINTS["larson-pace"] = ([{"handover": h, "lanes": 2, "live_per_lane": 500
 SHAPE_POINTS["large"] = ([{"slots": 20, "sizes": "5-25 MiB"}], ["minor_faults", "peak_rss_kb"])
 # Each experiment's own target lines ("target (NAME): ... -> met" or "-> not met"), how many.
 TARGET_LINES = {"pool-pattern": 1, "migrate": 2, "larson-pace": 1, "large": 1}
+# advise: the demo's two rows and the prediction; a row per real program.
+EXPECTED["advise"] = ["advise-demo (malloc)", "advise-demo (top advice applied)", "pk-lab advise prediction",
+                      "pk-lab advise"]
+ADVISE_PROGRAMS = ["jq", "xmllint", "sqlite3", "perl", "python3",
+                   "sqlite-hook", "libxml2-hook", "jansson-hook", "expat-hook"]
+ADVISE_EXTRAS = ["sample", "allocs", "run_ms", "sites_worth", "top_saving_ms", "top_saving_share"]
 
 # Experiments that carry the study's published figures.
 PUBLISHED = {"autorelease-sweep", "alloc-styles", "common-ops", "object-generation",
@@ -230,6 +238,29 @@ def check_realprog(c, rows, output):
                     "realprog: target line without a verdict: %s" % ln.strip())
 
 
+def check_advise(c, rows, output):
+    """The demo measured with and without the advice (the applied one with its saving per
+    repetition), and a row per real program: measured with its figures, or not available;
+    pk-lab printed advise's target line with a verdict ("not measured" where advise cannot
+    record: a sanitizer build)."""
+    if output is not None:
+        lines = [ln for ln in output.splitlines() if "target (advise): " in ln]
+        if c.check(len(lines) == 1, "advise: %d target lines, not 1" % len(lines)):
+            c.check(lines[0].rstrip().endswith(("-> met", "-> not met", "-> not measured"))
+                    and "nan" not in lines[0], "advise: target line without a verdict: %s" % lines[0].strip())
+    rows = [r for r in rows if isinstance(r, dict)]
+    pooled = [r for r in rows if r.get("subject") == "advise-demo (top advice applied)" and r.get("available")]
+    if c.check(len(pooled) == 1, "advise: the demo with the advice applied not measured"):
+        c.check(is_num(pooled[0].get("extra", {}).get("saving_ms")), "advise: the demo's rows carry no saving_ms")
+    for name in ADVISE_PROGRAMS:
+        hit = [r for r in rows if r.get("subject") == "pk-lab advise" and r.get("params") == {"program": name}]
+        if not c.check(len(hit) == 1, "advise: %s: %d rows, not 1" % (name, len(hit))) or not hit[0].get("available"):
+            continue
+        extra = hit[0].get("extra", {})
+        for key in ADVISE_EXTRAS:
+            c.check(is_num(extra.get(key)), "advise: %s: no %s" % (name, key))
+
+
 def check_own_targets(c, names, output):
     """The target lines of the experiments that print their own ("target (NAME): ..."), each
     with its figures and a verdict."""
@@ -315,6 +346,8 @@ def check(path, output=None):
             check_hardened(c, name, exps[name].get("rows", []))
     if "realprog" in exps:
         check_realprog(c, exps["realprog"].get("rows", []), output)
+    if "advise" in exps:
+        check_advise(c, exps["advise"].get("rows", []), output)
     if output is not None:
         check_target_lines(c, exps, output)
         check_own_targets(c, exps, output)

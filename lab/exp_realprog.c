@@ -39,6 +39,8 @@
 static const rp_hook_workload *const hooks[] = {&rp_sqlite, &rp_libxml2, &rp_jansson, &rp_expat};
 #define NHOOKS 4
 
+const rp_hook_workload *rp_hook_at(int w) { return w >= 0 && w < NHOOKS ? hooks[w] : NULL; }
+
 /* Sizes, as a fraction of the full ones (1.0: SQLite 240,000 rows and
  * 60,000 lookups, a 24 MB catalogue, 12 MB of records; the programs'
  * inputs alike): the default run takes about a minute on two cores

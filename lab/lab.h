@@ -292,6 +292,8 @@ int lab_child_row_ready(lab_row *row, int available, const char *why, int ok);
 /* `pk-lab realprog-hook ...`: one hooks workload of the real-program
  * experiment in a process of its own (exp_realprog.c). */
 int lab_realprog_hook_main(int argc, char **argv);
+/* `pk-lab advise-costs SIZE...`: each style's cost per allocation, as JSON (advise_costs.c). */
+int lab_advise_costs_main(int argc, char **argv);
 
 /* poolkit's own account of a run, read back from its JSON report
  * (pk_stats_print, docs/stats.schema.json): begin before the contender

@@ -27,7 +27,7 @@ extern const lab_experiment lab_exp_autorelease_sweep, lab_exp_alloc_styles, lab
     lab_exp_object_generation, lab_exp_pool_pattern, lab_exp_peers, lab_exp_threads,
     lab_exp_binary_trees, lab_exp_workset, lab_exp_steady_state, lab_exp_cache_scratch,
     lab_exp_remote_batches, lab_exp_many_pools, lab_exp_realprog, lab_exp_migrate,
-    lab_exp_larson_pace, lab_exp_large;
+    lab_exp_larson_pace, lab_exp_large, lab_exp_advise;
 
 const lab_experiment *const lab_experiments[] = {
     &lab_exp_autorelease_sweep, &lab_exp_alloc_styles, &lab_exp_common_ops,
@@ -41,6 +41,8 @@ const lab_experiment *const lab_experiments[] = {
     /* the edges real programs have, malloc-shaped: threads that come and go,
      * larson's pace, large blocks */
     &lab_exp_migrate,           &lab_exp_larson_pace,       &lab_exp_large,
+    /* a program's own sites: pk-lab advise on a demo and the real programs */
+    &lab_exp_advise,
 };
 const int lab_experiment_count = (int)(sizeof lab_experiments / sizeof lab_experiments[0]);
 
@@ -120,6 +122,9 @@ static void usage(FILE *out) {
             "usage: pk-lab list\n"
             "       pk-lab run [NAME...] [--smoke|--quick|--full] [--reps N] [--out DIR]\n"
             "       pk-lab compare OLD NEW   (two runs' results.json, or their folders)\n"
+            "       pk-lab advise [--top N] [--out DIR] [--sample N] -- PROGRAM [ARGS...]\n"
+            "                   where PROGRAM allocates, and what a pool, an arena or a scope\n"
+            "                   would save there (lab/advise.py --help)\n"
             "\n"
             "  --smoke     every experiment in seconds (1 repetition)\n"
             "  --quick     smaller sizes, 3 repetitions\n"
@@ -283,6 +288,42 @@ static int cmd_compare(int argc, char **argv) {
     return 2;
 }
 
+#ifndef LAB_RECORD_LIB
+#  define LAB_RECORD_LIB ""
+#endif
+
+/* A program's allocation sites and what each would gain from a pool, an
+ * arena or a scope: lab/advise.py does the work, with the recording
+ * library built beside pk-lab (lab/advise/record.c) and this pk-lab for
+ * the costs (advise-costs). The project's .venv python where there is one
+ * (matplotlib draws the lifetime chart). */
+static int cmd_advise(int argc, char **argv) {
+    if (!*LAB_RECORD_LIB) {
+        fprintf(stderr, "pk-lab advise: not in this build (a sanitizer build has no recording library)\n");
+        return 2;
+    }
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = 0;
+    const char *py = access(LAB_SOURCE_DIR "/.venv/bin/python", X_OK) == 0 ? LAB_SOURCE_DIR "/.venv/bin/python"
+                                                                          : "python3";
+    char **args = calloc((size_t)argc + 8, sizeof *args);
+    if (!args) return 2;
+    int k = 0;
+    args[k++] = (char *)py;
+    args[k++] = LAB_SOURCE_DIR "/lab/advise.py";
+    args[k++] = "--record-lib";
+    args[k++] = LAB_RECORD_LIB;
+    args[k++] = "--lab";
+    args[k++] = self;
+    for (int i = 0; i < argc; i++) args[k++] = argv[i];
+    args[k] = NULL;
+    fflush(stdout);
+    execvp(py, args);
+    fprintf(stderr, "pk-lab advise: cannot run %s: %s\n", py, strerror(errno));
+    return 2;
+}
+
 int main(int argc, char **argv) {
     shared_reexec_for_tls(argv); /* jemalloc under dlopen (lab/shared.h) */
     lab_opt.self = argv[0];
@@ -298,6 +339,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "list")) return cmd_list();
     if (!strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2, command);
     if (!strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "advise")) return cmd_advise(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "advise-costs")) return lab_advise_costs_main(argc - 2, argv + 2);
     /* one measurement in a process of its own (lab_fresh_child) */
     if (!strcmp(argv[1], "child") && argc >= 3) {
         const lab_experiment *x = find_experiment(argv[2]);

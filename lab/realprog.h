@@ -93,6 +93,10 @@ typedef struct rp_hook_workload {
 } rp_hook_workload;
 
 extern const rp_hook_workload rp_sqlite, rp_libxml2, rp_jansson, rp_expat;
+/* The hooks workloads in `pk-lab realprog-hook`'s numbering (W), NULL past
+ * the last (RP_NHOOKS). */
+#define RP_NHOOKS 4
+const rp_hook_workload *rp_hook_at(int w);
 
 /* Generated inputs shared by the workloads and the programs (realprog_input.c):
  * deterministic for a scale. A document of about `bytes` bytes. */
@@ -116,6 +120,11 @@ typedef struct rp_program_result {
     uint64_t hash;      /* of stdout */
     char why[600];      /* a failed run: what it said */
 } rp_program_result;
+
+/* Program i's argv (at most 8 words and NULL) and the file on its stdin
+ * (or NULL), over the inputs rp_preload_inputs wrote: what pk-lab advise
+ * runs (exp_advise.c). */
+void rp_program_argv(int i, const char **argv, const char **stdin_path);
 
 /* Writes every program's input into the run's scratch folder; 0, or -1
  * with the reason in why. */

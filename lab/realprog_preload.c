@@ -147,6 +147,8 @@ static void program_args(int i, const char **argv, const char **stdin_path) {
     argv[k] = NULL;
 }
 
+void rp_program_argv(int i, const char **argv, const char **stdin_path) { program_args(i, argv, stdin_path); }
+
 int rp_program_found(int i, char *why, size_t len) {
     if (access(rp_programs[i].path, X_OK) == 0) return 1;
     snprintf(why, len, "%s not installed (apt-get install %s; scripts/lab-setup.sh does)", rp_programs[i].path,
