@@ -134,6 +134,11 @@ static inline void link_put(const carve_how *how, char *obj, uintptr_t v) {
 
 /* A slot handed out for the first time: its construct hook runs now. */
 static inline void construct_fresh(const carve_how *how, char *obj) {
+    if (how->scrub) {
+        track_open(obj, how->size);
+        memset(obj, 0, how->size);
+        track_close(obj, how->size);
+    }
     if (!how->construct) return;
     track_open(obj, how->size);
     how->construct(obj, how->arg);

@@ -226,6 +226,10 @@ typedef struct carve_how {
     void (*construct)(void *obj, void *arg); /* run on each fresh slot, or NULL */
     void *arg;
     size_t size;       /* object bytes (for the tools' view while constructing) */
+    bool scrub;        /* zero each slot first: the hardened front end's class
+                          pools, whose checks take a free slot for zero
+                          (alloc_harden.c), on a slab that may have served
+                          another pool */
 } carve_how;
 
 /* Links up to k never-used slots of s (from bump) onto *list in address
