@@ -17,9 +17,10 @@
  *                slab's first slot is kept back, never handed out, so that
  *                every block has a slot before it in its slab
  *   ZERO ON FREE a freed block is zeroed; it must still be zero when it
- *                leaves the quarantine and, but for the two words the
- *                pool's lists lend (its link, a chain's mark), when it is
- *                handed out again: a write after free is reported there.
+ *                leaves the quarantine and, in its first line but for the
+ *                two words the pool's lists lend (its link, a chain's
+ *                mark), when it is handed out again: a write after free is
+ *                reported there.
  *                Fresh slots are zeroed when carved (slab.c, carve_how's
  *                scrub), since a slab may have served another pool
  *   QUARANTINE   a freed block waits for HARD_QUARANTINE frees of its
@@ -57,8 +58,12 @@ _Static_assert(HARD_TAIL == sizeof(uint64_t), "the check word is one word");
 /* ---- the check bytes ---- */
 
 static uint64_t pattern; /* set once (hard_setup) */
-
-uint64_t hard_pattern(void) { return pattern; }
+/* The pattern a line long, and a line of zeros, so that the checks below
+ * compare a line at a time with the C library's memcmp and memcpy, which
+ * are vectorised: a block's slack and a freed block may be KiBs. */
+#define LINE 64
+static uint64_t pattern_line[LINE / sizeof(uint64_t)];
+static const char zero_line[LINE];
 
 /* Eight bytes from a secret, each with its top bit set and none 0xFF:
  * no ASCII text, no zero, no all-ones, the common values of a stray write. */
@@ -74,19 +79,21 @@ static uint64_t pattern_from(uint64_t secret) {
 
 static inline unsigned char pattern_byte(size_t i) { return (unsigned char)(pattern >> (8 * (i & 7))); }
 
+/* The pattern's bytes sit at offsets from the block's start, which is
+ * aligned to a word at least; b[from, to) is filled or compared a line at
+ * a time from the first word boundary. */
 void hard_fill(char *b, size_t from, size_t to) {
     size_t i = from;
     for (; i < to && (i & 7); i++) b[i] = (char)pattern_byte(i);
-    for (; i + 8 <= to; i += 8) memcpy(b + i, &pattern, 8);
-    for (; i < to; i++) b[i] = (char)pattern_byte(i);
+    for (; i < to; i += LINE) memcpy(b + i, pattern_line, to - i < LINE ? to - i : LINE);
 }
 
 bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *last) {
     size_t i = from;
     for (; i < to && (i & 7); i++)
         if ((unsigned char)b[i] != pattern_byte(i)) goto found;
-    for (; i + 8 <= to; i += 8)
-        if (memcmp(b + i, &pattern, 8) != 0) break;
+    for (; i < to; i += LINE)
+        if (memcmp(b + i, pattern_line, to - i < LINE ? to - i : LINE) != 0) break;
     for (; i < to; i++)
         if ((unsigned char)b[i] != pattern_byte(i)) goto found;
     return false;
@@ -101,14 +108,13 @@ found:
     return true;
 }
 
-/* The first byte of b[from, to) (word-aligned bounds) that is not zero, or
- * to. */
+/* The first byte of b[from, to) that is not zero, or to. */
 static size_t first_nonzero(const char *b, size_t from, size_t to) {
-    for (size_t i = from; i < to; i += sizeof(uint64_t)) {
-        uint64_t w;
-        memcpy(&w, b + i, sizeof w);
-        if (w) return i + (size_t)__builtin_ctzll(w) / 8;
-    }
+    size_t i = from;
+    for (; i < to; i += LINE)
+        if (memcmp(b + i, zero_line, to - i < LINE ? to - i : LINE) != 0) break;
+    for (; i < to; i++)
+        if (b[i]) return i;
     return to;
 }
 
@@ -257,8 +263,13 @@ void *hard_class_alloc(pk_pool *p, size_t n, void *caller) {
         slab *s = slab_of((uintptr_t)obj);
         /* a slab's first slot stays back: the slot before every block */
         if (slab_slot_index(s, obj) == 0 && s->capacity > 1) continue;
-        size_t at = first_nonzero(obj, 2 * sizeof(uintptr_t), p->size);
-        if (at != p->size) report_written_free(p, obj, at, "when it was handed out again");
+        /* the whole block was zero when it left the quarantine; since then
+         * it lay on its pool's list, which writes its first words: the
+         * line after them is checked (the commonest write after free lands
+         * near a block's start), not the whole block a second time */
+        size_t end = p->size < LINE ? p->size : LINE;
+        size_t at = first_nonzero(obj, 2 * sizeof(uintptr_t), end);
+        if (at != end) report_written_free(p, obj, at, "when it was handed out again");
         memset(obj, 0, 2 * sizeof(uintptr_t)); /* the list's words: the whole block is zero */
         hard_fill(obj, n, p->size - HARD_TAIL);
         word_store(p, obj, check_word(p, obj, n));
@@ -330,6 +341,7 @@ void hard_setup(void) {
                     os_now_ms() * 0x9E3779B97F4A7C15ull;
     seed = (seed ^ (seed >> 31)) * 0xBF58476D1CE4E5B9ull;
     pattern = pattern_from(seed ^ (seed >> 29));
+    for (size_t i = 0; i < LINE / sizeof(uint64_t); i++) pattern_line[i] = pattern;
     crash_explain_with(explain_fault);
     atexit(check_held_at_exit);
 }
