@@ -15,6 +15,7 @@
 
 #include <csignal>
 #include <string>
+#include <vector>
 
 using namespace pktest;
 
@@ -277,6 +278,33 @@ PKTEST_CHILD(HardBlocksAreSound) {
 
 TEST(HardenedFrontEnd, BlocksOfEverySizeAreUsableAndCheckCleanly) {
     EXPECT_CHILD_PASSES("HardBlocksAreSound", kHardened);
+}
+
+PKTEST_CHILD(HardBlocksOnAPlaceAnotherPoolUsed) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    /* a typed pool's slabs, written all over, go back (kept warm for the
+     * purge delay) and the class pool's next slabs take their places */
+    pk_pool_config c;
+    std::memset(&c, 0, sizeof c);
+    c.name = "scribbled";
+    c.size = 200;
+    pk_pool *p = pk_pool_create(&c);
+    std::vector<void *> objs;
+    for (int i = 0; i < 4000; i++) {
+        objs.push_back(pk_pool_alloc(p));
+        std::memset(objs.back(), 0xAB, 200);
+    }
+    for (void *o : objs) pk_pool_free(p, o);
+    pk_pool_destroy(p);
+    for (int i = 0; i < 8000; i++) {
+        char *b = hide(pk_alloc(40));
+        for (size_t k = 0; k < 40; k++) CHILD_CHECK(b[k] == 0, "byte %zu of block %d is not zero", k, i);
+    }
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, BlocksOnAPlaceAnotherPoolUsedComeOutZeroWithNoReport) {
+    EXPECT_CHILD_PASSES("HardBlocksOnAPlaceAnotherPoolUsed", kHardened);
 }
 
 PKTEST_CHILD(DefaultUsableIsTheClass) {
