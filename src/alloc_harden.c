@@ -4,10 +4,10 @@
  * blocks, each check named:
  *
  *   CHECK WORD   a block's slot ends in a word that holds the size asked
- *                for, plus one (high half) and a hash of it, the block's address and
- *                a secret (low half), and is zero while the slot is free.
- *                At free, a zero word is a double free (t, u, t included)
- *                and any other that does not check an overflow into it
+ *                for, plus one (high half), and a hash of it, the block's
+ *                address and a secret (low half); zero while the slot is
+ *                free. At free, a zero word is a double free (t, u, t
+ *                included) and any other that does not check an overflow
  *   CHECK BYTES  the slack between the size asked for and the check word
  *                holds bytes drawn from the secret (no text, no zero),
  *                checked at free: an overflow of one byte is reported at
@@ -20,14 +20,14 @@
  *                leaves the quarantine and, in its first line but for the
  *                two words the pool's lists lend (its link, a chain's
  *                mark), when it is handed out again: a write after free is
- *                reported there.
- *                Fresh slots are zeroed when carved (slab.c, carve_how's
- *                scrub), since a slab may have served another pool
+ *                reported there. Fresh slots are zeroed when carved where
+ *                their place held another slab's bytes (slab.c, carve_how's
+ *                scrub)
  *   QUARANTINE   a freed block waits for HARD_QUARANTINE frees of its
- *                class before its pool may hand it out again (policy.h): free(p) then
- *                malloc(n) does not give p back, and realloc moves a
- *                block it shrinks; the blocks still waiting at exit are
- *                checked then
+ *                class before its pool may hand it out again (policy.h):
+ *                free(p) then malloc(n) does not give p back, and realloc
+ *                moves any block whose size changes; the blocks still
+ *                waiting at exit are checked then
  *   SIZE 0       a block of size 0 points into a no-access reservation;
  *                the fault handler names it
  *   GUARDED      blocks of HARD_GUARDED_MIN bytes and up: alloc_large.c
@@ -54,6 +54,7 @@
 
 _Static_assert(HARD_MIN_SLOT >= 3 * sizeof(uintptr_t), "the check word lies past the two words a free slot lends");
 _Static_assert(HARD_TAIL == sizeof(uint64_t), "the check word is one word");
+_Static_assert(HARD_GUARDED_MIN + HARD_TAIL <= PK_ALLOC_CLASS_MAX, "a block below the guarded ones has a class");
 
 /* ---- the check bytes ---- */
 
