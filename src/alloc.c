@@ -159,7 +159,9 @@ static pthread_once_t hard_once = PTHREAD_ONCE_INIT;
 
 static PK_NOINLINE bool mode_read(void) {
     depth++;
-    bool hard = options_hardened(); /* may allocate: the environment's first read */
+    /* may allocate: the environment's first read; debug mode, which checks
+     * more of each block, takes precedence */
+    bool hard = options_hardened() && !options_debug();
     if (hard) pthread_once(&hard_once, hard_setup);
     __atomic_store_n(&mode, hard ? MODE_HARDENED : MODE_DEFAULT, __ATOMIC_RELEASE);
     leave();
@@ -321,7 +323,7 @@ static void class_free(pk_pool *p, void *ptr, void *caller) {
         return;
     }
     depth++;
-    if (unlikely(p->hardened)) hard_class_free(p, ptr, caller);
+    if (unlikely(alloc_hard(p))) hard_class_free(p, ptr, caller);
     else pool_free_at(p, ptr, caller);
     leave();
 }
@@ -392,7 +394,7 @@ void pk__free_sized_slow(void *ptr, size_t size) {
         }
     }
     if (likely(alloc_owns(p, ptr))) {
-        if (unlikely(p->hardened) && size < HARD_GUARDED_MIN) want = class_pool_made(hard_class_of(size));
+        if (unlikely(alloc_hard(p)) && size < HARD_GUARDED_MIN) want = class_pool_made(hard_class_of(size));
         if (unlikely(p != want))
             error_report(PK_FATAL, "wrong size", p->name, ptr,
                          "pk_free_sized(%p, %zu): the object is of class '%s', not of the class of %zu "
@@ -414,7 +416,7 @@ void pk_free_sized(void *ptr, size_t size) { pk__free_sized_slow(ptr, size); }
 /* ptr's usable bytes, or reports it (call names the caller). */
 static size_t usable_or_report(const void *ptr, const pk_pool *p, const char *call) {
     size_t n;
-    if (alloc_owns(p, ptr)) return unlikely(p->hardened) ? hard_class_request(p, ptr) : p->size;
+    if (alloc_owns(p, ptr)) return unlikely(alloc_hard(p)) ? hard_class_request(p, ptr) : p->size;
     if (boot_owns(ptr)) return boot_size(ptr);
     if (hard_zero_owns(ptr)) return 0;
     if (large_usable(ptr, &n)) return n;

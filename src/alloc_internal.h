@@ -103,6 +103,10 @@ size_t alloc_classes_made(void);
 
 /* ---- alloc_harden.c: the hardened front end (POOLKIT_HARDENED=1) ---- */
 
+/* Whether class pool p's blocks are the hardened front end's: hardened,
+ * and not debug (POOLKIT_DEBUG=1, which checks more, takes precedence). */
+static inline bool alloc_hard(const pk_pool *p) { return p->hardened && !p->debug; }
+
 /* Sets the secret bytes up and asks the fault handler to ask
  * explain_fault; once, before the first hardened block. */
 void hard_setup(void);

@@ -307,6 +307,25 @@ TEST(HardenedFrontEnd, BlocksOnAPlaceAnotherPoolUsedComeOutZeroWithNoReport) {
     EXPECT_CHILD_PASSES("HardBlocksOnAPlaceAnotherPoolUsed", kHardened);
 }
 
+PKTEST_CHILD(HardAndDebugBlocks) {
+    for (size_t n : {size_t(8), size_t(100), size_t(4096)}) {
+        for (int i = 0; i < 100; i++) {
+            char *p = hide(pk_alloc(n));
+            std::memset(p, 'd', n);
+            pk_free(p);
+        }
+        void *p = pk_alloc(n);
+        CHILD_CHECK(pk_usable_size(p) == pk_good_size(n), "usable %zu of %zu: not debug mode's class",
+                    pk_usable_size(p), n);
+        pk_free(p);
+    }
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, DebugModeTakesPrecedenceOverIt) {
+    EXPECT_CHILD_PASSES("HardAndDebugBlocks", {{"POOLKIT_HARDENED", "1"}, {"POOLKIT_DEBUG", "1"}});
+}
+
 PKTEST_CHILD(DefaultUsableIsTheClass) {
     void *p = pk_alloc(20);
     CHILD_CHECK(pk_usable_size(p) == 32, "usable %zu", pk_usable_size(p));
