@@ -106,6 +106,40 @@ if [ "${PIPESTATUS[0]}" != 0 ]; then
     status=1
 fi
 
+# Hardened against default under the preload: real programs (those
+# installed of python3, perl, sqlite3), each with POOLKIT_HARDENED=0 and =1
+# in interleaved pairs, wall time; the median of each program's ratios
+# makes a target line.
+hardened_preloaded() {
+    local lib pairs=5 i t0 t1 ratios name
+    lib=$(ls "$build"/libpoolkit-malloc.so.* "$build"/src/libpoolkit-malloc.so.* 2>/dev/null | head -n 1)
+    [ -n "$lib" ] || { echo "== hardened preloaded: libpoolkit-malloc.so not built"; return 1; }
+    for arg in "$@"; do [ "$arg" = --quick ] && pairs=3; done
+    local -a progs=(
+        "python3|python3 -c 'import json; d = {str(i): [i, str(i) * 3, {\"k\": i}] for i in range(200000)}; print(len(json.loads(json.dumps(d))))'"
+        "perl|perl -e 'my %h; \$h{\$_} = [\$_, \"x\" x (\$_ % 300)] for 1 .. 300000; my \$n = 0; \$n += length(\$h{\$_}[1]) for keys %h; print \"\$n\\n\"'"
+        "sqlite3|sqlite3 :memory: 'create table t(a, b); with recursive c(x) as (select 1 union all select x + 1 from c where x < 300000) insert into t select x, printf(\"%0*d\", x % 200, x) from c; create index i on t(b); select count(*), sum(length(b)) from t;'"
+    )
+    echo "== hardened preloaded: POOLKIT_HARDENED=1 against 0 under LD_PRELOAD=$lib, $pairs interleaved pairs each"
+    for entry in "${progs[@]}"; do
+        name=${entry%%|*}
+        command -v "$name" >/dev/null 2>&1 || { echo "  $name: not installed"; continue; }
+        echo "command: LD_PRELOAD=$lib POOLKIT_HARDENED=0|1 ${entry#*|}"
+        ratios=""
+        for i in $(seq "$pairs"); do
+            t0=$( { /usr/bin/time -f %e env LD_PRELOAD="$lib" POOLKIT_HARDENED=0 sh -c "${entry#*|}" >/dev/null; } 2>&1 | tail -n 1)
+            t1=$( { /usr/bin/time -f %e env LD_PRELOAD="$lib" POOLKIT_HARDENED=1 sh -c "${entry#*|}" >/dev/null; } 2>&1 | tail -n 1)
+            echo "  $name: default $t0 s, hardened $t1 s"
+            ratios="$ratios $(echo "$t1 $t0" | awk '{printf "%.4f", $1 / $2}')"
+        done
+        printf '%s\n' $ratios | sort -g | awk -v n="$name" -v k="$pairs" '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "target: %s preloaded, POOLKIT_HARDENED=1 <= 1.15x the default: %.2fx (median of %d pairs)  -> %s\n", n, m, k, m <= 1.15 ? "PASS" : "FAIL"}'
+    done
+}
+if [ -x /usr/bin/time ]; then
+    echo
+    hardened_preloaded "$@" 2>&1 | tee -a "$log"
+fi
+
 echo
 echo "\$ $here/refs.sh $build $*"
 bash "$here/refs.sh" "$build" "$@" 2>&1 | tee -a "$log"

@@ -29,6 +29,7 @@
  */
 #define PK__EMIT_ALLOC_EXTERN_INLINE 1
 #include "alloc_internal.h"
+#include "policy.h"
 #include "pool_free.h"
 
 #include <errno.h>
@@ -97,8 +98,14 @@ size_t alloc_classes_made(void) {
     return n;
 }
 
-void alloc_fork_lock(void) { pthread_mutex_lock(&class_lock); }
-void alloc_fork_unlock(void) { pthread_mutex_unlock(&class_lock); }
+void alloc_fork_lock(void) {
+    pthread_mutex_lock(&class_lock);
+    hard_fork_lock();
+}
+void alloc_fork_unlock(void) {
+    hard_fork_unlock();
+    pthread_mutex_unlock(&class_lock);
+}
 
 /* ---- re-entry: the thread's depth, the bootstrap buffer, deferred frees ---- */
 
@@ -144,6 +151,32 @@ static inline void leave(void) {
     if (unlikely(deferred != NULL) && depth == 0) drain_deferred();
 }
 
+/* ---- the mode: default or hardened (alloc_harden.c), read once ---- */
+
+enum { MODE_UNREAD, MODE_DEFAULT, MODE_HARDENED };
+static int mode;
+static pthread_once_t hard_once = PTHREAD_ONCE_INIT;
+
+static PK_NOINLINE bool mode_read(void) {
+    depth++;
+    /* may allocate: the environment's first read; debug mode, which checks
+     * more of each block, takes precedence */
+    bool hard = options_hardened() && !options_debug();
+    if (hard) pthread_once(&hard_once, hard_setup);
+    __atomic_store_n(&mode, hard ? MODE_HARDENED : MODE_DEFAULT, __ATOMIC_RELEASE);
+    leave();
+    return hard;
+}
+
+/* Whether the front end is hardened; the slow paths ask it (default mode
+ * pays one compare there, and nothing on the inline paths, which the
+ * hardened class pools leave to the library: pool.c, choose_path). */
+static inline bool hardened(void) {
+    int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
+    if (likely(m == MODE_DEFAULT)) return false;
+    return m == MODE_HARDENED || mode_read();
+}
+
 /* ---- allocation ---- */
 
 /* An object of class ci, the inline path first (callers that come from
@@ -183,8 +216,35 @@ static void large_poll(void) {
     leave();
 }
 
+static size_t class_aligned(size_t ci, size_t align);
+
+/* A hardened block (alloc_harden.c): of size 0, in a class pool with its
+ * check word, or guarded in a mapping of its own; always zero. */
+static PK_NOINLINE void *hard_alloc(size_t size, size_t align, void *caller) {
+    if (size == 0 && align <= HARD_ZERO_STEP) {
+        void *z = hard_zero_block();
+        if (!z) errno = ENOMEM;
+        return z;
+    }
+    size_t ci = PK__ALLOC_CLASSES;
+    if (size < HARD_GUARDED_MIN && align <= SLOT_ALIGN_MAX) ci = class_aligned(hard_class_of(size), align ? align : 1);
+    depth++;
+    void *obj;
+    if (ci < PK__ALLOC_CLASSES) {
+        pk_pool *p = class_pool_make(ci);
+        obj = p ? hard_class_alloc(p, size, caller) : NULL;
+    } else {
+        init_announce(INIT_SHARED_STATE); /* the fork handlers cover the block table */
+        pool_purge_poll();
+        obj = align <= os_page_size() ? large_alloc_guarded(size, caller) : large_alloc(size, align, true);
+    }
+    leave();
+    return obj;
+}
+
 void *pk__alloc_slow(size_t size) {
     if (unlikely(depth != 0)) return boot_alloc(size, 0, false);
+    if (unlikely(hardened())) return hard_alloc(size, 0, __builtin_return_address(0));
     if (size > PK_ALLOC_CLASS_MAX) return large_from_library(size, 0, false);
     return class_alloc(alloc_class_of(size), __builtin_return_address(0));
 }
@@ -200,6 +260,7 @@ void *pk_calloc(size_t n, size_t size) {
         return NULL;
     }
     if (unlikely(depth != 0)) return boot_alloc(total, 0, true);
+    if (unlikely(hardened())) return hard_alloc(total, 0, __builtin_return_address(0));
     if (total > PK_ALLOC_CLASS_MAX) return large_from_library(total, 0, true); /* fresh pages */
     void *obj = class_alloc(alloc_class_of(total), __builtin_return_address(0));
     if (obj) memset(obj, 0, total);
@@ -220,6 +281,7 @@ void *pk_aligned_alloc(size_t align, size_t size) {
         return NULL;
     }
     if (unlikely(depth != 0)) return boot_alloc(size, align, false);
+    if (unlikely(hardened())) return hard_alloc(size, align, __builtin_return_address(0));
     size_t want = size < align ? align : size;
     if (align <= SLOT_ALIGN_MAX && want <= PK_ALLOC_CLASS_MAX) {
         size_t ci = class_aligned(alloc_class_of(want), align);
@@ -245,7 +307,7 @@ PK_COLD __attribute__((noreturn)) static void report_foreign(const char *call, c
 /* A pointer that is no class pool's object: a mapped block, the bootstrap
  * buffer's (never reused), or a fault. */
 static void free_other(void *ptr, const pk_pool *p, const char *call) {
-    if (boot_owns(ptr)) return;
+    if (boot_owns(ptr) || hard_zero_owns(ptr)) return;
     if (large_free(ptr)) {
         large_poll();
         return;
@@ -261,7 +323,8 @@ static void class_free(pk_pool *p, void *ptr, void *caller) {
         return;
     }
     depth++;
-    pool_free_at(p, ptr, caller);
+    if (unlikely(alloc_hard(p))) hard_class_free(p, ptr, caller);
+    else pool_free_at(p, ptr, caller);
     leave();
 }
 
@@ -331,6 +394,7 @@ void pk__free_sized_slow(void *ptr, size_t size) {
         }
     }
     if (likely(alloc_owns(p, ptr))) {
+        if (unlikely(alloc_hard(p)) && size < HARD_GUARDED_MIN) want = class_pool_made(hard_class_of(size));
         if (unlikely(p != want))
             error_report(PK_FATAL, "wrong size", p->name, ptr,
                          "pk_free_sized(%p, %zu): the object is of class '%s', not of the class of %zu "
@@ -352,8 +416,9 @@ void pk_free_sized(void *ptr, size_t size) { pk__free_sized_slow(ptr, size); }
 /* ptr's usable bytes, or reports it (call names the caller). */
 static size_t usable_or_report(const void *ptr, const pk_pool *p, const char *call) {
     size_t n;
-    if (alloc_owns(p, ptr)) return p->size;
+    if (alloc_owns(p, ptr)) return unlikely(alloc_hard(p)) ? hard_class_request(p, ptr) : p->size;
     if (boot_owns(ptr)) return boot_size(ptr);
+    if (hard_zero_owns(ptr)) return 0;
     if (large_usable(ptr, &n)) return n;
     report_foreign(call, ptr, p);
 }
@@ -385,6 +450,12 @@ void *pk_realloc(void *ptr, size_t size) {
         return NULL;
     }
     pk_pool *p = alloc_pool_of(ptr);
+    if (unlikely(hardened())) { /* always moved (QUARANTINE, alloc_harden.c), but to its own size */
+        size_t n = usable_or_report(ptr, p, "pk_realloc");
+        bool same = alloc_owns(p, ptr) && n == size && size < HARD_GUARDED_MIN &&
+                    class_pool_made(hard_class_of(size)) == p; /* pk_free_sized's size stays true */
+        return same ? ptr : moved(ptr, n, size);
+    }
     if (likely(alloc_owns(p, ptr))) {
         /* In place only within the class, so pk_free_sized's size is always
          * the last one given: a shrink to another class moves too. */

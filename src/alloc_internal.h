@@ -101,4 +101,42 @@ void large_stats_get(large_stats *out);
 /* alloc.c: classes whose pool has been made. */
 size_t alloc_classes_made(void);
 
+/* ---- alloc_harden.c: the hardened front end (POOLKIT_HARDENED=1) ---- */
+
+/* Whether class pool p's blocks are the hardened front end's: hardened,
+ * and not debug (POOLKIT_DEBUG=1, which checks more, takes precedence). */
+static inline bool alloc_hard(const pk_pool *p) { return p->hardened && !p->debug; }
+
+/* Sets the secret bytes up and asks the fault handler to ask
+ * explain_fault; once, before the first hardened block. */
+void hard_setup(void);
+/* The class whose hardened block holds size bytes and the check word. */
+size_t hard_class_of(size_t size);
+/* A block of n bytes from class pool p, checked, its slack and word set;
+ * NULL with errno ENOMEM. Caller has raised depth. */
+void *hard_class_alloc(pk_pool *p, size_t n, void *caller);
+/* Checks ptr (of class pool p), zeroes it and quarantines it; reports a
+ * double free, an overflow, an underflow. Caller has raised depth. */
+void hard_class_free(pk_pool *p, void *ptr, void *caller);
+/* The bytes asked for of a hardened class block. */
+size_t hard_class_request(const pk_pool *p, const void *obj);
+/* A distinct pointer to no bytes (a no-access page), or NULL. */
+void *hard_zero_block(void);
+bool hard_zero_owns(const void *ptr);
+/* The check bytes: b[from, to) filled, or whether any changed (the first
+ * and last that did). */
+void hard_fill(char *b, size_t from, size_t to);
+bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *last);
+/* The quarantine's lock, for the fork handlers. */
+void hard_fork_lock(void);
+void hard_fork_unlock(void);
+
+/* alloc_large.c's hardened blocks: size bytes between two no-access pages,
+ * the rest of the last page check bytes; caller is named in a fault's
+ * report. NULL with errno ENOMEM. */
+void *large_alloc_guarded(size_t size, void *caller);
+/* A fault at addr in a guarded block's pages (live or freed) reported
+ * (never returns then); false when addr is none of theirs. */
+bool large_explain_fault(int sig, const void *addr);
+
 #endif

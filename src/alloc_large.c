@@ -18,12 +18,21 @@
  * never copied, and a shrink hands its tail to the fits without a system
  * call. Zeroed blocks (pk_calloc) and blocks aligned past a page come
  * fresh from the system.
+ *
+ * The hardened front end's guarded blocks (large_alloc_guarded) are
+ * mappings of their own too, with a no-access page on each side and check
+ * bytes in the last page's rest; freed, they stay in the table, no-access
+ * with their pages given back, until HARD_FREED_BLOCKS later frees, so a
+ * fault in one names it (large_explain_fault) and no block takes its
+ * addresses at once. They are never kept for reuse nor resized in place.
  */
 #include "alloc_internal.h"
 #include "policy.h"
+#include "sites.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 typedef struct block {
@@ -31,6 +40,10 @@ typedef struct block {
     char *base;     /* the mapping */
     size_t len;     /* its length */
     size_t align;   /* its alignment: past a page, a resize copies */
+    /* hardened blocks (large_alloc_guarded) only: */
+    size_t size;    /* the bytes asked for; 0 for the others */
+    void *caller;   /* who allocated it */
+    bool freed;     /* freed, kept no-access among the last freed */
 } block;
 #define TOMB ((uintptr_t)1)
 #define TABLE_MIN 64
@@ -47,6 +60,11 @@ static size_t keep_bound(void) { return bytes > LARGE_KEEP_FLOOR ? bytes : LARGE
 static size_t slot_of(uintptr_t ptr, size_t n) {
     return (size_t)(((ptr >> 12) * 0x9E3779B97F4A7C15ull) >> 20) & (n - 1);
 }
+
+/* Guarded blocks freed, the oldest first: their entries stay (freed) until
+ * they leave, so a use after free is named. Under the lock. */
+static uintptr_t freed_ring[HARD_FREED_BLOCKS];
+static size_t freed_next, freed_count;
 
 static block *find(uintptr_t ptr) {
     if (!table) return NULL;
@@ -132,7 +150,7 @@ void *large_alloc(size_t size, size_t align, bool zero) {
         errno = ENOMEM;
         return NULL;
     }
-    block b = {(uintptr_t)base, base, len, align};
+    block b = {(uintptr_t)base, base, len, align, 0, NULL, false};
     if (!insert(&b)) {
         os_unmap(base, len);
         errno = ENOMEM;
@@ -141,9 +159,130 @@ void *large_alloc(size_t size, size_t align, bool zero) {
     return base;
 }
 
+/* ---- hardened blocks: between no-access pages ---- */
+
+void *large_alloc_guarded(size_t size, void *caller) {
+    size_t page = os_page_size();
+    if (size > SIZE_MAX / 2) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t len = align_up(size ? size : 1, page), span = len + 2 * page;
+    char *base = os_map(span, 0);
+    if (!base) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *ptr = base + page;
+    block b = {(uintptr_t)ptr, base, span, page, size, caller, false};
+    if (!os_protect_none(base, page) || !os_protect_none(ptr + len, page) || !insert(&b)) {
+        os_unmap(base, span);
+        errno = ENOMEM;
+        return NULL;
+    }
+    hard_fill(ptr, size, len);
+    return ptr;
+}
+
+PK_COLD __attribute__((noreturn)) static void report_guarded_overflow(const block *b, size_t first, size_t last) {
+    error_report(PK_FATAL, "buffer overflow", NULL, (void *)b->ptr,
+                 "block %p of %zu bytes was written past its end: bytes %zu to %zu past it changed (check "
+                 "bytes), found at its free",
+                 (void *)b->ptr, b->size, first - b->size, last - b->size);
+    __builtin_unreachable();
+}
+
+PK_COLD __attribute__((noreturn)) static void report_guarded_twice(const void *ptr) {
+    error_report(PK_FATAL, "double free", NULL, ptr, "free(%p): the block was freed already", ptr);
+    __builtin_unreachable();
+}
+
+/* Guarded block b (its entry e, under the lock) freed: its check bytes
+ * checked, its pages given back, no access left, the entry kept among the
+ * last freed. The oldest of those leaves into *gone (its mapping to be
+ * unmapped), or gone->base is NULL. */
+static void free_guarded(block *e, block *gone) {
+    size_t page = os_page_size(), len = e->len - 2 * page, first, last;
+    gone->base = NULL;
+    if (e->freed) {
+        block copy = *e;
+        pthread_mutex_unlock(&large_lock);
+        report_guarded_twice((void *)copy.ptr);
+    }
+    if (hard_changed((char *)e->ptr, e->size, len, &first, &last)) {
+        block copy = *e;
+        pthread_mutex_unlock(&large_lock);
+        report_guarded_overflow(&copy, first, last);
+    }
+    os_decommit((void *)e->ptr, len);
+    e->freed = true;
+    freed_count++; /* still live to the table's sizing until it leaves */
+    bytes -= e->len;
+    uintptr_t old = freed_ring[freed_next];
+    freed_ring[freed_next] = e->ptr;
+    freed_next = (freed_next + 1) % HARD_FREED_BLOCKS;
+    block *o = old ? find(old) : NULL;
+    if (o) {
+        *gone = *o;
+        o->ptr = TOMB;
+        live--;
+        freed_count--;
+    }
+}
+
+/* A guarded block's free, or false for any other pointer. */
+static bool large_free_guarded(void *ptr) {
+    block gone = {0};
+    pthread_mutex_lock(&large_lock);
+    block *e = find((uintptr_t)ptr);
+    bool guarded = e && e->size;
+    if (guarded) free_guarded(e, &gone);
+    pthread_mutex_unlock(&large_lock);
+    if (gone.base) os_unmap(gone.base, gone.len);
+    return guarded;
+}
+
+PK_COLD __attribute__((noreturn)) static void report_guard_fault(int sig, const void *addr, const block *b) {
+    void *record[SITE_KINDS * SITES_MAX_FRAMES] = {0};
+    char where[SITES_TEXT];
+    record[0] = b->caller;
+    sites_format(where, sizeof where, record);
+    const char *at = (const char *)addr, *start = (const char *)b->ptr;
+    const char *sigw = sig == SIGBUS ? "SIGBUS" : "SIGSEGV";
+    if (b->freed)
+        error_report(PK_FATAL, "use after free", NULL, addr,
+                     "%s at %p, byte %zu of the %zu-byte block %p, freed already; %s", sigw, addr,
+                     (size_t)(at - start), b->size, (void *)b->ptr, where);
+    if (at < start)
+        error_report(PK_FATAL, "buffer underflow", NULL, addr,
+                     "%s at %p, %zu bytes before the %zu-byte block %p; %s", sigw, addr, (size_t)(start - at),
+                     b->size, (void *)b->ptr, where);
+    error_report(PK_FATAL, "buffer overflow", NULL, addr, "%s at %p, %zu bytes past the %zu-byte block %p; %s",
+                 sigw, addr, (size_t)(at - start) - b->size, b->size, (void *)b->ptr, where);
+    __builtin_unreachable();
+}
+
+bool large_explain_fault(int sig, const void *addr) {
+    /* the faulting thread may hold the lock (a fault in the library): then
+     * the fault goes unexplained rather than waiting forever */
+    if (pthread_mutex_trylock(&large_lock) != 0) return false;
+    block hit = {0};
+    for (size_t i = 0; table && i < cap; i++) {
+        const block *b = &table[i];
+        if (b->ptr > TOMB && b->size && (const char *)addr >= b->base && (const char *)addr < b->base + b->len) {
+            hit = *b;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&large_lock);
+    if (hit.ptr) report_guard_fault(sig, addr, &hit);
+    return false;
+}
+
 bool large_free(void *ptr) {
     block b;
     size_t bound;
+    if (large_free_guarded(ptr)) return true;
     if (!take(ptr, &b, &bound)) return false;
     os_unmap_later_fit(b.base, b.len, bound);
     return true;
@@ -152,7 +291,8 @@ bool large_free(void *ptr) {
 bool large_usable(const void *ptr, size_t *usable) {
     pthread_mutex_lock(&large_lock);
     block *b = find((uintptr_t)ptr);
-    if (b) *usable = b->len - (size_t)((const char *)ptr - b->base);
+    if (b && b->freed) b = NULL;
+    if (b) *usable = b->size ? b->size : b->len - (size_t)((const char *)ptr - b->base);
     pthread_mutex_unlock(&large_lock);
     return b != NULL;
 }
@@ -201,7 +341,7 @@ void *large_realloc(void *ptr, size_t size) {
 
 void large_stats_get(large_stats *out) {
     pthread_mutex_lock(&large_lock);
-    out->blocks = live;
+    out->blocks = live - freed_count;
     out->bytes = bytes;
     out->peak_bytes = peak_bytes;
     pthread_mutex_unlock(&large_lock);

@@ -23,9 +23,13 @@
  * It is installed when the first pool is made, unless
  * POOLKIT_FAULT_HANDLER=0; the malloc library, loaded into programs that
  * never asked for poolkit, installs it only with POOLKIT_FAULT_HANDLER=1
- * (options.c). A program that installs its own handler afterwards replaces
+ * or POOLKIT_HARDENED=1 (options.c). A program that installs its own handler afterwards replaces
  * it, and a handler that passes on what it does not handle to the action
  * it replaced (as chaining handlers do) still lets poolkit explain its own.
+ *
+ * A layer above may explain faults in memory of its own
+ * (crash_explain_with): the hardened front end's guarded blocks and blocks
+ * of size 0.
  *
  * The handler runs on the faulting thread: it reads that thread's table
  * (initial-exec TLS: the slots and heap records of tcache.c), the keys
@@ -48,6 +52,8 @@ static struct sigaction *replaced_of(int sig) { return &replaced[sig == SIGBUS];
 
 /* The pool of a slot of the calling thread whose list's head is no slot of
  * that pool, and that head; NULL when every list is sound. */
+static bool (*explainer)(int sig, const void *addr); /* crash_explain_with */
+
 static pk_pool *broken_list(void **head) {
     const tc_slot *t, *end;
     if (!tcache_table_range(&t, &end)) return NULL; /* the thread has no table yet, or is exiting */
@@ -142,11 +148,14 @@ static void forward(int sig, siginfo_t *info, void *context) {
     call_handler(old, sig, info, context);
 }
 
+
 static void on_fault(int sig, siginfo_t *info, void *context) {
     int saved_errno = errno;
     void *head = NULL;
     pk_pool *p = sent(info) ? NULL : broken_list(&head);
     if (p) report_broken_list(sig, p, head);
+    bool (*explain)(int, const void *) = __atomic_load_n(&explainer, __ATOMIC_ACQUIRE);
+    if (explain && !sent(info)) explain(sig, info->si_addr);
     forward(sig, info, context);
     errno = saved_errno;
 }
@@ -171,6 +180,13 @@ static void install(void) {
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void install_once(void) { pthread_once(&once, install); }
+
+/* A layer with faults of its own to explain may come before any pool (a
+ * first block that is mapped alone): the handler goes in now. */
+void crash_explain_with(bool (*fn)(int sig, const void *addr)) {
+    __atomic_store_n(&explainer, fn, __ATOMIC_RELEASE);
+    install_once();
+}
 
 __attribute__((constructor(INIT_PRIORITY))) static void register_install(void) {
     init_on(INIT_FIRST_POOL, install_once);

@@ -220,6 +220,11 @@ bool options_verbose(void);
  * for STATS_FILE, else NULL. */
 enum { STATS_OFF, STATS_STDERR, STATS_FILE };
 int options_stats(const char **path);
+/* crash.c: a layer above the pools that maps memory of its own (the
+ * hardened front end's guarded blocks) explains a fault in it: fn reports
+ * a fault at addr that is its own (and never returns then), or returns
+ * false. At most one; set before the first fault it may explain. */
+void crash_explain_with(bool (*fn)(int sig, const void *addr));
 
 /* Every option with its value in force, for the report (stats.c). */
 typedef enum { OPTION_SWITCH, OPTION_COUNT, OPTION_DEST } option_kind;

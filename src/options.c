@@ -76,11 +76,15 @@ static option table[OPT_COUNT] = {
  * is NULL everywhere else. */
 extern const char malloc_library_marker __attribute__((weak, visibility("hidden")));
 
+static long option_get(int id);
+
 /* A row's default. The malloc library is loaded into programs that never
  * asked for poolkit, and a preload must change nothing else in them: it
- * takes no signal unless POOLKIT_FAULT_HANDLER=1 says so. */
+ * takes no signal unless POOLKIT_FAULT_HANDLER=1 says so, or
+ * POOLKIT_HARDENED=1, whose faults (guard pages, blocks of size 0) are
+ * reported by the handler. */
 static long default_of(int id) {
-    if (id == OPT_FAULT_HANDLER && &malloc_library_marker) return 0;
+    if (id == OPT_FAULT_HANDLER && &malloc_library_marker) return option_get(OPT_HARDENED);
     return table[id].dflt;
 }
 

@@ -254,4 +254,35 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * for debug pools. */
 #define QUARANTINE_RECORDS 1024
 
+/* The hardened front end (alloc_harden.c). Each block of a class pool
+ * carries HARD_TAIL bytes past what was asked for: a check word, the last
+ * of the slot, that holds the requested size, and before it the slot's
+ * slack filled with check bytes. A block is at least HARD_MIN_SLOT bytes
+ * of slot, so that the check word never shares the two words a free slot
+ * lends its lists (its link and a remote chain's mark), which the check of
+ * the slot before (an underflow) reads. */
+#define HARD_TAIL ((size_t)8)
+#define HARD_MIN_SLOT ((size_t)32)
+/* A freed block waits for the next HARD_QUARANTINE frees of its class
+ * before its pool may hand it out again, so a use after free does not land
+ * in the block's next owner at once (Scudo's and hardened_malloc's
+ * quarantines), and a write after free is found when it leaves, within
+ * that many frees of the same size. What waits is bounded by the classes
+ * that go to pools (below HARD_GUARDED_MIN): a few MiB at most. */
+#define HARD_QUARANTINE 8
+/* Requests of at least HARD_GUARDED_MIN bytes get a mapping of their own
+ * with a no-access page on each side, so an overflow or underflow faults
+ * at once and the fault handler names the block: a page or two of
+ * address space and three calls to the system are small beside filling
+ * such a block. Freed, a mapping stays no-access (its pages given back)
+ * among the last HARD_FREED_BLOCKS freed, so a use after free faults too
+ * and no new block takes its addresses at once. */
+#define HARD_GUARDED_MIN ((size_t)64 << 10)
+#define HARD_FREED_BLOCKS 64
+/* Hardened blocks of size 0 point into a no-access reservation of
+ * HARD_ZERO_BYTES, a distinct address each (every HARD_ZERO_STEP bytes)
+ * until it wraps: any read or write of one faults. */
+#define HARD_ZERO_BYTES ((size_t)64 << 20)
+#define HARD_ZERO_STEP ((size_t)16)
+
 #endif

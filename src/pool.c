@@ -133,7 +133,10 @@ static void choose_path(pk_pool *p) {
      * multiply) needs a slab's slots to span less than 4 GiB; larger slots
      * take the heap path. */
     uint64_t span = (uint64_t)p->geo.capacity * p->geo.slot, slot = p->geo.slot;
-    if (p->hardened && !p->zero && !TRACK_ENABLED && span < ((uint64_t)1 << 32) && p->geo.header == 0) {
+    /* the hardened front end's class pools are the library's alone: its
+     * checks of each block (alloc_harden.c) see every call */
+    bool front = p->hardened && (p->flags & POOL_SIZE_CLASS);
+    if (p->hardened && !front && !p->zero && !TRACK_ENABLED && span < ((uint64_t)1 << 32) && p->geo.header == 0) {
         /* The lean path serves pools the inline paths cannot (a link word
          * past the object); for the others it would only repeat the inline
          * checks that just failed, on every free into another slab. */
@@ -416,7 +419,8 @@ pk_pool *(pk_pool_create)(const pk_pool_config *c) {
     choose_path(p);
     p->carve = (carve_how){.link_off = p->link_off, .secret = p->hard.secret, .encode = p->hardened,
                            .shuffle = p->shuffle, .construct = p->construct, .arg = p->arg, .size = p->size,
-                           .plain = !p->construct && !p->hardened && !TRACK_ENABLED && p->link_off == 0};
+                           .plain = !p->construct && !p->hardened && !TRACK_ENABLED && p->link_off == 0,
+                           .scrub = p->hardened && (p->flags & POOL_SIZE_CLASS)};
     p->state = POOL_LIVE;
     POOL_VALIDATE_DEEP(p); /* no other thread knows the pool yet */
     pools_add(p);

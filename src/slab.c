@@ -75,6 +75,7 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
         return NULL;
     }
     s->pool = pool;
+    s->warm = warm;
     s->objects = base + g->header;
     s->span = g->span;
     s->slot = g->slot;
@@ -234,6 +235,14 @@ size_t slab_carve(const carve_how *how, uint64_t *rng, slab *s, size_t k, void *
          * order, each constructed on the way. */
         void *head = *list;
         char *first = s->objects + (size_t)s->bump * s->slot;
+        if (how->scrub && s->warm && s->bump + k > s->high) { /* slots below high are this slab's own */
+            size_t from = s->bump > s->high ? s->bump : s->high;
+            char *at = s->objects + from * s->slot;
+            size_t bytes = (s->bump + k - from) * s->slot;
+            track_open(at, bytes);
+            memset(at, 0, bytes);
+            track_close(at, bytes);
+        }
         for (size_t i = k; i-- > 0;) {
             char *obj = first + i * s->slot;
             construct_fresh(how, obj);

@@ -73,6 +73,7 @@ typedef struct slab {
     uint32_t empty_tick;      /* the pool's purge tick when the slab last became empty */
     bool guarded;             /* its last page is a no-access guard page */
     bool lost;                /* on SLAB_LOST (fork child): set once, never cleared */
+    bool warm;                /* its place held another slab's bytes when it was made */
     uint64_t *live_bits;      /* debug pools: one bit per slot, set while handed out */
     void **sites;             /* debug pools: site_words per slot (sites.h), or NULL */
     size_t sites_bytes;       /* mapped for sites */
@@ -226,6 +227,10 @@ typedef struct carve_how {
     void (*construct)(void *obj, void *arg); /* run on each fresh slot, or NULL */
     void *arg;
     size_t size;       /* object bytes (for the tools' view while constructing) */
+    bool scrub;        /* zero each slot never touched in this slab, where its
+                          place held another slab's bytes: the hardened front
+                          end's class pools, whose checks take a free slot
+                          for zero (alloc_harden.c) */
 } carve_how;
 
 /* Links up to k never-used slots of s (from bump) onto *list in address

@@ -10,8 +10,9 @@
 # SA_NODEFER, sa_mask, a handler that repairs the fault), an ignored signal
 # and an ignored fault (which the kernel never ignores).
 # Two more say what poolkit's handler is for: whether it is installed
-# (never by the preload unless POOLKIT_FAULT_HANDLER=1; by the first pool in
-# a linked program), and a free list broken by a write after free, which
+# (never by the preload unless POOLKIT_FAULT_HANDLER=1 or
+# POOLKIT_HARDENED=1, whose guard pages it explains; by the first pool in a
+# linked program), and a free list broken by a write after free, which
 # poolkit explains wherever its handler or its checks are on.
 #
 # Usage: tests/signals.sh preload PLAIN LIB      (PLAIN under LD_PRELOAD=LIB)
@@ -103,7 +104,8 @@ disposition() { # WANT ENV...
 }
 if [ "$how" = preload ]; then
     disposition default
-    disposition default POOLKIT_HARDENED=1
+    disposition "a handler" POOLKIT_HARDENED=1
+    disposition default POOLKIT_HARDENED=1 POOLKIT_FAULT_HANDLER=0
     disposition "a handler" POOLKIT_FAULT_HANDLER=1
 else
     disposition "a handler"

@@ -1,0 +1,341 @@
+/* The hardened front end (POOLKIT_HARDENED=1, src/alloc_harden.c): one
+ * behaviour of each check, in a child of its own (the mode is read once per
+ * process). A misuse case ends in poolkit's fatal report, printed by
+ * print_fields_handler, and the parent matches its `what` and message; a
+ * property case checks what it promises and passes or fails.
+ *
+ * The writes past blocks and into freed ones are the test's own, into
+ * memory no tool watches in these builds; the cases that fault on purpose
+ * (guard pages, blocks of size 0) need poolkit's fault handler, which a
+ * sanitizer's own handler or Valgrind stands in front of: skipped there.
+ */
+#include "child.h"
+
+#include <poolkit/alloc.h>
+
+#include <csignal>
+#include <string>
+#include <vector>
+
+using namespace pktest;
+
+namespace {
+
+constexpr size_t kGuarded = size_t(256) << 10; /* mapped alone, between guard pages */
+
+/* The compiler must not drop a write to memory it thinks is dead. */
+char *hide(void *p) {
+    __asm__ volatile("" : "+r"(p) : : "memory");
+    return static_cast<char *>(p);
+}
+
+const std::vector<std::pair<std::string, const char *>> kHardened = {{"POOLKIT_HARDENED", "1"},
+                                                                     {"POOLKIT_DEBUG", "0"}};
+
+/* The child's report: `what` and a part of its message. */
+void expect_report(const char *child, const char *what, const char *says) {
+    ChildResult r = run_child(child, kHardened);
+    ASSERT_GE(r.status, 0) << r.describe();
+    EXPECT_EQ(r.err.find("NO REPORT"), std::string::npos) << r.describe();
+    EXPECT_NE(r.err.find(std::string("HANDLER severity=FATAL what=") + what + " "), std::string::npos)
+        << "expected a report of " << what << "\n"
+        << r.describe();
+    EXPECT_NE(r.err.find(says), std::string::npos) << "expected the report to say '" << says << "'\n" << r.describe();
+}
+
+bool faults_unwatched() { return !PKTEST_ASAN && !PKTEST_TSAN && !slow_tool(); }
+
+}  // namespace
+
+/* ---- CHECK BYTES and CHECK WORD: overflows, found at the block's free ---- */
+
+PKTEST_CHILD(HardOverflowByOne8) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(8));
+    p[8] = 'A';
+    pk_free(hide(p));
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+PKTEST_CHILD(HardOverflowByOne4096) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(4096));
+    p[4096] = 'A';
+    pk_free(hide(p));
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+PKTEST_CHILD(HardOverflowIntoTheCheckWord) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(24)); /* a 32-byte slot: no slack, the word follows at once */
+    std::memset(p + 24, 'A', 2);
+    pk_free(hide(p));
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+TEST(HardenedFrontEnd, AOneByteOverflowIsReportedAtTheBlocksFree) {
+    expect_report("HardOverflowByOne8", "buffer overflow", "of 8 bytes (pool 'pk_alloc 32') was written past its end: "
+                                                           "bytes 0 to 0 past it changed");
+    expect_report("HardOverflowByOne4096", "buffer overflow", "of 4096 bytes");
+}
+
+TEST(HardenedFrontEnd, AnOverflowIntoTheCheckWordIsReported) {
+    expect_report("HardOverflowIntoTheCheckWord", "buffer overflow", "its check word");
+}
+
+/* ---- UNDERFLOW: the check word of the slot before ---- */
+
+PKTEST_CHILD(HardUnderflowByOne) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(8)); /* the first block of its class: the slot before is kept back */
+    p[-1] = 'A';
+    pk_free(hide(p));
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+PKTEST_CHILD(HardUnderflowIntoALiveBlock) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *a = hide(pk_alloc(100));
+    char *b = hide(pk_alloc(100));
+    std::fprintf(stderr, "ADJACENT %d\n", b - a == 128 || a - b == 128);
+    char *later = b > a ? b : a;
+    std::memset(later - 32, 'A', 32);
+    pk_free(hide(later));
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+TEST(HardenedFrontEnd, AnUnderflowIsReportedAtTheBlocksFree) {
+    expect_report("HardUnderflowByOne", "buffer underflow", "up to 1 bytes before it changed");
+    expect_report("HardUnderflowIntoALiveBlock", "buffer underflow", "the check word of the block before");
+}
+
+/* ---- CHECK WORD: double frees ---- */
+
+PKTEST_CHILD(HardInterleavedDoubleFree) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    void *t = pk_alloc(48), *u = pk_alloc(48), *stale = hide(t);
+    pk_free(t);
+    pk_free(u);
+    pk_free(stale);
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+TEST(HardenedFrontEnd, ADoubleFreeWithAFreeBetweenIsReportedAtTheSecondFree) {
+    expect_report("HardInterleavedDoubleFree", "double free", "freed already");
+}
+
+/* ---- ZERO ON FREE and QUARANTINE ---- */
+
+PKTEST_CHILD(HardWriteAfterFree) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *t = hide(pk_alloc(64)), *stale = hide(t);
+    pk_free(t);
+    stale[40] = 'W';
+    for (int i = 0; i < 64; i++) pk_free(hide(pk_alloc(64))); /* t leaves the quarantine */
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+TEST(HardenedFrontEnd, AWriteAfterFreeIsReportedWhenTheBlockLeavesTheQuarantine) {
+    expect_report("HardWriteAfterFree", "write after free", "byte 40 of it changed, found when it left the quarantine");
+}
+
+PKTEST_CHILD(HardFreedBlockIsZero) {
+    for (size_t n : {size_t(8), size_t(100), size_t(4096)}) {
+        char *p = hide(pk_alloc(n)), *stale = hide(p);
+        std::memset(p, 'X', n);
+        pk_free(p);
+        for (size_t i = 0; i < n; i++) CHILD_CHECK(stale[i] == 0, "byte %zu of a freed %zu-byte block kept", i, n);
+    }
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, AFreedBlockKeepsNoneOfItsContents) { EXPECT_CHILD_PASSES("HardFreedBlockIsZero", kHardened); }
+
+PKTEST_CHILD(HardNoReuseAtOnce) {
+    for (size_t n : {size_t(8), size_t(4096), kGuarded}) {
+        void *p = pk_alloc(n), *stale = hide(p);
+        pk_free(p);
+        p = stale;
+        /* the next allocations of the class, with frees between them too */
+        for (int i = 0; i < 4; i++) {
+            void *q = pk_alloc(n), *r = pk_alloc(n);
+            CHILD_CHECK(q != p && r != p, "a %zu-byte block freed came back after %d allocations", n, 2 * i);
+            pk_free(q);
+        }
+    }
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, AFreedBlockIsNotHandedOutAgainAtOnce) { EXPECT_CHILD_PASSES("HardNoReuseAtOnce", kHardened); }
+
+PKTEST_CHILD(HardReallocShrinkMoves) {
+    for (size_t n : {size_t(8), size_t(4096), kGuarded}) {
+        char *p = hide(pk_alloc(n));
+        std::memset(p, 'k', n);
+        char *q = hide(pk_realloc(p, n / 2));
+        CHILD_CHECK(q && q != p, "realloc of %zu bytes to %zu kept the block", n, n / 2);
+        for (size_t i = 0; i < n / 2; i++) CHILD_CHECK(q[i] == 'k', "realloc lost byte %zu", i);
+        CHILD_CHECK(pk_usable_size(q) == n / 2, "usable %zu, not the size asked for", pk_usable_size(q));
+        pk_free(q);
+    }
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, ReallocMovesABlockItShrinks) { EXPECT_CHILD_PASSES("HardReallocShrinkMoves", kHardened); }
+
+/* ---- SIZE 0 and GUARDED: faults the handler names ---- */
+
+PKTEST_CHILD(HardWriteOfASizeZeroBlock) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *z = hide(pk_alloc(0));
+    z[0] = 1;
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+PKTEST_CHILD(HardGuardedOverflow) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(kGuarded));
+    p[kGuarded] = 1;
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+PKTEST_CHILD(HardGuardedUnderflow) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(kGuarded));
+    p[-32] = 1;
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+PKTEST_CHILD(HardGuardedUseAfterFree) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(kGuarded)), *stale = hide(p);
+    pk_free(p);
+    stale[100] = 1;
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+PKTEST_CHILD(HardGuardedSlackOverflow) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(kGuarded - 100)); /* the last page's rest holds check bytes */
+    p[kGuarded - 100] = 1;
+    pk_free(hide(p));
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+TEST(HardenedFrontEnd, AReadOrWriteOfASizeZeroBlockFaultsAndIsNamed) {
+    if (!faults_unwatched()) GTEST_SKIP() << "a tool's own fault handler stands first";
+    expect_report("HardWriteOfASizeZeroBlock", "size-0 block used", "a block of size 0");
+}
+
+TEST(HardenedFrontEnd, AnOverflowOfALargeBlockFaultsAtItsGuardAndIsNamed) {
+    if (!faults_unwatched()) GTEST_SKIP() << "a tool's own fault handler stands first";
+    expect_report("HardGuardedOverflow", "buffer overflow", "0 bytes past the 262144-byte block");
+    expect_report("HardGuardedUnderflow", "buffer underflow", "32 bytes before the 262144-byte block");
+}
+
+TEST(HardenedFrontEnd, AUseAfterFreeOfALargeBlockFaultsAndIsNamed) {
+    if (!faults_unwatched()) GTEST_SKIP() << "a tool's own fault handler stands first";
+    expect_report("HardGuardedUseAfterFree", "use after free", "byte 100 of the 262144-byte block");
+}
+
+TEST(HardenedFrontEnd, AnOverflowIntoALargeBlocksLastPageIsReportedAtItsFree) {
+    expect_report("HardGuardedSlackOverflow", "buffer overflow", "bytes 0 to 0 past it changed");
+}
+
+/* ---- the blocks themselves ---- */
+
+PKTEST_CHILD(HardBlocksAreSound) {
+    /* every size class, aligned ones, calloc's: usable as asked, checked
+     * at free without a report (the error handler would abort) */
+    for (size_t n = 0; n < 70000; n = n < 64 ? n + 1 : n * 5 / 4) {
+        char *p = hide(pk_alloc(n));
+        CHILD_CHECK(p != nullptr, "pk_alloc(%zu)", n);
+        CHILD_CHECK(pk_usable_size(p) == n, "usable %zu of %zu", pk_usable_size(p), n);
+        std::memset(p, 0x5A, n);
+        char *q = hide(pk_aligned_alloc(64, n + 1));
+        CHILD_CHECK(q && reinterpret_cast<uintptr_t>(q) % 64 == 0, "pk_aligned_alloc(64, %zu)", n + 1);
+        std::memset(q, 0x5A, n + 1);
+        char *z = hide(pk_calloc(1, n + 3));
+        for (size_t i = 0; i < n + 3; i++) CHILD_CHECK(z[i] == 0, "calloc byte %zu", i);
+        pk_free_sized(p, n);
+        pk_free(q);
+        pk_free(z);
+    }
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, BlocksOfEverySizeAreUsableAndCheckCleanly) {
+    EXPECT_CHILD_PASSES("HardBlocksAreSound", kHardened);
+}
+
+PKTEST_CHILD(HardBlocksOnAPlaceAnotherPoolUsed) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    /* a typed pool's slabs, written all over, go back (kept warm for the
+     * purge delay) and the class pool's next slabs take their places */
+    pk_pool_config c;
+    std::memset(&c, 0, sizeof c);
+    c.name = "scribbled";
+    c.size = 200;
+    pk_pool *p = pk_pool_create(&c);
+    std::vector<void *> objs;
+    for (int i = 0; i < 4000; i++) {
+        objs.push_back(pk_pool_alloc(p));
+        std::memset(objs.back(), 0xAB, 200);
+    }
+    for (void *o : objs) pk_pool_free(p, o);
+    pk_pool_destroy(p);
+    for (int i = 0; i < 8000; i++) {
+        char *b = hide(pk_alloc(40));
+        for (size_t k = 0; k < 40; k++) CHILD_CHECK(b[k] == 0, "byte %zu of block %d is not zero", k, i);
+    }
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, BlocksOnAPlaceAnotherPoolUsedComeOutZeroWithNoReport) {
+    EXPECT_CHILD_PASSES("HardBlocksOnAPlaceAnotherPoolUsed", kHardened);
+}
+
+PKTEST_CHILD(HardAndDebugBlocks) {
+    for (size_t n : {size_t(8), size_t(100), size_t(4096)}) {
+        for (int i = 0; i < 100; i++) {
+            char *p = hide(pk_alloc(n));
+            std::memset(p, 'd', n);
+            pk_free(p);
+        }
+        void *p = pk_alloc(n);
+        CHILD_CHECK(pk_usable_size(p) == pk_good_size(n), "usable %zu of %zu: not debug mode's class",
+                    pk_usable_size(p), n);
+        pk_free(p);
+    }
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, DebugModeTakesPrecedenceOverIt) {
+    EXPECT_CHILD_PASSES("HardAndDebugBlocks", {{"POOLKIT_HARDENED", "1"}, {"POOLKIT_DEBUG", "1"}});
+}
+
+PKTEST_CHILD(DefaultUsableIsTheClass) {
+    void *p = pk_alloc(20);
+    CHILD_CHECK(pk_usable_size(p) == 32, "usable %zu", pk_usable_size(p));
+    pk_free(p);
+    void *q = pk_alloc(20);
+    CHILD_CHECK(q == p, "default mode hands the block freed last out again (LIFO), got another");
+    pk_free(q);
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, DefaultModeKeepsItsClassesAndItsOrder) {
+    EXPECT_CHILD_PASSES("DefaultUsableIsTheClass", {{"POOLKIT_HARDENED", "0"}, {"POOLKIT_DEBUG", "0"}});
+}
