@@ -177,6 +177,8 @@ static inline bool hardened(void) {
     return m == MODE_HARDENED || mode_read();
 }
 
+bool alloc_hardened(void) { return hardened(); }
+
 /* ---- allocation ---- */
 
 /* An object of class ci, the inline path first (callers that come from

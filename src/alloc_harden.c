@@ -8,6 +8,9 @@
  *                address and a secret (low half); zero while the slot is
  *                free. At free, a zero word is a double free (t, u, t
  *                included) and any other that does not check an overflow
+ *   FORM         the word's top two bits, in the hash too, say whether
+ *                malloc, new or new[] made the block (alloc_forms.c sets
+ *                and checks them); free of any but malloc's is reported
  *   CHECK BYTES  the slack between the size asked for and the check word
  *                holds bytes drawn from the secret (no text, no zero),
  *                checked at free: an overflow of one byte is reported at
@@ -126,17 +129,25 @@ static inline uint64_t *check_word_of(const pk_pool *p, const void *obj) {
 }
 
 /* The size is kept plus one, so that no block's word is zero, a size-0
- * block's (an aligned one) included. */
-static inline uint64_t check_word(const pk_pool *p, const void *obj, size_t n) {
-    uint64_t h = ((uint64_t)(uintptr_t)obj ^ p->hard.secret ^ n) * 0x9E3779B97F4A7C15ull;
-    return (uint64_t)(n + 1) << 32 | h >> 32;
+ * block's (an aligned one) included; the form (alloc.h's PK__FORM_*) in
+ * the top two bits, which no size reaches (FORM_SHIFT). */
+#define FORM_SHIFT 62
+_Static_assert(HARD_GUARDED_MIN < ((uint64_t)1 << (FORM_SHIFT - 32)) - 1, "a size plus one leaves the form's bits");
+static inline uint64_t check_word_as(const pk_pool *p, const void *obj, size_t n, unsigned form) {
+    uint64_t h = ((uint64_t)(uintptr_t)obj ^ p->hard.secret ^ n ^ (uint64_t)form << FORM_SHIFT) * 0x9E3779B97F4A7C15ull;
+    return (uint64_t)form << FORM_SHIFT | (uint64_t)(n + 1) << 32 | h >> 32;
 }
+static inline uint64_t check_word(const pk_pool *p, const void *obj, size_t n) {
+    return check_word_as(p, obj, n, PK__FORM_MALLOC);
+}
+static inline unsigned word_form(uint64_t w) { return (unsigned)(w >> FORM_SHIFT); }
 
 /* Whether w checks as the word of a block at obj, and its size in *n. */
 static bool word_checks(const pk_pool *p, const void *obj, uint64_t w, size_t *n) {
-    size_t k = (size_t)(w >> 32);
+    size_t k = (size_t)(w >> 32 & (((uint64_t)1 << (FORM_SHIFT - 32)) - 1));
     *n = k - 1;
-    return k && k - 1 <= p->size - HARD_TAIL && w == check_word(p, obj, k - 1);
+    return k && k - 1 <= p->size - HARD_TAIL && word_form(w) <= PK__FORM_NEW_ARRAY &&
+           w == check_word_as(p, obj, k - 1, word_form(w));
 }
 
 /* The word is read and written with relaxed atomics: the check of a
@@ -151,6 +162,17 @@ static inline void word_store(const pk_pool *p, void *obj, uint64_t w) {
 size_t hard_class_request(const pk_pool *p, const void *obj) {
     size_t n;
     return word_checks(p, obj, word_load(p, obj), &n) ? n : p->size - HARD_TAIL; /* reported at the free */
+}
+
+bool hard_class_form(const pk_pool *p, const void *obj, unsigned *form, size_t *n) {
+    if (slab_slot_index(slab_of((uintptr_t)obj), obj) < 0) return false;
+    uint64_t w = word_load(p, obj);
+    *form = word_form(w);
+    return word_checks(p, obj, w, n);
+}
+
+void hard_class_set_form(const pk_pool *p, void *obj, size_t n, unsigned form) {
+    word_store(p, obj, check_word_as(p, obj, n, form));
 }
 
 size_t hard_class_of(size_t size) {
@@ -290,6 +312,7 @@ void hard_class_free(pk_pool *p, void *ptr, void *caller) {
     if (!w) report_not_in_use(p, obj);
     size_t n, first, last;
     if (!word_checks(p, obj, w, &n)) report_broken_word(p, obj, w);
+    if (word_form(w) != PK__FORM_MALLOC) alloc_report_form(p, obj, n, word_form(w), PK__FORM_MALLOC);
     if (hard_changed(obj, n, p->size - HARD_TAIL, &first, &last)) report_overflow(p, obj, n, first, last, "check bytes");
     if (idx > 0) {
         const char *prev = obj - s->slot;

@@ -100,6 +100,8 @@ void large_stats_get(large_stats *out);
 
 /* alloc.c: classes whose pool has been made. */
 size_t alloc_classes_made(void);
+/* alloc.c: whether the front end is hardened (read once). */
+bool alloc_hardened(void);
 
 /* ---- alloc_harden.c: the hardened front end (POOLKIT_HARDENED=1) ---- */
 
@@ -120,6 +122,12 @@ void *hard_class_alloc(pk_pool *p, size_t n, void *caller);
 void hard_class_free(pk_pool *p, void *ptr, void *caller);
 /* The bytes asked for of a hardened class block. */
 size_t hard_class_request(const pk_pool *p, const void *obj);
+/* Whether obj, a slot of hardened class pool p, holds a block whose check
+ * word checks: its form in *form, its size in *n. */
+bool hard_class_form(const pk_pool *p, const void *obj, unsigned *form, size_t *n);
+/* The check word of obj, a block of n bytes of hardened class pool p,
+ * rewritten with form. */
+void hard_class_set_form(const pk_pool *p, void *obj, size_t n, unsigned form);
 /* A distinct pointer to no bytes (a no-access page), or NULL. */
 void *hard_zero_block(void);
 bool hard_zero_owns(const void *ptr);
@@ -135,8 +143,19 @@ void hard_fork_unlock(void);
  * the rest of the last page check bytes; caller is named in a fault's
  * report. NULL with errno ENOMEM. */
 void *large_alloc_guarded(size_t size, void *caller);
+/* A live guarded block's form and size; false for any other pointer. */
+bool large_form(const void *ptr, unsigned *form, size_t *size);
+/* A live guarded block's form set. */
+void large_set_form(const void *ptr, unsigned form);
 /* A fault at addr in a guarded block's pages (live or freed) reported
  * (never returns then); false when addr is none of theirs. */
 bool large_explain_fault(int sig, const void *addr);
+
+/* ---- alloc_forms.c: the forms (alloc.h's PK__FORM_*) ---- */
+
+/* A block (of pool p, NULL for a guarded one) of n bytes allocated in one
+ * form and freed in another, reported (PK_FATAL). */
+PK_COLD __attribute__((noreturn)) void alloc_report_form(const pk_pool *p, const void *obj, size_t n,
+                                                          unsigned made, unsigned freed);
 
 #endif

@@ -44,6 +44,7 @@ typedef struct block {
     size_t size;    /* the bytes asked for; 0 for the others */
     void *caller;   /* who allocated it */
     bool freed;     /* freed, kept no-access among the last freed */
+    unsigned char form; /* malloc, new or new[] (alloc.h's PK__FORM_*) */
 } block;
 #define TOMB ((uintptr_t)1)
 #define TABLE_MIN 64
@@ -150,7 +151,7 @@ void *large_alloc(size_t size, size_t align, bool zero) {
         errno = ENOMEM;
         return NULL;
     }
-    block b = {(uintptr_t)base, base, len, align, 0, NULL, false};
+    block b = {(uintptr_t)base, base, len, align, 0, NULL, false, PK__FORM_MALLOC};
     if (!insert(&b)) {
         os_unmap(base, len);
         errno = ENOMEM;
@@ -174,7 +175,7 @@ void *large_alloc_guarded(size_t size, void *caller) {
         return NULL;
     }
     char *ptr = base + page;
-    block b = {(uintptr_t)ptr, base, span, page, size, caller, false};
+    block b = {(uintptr_t)ptr, base, span, page, size, caller, false, PK__FORM_MALLOC};
     if (!os_protect_none(base, page) || !os_protect_none(ptr + len, page) || !insert(&b)) {
         os_unmap(base, span);
         errno = ENOMEM;
@@ -209,6 +210,11 @@ static void free_guarded(block *e, block *gone) {
         pthread_mutex_unlock(&large_lock);
         report_guarded_twice((void *)copy.ptr);
     }
+    if (e->form != PK__FORM_MALLOC) {
+        block copy = *e;
+        pthread_mutex_unlock(&large_lock);
+        alloc_report_form(NULL, (void *)copy.ptr, copy.size, copy.form, PK__FORM_MALLOC);
+    }
     if (hard_changed((char *)e->ptr, e->size, len, &first, &last)) {
         block copy = *e;
         pthread_mutex_unlock(&large_lock);
@@ -240,6 +246,25 @@ static bool large_free_guarded(void *ptr) {
     pthread_mutex_unlock(&large_lock);
     if (gone.base) os_unmap(gone.base, gone.len);
     return guarded;
+}
+
+bool large_form(const void *ptr, unsigned *form, size_t *size) {
+    pthread_mutex_lock(&large_lock);
+    block *e = find((uintptr_t)ptr);
+    bool guarded = e && e->size && !e->freed;
+    if (guarded) {
+        *form = e->form;
+        *size = e->size;
+    }
+    pthread_mutex_unlock(&large_lock);
+    return guarded;
+}
+
+void large_set_form(const void *ptr, unsigned form) {
+    pthread_mutex_lock(&large_lock);
+    block *e = find((uintptr_t)ptr);
+    if (e && e->size && !e->freed) e->form = (unsigned char)form;
+    pthread_mutex_unlock(&large_lock);
 }
 
 PK_COLD __attribute__((noreturn)) static void report_guard_fault(int sig, const void *addr, const block *b) {

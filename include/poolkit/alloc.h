@@ -171,6 +171,21 @@ PK_API extern pk_pool *pk__alloc_small_pools[PK__ALLOC_SMALL_MAX / 8 + 1];
 PK_API void *pk__alloc_slow(size_t size);
 PK_API void pk__free_sized_slow(void *ptr, size_t size);
 
+/* The forms a block is allocated and freed in: malloc's (free), new's
+ * (delete) and new[]'s (delete[]). <poolkit/new.hpp> and the malloc
+ * library's operators call the _as entries, which are pk_alloc,
+ * pk_aligned_alloc, pk_free and pk_free_sized but for the form: hardened
+ * mode (POOLKIT_HARDENED=1) keeps it with the block and reports a free in
+ * another form ("mismatched free"); default mode neither keeps nor checks
+ * it. pk_free is the malloc form's free. */
+#define PK__FORM_MALLOC 0u
+#define PK__FORM_NEW 1u
+#define PK__FORM_NEW_ARRAY 2u
+PK_API void *pk__alloc_as(size_t size, unsigned form);
+PK_API void *pk__aligned_alloc_as(size_t align, size_t size, unsigned form);
+PK_API void pk__free_as(void *ptr, unsigned form);
+PK_API void pk__free_sized_as(void *ptr, size_t size, unsigned form);
+
 #ifdef PK__HAVE_INLINE
 /* The pool of a size up to PK__ALLOC_SMALL_MAX, or NULL before the class's
  * first allocation: an acquire load (a plain move on x86-64), pairing with
@@ -193,6 +208,30 @@ PK__ALLOC_INLINE PK__ATTR_MALLOC PK__ATTR_SIZE(1) void *pk_alloc(size_t size) {
 }
 #  endif
 
+/* pk__alloc_as and pk__free_sized_as with pk_alloc's and pk_free_sized's
+ * inline paths in front: a hardened class pool has none (its calls all
+ * reach the library, which keeps the form), so what they serve is a
+ * default-mode block, which keeps no form. */
+static inline __attribute__((always_inline)) void *pk__alloc_as_inline(size_t size, unsigned form) {
+    if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
+        pk_pool *pool = pk__alloc_small_pool(size);
+        if (__builtin_expect(pool != PK__NULL, 1)) {
+            void *obj = pk__pool_alloc_inline(pool);
+            if (__builtin_expect(obj != PK__NULL, 1)) return obj;
+        }
+    }
+    return pk__alloc_as(size, form);
+}
+
+static inline __attribute__((always_inline)) void pk__free_sized_as_inline(void *ptr, size_t size, unsigned form) {
+    if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
+        pk_pool *pool = pk__alloc_small_pool(size);
+        if (__builtin_expect(pool != PK__NULL, 1) && __builtin_expect(pk__pool_free_inline(pool, ptr), 1))
+            return;
+    }
+    pk__free_sized_as(ptr, size, form);
+}
+
 PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
         pk_pool *pool = pk__alloc_small_pool(size);
@@ -201,6 +240,9 @@ PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size) {
     }
     pk__free_sized_slow(ptr, size);
 }
+#else
+#  define pk__alloc_as_inline pk__alloc_as
+#  define pk__free_sized_as_inline pk__free_sized_as
 #endif
 #undef PK__ALLOC_INLINE
 #undef PK__ALLOC_CALLED

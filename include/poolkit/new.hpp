@@ -1,11 +1,19 @@
 /* poolkit's size-class front end as the program's operator new and delete.
  *
  * Include this header in exactly one source file of a program that links
- * libpoolkit (not the malloc library, which replaces malloc and so new
- * already): every form of the global operator new and delete, throwing,
+ * libpoolkit (not the malloc library, which defines these operators
+ * itself): every form of the global operator new and delete, throwing,
  * nothrow, sized and aligned, then allocates from pk_alloc's classes.
  * Sized delete gives pk_free_sized the size, so it needs no lookup of the
  * address; aligned forms use pk_aligned_alloc, and their deletes pk_free.
+ *
+ * Each operator tells the front end its form (new or new[]; alloc.h's
+ * PK__FORM_*). In hardened mode (POOLKIT_HARDENED=1) each block keeps the
+ * form it was made in, and a free in another is reported as a "mismatched
+ * free" naming the block, its size and both forms: delete of new[]'s
+ * block, delete[] of new's, pk_free of either, delete of pk_alloc's.
+ * Default mode keeps no form and checks none, at no cost on the inline
+ * paths; debug mode does not check forms either.
  *
  * A failed allocation calls the new handler (std::set_new_handler) and
  * tries again, and throws std::bad_alloc when there is none, as the
@@ -31,9 +39,9 @@ namespace detail {
 
 /* The standard's loop: the new handler, while there is one, then
  * bad_alloc. Never returns nullptr. */
-inline void *new_or_throw(std::size_t size) {
+inline void *new_or_throw(std::size_t size, unsigned form) {
     for (;;) {
-        void *p = pk_alloc(size);
+        void *p = pk__alloc_as_inline(size, form);
         if (p) return p;
         std::new_handler h = std::get_new_handler();
         if (!h) throw std::bad_alloc();
@@ -41,18 +49,18 @@ inline void *new_or_throw(std::size_t size) {
     }
 }
 
-inline void *new_nothrow(std::size_t size) noexcept {
+inline void *new_nothrow(std::size_t size, unsigned form) noexcept {
     try {
-        return new_or_throw(size);
+        return new_or_throw(size, form);
     } catch (...) {
         return nullptr;
     }
 }
 
 #if __cpp_aligned_new
-inline void *aligned_new_or_throw(std::size_t size, std::align_val_t al) {
+inline void *aligned_new_or_throw(std::size_t size, std::align_val_t al, unsigned form) {
     for (;;) {
-        void *p = pk_aligned_alloc(static_cast<std::size_t>(al), size);
+        void *p = pk__aligned_alloc_as(static_cast<std::size_t>(al), size, form);
         if (p) return p;
         std::new_handler h = std::get_new_handler();
         if (!h) throw std::bad_alloc();
@@ -60,9 +68,9 @@ inline void *aligned_new_or_throw(std::size_t size, std::align_val_t al) {
     }
 }
 
-inline void *aligned_new_nothrow(std::size_t size, std::align_val_t al) noexcept {
+inline void *aligned_new_nothrow(std::size_t size, std::align_val_t al, unsigned form) noexcept {
     try {
-        return aligned_new_or_throw(size, al);
+        return aligned_new_or_throw(size, al, form);
     } catch (...) {
         return nullptr;
     }
@@ -72,36 +80,46 @@ inline void *aligned_new_nothrow(std::size_t size, std::align_val_t al) noexcept
 }  // namespace detail
 }  // namespace pk
 
-void *operator new(std::size_t size) { return pk::detail::new_or_throw(size); }
-void *operator new[](std::size_t size) { return pk::detail::new_or_throw(size); }
-void *operator new(std::size_t size, const std::nothrow_t &) noexcept { return pk::detail::new_nothrow(size); }
-void *operator new[](std::size_t size, const std::nothrow_t &) noexcept { return pk::detail::new_nothrow(size); }
+void *operator new(std::size_t size) { return pk::detail::new_or_throw(size, PK__FORM_NEW); }
+void *operator new[](std::size_t size) { return pk::detail::new_or_throw(size, PK__FORM_NEW_ARRAY); }
+void *operator new(std::size_t size, const std::nothrow_t &) noexcept {
+    return pk::detail::new_nothrow(size, PK__FORM_NEW);
+}
+void *operator new[](std::size_t size, const std::nothrow_t &) noexcept {
+    return pk::detail::new_nothrow(size, PK__FORM_NEW_ARRAY);
+}
 
-void operator delete(void *p) noexcept { pk_free(p); }
-void operator delete[](void *p) noexcept { pk_free(p); }
-void operator delete(void *p, const std::nothrow_t &) noexcept { pk_free(p); }
-void operator delete[](void *p, const std::nothrow_t &) noexcept { pk_free(p); }
+void operator delete(void *p) noexcept { pk__free_as(p, PK__FORM_NEW); }
+void operator delete[](void *p) noexcept { pk__free_as(p, PK__FORM_NEW_ARRAY); }
+void operator delete(void *p, const std::nothrow_t &) noexcept { pk__free_as(p, PK__FORM_NEW); }
+void operator delete[](void *p, const std::nothrow_t &) noexcept { pk__free_as(p, PK__FORM_NEW_ARRAY); }
 
 #if __cpp_sized_deallocation
-void operator delete(void *p, std::size_t size) noexcept { pk_free_sized(p, size); }
-void operator delete[](void *p, std::size_t size) noexcept { pk_free_sized(p, size); }
+void operator delete(void *p, std::size_t size) noexcept { pk__free_sized_as_inline(p, size, PK__FORM_NEW); }
+void operator delete[](void *p, std::size_t size) noexcept { pk__free_sized_as_inline(p, size, PK__FORM_NEW_ARRAY); }
 #endif
 
 #if __cpp_aligned_new
-void *operator new(std::size_t size, std::align_val_t al) { return pk::detail::aligned_new_or_throw(size, al); }
-void *operator new[](std::size_t size, std::align_val_t al) { return pk::detail::aligned_new_or_throw(size, al); }
+void *operator new(std::size_t size, std::align_val_t al) {
+    return pk::detail::aligned_new_or_throw(size, al, PK__FORM_NEW);
+}
+void *operator new[](std::size_t size, std::align_val_t al) {
+    return pk::detail::aligned_new_or_throw(size, al, PK__FORM_NEW_ARRAY);
+}
 void *operator new(std::size_t size, std::align_val_t al, const std::nothrow_t &) noexcept {
-    return pk::detail::aligned_new_nothrow(size, al);
+    return pk::detail::aligned_new_nothrow(size, al, PK__FORM_NEW);
 }
 void *operator new[](std::size_t size, std::align_val_t al, const std::nothrow_t &) noexcept {
-    return pk::detail::aligned_new_nothrow(size, al);
+    return pk::detail::aligned_new_nothrow(size, al, PK__FORM_NEW_ARRAY);
 }
-void operator delete(void *p, std::align_val_t) noexcept { pk_free(p); }
-void operator delete[](void *p, std::align_val_t) noexcept { pk_free(p); }
-void operator delete(void *p, std::size_t, std::align_val_t) noexcept { pk_free(p); }
-void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { pk_free(p); }
-void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { pk_free(p); }
-void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { pk_free(p); }
+void operator delete(void *p, std::align_val_t) noexcept { pk__free_as(p, PK__FORM_NEW); }
+void operator delete[](void *p, std::align_val_t) noexcept { pk__free_as(p, PK__FORM_NEW_ARRAY); }
+void operator delete(void *p, std::size_t, std::align_val_t) noexcept { pk__free_as(p, PK__FORM_NEW); }
+void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { pk__free_as(p, PK__FORM_NEW_ARRAY); }
+void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { pk__free_as(p, PK__FORM_NEW); }
+void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept {
+    pk__free_as(p, PK__FORM_NEW_ARRAY);
+}
 #endif
 
 #endif

@@ -1,5 +1,6 @@
-/* The C++ cases of misuse.c: new and delete paired wrongly. They go through
- * the C++ library's operator new and delete, which call malloc and free. */
+/* The C++ cases of misuse.c: new and delete paired wrongly. Under the
+ * malloc library they go through its operator new and delete, which tell
+ * poolkit each call's form (src/malloc/new.c). */
 #include "misuse.h"
 
 #include <cstring>
