@@ -13,6 +13,8 @@
  * this heap; malloc hooks do not exist; a pointer glibc's own malloc
  * handed out before this library was loaded cannot be freed here).
  *
+ * The global operator new and delete are new.c's, beside these.
+ *
  * Nothing here holds state: the front end makes its pools on first use,
  * serves the allocations the C library and poolkit itself make meanwhile
  * from its bootstrap buffer, and runs the pools' fork handlers (alloc.c).

@@ -137,7 +137,9 @@ endforeach()
 
 # 3. Only public names (pk_...) are global in either library: the static one
 #    must not hand its internal names to the programs that link it; and
-#    libpoolkit-malloc.so exports those and the malloc family, nothing else.
+#    libpoolkit-malloc.so exports those, the malloc family and the global
+#    operator new and delete (their mangled names: _Znw, _Zna, _Zdl, _Zda),
+#    nothing else.
 set(malloc_family malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign
     valloc pvalloc malloc_usable_size)
 find_program(NM nm)
@@ -152,7 +154,7 @@ if(NM)
             if(line MATCHES "^[0-9a-fA-F]* *[A-Za-z] ([^ ]+)$")
                 set(sym ${CMAKE_MATCH_1})
                 if(NOT sym MATCHES "^pk_" AND NOT (lib STREQUAL "libpoolkit-malloc.so" AND
-                                                    sym IN_LIST malloc_family))
+                                                    (sym IN_LIST malloc_family OR sym MATCHES "^_Z(nw|na|dl|da)")))
                     list(APPEND leaked ${sym})
                 endif()
             endif()
