@@ -2,8 +2,8 @@
  * pool_free.c's): the current slab and the list it feeds, the next slab,
  * and whole heaps (thread exit, trim, destroy, stats, fork). Callers pass
  * the time down (pool_purge_poll's reading): the heap reads no clock. */
-#ifndef POOLKIT_HEAP_H
-#define POOLKIT_HEAP_H
+#ifndef POOLKIT_POOL_HEAP_H
+#define POOLKIT_POOL_HEAP_H
 
 #include "pool_types.h"
 

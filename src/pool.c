@@ -378,7 +378,7 @@ size_t pk_pool_release_cache(void) {
 pk_pool *(pk_pool_create)(const pk_pool_config *c) {
     const unsigned known = PK_POOL_ZERO | PK_POOL_LOCAL | PK_POOL_DEBUG | PK_POOL_HARDENED |
                            PK_POOL_REGION | PK_POOL_GUARD | PK_POOL_SHUFFLE | POOL_KEEPS_HEADER | POOL_LIBRARY |
-                           POOL_SIZE_CLASS;
+                           POOL_SIZE_CLASS | POOL_HEAP;
     if (!c || c->size == 0 || (c->flags & ~known) || (c->flags & PK_POOL_ZERO && c->construct) ||
         (c->align && (!is_pow2(c->align) || c->align > 4096))) {
         errno = EINVAL;

@@ -1,0 +1,275 @@
+/* pk_heap (heap.h): a private size-class front end whose blocks can all
+ * be freed at once. "Heap" here is the user's heap of blocks of any size;
+ * heap.c's heap is something else, a thread's cache of one pool.
+ *
+ * A heap is one class pool per size class, made on first use, as the
+ * front end's own (alloc.c), and a set of its blocks over the last class
+ * (alloc_large.c's large_set). Its pools carry POOL_SIZE_CLASS, so pk_free
+ * and pk_usable_size take their objects as any class object, and
+ * POOL_HEAP with the heap as the pool's arg, so a resize through pk_realloc
+ * comes back here. They are regions (PK_POOL_REGION): a destroy drops each
+ * slab whole without reading its objects, so freeing what is left costs
+ * the heap's slabs and large blocks, not its blocks.
+ *
+ * The record lives in front-end memory. A destroyed debug heap's record is
+ * kept (the last DEAD_KEPT of them) with its state DEAD and its name, so a
+ * later call on it is reported rather than reading reused memory.
+ */
+#include "alloc_internal.h"
+
+#include <poolkit/heap.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define HEAP_LIVE 0x48454150u /* "HEAP" */
+#define HEAP_DEAD 0x44454144u /* "DEAD" */
+#define NAME_BYTES 41         /* heap.h: the name is cut at 40 bytes */
+#define POOL_NAME_BYTES (NAME_BYTES + 8) /* the name, a space, the class's size */
+_Static_assert(NAME_BYTES - 1 == 40, "heap.h states where a name is cut");
+_Static_assert(sizeof(((pk_pool_stats *)0)->name) == sizeof(char *), "pool names are pointers to ours");
+
+struct pk_heap {
+    uint32_t state;
+    unsigned flags;  /* PK_HEAP_* */
+    bool debug;      /* PK_HEAP_DEBUG or POOLKIT_DEBUG=1 */
+    pk_pool *pools[PK__ALLOC_CLASSES]; /* published with a release store */
+    pthread_mutex_t lock;              /* making a pool */
+    large_set large;                   /* its blocks over PK_ALLOC_CLASS_MAX */
+    char name[NAME_BYTES];
+    /* Written when the class's pool is made, so a heap costs no more than
+     * its header to make. */
+    char pool_names[PK__ALLOC_CLASSES][POOL_NAME_BYTES];
+};
+
+/* Destroyed debug heaps kept for the report of a later call. */
+#define DEAD_KEPT 64
+_Static_assert(DEAD_KEPT == 64, "heap.h states how many destroyed debug heaps are kept");
+static pk_heap *dead[DEAD_KEPT];
+static size_t dead_next;
+static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- checks ---- */
+
+PK_COLD __attribute__((noreturn)) static void report_dead(const pk_heap *h, const char *call) {
+    if (h->state == HEAP_DEAD)
+        error_report(PK_FATAL, "heap used after destroy", h->name, h,
+                     "%s(%p): heap '%s' was destroyed", call, (const void *)h, h->name);
+    error_report(PK_FATAL, "foreign pointer", NULL, h, "%s(%p): not a heap pk_heap_create made", call,
+                 (const void *)h);
+    __builtin_unreachable();
+}
+
+static inline void check_live(const pk_heap *h, const char *call) {
+    if (unlikely(h->state != HEAP_LIVE)) report_dead(h, call);
+}
+
+/* Debug mode: ptr must be h's block. A pointer that is no front-end block
+ * at all is left to pk_free's report. */
+PK_COLD static void check_owner(pk_heap *h, const void *ptr, const char *call) {
+    pk_heap *o = pk_heap_of(ptr);
+    size_t n;
+    if (o == h || (!o && !alloc_is_class(alloc_pool_of(ptr)) && !large_usable(ptr, &n))) return;
+    error_report(PK_FATAL, "wrong heap", h->name, ptr, "%s(heap '%s', %p): the block is %s%s%s", call, h->name,
+                 ptr, o ? "of heap '" : "pk_alloc's", o ? o->name : "", o ? "'" : "");
+}
+
+/* ---- pools ---- */
+
+static pk_pool *pool_made(pk_heap *h, size_t ci) { return __atomic_load_n(&h->pools[ci], __ATOMIC_ACQUIRE); }
+
+/* Class ci's pool of h, made now if it is not yet; NULL with errno ENOMEM. */
+static PK_NOINLINE pk_pool *pool_make(pk_heap *h, size_t ci) {
+    pthread_mutex_lock(&h->lock);
+    pk_pool *p = h->pools[ci];
+    if (!p) {
+        snprintf(h->pool_names[ci], POOL_NAME_BYTES, "%s %zu", h->name, alloc_class_size(ci));
+        pk_pool_config c;
+        memset(&c, 0, sizeof c);
+        c.name = h->pool_names[ci];
+        c.size = alloc_class_size(ci);
+        c.arg = h;
+        c.flags = POOL_SIZE_CLASS | POOL_HEAP | PK_POOL_REGION | ((h->flags & PK_HEAP_DEBUG) ? PK_POOL_DEBUG : 0);
+        p = alloc_pool_create(&c);
+        if (p) __atomic_store_n(&h->pools[ci], p, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (!p) errno = ENOMEM;
+    return p;
+}
+
+static inline void *class_alloc(pk_heap *h, size_t ci, void *caller) {
+    pk_pool *p = pool_made(h, ci);
+    if (unlikely(!p) && !(p = pool_make(h, ci))) return NULL;
+    return alloc_from_pool(p, caller);
+}
+
+/* Every block of h freed: its pools destroyed whole, its large blocks
+ * freed. The heap must be quiet. */
+static void drop_all(pk_heap *h) {
+    for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {
+        pk_pool *p = h->pools[ci];
+        if (!p) continue;
+        __atomic_store_n(&h->pools[ci], NULL, __ATOMIC_RELAXED);
+        alloc_pool_destroy(p);
+    }
+    large_free_set(&h->large);
+}
+
+/* ---- create and destroy ---- */
+
+pk_heap *pk_heap_create_ex(const char *name, unsigned flags) {
+    if (flags & ~(unsigned)(PK_HEAP_WHOLE | PK_HEAP_DEBUG)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* Not zeroed whole: pool_names is written as pools are made. */
+    pk_heap *h = pk_alloc(sizeof *h);
+    if (!h) return NULL;
+    memset(h, 0, offsetof(pk_heap, pool_names));
+    h->flags = flags;
+    h->debug = (flags & PK_HEAP_DEBUG) || options_debug();
+    pthread_mutex_init(&h->lock, NULL);
+    snprintf(h->name, sizeof h->name, "%s", name ? name : "pk_heap");
+    h->state = HEAP_LIVE;
+    return h;
+}
+
+pk_heap *pk_heap_create(const char *name) { return pk_heap_create_ex(name, 0); }
+
+static void report_left(pk_heap *h) {
+    pk_heap_stats st;
+    pk_heap_stats_get(h, &st);
+    if (st.blocks)
+        error_report(PK_WARNING, "leak", h->name, NULL, "heap '%s' destroyed with %zu live block%s (%zu bytes)",
+                     h->name, st.blocks, st.blocks == 1 ? "" : "s", st.bytes);
+}
+
+void pk_heap_destroy(pk_heap *h) {
+    if (!h) return;
+    check_live(h, "pk_heap_destroy");
+    if (h->debug && !(h->flags & PK_HEAP_WHOLE)) report_left(h);
+    drop_all(h);
+    pthread_mutex_destroy(&h->lock);
+    h->state = HEAP_DEAD;
+    if (!h->debug) {
+        pk_free(h);
+        return;
+    }
+    pthread_mutex_lock(&dead_lock);
+    pk_heap *old = dead[dead_next];
+    dead[dead_next] = h;
+    dead_next = (dead_next + 1) % DEAD_KEPT;
+    pthread_mutex_unlock(&dead_lock);
+    pk_free(old);
+}
+
+void pk_heap_reset(pk_heap *h) {
+    check_live(h, "pk_heap_reset");
+    drop_all(h);
+}
+
+/* ---- allocation ---- */
+
+void *pk_heap_alloc(pk_heap *h, size_t size) {
+    check_live(h, "pk_heap_alloc");
+    if (likely(size <= PK_ALLOC_CLASS_MAX)) return class_alloc(h, alloc_class_of(size), __builtin_return_address(0));
+    return alloc_large_in(&h->large, size, 0, false);
+}
+
+void *pk_heap_calloc(pk_heap *h, size_t n, size_t size) {
+    size_t total;
+    check_live(h, "pk_heap_calloc");
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (total > PK_ALLOC_CLASS_MAX) return alloc_large_in(&h->large, total, 0, true); /* fresh pages */
+    void *obj = class_alloc(h, alloc_class_of(total), __builtin_return_address(0));
+    if (obj) memset(obj, 0, total);
+    return obj;
+}
+
+void *pk_heap_zalloc(pk_heap *h, size_t size) { return pk_heap_calloc(h, 1, size); }
+
+void *pk_heap_aligned_alloc(pk_heap *h, size_t align, size_t size) {
+    check_live(h, "pk_heap_aligned_alloc");
+    if (!is_pow2(align)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t want = size < align ? align : size;
+    if (align <= SLOT_ALIGN_MAX && want <= PK_ALLOC_CLASS_MAX) {
+        size_t ci = alloc_class_aligned(alloc_class_of(want), align);
+        if (ci < PK__ALLOC_CLASSES) return class_alloc(h, ci, __builtin_return_address(0));
+    }
+    return alloc_large_in(&h->large, size, align, false);
+}
+
+/* ---- free and resize ---- */
+
+void pk_heap_free(pk_heap *h, void *ptr) {
+    check_live(h, "pk_heap_free");
+    if (unlikely(h->debug) && ptr) check_owner(h, ptr, "pk_heap_free");
+    pk_free(ptr);
+}
+
+/* A new block of h of size bytes with ptr's first `keep` bytes, ptr freed. */
+static void *moved(pk_heap *h, void *ptr, size_t keep, size_t size) {
+    void *to = pk_heap_alloc(h, size);
+    if (!to) return NULL;
+    memcpy(to, ptr, keep < size ? keep : size);
+    pk_free(ptr);
+    return to;
+}
+
+void *pk_heap_realloc(pk_heap *h, void *ptr, size_t size) {
+    check_live(h, "pk_heap_realloc");
+    if (!ptr) return pk_heap_alloc(h, size);
+    if (unlikely(h->debug)) check_owner(h, ptr, "pk_heap_realloc");
+    if (size == 0) {
+        pk_free(ptr);
+        return NULL;
+    }
+    pk_pool *p = alloc_pool_of(ptr);
+    if (alloc_owns(p, ptr)) {
+        if (size <= PK_ALLOC_CLASS_MAX && alloc_class_size(alloc_class_of(size)) == p->size) return ptr;
+        return moved(h, ptr, p->size, size);
+    }
+    size_t n = pk_usable_size(ptr); /* reports a foreign pointer */
+    if (size > PK_ALLOC_CLASS_MAX) return large_realloc(ptr, size); /* its set comes with it */
+    return moved(h, ptr, n, size);
+}
+
+/* ---- lookups and stats ---- */
+
+pk_heap *pk_heap_of(const void *ptr) {
+    if (!ptr) return NULL;
+    pk_pool *p = alloc_pool_of(ptr);
+    if (p) return alloc_is_heap(p) && alloc_owns(p, ptr) ? p->arg : NULL;
+    large_set *set = large_set_of(ptr);
+    return set ? (pk_heap *)((char *)set - offsetof(pk_heap, large)) : NULL;
+}
+
+void pk_heap_stats_get(pk_heap *h, pk_heap_stats *out) {
+    check_live(h, "pk_heap_stats_get");
+    memset(out, 0, sizeof *out);
+    out->name = h->name;
+    for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {
+        pk_pool *p = pool_made(h, ci);
+        if (!p) continue;
+        pk_pool_stats ps;
+        pk_pool_stats_get(p, &ps);
+        out->pools++;
+        out->blocks += ps.live;
+        out->bytes += ps.live * ps.size;
+        out->slabs += ps.slabs;
+        out->bytes_reserved += ps.bytes_reserved;
+    }
+    large_set_count(&h->large, &out->large_blocks, &out->large_bytes);
+    out->blocks += out->large_blocks;
+    out->bytes += out->large_bytes;
+    out->bytes_reserved += out->large_bytes;
+}
