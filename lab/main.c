@@ -27,7 +27,7 @@ extern const lab_experiment lab_exp_autorelease_sweep, lab_exp_alloc_styles, lab
     lab_exp_object_generation, lab_exp_pool_pattern, lab_exp_peers, lab_exp_threads,
     lab_exp_binary_trees, lab_exp_workset, lab_exp_steady_state, lab_exp_cache_scratch,
     lab_exp_remote_batches, lab_exp_many_pools, lab_exp_realprog, lab_exp_migrate,
-    lab_exp_larson_pace, lab_exp_large;
+    lab_exp_larson_pace, lab_exp_large, lab_exp_heap;
 
 const lab_experiment *const lab_experiments[] = {
     &lab_exp_autorelease_sweep, &lab_exp_alloc_styles, &lab_exp_common_ops,
@@ -41,6 +41,8 @@ const lab_experiment *const lab_experiments[] = {
     /* the edges real programs have, malloc-shaped: threads that come and go,
      * larson's pace, large blocks */
     &lab_exp_migrate,           &lab_exp_larson_pace,       &lab_exp_large,
+    /* a request's blocks freed one by one or all at once */
+    &lab_exp_heap,
 };
 const int lab_experiment_count = (int)(sizeof lab_experiments / sizeof lab_experiments[0]);
 
