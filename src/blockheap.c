@@ -11,16 +11,22 @@
  * slab whole without reading its objects, so freeing what is left costs
  * the heap's slabs and large blocks, not its blocks.
  *
- * The record lives in front-end memory. A destroyed debug heap's record is
- * kept (the last DEAD_KEPT of them) with its state DEAD and its name, so a
- * later call on it is reported rather than reading reused memory.
+ * Records come from a pool of the library's own (POOL_LIBRARY: what it
+ * holds at exit is no leak of the program's). A destroyed debug heap's
+ * record is kept (the last DEAD_KEPT of them) with its state DEAD and its
+ * name, so a later call on it is reported rather than reading reused
+ * memory.
+ *
+ * No lock: the record pool and a heap's class pools are published with a
+ * compare-and-swap (a thread that loses the race destroys the pool it
+ * made), the ring of dead records is taken a slot at a time with an atomic
+ * exchange. A fork in the middle of either leaves nothing held.
  */
 #include "alloc_internal.h"
 
 #include <poolkit/heap.h>
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,8 +41,7 @@ struct pk_heap {
     uint32_t state;
     unsigned flags;  /* PK_HEAP_* */
     bool debug;      /* PK_HEAP_DEBUG or POOLKIT_DEBUG=1 */
-    pk_pool *pools[PK__ALLOC_CLASSES]; /* published with a release store */
-    pthread_mutex_t lock;              /* making a pool */
+    pk_pool *pools[PK__ALLOC_CLASSES]; /* published with a compare-and-swap */
     large_set large;                   /* its blocks over PK_ALLOC_CLASS_MAX */
     char name[NAME_BYTES];
     /* Written when the class's pool is made, so a heap costs no more than
@@ -49,7 +54,7 @@ struct pk_heap {
 _Static_assert(DEAD_KEPT == 64, "heap.h states how many destroyed debug heaps are kept");
 static pk_heap *dead[DEAD_KEPT];
 static size_t dead_next;
-static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
+static pk_pool *record_pool;
 
 /* ---- checks ---- */
 
@@ -80,23 +85,41 @@ PK_COLD static void check_owner(pk_heap *h, const void *ptr, const char *call) {
 
 static pk_pool *pool_made(pk_heap *h, size_t ci) { return __atomic_load_n(&h->pools[ci], __ATOMIC_ACQUIRE); }
 
-/* Class ci's pool of h, made now if it is not yet; NULL with errno ENOMEM. */
+/* The pool made for h's class ci, or the one another thread published
+ * first; NULL with errno ENOMEM. */
 static PK_NOINLINE pk_pool *pool_make(pk_heap *h, size_t ci) {
-    pthread_mutex_lock(&h->lock);
-    pk_pool *p = h->pools[ci];
+    /* Each maker writes the same text: the name is the heap's and the size's. */
+    snprintf(h->pool_names[ci], POOL_NAME_BYTES, "%s %zu", h->name, alloc_class_size(ci));
+    pk_pool_config c;
+    memset(&c, 0, sizeof c);
+    c.name = h->pool_names[ci];
+    c.size = alloc_class_size(ci);
+    c.arg = h;
+    c.flags = POOL_SIZE_CLASS | POOL_HEAP | PK_POOL_REGION | ((h->flags & PK_HEAP_DEBUG) ? PK_POOL_DEBUG : 0);
+    pk_pool *p = alloc_pool_create(&c);
     if (!p) {
-        snprintf(h->pool_names[ci], POOL_NAME_BYTES, "%s %zu", h->name, alloc_class_size(ci));
-        pk_pool_config c;
-        memset(&c, 0, sizeof c);
-        c.name = h->pool_names[ci];
-        c.size = alloc_class_size(ci);
-        c.arg = h;
-        c.flags = POOL_SIZE_CLASS | POOL_HEAP | PK_POOL_REGION | ((h->flags & PK_HEAP_DEBUG) ? PK_POOL_DEBUG : 0);
-        p = alloc_pool_create(&c);
-        if (p) __atomic_store_n(&h->pools[ci], p, __ATOMIC_RELEASE);
+        errno = ENOMEM;
+        return NULL;
     }
-    pthread_mutex_unlock(&h->lock);
-    if (!p) errno = ENOMEM;
+    pk_pool *was = NULL;
+    if (__atomic_compare_exchange_n(&h->pools[ci], &was, p, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return p;
+    alloc_pool_destroy(p);
+    return was;
+}
+
+/* The pool of heap records, made on first use. */
+static pk_pool *records(void) {
+    pk_pool *p = __atomic_load_n(&record_pool, __ATOMIC_ACQUIRE);
+    if (likely(p != NULL)) return p;
+    pk_pool_config c;
+    memset(&c, 0, sizeof c);
+    c.name = "pk_heap records";
+    c.size = sizeof(pk_heap);
+    c.flags = POOL_LIBRARY;
+    pk_pool *made = alloc_pool_create(&c);
+    if (!made) return NULL;
+    if (__atomic_compare_exchange_n(&record_pool, &p, made, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return made;
+    alloc_pool_destroy(made);
     return p;
 }
 
@@ -126,12 +149,15 @@ pk_heap *pk_heap_create_ex(const char *name, unsigned flags) {
         return NULL;
     }
     /* Not zeroed whole: pool_names is written as pools are made. */
-    pk_heap *h = pk_alloc(sizeof *h);
-    if (!h) return NULL;
+    pk_pool *rp = records();
+    pk_heap *h = rp ? alloc_from_pool(rp, __builtin_return_address(0)) : NULL;
+    if (!h) {
+        errno = ENOMEM;
+        return NULL;
+    }
     memset(h, 0, offsetof(pk_heap, pool_names));
     h->flags = flags;
     h->debug = (flags & PK_HEAP_DEBUG) || options_debug();
-    pthread_mutex_init(&h->lock, NULL);
     snprintf(h->name, sizeof h->name, "%s", name ? name : "pk_heap");
     h->state = HEAP_LIVE;
     return h;
@@ -152,18 +178,12 @@ void pk_heap_destroy(pk_heap *h) {
     check_live(h, "pk_heap_destroy");
     if (h->debug && !(h->flags & PK_HEAP_WHOLE)) report_left(h);
     drop_all(h);
-    pthread_mutex_destroy(&h->lock);
     h->state = HEAP_DEAD;
-    if (!h->debug) {
-        pk_free(h);
-        return;
+    if (h->debug) { /* kept; the oldest kept goes */
+        size_t at = __atomic_fetch_add(&dead_next, 1, __ATOMIC_RELAXED) % DEAD_KEPT;
+        h = __atomic_exchange_n(&dead[at], h, __ATOMIC_ACQ_REL);
     }
-    pthread_mutex_lock(&dead_lock);
-    pk_heap *old = dead[dead_next];
-    dead[dead_next] = h;
-    dead_next = (dead_next + 1) % DEAD_KEPT;
-    pthread_mutex_unlock(&dead_lock);
-    pk_free(old);
+    if (h) pk_pool_free(record_pool, h);
 }
 
 void pk_heap_reset(pk_heap *h) {
