@@ -301,8 +301,9 @@ static void print(FILE *out) {
         double vm = r && r->available ? lab_extra_median(r, "vs_malloc") : NAN;
         double vh = r && r->available ? lab_extra_median(r, "vs_mi3_heap") : NAN;
         lab_target t = LAB_TARGET_INIT;
-        lab_target_add(&t, "; ", vh, 1.0, "%.2fx mimalloc 3's heap", vh);
-        lab_target_add(&t, "; ", vm, 0.3, "%.2fx malloc+free", vm);
+        char fh[32], fm[32]; /* "-" where not measured */
+        lab_target_add(&t, "; ", vh, 1.0, "%sx mimalloc 3's heap", lab_fmt(vh, fh));
+        lab_target_add(&t, "; ", vm, 0.3, "%sx malloc+free", lab_fmt(vm, fm));
         fprintf(out, "  target: %s at most 1.0x mimalloc 3's heap and 0.3x malloc+free one by one: %s -> %s\n",
                 cont[i].subject, t.line, lab_target_verdict(&t));
     }

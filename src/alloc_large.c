@@ -258,7 +258,11 @@ void large_free_set(large_set *set) {
         uintptr_t ptr = set->n ? set->ptrs[set->n - 1] : 0;
         pthread_mutex_unlock(&large_lock);
         if (!ptr) break;
-        large_free((void *)ptr);
+        if (large_free((void *)ptr)) continue;
+        /* not in the table: never so, but the loop must end */
+        pthread_mutex_lock(&large_lock);
+        if (set->n && set->ptrs[set->n - 1] == ptr) set->n--;
+        pthread_mutex_unlock(&large_lock);
     }
     if (set->ptrs) os_unmap(set->ptrs, set->cap * sizeof(uintptr_t));
     set->ptrs = NULL;
