@@ -304,7 +304,7 @@ static void print(FILE *out) {
         char fh[32], fm[32]; /* "-" where not measured */
         lab_target_add(&t, "; ", vh, 1.0, "%sx mimalloc 3's heap", lab_fmt(vh, fh));
         lab_target_add(&t, "; ", vm, 0.3, "%sx malloc+free", lab_fmt(vm, fm));
-        fprintf(out, "  target: %s at most 1.0x mimalloc 3's heap and 0.3x malloc+free one by one: %s -> %s\n",
+        fprintf(out, "  target (heap): %s at most 1.0x mimalloc 3's heap and 0.3x malloc+free one by one: %s -> %s\n",
                 cont[i].subject, t.line, lab_target_verdict(&t));
     }
 }
