@@ -85,11 +85,26 @@ PK_COLD static void check_owner(pk_heap *h, const void *ptr, const char *call) {
 
 static pk_pool *pool_made(pk_heap *h, size_t ci) { return __atomic_load_n(&h->pools[ci], __ATOMIC_ACQUIRE); }
 
+/* "NAME SIZE" into class ci's name, by hand: a heap per request makes its
+ * pools again and again, and snprintf cost a third of making one. Each
+ * maker of the pool writes the same text. */
+static void pool_name_write(pk_heap *h, size_t ci) {
+    char *out = h->pool_names[ci];
+    size_t n = strlen(h->name);
+    memcpy(out, h->name, n);
+    out[n++] = ' ';
+    char digits[24];
+    size_t k = 0;
+    for (size_t v = alloc_class_size(ci); v; v /= 10) digits[k++] = (char)('0' + v % 10);
+    while (k) out[n++] = digits[--k];
+    out[n] = '\0';
+}
+_Static_assert(POOL_NAME_BYTES >= NAME_BYTES + 1 + 6, "the name, a space and a class's size (at most 6 digits)");
+
 /* The pool made for h's class ci, or the one another thread published
  * first; NULL with errno ENOMEM. */
 static PK_NOINLINE pk_pool *pool_make(pk_heap *h, size_t ci) {
-    /* Each maker writes the same text: the name is the heap's and the size's. */
-    snprintf(h->pool_names[ci], POOL_NAME_BYTES, "%s %zu", h->name, alloc_class_size(ci));
+    pool_name_write(h, ci);
     pk_pool_config c;
     memset(&c, 0, sizeof c);
     c.name = h->pool_names[ci];
