@@ -144,6 +144,20 @@ static inline void *class_alloc(pk_heap *h, size_t ci, void *caller) {
     return alloc_from_pool(p, caller);
 }
 
+/* Every block of h freed, its pools kept with their slabs, empty, for the
+ * next blocks (pool_region_reset); a pool that cannot be so reset (debug
+ * mode, a tool build) is destroyed, and made again on use. The heap must
+ * be quiet. */
+static void empty_all(pk_heap *h) {
+    for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {
+        pk_pool *p = h->pools[ci];
+        if (!p || pool_region_reset(p)) continue;
+        __atomic_store_n(&h->pools[ci], NULL, __ATOMIC_RELAXED);
+        alloc_pool_destroy(p);
+    }
+    large_free_set(&h->large);
+}
+
 /* Every block of h freed: its pools destroyed whole, its large blocks
  * freed. The heap must be quiet. */
 static void drop_all(pk_heap *h) {
@@ -203,7 +217,7 @@ void pk_heap_destroy(pk_heap *h) {
 
 void pk_heap_reset(pk_heap *h) {
     check_live(h, "pk_heap_reset");
-    drop_all(h);
+    empty_all(h);
 }
 
 /* ---- allocation ---- */

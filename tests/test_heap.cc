@@ -350,6 +350,46 @@ TEST(HeapThreads, ThreadsAllocateAndFreeAtOnceThenOneResetsAndDestroys) {
     pk_heap_destroy(h);
 }
 
+/* A reset keeps the pools and their slabs: a thread that allocated
+ * before it, and is still alive, allocates after it from the emptied slabs
+ * (its cache of each pool was forgotten by the reset). */
+TEST(HeapThreads, AThreadAliveAcrossAResetAllocatesAgain) {
+    pk_heap *h = pk_heap_create("across");
+    Gate allocated, reset_done;
+    std::vector<void *> before, after;
+    std::thread t([&] {
+        for (size_t i = 0; i < 3000; i++) before.push_back(pk_heap_alloc(h, 8 + i % 2000));
+        allocated.open();
+        reset_done.wait();
+        for (size_t i = 0; i < 3000; i++) {
+            void *p = pk_heap_alloc(h, 8 + i % 2000);
+            std::memset(p, 0x5a, 8 + i % 2000);
+            after.push_back(p);
+        }
+    });
+    allocated.wait();
+    pk_heap_stats st;
+    pk_heap_stats_get(h, &st);
+    EXPECT_EQ(st.blocks, 3000u);
+    size_t reserved = st.bytes_reserved;
+    pk_heap_reset(h);
+    pk_heap_stats_get(h, &st);
+    EXPECT_EQ(st.blocks, 0u);
+    if (!std::getenv("POOLKIT_DEBUG")) { /* debug pools are made again instead (heap.h) */
+        EXPECT_EQ(st.bytes_reserved, reserved) << "the reset gave the slabs back instead of keeping them";
+    }
+    reset_done.open();
+    t.join();
+    pk_heap_stats_get(h, &st);
+    EXPECT_EQ(st.blocks, 3000u);
+    for (void *p : after) EXPECT_EQ(pk_heap_of(p), h);
+    for (size_t i = 0; i < after.size(); i += 2) pk_free(after[i]);
+    pk_heap_stats_get(h, &st);
+    EXPECT_EQ(st.blocks, 1500u);
+    for (size_t i = 1; i < after.size(); i += 2) pk_heap_free(h, after[i]);
+    pk_heap_destroy(h);
+}
+
 /* ---- debug mode: in a child, with POOLKIT_DEBUG=1 ---- */
 
 namespace {

@@ -85,8 +85,11 @@ PK_API pk_heap *pk_heap_create_ex(const char *name, unsigned flags);
  * thread rules above); the pointer and every block are dead afterwards. */
 PK_API void pk_heap_destroy(pk_heap *heap);
 
-/* Frees every block of the heap, which stays usable and empty, its pools
- * made again on use. Never reports blocks left. The heap must be quiet. */
+/* Frees every block of the heap, which stays usable and empty: its pools
+ * keep their slabs, emptied without a read of their objects, for the next
+ * blocks (in debug mode the pools are destroyed and made again on use);
+ * its large blocks are freed. Never reports blocks left. The heap must be
+ * quiet. */
 PK_API void pk_heap_reset(pk_heap *heap);
 
 /* At least size bytes from the heap, aligned as pk_alloc's block of that
