@@ -411,7 +411,7 @@ void central_forget_all(pk_pool *p) {
         while (p->lists[l].head) {
             slab *s = p->lists[l].head;
             p->out -= s->used;
-            p->slab_free += s->capacity - s->used;
+            p->slab_free += s->used; /* its free slots counted already */
             /* restarted in address order, as central_slab_emptied does */
             s->used = s->bump = 0;
             s->free = NULL;
