@@ -8,8 +8,10 @@
  * and pk_usable_size take their objects as any class object, and
  * POOL_HEAP with the heap as the pool's arg, so a resize through pk_realloc
  * comes back here. They are regions (PK_POOL_REGION): a destroy drops each
- * slab whole without reading its objects, so freeing what is left costs
- * the heap's slabs and large blocks, not its blocks.
+ * slab whole without reading its objects, and a reset (pool_region_reset)
+ * marks each one empty the same way and keeps it for the next blocks, so
+ * freeing what is left costs the heap's slabs and large blocks, not its
+ * blocks.
  *
  * Records come from a pool of the library's own (POOL_LIBRARY: what it
  * holds at exit is no leak of the program's). A destroyed debug heap's
@@ -35,7 +37,6 @@
 #define NAME_BYTES 41         /* heap.h: the name is cut at 40 bytes */
 #define POOL_NAME_BYTES (NAME_BYTES + 8) /* the name, a space, the class's size */
 _Static_assert(NAME_BYTES - 1 == 40, "heap.h states where a name is cut");
-_Static_assert(sizeof(((pk_pool_stats *)0)->name) == sizeof(char *), "pool names are pointers to ours");
 
 struct pk_heap {
     uint32_t state;
