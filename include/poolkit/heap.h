@@ -7,8 +7,8 @@
  * in one call, pk_heap_reset (the heap stays) or pk_heap_destroy (the heap
  * goes), at the end of a request, a parse, a frame: as mimalloc's
  * mi_heap_destroy, talloc's contexts or jemalloc's arenas. That call costs
- * the heap's slabs and large blocks, not its small blocks: a slab goes
- * back whole, its objects unread.
+ * the heap's slabs and large blocks, not its small blocks: a slab is
+ * dropped (destroy) or emptied and kept (reset) whole, its objects unread.
  *
  * A heap's blocks are front-end blocks: pk_free, pk_free_sized,
  * pk_realloc, pk_reallocarray, pk_realloc_aligned, pk_expand and
