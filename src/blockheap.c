@@ -45,10 +45,13 @@ struct pk_heap {
     pk_pool *pools[PK__ALLOC_CLASSES]; /* published with a compare-and-swap */
     large_set large;                   /* its blocks over PK_ALLOC_CLASS_MAX */
     char name[NAME_BYTES];
-    /* Written when the class's pool is made, so a heap costs no more than
-     * its header to make. */
+    /* Written with the heap's name, before any pool is made: threads that
+     * race to make a class's pool only read it. */
     char pool_names[PK__ALLOC_CLASSES][POOL_NAME_BYTES];
 };
+
+/* Destroyed heaps kept, emptied, for the next ones (see "spare heaps"). */
+#define SPARE_HEAPS 4
 
 /* Destroyed debug heaps kept for the report of a later call. */
 #define DEAD_KEPT 64
@@ -86,9 +89,8 @@ PK_COLD static void check_owner(pk_heap *h, const void *ptr, const char *call) {
 
 static pk_pool *pool_made(pk_heap *h, size_t ci) { return __atomic_load_n(&h->pools[ci], __ATOMIC_ACQUIRE); }
 
-/* "NAME SIZE" into class ci's name, by hand: a heap per request makes its
- * pools again and again, and snprintf cost a third of making one. Each
- * maker of the pool writes the same text. */
+/* "NAME SIZE" into class ci's name, by hand: snprintf over every class
+ * cost more than making the heap's record. */
 static void pool_name_write(pk_heap *h, size_t ci) {
     char *out = h->pool_names[ci];
     size_t n = strlen(h->name);
@@ -105,7 +107,6 @@ _Static_assert(POOL_NAME_BYTES >= NAME_BYTES + 1 + 6, "the name, a space and a c
 /* The pool made for h's class ci, or the one another thread published
  * first; NULL with errno ENOMEM. */
 static PK_NOINLINE pk_pool *pool_make(pk_heap *h, size_t ci) {
-    pool_name_write(h, ci);
     pk_pool_config c;
     memset(&c, 0, sizeof c);
     c.name = h->pool_names[ci];
@@ -173,22 +174,69 @@ static void drop_all(pk_heap *h) {
 
 /* ---- create and destroy ---- */
 
+/* ---- spare heaps ---- */
+
+/* A destroyed heap's record, with its pools and their slabs emptied as a
+ * reset leaves them, waits here for the next pk_heap_create: a heap per
+ * request then costs what a reset costs, not a pool made and destroyed per
+ * class it uses. The slabs go back to the system after the purge delay, as
+ * any pool's empty ones, and pk_collect(1) gives them back at once. Debug
+ * heaps are never kept (their records are, dead: see DEAD_KEPT). */
+static pk_heap *spare[SPARE_HEAPS];
+
+static pk_heap *spare_take(void) {
+    for (size_t i = 0; i < SPARE_HEAPS; i++) {
+        if (!__atomic_load_n(&spare[i], __ATOMIC_RELAXED)) continue;
+        pk_heap *h = __atomic_exchange_n(&spare[i], NULL, __ATOMIC_ACQ_REL);
+        if (h) return h;
+    }
+    return NULL;
+}
+
+static bool spare_put(pk_heap *h) {
+    for (size_t i = 0; i < SPARE_HEAPS; i++) {
+        pk_heap *none = NULL;
+        if (__atomic_compare_exchange_n(&spare[i], &none, h, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return true;
+    }
+    return false;
+}
+
+/* The heap's name, and its pools' after it. A spare heap's are written
+ * again only when the name differs (a heap per request usually keeps one
+ * name), while no call uses the heap. */
+static void name_heap(pk_heap *h, const char *name) {
+    size_t n = strnlen(name, sizeof h->name - 1);
+    memcpy(h->name, name, n);
+    h->name[n] = '\0';
+    for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) pool_name_write(h, ci);
+}
+
 pk_heap *pk_heap_create_ex(const char *name, unsigned flags) {
     if (flags & ~(unsigned)(PK_HEAP_WHOLE | PK_HEAP_DEBUG)) {
         errno = EINVAL;
         return NULL;
     }
+    if (!name) name = "pk_heap";
+    bool debug = (flags & PK_HEAP_DEBUG) || options_debug();
+    pk_heap *h = debug ? NULL : spare_take();
+    if (h) {
+        h->flags = flags;
+        if (strncmp(h->name, name, sizeof h->name - 1) != 0) name_heap(h, name);
+        __atomic_store_n(&h->state, HEAP_LIVE, __ATOMIC_RELEASE);
+        return h;
+    }
     /* Not zeroed whole: pool_names is written as pools are made. */
     pk_pool *rp = records();
-    pk_heap *h = rp ? alloc_from_pool(rp, __builtin_return_address(0)) : NULL;
+    h = rp ? alloc_from_pool(rp, __builtin_return_address(0)) : NULL;
     if (!h) {
         errno = ENOMEM;
         return NULL;
     }
     memset(h, 0, offsetof(pk_heap, pool_names));
     h->flags = flags;
-    h->debug = (flags & PK_HEAP_DEBUG) || options_debug();
-    snprintf(h->name, sizeof h->name, "%s", name ? name : "pk_heap");
+    h->debug = debug;
+    name_heap(h, name);
     h->state = HEAP_LIVE;
     return h;
 }
@@ -207,8 +255,12 @@ void pk_heap_destroy(pk_heap *h) {
     if (!h) return;
     check_live(h, "pk_heap_destroy");
     if (h->debug && !(h->flags & PK_HEAP_WHOLE)) report_left(h);
-    drop_all(h);
     h->state = HEAP_DEAD;
+    if (!h->debug) {
+        empty_all(h);
+        if (spare_put(h)) return;
+    }
+    drop_all(h);
     if (h->debug) { /* kept; the oldest kept goes */
         size_t at = __atomic_fetch_add(&dead_next, 1, __ATOMIC_RELAXED) % DEAD_KEPT;
         h = __atomic_exchange_n(&dead[at], h, __ATOMIC_ACQ_REL);
