@@ -260,6 +260,26 @@ TEST(HeapReset, FreesEveryBlockAndKeepsTheHeap) {
     pk_heap_destroy(h);
 }
 
+/* A destroyed heap's pools may serve the next heap (emptied): it starts
+ * with no block, and its pools carry its own name. */
+TEST(HeapCreate, AHeapAfterADestroyStartsEmptyUnderItsOwnName) {
+    for (int round = 0; round < 6; round++) {
+        std::string name = "round-" + std::to_string(round % 2);
+        pk_heap *h = pk_heap_create(name.c_str());
+        pk_heap_stats st;
+        pk_heap_stats_get(h, &st);
+        EXPECT_EQ(st.blocks, 0u);
+        for (int i = 0; i < 200; i++) {
+            void *p = pk_heap_alloc(h, static_cast<size_t>(i) * 11 + 1);
+            ASSERT_NE(p, nullptr);
+            EXPECT_EQ(pk_heap_of(p), h);
+        }
+        std::string r = stats_report(0);
+        EXPECT_NE(r.find(name + " 48"), std::string::npos) << r;
+        pk_heap_destroy(h); /* blocks left, freed whole */
+    }
+}
+
 TEST(HeapCreate, RejectsAnUnknownFlag) {
     errno = 0;
     EXPECT_EQ(pk_heap_create_ex("x", 1u << 20), nullptr);
