@@ -78,11 +78,13 @@ PK_API pk_heap *pk_heap_create(const char *name);
  * unknown flag. */
 PK_API pk_heap *pk_heap_create_ex(const char *name, unsigned flags);
 
-/* Frees every block left and the heap: the pools go whole (their slabs
- * wait for the purge delay, for the next heap or pool), the large blocks
- * one by one. In debug mode, blocks left are reported (see above) unless
- * the heap has PK_HEAP_WHOLE. NULL is a no-op. The heap must be quiet (the
- * thread rules above); the pointer and every block are dead afterwards. */
+/* Frees every block left and the heap: the pools are emptied whole, as
+ * pk_heap_reset empties them, and kept for the next pk_heap_create (a few
+ * heaps' worth; else destroyed, their slabs kept for the purge delay), the
+ * large blocks freed one by one. In debug mode, blocks left are reported
+ * (see above) unless the heap has PK_HEAP_WHOLE. NULL is a no-op. The heap
+ * must be quiet (the thread rules above); the pointer and every block are
+ * dead afterwards. */
 PK_API void pk_heap_destroy(pk_heap *heap);
 
 /* Frees every block of the heap, which stays usable and empty: its pools
