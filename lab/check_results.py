@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks a pk-lab results.json: its schema (lab/PROTOCOL.md) and that it is
-complete: all eighteen experiments, every row with its fields, every contender
+complete: all nineteen experiments, every row with its fields, every contender
 the lab lists present, either measured or "not available" with a reason (both
 mimallocs: Debian's 2 and PyPI's 3), every point of issue 19's thread shapes
 (steady-state, cache-scratch, remote-batches, many-pools) and of the
@@ -33,7 +33,7 @@ EXPERIMENTS = [
     "autorelease-sweep", "alloc-styles", "common-ops", "object-generation",
     "pool-pattern", "peers", "threads", "binary-trees", "workset",
     "steady-state", "cache-scratch", "remote-batches", "many-pools", "realprog",
-    "migrate", "larson-pace", "large", "advise",
+    "migrate", "larson-pace", "large", "heap", "advise",
 ]
 FAMILIES = {"poolkit", "peer", "published"}
 
@@ -99,7 +99,9 @@ SHAPE_POINTS["larson-pace"] = ([{"handover": h, "lanes": 2, "live_per_lane": 500
                                 for h in ("every generation", "none (control)")], ["peak_rss_kb"])
 SHAPE_POINTS["large"] = ([{"slots": 20, "sizes": "5-25 MiB"}], ["minor_faults", "peak_rss_kb"])
 # Each experiment's own target lines ("target (NAME): ... -> met" or "-> not met"), how many.
-TARGET_LINES = {"pool-pattern": 1, "migrate": 2, "larson-pace": 1, "large": 1}
+TARGET_LINES = {"pool-pattern": 1, "migrate": 2, "larson-pace": 1, "large": 1, "heap": 2}
+EXPECTED["heap"] = ["glibc malloc", "poolkit pk_heap destroy", "poolkit pk_heap reset", "mimalloc 3 heap",
+                    "talloc", "APR pools"]
 # advise: the demo's two rows and the prediction; a row per real program.
 EXPECTED["advise"] = ["advise-demo (malloc)", "advise-demo (top advice applied)", "pk-lab advise prediction",
                       "pk-lab advise"]

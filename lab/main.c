@@ -27,13 +27,13 @@ extern const lab_experiment lab_exp_autorelease_sweep, lab_exp_alloc_styles, lab
     lab_exp_object_generation, lab_exp_pool_pattern, lab_exp_peers, lab_exp_threads,
     lab_exp_binary_trees, lab_exp_workset, lab_exp_steady_state, lab_exp_cache_scratch,
     lab_exp_remote_batches, lab_exp_many_pools, lab_exp_realprog, lab_exp_migrate,
-    lab_exp_larson_pace, lab_exp_large, lab_exp_advise;
+    lab_exp_larson_pace, lab_exp_large, lab_exp_heap, lab_exp_advise;
 
 const lab_experiment *const lab_experiments[] = {
     &lab_exp_autorelease_sweep, &lab_exp_alloc_styles, &lab_exp_common_ops,
     &lab_exp_object_generation, &lab_exp_pool_pattern, &lab_exp_peers,
     &lab_exp_threads,           &lab_exp_binary_trees,      &lab_exp_workset,
-    /* issue 19's thread shapes */
+    /* threads: steady state, shared scratch, remote batches, many pools */
     &lab_exp_steady_state,      &lab_exp_cache_scratch,     &lab_exp_remote_batches,
     &lab_exp_many_pools,
     /* real programs: the size-class front end through hooks and LD_PRELOAD */
@@ -41,6 +41,8 @@ const lab_experiment *const lab_experiments[] = {
     /* the edges real programs have, malloc-shaped: threads that come and go,
      * larson's pace, large blocks */
     &lab_exp_migrate,           &lab_exp_larson_pace,       &lab_exp_large,
+    /* a request's blocks freed one by one or all at once */
+    &lab_exp_heap,
     /* a program's own sites: pk-lab advise on a demo and the real programs */
     &lab_exp_advise,
 };

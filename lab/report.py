@@ -45,6 +45,7 @@ from labreport.studies.realprog import realprog  # noqa: E402
 from labreport.studies.migrate import migrate  # noqa: E402
 from labreport.studies.larson_pace import larson_pace  # noqa: E402
 from labreport.studies.large import large  # noqa: E402
+from labreport.studies.heap import heap  # noqa: E402
 from labreport.studies.advise import advise  # noqa: E402
 
 
@@ -55,7 +56,7 @@ SECTIONS = [("autorelease-sweep", autorelease_sweep), ("alloc-styles", alloc_sty
             ("steady-state", steady_state), ("cache-scratch", cache_scratch),
             ("remote-batches", remote_batches), ("many-pools", many_pools),
             ("realprog", realprog), ("migrate", migrate), ("larson-pace", larson_pace),
-            ("large", large), ("advise", advise)]
+            ("large", large), ("heap", heap), ("advise", advise)]
 
 
 def main(argv):

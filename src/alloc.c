@@ -32,6 +32,8 @@
 #include "policy.h"
 #include "pool_free.h"
 
+#include <poolkit/heap.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -198,17 +200,45 @@ static void *class_alloc(size_t ci, void *caller) {
     return obj;
 }
 
+void *alloc_from_pool(pk_pool *p, void *caller) {
+    void *obj = pk__pool_alloc_inline(p);
+    if (likely(obj != NULL)) return obj;
+    if (unlikely(depth != 0)) return boot_alloc(p->size, 0, false);
+    depth++;
+    obj = pool_alloc_at(p, caller);
+    leave();
+    return obj;
+}
+
 /* Large blocks' calls run the purge's poll, as the pools' slow paths do,
  * so that freed blocks kept for reuse go back after the delay in a program
  * that makes nothing else. Never inside the library (depth): the poll may
  * start the background purge's thread, which allocates. */
-static PK_NOINLINE void *large_from_library(size_t size, size_t align, bool zero) {
+void *alloc_large_in(large_set *set, size_t size, size_t align, bool zero) {
+    if (unlikely(depth != 0)) return boot_alloc(size, align, zero);
     depth++;
     init_announce(INIT_SHARED_STATE); /* the fork handlers cover the block table */
     pool_purge_poll();
-    void *obj = large_alloc(size, align, zero);
+    void *obj = large_alloc_in(set, size, align, zero);
     leave();
     return obj;
+}
+
+static PK_NOINLINE void *large_from_library(size_t size, size_t align, bool zero) {
+    return alloc_large_in(NULL, size, align, zero);
+}
+
+pk_pool *alloc_pool_create(const pk_pool_config *c) {
+    depth++;
+    pk_pool *p = pk_pool_create(c);
+    leave();
+    return p;
+}
+
+void alloc_pool_destroy(pk_pool *p) {
+    depth++;
+    pk_pool_destroy(p);
+    leave();
 }
 
 static void large_poll(void) {
@@ -218,7 +248,6 @@ static void large_poll(void) {
     leave();
 }
 
-static size_t class_aligned(size_t ci, size_t align);
 
 /* A hardened block (alloc_harden.c): of size 0, in a class pool with its
  * check word, or guarded in a mapping of its own; always zero. */
@@ -229,7 +258,7 @@ static PK_NOINLINE void *hard_alloc(size_t size, size_t align, void *caller) {
         return z;
     }
     size_t ci = PK__ALLOC_CLASSES;
-    if (size < HARD_GUARDED_MIN && align <= SLOT_ALIGN_MAX) ci = class_aligned(hard_class_of(size), align ? align : 1);
+    if (size < HARD_GUARDED_MIN && align <= SLOT_ALIGN_MAX) ci = alloc_class_aligned(hard_class_of(size), align ? align : 1);
     depth++;
     void *obj;
     if (ci < PK__ALLOC_CLASSES) {
@@ -272,7 +301,7 @@ void *pk_calloc(size_t n, size_t size) {
 /* The first class from ci on whose size is a multiple of align: a slot of
  * a class is aligned to the largest power of two dividing its size (up to
  * SLOT_ALIGN_MAX, slab.h). PK__ALLOC_CLASSES if none. */
-static size_t class_aligned(size_t ci, size_t align) {
+size_t alloc_class_aligned(size_t ci, size_t align) {
     while (ci < PK__ALLOC_CLASSES && alloc_class_size(ci) % align) ci++;
     return ci;
 }
@@ -286,7 +315,7 @@ void *pk_aligned_alloc(size_t align, size_t size) {
     if (unlikely(hardened())) return hard_alloc(size, align, __builtin_return_address(0));
     size_t want = size < align ? align : size;
     if (align <= SLOT_ALIGN_MAX && want <= PK_ALLOC_CLASS_MAX) {
-        size_t ci = class_aligned(alloc_class_of(want), align);
+        size_t ci = alloc_class_aligned(alloc_class_of(want), align);
         if (ci < PK__ALLOC_CLASSES) return class_alloc(ci, __builtin_return_address(0));
     }
     return large_from_library(size, align, false);
@@ -397,7 +426,8 @@ void pk__free_sized_slow(void *ptr, size_t size) {
     }
     if (likely(alloc_owns(p, ptr))) {
         if (unlikely(alloc_hard(p)) && size < HARD_GUARDED_MIN) want = class_pool_made(hard_class_of(size));
-        if (unlikely(p != want))
+        /* a heap's object: its class must be size's (its pool is not want) */
+        if (unlikely(p != want) && !(alloc_is_heap(p) && p->size == pk_good_size(size)))
             error_report(PK_FATAL, "wrong size", p->name, ptr,
                          "pk_free_sized(%p, %zu): the object is of class '%s', not of the class of %zu "
                          "bytes (%zu)",
@@ -452,6 +482,8 @@ void *pk_realloc(void *ptr, size_t size) {
         return NULL;
     }
     pk_pool *p = alloc_pool_of(ptr);
+    /* A heap's block (heap.h) stays in its heap. */
+    if (unlikely(alloc_is_heap(p) || (!p && large_set_of(ptr)))) return pk_heap_realloc(pk_heap_of(ptr), ptr, size);
     if (unlikely(hardened())) { /* always moved (QUARANTINE, alloc_harden.c), but to its own size */
         size_t n = usable_or_report(ptr, p, "pk_realloc");
         bool same = alloc_owns(p, ptr) && n == size && size < HARD_GUARDED_MIN &&

@@ -79,11 +79,46 @@ static inline bool alloc_owns(const pk_pool *p, const void *ptr) {
     return (p->geo.span & (((size_t)1 << GRANULE_SHIFT) - 1)) == 0 || slab_owner(ptr) == p;
 }
 
+/* Whether p, alloc_pool_of(ptr), is one of a pk_heap's class pools. */
+static inline bool alloc_is_heap(const pk_pool *p) { return p && (p->flags & POOL_HEAP); }
+
+/* alloc.c, for a pk_heap (blockheap.c): an object of p, a class pool,
+ * with the front end's guard against re-entry (alloc.c, "Re-entry"); NULL
+ * with errno ENOMEM. */
+void *alloc_from_pool(pk_pool *p, void *caller);
+/* pk_pool_create and pk_pool_destroy with that guard raised, for a heap's
+ * pools: what they call may allocate. */
+pk_pool *alloc_pool_create(const pk_pool_config *c);
+void alloc_pool_destroy(pk_pool *p);
+/* The first class from ci on whose size is a multiple of align, or
+ * PK__ALLOC_CLASSES if none. */
+size_t alloc_class_aligned(size_t ci, size_t align);
+
 /* ---- alloc_large.c: blocks over PK_ALLOC_CLASS_MAX, each its own mapping ---- */
+
+/* A set of blocks that can be freed together (a pk_heap's), all zero to
+ * start with; its words belong to alloc_large.c. */
+typedef struct large_set {
+    uintptr_t *ptrs; /* the blocks' addresses */
+    size_t n, cap;
+    size_t bytes;    /* their mappings' lengths, summed */
+} large_set;
 
 /* A block of size bytes aligned to align (a power of two; at most a page
  * means a page), zeroed with zero; NULL with errno ENOMEM. */
 void *large_alloc(size_t size, size_t align, bool zero);
+/* large_alloc's block, a member of set until it is freed (set NULL: none). */
+void *large_alloc_in(large_set *set, size_t size, size_t align, bool zero);
+/* large_alloc_in with the guard raised, after the purge's poll (alloc.c);
+ * a call from inside the library gets a bootstrap block. */
+void *alloc_large_in(large_set *set, size_t size, size_t align, bool zero);
+/* The blocks of set and their mappings' bytes, under the table's lock. */
+void large_set_count(const large_set *set, size_t *blocks, size_t *bytes);
+/* The set a live block belongs to, or NULL (none, or no live block). */
+large_set *large_set_of(const void *ptr);
+/* Frees every block of set and the set's own array; set is empty after.
+ * No other call may use the set meanwhile. */
+void large_free_set(large_set *set);
 /* Whether ptr is a live block; if so, gives it back. */
 bool large_free(void *ptr);
 /* Whether ptr is a live block; if so, *usable is its length from ptr. */
@@ -106,8 +141,10 @@ bool alloc_hardened(void);
 /* ---- alloc_harden.c: the hardened front end (POOLKIT_HARDENED=1) ---- */
 
 /* Whether class pool p's blocks are the hardened front end's: hardened,
- * and not debug (POOLKIT_DEBUG=1, which checks more, takes precedence). */
-static inline bool alloc_hard(const pk_pool *p) { return p->hardened && !p->debug; }
+ * and not debug (POOLKIT_DEBUG=1, which checks more, takes precedence).
+ * A heap's pools (heap.h) are hardened pools whose blocks the heap hands
+ * out with no check word, so they are not. */
+static inline bool alloc_hard(const pk_pool *p) { return p->hardened && !p->debug && !alloc_is_heap(p); }
 
 /* Sets the secret bytes up and asks the fault handler to ask
  * explain_fault; once, before the first hardened block. */

@@ -40,6 +40,8 @@ typedef struct block {
     char *base;     /* the mapping */
     size_t len;     /* its length */
     size_t align;   /* its alignment: past a page, a resize copies */
+    large_set *set; /* the set it belongs to, or NULL */
+    size_t at;      /* its index in set->ptrs */
     /* hardened blocks (large_alloc_guarded) only: */
     size_t size;    /* the bytes asked for; 0 for the others */
     void *caller;   /* who allocated it */
@@ -104,15 +106,46 @@ static block *free_entry(uintptr_t ptr) {
     return table[i].ptr == TOMB || (used + 1) * 4 <= cap * 3 ? &table[i] : NULL;
 }
 
+/* Room in set for one more address. Under the lock. */
+static bool set_room(large_set *set) {
+    if (set->n < set->cap) return true;
+    size_t cap = set->cap ? set->cap * 2 : os_page_size() / sizeof(uintptr_t);
+    uintptr_t *a = os_map(cap * sizeof(uintptr_t), 0);
+    if (!a) return false;
+    if (set->ptrs) {
+        memcpy(a, set->ptrs, set->n * sizeof(uintptr_t));
+        os_unmap(set->ptrs, set->cap * sizeof(uintptr_t));
+    }
+    set->ptrs = a;
+    set->cap = cap;
+    return true;
+}
+
+/* e, a live entry, out of its set: the last address takes its index. */
+static void set_remove(block *e) {
+    large_set *set = e->set;
+    uintptr_t last = set->ptrs[--set->n];
+    set->bytes -= e->len;
+    if (last != e->ptr) {
+        set->ptrs[e->at] = last;
+        find(last)->at = e->at;
+    }
+}
+
 static bool insert(const block *b) {
     pthread_mutex_lock(&large_lock);
     fork_test_point(HOOK_LARGE_BLOCKS, &large_lock);
     block *e = free_entry(b->ptr);
     if (!e && room()) e = free_entry(b->ptr);
-    bool ok = e != NULL;
+    bool ok = e != NULL && (!b->set || set_room(b->set));
     if (ok) {
         if (e->ptr == 0) used++;
         *e = *b;
+        if (b->set) {
+            e->at = b->set->n;
+            b->set->ptrs[b->set->n++] = b->ptr;
+            b->set->bytes += b->len;
+        }
         live++;
         bytes += b->len;
         if (bytes > peak_bytes) peak_bytes = bytes;
@@ -128,6 +161,7 @@ static bool take(const void *ptr, block *out, size_t *bound) {
     block *b = find((uintptr_t)ptr);
     if (b) {
         *out = *b;
+        if (b->set) set_remove(b);
         b->ptr = TOMB;
         live--;
         bytes -= out->len;
@@ -137,7 +171,7 @@ static bool take(const void *ptr, block *out, size_t *bound) {
     return b != NULL;
 }
 
-void *large_alloc(size_t size, size_t align, bool zero) {
+void *large_alloc_in(large_set *set, size_t size, size_t align, bool zero) {
     size_t page = os_page_size();
     if (align < page) align = page;
     if (size > SIZE_MAX / 2) {
@@ -151,7 +185,7 @@ void *large_alloc(size_t size, size_t align, bool zero) {
         errno = ENOMEM;
         return NULL;
     }
-    block b = {(uintptr_t)base, base, len, align, 0, NULL, false, PK__FORM_MALLOC};
+    block b = {.ptr = (uintptr_t)base, .base = base, .len = len, .align = align, .set = set, .form = PK__FORM_MALLOC};
     if (!insert(&b)) {
         os_unmap(base, len);
         errno = ENOMEM;
@@ -159,6 +193,8 @@ void *large_alloc(size_t size, size_t align, bool zero) {
     }
     return base;
 }
+
+void *large_alloc(size_t size, size_t align, bool zero) { return large_alloc_in(NULL, size, align, zero); }
 
 /* ---- hardened blocks: between no-access pages ---- */
 
@@ -175,7 +211,8 @@ void *large_alloc_guarded(size_t size, void *caller) {
         return NULL;
     }
     char *ptr = base + page;
-    block b = {(uintptr_t)ptr, base, span, page, size, caller, false, PK__FORM_MALLOC};
+    block b = {.ptr = (uintptr_t)ptr, .base = base, .len = span, .align = page, .size = size, .caller = caller,
+               .form = PK__FORM_MALLOC};
     if (!os_protect_none(base, page) || !os_protect_none(ptr + len, page) || !insert(&b)) {
         os_unmap(base, span);
         errno = ENOMEM;
@@ -362,6 +399,40 @@ void *large_realloc(void *ptr, size_t size) {
         return NULL;
     }
     return to.base;
+}
+
+large_set *large_set_of(const void *ptr) {
+    pthread_mutex_lock(&large_lock);
+    block *b = find((uintptr_t)ptr);
+    large_set *set = b ? b->set : NULL;
+    pthread_mutex_unlock(&large_lock);
+    return set;
+}
+
+void large_set_count(const large_set *set, size_t *blocks, size_t *bytes) {
+    pthread_mutex_lock(&large_lock);
+    *blocks = set->n;
+    *bytes = set->bytes;
+    pthread_mutex_unlock(&large_lock);
+}
+
+/* One block at a time, the last of the array: the lock is not held over
+ * the unmapping. */
+void large_free_set(large_set *set) {
+    for (;;) {
+        pthread_mutex_lock(&large_lock);
+        uintptr_t ptr = set->n ? set->ptrs[set->n - 1] : 0;
+        pthread_mutex_unlock(&large_lock);
+        if (!ptr) break;
+        if (large_free((void *)ptr)) continue;
+        /* not in the table: never so, but the loop must end */
+        pthread_mutex_lock(&large_lock);
+        if (set->n && set->ptrs[set->n - 1] == ptr) set->n--;
+        pthread_mutex_unlock(&large_lock);
+    }
+    if (set->ptrs) os_unmap(set->ptrs, set->cap * sizeof(uintptr_t));
+    set->ptrs = NULL;
+    set->cap = 0;
 }
 
 void large_stats_get(large_stats *out) {

@@ -3,6 +3,7 @@
 #include "internal.h"
 
 #include <poolkit/alloc.h>
+#include <poolkit/heap.h>
 
 #include <errno.h>
 #include <stdint.h>
@@ -48,7 +49,8 @@ void *pk_realloc_aligned(void *ptr, size_t align, size_t size) {
     /* in place: aligned already, and size keeps the block its class (or,
      * mapped, its page-rounded length), as pk_realloc keeps it */
     if (aligned_to(ptr, align) && pk_good_size(size) == have) return ptr;
-    void *to = pk_aligned_alloc(align, size);
+    pk_heap *h = pk_heap_of(ptr); /* a heap's block stays in its heap */
+    void *to = h ? pk_heap_aligned_alloc(h, align, size) : pk_aligned_alloc(align, size);
     if (!to) return NULL;
     memcpy(to, ptr, have < size ? have : size);
     pk_free(ptr);

@@ -403,3 +403,20 @@ void central_free_all(pk_pool *p) {
             release_slab(p, p->lists[l].head, true);
         }
 }
+
+void central_forget_all(pk_pool *p) {
+    ASSERT_POOL_LOCKED(p);
+    while (p->lists[SLAB_LOST].head) release_slab(p, p->lists[SLAB_LOST].head, true);
+    for (int l = SLAB_PARTIAL; l <= SLAB_FULL; l++)
+        while (p->lists[l].head) {
+            slab *s = p->lists[l].head;
+            p->out -= s->used;
+            p->slab_free += s->used; /* its free slots counted already */
+            /* restarted in address order, as central_slab_emptied does */
+            s->used = s->bump = 0;
+            s->free = NULL;
+            __atomic_store_n(&s->thread_free, NULL, __ATOMIC_RELAXED);
+            emptied(p, s);
+        }
+    if (options_purge_delay_ms() == 0) central_release(p, false);
+}

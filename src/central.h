@@ -54,6 +54,9 @@ void central_collect_own(pk_pool *p);
 size_t central_reserve(pk_pool *p, size_t n);
 /* Destructs constructed objects and unmaps every slab (pool destroy). */
 void central_free_all(pk_pool *p);
+/* Every slab of the pool's own empty again, its objects forgotten unread
+ * (a region's reset: pool_region_reset); lost slabs are unmapped. */
+void central_forget_all(pk_pool *p);
 /* Fork child: s, owned by a heap gone with its thread, onto the LOST list. */
 void central_lose_slab(pk_pool *p, slab *s);
 /* Fork child: the objects on s's thread_free, counted by a walk that never

@@ -451,15 +451,29 @@ static void forget_slab(pk_pool *p, heap *h, slab *s) {
     to_pool(p, h, s);
 }
 
-void heap_forget_all(pk_pool *p) {
+/* A slab of a heap being forgotten for a reset: every slot it ever handed
+ * out counted as out, and its mark of slots touched (high) kept, so that
+ * once the pool empties it the next refill carves it as a fresh slab's,
+ * a little at a time, instead of the whole slab at once. */
+static void forget_slab_kept(pk_pool *p, heap *h, slab *s) {
+    s->used = s->bump = s->high;
+    s->free = NULL;
+    __atomic_store_n(&s->thread_free, NULL, __ATOMIC_RELAXED);
+    to_pool(p, h, s);
+}
+
+static void forget_all(pk_pool *p, void (*forget)(pk_pool *, heap *, slab *)) {
     for (heap *h; (h = p->heaps) != NULL;) {
         tc_slot *c = h->slot;
-        if (h->cur) forget_slab(p, h, h->cur);
-        each_other_slab(p, h, forget_slab);
+        if (h->cur) forget(p, h, h->cur);
+        each_other_slab(p, h, forget);
         p->heaps = h->next;
         heap_clear(h, c);
     }
 }
+
+void heap_forget_all(pk_pool *p) { forget_all(p, forget_slab); }
+void heap_forget_all_kept(pk_pool *p) { forget_all(p, forget_slab_kept); }
 
 
 /* The length of another thread's list of a pool the inline paths or the

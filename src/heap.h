@@ -2,8 +2,8 @@
  * pool_free.c's): the current slab and the list it feeds, the next slab,
  * and whole heaps (thread exit, trim, destroy, stats, fork). Callers pass
  * the time down (pool_purge_poll's reading): the heap reads no clock. */
-#ifndef POOLKIT_HEAP_H
-#define POOLKIT_HEAP_H
+#ifndef POOLKIT_POOL_HEAP_H
+#define POOLKIT_POOL_HEAP_H
 
 #include "pool_types.h"
 
@@ -38,6 +38,9 @@ void heap_abandon_all(pk_pool *p);
  * PK_POOL_REGION pool's destroy, no checks to make): slabs handed to the
  * pool as they are, no list walked. */
 void heap_forget_all(pk_pool *p);
+/* heap_forget_all for a reset that keeps the slabs (pool_region_reset):
+ * each slab's touched mark kept, its slots ever handed out counted out. */
+void heap_forget_all_kept(pk_pool *p);
 /* Sums of the heaps' counters and of their slabs' counts (the registry's
  * and the pool's locks held): objects outside the slabs' free lists that
  * are not live (lists, pending chains), the owned slabs' used counts,

@@ -148,3 +148,24 @@ void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
 }
 
 pk_pool *pk_pool_owner(const void *ptr) { return slab_owner(ptr); }
+
+bool pool_region_reset(pk_pool *p) {
+    pool_check_live(p, "pool_region_reset", NULL);
+    if (!(p->flags & PK_POOL_REGION) || p->debug || p->construct || p->destruct || TRACK_ENABLED) return false;
+    tcache_registry_lock();
+    pool_lock(p);
+    /* As pk_pool_destroy's region: every heap's slabs home unread, each
+     * thread's slot cleared (set up again on its next slow path); then
+     * every slab empty. No heap is left, and no object on a thread_free
+     * list or out: what the heaps pushed and synced goes with them (their
+     * counters of objects taken and returned too, as at a destroy). */
+    heap_forget_all_kept(p);
+    central_collect_own(p);
+    central_forget_all(p);
+    __atomic_store_n(&p->remote_base, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->out_est, 0, __ATOMIC_RELAXED);
+    POOL_VALIDATE_DEEP(p);
+    pool_unlock(p);
+    tcache_registry_unlock();
+    return true;
+}

@@ -47,6 +47,10 @@
 /* Private flag of the size-class front end's pools (alloc.c): pk_free's
  * slow path and the stats report tell them by it. */
 #define POOL_SIZE_CLASS (1u << 28)
+/* Private flag, with POOL_SIZE_CLASS, of a pk_heap's class pools
+ * (blockheap.c): the pool's arg is its heap, so a resize through the front
+ * end keeps the block in its heap. */
+#define POOL_HEAP (1u << 27)
 
 /* ---- a thread's slot for one pool ---- */
 

@@ -25,6 +25,12 @@ void pool_free_generic(pk_pool *p, void *obj);
  * (the size-class front end, alloc.c): caller is the user's call site,
  * which debug pools record. */
 void *pool_alloc_at(pk_pool *p, void *caller);
+/* A region's reset (pool_calls.c; heap.h's pk_heap_reset): every object of
+ * p freed at once, unread, and its slabs kept, empty, for the next ones;
+ * every thread's cache of p forgotten. No other thread may be using p.
+ * Only for a region pool that pk_pool_destroy would drop unread (no debug,
+ * no hooks, no tool build): false, nothing done, for any other. */
+bool pool_region_reset(pk_pool *p);
 void pool_free_at(pk_pool *p, void *obj, void *caller);
 
 /* Ticks every shared pool that is not busy (purge.c's sweep). The pool

@@ -222,6 +222,28 @@ inline bool all_bytes(const void *obj, size_t size, unsigned char v) {
     return b[0] == v && std::memcmp(b, b + 1, size - 1) == 0;
 }
 
+/* ---- the process report ----------------------------------------------- */
+
+/* pk_stats_print's report with flags (PK_STATS_*), as a string. */
+inline std::string stats_report(unsigned flags) {
+    char *buf = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    pk_stats_print(f, flags);
+    fclose(f);
+    std::string s(buf, len);
+    free(buf);
+    return s;
+}
+
+/* The front end's mapped blocks live (the JSON report's large_blocks), or
+ * SIZE_MAX where the report has none. */
+inline size_t mapped_blocks() {
+    std::string s = stats_report(PK_STATS_JSON);
+    size_t at = s.find("\"large_blocks\": ");
+    return at == std::string::npos ? SIZE_MAX : std::strtoul(s.c_str() + at + 16, nullptr, 10);
+}
+
 /* ---- error handler recorder --------------------------------------------- */
 
 struct RecordedError {

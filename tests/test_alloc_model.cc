@@ -41,18 +41,6 @@ size_t draw_size(Rng &rng) {
     return PK_ALLOC_CLASS_MAX - 4096 + rng.below(300000);
 }
 
-size_t mapped_blocks() {
-    char *buf = nullptr;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    pk_stats_print(f, PK_STATS_JSON);
-    fclose(f);
-    std::string s(buf, len);
-    free(buf);
-    size_t at = s.find("\"large_blocks\": ");
-    return at == std::string::npos ? SIZE_MAX : std::strtoul(s.c_str() + at + 16, nullptr, 10);
-}
-
 class AllocModel {
   public:
     explicit AllocModel(uint64_t seed) : rng_(seed), seed_(seed) {}

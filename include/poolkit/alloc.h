@@ -68,8 +68,8 @@ extern "C" {
 #endif
 
 /* Gives back ptr, which pk_alloc, pk_calloc, pk_realloc or pk_aligned_alloc
- * (or another call of this header that returns a block) returned, from any
- * thread. NULL is a no-op. */
+ * (or another call of this header that returns a block, or a heap's call:
+ * heap.h) returned, from any thread. NULL is a no-op. */
 PK_API void pk_free(void *ptr);
 
 /* pk_free for a caller that knows the size: size must be the size last

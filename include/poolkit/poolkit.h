@@ -20,6 +20,7 @@
 #include <poolkit/error.h>
 #include <poolkit/pool.h>
 #include <poolkit/alloc.h>
+#include <poolkit/heap.h>
 #include <poolkit/arena.h>
 #include <poolkit/object.h>
 #include <poolkit/fault.h>

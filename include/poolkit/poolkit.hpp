@@ -14,6 +14,7 @@
  * | pk::arena, pk::arena_allocator<T> | pk_arena      | vectors and strings that die together |
  * | pk::pool_resource, pk::arena_resource | pk_pool, pk_arena | std::pmr containers          |
  * | pk::alloc_resource           | pk_alloc (alloc.h) | std::pmr containers over the process-wide size classes |
+ * | pk::heap_resource            | pk_heap (heap.h)   | std::pmr containers whose blocks are freed one by one or all at once |
  * | pk::ref<T>, pk::make_ref<T>() | pk_new, pk_retain, pk_release | shared objects with an intrusive count, autorelease, std::hash |
  * | pk::autorelease_scope        | pk_autorelease_push/pop | a scope that drains what was autoreleased in it |
  *
@@ -1259,6 +1260,65 @@ private:
     static std::size_t class_bytes(std::size_t bytes, std::size_t align) noexcept {
         return align > 8 && bytes < 16 ? 16 : bytes;
     }
+};
+
+/**
+ * @brief A std::pmr::memory_resource over a heap of its own (heap.h):
+ *        blocks of any size, freed one by one by the containers, and
+ *        everything left freed at once by release() or the destructor.
+ *
+ * do_allocate is pk_heap_alloc (pk_heap_aligned_alloc where the alignment
+ * asked is more than pk_alloc's block of that size has), do_deallocate
+ * pk_heap_free. The heap is made with PK_HEAP_WHOLE: blocks left at the
+ * destructor are freed, not reported, as std::pmr::monotonic_buffer_resource
+ * frees its buffers. The heap's pools appear in the stats report under the
+ * resource's name. Two heap_resources are equal only if they are the same
+ * object. Not copyable or movable.
+ *
+ * @par Thread safety
+ * allocate and deallocate from any thread at once; release() and the
+ * destructor only while no other thread uses the resource or its blocks.
+ *
+ * @par Exceptions
+ * The constructor and do_allocate throw std::bad_alloc when memory runs out.
+ */
+class heap_resource : public std::pmr::memory_resource {
+public:
+    /// A resource over a new heap named @p name (copied; nullptr: "pk_heap").
+    explicit heap_resource(const char *name = "pk::heap_resource") : heap_(pk_heap_create_ex(name, PK_HEAP_WHOLE)) {
+        if (PK__CXX_UNLIKELY(!heap_)) detail::out_of_memory("pk::heap_resource");
+    }
+    /// Frees every block left and the heap (pk_heap_destroy).
+    ~heap_resource() override { pk_heap_destroy(heap_); }
+
+    heap_resource(const heap_resource &) = delete;
+    heap_resource &operator=(const heap_resource &) = delete;
+
+    /// Frees every block at once; the resource stays usable (pk_heap_reset).
+    void release() noexcept { pk_heap_reset(heap_); }
+
+    /// The heap, for the C calls (pk_heap_stats_get, ...).
+    pk_heap *heap() const noexcept { return heap_; }
+
+protected:
+    /// @p bytes aligned to @p align; throws std::bad_alloc when memory
+    /// runs out (or @p align is no power of two).
+    void *do_allocate(std::size_t bytes, std::size_t align) override {
+        /* pk_alloc's blocks are aligned to 16, those of 8 bytes or less to 8 */
+        bool natural = align <= 8 || (align <= 16 && bytes > 8);
+        void *p = natural ? pk_heap_alloc(heap_, bytes) : pk_heap_aligned_alloc(heap_, align, bytes);
+        if (PK__CXX_UNLIKELY(!p)) detail::out_of_memory("pk::heap_resource");
+        return p;
+    }
+    /// Gives back @p p from do_allocate.
+    void do_deallocate(void *p, std::size_t, std::size_t) override { pk_heap_free(heap_, p); }
+    /// Equal only to itself.
+    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override {
+        return this == &other;
+    }
+
+private:
+    pk_heap *heap_;
 };
 
 /* ======================================================================== */
