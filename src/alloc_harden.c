@@ -52,6 +52,7 @@
 #include "pools.h"
 #include "sites.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -264,8 +265,18 @@ static PK_NOINLINE hard_ring *ring_make(void) {
 static void release(hard_ring *r, size_t ci, pk_pool *p, void *obj, void *caller) {
     size_t at = first_nonzero(obj, 0, p->size);
     if (at != p->size) report_written_free(p, obj, at, "when it left the quarantine");
-    if (likely(r->nready[ci] < ready_most[ci])) r->ready[ci][r->nready[ci]++] = obj;
-    else pool_free_at(p, obj, caller);
+    if (unlikely(r->nready[ci] >= ready_most[ci])) {
+        if (ready_most[ci] < 2) {
+            pool_free_at(p, obj, caller);
+            return;
+        }
+        /* the newer half back to the pool in one call, which pays its
+         * poll and its lookups once (a program that frees what it built) */
+        unsigned half = ready_most[ci] / 2u;
+        pk_pool_free_bulk(p, &r->ready[ci][half], r->nready[ci] - half);
+        r->nready[ci] = (unsigned char)half;
+    }
+    r->ready[ci][r->nready[ci]++] = obj;
 }
 
 /* ci: p's class. Without pages for the thread's queues (out of memory)
@@ -340,26 +351,51 @@ static char *block_from_pool(pk_pool *p, void *caller) {
     }
 }
 
-void *hard_class_alloc(pk_pool *p, size_t ci, size_t n, void *caller) {
-    hard_ring *r = my_ring;
-    char *obj;
-    size_t from; /* the bytes from here on must be zero */
-    if (likely(r && r->nready[ci])) {
-        obj = r->ready[ci][--r->nready[ci]];
-        from = 0;
-    } else {
-        obj = block_from_pool(p, caller);
-        if (!obj) return NULL;
-        /* the whole block was zero when it left the quarantine; since then
-         * it lay on its pool's list, which writes its first words */
-        from = 2 * sizeof(uintptr_t);
-    }
-    /* the line after them is checked (the commonest write after free lands
-     * near a block's start), not the whole block a second time */
+/* obj, from p's lists or the thread's ready stack: the whole block was
+ * zero when it left the quarantine; since then its first `from` bytes may
+ * hold the words the pool's lists lend (its link, a chain's mark). The
+ * line after them is checked (the commonest write after free lands near a
+ * block's start), not the whole block a second time; then the whole block
+ * is zero. */
+static inline void check_zero_at_handout(const pk_pool *p, char *obj, size_t from) {
     size_t end = p->size < LINE ? p->size : LINE;
     size_t at = first_nonzero(obj, from, end);
     if (at != end) report_written_free(p, obj, at, "when it was handed out again");
-    if (from) memset(obj, 0, from); /* the list's words: the whole block is zero */
+    if (from) memset(obj, 0, from);
+}
+
+/* Half a ready stack's worth of blocks from the pool in one call, which
+ * pays its poll and its lookups once (a program that builds a structure);
+ * the words the pool's lists lent are cleared, the rest is checked when
+ * each is handed out; the slot before every block is kept back as
+ * block_from_pool keeps it. Returns one of them, or NULL. */
+static PK_NOINLINE char *refill(hard_ring *r, pk_pool *p, size_t ci) {
+    void *got[HARD_READY / 2];
+    int saved = errno; /* fewer than asked for is no failure while one came */
+    size_t k = pk_pool_alloc_bulk(p, got, ready_most[ci] / 2u);
+    if (k) errno = saved;
+    for (size_t i = 0; i < k; i++) {
+        char *obj = got[i];
+        slab *s = slab_of((uintptr_t)obj);
+        if (slab_slot_index(s, obj) == 0 && s->capacity > 1) continue;
+        memset(obj, 0, 2 * sizeof(uintptr_t));
+        r->ready[ci][r->nready[ci]++] = obj;
+    }
+    return r->nready[ci] ? r->ready[ci][--r->nready[ci]] : NULL;
+}
+
+void *hard_class_alloc(pk_pool *p, size_t ci, size_t n, void *caller) {
+    hard_ring *r = my_ring;
+    char *obj;
+    if (likely(r && r->nready[ci])) {
+        obj = r->ready[ci][--r->nready[ci]];
+        check_zero_at_handout(p, obj, 0);
+    } else {
+        obj = r && ready_most[ci] >= 2 ? refill(r, p, ci) : NULL;
+        if (obj) check_zero_at_handout(p, obj, 0);
+        else if ((obj = block_from_pool(p, caller))) check_zero_at_handout(p, obj, 2 * sizeof(uintptr_t));
+        else return NULL;
+    }
     hard_fill(obj, n, p->size - HARD_TAIL);
     word_store(p, obj, check_word(p, obj, n));
     return obj;

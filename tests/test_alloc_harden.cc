@@ -196,6 +196,22 @@ TEST(HardenedFrontEnd, AWriteAfterFreeIntoItsFirstWordIsReportedWhenTheBlockIsHa
     expect_report("HardWriteAfterTheQuarantine", "write after free", "byte 0 of it changed, found when it was handed out again");
 }
 
+PKTEST_CHILD(HardWriteAfterFreeBackInItsPool) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *t = hide(pk_alloc(64)), *stale = hide(t), *others[24];
+    for (char *&b : others) b = hide(pk_alloc(64));
+    for (int i = 0; i < 8; i++) pk_free(others[i]);
+    pk_free(t);
+    for (int i = 8; i < 24; i++) pk_free(others[i]); /* t leaves the quarantine, then the thread's ready blocks */
+    stale[40] = 'W';
+    for (int i = 0; i < 64; i++) hide(pk_alloc(64));
+    return no_report();
+}
+
+TEST(HardenedFrontEnd, AWriteAfterFreeIsReportedWhenTheBlockComesBackFromItsPool) {
+    expect_report("HardWriteAfterFreeBackInItsPool", "write after free", "byte 40 of it changed, found when it was handed out again");
+}
+
 PKTEST_CHILD(HardFreedBlockIsZero) {
     for (size_t n : {size_t(8), size_t(100), size_t(4096)}) {
         char *p = hide(pk_alloc(n)), *stale = hide(p);
