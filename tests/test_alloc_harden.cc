@@ -93,7 +93,7 @@ PKTEST_CHILD(HardOverflowIntoTheCheckWord) {
 
 PKTEST_CHILD(HardStrayWriteIntoTheSlack) {
     pk_set_error_handler(print_fields_handler, nullptr);
-    char *p = hide(pk_alloc(4097)); /* a 5120-byte slot: KiBs of check bytes, a word at a time */
+    char *p = hide(pk_alloc(4097)); /* a class a quarter larger: KiBs of check bytes, read a word at a time */
     p[4097 + 47] = 'A';
     pk_free(hide(p));
     return no_report();
