@@ -100,14 +100,8 @@ size_t alloc_classes_made(void) {
     return n;
 }
 
-void alloc_fork_lock(void) {
-    pthread_mutex_lock(&class_lock);
-    hard_fork_lock();
-}
-void alloc_fork_unlock(void) {
-    hard_fork_unlock();
-    pthread_mutex_unlock(&class_lock);
-}
+void alloc_fork_lock(void) { pthread_mutex_lock(&class_lock); }
+void alloc_fork_unlock(void) { pthread_mutex_unlock(&class_lock); }
 
 /* ---- re-entry: the thread's depth, the bootstrap buffer, deferred frees ---- */
 
@@ -151,6 +145,12 @@ static PK_NOINLINE void drain_deferred(void) {
 static inline void leave(void) {
     depth--;
     if (unlikely(deferred != NULL) && depth == 0) drain_deferred();
+}
+
+void alloc_guarded(void (*fn)(void *), void *arg) {
+    depth++;
+    fn(arg);
+    leave();
 }
 
 /* ---- the mode: default or hardened (alloc_harden.c), read once ---- */
@@ -258,12 +258,16 @@ static PK_NOINLINE void *hard_alloc(size_t size, size_t align, void *caller) {
         return z;
     }
     size_t ci = PK__ALLOC_CLASSES;
-    if (size < HARD_GUARDED_MIN && align <= SLOT_ALIGN_MAX) ci = alloc_class_aligned(hard_class_of(size), align ? align : 1);
+    if (size < HARD_GUARDED_MIN && align <= SLOT_ALIGN_MAX) {
+        ci = hard_class_of(size);
+        if (align > 1) ci = alloc_class_aligned(ci, align); /* a division: aligned calls only */
+    }
     depth++;
     void *obj;
     if (ci < PK__ALLOC_CLASSES) {
-        pk_pool *p = class_pool_make(ci);
-        obj = p ? hard_class_alloc(p, size, caller) : NULL;
+        pk_pool *p = class_pool_made(ci);
+        if (unlikely(!p)) p = class_pool_make(ci);
+        obj = p ? hard_class_alloc(p, ci, size, caller) : NULL;
     } else {
         init_announce(INIT_SHARED_STATE); /* the fork handlers cover the block table */
         pool_purge_poll();

@@ -20,17 +20,18 @@
  *                slab's first slot is kept back, never handed out, so that
  *                every block has a slot before it in its slab
  *   ZERO ON FREE a freed block is zeroed; it must still be zero when it
- *                leaves the quarantine and, in its first line but for the
- *                two words the pool's lists lend (its link, a chain's
- *                mark), when it is handed out again: a write after free is
- *                reported there. Fresh slots are zeroed when carved where
+ *                leaves the quarantine and, in its first line (but for
+ *                the two words the pool's lists lend, its link and a
+ *                chain's mark, when it comes from its pool), when it is
+ *                handed out again: a write after free is reported there. Fresh slots are zeroed when carved where
  *                their place held another slab's bytes (slab.c, carve_how's
  *                scrub)
  *   QUARANTINE   a freed block waits for HARD_QUARANTINE frees of its
- *                class before its pool may hand it out again (policy.h):
- *                free(p) then malloc(n) does not give p back, and realloc
- *                moves any block whose size changes; the blocks still
- *                waiting at exit are checked then
+ *                class by the thread that freed it before it may be
+ *                handed out again (policy.h): free(p) then malloc(n) does
+ *                not give p back, and realloc moves any block whose size
+ *                changes; the exiting thread's blocks still waiting at
+ *                exit are checked then, another thread's at its exit
  *   SIZE 0       a block of size 0 points into a no-access reservation;
  *                the fault handler names it
  *   GUARDED      blocks of HARD_GUARDED_MIN bytes and up: alloc_large.c
@@ -38,18 +39,23 @@
  *
  * The hardened class pools are served by the library alone (pool.c,
  * choose_path: no inline path), so every call of the front end comes
- * here. Callers (alloc.c) have raised the thread's depth. Default mode
+ * here; a thread's steady alloc and free of a class stay here, between its
+ * quarantine and its ready blocks, with no lock and no call into the pool.
+ * Callers (alloc.c) have raised the thread's depth. Default mode
  * never comes here: its fast paths are as they were.
  *
  * Invariant: a slot of a hardened class pool below its slab's bump is
  * either a block handed out (its check word checks) or free (zero, but its
- * link and a chain's mark), so any other content is the program's write.
+ * link and a chain's mark while on its pool's lists; zero whole in a
+ * thread's quarantine or ready stack), so any other content is the
+ * program's write.
  */
 #include "alloc_internal.h"
 #include "policy.h"
 #include "pools.h"
 #include "sites.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -62,12 +68,13 @@ _Static_assert(HARD_GUARDED_MIN + HARD_TAIL <= PK_ALLOC_CLASS_MAX, "a block belo
 /* ---- the check bytes ---- */
 
 static uint64_t pattern; /* set once (hard_setup) */
-/* The pattern a line long, and a line of zeros, so that the checks below
- * compare a line at a time with the C library's memcmp and memcpy, which
- * are vectorised: a block's slack and a freed block may be KiBs. */
-#define LINE 64
-static uint64_t pattern_line[LINE / sizeof(uint64_t)];
-static const char zero_line[LINE];
+
+/* The checks below read and write a word at a time, four words to a test
+ * where they compare: a call to the C library's memcmp a line at a time
+ * cost more than its vector loop saved on the blocks most programs free (a
+ * few lines). Blocks are any type's. */
+typedef uint64_t __attribute__((may_alias)) hard_word;
+#define LINE 64 /* the bytes handed out again checked zero (a line) */
 
 /* Eight bytes from a secret, each with its top bit set and none 0xFF:
  * no ASCII text, no zero, no all-ones, the common values of a stray write. */
@@ -84,20 +91,26 @@ static uint64_t pattern_from(uint64_t secret) {
 static inline unsigned char pattern_byte(size_t i) { return (unsigned char)(pattern >> (8 * (i & 7))); }
 
 /* The pattern's bytes sit at offsets from the block's start, which is
- * aligned to a word at least; b[from, to) is filled or compared a line at
+ * aligned to a word at least; b[from, to) is filled or compared a word at
  * a time from the first word boundary. */
 void hard_fill(char *b, size_t from, size_t to) {
     size_t i = from;
     for (; i < to && (i & 7); i++) b[i] = (char)pattern_byte(i);
-    for (; i < to; i += LINE) memcpy(b + i, pattern_line, to - i < LINE ? to - i : LINE);
+    for (; i + 8 <= to; i += 8) *(hard_word *)(b + i) = pattern;
+    for (; i < to; i++) b[i] = (char)pattern_byte(i);
 }
 
 bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *last) {
     size_t i = from;
     for (; i < to && (i & 7); i++)
         if ((unsigned char)b[i] != pattern_byte(i)) goto found;
-    for (; i < to; i += LINE)
-        if (memcmp(b + i, pattern_line, to - i < LINE ? to - i : LINE) != 0) break;
+    const uint64_t pat = pattern;
+    for (; i + 32 <= to; i += 32) {
+        const hard_word *w = (const hard_word *)(b + i);
+        if ((w[0] ^ pat) | (w[1] ^ pat) | (w[2] ^ pat) | (w[3] ^ pat)) break;
+    }
+    for (; i + 8 <= to; i += 8)
+        if (*(const hard_word *)(b + i) != pat) break;
     for (; i < to; i++)
         if ((unsigned char)b[i] != pattern_byte(i)) goto found;
     return false;
@@ -112,11 +125,16 @@ found:
     return true;
 }
 
-/* The first byte of b[from, to) that is not zero, or to. */
+/* The first byte of b[from, to) that is not zero, or to; from is a
+ * multiple of a word (a block's start, its list's words, LINE). */
 static size_t first_nonzero(const char *b, size_t from, size_t to) {
     size_t i = from;
-    for (; i < to; i += LINE)
-        if (memcmp(b + i, zero_line, to - i < LINE ? to - i : LINE) != 0) break;
+    for (; i + 32 <= to; i += 32) {
+        const hard_word *w = (const hard_word *)(b + i);
+        if (w[0] | w[1] | w[2] | w[3]) break;
+    }
+    for (; i + 8 <= to; i += 8)
+        if (*(const hard_word *)(b + i)) break;
     for (; i < to; i++)
         if (b[i]) return i;
     return to;
@@ -230,74 +248,179 @@ PK_COLD __attribute__((noreturn)) static void report_written_free(const pk_pool 
     __builtin_unreachable();
 }
 
-/* ---- the quarantine ---- */
+/* ---- the quarantine and the thread's ready blocks ---- */
 
-/* One first-in first-out queue per class: a block leaves after
- * HARD_QUARANTINE frees of its class, so a write after free meets the
- * check on its way out within that many frees of the same size. */
-static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *ring[PK__ALLOC_CLASSES][HARD_QUARANTINE]; /* under ring_lock */
-static unsigned ring_next[PK__ALLOC_CLASSES];
+/* One first-in first-out queue per class and thread: a block leaves after
+ * HARD_QUARANTINE frees of its class by the thread that freed it, so a
+ * write after free meets the check on its way out within that many frees
+ * of the same size. Checked, it then waits on the thread's ready stack of
+ * its class (HARD_READY, policy.h), which the thread's next allocations of
+ * the class take first, so that a steady alloc and free never reach the
+ * pool. Each thread's queues and stacks are its own (no lock, no atomic),
+ * in pages mapped at its first free, found through one initial-exec word;
+ * at the thread's exit (a key's destructor) its blocks are checked and go
+ * back to their pools, and the pages to the system. A ready block is zero
+ * whole (the stack is not in the block), so it is checked from its first
+ * byte when handed out. */
+typedef struct hard_ring {
+    void *held[PK__ALLOC_CLASSES][HARD_QUARANTINE];
+    void *ready[PK__ALLOC_CLASSES][HARD_READY];
+    unsigned char next[PK__ALLOC_CLASSES];   /* held's oldest */
+    unsigned char nready[PK__ALLOC_CLASSES]; /* ready's count */
+} hard_ring;
+_Static_assert(HARD_QUARANTINE <= 256 && HARD_READY <= 255, "a queue's next slot and a stack's count fit a byte");
 
-/* A block out of the quarantine back to its pool, still zero. */
-static void release(pk_pool *p, void *obj, void *caller) {
+static __thread hard_ring *my_ring __attribute__((tls_model("initial-exec")));
+static pthread_key_t ring_key; /* its destructor empties an exiting thread's queues */
+static unsigned char ready_most[PK__ALLOC_CLASSES]; /* a class's stack bound (hard_setup) */
+
+static PK_NOINLINE hard_ring *ring_make(void) {
+    hard_ring *r = os_map(align_up(sizeof(hard_ring), os_page_size()), 0);
+    if (!r) return NULL;
+    my_ring = r;
+    pthread_setspecific(ring_key, r); /* may allocate: the caller has raised depth */
+    return r;
+}
+
+/* A block out of the quarantine, still zero, to the thread's ready stack
+ * of class ci, or back to its pool when that is full. */
+static void release(hard_ring *r, size_t ci, pk_pool *p, void *obj, void *caller) {
     size_t at = first_nonzero(obj, 0, p->size);
     if (at != p->size) report_written_free(p, obj, at, "when it left the quarantine");
-    pool_free_at(p, obj, caller);
-}
-
-static void quarantine(pk_pool *p, void *obj, void *caller) {
-    size_t ci = alloc_class_of(p->size);
-    pthread_mutex_lock(&ring_lock);
-    unsigned i = ring_next[ci];
-    void *out = ring[ci][i];
-    ring[ci][i] = obj;
-    ring_next[ci] = (i + 1) % HARD_QUARANTINE;
-    pthread_mutex_unlock(&ring_lock);
-    if (out) release(p, out, caller);
-}
-
-/* At exit every block still held is checked: a write after free that no
- * later allocation met is reported before the program ends. */
-static void check_held_at_exit(void) {
-    pthread_mutex_lock(&ring_lock);
-    for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++)
-        for (size_t i = 0; i < HARD_QUARANTINE; i++) {
-            char *obj = ring[ci][i];
-            size_t size = alloc_class_size(ci);
-            if (obj && first_nonzero(obj, 0, size) != size) {
-                pk_pool *p = alloc_pool_of(obj);
-                pthread_mutex_unlock(&ring_lock);
-                report_written_free(p, obj, first_nonzero(obj, 0, size), "at exit, while it waited in the quarantine");
-            }
+    if (unlikely(r->nready[ci] >= ready_most[ci])) {
+        if (ready_most[ci] < 2) {
+            pool_free_at(p, obj, caller);
+            return;
         }
-    pthread_mutex_unlock(&ring_lock);
+        /* the newer half back to the pool in one call, which pays its
+         * poll and its lookups once (a program that frees what it built) */
+        unsigned half = ready_most[ci] / 2u;
+        pk_pool_free_bulk(p, &r->ready[ci][half], r->nready[ci] - half);
+        r->nready[ci] = (unsigned char)half;
+    }
+    r->ready[ci][r->nready[ci]++] = obj;
 }
 
-void hard_fork_lock(void) { pthread_mutex_lock(&ring_lock); }
-void hard_fork_unlock(void) { pthread_mutex_unlock(&ring_lock); }
+/* ci: p's class. Without pages for the thread's queues (out of memory)
+ * the block goes back at once, checked. */
+static inline void quarantine(pk_pool *p, size_t ci, void *obj, void *caller) {
+    hard_ring *r = my_ring;
+    if (unlikely(!r) && !(r = ring_make())) {
+        size_t at = first_nonzero(obj, 0, p->size);
+        if (at != p->size) report_written_free(p, obj, at, "when it left the quarantine");
+        pool_free_at(p, obj, caller);
+        return;
+    }
+    unsigned i = r->next[ci];
+    void *out = r->held[ci][i];
+    r->held[ci][i] = obj;
+    r->next[ci] = (unsigned char)((i + 1) % HARD_QUARANTINE);
+    if (out) release(r, ci, p, out, caller);
+}
+
+/* Block obj of r, checked (still zero), and back to its pool with
+ * give_back, else left where it is. */
+static void ring_check(void **slot, bool give_back, const char *when) {
+    char *obj = *slot;
+    if (!obj) return;
+    pk_pool *p = alloc_pool_of(obj);
+    size_t at = first_nonzero(obj, 0, p->size);
+    if (at != p->size) report_written_free(p, obj, at, when);
+    if (!give_back) return;
+    *slot = NULL;
+    pool_free_at(p, obj, NULL);
+}
+
+/* Every block r holds, checked, and back to its pool with give_back (a
+ * write after free that no later allocation met is reported here). */
+static void ring_empty(hard_ring *r, bool give_back, const char *when) {
+    for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {
+        for (size_t i = 0; i < HARD_QUARANTINE; i++) ring_check(&r->held[ci][i], give_back, when);
+        for (size_t i = 0; i < r->nready[ci]; i++) ring_check(&r->ready[ci][i], give_back, when);
+        if (give_back) r->nready[ci] = 0;
+    }
+}
+
+static void ring_give_back(void *arg) {
+    hard_ring *r = arg;
+    ring_empty(r, true, "at its thread's exit, while it waited in the quarantine");
+    os_unmap(r, align_up(sizeof *r, os_page_size()));
+}
+
+/* A later free of the exiting thread's (another key's destructor) maps new
+ * queues and sets the key again, which brings this back. */
+static void ring_at_thread_exit(void *arg) {
+    if (my_ring == arg) my_ring = NULL;
+    alloc_guarded(ring_give_back, arg);
+}
+
+/* At exit the exiting thread's blocks still held are checked (other
+ * threads' queues are theirs, checked at their exit). */
+static void check_held_at_exit(void) {
+    if (my_ring) ring_empty(my_ring, false, "at exit, while it waited in the quarantine");
+}
 
 /* ---- class blocks ---- */
 
-void *hard_class_alloc(pk_pool *p, size_t n, void *caller) {
+/* A block of class pool p that is not its slab's first slot (the slot
+ * before every block), from the pool; NULL with errno ENOMEM. */
+static char *block_from_pool(pk_pool *p, void *caller) {
     for (;;) {
         char *obj = pool_alloc_at(p, caller);
         if (!obj) return NULL;
         slab *s = slab_of((uintptr_t)obj);
-        /* a slab's first slot stays back: the slot before every block */
-        if (slab_slot_index(s, obj) == 0 && s->capacity > 1) continue;
-        /* the whole block was zero when it left the quarantine; since then
-         * it lay on its pool's list, which writes its first words: the
-         * line after them is checked (the commonest write after free lands
-         * near a block's start), not the whole block a second time */
-        size_t end = p->size < LINE ? p->size : LINE;
-        size_t at = first_nonzero(obj, 2 * sizeof(uintptr_t), end);
-        if (at != end) report_written_free(p, obj, at, "when it was handed out again");
-        memset(obj, 0, 2 * sizeof(uintptr_t)); /* the list's words: the whole block is zero */
-        hard_fill(obj, n, p->size - HARD_TAIL);
-        word_store(p, obj, check_word(p, obj, n));
-        return obj;
+        if (slab_slot_index(s, obj) != 0 || s->capacity == 1) return obj;
     }
+}
+
+/* obj, from p's lists or the thread's ready stack: the whole block was
+ * zero when it left the quarantine; since then its first `from` bytes may
+ * hold the words the pool's lists lend (its link, a chain's mark). The
+ * line after them is checked (the commonest write after free lands near a
+ * block's start), not the whole block a second time; then the whole block
+ * is zero. */
+static inline void check_zero_at_handout(const pk_pool *p, char *obj, size_t from) {
+    size_t end = p->size < LINE ? p->size : LINE;
+    size_t at = first_nonzero(obj, from, end);
+    if (at != end) report_written_free(p, obj, at, "when it was handed out again");
+    if (from) memset(obj, 0, from);
+}
+
+/* Half a ready stack's worth of blocks from the pool in one call, which
+ * pays its poll and its lookups once (a program that builds a structure);
+ * the words the pool's lists lent are cleared, the rest is checked when
+ * each is handed out; the slot before every block is kept back as
+ * block_from_pool keeps it. Returns one of them, or NULL. */
+static PK_NOINLINE char *refill(hard_ring *r, pk_pool *p, size_t ci) {
+    void *got[HARD_READY / 2];
+    int saved = errno; /* fewer than asked for is no failure while one came */
+    size_t k = pk_pool_alloc_bulk(p, got, ready_most[ci] / 2u);
+    if (k) errno = saved;
+    for (size_t i = 0; i < k; i++) {
+        char *obj = got[i];
+        slab *s = slab_of((uintptr_t)obj);
+        if (slab_slot_index(s, obj) == 0 && s->capacity > 1) continue;
+        memset(obj, 0, 2 * sizeof(uintptr_t));
+        r->ready[ci][r->nready[ci]++] = obj;
+    }
+    return r->nready[ci] ? r->ready[ci][--r->nready[ci]] : NULL;
+}
+
+void *hard_class_alloc(pk_pool *p, size_t ci, size_t n, void *caller) {
+    hard_ring *r = my_ring;
+    char *obj;
+    if (likely(r && r->nready[ci])) {
+        obj = r->ready[ci][--r->nready[ci]];
+        check_zero_at_handout(p, obj, 0);
+    } else {
+        obj = r && ready_most[ci] >= 2 ? refill(r, p, ci) : NULL;
+        if (obj) check_zero_at_handout(p, obj, 0);
+        else if ((obj = block_from_pool(p, caller))) check_zero_at_handout(p, obj, 2 * sizeof(uintptr_t));
+        else return NULL;
+    }
+    hard_fill(obj, n, p->size - HARD_TAIL);
+    word_store(p, obj, check_word(p, obj, n));
+    return obj;
 }
 
 void hard_class_free(pk_pool *p, void *ptr, void *caller) {
@@ -322,7 +445,7 @@ void hard_class_free(pk_pool *p, void *ptr, void *caller) {
     }
     memset(obj, 0, p->size - HARD_TAIL);
     word_store(p, obj, 0);
-    quarantine(p, obj, caller);
+    quarantine(p, alloc_class_of(p->size), obj, caller);
 }
 
 /* ---- blocks of size 0 ---- */
@@ -361,11 +484,15 @@ static bool explain_fault(int sig, const void *addr) {
 }
 
 void hard_setup(void) {
-    uint64_t seed = (uint64_t)(uintptr_t)&ring ^ (uint64_t)(uintptr_t)__builtin_frame_address(0) ^
+    uint64_t seed = (uint64_t)(uintptr_t)&ring_key ^ (uint64_t)(uintptr_t)__builtin_frame_address(0) ^
                     os_now_ms() * 0x9E3779B97F4A7C15ull;
     seed = (seed ^ (seed >> 31)) * 0xBF58476D1CE4E5B9ull;
     pattern = pattern_from(seed ^ (seed >> 29));
-    for (size_t i = 0; i < LINE / sizeof(uint64_t); i++) pattern_line[i] = pattern;
     crash_explain_with(explain_fault);
+    for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {
+        size_t most = HARD_READY_BYTES / alloc_class_size(ci);
+        ready_most[ci] = (unsigned char)(most < HARD_READY ? most : HARD_READY);
+    }
+    pthread_key_create(&ring_key, ring_at_thread_exit);
     atexit(check_held_at_exit);
 }

@@ -151,9 +151,10 @@ static inline bool alloc_hard(const pk_pool *p) { return p->hardened && !p->debu
 void hard_setup(void);
 /* The class whose hardened block holds size bytes and the check word. */
 size_t hard_class_of(size_t size);
-/* A block of n bytes from class pool p, checked, its slack and word set;
- * NULL with errno ENOMEM. Caller has raised depth. */
-void *hard_class_alloc(pk_pool *p, size_t n, void *caller);
+/* A block of n bytes from class pool p (class ci), checked, its slack and
+ * word set: the calling thread's ready block of the class first, else the
+ * pool's; NULL with errno ENOMEM. Caller has raised depth. */
+void *hard_class_alloc(pk_pool *p, size_t ci, size_t n, void *caller);
 /* Checks ptr (of class pool p), zeroes it and quarantines it; reports a
  * double free, an overflow, an underflow. Caller has raised depth. */
 void hard_class_free(pk_pool *p, void *ptr, void *caller);
@@ -172,9 +173,9 @@ bool hard_zero_owns(const void *ptr);
  * and last that did). */
 void hard_fill(char *b, size_t from, size_t to);
 bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *last);
-/* The quarantine's lock, for the fork handlers. */
-void hard_fork_lock(void);
-void hard_fork_unlock(void);
+/* fn(arg) with the thread's depth raised (alloc.c, "Re-entry"): for work
+ * the front end starts outside a call of its own (a thread's exit). */
+void alloc_guarded(void (*fn)(void *), void *arg);
 
 /* alloc_large.c's hardened blocks: size bytes between two no-access pages,
  * the rest of the last page check bytes; caller is named in a fault's

@@ -270,6 +270,15 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * that many frees of the same size. What waits is bounded by the classes
  * that go to pools (below HARD_GUARDED_MIN): a few MiB at most. */
 #define HARD_QUARANTINE 8
+/* A block that leaves a thread's quarantine, checked, waits for that
+ * thread's next allocation of its class among at most HARD_READY others of
+ * the class, HARD_READY_BYTES of them at most (a class too large for one
+ * goes back to its pool at once), so that a program's steady alloc and
+ * free of one size never calls into the pool: what a thread holds this
+ * way is bounded by the classes below HARD_GUARDED_MIN, a few hundred KiB
+ * at most per thread. */
+#define HARD_READY 16
+#define HARD_READY_BYTES ((size_t)16 << 10)
 /* Requests of at least HARD_GUARDED_MIN bytes get a mapping of their own
  * with a no-access page on each side, so an overflow or underflow faults
  * at once and the fault handler names the block: a page or two of

@@ -15,6 +15,7 @@
 
 #include <csignal>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace pktest;
@@ -41,6 +42,20 @@ void expect_report(const char *child, const char *what, const char *says) {
         << "expected a report of " << what << "\n"
         << r.describe();
     EXPECT_NE(r.err.find(says), std::string::npos) << "expected the report to say '" << says << "'\n" << r.describe();
+}
+
+/* A block of n bytes, freed: the stale pointer a write after free goes
+ * through. */
+char *freed(size_t n) {
+    char *t = hide(pk_alloc(n)), *stale = hide(t);
+    pk_free(t);
+    return stale;
+}
+
+/* A misuse child that got this far was not stopped. */
+int no_report() {
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
 }
 
 bool faults_unwatched() { return !PKTEST_ASAN && !PKTEST_TSAN && !slow_tool(); }
@@ -74,6 +89,18 @@ PKTEST_CHILD(HardOverflowIntoTheCheckWord) {
     pk_free(hide(p));
     std::fprintf(stderr, "NO REPORT\n");
     return CHILD_FAIL;
+}
+
+PKTEST_CHILD(HardStrayWriteIntoTheSlack) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(4097)); /* a class a quarter larger: KiBs of check bytes, read a word at a time */
+    p[4097 + 47] = 'A';
+    pk_free(hide(p));
+    return no_report();
+}
+
+TEST(HardenedFrontEnd, AStrayWriteAnywhereInTheSlackIsReportedAtTheBlocksFree) {
+    expect_report("HardStrayWriteIntoTheSlack", "buffer overflow", "bytes 47 to 47 past it changed (check bytes)");
 }
 
 TEST(HardenedFrontEnd, AOneByteOverflowIsReportedAtTheBlocksFree) {
@@ -134,16 +161,55 @@ TEST(HardenedFrontEnd, ADoubleFreeWithAFreeBetweenIsReportedAtTheSecondFree) {
 
 PKTEST_CHILD(HardWriteAfterFree) {
     pk_set_error_handler(print_fields_handler, nullptr);
-    char *t = hide(pk_alloc(64)), *stale = hide(t);
-    pk_free(t);
-    stale[40] = 'W';
-    for (int i = 0; i < 64; i++) pk_free(hide(pk_alloc(64))); /* t leaves the quarantine */
+    freed(64)[40] = 'W';
+    for (int i = 0; i < 64; i++) pk_free(hide(pk_alloc(64))); /* the block leaves the quarantine */
     std::fprintf(stderr, "NO REPORT\n");
     return CHILD_FAIL;
 }
 
 TEST(HardenedFrontEnd, AWriteAfterFreeIsReportedWhenTheBlockLeavesTheQuarantine) {
     expect_report("HardWriteAfterFree", "write after free", "byte 40 of it changed, found when it left the quarantine");
+}
+
+PKTEST_CHILD(HardWriteAfterFreeInAThread) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    std::thread([] { freed(64)[40] = 'W'; }).join(); /* its quarantine is checked at its exit */
+    return no_report();
+}
+
+TEST(HardenedFrontEnd, AWriteAfterFreeIsReportedAtItsThreadsExit) {
+    expect_report("HardWriteAfterFreeInAThread", "write after free", "byte 40 of it changed, found at its thread's exit");
+}
+
+PKTEST_CHILD(HardWriteAfterTheQuarantine) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *t = hide(pk_alloc(64)), *stale = hide(t), *later[8];
+    for (char *&b : later) b = hide(pk_alloc(64));
+    pk_free(t);
+    for (char *b : later) pk_free(b); /* t leaves the quarantine, checked, and waits to be handed out */
+    stale[0] = 'W';
+    pk_free(hide(pk_alloc(64)));
+    return no_report();
+}
+
+TEST(HardenedFrontEnd, AWriteAfterFreeIntoItsFirstWordIsReportedWhenTheBlockIsHandedOutAgain) {
+    expect_report("HardWriteAfterTheQuarantine", "write after free", "byte 0 of it changed, found when it was handed out again");
+}
+
+PKTEST_CHILD(HardWriteAfterFreeBackInItsPool) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *t = hide(pk_alloc(64)), *stale = hide(t), *others[24];
+    for (char *&b : others) b = hide(pk_alloc(64));
+    for (int i = 0; i < 8; i++) pk_free(others[i]);
+    pk_free(t);
+    for (int i = 8; i < 24; i++) pk_free(others[i]); /* t leaves the quarantine, then the thread's ready blocks */
+    stale[40] = 'W';
+    for (int i = 0; i < 64; i++) hide(pk_alloc(64));
+    return no_report();
+}
+
+TEST(HardenedFrontEnd, AWriteAfterFreeIsReportedWhenTheBlockComesBackFromItsPool) {
+    expect_report("HardWriteAfterFreeBackInItsPool", "write after free", "byte 40 of it changed, found when it was handed out again");
 }
 
 PKTEST_CHILD(HardFreedBlockIsZero) {
