@@ -1,4 +1,4 @@
-/* Arenas per task (issue 9, target 6): a task creates an arena, makes 4,096
+/* Arenas per task (a realistic-scale program): a task creates an arena, makes 4,096
  * allocations of 32 B (touching each: one word written), and destroys the
  * arena; repeated. Against the same task on an APR pool (apr_pool_create_ex
  * as a child of one long-lived pool, apr_palloc, apr_pool_destroy: the way
@@ -127,7 +127,7 @@ static void (*const kernel[NCONT])(long) = {tasks_pk_arena, tasks_apr_pool, task
 int main(int argc, char **argv) {
     bench_opts o = bench_parse(argc, argv, 9);
     long tasks = bench_arg_long(&o, "--tasks", o.quick ? 500 : 2000);
-    bench_header("an arena per task: 4,096 allocations of 32 B, pk_arena vs APR pools (issue 9)",
+    bench_header("an arena per task: 4,096 allocations of 32 B, pk_arena vs APR pools",
                  &o);
     bench_apr_load(&apr);
     if (apr.pool_create_ex &&

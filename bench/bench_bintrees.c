@@ -19,9 +19,8 @@
  *               makes of it; its free lists are checked as its slabs go)
  * and, for information, one pk_arena reset after each tree. Targets:
  * pk_pool per tree <= 0.25x the malloc version's time; one pool, nodes freed,
- * <= 0.6x (issue 9); each hardened variant <= 1.15x its default twin
- * (issue 20). Ratios are medians of per-repetition ratios. (bench_objects
- * adds the pk_new variant.)
+ * <= 0.6x; each hardened variant <= 1.15x its default twin. Ratios are
+ * medians of per-repetition ratios. (bench_objects adds the pk_new variant.)
  *
  * Usage: bench_bintrees [--depth N] [--reps N] [--quick]
  */
@@ -68,7 +67,7 @@ static const pk_pool_config node_pool = {.name = "binary-trees", .size = sizeof(
 /* A pool that goes with its tree, nodes and all, is a region: no leak report. */
 static const pk_pool_config tree_pool_config = {
     .name = "binary-trees (per tree)", .size = sizeof(node), .flags = PK_POOL_REGION};
-/* The hardened twins of the two (issue 20). */
+/* The hardened twins of the two. */
 static const pk_pool_config node_pool_hard = {
     .name = "binary-trees (hardened)", .size = sizeof(node), .flags = PK_POOL_HARDENED};
 static const pk_pool_config tree_pool_hard = {.name = "binary-trees (per tree, hardened)",
@@ -227,11 +226,11 @@ int main(int argc, char **argv) {
                          bench_median(&t[V_POOL_ONE]), bench_median(&t[V_MALLOC]));
     r = bench_median(&hard_tree);
     pass &= bench_target(r <= 1.15, "binary-trees depth %d: PK_POOL_HARDENED <= 1.15x the default "
-                         "pool (issue 20), pool per tree: %.2fx (%.1f vs %.1f ms)", depth, r,
+                         "pool, pool per tree: %.2fx (%.1f vs %.1f ms)", depth, r,
                          bench_median(&t[V_POOL_TREE_HARD]), bench_median(&t[V_POOL_TREE]));
     r = bench_median(&hard_one);
     pass &= bench_target(r <= 1.15, "binary-trees depth %d: PK_POOL_HARDENED <= 1.15x the default "
-                         "pool (issue 20), one pool, nodes freed: %.2fx (%.1f vs %.1f ms)", depth,
+                         "pool, one pool, nodes freed: %.2fx (%.1f vs %.1f ms)", depth,
                          r, bench_median(&t[V_POOL_ONE_HARD]), bench_median(&t[V_POOL_ONE]));
     printf("binary-trees targets: %s\n", pass ? "all pass" : "some FAIL");
     return 0;

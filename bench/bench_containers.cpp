@@ -10,7 +10,7 @@
 //   map            erase a random present key, insert a fresh random key
 //   unordered_map  the same, hashed
 //   list FIFO      a queue: pop the oldest node from the front, push a new one
-//                  at the back (N = --fifo-n, 50,000 by default: issue 9)
+//                  at the back (N = --fifo-n, 50,000 by default: a realistic queue)
 // Time per step (erase + insert): the container's own work is part of what a
 // user sees, so no allocator can make a step cheaper than that work. The row
 // "bare free list" measures it: a single-threaded intrusive free list with no

@@ -11,7 +11,7 @@
  * Built twice by bench/CMakeLists.txt:
  *   bench_hotloop         pk_pool's inline fast paths, static library;
  *                         targets: default <= 1.3x, LOCAL <= 1.1x the naive inlined list;
- *                         HARDENED <= 1.5x the default (issue 20: its own inline
+ *                         HARDENED <= 1.5x the default (its own inline
  *                         path; the median of per-repetition ratios to the
  *                         default pool, as every ratio here); DEBUG's cost beside,
  *                         for information
@@ -219,8 +219,8 @@ int main(int argc, char **argv) {
     }
     for (int s = 0; s < NSIZES && !PK_MODE_CALLS; s++) {
         double h = bench_median(&r_hard[s]), d = bench_median(&r_debug[s]);
-        pass &= bench_target(h <= 1.5, "hot loop %3zu B, PK_POOL_HARDENED <= 1.5x the default pool "
-                             "(issue 20): %.2fx (%.2f vs %.2f ns); PK_POOL_DEBUG costs %.1fx "
+        pass &= bench_target(h <= 1.5, "hot loop %3zu B, PK_POOL_HARDENED <= 1.5x the default pool"
+                             ": %.2fx (%.2f vs %.2f ns); PK_POOL_DEBUG costs %.1fx "
                              "(%.2f ns, informative)", sizes[s], h, bench_median(&t[s][C_HARD]),
                              bench_median(&t[s][C_POOL]), d, bench_median(&t[s][C_DEBUG]));
     }

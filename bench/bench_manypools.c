@@ -1,4 +1,4 @@
-/* Any number of pools (issue 9, target 4): the hot loop (allocate, touch
+/* Any number of pools (a realistic-scale program): the hot loop (allocate, touch
  * one byte, free) on the 1st, the 1,000th and the 10,000th live pool of the
  * program.
  *
@@ -28,8 +28,8 @@ int main(int argc, char **argv) {
     size_t size = (size_t)bench_arg_long(&o, "--size", 64);
     long npools = bench_arg_long(&o, "--pools", 10000);
     if (npools < 1000) npools = 1000;
-    bench_header("any number of pools: the hot loop on the 1st, 1,000th and 10,000th live pool "
-                 "(issue 9)", &o);
+    bench_header("any number of pools: the hot loop on the 1st, 1,000th and 10,000th live pool",
+                 &o);
 
     pk_pool **pools = calloc((size_t)npools, sizeof *pools);
     void **held = calloc((size_t)npools, sizeof *held);
@@ -98,7 +98,7 @@ int main(int argc, char **argv) {
                              "%.2fx (%.2f vs %.2f ns)",
                              size, which[k], npools, r, bench_median(&t[k]), bench_median(&t[0]));
     }
-    /* Issue 11: the process report over every live pool, into /dev/null
+    /* The process report over every live pool, into /dev/null
      * (table and JSON), median of the repetitions. */
     FILE *devnull = fopen("/dev/null", "w");
     bench_series report[2] = {{{0}, 0}};

@@ -11,7 +11,7 @@
  * The figures are exact, not timings: one run is enough; --reps repeats the
  * whole cycle in one pool to show that nothing creeps.
  *
- * Idle (issue 19's story): a burst of the same objects in a fresh pool,
+ * Idle (memory returned without a call into the library): a burst of the same objects in a fresh pool,
  * allocated, written and freed; then --idle-ms (1,500) with no poolkit call;
  * then one call that reaches the library (the first allocation from another
  * pool: its thread cache is empty). Target: the burst's memory is back at

@@ -1,4 +1,4 @@
-/* Objects and autorelease pools against glibc malloc, with issue 3's targets.
+/* Objects and autorelease pools against glibc malloc, with their targets.
  *
  *   new+release     pk_new + pk_release of a 16-byte class, against malloc(16) + free:
  *                   target <= 0.5x
@@ -8,7 +8,7 @@
  *                   1,000,000 ... 1 objects per pool (a fresh pool per batch, popped
  *                   at its end). Targets: per object on the best row <= one malloc+free;
  *                   the one-pool-per-object row <= 1.3x the best row
- *   one big pool    issue 9: the sweep's first row (1,000,000 objects autoreleased into
+ *   one big pool    the sweep's first row (1,000,000 objects autoreleased into
  *                   one pool, then the pool popped) against malloc(16) + memset(0) for
  *                   the same N, all allocated, then all freed newest first (the order
  *                   of the pool's drain): target per object <= 1x
@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
     int depth = (int)bench_arg_long(&o, "--depth", 16);
     use_wall = bench_arg_flag(&o, "--wall");
     const long total = 1000000;
-    bench_header("objects and autorelease pools (issue 3)", &o);
+    bench_header("objects and autorelease pools", &o);
     printf("clock: %s\n", use_wall ? "wall (CLOCK_MONOTONIC)"
                                     : "the thread's CPU time (CLOCK_THREAD_CPUTIME_ID; --wall for wall time)");
 
@@ -269,7 +269,7 @@ int main(int argc, char **argv) {
         bench_row(label, &sweep_m[i], "ns", "(informative)");
     }
 
-    bench_row("malloc+memset(0), all kept, then freed", &mzero, "ns", "(issue 9's reference)");
+    bench_row("malloc+memset(0), all kept, then freed", &mzero, "ns", "(the one big pool's reference)");
 
     printf("\nbinary-trees depth %d (checksum %ld), ms per run:\n", depth, sum_p);
     bench_row("malloc nodes, recursive free", &trees_m, "ms", "");

@@ -1,15 +1,14 @@
-/* Threads and lines, the steady state, many pools (issue 19, targets 4, 7
- * and 8): the lab's four thread shapes (lab/kernels_shapes.h, measured by
- * lab/measure_shapes.c, each point in a forked child), over the lab's
- * adapters: glibc malloc, jemalloc, mimalloc, tcmalloc (loaded at run time)
- * and pk_pool.
+/* Threads and lines, the steady state, many pools: the lab's four thread
+ * shapes (lab/kernels_shapes.h, measured by lab/measure_shapes.c, each
+ * point in a forked child), over the lab's adapters: glibc malloc,
+ * jemalloc, mimalloc, tcmalloc (loaded at run time) and pk_pool.
  *
  *   steady state    after larson: 2 threads, each with a live set of 1,000
  *                   or 100,000 objects (16-128 B, one pool per 16-byte
  *                   class; or 64 B), freeing a random one and allocating its
  *                   replacement, sets handed to fresh threads; ns per pair
- *                   per thread. Target 4: pk_pool <= 0.8x mimalloc at every
- *                   scale. Issue 20: a PK_POOL_HARDENED pool runs here
+ *                   per thread. Target: pk_pool <= 0.8x mimalloc at every
+ *                   scale. A PK_POOL_HARDENED pool runs here
  *                   too (in this shape only: the others have no hardened
  *                   target), at most 1.15x the default pool at every scale.
  *   cache-scratch   after Hoard: objects of 8-64 B handed to 2 workers, who
@@ -38,7 +37,7 @@
 
 #include <math.h>
 
-/* C_HARD, after NCONT, runs in the steady state only (issue 20). */
+/* C_HARD, after NCONT, runs in the steady state only. */
 enum { C_GLIBC, C_JE, C_MI, C_TC, C_POOL, NCONT, C_HARD = NCONT, NALL };
 static bench_contender cont[NALL] = {
     BENCH_CONTENDER("glibc malloc", "glibc malloc"), BENCH_CONTENDER("jemalloc", ""),
@@ -77,7 +76,7 @@ static void row(int c, const bench_series *s, const bench_series *ratio, const c
     row2(c, s, ratio, NULL, unit);
 }
 
-/* ---- target 4 (and issue 20's): the steady state ---- */
+/* ---- the steady state (the default and the hardened pool) ---- */
 
 static int steady(void) {
     static const long lives[] = {1000, 100000};
@@ -129,9 +128,9 @@ static int steady(void) {
                  n ? ", " : "", lives[p / 2], p % 2 ? "64 B" : "16-128 B", h,
                  bench_median(&t[p][C_HARD]), bench_median(&t[p][C_POOL]));
     }
-    pass = bench_target(pass, "steady state (issue 19, 4): pk_pool <= 0.8x mimalloc at every "
+    pass = bench_target(pass, "steady state: pk_pool <= 0.8x mimalloc at every "
                               "scale: %s", line);
-    pass_hard = bench_target(pass_hard, "steady state (issue 20): PK_POOL_HARDENED <= 1.15x the "
+    pass_hard = bench_target(pass_hard, "steady state: PK_POOL_HARDENED <= 1.15x the "
                                         "default pool at every scale: %s", line_hard);
     return pass && pass_hard;
 }
@@ -197,7 +196,7 @@ static int scratch(void) {
     printf("  false sharing on this machine (the controls, overlapped runs): side by side / apart "
            "= %.2fx: %s\n", apart > 0 ? side / apart : NAN,
            shows ? "it shows" : "it does not show, so the rows above cannot tell allocators apart");
-    return bench_target(met, "cache-scratch (issue 19, 7): pk_pool <= 1.05x mimalloc, in "
+    return bench_target(met, "cache-scratch: pk_pool <= 1.05x mimalloc, in "
                              "the runs where the workers overlapped most: %s%s", line,
                         shows && decided ? "" : " (not decided here: the workers did not both "
                                                 "run at once, or no false sharing shows)");
@@ -234,7 +233,7 @@ static int batches(void) {
         else bench_row(cont[c].label, &t[c], "ns", extra);
     }
     return bench_target(ratio.n > 0 && bench_median(&ratio) <= 0.6,
-                        "remote batches (issue 19, 7): pk_pool <= 0.6x mimalloc: %.2fx (%.1f vs "
+                        "remote batches: pk_pool <= 0.6x mimalloc: %.2fx (%.1f vs "
                         "%.1f ns per object)", bench_median(&ratio), bench_median(&t[C_POOL]),
                         bench_median(&t[C_MI]));
 }
@@ -300,7 +299,7 @@ static int pools(void) {
     double bound = resident_bound(8, size, per_pool), rbound = reserved_bound(size, per_pool);
     double r = bench_median(&res[2]), d = bench_median(&rsd[2]), g = bench_median(&rss[2][C_POOL]);
     return bench_target(res[2].n > 0 && r <= rbound && d <= bound && g <= bound,
-                        "many pools (issue 19, 8): 8 threads x 1,000 pools x 10 x 64 B: pk_pool "
+                        "many pools: 8 threads x 1,000 pools x 10 x 64 B: pk_pool "
                         "reserved %.0f B (bound %.0f: a slab per thread per pool), resident %.0f B, "
                         "RSS growth %.0f B per thread per pool (bound %.0f: live in pages + 1 KiB + a page / 8; "
                         "mimalloc's RSS growth %.0f B; live 640 B) (docs/results.md)",
@@ -310,8 +309,8 @@ static int pools(void) {
 int main(int argc, char **argv) {
     shared_reexec_for_tls(argv); /* jemalloc under dlopen */
     o = bench_parse(argc, argv, 5);
-    bench_header("threads and lines, the steady state, many pools (issue 19, targets 4, 7, 8; "
-                 "issue 20: the hardened steady state)", &o);
+    bench_header("threads and lines, the steady state, many pools (and the hardened steady "
+                 "state)", &o);
     bench_find(cont, NALL, 0);
     int pass = 1;
     if (wanted("steady")) pass &= steady();

@@ -1,4 +1,4 @@
-/* Working sets at realistic scale (issue 9, targets 1 and 2).
+/* Working sets at realistic scale.
  *
  * Allocate N objects (N = 1,000 to 1,000,000), touch each (one word
  * written), free all of them newest first (LIFO), oldest first (FIFO) or in a
@@ -29,7 +29,7 @@
  *   faults      pk_pool: no page faults in a repeated phase (goal 0; the
  *               peers' counts are printed beside)
  * judged at every N, at the worst size (one line per order and N).
- * Issue 20: PK_POOL_HARDENED <= 1.15x the default pool, the median of
+ * Hardened pools: PK_POOL_HARDENED <= 1.15x the default pool, the median of
  * per-repetition ratios, judged likewise at every order and every N run,
  * at the worst size.
  *
@@ -73,7 +73,7 @@ static bench_series first_faults[MAXS][MAXN][NCONT], rss[MAXS][MAXN][NCONT];
 /* per-repetition ratios of pk_pool to the fastest malloc */
 static bench_series r_malloc[MAXS][MAXN][WORKSET_ORDERS];
 static bench_series r_naive[MAXS][MAXN][WORKSET_ORDERS];
-/* per-repetition ratios of the hardened pool to the default one (issue 20) */
+/* per-repetition ratios of the hardened pool to the default one */
 static bench_series r_hard[MAXS][MAXN][WORKSET_ORDERS];
 
 /* "1k", "10k", "1M": buf holds 24 bytes. */
@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
     }
 
     bench_header("working sets: allocate N objects, touch each, free all (LIFO, FIFO, random), "
-                 "repeat (issue 9)", &o);
+                 "repeat", &o);
     printf("sizes:");
     for (int s = 0; s < nsz; s++) printf(" %zu", sizes[s]);
     printf(" B; N:");
@@ -243,7 +243,7 @@ int main(int argc, char **argv) {
                                  worst <= moon ? "met" : "not met");
         }
     }
-    /* Issue 20: hardened pools cost at most 1.15x the default, judged at
+    /* Hardened pools cost at most 1.15x the default, judged at
      * the worst size for each order and N: every one the program runs. */
     for (int ord = 0; ord < WORKSET_ORDERS; ord++) {
         for (int k = 0; k < nn; k++) {
@@ -255,7 +255,7 @@ int main(int argc, char **argv) {
             }
             pass &= bench_target(measured && worst <= 1.15,
                                  "working set %-6s N = %-4s PK_POOL_HARDENED <= 1.15x the default "
-                                 "pool (issue 20), every size: worst %zu B: %.2fx (%.2f vs %.2f ns)",
+                                 "pool, every size: worst %zu B: %.2fx (%.2f vs %.2f ns)",
                                  workset_order_names[ord], fmt_n(ns_[k], b1), sizes[ws], worst,
                                  bench_median(&t[ws][k][ord][C_HARD]),
                                  bench_median(&t[ws][k][ord][C_POOL]));

@@ -13,7 +13,7 @@
  * the child's peak RSS growth. Targets: pk_pool at most 0.3x mimalloc, and
  * memory bounded (peak RSS growth under a quarter of what the objects would
  * take if memory were never reused); the hardened pool at most 1.15x the
- * default (issue 20; the median of per-repetition ratios).
+ * default (the median of per-repetition ratios).
  *
  * --churn runs the lab's churn workload instead (one thread: a live set of 256 objects,
  * each step frees a random one and allocates its replacement; the
@@ -143,7 +143,7 @@ int main(int argc, char **argv) {
                          mib(bench_max(&rss[C_POOL])), mib(bound), n, OBJ_SIZE);
     pass &= bench_target(ratio_hard.n > 0 && bench_median(&ratio_hard) <= 1.15,
                          "cross-thread (producer/consumer): PK_POOL_HARDENED <= 1.15x the default "
-                         "pool (issue 20): %.2fx per-run ratio median (%.1f vs %.1f ns per object)",
+                         "pool: %.2fx per-run ratio median (%.1f vs %.1f ns per object)",
                          bench_median(&ratio_hard), bench_median(&t[C_HARD]), bench_median(&t[C_POOL]));
     printf("cross-thread targets: %s\n", pass ? "all pass" : "some FAIL");
     return 0;

@@ -38,7 +38,7 @@
 #   pk_free into another of the thread's slabs of its class <= 73 per free
 #                 (measured 72.4), likewise: the record found once and
 #                 handed down to the same short path
-#   HARDENED pool <= 47 (measured 46 with gcc 12; issue 20 sets no count:
+#   HARDENED pool <= 47 (measured 46 with gcc 12; no count is its target:
 #                 the count and its ratio to the default pair are printed
 #                 for information, the timed target, <= 1.5x the default
 #                 pool, is bench_hotloop's)
@@ -182,7 +182,7 @@ check() { # label value gate target [what to print in place of the target]
 check "pk_pool default" "$net_default" "$GATE_DEFAULT" "$TARGET_DEFAULT"
 check "pk_pool LOCAL  " "$net_local" "$GATE_LOCAL" "$TARGET_LOCAL"
 check "pk_pool HARDENED" "$net_hardened" "$GATE_HARDENED" "" \
-    "${ratio_hardened}x the default pair (issue 20, informative: its timed target, <= 1.5x the default pool, is bench_hotloop's)"
+    "${ratio_hardened}x the default pair (informative: its timed target, <= 1.5x the default pool, is bench_hotloop's)"
 check "pk_alloc+pk_free (unsized)" "$net_frontend" "$GATE_FRONTEND" "" \
     "the size-class front end, one size a run: pk_alloc inline, pk_free one call that finds the class from the address"
 check_free() { # label value gate what

@@ -19,9 +19,9 @@
  * figures it prints. Ratios are medians of per-repetition ratios, so drift
  * on a noisy machine hits the copies alike. The API used (pk_pool_config
  * with .size and .flags, pk_pool_alloc/free inline, PK_POOL_LOCAL,
- * PK_POOL_HARDENED) is the same in every build since round one. The
+ * PK_POOL_HARDENED) is the same in every reference build. The
  * "no slower" targets judge the default and LOCAL pools; the hardened one's
- * ratios are printed beside them (issue 20 made it inline).
+ * ratios are printed beside them (its inline path is newer than the references).
  *
  * Usage (bench/refs.sh writes the command):
  *   hotloop_refs [--reps N] [--quick] [--iters N] [--lib LABEL=PROGRAM | --lib LABEL=!WHY]...

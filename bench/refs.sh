@@ -5,9 +5,9 @@
 #
 # For each reference commit (REFS, default: round one's build 28fd0a1,
 # round two's release a6427ca, the second core's last build dc120d1 and the
-# previous release 824f9c2, the third core before issue 20), the
-# library is built from `git archive COMMIT` with its own CMake (Release,
-# library only) in BUILD_DIR/ref/COMMIT/, once:
+# previous release 824f9c2, the third core before the hardened pool's
+# inline path), the library is built from `git archive COMMIT` with its
+# own CMake (Release, library only) in BUILD_DIR/ref/COMMIT/, once:
 # a build that is there is reused. Then bench/hotloop_refs.c is compiled
 # once per library, today's (BUILD_DIR/libpoolkit.a with include/) and each
 # reference's, with the same command (only -I and the .a differ), and today's
@@ -30,8 +30,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 refs=${REFS:-"28fd0a1 a6427ca dc120d1 824f9c2"}
 declare -A what=([28fd0a1]="round one's build" [a6427ca]="round two's release, the last commit of its round"
-                 [dc120d1]="the second core's last build, before the third (issue 19)"
-                 [824f9c2]="the previous release: the third core (issue 19), before issue 20")
+                 [dc120d1]="the second core's last build, before the third"
+                 [824f9c2]="the previous release: the third core, before the hardened pool's inline path")
 
 lib_today=""
 for cand in "$build/libpoolkit.a" "$build/src/libpoolkit.a"; do

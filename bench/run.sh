@@ -9,17 +9,17 @@
 # classes measured on real workloads' requests (bench_classes), its large
 # blocks against glibc's in one process (bench_large; the same shape
 # preloaded runs after the programs), random
-# fill pattern, memory, cross-thread, the thread shapes of issue 19 (steady
+# fill pattern, memory, cross-thread, the thread shapes (steady
 # state, cache-scratch, remote batches, many pools), threads that come and go
 # (bench_mstress: peak RSS over iterations; bench_larson: live sets handed
 # to new threads), binary-trees, objects and containers
-# (when built), then issue 9's programs at realistic scale (working sets,
+# (when built), then the programs at realistic scale (working sets,
 # many pools, an arena per task), then the hot loop against earlier builds
 # of this repository (bench/refs.sh: round one's and the previous release's
 # libraries, built once into BUILD_DIR/ref/ from git), then the
 # instruction-count gate (bench/gate.sh, when valgrind is installed).
 # Each command is printed before it runs, so any one can be rerun alone.
-# Issue 20's targets (PK_POOL_HARDENED against the default pool, in one
+# The hardened pool's targets (PK_POOL_HARDENED against the default pool, in one
 # run) are lines of bench_hotloop, bench_xthread, bench_threads (the steady
 # state), bench_bintrees and bench_workset; gate.sh prints the hardened
 # pair's instruction count beside.

@@ -2,17 +2,17 @@
 """Checks a pk-lab results.json: its schema (lab/PROTOCOL.md) and that it is
 complete: all nineteen experiments, every row with its fields, every contender
 the lab lists present, either measured or "not available" with a reason (both
-mimallocs: Debian's 2 and PyPI's 3), every point of issue 19's thread shapes
+mimallocs: Debian's 2 and PyPI's 3), every point of the thread shapes
 (steady-state, cache-scratch, remote-batches, many-pools) and of the
 malloc-shaped edges (migrate, larson-pace, large) measured for every
 contender that is available, with their extra figures; advise's demo
 rows and prediction, and a row for each real program (measured, with its
 overhead and top site's figures, or not available with a reason).
-Issue 20's experiments (peers, workset, steady-state, binary-trees, threads)
+The hardened pools' experiments (peers, workset, steady-state, binary-trees, threads)
 run pk_pool's hardened mode beside the default pool: each of its measured
 rows must carry its ratio to the default pool in the same repetitions
 (vs_pk_pool), and, in the second form below, pk-lab's output must print each
-of issue 20's five target lines with its figures and a verdict, and the target
+of the five hardened target lines with its figures and a verdict, and the target
 lines of pool-pattern, migrate, larson-pace and large likewise.
 
     check_results.py DIR/results.json
@@ -65,10 +65,10 @@ REALPROG = ["glibc malloc", "mimalloc", "mimalloc 3", "jemalloc", "tcmalloc", "p
 REALPROG_POINTS = [("hooks", w) for w in ("sqlite", "libxml2", "jansson", "expat")] + \
     [("preload", p) for p in ("jq", "xmllint", "sqlite3", "perl", "python3")]
 EXPECTED["realprog"] = REALPROG
-# Issue 20: pk_pool's hardened mode beside the default pool, by the experiment whose output
-# prints each target (its number).
+# pk_pool's hardened mode beside the default pool, in the experiments whose output
+# prints a hardened target line ("target (hardened NAME): ...").
 HARDENED = "poolkit pk_pool HARDENED"
-HARDENED_TARGETS = {"peers": 1, "workset": 2, "steady-state": 3, "binary-trees": 4, "threads": 5}
+HARDENED_TARGETS = ("peers", "workset", "steady-state", "binary-trees", "threads")
 for _name in ("peers", "workset", "binary-trees", "threads"):
     EXPECTED[_name].append(HARDENED)
 MALLOCS_AND_POOL = ["glibc malloc", "jemalloc", "mimalloc", "mimalloc 3", "tcmalloc", "poolkit pk_pool"]
@@ -77,7 +77,7 @@ for _name in ("steady-state", "cache-scratch", "remote-batches", "many-pools"):
     EXPECTED[_name] = MALLOCS_AND_POOL + (SCRATCH_CONTROLS if _name == "cache-scratch" else []) + \
         ([HARDENED] if _name in HARDENED_TARGETS else [])
 
-# Issue 19's thread shapes: the points each available contender must have
+# The thread shapes: the points each available contender must have
 # (params that must match), and the extra figures each point must carry.
 SHAPE_POINTS = {
     "steady-state": ([{"threads": 2, "live_per_thread": n, "sizes": m}
@@ -278,11 +278,11 @@ def check_own_targets(c, names, output):
 
 
 def check_target_lines(c, names, output):
-    """Issue 20's target line of each experiment that ran, with figures and a verdict."""
-    for name, n in HARDENED_TARGETS.items():
+    """The hardened target line of each experiment that ran, with figures and a verdict."""
+    for name in HARDENED_TARGETS:
         if name not in names:
             continue
-        head = "target (issue 20, %d): " % n
+        head = "target (hardened %s): " % name
         lines = [ln for ln in output.splitlines() if head in ln]
         if c.check(len(lines) == 1, "%s: %d lines '%s', not 1" % (name, len(lines), head.strip())):
             ln = lines[0]

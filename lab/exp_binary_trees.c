@@ -5,8 +5,8 @@
  *   APR pools           apr_palloc per node; one pool per tree, cleared
  *                       (as the Game's C programs do)
  *   poolkit pk_pool     a pool of nodes, pk_pool_free per node
- *   ... HARDENED        the same on a PK_POOL_HARDENED pool (issue 20,
- *                       target 4: at most 1.15x the default pool's time,
+ *   ... HARDENED        the same on a PK_POOL_HARDENED pool (target:
+ *                       at most 1.15x the default pool's time,
  *                       the median of the repetitions' ratios)
  *   poolkit pk_arena    an arena per tree, rewound to a mark after each tree
  *   poolkit pk_new      reference-counted objects: releasing the root frees
@@ -211,7 +211,7 @@ static void print(FILE *out) {
     lab_target t = LAB_TARGET_INIT;
     double v = lab_vs_pool(lab_find(EXP, LAB_PK_HARDENED, NULL));
     lab_target_add(&t, "", v, 1.15, "%.2fx", v);
-    fprintf(out, "  target (issue 20, 4): pk_pool HARDENED at most 1.15x the default pk_pool's "
+    fprintf(out, "  target (hardened binary-trees): pk_pool HARDENED at most 1.15x the default pk_pool's "
                  "time for the whole program (median of the repetitions' ratios): %s -> %s\n",
             t.line, lab_target_verdict(&t));
 }

@@ -1,5 +1,5 @@
 /* cache-scratch: passive false sharing, after Hoard's test (as mimalloc-bench
- * runs it; issue 19, target 7).
+ * runs it).
  *
  * The main thread allocates one object per worker, one after the other (so
  * they are neighbours in memory), and hands them over. Each of 2 workers
@@ -189,7 +189,7 @@ static void print(FILE *out) {
                        three ? LAB_MIMALLOC3 : LAB_MIMALLOC, m);
         if (!isnan(v)) decided &= cp >= 1.5 && (three ? c3 : cm) >= 1.5;
     }
-    fprintf(out, "  target (issue 19, 7): pk_pool at most 1.05x the faster mimalloc, overlapped runs: %s -> "
+    fprintf(out, "  target (cache-scratch): pk_pool at most 1.05x the faster mimalloc, overlapped runs: %s -> "
                  "%s%s\n", t.line, lab_target_verdict(&t),
             t.any && !decided ? " (not decided here: the workers did not both run at once, or the "
                               "controls show no false sharing)" : "");

@@ -1,4 +1,4 @@
-/* many-pools: memory with many threads and many pools (issue 19, target 8).
+/* many-pools: memory with many threads and many pools.
  *
  * 1,000 contexts of 64-byte objects (pk_pool: 1,000 pools; the mallocs have
  * no pools, so theirs is the same objects from one heap: the reference), and
@@ -119,7 +119,7 @@ static void print(FILE *out) {
     double rss = val("poolkit pk_pool", tmax, NULL);
     double mi = fmin(val(LAB_MIMALLOC, tmax, NULL), val(LAB_MIMALLOC3, tmax, NULL)); /* the smaller */
     char f[4][32];
-    fprintf(out, "  target (issue 19, 8): %d threads x %ld pools x %d objects: pk_pool reserves "
+    fprintf(out, "  target (many-pools): %d threads x %ld pools x %d objects: pk_pool reserves "
                  "%s B and has touched %s B per thread per pool (RSS growth %s B; the smaller mimalloc's "
                  "%s B; live %d B) -> reported (the bound: docs/results.md)\n",
             tmax, pools(), PER_POOL, lab_fmt(res, f[0]), lab_fmt(rsd, f[1]), lab_fmt(rss, f[2]),

@@ -13,7 +13,7 @@
  * untimed batch, and runs the contenders interleaved, starting with a
  * different one each repetition.
  *
- * pk_pool's hardened mode runs beside the default pool (issue 20, target 1:
+ * pk_pool's hardened mode runs beside the default pool (target:
  * in the hot loop at most 1.5x the default pool's time at every size, the
  * median of the repetitions' ratios of gross times; the ratio of the net
  * times is shown beside it), and its PK_POOL_LOCAL mode, whose target is
@@ -177,7 +177,7 @@ static void print(FILE *out) {
         double net = h && h->available ? lab_extra_median(h, "net_vs_pk_pool") : NAN;
         lab_target_add(&t, ", ", v, 1.5, "%zu B %.2fx (net %.2fx)", sz[k], v, net);
     }
-    fprintf(out, "  target (issue 20, 1): pk_pool HARDENED at most 1.5x the default pk_pool in the "
+    fprintf(out, "  target (hardened peers): pk_pool HARDENED at most 1.5x the default pk_pool in the "
                  "hot loop at every size (median of the repetitions' ratios): %s -> %s\n",
             t.line, lab_target_verdict(&t));
     /* PK_POOL_LOCAL the fastest row of the hot loop: its net time against

@@ -1,6 +1,5 @@
 /* remote-batches: producers allocate, consumers free, in batches, after
- * xmalloc-test (mimalloc-bench's `xmalloc-test -w N -s 64`; issue 19,
- * target 7).
+ * xmalloc-test (mimalloc-bench's `xmalloc-test -w N -s 64`).
  *
  * P producer threads each allocate batches of 4,096 objects of 64 B (each
  * touched) and queue them; P consumer threads take whole batches and free
@@ -90,7 +89,7 @@ static void print(FILE *out) {
         lab_target_add(&t, "; ", v, 0.6, "%d+%d: %.2fx (%s; glibc %.2fx)", pairs[p], pairs[p], v,
                        mi ? mi->subject : "-", g);
     }
-    fprintf(out, "  target (issue 19, 7): pk_pool at most 0.6x the faster mimalloc's time: %s -> %s\n", t.line,
+    fprintf(out, "  target (remote-batches): pk_pool at most 0.6x the faster mimalloc's time: %s -> %s\n", t.line,
             lab_target_verdict(&t));
 }
 

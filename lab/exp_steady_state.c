@@ -1,5 +1,5 @@
 /* steady-state: random replacement in a live set, after larson
- * (mimalloc-bench's server simulation; issue 19, target 4).
+ * (mimalloc-bench's server simulation).
  *
  * Two threads, each with a live set of 1,000 or 100,000 objects filled by
  * the main thread. Each round a thread frees a random object of its set and
@@ -13,7 +13,7 @@
  * growth. Each measurement in a forked child (lab_steady_measure,
  * measure_shapes.c; the loop: kernels_shapes.h). Target: pk_pool at most
  * 0.8x the faster mimalloc's time (2 or 3) at every scale. The hardened pool runs beside the
- * default one (issue 20, target 3: at most 1.15x its time at every scale,
+ * default one (target: at most 1.15x its time at every scale,
  * the median of the repetitions' ratios).
  */
 #include "lab.h"
@@ -127,7 +127,7 @@ static void print(FILE *out) {
             double v = cell("poolkit pk_pool", lives[l], m) / lab_row_median(mi);
             lab_target_add(&t, " / ", v, 0.8, "%.2fx (%s)", v, mi ? mi->subject : "-");
         }
-    fprintf(out, "  target (issue 19, 4): pk_pool at most 0.8x the faster mimalloc at every scale "
+    fprintf(out, "  target (steady-state): pk_pool at most 0.8x the faster mimalloc at every scale "
                  "(1,000 and 100,000 live, 16-128 B and 64 B): %s -> %s\n",
             t.line, lab_target_verdict(&t));
     lab_target h = LAB_TARGET_INIT;
@@ -136,7 +136,7 @@ static void print(FILE *out) {
             double v = lab_vs_pool(point(LAB_PK_HARDENED, lives[l], m));
             lab_target_add(&h, " / ", v, 1.15, "%.2fx", v);
         }
-    fprintf(out, "  target (issue 20, 3): pk_pool HARDENED at most 1.15x the default pk_pool at "
+    fprintf(out, "  target (hardened steady-state): pk_pool HARDENED at most 1.15x the default pk_pool at "
                  "every scale (median of the repetitions' ratios): %s -> %s\n",
             h.line, lab_target_verdict(&h));
 }

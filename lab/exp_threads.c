@@ -13,7 +13,7 @@
  * threads together, from the moment the threads are released at a barrier
  * until the last one is joined. One context (one pool) per measurement,
  * shared by all the threads (lab_threads_measure, measure.c). The hardened
- * pool runs producer/consumer beside the default one (issue 20, target 5:
+ * pool runs producer/consumer beside the default one (target:
  * at most 1.15x its time, that is the default's throughput over its own,
  * the median of the repetitions' ratios, at every thread count).
  */
@@ -27,7 +27,7 @@
 static const char *const workloads[] = {"producer/consumer", "churn"};
 
 /* The contenders of workload wl, and how many: the hardened pool runs
- * producer/consumer only (issue 20 judges that one). */
+ * producer/consumer only (its target judges that one). */
 static const char *const *contenders(int wl, int *n) {
     *n = wl == 0 ? LAB_THREAD_NCONT_HARDENED : LAB_THREAD_NCONT;
     return wl == 0 ? lab_thread_contenders_hardened : lab_thread_contenders;
@@ -113,7 +113,7 @@ static void print(FILE *out) {
                                         "threads", tt, NULL));
         lab_target_add(&t, " / ", v, 1.15, "%d thread%s %.2fx", n, n == 1 ? "" : "s", v);
     }
-    fprintf(out, "  target (issue 20, 5): pk_pool HARDENED at most 1.15x the default pk_pool's "
+    fprintf(out, "  target (hardened threads): pk_pool HARDENED at most 1.15x the default pk_pool's "
                  "time in producer/consumer (its throughput over HARDENED's, median of the "
                  "repetitions' ratios): %s -> %s\n", t.line, lab_target_verdict(&t));
 }

@@ -27,8 +27,8 @@
  * Zig's MemoryPool (and its empty harness) come from pk-lab-zig, which runs
  * the same loop (lab/zig/workset.zig).
  *
- * pk_pool's hardened mode runs beside the default pool (issue 20, target
- * 2: at most 1.15x the default pool's time at every N and order, the
+ * pk_pool's hardened mode runs beside the default pool (target: at
+ * most 1.15x the default pool's time at every N and order, the
  * median of the repetitions' ratios).
  */
 #include "lab.h"
@@ -276,7 +276,7 @@ static double hardened_ratio(const char *want, long n, const char *size) {
     return lab_vs_pool(find_point(LAB_PK_HARDENED, want, n, size));
 }
 
-/* Issue 20: the hardened pool over the default one at every point (the
+/* The hardened pool over the default one at every point (the
  * median of the repetitions' ratios), then the target, judged at every
  * point and shown by the worst point of each order. */
 static void print_hardened(FILE *out, const cells *c, const size_t *sz, int nsz) {
@@ -306,7 +306,7 @@ static void print_hardened(FILE *out, const cells *c, const size_t *sz, int nsz)
         lab_target_add(&t, "; ", worst, 1.15, "%s %.2fx (N = %s, %zu B)", workset_order_names[o],
                        worst, lab_fmt((double)worst_n, b), worst_size);
     }
-    fprintf(out, "  target (issue 20, 2): pk_pool HARDENED at most 1.15x the default pk_pool at "
+    fprintf(out, "  target (hardened workset): pk_pool HARDENED at most 1.15x the default pk_pool at "
                  "every N and order (median of the repetitions' ratios; the worst N of each "
                  "order): %s -> %s\n", t.line, lab_target_verdict(&t));
 }

@@ -239,8 +239,8 @@ static LAB_KERNEL void K(pc)(void *ctx, size_t size, long n, lab_spsc *in, lab_s
     }
 }
 
-/* The thread shapes of issue 19's experiments (larson, cache-scratch,
- * xmalloc-test, many pools): their own header. */
+/* The thread shapes of the steady-state, cache-scratch, remote-batches
+ * and many-pools experiments (after larson, Hoard, xmalloc-test): their own header. */
 #include "kernels_shapes.h"
 #endif
 

@@ -178,7 +178,7 @@ void lab_target_add(lab_target *t, const char *sep, double ratio, double most, c
 /* "not measured", "met" or "not met". */
 const char *lab_target_verdict(const lab_target *t);
 
-/* Issue 20: hardened pools against the default pool, side by side in one
+/* Hardened pools against the default pool, side by side in one
  * run. The experiments that judge it (peers' hot loop, workset,
  * steady-state, binary-trees, threads' producer/consumer) run the hardened
  * pool beside the default one and give its rows the extra LAB_VS_POOL: in
@@ -211,11 +211,11 @@ extern const lab_experiment *const lab_experiments[];
 extern const int lab_experiment_count;
 
 /* The thread-safe allocators that the thread experiments compare
- * (exp_threads.c and issue 19's shapes), in table order: pk_pool last. */
+ * (exp_threads.c and the thread shapes), in table order: pk_pool last. */
 extern const char *const lab_thread_contenders[];
 #define LAB_THREAD_NCONT 6
-/* The same, then LAB_PK_HARDENED: for the experiments that judge issue 20
- * (steady-state, threads' producer/consumer), not the other shapes, which
+/* The same, then LAB_PK_HARDENED: for the experiments that judge hardened
+ * pools (steady-state, threads' producer/consumer), not the other shapes, which
  * it would only lengthen. */
 extern const char *const lab_thread_contenders_hardened[];
 #define LAB_THREAD_NCONT_HARDENED (LAB_THREAD_NCONT + 1)
@@ -411,7 +411,7 @@ int lab_pattern_measure(lab_allocator *a, size_t bytes, long rounds, double *out
  * objects per thread. Millions of objects per second, all threads together. */
 double lab_threads_measure(lab_allocator *a, int workload, int threads, long n, size_t size);
 
-/* Issue 19's thread shapes (measure_shapes.c, kernels_shapes.h), each in a
+/* The thread shapes (measure_shapes.c, kernels_shapes.h), each in a
  * forked child with threads threads on contexts opened there; 0, or -1 if
  * the child failed.
  *

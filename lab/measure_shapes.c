@@ -1,4 +1,4 @@
-/* One point of each of issue 19's thread shapes (lab.h), measured alone in a
+/* One point of each of the thread shapes (lab.h), measured alone in a
  * forked child so that every allocator starts from a fresh heap and its
  * memory is its own: the steady state after larson, Hoard's cache-scratch,
  * xmalloc-test's remote batches, and many pools shared by many threads. The

@@ -47,12 +47,10 @@ static inline size_t policy_extend(size_t slot) {
 /* Hardened pools link at most HARD_EXTEND fresh slots at a time: each is
  * shuffled and encoded as it is linked, and those still unused when the
  * list goes home (a trim, a thread's exit, a pool's destroy) are walked and
- * checked. A pool per task that uses a few dozen objects paid that for 256
- * of 16 bytes: binary-trees with a hardened pool per tree (bench_bintrees
- * --quick, the Xeon) ran 4.3x the default one with EXTEND_BYTES and a walk
- * of the lists at destroy, 1.6x with HARD_EXTEND, 1.4x with a region's
- * destroy that walks nothing (pool.c), both shuffled; 32 measured no better
- * (issue 20). */
+ * checked. A pool per task that uses a few dozen objects would otherwise
+ * pay that for a whole EXTEND_BYTES run of small slots (binary-trees with a
+ * hardened pool per tree); a smaller step gains nothing more
+ * (docs/design/core4-prototypes.md has the measurements). */
 #define HARD_EXTEND 64
 static inline size_t policy_extend_hardened(size_t slot) {
     size_t k = policy_extend(slot);
@@ -73,10 +71,9 @@ static inline size_t policy_extend_hardened(size_t slot) {
  * cache and no slab changes hands for one object: a server that frees a
  * random object of a large live set and allocates its replacement
  * (larson, the lab's steady state) would otherwise move to that object's
- * slab, and back, on every call (bench_threads --only steady: a live set
- * of 100,000 objects of 64 B, 311 ns a pair without, against mimalloc's
- * 96, on the 2-core EPYC). Only onto an empty list, so at most HOT_FREES
- * such object is listed at a time, and a phase of frees leaves none that
+ * slab, and back, on every call, at several times mimalloc's cost a pair
+ * (docs/design/core4-prototypes.md). Only onto an empty list, so at most
+ * HOT_FREES such object is listed at a time, and a phase of frees leaves none that
  * would keep its slab from emptying. Hardened pools keep their lists to
  * the current slab (their inline paths check links against it). */
 #define HOT_FREES 1
@@ -120,12 +117,10 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * 1/RESTART_DISORDER of the last RESTART_SAMPLE frees on its list landed
  * away from the object freed just before (random order), it restarts in address order, its free list
  * dropped and its slots handed out from slot 0 again; a slab freed in
- * order (LIFO, FIFO) keeps its list, which is a stream already. Measured
- * (build/bench/bench_workset --quick, 64 B, the Xeon, with builds that
- * restarted every emptied slab and none): restarting every slab costs LIFO and
- * FIFO at 100,000 objects 7.9 ns a pair against 6.9 without (every link
- * written again), and never restarting costs random order 33.8 ns against
- * 12.0 at 100,000 and 105 against 25.7 at 1,000,000. */
+ * order (LIFO, FIFO) keeps its list, which is a stream already: restarting
+ * every slab would slow LIFO and FIFO (every link written again), and never
+ * restarting leaves random order chasing lines across the slab, several
+ * times slower at large working sets (docs/design/core4-prototypes.md). */
 #define RESTART_DISORDER 16
 #define RESTART_SAMPLE 32
 
@@ -211,22 +206,18 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * SHUFFLE_SLICES slices, and each next object is the next slot of a slice
  * picked at random (mimalloc's secure mode extends its pages the same way):
  * a few ascending streams, which the hardware prefetcher still partly
- * follows. Measured in bench_workset (LIFO and FIFO, a million 64-byte
- * objects), over the default pool: a full shuffle of the run 4.0-4.4x, 8
- * slices 2.9-3.7x, 4 slices 1.7-1.9x, no shuffle 1.1-1.2x. Four slices: two
- * bits of uncertainty per object, at half the cost of eight. Only slots
- * never handed out before are shuffled (central_carve, central_take): a
- * slab that empties and starts again from slot 0 hands its slots out in
- * address order, as its own free list would; shuffling those too cost a
- * working set that empties its slabs every phase a shuffle per object per
- * phase (1.74x and 1.84x the default, LIFO and FIFO, against 0.97x and 1.04x
- * for fresh slots only). Even so the order outlives the carve: free lists
- * keep it, and every list walked after it chases lines in four streams.
- * Hardened pools (issue 20, bench_bintrees and bench_xthread --quick, the
- * Xeon) with the shuffle: binary-trees with a pool per tree 1.37-1.43x the
- * default, allocation after remote frees 1.6x (a producer's refill); without
- * it 1.11x and 1.0x. So PK_POOL_HARDENED leaves it out and PK_POOL_SHUFFLE
- * asks for it, as Linux keeps CONFIG_SLAB_FREELIST_RANDOM apart from
+ * follows; the more slices, the slower a working set walks them. Four
+ * slices: two bits of uncertainty per object, at about half the cost of
+ * eight (docs/design/core4-prototypes.md). Only slots never handed out
+ * before are shuffled (central_carve, central_take): a slab that empties
+ * and starts again from slot 0 hands its slots out in address order, as
+ * its own free list would; shuffling those too cost a working set that
+ * empties its slabs every phase a shuffle per object per phase. Even so
+ * the order outlives the carve: free lists keep it, and every list walked
+ * after it chases lines in four streams. The shuffle is most of what a
+ * hardened pool would cost a pool per task and a producer's refill after
+ * remote frees. So PK_POOL_HARDENED leaves it out and PK_POOL_SHUFFLE asks
+ * for it, as Linux keeps CONFIG_SLAB_FREELIST_RANDOM apart from
  * CONFIG_SLAB_FREELIST_HARDENED. */
 #define SHUFFLE_RUN 128
 #define SHUFFLE_SLICES 4

@@ -296,13 +296,14 @@ static inline void track_takeback(const pk_pool *p, void *obj) {
  * slab's thread_free carries, in its second word, the chain's length and
  * its tail's slot index, so the owner collecting the list reads two
  * objects per chain instead of every object (each of them last written by
- * another core: a walk cost a producer 12 ns an object in bench_xthread).
+ * another core, a cache miss apiece).
  * A hardened pool's mark is encoded like a link, at its own word, so a
  * write after free of the head decodes to a mark the collection refuses;
  * the links inside a chain are checked where they are followed (the
  * hardened fast paths, the slab paths), as every other link is. Walking and
- * checking every link at collection instead cost hardened producer/consumer
- * 2.6x the default pool. */
+ * checking every link at collection instead would put that walk back into
+ * hardened producer/consumer, at a multiple of the default pool's time
+ * (docs/design/core4-prototypes.md). */
 static inline bool chains_counted(const pk_pool *p) {
     return p->link_off == 0 && p->geo.slot >= 2 * sizeof(uintptr_t);
 }

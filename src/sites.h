@@ -11,9 +11,7 @@
  * point's return address, free to take: the function that called the pool
  * (for pk_new's objects, pk_new). More frames come from glibc's backtrace(),
  * which unwinds with the DWARF tables: about 1 us a call, however few
- * frames (a debug pool's 64-byte alloc+free pair, `POOLKIT_DEBUG_FRAMES=K
- * build/bench/bench_hotloop --no-peers --quick --iters 400000`: 0.15 us for
- * K = 1, 2.2 for 2, 2.5 for 4, 2.6 for 8). Only debug pools pay for any of it.
+ * frames (docs/design/core4-prototypes.md). Only debug pools pay for any of it.
  */
 #ifndef POOLKIT_SITES_H
 #define POOLKIT_SITES_H

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The process report read back (issue 11): tests/stats_check.py PROGRAM SCHEMA
+"""The process report read back: tests/stats_check.py PROGRAM SCHEMA
 
 PROGRAM is examples/stats_report's binary, whose fixed workload gives the
 figures checked below; SCHEMA is docs/stats.schema.json. Checks:

@@ -29,7 +29,7 @@ namespace {
 
 constexpr const char *kCaseVar = "PKTEST_MATRIX_CASE";
 
-/* Seconds a case may run: the 5, more under a slow tool. */
+/* Seconds a case may run, more under a slow tool. */
 unsigned case_time_limit() { return slow_tool() ? 60 : 5; }
 
 pk_pool *matrix_pool(const char *name = "matrix") {

@@ -5,7 +5,7 @@
  * the purge delay goes back at the program's first call that reaches the
  * library after it, however long the silence (time stamps, not low-water
  * marks that need ticks during the silence); with the background purge on,
- * without any call. The story (issue 19): a burst of 100,000 objects of
+ * without any call. The story: a burst of 100,000 objects of
  * 200 B allocated and freed, then no poolkit call for longer than the delay,
  * then one call.
  *

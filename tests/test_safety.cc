@@ -1,5 +1,5 @@
 /* Safety: one test per class of misuse that debug and hardened modes promise
- * to catch (issue 5), each checking that the report names the fault, the
+ * to catch, each checking that the report names the fault, the
  * pool (or class) and the pointer.
  *
  * Fatal reports abort, so those tests are death tests: the child installs
@@ -803,7 +803,7 @@ TEST(SafetyHardenedDeathTest, LinearOverflowIntoTheNextSlotsLinkIsReported) {
     }
 }
 
-/* Issue 20: a linear overflow of 1 to 16 bytes from a live object a into
+/* Hardened pools: a linear overflow of 1 to 16 bytes from a live object a into
  * the next slot b, free on the thread's list: reported when b's link is
  * followed, before b can come out, naming b, the pool and a as the likely
  * overflow (and, while only the first four bytes changed, how many). Slots

@@ -200,7 +200,7 @@ def machine_line(d):
         m.get("flags", m.get("compiler", "?")), m.get("poolkit", ""))
 
 
-# Issue 20: the hardened pool beside the default one. Its rows carry the
+# The hardened pool beside the default one. Its rows carry the
 # extra "vs_pk_pool": in each repetition its time over the default pool's in
 # that same repetition; the median of those ratios is what a target judges.
 HARDENED = "poolkit pk_pool HARDENED"
@@ -211,21 +211,21 @@ def vs_pool(r):
     return extra(r, "vs_pk_pool")
 
 
-def hardened_target(n, study, what, points, bound):
-    """Issue 20's target n in one study: points, a list of (label, ratio or None), judged against
+def hardened_target(study, what, points, bound):
+    """The hardened pool's target in one study: points, a list of (label, ratio or None), judged against
     bound (every measured ratio at most bound). Returns (the report's line, the headline row or
     None), and notes the worst ratio for `pk-lab compare`."""
-    line = ("**Target (issue 20, {})**: pk_pool HARDENED ÷ the default pk_pool, {} (median of the "
+    line = ("**Target (hardened {})**: pk_pool HARDENED ÷ the default pk_pool, {} (median of the "
             "repetitions' ratios, each from the two measured side by side; target ≤ {}×): ").format(
-                n, what, fmt(bound)) + ", ".join("{} {}".format(label, times(r)) for label, r in points)
+                study, what, fmt(bound)) + ", ".join("{} {}".format(label, times(r)) for label, r in points)
     known = [(r, label) for label, r in points if r is not None]
     if not known:
         return line + ": not measured.", None
     worst, at = max(known)
     v = verdict(worst, None, bound, above=False)
     line += " → {} (worst: {}).".format("met" if v == "holds" else "not met", at)
-    note_ratio(study, "pk_pool HARDENED ÷ pk_pool, worst point (issue 20, {})".format(n), worst)
-    head = ("hardened pools (issue 20, {}): {}".format(n, study),
+    note_ratio(study, "pk_pool HARDENED ÷ pk_pool, worst point", worst)
+    head = ("hardened pools: {}".format(study),
             "pk_pool HARDENED ÷ the default pk_pool, {}, worst ({}) (target: ≤ {}×)".format(
                 what, at, fmt(bound)), "–", times(worst), v)
     return line, head

@@ -29,7 +29,7 @@ def binary_trees(res, charts, outdir):
     if best:
         finding += "; fastest: {} ({} ms)".format(best[1], fmt(best[0]))
     md += [finding + ".", ""]
-    line, h20 = hardened_target(4, "binary-trees", "whole program", [
+    line, hard_head = hardened_target("binary-trees", "whole program", [
         ("depth {}".format(depth), vs_pool(res.find(exp, HARDENED, depth=depth)))], 1.15)
     md += [line, ""]
     na = na_lines(res, exp)
@@ -49,4 +49,4 @@ def binary_trees(res, charts, outdir):
                spread(res.find(exp, "glibc malloc", depth=depth), res.find(exp, "poolkit pk_pool", depth=depth)))
     head = ("binary-trees (Benchmarks Game)", "malloc ÷ pk_pool, whole program", "–",
             times(ratio(base, pool)), "")
-    return md, [head] + ([h20] if h20 else [])
+    return md, [head] + ([hard_head] if hard_head else [])

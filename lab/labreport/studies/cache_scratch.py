@@ -1,4 +1,4 @@
-"""The report's section for the cache-scratch experiment (after Hoard; issue 19, target 7)."""
+"""The report's section for the cache-scratch experiment (after Hoard)."""
 
 from labreport.common import (MIMALLOCS, extra, faster_mimalloc, fmt, median_rows, na_lines, ratio, table, times,
                               value, worst_ratio)
@@ -68,4 +68,4 @@ def cache_scratch(res, charts, outdir):
     v = ("holds" if worst <= 1.0 else "does not hold") if decided else \
         "not decided (the workers did not both run at once, or no false sharing shows)"
     return md, ("cache-scratch (after Hoard)", "pk_pool ÷ the faster mimalloc, CPU ns per byte written, worst "
-                "of 8-64 B, most-overlapped run (issue 19 target: ≤ 1×)", "–", times(worst), v)
+                "of 8-64 B, most-overlapped run (target: ≤ 1×)", "–", times(worst), v)

@@ -1,4 +1,4 @@
-"""The report's section for the many-pools experiment (issue 19, target 8)."""
+"""The report's section for the many-pools experiment."""
 
 from labreport import charts as chartlib
 from labreport.common import extra, fmt, median_rows, na_lines, table

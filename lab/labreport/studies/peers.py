@@ -42,7 +42,7 @@ def peers(res, charts, outdir):
         "{} of {} at {} B".format(rk, n, z) for z, (rk, n) in pk_rank.items() if rk) + "; "
     finding += "the fastest rows: " + ", ".join("{} B {}".format(z, s) for z, s in firsts.items()) + "."
     md += [finding, ""]
-    line, h20 = hardened_target(1, "peers", "hot loop, gross time per allocate+touch+free", [
+    line, hard_head = hardened_target("peers", "hot loop, gross time per allocate+touch+free", [
         ("{} B".format(z), vs_pool(res.find(exp, HARDENED, loop="hot", size=z))) for z in sizes], 1.5)
     nets = [extra(res.find(exp, HARDENED, loop="hot", size=z), "net_vs_pk_pool") for z in sizes]
     if any(v is not None for v in nets):
@@ -63,4 +63,4 @@ def peers(res, charts, outdir):
     firsts_pk = sum(1 for s in firsts.values() if s.startswith("poolkit"))
     head = ("peers (hot loop)", "sizes where a poolkit row is the fastest", "–",
             "{} of {}".format(firsts_pk, len(firsts)), "")
-    return md, [head] + ([h20] if h20 else [])
+    return md, [head] + ([hard_head] if hard_head else [])

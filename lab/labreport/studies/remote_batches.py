@@ -1,4 +1,4 @@
-"""The report's section for the remote-batches experiment (after xmalloc-test; issue 19, target 7)."""
+"""The report's section for the remote-batches experiment (after xmalloc-test)."""
 
 from labreport.common import (extra, faster_mimalloc, fmt, na_lines, ratio, spread, table, times, value, verdict,
                               worst_ratio)
@@ -37,5 +37,5 @@ def remote_batches(res, charts, outdir):
     if worst is None:
         return md, None
     return md, ("remote-batches (after xmalloc-test)", "pk_pool ÷ the faster mimalloc, ns per object, worst of "
-                "1+1 and 2+2 threads (issue 19 target: ≤ 0.6×)", "–", times(worst),
+                "1+1 and 2+2 threads (target: ≤ 0.6×)", "–", times(worst),
                 verdict(worst, rng, 0.6, above=False))

@@ -1,4 +1,4 @@
-"""The report's section for the steady-state experiment (after larson; issue 19, target 4)."""
+"""The report's section for the steady-state experiment (after larson)."""
 
 from labreport import charts as chartlib
 from labreport.common import (HARDENED, extra, faster_mimalloc, fmt, hardened_target, na_lines, ratio, spread,
@@ -34,7 +34,7 @@ def steady_state(res, charts, outdir):
     md.append("pk_pool ÷ the faster mimalloc (target ≤ 0.8× at every scale): " + ", ".join(
         "{} {}".format(h, times(r)) for h, (r, _) in zip(heads, ratios)) + ".")
     md.append("")
-    line, h20 = hardened_target(3, "steady-state", "ns per pair, every scale", [
+    line, hard_head = hardened_target("steady-state", "ns per pair, every scale", [
         (h, vs_pool(res.find(exp, HARDENED, live_per_thread=n, sizes=m))) for h, (n, m) in zip(heads, SCALES)],
         1.15)
     md += [line, ""]
@@ -48,8 +48,8 @@ def steady_state(res, charts, outdir):
                           "steady-state (after larson): 2 threads", (10, 4.5), 3, outdir,
                           "steady_state.png", charts)
     worst, rng = worst_ratio("steady-state", "pk_pool ÷ the faster mimalloc, worst scale", ratios)
-    more = [h20] if h20 else []
+    more = [hard_head] if hard_head else []
     if worst is None:
         return md, more
     return md, [("steady-state (after larson)", "pk_pool ÷ the faster mimalloc, ns per pair, worst of 4 scales "
-                 "(issue 19 target: ≤ 0.8×)", "–", times(worst), verdict(worst, rng, 0.8, above=False))] + more
+                 "(target: ≤ 0.8×)", "–", times(worst), verdict(worst, rng, 0.8, above=False))] + more

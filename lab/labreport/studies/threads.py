@@ -36,7 +36,7 @@ def threads(res, charts, outdir):
     if best:
         finding += " Highest: {} ({} M/s).".format(best[1], fmt(best[0]))
     md += [finding, ""]
-    line, h20 = hardened_target(5, "threads", "producer/consumer, time (the default's throughput "
+    line, hard_head = hardened_target("threads", "producer/consumer, time (the default's throughput "
                                 "over HARDENED's)", [
         ("{} thread{}".format(t, "s" if t > 1 else ""),
          vs_pool(res.find(exp, HARDENED, workload="producer/consumer", threads=t))) for t in counts], 1.15)
@@ -67,4 +67,4 @@ def threads(res, charts, outdir):
                       res.find(exp, "glibc malloc", workload="producer/consumer", threads=tmax)))
     head = ("threads (producer/consumer)", "pk_pool ÷ glibc malloc at {} threads".format(tmax), "–",
             times(ratio(pk, gl)), "")
-    return md, [head] + ([h20] if h20 else [])
+    return md, [head] + ([hard_head] if hard_head else [])

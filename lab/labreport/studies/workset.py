@@ -26,7 +26,7 @@ def ws_fastest(res, exp, cands, **params):
 
 
 def hardened_section(res, exp, md, counts, sizes):
-    """Issue 20, target 2: pk_pool HARDENED ÷ the default pk_pool at every N and order (a table per
+    """The hardened target: pk_pool HARDENED ÷ the default pk_pool at every N and order (a table per
     size), judged at every point and shown by each order's worst; returns the headline row."""
     worst = []
     for size in sizes:
@@ -52,7 +52,7 @@ def hardened_section(res, exp, md, counts, sizes):
             worst.append(("{} (worst N: {}, {} B)".format(order, fmt(n), size), v))
         else:
             worst.append((order, None))
-    line, head = hardened_target(2, "workset", "ns per pair at every N and order", worst, 1.15)
+    line, head = hardened_target("workset", "ns per pair at every N and order", worst, 1.15)
     md += [line, ""]
     return head
 
@@ -120,7 +120,7 @@ def workset(res, charts, outdir):
             limit = 1.0 if order == "random" else 0.75
             met = sum(1 for _, r, _ in vs_malloc if r <= limit)
             finding.append("- **{}** ({} B): pk_pool ÷ the fastest peer: {}. Against the fastest of "
-                           "glibc, jemalloc, both mimallocs and tcmalloc (issue 9's target: at most {}×{}): "
+                           "glibc, jemalloc, both mimallocs and tcmalloc (target: at most {}×{}): "
                            "met at {} of {} N.".format(
                                order, size, ", ".join("{} at N = {} ({})".format(times(r), fmt(n), b)
                                                       for n, r, b in parts),
@@ -142,7 +142,7 @@ def workset(res, charts, outdir):
         md += ["**Finding.** poolkit pk_pool against the fastest peer that frees each object "
                "(glibc, jemalloc, mimalloc, tcmalloc, Boost.Pool, GLib, talloc, Zig MemoryPool: "
                "whichever ran):", ""] + finding + [""]
-    h20 = hardened_section(res, exp, md, counts, sizes)
+    hard_head = hardened_section(res, exp, md, counts, sizes)
     na = na_lines(res, exp)
     if na:
         md += [na, ""]
@@ -181,4 +181,4 @@ def workset(res, charts, outdir):
                 "pk_pool ÷ fastest peer, ns per pair, over N = {}–{} ({})".format(
                     fmt(counts[0]), fmt(counts[-1]), " / ".join(o for o, _, _ in head_parts)), "–",
                 " / ".join("{}–{}".format(times(lo), times(hi)) for _, lo, hi in head_parts), "")
-    return md, ([head] if head else []) + ([h20] if h20 else [])
+    return md, ([head] if head else []) + ([hard_head] if hard_head else [])
