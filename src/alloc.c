@@ -486,9 +486,12 @@ void *pk_realloc(void *ptr, size_t size) {
         return NULL;
     }
     pk_pool *p = alloc_pool_of(ptr);
-    /* A heap's block (heap.h) stays in its heap. */
-    if (unlikely(alloc_is_heap(p) || (!p && large_set_of(ptr)))) return pk_heap_realloc(pk_heap_of(ptr), ptr, size);
+    /* A heap's block (heap.h) stays in its heap: a class block's pool
+     * names it; a large block's set is asked only where the block would
+     * leave it (large_realloc keeps the set), not on every resize. */
+    if (unlikely(alloc_is_heap(p))) return pk_heap_realloc(p->arg, ptr, size);
     if (unlikely(hardened())) { /* always moved (QUARANTINE, alloc_harden.c), but to its own size */
+        if (!p && large_set_of(ptr)) return pk_heap_realloc(pk_heap_of(ptr), ptr, size);
         size_t n = usable_or_report(ptr, p, "pk_realloc");
         bool same = alloc_owns(p, ptr) && n == size && size < HARD_GUARDED_MIN &&
                     class_pool_made(hard_class_of(size)) == p; /* pk_free_sized's size stays true */
@@ -505,5 +508,6 @@ void *pk_realloc(void *ptr, size_t size) {
         large_poll();
         return large_realloc(ptr, size);
     }
+    if (!p && large_set_of(ptr)) return pk_heap_realloc(pk_heap_of(ptr), ptr, size);
     return moved(ptr, n, size);
 }
