@@ -475,6 +475,53 @@ static void forget_all(pk_pool *p, void (*forget)(pk_pool *, heap *, slab *)) {
 void heap_forget_all(pk_pool *p) { forget_all(p, forget_slab); }
 void heap_forget_all_kept(pk_pool *p) { forget_all(p, forget_slab_kept); }
 
+/* s, owned, with no slot handed out: every slot of it free again, in
+ * address order. */
+static void empty_in_place(slab *s) {
+    s->used = s->bump = 0;
+    s->free = NULL;
+    __atomic_store_n(&s->thread_free, NULL, __ATOMIC_RELAXED);
+}
+
+/* The slab a reset keeps as h's spare: its spare, else its first other
+ * owned slab, off its list; NULL when h owns no slab but the current one. */
+static slab *spare_for_reset(heap *h) {
+    slab *s = h->spare;
+    if (s) {
+        h->spare = NULL;
+        return s;
+    }
+    slab_list *l = h->avail.head ? &h->avail : &h->full;
+    if ((s = l->head) != NULL) slab_list_remove(l, s);
+    return s;
+}
+
+void heap_reset_own(pk_pool *p, heap *h) {
+    ASSERT_POOL_LOCKED(p);
+    /* The heap keeps what any heap may keep with nothing out: its current
+     * slab and a spare (a request that used one more slab of the class
+     * uses it again at once); the rest goes to the pool, whose empty slabs
+     * go back after the purge delay. */
+    slab *spare = spare_for_reset(h);
+    each_other_slab(p, h, forget_slab_kept);
+    if (spare) {
+        empty_in_place(spare);
+        spare->list = SLAB_NOWHERE;
+        h->spare = spare;
+    }
+    if (h->cur) { /* installed, so used counts what its list holds: none now */
+        empty_in_place(h->cur);
+        list_set(h, NULL, 0);
+    }
+    /* What waited to go home to another slab went with the reset. */
+    h->pend_slab = NULL;
+    h->pend_head = h->pend_tail = NULL;
+    h->pend_n = 0;
+    h->synced = h->synced_high = 0;
+    h->allocs = h->frees = h->remote_frees = h->collected = h->pushed = 0;
+    __atomic_store_n(&h->slot->frees, 0, __ATOMIC_RELAXED);
+}
+
 
 /* The length of another thread's list of a pool the inline paths or the
  * hardened lean path serve (they keep no count). Its thread may be changing

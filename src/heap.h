@@ -41,6 +41,13 @@ void heap_forget_all(pk_pool *p);
 /* heap_forget_all for a reset that keeps the slabs (pool_region_reset):
  * each slab's touched mark kept, its slots ever handed out counted out. */
 void heap_forget_all_kept(pk_pool *p);
+/* A reset's heap of the calling thread when it is the pool's only one
+ * (pool_region_reset): its current slab kept installed and one other kept
+ * as its spare, each with no slot handed out and its touched mark kept;
+ * its other slabs forgotten as heap_forget_all_kept's; its counters
+ * started again. The next allocations carve those slabs again without the
+ * pool's lock. Caller holds the pool's lock. */
+void heap_reset_own(pk_pool *p, heap *h);
 /* Sums of the heaps' counters and of their slabs' counts (the registry's
  * and the pool's locks held): objects outside the slabs' free lists that
  * are not live (lists, pending chains), the owned slabs' used counts,

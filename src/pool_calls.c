@@ -149,9 +149,41 @@ void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
 
 pk_pool *pk_pool_owner(const void *ptr) { return slab_owner(ptr); }
 
+/* The pool's slabs and counts as no heap had used it; caller holds the
+ * pool's lock and has dealt with the heaps. */
+static void region_emptied(pk_pool *p) {
+    central_collect_own(p);
+    central_forget_all(p);
+    __atomic_store_n(&p->remote_base, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->out_est, 0, __ATOMIC_RELAXED);
+    POOL_VALIDATE_DEEP(p);
+}
+
+/* The reset of a pool only the calling thread has used since its heaps
+ * were last forgotten (a pk_heap per request, made, used and reset by one
+ * thread): that thread's heap keeps its current slab, emptied in place, so
+ * the next allocation of the class takes no lock and no slab, and no
+ * other thread's slot is touched (so the registry's lock is not taken).
+ * False, nothing done, when another thread has a heap of the pool. */
+static bool region_reset_own(pk_pool *p) {
+    const tc_slot *lo, *hi;
+    if (!p->cached || !tcache_table_range(&lo, &hi)) return false;
+    heap *h = lo[p->key].heap;
+    pool_lock(p);
+    if (p->heaps != h || (h && h->next)) {
+        pool_unlock(p);
+        return false;
+    }
+    if (h) heap_reset_own(p, h);
+    region_emptied(p);
+    pool_unlock(p);
+    return true;
+}
+
 bool pool_region_reset(pk_pool *p) {
     pool_check_live(p, "pool_region_reset", NULL);
     if (!(p->flags & PK_POOL_REGION) || p->debug || p->construct || p->destruct || TRACK_ENABLED) return false;
+    if (region_reset_own(p)) return true;
     tcache_registry_lock();
     pool_lock(p);
     /* As pk_pool_destroy's region: every heap's slabs home unread, each
@@ -160,11 +192,7 @@ bool pool_region_reset(pk_pool *p) {
      * list or out: what the heaps pushed and synced goes with them (their
      * counters of objects taken and returned too, as at a destroy). */
     heap_forget_all_kept(p);
-    central_collect_own(p);
-    central_forget_all(p);
-    __atomic_store_n(&p->remote_base, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&p->out_est, 0, __ATOMIC_RELAXED);
-    POOL_VALIDATE_DEEP(p);
+    region_emptied(p);
     pool_unlock(p);
     tcache_registry_unlock();
     return true;

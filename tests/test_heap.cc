@@ -410,6 +410,92 @@ TEST(HeapThreads, AThreadAliveAcrossAResetAllocatesAgain) {
     pk_heap_destroy(h);
 }
 
+/* Blocks of sizes 1 + 37 k (every class up to 4 KiB), each filled with
+ * its own byte; false if any block's bytes changed. */
+namespace {
+struct Filled {
+    std::vector<std::pair<unsigned char *, size_t>> blocks;
+    void fill(pk_heap *h, size_t n, unsigned char tag) {
+        for (size_t i = 0; i < n; i++) {
+            size_t size = 1 + (i * 37) % 4096;
+            auto *p = static_cast<unsigned char *>(pk_heap_alloc(h, size));
+            ASSERT_NE(p, nullptr);
+            std::memset(p, tag, size);
+            blocks.emplace_back(p, size);
+        }
+    }
+    bool intact(unsigned char tag) const {
+        for (auto &b : blocks)
+            for (size_t i = 0; i < b.second; i++)
+                if (b.first[i] != tag) return false;
+        return true;
+    }
+};
+} // namespace
+
+/* A reset by the one thread that used the heap keeps that thread's cache
+ * of each class (the current slab, emptied in place): the blocks after it
+ * are the heap's, counted, each handed out once, and the same holds over
+ * many resets, in no more memory than the first round's. */
+TEST(HeapReset, TheOnlyThreadsResetsReuseItsSlabs) {
+    pk_heap *h = pk_heap_create("own reset");
+    Filled first;
+    first.fill(h, 2000, 0x11);
+    pk_heap_stats st;
+    pk_heap_stats_get(h, &st);
+    size_t reserved = st.bytes_reserved;
+    for (int round = 0; round < 20; round++) {
+        pk_heap_reset(h);
+        pk_heap_stats_get(h, &st);
+        ASSERT_EQ(st.blocks, 0u);
+        Filled f;
+        f.fill(h, 2000, static_cast<unsigned char>(round));
+        ASSERT_TRUE(f.intact(static_cast<unsigned char>(round))) << "a block was handed out twice, round " << round;
+        pk_heap_stats_get(h, &st);
+        ASSERT_EQ(st.blocks, 2000u);
+        for (size_t i = 0; i < f.blocks.size(); i += 3) pk_heap_free(h, f.blocks[i].first);
+        pk_heap_stats_get(h, &st);
+        ASSERT_EQ(st.blocks, 2000u - (2000u + 2) / 3);
+        EXPECT_LE(st.bytes_reserved, reserved) << "round " << round << " holds more memory than the first";
+    }
+    pk_heap_destroy(h);
+}
+
+/* A reset while two living threads have used the heap forgets both
+ * threads' caches: after it each thread's blocks are distinct from the
+ * other's and counted. The resetting thread allocates last, so its cache
+ * is the first each pool lists. */
+TEST(HeapThreads, AResetWithTwoThreadsCachesForgetsBoth) {
+    pk_heap *h = pk_heap_create("two caches");
+    Gate allocated, reset_done, refilled;
+    Filled theirs;
+    std::thread t([&] {
+        Filled before;
+        before.fill(h, 1000, 0x22);
+        allocated.open();
+        reset_done.wait();
+        theirs.fill(h, 1000, 0x33);
+        refilled.open();
+    });
+    allocated.wait();
+    Filled mine_before;
+    mine_before.fill(h, 1000, 0x44);
+    pk_heap_reset(h);
+    pk_heap_stats st;
+    pk_heap_stats_get(h, &st);
+    EXPECT_EQ(st.blocks, 0u);
+    reset_done.open();
+    Filled mine;
+    mine.fill(h, 1000, 0x55);
+    refilled.wait();
+    t.join();
+    EXPECT_TRUE(mine.intact(0x55));
+    EXPECT_TRUE(theirs.intact(0x33));
+    pk_heap_stats_get(h, &st);
+    EXPECT_EQ(st.blocks, 2000u);
+    pk_heap_destroy(h);
+}
+
 /* ---- debug mode: in a child, with POOLKIT_DEBUG=1 ---- */
 
 namespace {
