@@ -180,11 +180,11 @@ static void drop_all(pk_heap *h) {
  * reset leaves them, waits here for the next pk_heap_create: a heap per
  * request then costs what a reset costs, not a pool made and destroyed per
  * class it uses. The slabs go back to the system after the purge delay, as
- * any pool's empty ones, but for the current one of each class that a
- * destroying thread, the heap's only user, keeps in its cache
- * (pool_region_reset); pk_collect(1) in that thread gives them all back
- * at once. Debug
- * heaps are never kept (their records are, dead: see DEAD_KEPT). */
+ * any pool's empty ones, but for the current one and a spare of each class
+ * that a destroying thread, the heap's only user, keeps in its cache
+ * (pool_region_reset); pk_collect(1) in that thread gives them all back at
+ * once. Debug heaps are never kept (their records are, dead: see
+ * DEAD_KEPT). */
 static pk_heap *spare[SPARE_HEAPS];
 
 static pk_heap *spare_take(void) {

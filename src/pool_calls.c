@@ -161,9 +161,10 @@ static void region_emptied(pk_pool *p) {
 
 /* The reset of a pool only the calling thread has used since its heaps
  * were last forgotten (a pk_heap per request, made, used and reset by one
- * thread): that thread's heap keeps its current slab, emptied in place, so
- * the next allocation of the class takes no lock and no slab, and no
- * other thread's slot is touched (so the registry's lock is not taken).
+ * thread): that thread's heap keeps its current slab and a spare, emptied
+ * in place (heap_reset_own), so the next allocation of the class takes no
+ * lock and no slab, and no other thread's slot is touched (so the
+ * registry's lock is not taken).
  * False, nothing done, when another thread has a heap of the pool. */
 static bool region_reset_own(pk_pool *p) {
     const tc_slot *lo, *hi;
