@@ -138,6 +138,10 @@ hardened_preloaded() {
 if [ -x /usr/bin/time ]; then
     echo
     hardened_preloaded "$@" 2>&1 | tee -a "$log"
+    if [ "${PIPESTATUS[0]}" != 0 ]; then
+        echo "!! the hardened preloaded runs failed" | tee -a "$log"
+        status=1
+    fi
 fi
 
 echo

@@ -31,7 +31,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,25 +46,6 @@
 #define DEMO_SITE "token_new"
 
 static long demo_requests(void) { return lab_pick(20000, 100000, 200000, 1000000); }
-
-/* realprog's scale for the programs' inputs (exp_realprog.c's). */
-static double program_scale(void) {
-    switch (lab_opt.scale) {
-    case LAB_SMOKE: return 0.01;
-    case LAB_QUICK: return 0.05;
-    case LAB_FULL: return 1.0;
-    default: return 0.15;
-    }
-}
-
-/* A program next to pk-lab's executable. */
-static const char *beside_lab(const char *name, char *out, size_t len) {
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = 0;
-    snprintf(out, len, "%s/%s", dirname(self), name);
-    return out;
-}
 
 /* Runs argv with stdout to out_path (or /dev/null; with log, stderr too)
  * and stdin from in_path (or /dev/null); its wall ms, or NaN if it failed. */
@@ -245,7 +225,7 @@ static void advise_one(int i, const char *const *argv, const char *in, const cha
 }
 
 static void advise_all(void) {
-    char dir[4200], costs[4300], costs_out[4300], demo[4200];
+    char dir[4200], costs[4300], demo[4200];
     snprintf(dir, sizeof dir, "%s/advise", lab_opt.out);
     make_dir(dir);
     /* the costs, once, at the sizes from 16 B to 64 KiB */
@@ -254,19 +234,18 @@ static void advise_all(void) {
     snprintf(reps, sizeof reps, "%d", lab_opt.reps);
     const char *cargs[] = {"/proc/self/exe", "advise-costs", "--reps", reps, "16", "32", "64", "128", "256",
                            "512", "1024", "2048", "4096", "8192", "16384", "32768", "65536", NULL};
-    snprintf(costs_out, sizeof costs_out, "%s", costs);
-    if (isnan(run_program(cargs, NULL, costs_out, 0))) fprintf(stderr, "pk-lab: advise-costs failed\n");
+    if (isnan(run_program(cargs, NULL, costs, 0))) fprintf(stderr, "pk-lab: advise-costs failed\n");
     /* the demo */
     char requests[32], sub[4300];
     snprintf(requests, sizeof requests, "%ld", demo_requests());
-    const char *dargs[] = {beside_lab("advise-demo", demo, sizeof demo), requests, NULL};
+    const char *dargs[] = {lab_beside_self("advise-demo", demo, sizeof demo), requests, NULL};
     snprintf(sub, sizeof sub, "%s/demo", dir);
     make_dir(sub);
     lab_progress(ADVISE, "advise-demo");
     run_advise(dargs, NULL, sub, costs, lab_opt.scale == LAB_SMOKE ? 1 : 3, &demo_advice);
     /* realprog's programs */
     char why[300];
-    int inputs_ok = rp_preload_inputs(program_scale(), why, sizeof why) == 0;
+    int inputs_ok = rp_preload_inputs(rp_scale(), why, sizeof why) == 0;
     for (int i = 0; i < RP_NPROGRAMS; i++) {
         if (!inputs_ok) {
             snprintf(program_why[i], sizeof program_why[i], "%s", why);
@@ -278,9 +257,8 @@ static void advise_all(void) {
         advise_one(i, pargs, in, costs);
     }
     char self[4096], scale[48];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = 0;
-    snprintf(scale, sizeof scale, "%.17g", program_scale());
+    lab_self_exe(self, sizeof self);
+    snprintf(scale, sizeof scale, "%.17g", rp_scale());
     for (int w = 0; w < RP_NHOOKS; w++) {
         const rp_hook_workload *h = rp_hook_at(w);
         if (h->why) {
@@ -334,8 +312,8 @@ static void record_advice(void) {
 static void run(int rep) {
     char demo[4200], pooled[4200], requests[32];
     snprintf(requests, sizeof requests, "%ld", lab_warming ? demo_requests() / 10 : demo_requests());
-    const char *m[] = {beside_lab("advise-demo", demo, sizeof demo), requests, NULL};
-    const char *p[] = {beside_lab("advise-demo-pooled", pooled, sizeof pooled), requests, NULL};
+    const char *m[] = {lab_beside_self("advise-demo", demo, sizeof demo), requests, NULL};
+    const char *p[] = {lab_beside_self("advise-demo-pooled", pooled, sizeof pooled), requests, NULL};
     double ms[2];
     for (int j = 0; j < 2; j++) {
         int k = (j + (rep < 0 ? 0 : rep)) % 2;

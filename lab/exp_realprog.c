@@ -37,15 +37,14 @@
 #define PK "poolkit pk_alloc"
 
 static const rp_hook_workload *const hooks[] = {&rp_sqlite, &rp_libxml2, &rp_jansson, &rp_expat};
-#define NHOOKS 4
 
-const rp_hook_workload *rp_hook_at(int w) { return w >= 0 && w < NHOOKS ? hooks[w] : NULL; }
+const rp_hook_workload *rp_hook_at(int w) { return w >= 0 && w < RP_NHOOKS ? hooks[w] : NULL; }
 
 /* Sizes, as a fraction of the full ones (1.0: SQLite 240,000 rows and
  * 60,000 lookups, a 24 MB catalogue, 12 MB of records; the programs'
  * inputs alike): the default run takes about a minute on two cores
  * (warm-up and five repetitions of 45 runs), --smoke seconds. */
-static double scale(void) {
+double rp_scale(void) {
     switch (lab_opt.scale) {
     case LAB_SMOKE: return 0.01;
     case LAB_QUICK: return 0.05;
@@ -76,7 +75,7 @@ int lab_realprog_hook_main(int argc, char **argv) {
     int w = atoi(argv[0]), k = atoi(argv[1]), fd = atoi(argv[3]);
     double sc = strtod(argv[2], NULL);
     rp_alloc *al = rp_allocs();
-    if (w < 0 || w >= NHOOKS || k < 0 || k >= RP_NALLOC || hooks[w]->why || !al[k].available) return 2;
+    if (w < 0 || w >= RP_NHOOKS || k < 0 || k >= RP_NALLOC || hooks[w]->why || !al[k].available) return 2;
     if (hooks[w]->input) hooks[w]->input(sc);
     void *first = al[k].malloc(16);
     al[k].free(first);
@@ -177,7 +176,7 @@ static void record(const char *kind, const char *workload, const char *const why
 
 static void run(int rep) {
     rp_alloc *al = rp_allocs();
-    double sc = scale() * (lab_warming ? 0.1 : 1.0);
+    double sc = rp_scale() * (lab_warming ? 0.1 : 1.0);
     static double inputs_for = -1;
     static char inputs_why[300];
     static int inputs_bad;
@@ -187,7 +186,7 @@ static void run(int rep) {
         inputs_for = sc;
     }
     int turn = rep < 0 ? 0 : rep;
-    for (int w = 0; w < NHOOKS; w++) {
+    for (int w = 0; w < RP_NHOOKS; w++) {
         const char *why[RP_NALLOC] = {0};
         result res[RP_NALLOC];
         memset(res, 0, sizeof res);
@@ -305,8 +304,8 @@ static void print_kind(FILE *out, const char *kind, const char *const *names, in
 }
 
 static void print(FILE *out) {
-    const char *hnames[NHOOKS], *pnames[RP_NPROGRAMS];
-    for (int w = 0; w < NHOOKS; w++) hnames[w] = hooks[w]->name;
+    const char *hnames[RP_NHOOKS], *pnames[RP_NPROGRAMS];
+    for (int w = 0; w < RP_NHOOKS; w++) hnames[w] = hooks[w]->name;
     for (int p = 0; p < RP_NPROGRAMS; p++) pnames[p] = rp_programs[p].name;
     fprintf(out, "== realprog: real programs, each allocator through the library's own hook and "
                  "under LD_PRELOAD\n");
@@ -314,14 +313,14 @@ static void print(FILE *out) {
                  "repetition; peak RSS, to the smaller mimalloc's; peak RSS "
                  "(hooks: the workload's growth in a process of its own; LD_PRELOAD: the program's); output: every allocator's "
                  "hash equal to glibc's\n");
-    print_kind(out, "hooks", hnames, NHOOKS);
+    print_kind(out, "hooks", hnames, RP_NHOOKS);
     print_kind(out, "preload", pnames, RP_NPROGRAMS);
 
     char f[4][32];
     lab_target each = LAB_TARGET_INIT, rss = LAB_TARGET_INIT, gm = LAB_TARGET_INIT;
     double lsum = 0;
     int nlog = 0;
-    for (int w = 0; w < NHOOKS; w++) {
+    for (int w = 0; w < RP_NHOOKS; w++) {
         double t = vs_better_mimalloc(PK, "hooks", hnames[w], 0);
         double m = vs_better_mimalloc(PK, "hooks", hnames[w], 1);
         int mt = better_mimalloc("hooks", hnames[w], 0), mr = better_mimalloc("hooks", hnames[w], 1);

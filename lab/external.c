@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
-#include <libgen.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -219,11 +218,7 @@ static void probe(program *p) {
     if (env && *env) {
         snprintf(p->path, sizeof p->path, "%s", env);
     } else {
-        char self[4096];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) snprintf(self, sizeof self, "%s", lab_opt.self);
-        else self[n] = 0;
-        snprintf(p->path, sizeof p->path, "%s/%s", dirname(self), p->name);
+        lab_beside_self(p->name, p->path, sizeof p->path);
     }
     if (access(p->path, X_OK) != 0) {
         /* lab/run.sh leaves the reason a set-up or build failed beside us */

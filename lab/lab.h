@@ -266,6 +266,12 @@ const char *lab_poolkit_version(void);
 /* A scratch folder inside the report folder (made on first use). */
 const char *lab_scratch_dir(void);
 
+/* pk-lab's executable's path (lab_opt.self where /proc/self/exe cannot be
+ * read), into out. */
+const char *lab_self_exe(char *out, size_t len);
+/* The program `name` in the folder of pk-lab's executable, into out. */
+const char *lab_beside_self(const char *name, char *out, size_t len);
+
 /* Peak RSS in a forked child: fn(arg, out) runs in the child and fills
  * out[0..n-1]; out[n] gets the child's peak RSS growth in KiB. 0 or -1. */
 typedef void (*lab_child_fn)(void *arg, double *out);

@@ -305,8 +305,7 @@ static int cmd_advise(int argc, char **argv) {
         return 2;
     }
     char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = 0;
+    lab_self_exe(self, sizeof self);
     const char *py = access(LAB_SOURCE_DIR "/.venv/bin/python", X_OK) == 0 ? LAB_SOURCE_DIR "/.venv/bin/python"
                                                                           : "python3";
     char **args = calloc((size_t)argc + 8, sizeof *args);

@@ -129,6 +129,9 @@ void rp_program_argv(int i, const char **argv, const char **stdin_path);
 /* Writes every program's input into the run's scratch folder; 0, or -1
  * with the reason in why. */
 int rp_preload_inputs(double scale, char *why, size_t len);
+/* The programs' and workloads' sizes, as a fraction of the full ones, at
+ * the run's scale (exp_realprog.c). */
+double rp_scale(void);
 /* Whether program i is installed; if not, why says which package. */
 int rp_program_found(int i, char *why, size_t len);
 /* Runs program i over its input with LD_PRELOAD=preload ("" for none);

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -174,13 +173,7 @@ static void scan_lines(const char *path, char *out, size_t len, const char *mark
 /* pk-lab-spawn, next to pk-lab's executable (realprog_spawn.c). */
 static const char *spawn_path(void) {
     static char path[4200];
-    if (!path[0]) {
-        char self[4096];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) snprintf(self, sizeof self, "%s", lab_opt.self);
-        else self[n] = 0;
-        snprintf(path, sizeof path, "%s/pk-lab-spawn", dirname(self));
-    }
+    if (!path[0]) lab_beside_self("pk-lab-spawn", path, sizeof path);
     return path;
 }
 

@@ -5,6 +5,7 @@
 #include "lab.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <math.h>
 #include <poolkit/poolkit.h>
 #include <stdlib.h>
@@ -108,6 +109,20 @@ const char *lab_scratch_dir(void) {
         mkdir(dir, 0755);
     }
     return dir;
+}
+
+const char *lab_self_exe(char *out, size_t len) {
+    ssize_t n = len > 1 ? readlink("/proc/self/exe", out, len - 1) : -1;
+    if (n <= 0) snprintf(out, len, "%s", lab_opt.self ? lab_opt.self : "");
+    else out[n] = 0;
+    return out;
+}
+
+const char *lab_beside_self(const char *name, char *out, size_t len) {
+    char self[4096];
+    lab_self_exe(self, sizeof self);
+    snprintf(out, len, "%s/%s", dirname(self), name);
+    return out;
 }
 
 int lab_child_report(pid_t pid, int pipe_fds[2], char *line, size_t len) {

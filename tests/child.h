@@ -230,6 +230,29 @@ inline double now_ms() {
     return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
+/* ---- misuse children (print_fields_handler prints the report) ---- */
+
+/* The environment of a child in hardened mode, debug mode off. */
+inline const std::vector<std::pair<std::string, const char *>> kHardened = {{"POOLKIT_HARDENED", "1"},
+                                                                            {"POOLKIT_DEBUG", "0"}};
+
+/* A misuse child that got this far was not stopped. */
+inline int no_report() {
+    std::fprintf(stderr, "NO REPORT\n");
+    return CHILD_FAIL;
+}
+
+/* The hardened child's fatal report: `what` and a part of its message. */
+inline void expect_report(const char *child, const char *what, const char *says) {
+    ChildResult r = run_child(child, kHardened);
+    ASSERT_GE(r.status, 0) << r.describe();
+    EXPECT_EQ(r.err.find("NO REPORT"), std::string::npos) << r.describe();
+    EXPECT_NE(r.err.find(std::string("HANDLER severity=FATAL what=") + what + " "), std::string::npos)
+        << "expected a report of " << what << "\n"
+        << r.describe();
+    EXPECT_NE(r.err.find(says), std::string::npos) << "expected the report to say '" << says << "'\n" << r.describe();
+}
+
 }  // namespace pktest
 
 #endif

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <strings.h>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -177,6 +178,17 @@ inline std::string ptr_str(const void *p) {
 }
 
 /* ---- content patterns ---------------------------------------------------- */
+
+/* Whether the environment turns the switch `name` on (POOLKIT_DEBUG,
+ * POOLKIT_HARDENED), as the library reads it: 1, true, yes or on, in any
+ * case. */
+inline bool env_on(const char *name) {
+    const char *v = std::getenv(name);
+    if (!v) return false;
+    for (const char *word : {"1", "true", "yes", "on"})
+        if (strcasecmp(v, word) == 0) return true;
+    return false;
+}
 
 /* Word i of the pattern with the given key: cheap, differs between keys and
  * positions. */

@@ -30,32 +30,12 @@ char *hide(void *p) {
     return static_cast<char *>(p);
 }
 
-const std::vector<std::pair<std::string, const char *>> kHardened = {{"POOLKIT_HARDENED", "1"},
-                                                                     {"POOLKIT_DEBUG", "0"}};
-
-/* The child's report: `what` and a part of its message. */
-void expect_report(const char *child, const char *what, const char *says) {
-    ChildResult r = run_child(child, kHardened);
-    ASSERT_GE(r.status, 0) << r.describe();
-    EXPECT_EQ(r.err.find("NO REPORT"), std::string::npos) << r.describe();
-    EXPECT_NE(r.err.find(std::string("HANDLER severity=FATAL what=") + what + " "), std::string::npos)
-        << "expected a report of " << what << "\n"
-        << r.describe();
-    EXPECT_NE(r.err.find(says), std::string::npos) << "expected the report to say '" << says << "'\n" << r.describe();
-}
-
 /* A block of n bytes, freed: the stale pointer a write after free goes
  * through. */
 char *freed(size_t n) {
     char *t = hide(pk_alloc(n)), *stale = hide(t);
     pk_free(t);
     return stale;
-}
-
-/* A misuse child that got this far was not stopped. */
-int no_report() {
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
 }
 
 bool faults_unwatched() { return !PKTEST_ASAN && !PKTEST_TSAN && !slow_tool(); }
@@ -69,8 +49,7 @@ PKTEST_CHILD(HardOverflowByOne8) {
     char *p = hide(pk_alloc(8));
     p[8] = 'A';
     pk_free(hide(p));
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
+    return no_report();
 }
 
 PKTEST_CHILD(HardOverflowByOne4096) {
@@ -78,8 +57,7 @@ PKTEST_CHILD(HardOverflowByOne4096) {
     char *p = hide(pk_alloc(4096));
     p[4096] = 'A';
     pk_free(hide(p));
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
+    return no_report();
 }
 
 PKTEST_CHILD(HardOverflowIntoTheCheckWord) {
@@ -87,8 +65,7 @@ PKTEST_CHILD(HardOverflowIntoTheCheckWord) {
     char *p = hide(pk_alloc(24)); /* a 32-byte slot: no slack, the word follows at once */
     std::memset(p + 24, 'A', 2);
     pk_free(hide(p));
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
+    return no_report();
 }
 
 PKTEST_CHILD(HardStrayWriteIntoTheSlack) {
@@ -120,8 +97,7 @@ PKTEST_CHILD(HardUnderflowByOne) {
     char *p = hide(pk_alloc(8)); /* the first block of its class: the slot before is kept back */
     p[-1] = 'A';
     pk_free(hide(p));
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
+    return no_report();
 }
 
 PKTEST_CHILD(HardUnderflowIntoALiveBlock) {
@@ -132,8 +108,7 @@ PKTEST_CHILD(HardUnderflowIntoALiveBlock) {
     char *later = b > a ? b : a;
     std::memset(later - 32, 'A', 32);
     pk_free(hide(later));
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
+    return no_report();
 }
 
 TEST(HardenedFrontEnd, AnUnderflowIsReportedAtTheBlocksFree) {
@@ -149,8 +124,7 @@ PKTEST_CHILD(HardInterleavedDoubleFree) {
     pk_free(t);
     pk_free(u);
     pk_free(stale);
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
+    return no_report();
 }
 
 TEST(HardenedFrontEnd, ADoubleFreeWithAFreeBetweenIsReportedAtTheSecondFree) {
@@ -163,8 +137,7 @@ PKTEST_CHILD(HardWriteAfterFree) {
     pk_set_error_handler(print_fields_handler, nullptr);
     freed(64)[40] = 'W';
     for (int i = 0; i < 64; i++) pk_free(hide(pk_alloc(64))); /* the block leaves the quarantine */
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
+    return no_report();
 }
 
 TEST(HardenedFrontEnd, AWriteAfterFreeIsReportedWhenTheBlockLeavesTheQuarantine) {
@@ -262,24 +235,21 @@ PKTEST_CHILD(HardWriteOfASizeZeroBlock) {
     pk_set_error_handler(print_fields_handler, nullptr);
     char *z = hide(pk_alloc(0));
     z[0] = 1;
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
+    return no_report();
 }
 
 PKTEST_CHILD(HardGuardedOverflow) {
     pk_set_error_handler(print_fields_handler, nullptr);
     char *p = hide(pk_alloc(kGuarded));
     p[kGuarded] = 1;
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
+    return no_report();
 }
 
 PKTEST_CHILD(HardGuardedUnderflow) {
     pk_set_error_handler(print_fields_handler, nullptr);
     char *p = hide(pk_alloc(kGuarded));
     p[-32] = 1;
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
+    return no_report();
 }
 
 PKTEST_CHILD(HardGuardedUseAfterFree) {
@@ -287,8 +257,7 @@ PKTEST_CHILD(HardGuardedUseAfterFree) {
     char *p = hide(pk_alloc(kGuarded)), *stale = hide(p);
     pk_free(p);
     stale[100] = 1;
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
+    return no_report();
 }
 
 PKTEST_CHILD(HardGuardedSlackOverflow) {
@@ -296,8 +265,7 @@ PKTEST_CHILD(HardGuardedSlackOverflow) {
     char *p = hide(pk_alloc(kGuarded - 100)); /* the last page's rest holds check bytes */
     p[kGuarded - 100] = 1;
     pk_free(hide(p));
-    std::fprintf(stderr, "NO REPORT\n");
-    return CHILD_FAIL;
+    return no_report();
 }
 
 TEST(HardenedFrontEnd, AReadOrWriteOfASizeZeroBlockFaultsAndIsNamed) {

@@ -167,7 +167,7 @@ class AllocModel {
     }
 
     std::map<uintptr_t, Block> live_;
-    const bool hardened_ = std::getenv("POOLKIT_HARDENED") && std::strcmp(std::getenv("POOLKIT_HARDENED"), "1") == 0;
+    const bool hardened_ = env_on("POOLKIT_HARDENED");
     Rng rng_;
     uint64_t seed_;
     size_t step_ = 0;

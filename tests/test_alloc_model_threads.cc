@@ -266,7 +266,7 @@ class World {
     }
 
     uint64_t seed_;
-    const bool hardened_ = std::getenv("POOLKIT_HARDENED") && std::strcmp(std::getenv("POOLKIT_HARDENED"), "1") == 0;
+    const bool hardened_ = env_on("POOLKIT_HARDENED");
     Slot slot_[kSlots];
     std::mutex m_;
     std::condition_variable cv_;

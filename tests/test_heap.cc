@@ -28,7 +28,6 @@ namespace {
 
 constexpr size_t MiB = size_t{1} << 20;
 
-/* Blocks the front end's table of large blocks holds (the JSON report). */
 /* Mostly small, some medium, a few past the last class (up to 1 MiB and
  * more). */
 size_t draw_size(Rng &rng) {
@@ -395,7 +394,7 @@ TEST(HeapThreads, AThreadAliveAcrossAResetAllocatesAgain) {
     pk_heap_reset(h);
     pk_heap_stats_get(h, &st);
     EXPECT_EQ(st.blocks, 0u);
-    if (!std::getenv("POOLKIT_DEBUG")) { /* debug pools are made again instead (heap.h) */
+    if (!env_on("POOLKIT_DEBUG")) { /* debug pools are made again instead (heap.h) */
         EXPECT_EQ(st.bytes_reserved, reserved) << "the reset gave the slabs back instead of keeping them";
     }
     reset_done.open();
@@ -410,26 +409,35 @@ TEST(HeapThreads, AThreadAliveAcrossAResetAllocatesAgain) {
     pk_heap_destroy(h);
 }
 
-/* Blocks of sizes 1 + 37 k (every class up to 4 KiB), each filled with
- * its own byte; false if any block's bytes changed. */
+/* Blocks of sizes 1 + 37 k (every class up to 4 KiB) of heap h, each
+ * filled with its own pattern (the round's tag and its index): a block
+ * handed out twice, in one round or across threads, breaks the pattern of
+ * one of the two. */
 namespace {
 struct Filled {
+    pk_heap *heap = nullptr;
+    uint64_t tag = 0;
     std::vector<std::pair<unsigned char *, size_t>> blocks;
-    void fill(pk_heap *h, size_t n, unsigned char tag) {
+    void fill(pk_heap *h, size_t n, uint64_t round_tag) {
+        heap = h;
+        tag = round_tag;
         for (size_t i = 0; i < n; i++) {
             size_t size = 1 + (i * 37) % 4096;
             auto *p = static_cast<unsigned char *>(pk_heap_alloc(h, size));
             ASSERT_NE(p, nullptr);
-            std::memset(p, tag, size);
+            fill_pattern(p, size, key(i));
             blocks.emplace_back(p, size);
         }
     }
-    bool intact(unsigned char tag) const {
-        for (auto &b : blocks)
-            for (size_t i = 0; i < b.second; i++)
-                if (b.first[i] != tag) return false;
+    /* Every block keeps its pattern and is its heap's. */
+    bool intact() const {
+        for (size_t i = 0; i < blocks.size(); i++)
+            if (check_pattern(blocks[i].first, blocks[i].second, key(i)) != blocks[i].second ||
+                pk_heap_of(blocks[i].first) != heap)
+                return false;
         return true;
     }
+    uint64_t key(size_t i) const { return tag << 32 | i; }
 };
 } // namespace
 
@@ -440,7 +448,7 @@ struct Filled {
 TEST(HeapReset, TheOnlyThreadsResetsReuseItsSlabs) {
     pk_heap *h = pk_heap_create("own reset");
     Filled first;
-    first.fill(h, 2000, 0x11);
+    first.fill(h, 2000, 1000);
     pk_heap_stats st;
     pk_heap_stats_get(h, &st);
     size_t reserved = st.bytes_reserved;
@@ -449,8 +457,8 @@ TEST(HeapReset, TheOnlyThreadsResetsReuseItsSlabs) {
         pk_heap_stats_get(h, &st);
         ASSERT_EQ(st.blocks, 0u);
         Filled f;
-        f.fill(h, 2000, static_cast<unsigned char>(round));
-        ASSERT_TRUE(f.intact(static_cast<unsigned char>(round))) << "a block was handed out twice, round " << round;
+        f.fill(h, 2000, static_cast<uint64_t>(round));
+        ASSERT_TRUE(f.intact()) << "a block was handed out twice, or is not the heap's, round " << round;
         pk_heap_stats_get(h, &st);
         ASSERT_EQ(st.blocks, 2000u);
         for (size_t i = 0; i < f.blocks.size(); i += 3) pk_heap_free(h, f.blocks[i].first);
@@ -471,26 +479,26 @@ TEST(HeapThreads, AResetWithTwoThreadsCachesForgetsBoth) {
     Filled theirs;
     std::thread t([&] {
         Filled before;
-        before.fill(h, 1000, 0x22);
+        before.fill(h, 1000, 1);
         allocated.open();
         reset_done.wait();
-        theirs.fill(h, 1000, 0x33);
+        theirs.fill(h, 1000, 2);
         refilled.open();
     });
     allocated.wait();
     Filled mine_before;
-    mine_before.fill(h, 1000, 0x44);
+    mine_before.fill(h, 1000, 3);
     pk_heap_reset(h);
     pk_heap_stats st;
     pk_heap_stats_get(h, &st);
     EXPECT_EQ(st.blocks, 0u);
     reset_done.open();
     Filled mine;
-    mine.fill(h, 1000, 0x55);
+    mine.fill(h, 1000, 4);
     refilled.wait();
     t.join();
-    EXPECT_TRUE(mine.intact(0x55));
-    EXPECT_TRUE(theirs.intact(0x33));
+    EXPECT_TRUE(mine.intact());
+    EXPECT_TRUE(theirs.intact());
     pk_heap_stats_get(h, &st);
     EXPECT_EQ(st.blocks, 2000u);
     pk_heap_destroy(h);

@@ -68,10 +68,7 @@ Tree *make_tree(int depth) {
 void *memory_of(void *obj) { return static_cast<char *>(obj) - PK_OBJECT_HEADER_SIZE; }
 
 // POOLKIT_DEBUG=1: debug pools poison freed memory and keep no thread caches.
-bool debug_mode() {
-    const char *v = std::getenv("POOLKIT_DEBUG");
-    return v && *v && std::strcmp(v, "0") != 0;
-}
+bool debug_mode() { return pktest::env_on("POOLKIT_DEBUG"); }
 
 // ---- a handler that records a report and jumps back into the test -----------
 

@@ -123,13 +123,7 @@ struct Slot {
 };
 
 /* POOLKIT_DEBUG=1 makes every pool a debug pool (API.md). */
-bool every_pool_debug() {
-    const char *v = std::getenv("POOLKIT_DEBUG");
-    if (!v) return false;
-    std::string s(v);
-    for (char &ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return s == "1" || s == "true" || s == "yes" || s == "on";
-}
+bool every_pool_debug() { return env_on("POOLKIT_DEBUG"); }
 
 uint64_t seed_for(uint64_t fallback) {
     const char *v = std::getenv("POOLKIT_TEST_SEED");

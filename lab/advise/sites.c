@@ -1,5 +1,5 @@
 /* advise_sites: a program with five allocation sites whose right advice is
- * known, for the advise test (lab/advise/test_advise.py). Each site's
+ * known, for the advise test (lab/advise_test.py). Each site's
  * malloc call is on a line marked "site:" and the test expects advise to
  * name that file and line:
  *

@@ -186,6 +186,12 @@ def worst_ratio(study, label, ratios):
     return worst, rng
 
 
+def run_params(res, exp):
+    """The parameters the experiment ran with: its first available row's ({} when none ran)."""
+    r0 = next((r for r in res.rows(exp) if r.get("available")), None)
+    return r0["params"] if r0 else {}
+
+
 def na_lines(res, exp):
     lines = []
     for s, why in res.unavailable(exp):

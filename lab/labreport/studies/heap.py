@@ -1,14 +1,13 @@
 """The report's section for the heap experiment (a request's blocks freed one by one or all at once)."""
 
-from labreport.common import extra, fmt, na_lines, note_ratio, table, times
+from labreport.common import extra, fmt, na_lines, note_ratio, run_params, table, times
 
 EXP = "heap"
 PK_ROWS = ["poolkit pk_heap destroy", "poolkit pk_heap reset"]
 
 
 def heap(res, charts, outdir):
-    r0 = next((r for r in res.rows(EXP) if r.get("available")), None)
-    p = r0["params"] if r0 else {}
+    p = run_params(res, EXP)
     md = ["## heap: a request's blocks freed one by one or all at once", "",
           "A request allocates {} blocks of {}-{} B, frees about a third of them one by one on the way, "
           "and the rest at its end: with free (glibc), pk_heap_destroy or pk_heap_reset, "

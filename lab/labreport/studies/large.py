@@ -1,7 +1,7 @@
 """The report's section for the large experiment (after malloc-large)."""
 
 from labreport import charts as chartlib
-from labreport.common import extra, fmt, na_lines, note_ratio, table, times, value
+from labreport.common import extra, fmt, na_lines, note_ratio, run_params, table, times, value
 
 EXP = "large"
 PK = "poolkit pk_alloc"
@@ -9,12 +9,11 @@ PK = "poolkit pk_alloc"
 
 def large(res, charts, outdir):
     subs = res.subjects(EXP)
-    r0 = next((r for r in res.rows(EXP) if r.get("available")), None)
     md = ["## large: blocks of 5-25 MiB (after malloc-large)", "",
           "20 slots; each iteration allocates a block of 5 to 25 MiB, writes it in full and frees the "
           "block it replaces in a random slot ({} iterations per run, a fixed seed). Time per run (lower "
           "is better), minor page faults and peak RSS growth, each run a process of its own; ratios: "
-          "median of the per-repetition ratios to glibc.".format(fmt(r0["params"].get("iterations") if r0 else None)),
+          "median of the per-repetition ratios to glibc.".format(fmt(run_params(res, EXP).get("iterations"))),
           ""]
     body = []
     for s in subs:

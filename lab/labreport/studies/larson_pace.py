@@ -1,7 +1,7 @@
 """The report's section for the larson-pace experiment (larson at its own pace)."""
 
 from labreport import charts as chartlib
-from labreport.common import extra, faster_mimalloc, fmt, na_lines, note_ratio, table, times
+from labreport.common import extra, faster_mimalloc, fmt, na_lines, note_ratio, run_params, table, times
 
 EXP = "larson-pace"
 PK = "poolkit pk_alloc"
@@ -10,8 +10,7 @@ HAND = ["every generation", "none (control)"]
 
 def larson_pace(res, charts, outdir):
     subs = res.subjects(EXP)
-    r0 = next((r for r in res.rows(EXP) if r.get("available")), None)
-    p = r0["params"] if r0 else {}
+    p = run_params(res, EXP)
     md = ["## larson-pace: larson at its own pace", "",
           "{} lanes, each a live set of {} blocks of 8-1,000 B; a lane's thread replaces random blocks "
           "{} times, then hands the set to a new thread: {} generations a lane, a new thread every "
