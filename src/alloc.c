@@ -155,31 +155,20 @@ void alloc_guarded(void (*fn)(void *), void *arg) {
 
 /* ---- the mode: default or hardened (alloc_harden.c), read once ---- */
 
-enum { MODE_UNREAD, MODE_DEFAULT, MODE_HARDENED };
-static int mode;
+int alloc_mode;
 static pthread_once_t hard_once = PTHREAD_ONCE_INIT;
 
-static PK_NOINLINE bool mode_read(void) {
+PK_NOINLINE bool alloc_mode_read(void) {
     depth++;
     /* may allocate: the environment's first read; debug mode, which checks
      * more of each block, takes precedence */
     bool hard = options_hardened() && !options_debug();
     if (hard) pthread_once(&hard_once, hard_setup);
-    __atomic_store_n(&mode, hard ? MODE_HARDENED : MODE_DEFAULT, __ATOMIC_RELEASE);
+    __atomic_store_n(&alloc_mode, hard ? ALLOC_MODE_HARDENED : ALLOC_MODE_DEFAULT, __ATOMIC_RELEASE);
     leave();
     return hard;
 }
 
-/* Whether the front end is hardened; the slow paths ask it (default mode
- * pays one compare there, and nothing on the inline paths, which the
- * hardened class pools leave to the library: pool.c, choose_path). */
-static inline bool hardened(void) {
-    int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
-    if (likely(m == MODE_DEFAULT)) return false;
-    return m == MODE_HARDENED || mode_read();
-}
-
-bool alloc_hardened(void) { return hardened(); }
 
 /* ---- allocation ---- */
 
@@ -279,7 +268,7 @@ static PK_NOINLINE void *hard_alloc(size_t size, size_t align, void *caller) {
 
 void *pk__alloc_slow(size_t size) {
     if (unlikely(depth != 0)) return boot_alloc(size, 0, false);
-    if (unlikely(hardened())) return hard_alloc(size, 0, __builtin_return_address(0));
+    if (unlikely(alloc_hardened())) return hard_alloc(size, 0, __builtin_return_address(0));
     if (size > PK_ALLOC_CLASS_MAX) return large_from_library(size, 0, false);
     return class_alloc(alloc_class_of(size), __builtin_return_address(0));
 }
@@ -295,7 +284,7 @@ void *pk_calloc(size_t n, size_t size) {
         return NULL;
     }
     if (unlikely(depth != 0)) return boot_alloc(total, 0, true);
-    if (unlikely(hardened())) return hard_alloc(total, 0, __builtin_return_address(0));
+    if (unlikely(alloc_hardened())) return hard_alloc(total, 0, __builtin_return_address(0));
     if (total > PK_ALLOC_CLASS_MAX) return large_from_library(total, 0, true); /* fresh pages */
     void *obj = class_alloc(alloc_class_of(total), __builtin_return_address(0));
     if (obj) memset(obj, 0, total);
@@ -316,7 +305,7 @@ void *pk_aligned_alloc(size_t align, size_t size) {
         return NULL;
     }
     if (unlikely(depth != 0)) return boot_alloc(size, align, false);
-    if (unlikely(hardened())) return hard_alloc(size, align, __builtin_return_address(0));
+    if (unlikely(alloc_hardened())) return hard_alloc(size, align, __builtin_return_address(0));
     size_t want = size < align ? align : size;
     if (align <= SLOT_ALIGN_MAX && want <= PK_ALLOC_CLASS_MAX) {
         size_t ci = alloc_class_aligned(alloc_class_of(want), align);
@@ -490,7 +479,7 @@ void *pk_realloc(void *ptr, size_t size) {
      * names it; a large block's set is asked only where the block would
      * leave it (large_realloc keeps the set), not on every resize. */
     if (unlikely(alloc_is_heap(p))) return pk_heap_realloc(p->arg, ptr, size);
-    if (unlikely(hardened())) { /* always moved (QUARANTINE, alloc_harden.c), but to its own size */
+    if (unlikely(alloc_hardened())) { /* always moved (QUARANTINE, alloc_harden.c), but to its own size */
         if (!p && large_set_of(ptr)) return pk_heap_realloc(pk_heap_of(ptr), ptr, size);
         size_t n = usable_or_report(ptr, p, "pk_realloc");
         bool same = alloc_owns(p, ptr) && n == size && size < HARD_GUARDED_MIN &&

@@ -23,18 +23,8 @@
  */
 #include "alloc_internal.h"
 
-enum { FORMS_UNREAD, FORMS_OFF, FORMS_ON };
-static int forms;
-
-static bool forms_kept(void) {
-    int f = __atomic_load_n(&forms, __ATOMIC_RELAXED);
-    if (likely(f == FORMS_OFF)) return false;
-    if (f == FORMS_UNREAD) {
-        f = alloc_hardened() ? FORMS_ON : FORMS_OFF;
-        __atomic_store_n(&forms, f, __ATOMIC_RELAXED);
-    }
-    return f == FORMS_ON;
-}
+/* Forms are kept in hardened mode alone. */
+static inline bool forms_kept(void) { return alloc_hardened(); }
 
 static const char *made_by(unsigned form) {
     return form == PK__FORM_NEW ? "new" : form == PK__FORM_NEW_ARRAY ? "new[]" : "malloc";

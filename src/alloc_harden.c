@@ -484,9 +484,9 @@ static bool explain_fault(int sig, const void *addr) {
 }
 
 void hard_setup(void) {
-    uint64_t seed = (uint64_t)(uintptr_t)&ring_key ^ (uint64_t)(uintptr_t)__builtin_frame_address(0) ^
-                    os_now_ms() * 0x9E3779B97F4A7C15ull;
-    seed = (seed ^ (seed >> 31)) * 0xBF58476D1CE4E5B9ull;
+    /* the check bytes' own secret: the process's seed, mixed apart from
+     * the pools' */
+    uint64_t seed = (pool_secret_seed() ^ 0xC4CEB9FE1A85EC53ull) * 0xBF58476D1CE4E5B9ull;
     pattern = pattern_from(seed ^ (seed >> 29));
     crash_explain_with(explain_fault);
     for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {

@@ -135,16 +135,24 @@ void large_stats_get(large_stats *out);
 
 /* alloc.c: classes whose pool has been made. */
 size_t alloc_classes_made(void);
-/* alloc.c: whether the front end is hardened (read once). */
-bool alloc_hardened(void);
+/* alloc.c: the front end's mode, default or hardened (alloc_harden.c),
+ * read from the options once, by alloc_mode_read. */
+enum { ALLOC_MODE_UNREAD, ALLOC_MODE_DEFAULT, ALLOC_MODE_HARDENED };
+extern int alloc_mode;
+bool alloc_mode_read(void);
+/* Whether the front end is hardened; the slow paths ask it (default mode
+ * pays one compare there, and nothing on the inline paths, which the
+ * hardened class pools leave to the library: pool.c, choose_path). */
+static inline bool alloc_hardened(void) {
+    int m = __atomic_load_n(&alloc_mode, __ATOMIC_ACQUIRE);
+    if (likely(m == ALLOC_MODE_DEFAULT)) return false;
+    return m == ALLOC_MODE_HARDENED || alloc_mode_read();
+}
 
 /* ---- alloc_harden.c: the hardened front end (POOLKIT_HARDENED=1) ---- */
 
-/* Whether class pool p's blocks are the hardened front end's: hardened,
- * and not debug (POOLKIT_DEBUG=1, which checks more, takes precedence).
- * A heap's pools (heap.h) are hardened pools whose blocks the heap hands
- * out with no check word, so they are not. */
-static inline bool alloc_hard(const pk_pool *p) { return p->hardened && !p->debug && !alloc_is_heap(p); }
+/* Whether class pool p's blocks are the hardened front end's. */
+static inline bool alloc_hard(const pk_pool *p) { return pool_hard_front(p); }
 
 /* Sets the secret bytes up and asks the fault handler to ask
  * explain_fault; once, before the first hardened block. */

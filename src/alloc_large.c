@@ -154,19 +154,22 @@ static bool insert(const block *b) {
     return ok;
 }
 
-/* Takes ptr's entry out into *out, and the bound on the fits for what
- * leaves it into *bound; false when ptr is no live block. */
+/* Takes entry b out into *out, and the bound on the fits for what leaves
+ * it into *bound; caller holds the lock. */
+static void take_locked(block *b, block *out, size_t *bound) {
+    *out = *b;
+    if (b->set) set_remove(b);
+    b->ptr = TOMB;
+    live--;
+    bytes -= out->len;
+    *bound = keep_bound();
+}
+
+/* take_locked for ptr's entry; false when ptr is no live block. */
 static bool take(const void *ptr, block *out, size_t *bound) {
     pthread_mutex_lock(&large_lock);
     block *b = find((uintptr_t)ptr);
-    if (b) {
-        *out = *b;
-        if (b->set) set_remove(b);
-        b->ptr = TOMB;
-        live--;
-        bytes -= out->len;
-        *bound = keep_bound();
-    }
+    if (b) take_locked(b, out, bound);
     pthread_mutex_unlock(&large_lock);
     return b != NULL;
 }
@@ -273,18 +276,6 @@ static void free_guarded(block *e, block *gone) {
     }
 }
 
-/* A guarded block's free, or false for any other pointer. */
-static bool large_free_guarded(void *ptr) {
-    block gone = {0};
-    pthread_mutex_lock(&large_lock);
-    block *e = find((uintptr_t)ptr);
-    bool guarded = e && e->size;
-    if (guarded) free_guarded(e, &gone);
-    pthread_mutex_unlock(&large_lock);
-    if (gone.base) os_unmap(gone.base, gone.len);
-    return guarded;
-}
-
 bool large_form(const void *ptr, unsigned *form, size_t *size) {
     pthread_mutex_lock(&large_lock);
     block *e = find((uintptr_t)ptr);
@@ -342,12 +333,17 @@ bool large_explain_fault(int sig, const void *addr) {
 }
 
 bool large_free(void *ptr) {
-    block b;
-    size_t bound;
-    if (large_free_guarded(ptr)) return true;
-    if (!take(ptr, &b, &bound)) return false;
-    os_unmap_later_fit(b.base, b.len, bound);
-    return true;
+    block b = {0}, gone = {0};
+    size_t bound = 0;
+    pthread_mutex_lock(&large_lock);
+    block *e = find((uintptr_t)ptr);
+    bool guarded = e && e->size; /* a hardened block, between guard pages */
+    if (guarded) free_guarded(e, &gone);
+    else if (e) take_locked(e, &b, &bound);
+    pthread_mutex_unlock(&large_lock);
+    if (gone.base) os_unmap(gone.base, gone.len);
+    if (b.base) os_unmap_later_fit(b.base, b.len, bound);
+    return e != NULL;
 }
 
 bool large_usable(const void *ptr, size_t *usable) {

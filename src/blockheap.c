@@ -146,26 +146,15 @@ static inline void *class_alloc(pk_heap *h, size_t ci, void *caller) {
     return alloc_from_pool(p, caller);
 }
 
-/* Every block of h freed, its pools kept with their slabs, empty, for the
- * next blocks (pool_region_reset); a pool that cannot be so reset (debug
- * mode, a tool build) is destroyed, and made again on use. The heap must
- * be quiet. */
-static void empty_all(pk_heap *h) {
+/* Every block of h freed: with keep, its pools kept with their slabs,
+ * empty, for the next blocks (pool_region_reset), a pool that cannot be so
+ * reset (debug mode, a tool build) destroyed and made again on use;
+ * without, every pool destroyed whole. Its large blocks freed. The heap
+ * must be quiet. */
+static void free_all(pk_heap *h, bool keep) {
     for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {
         pk_pool *p = h->pools[ci];
-        if (!p || pool_region_reset(p)) continue;
-        __atomic_store_n(&h->pools[ci], NULL, __ATOMIC_RELAXED);
-        alloc_pool_destroy(p);
-    }
-    large_free_set(&h->large);
-}
-
-/* Every block of h freed: its pools destroyed whole, its large blocks
- * freed. The heap must be quiet. */
-static void drop_all(pk_heap *h) {
-    for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {
-        pk_pool *p = h->pools[ci];
-        if (!p) continue;
+        if (!p || (keep && pool_region_reset(p))) continue;
         __atomic_store_n(&h->pools[ci], NULL, __ATOMIC_RELAXED);
         alloc_pool_destroy(p);
     }
@@ -194,6 +183,14 @@ static pk_heap *spare_take(void) {
         if (h) return h;
     }
     return NULL;
+}
+
+/* Whether a spare's place is free now (a hint: spare_put may still lose
+ * it to another thread). */
+static bool spare_room(void) {
+    for (size_t i = 0; i < SPARE_HEAPS; i++)
+        if (!__atomic_load_n(&spare[i], __ATOMIC_RELAXED)) return true;
+    return false;
 }
 
 static bool spare_put(pk_heap *h) {
@@ -259,11 +256,13 @@ void pk_heap_destroy(pk_heap *h) {
     check_live(h, "pk_heap_destroy");
     if (h->debug && !(h->flags & PK_HEAP_WHOLE)) report_left(h);
     h->state = HEAP_DEAD;
-    if (!h->debug) {
-        empty_all(h);
+    /* Kept for the next heap when there is room; else (or when another
+     * thread took the room meanwhile) its pools go whole. */
+    if (!h->debug && spare_room()) {
+        free_all(h, true);
         if (spare_put(h)) return;
     }
-    drop_all(h);
+    free_all(h, false);
     if (h->debug) { /* kept; the oldest kept goes */
         size_t at = __atomic_fetch_add(&dead_next, 1, __ATOMIC_RELAXED) % DEAD_KEPT;
         h = __atomic_exchange_n(&dead[at], h, __ATOMIC_ACQ_REL);
@@ -273,7 +272,7 @@ void pk_heap_destroy(pk_heap *h) {
 
 void pk_heap_reset(pk_heap *h) {
     check_live(h, "pk_heap_reset");
-    empty_all(h);
+    free_all(h, true);
 }
 
 /* ---- allocation ---- */

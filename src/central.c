@@ -412,10 +412,7 @@ void central_forget_all(pk_pool *p) {
             slab *s = p->lists[l].head;
             p->out -= s->used;
             p->slab_free += s->used; /* its free slots counted already */
-            /* restarted in address order, as central_slab_emptied does */
-            s->used = s->bump = 0;
-            s->free = NULL;
-            __atomic_store_n(&s->thread_free, NULL, __ATOMIC_RELAXED);
+            slab_forget_objects(s); /* as central_slab_emptied restarts one */
             emptied(p, s);
         }
     if (options_purge_delay_ms() == 0) central_release(p, false);

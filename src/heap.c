@@ -451,14 +451,10 @@ static void forget_slab(pk_pool *p, heap *h, slab *s) {
     to_pool(p, h, s);
 }
 
-/* A slab of a heap being forgotten for a reset: every slot it ever handed
- * out counted as out, and its mark of slots touched (high) kept, so that
- * once the pool empties it the next refill carves it as a fresh slab's,
- * a little at a time, instead of the whole slab at once. */
+/* A slab of a heap being forgotten for a reset: to the pool empty, its
+ * objects unread, its mark of slots touched (high) kept. */
 static void forget_slab_kept(pk_pool *p, heap *h, slab *s) {
-    s->used = s->bump = s->high;
-    s->free = NULL;
-    __atomic_store_n(&s->thread_free, NULL, __ATOMIC_RELAXED);
+    slab_forget_objects(s);
     to_pool(p, h, s);
 }
 
@@ -474,14 +470,6 @@ static void forget_all(pk_pool *p, void (*forget)(pk_pool *, heap *, slab *)) {
 
 void heap_forget_all(pk_pool *p) { forget_all(p, forget_slab); }
 void heap_forget_all_kept(pk_pool *p) { forget_all(p, forget_slab_kept); }
-
-/* s, owned, with no slot handed out: every slot of it free again, in
- * address order. */
-static void empty_in_place(slab *s) {
-    s->used = s->bump = 0;
-    s->free = NULL;
-    __atomic_store_n(&s->thread_free, NULL, __ATOMIC_RELAXED);
-}
 
 /* The slab a reset keeps as h's spare: its spare, else its first other
  * owned slab, off its list; NULL when h owns no slab but the current one. */
@@ -505,12 +493,12 @@ void heap_reset_own(pk_pool *p, heap *h) {
     slab *spare = spare_for_reset(h);
     each_other_slab(p, h, forget_slab_kept);
     if (spare) {
-        empty_in_place(spare);
+        slab_forget_objects(spare);
         spare->list = SLAB_NOWHERE;
         h->spare = spare;
     }
     if (h->cur) { /* installed, so used counts what its list holds: none now */
-        empty_in_place(h->cur);
+        slab_forget_objects(h->cur);
         list_set(h, NULL, 0);
     }
     /* What waited to go home to another slab went with the reset. */

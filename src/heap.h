@@ -39,7 +39,7 @@ void heap_abandon_all(pk_pool *p);
  * pool as they are, no list walked. */
 void heap_forget_all(pk_pool *p);
 /* heap_forget_all for a reset that keeps the slabs (pool_region_reset):
- * each slab's touched mark kept, its slots ever handed out counted out. */
+ * each slab to the pool empty, its objects unread, its touched mark kept. */
 void heap_forget_all_kept(pk_pool *p);
 /* A reset's heap of the calling thread when it is the pool's only one
  * (pool_region_reset): its current slab kept installed and one other kept

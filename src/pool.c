@@ -67,7 +67,7 @@ static size_t natural_align(size_t size, bool hooks) {
  * once; the exec's AT_RANDOM bytes and the clock if that fails), mixed per
  * pool with a count and the record's address, so no two pools share one.
  * A fork child keeps its parent's seed, as it keeps its pools. */
-static uint64_t secret_seed(void) {
+uint64_t pool_secret_seed(void) {
     static uint64_t seed;
     uint64_t s = __atomic_load_n(&seed, __ATOMIC_RELAXED);
     if (s) return s;
@@ -89,7 +89,7 @@ static uint64_t secret_seed(void) {
 
 static uintptr_t make_secret(const void *p) {
     static uint64_t count;
-    uint64_t x = secret_seed() ^ (uintptr_t)p ^
+    uint64_t x = pool_secret_seed() ^ (uintptr_t)p ^
                  (__atomic_add_fetch(&count, 1, __ATOMIC_RELAXED) * 0x9E3779B97F4A7C15ull);
     x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; /* mix (murmur3's finalizer) */
     x *= 0xc4ceb9fe1a85ec53ull; x ^= x >> 33;
@@ -133,10 +133,7 @@ static void choose_path(pk_pool *p) {
      * multiply) needs a slab's slots to span less than 4 GiB; larger slots
      * take the heap path. */
     uint64_t span = (uint64_t)p->geo.capacity * p->geo.slot, slot = p->geo.slot;
-    /* the hardened front end's class pools are the library's alone: its
-     * checks of each block (alloc_harden.c) see every call */
-    bool front = p->hardened && (p->flags & POOL_SIZE_CLASS);
-    if (p->hardened && !front && !p->zero && !TRACK_ENABLED && span < ((uint64_t)1 << 32) && p->geo.header == 0) {
+    if (p->hardened && !pool_hard_front(p) && !p->zero && !TRACK_ENABLED && span < ((uint64_t)1 << 32) && p->geo.header == 0) {
         /* The lean path serves pools the inline paths cannot (a link word
          * past the object); for the others it would only repeat the inline
          * checks that just failed, on every free into another slab. */
@@ -420,7 +417,7 @@ pk_pool *(pk_pool_create)(const pk_pool_config *c) {
     p->carve = (carve_how){.link_off = p->link_off, .secret = p->hard.secret, .encode = p->hardened,
                            .shuffle = p->shuffle, .construct = p->construct, .arg = p->arg, .size = p->size,
                            .plain = !p->construct && !p->hardened && !TRACK_ENABLED && p->link_off == 0,
-                           .scrub = p->hardened && (p->flags & POOL_SIZE_CLASS)};
+                           .scrub = pool_hard_front(p)};
     p->state = POOL_LIVE;
     POOL_VALIDATE_DEEP(p); /* no other thread knows the pool yet */
     pools_add(p);

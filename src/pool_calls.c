@@ -152,8 +152,7 @@ pk_pool *pk_pool_owner(const void *ptr) { return slab_owner(ptr); }
 /* The pool's slabs and counts as no heap had used it; caller holds the
  * pool's lock and has dealt with the heaps. */
 static void region_emptied(pk_pool *p) {
-    central_collect_own(p);
-    central_forget_all(p);
+    central_forget_all(p); /* remote frees dropped unread with the rest */
     __atomic_store_n(&p->remote_base, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&p->out_est, 0, __ATOMIC_RELAXED);
     POOL_VALIDATE_DEEP(p);
@@ -167,9 +166,8 @@ static void region_emptied(pk_pool *p) {
  * registry's lock is not taken).
  * False, nothing done, when another thread has a heap of the pool. */
 static bool region_reset_own(pk_pool *p) {
-    const tc_slot *lo, *hi;
-    if (!p->cached || !tcache_table_range(&lo, &hi)) return false;
-    heap *h = lo[p->key].heap;
+    if (!p->cached) return false;
+    heap *h = tc_slot_of(p)->heap; /* NULL too in a thread with no table yet */
     pool_lock(p);
     if (p->heaps != h || (h && h->next)) {
         pool_unlock(p);

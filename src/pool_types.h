@@ -272,6 +272,14 @@ static inline const char *pool_name(const pk_pool *p) { return p->name ? p->name
 #define POOL_LIVE 0x4c495645u /* "LIVE" */
 #define POOL_DEAD 0x44454144u /* "DEAD" */
 
+/* Whether p's objects are the hardened front end's blocks (alloc_harden.c),
+ * whose checks see every call, so no inline or lean path serves them: a
+ * hardened class pool of the front end, neither a heap's (its blocks carry
+ * no check word: heap.h) nor a debug pool (which checks more). */
+static inline bool pool_hard_front(const pk_pool *p) {
+    return p->hardened && !p->debug && (p->flags & (POOL_SIZE_CLASS | POOL_HEAP)) == POOL_SIZE_CLASS;
+}
+
 /* The calling thread's slot for p, set up or not. */
 static inline tc_slot *tc_slot_of(const pk_pool *p) { return tc_table + p->key; }
 

@@ -27,10 +27,14 @@ void pool_free_generic(pk_pool *p, void *obj);
 void *pool_alloc_at(pk_pool *p, void *caller);
 /* A region's reset (pool_calls.c; heap.h's pk_heap_reset): every object of
  * p freed at once, unread, and its slabs kept, empty, for the next ones;
- * every thread's cache of p forgotten. No other thread may be using p.
+ * every thread's cache of p forgotten (the calling thread's, when it is
+ * p's only one, kept and emptied in place). No other thread may be using p.
  * Only for a region pool that pk_pool_destroy would drop unread (no debug,
  * no hooks, no tool build): false, nothing done, for any other. */
 bool pool_region_reset(pk_pool *p);
+/* The process's secret seed (pool.c): drawn from the kernel once, kept by a
+ * fork child; hardened pools and the hardened front end mix theirs from it. */
+uint64_t pool_secret_seed(void);
 void pool_free_at(pk_pool *p, void *obj, void *caller);
 
 /* Ticks every shared pool that is not busy (purge.c's sweep). The pool

@@ -153,6 +153,15 @@ static inline void slab_grid_set(slab *s, uint64_t slot, uint32_t capacity) {
     s->grid_limit = (uint32_t)(capacity * (slot * s->grid_mul)); /* at most capacity * slot */
 }
 
+/* Every slot of s free again, in address order, its objects unread and
+ * its remote frees dropped (a region's reset); its touched mark (high)
+ * stays. The caller keeps the counts. */
+static inline void slab_forget_objects(slab *s) {
+    s->used = s->bump = 0;
+    s->free = NULL;
+    __atomic_store_n(&s->thread_free, NULL, __ATOMIC_RELAXED);
+}
+
 /* Index of the slot that starts at ptr, or -1 if ptr is not a slot start. */
 static inline long slab_slot_index(const slab *s, const void *ptr) {
     uintptr_t off = (uintptr_t)ptr - (uintptr_t)s->objects;
