@@ -55,7 +55,7 @@ status=0
 start=$(date +%s)
 
 for name in bench_hotloop bench_hotloop_shared bench_spread bench_frontend bench_classes bench_large bench_pattern bench_memory bench_xthread \
-    bench_threads bench_mstress bench_larson bench_bintrees bench_objects bench_containers bench_workset bench_manypools bench_arenas bench_heapcost; do
+    bench_threads bench_mstress bench_larson bench_bintrees bench_objects bench_containers bench_workset bench_manypools bench_arenas bench_heapcost bench_heapchurn; do
     if ! prog=$(find_prog "$name"); then
         if [ "$name" != bench_objects ] && [ "$name" != bench_containers ]; then
             echo "== $name: not built (cmake --build $build)" | tee -a "$log"
