@@ -240,7 +240,7 @@ static int batches(void) {
 
 /* ---- target 8: many pools ---- */
 
-/* Today's core, from src/policy.h: a thread caches at most two batches per
+/* Today's core, from src/base/policy.h: a thread caches at most two batches per
  * pool (a batch: 16 KiB of objects, 4 to 128 of them), and a pool's slabs
  * come in 64 KiB granules, the first of which the threads share. So per
  * thread per pool: live + two batches + 64 KiB / threads. A redesign states

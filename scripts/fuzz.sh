@@ -63,14 +63,18 @@ fi
 
 echo "fuzz.sh: building the library and tests/fuzz/fuzz_api.c with $CC into $build"
 pids=()
-for src in "$root"/src/*.c; do
+for src in "$root"/src/*/*.c; do
+    case $src in */src/malloc/*) continue ;; esac
     "$CC" "${common[@]}" "${lib_flags[@]}" -I"$root/include" -I"$root/src" \
         -c "$src" -o "$build/obj/$(basename "${src%.c}").o" &
     pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
 libobjs=()
-for src in "$root"/src/*.c; do libobjs+=("$build/obj/$(basename "${src%.c}").o"); done
+for src in "$root"/src/*/*.c; do
+    case $src in */src/malloc/*) continue ;; esac
+    libobjs+=("$build/obj/$(basename "${src%.c}").o")
+done
 "$CC" "${common[@]}" -fsanitize=fuzzer -Wall -Wextra -I"$root/include" \
     "$root/tests/fuzz/fuzz_api.c" "${libobjs[@]}" -o "$build/fuzz_api"
 

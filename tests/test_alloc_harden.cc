@@ -1,4 +1,4 @@
-/* The hardened front end (POOLKIT_HARDENED=1, src/alloc_harden.c): one
+/* The hardened front end (POOLKIT_HARDENED=1, src/front/alloc_harden.c): one
  * behaviour of each check, in a child of its own (the mode is read once per
  * process). A misuse case ends in poolkit's fatal report, printed by
  * print_fields_handler, and the parent matches its `what` and message; a

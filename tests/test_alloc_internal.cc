@@ -17,8 +17,8 @@
 #include <algorithm>
 
 extern "C" {
-#include "internal.h"
-#include "policy.h"
+#include "base/internal.h"
+#include "base/policy.h"
 }
 
 using namespace pktest;

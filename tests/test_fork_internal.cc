@@ -1,10 +1,10 @@
-/* Fork, white-box: every lock the fork handlers take (src/fork.c), held by
+/* Fork, white-box: every lock the fork handlers take (src/process/fork.c), held by
  * another thread at the very moment of the fork.
  *
  * test_fork.cc forks while threads hammer the slow paths: that catches
  * fork handlers missing as a whole, but seldom one lock left out of them, as
  * the fork must land inside that lock's short critical section. Here a
- * thread parks inside one, at its test point (src/internal.h), and the main
+ * thread parks inside one, at its test point (src/base/internal.h), and the main
  * thread forks:
  *   - with the lock in the handlers, the fork waits for the thread to leave
  *     (the parked thread leaves as soon as it sees the forking thread wait
@@ -24,7 +24,7 @@
 #include <atomic>
 
 extern "C" {
-#include "internal.h"
+#include "base/internal.h"
 }
 
 using namespace pktest;
@@ -295,7 +295,7 @@ int fork_while_parked(hook_point point) {
                 "the lock nor went ahead", kParkLimitMs / 1000, k->lock);
     CHILD_CHECK(status != -1,
                 "DEADLOCK: the child of a fork made while another thread held %s was still running after %u s "
-                "(killed); the fork handlers (src/fork.c) must take that lock",
+                "(killed); the fork handlers (src/process/fork.c) must take that lock",
                 k->lock, child_limit_s());
     CHILD_CHECK(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
                 "the child of a fork made while another thread held %s failed (status %d)", k->lock, status);

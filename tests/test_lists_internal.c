@@ -1,5 +1,5 @@
 /* Slab lists, white-box: every walk of a pool's slab lists stops at the
- * pool's slab count (src/pool_internal.h, slab_walk_step), so a list that
+ * pool's slab count (src/pool/pool_internal.h, slab_walk_step), so a list that
  * lists a slab twice (its records overwritten: a program cannot do it
  * through the API) is reported, never walked for ever.
  *
@@ -8,7 +8,7 @@
  * must end in the report "corrupted slab list" (its error handler prints
  * the fields, then poolkit aborts), not in the alarm. Exit 0: every case
  * passed. */
-#include "pool_internal.h"
+#include "pool/pool_internal.h"
 
 #include <poolkit/poolkit.h>
 

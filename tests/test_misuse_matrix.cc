@@ -331,7 +331,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, MisuseMatrix,
 }  // namespace
 
 /* ======================================================================
- * The fault handler (src/crash.c)
+ * The fault handler (src/pool/crash.c)
  * ==================================================================== */
 
 /* The report of a default pool's broken list comes from the fault handler:

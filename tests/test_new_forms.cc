@@ -1,4 +1,4 @@
-/* The forms of <poolkit/new.hpp>'s operators (src/alloc_forms.c): in
+/* The forms of <poolkit/new.hpp>'s operators (src/front/alloc_forms.c): in
  * hardened mode a block freed in another form than it was made in is
  * reported ("mismatched free", naming the block, its size and both forms);
  * the right pairs are silent; default mode checks no form. One behaviour a

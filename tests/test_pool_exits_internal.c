@@ -8,7 +8,7 @@
  * (the heap path adopts the slab, which was full), then all but the last:
  * each is the short path's. Exit 0: passed; 77: skipped (no inline path
  * serves the pool in this build: a tool build). */
-#include "pool_internal.h"
+#include "pool/pool_internal.h"
 
 #include <poolkit/poolkit.h>
 

@@ -1,4 +1,4 @@
-/* The owner's free into another of its slabs (src/pool_free.h, the short
+/* The owner's free into another of its slabs (src/pool/pool_free.h, the short
  * path; its one-multiply slot check is test_slab_grid_internal.c's),
  * through the public calls: the frees that change a slab's lists on that path (a full slab
  * that gets a free slot, a slab whose last object comes home), for typed

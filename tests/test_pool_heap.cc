@@ -1,4 +1,4 @@
-/* Pools: each thread's heap (src/heap.c). A thread owns slabs of each pool
+/* Pools: each thread's heap (src/pool/heap.c). A thread owns slabs of each pool
  * it uses and allocates from one of them at a time; its own frees go to
  * their slab, other threads' frees go home to the owner's slab in batches;
  * a slab whose last object comes home goes back to the pool, restarted in
@@ -135,7 +135,7 @@ TEST(PoolHeap, HalfFreedInRandomOrderComesBackOneSlabAtATime) {
  * ==================================================================== */
 
 /* The owner's free of an object of another of its slabs (the short path,
- * src/pool_free.h) puts it on that slab's own list; only when the list the
+ * src/pool/pool_free.h) puts it on that slab's own list; only when the list the
  * thread allocates from is empty (its slab used up) does it go there, so
  * the next allocation takes it (HOT_FREES, policy.h). */
 TEST(PoolHeap, AFreeIntoAnotherSlabGoesToTheNextAllocationOnlyWhenTheListIsEmpty) {

@@ -311,7 +311,7 @@ TEST(PoolSlowPathDeathTest, HookPoolDetectsAnotherPoolsObject) {
 
 /* ======================================================================
  * Default pools, the owner's free into another of its slabs: the short
- * path (src/pool_free.h) checks what it reads from the slab's record
+ * path (src/pool/pool_free.h) checks what it reads from the slab's record
  * before it links anything, and sends the rest to the library's report.
  * ==================================================================== */
 

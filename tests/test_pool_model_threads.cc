@@ -56,7 +56,7 @@ struct PoolSpec {
     size_t limit;
     /* remote_frees is counted between the thread caches and the pool.
      * Pools that lock on every call (debug checks, a limit: the "direct"
-     * path of src/pool.c) have no cache to count it in and report 0, short
+     * path of src/pool/pool.c) have no cache to count it in and report 0, short
      * of API.md's "objects freed on a thread other than the one that
      * allocated them"; so do all pools under POOLKIT_DEBUG=1. */
     bool counts_remote;

@@ -96,7 +96,7 @@ int forward_munmap(void *addr, size_t len) { return real_munmap()(addr, len); }
 extern "C" NOT_INSTRUMENTED void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) __THROW {
     void *p = forward_mmap(addr, len, prot, flags, fd, off);
     /* MAP_FIXED replaces pages mapped and counted already (a slab's place
-     * given back under ThreadSanitizer, src/region.c) */
+     * given back under ThreadSanitizer, src/mem/region.c) */
     if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && !(flags & MAP_FIXED)) {
         __atomic_fetch_add(&mapped_net, static_cast<long long>(len), __ATOMIC_SEQ_CST);
         __atomic_fetch_add(&map_calls, 1, __ATOMIC_SEQ_CST);

@@ -322,6 +322,27 @@ TEST(SafetyDebugDeathTest, WriteAfterFreeIsCaughtAtDestroy) {
         fatal_report("write after free", "dbg", a));
 }
 
+/* A live object's overflow is caught when its pool is destroyed, a region
+ * pool's too, which frees its live objects whole and reports no leak. */
+TEST(SafetyDebugDeathTest, OverflowOfALiveObjectIsCaughtAtDestroy) {
+    for (unsigned flags : {0u, unsigned(PK_POOL_REGION)}) {
+        PoolPtr p = make_pool(16, 0, PK_POOL_DEBUG | flags, "dbg");
+        void *keep = pk_pool_alloc(p.get());
+        char *o = static_cast<char *>(pk_pool_alloc(p.get()));
+        ASSERT_NE(keep, nullptr);
+        SKIP_IF_TOOL_WATCHES(o + 16, 16);
+        PKTEST_EXPECT_REPORT(
+            {
+                std::memset(o + 16, 'A', 7);
+                pk_pool_destroy(p.release());
+                std::fprintf(stderr, "no report at destroy\n");
+            },
+            fatal_report("buffer overflow", "dbg", o));
+        pk_pool_free(p.get(), keep);
+        pk_pool_free(p.get(), o);
+    }
+}
+
 /* The report says how far the write reached: 8 bytes written past a
  * 40-byte object are 8 bytes past its end, not "0" (the first changed). */
 TEST(SafetyDebugDeathTest, OverflowReportSaysHowFarPastTheEndTheWriteReached) {
@@ -450,7 +471,7 @@ TEST(SafetyHardenedDeathTest, AShuffledPoolIsHardened) {
 
 /* ---- Forged links as an attacker writes them ------------------------------
  * A hardened pool stores each free-list link as rot32(next ^ secret ^ the
- * address of the object holding it) (src/harden.h), so a raw pointer
+ * address of the object holding it) (src/pool/harden.h), so a raw pointer
  * written into a link decodes to noise, and the word's first four bytes in
  * memory hold the decoded pointer's high half. An attacker who can read one
  * free object's link word and knows two addresses (that object and the one

@@ -1,9 +1,9 @@
-/* slab_has_slot (src/slab.h), the short path's check that a freed pointer
+/* slab_has_slot (src/mem/slab.h), the short path's check that a freed pointer
  * starts one of its slab's slots with one multiply and one compare: for
  * slots of many sizes (powers of two, multiples of 16, odd ones, a slab's
  * whole place, huge ones), every address from a slab's place below slot 0
  * to the end of its region is taken exactly when it starts a slot. */
-#include "slab.h"
+#include "mem/slab.h"
 
 #include <stdio.h>
 #include <string.h>

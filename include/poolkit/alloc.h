@@ -157,17 +157,20 @@ PK_API size_t pk_usable_size(const void *ptr);
  * Inline fast paths. What follows is private: it may change with
  * PK_POOL_ABI.
  *
- * pk__alloc_small_pools holds, at (size + 7) / 8 for each size up to
- * PK__ALLOC_SMALL_MAX, the pool of the size's class once made (NULL
- * before). pk_alloc and pk_free_sized of such a size
- * take the pool's inline paths (pool.h), and call the library for anything
- * else: larger sizes, a class not made yet, a list the inline path cannot
- * serve.
+ * pk__alloc_small_slots holds, at (size + 7) / 8 for each size up to
+ * PK__ALLOC_SMALL_MAX, the byte offset in the thread's table (pool.h,
+ * pk__tc_table) of the slot of the size's class pool once made, and 0
+ * before: slot 0 belongs to no pool and stays all zero, so an empty list
+ * and no current slab send the call to the library. pk_alloc and
+ * pk_free_sized of such a size take the slot's list as the pool's inline
+ * paths do (pool.h), with no test of whether the class was made, and call
+ * the library for anything else: larger sizes, a class not made yet, a
+ * list the inline path cannot serve.
  */
 #define PK__ALLOC_SMALL_MAX 1024
 #define PK__ALLOC_CLASSES 53
 
-PK_API extern pk_pool *pk__alloc_small_pools[PK__ALLOC_SMALL_MAX / 8 + 1];
+PK_API extern uint32_t pk__alloc_small_slots[PK__ALLOC_SMALL_MAX / 8 + 1];
 PK_API void *pk__alloc_slow(size_t size);
 PK_API void pk__free_sized_slow(void *ptr, size_t size);
 
@@ -187,22 +190,37 @@ PK_API void pk__free_as(void *ptr, unsigned form);
 PK_API void pk__free_sized_as(void *ptr, size_t size, unsigned form);
 
 #ifdef PK__HAVE_INLINE
-/* The pool of a size up to PK__ALLOC_SMALL_MAX, or NULL before the class's
- * first allocation: an acquire load (a plain move on x86-64), pairing with
- * the library's release store when it made the pool, so the pool's words
- * the inline path reads are seen as written. */
-static inline __attribute__((always_inline)) pk_pool *pk__alloc_small_pool(size_t size) {
-    return __atomic_load_n(&pk__alloc_small_pools[(size + 7) >> 3], __ATOMIC_ACQUIRE);
+/* The thread's slot for a size's class (slot 0 before the class is made).
+ * A relaxed load: the inline paths read nothing of the pool, only the
+ * slot, which this thread's own calls to the library set up. */
+static inline __attribute__((always_inline)) pk__link *pk__alloc_small_slot(size_t size) {
+    uint32_t off = __atomic_load_n(&pk__alloc_small_slots[(size + 7) >> 3], __ATOMIC_RELAXED);
+    return PK__REINTERPRET_CAST(pk__link *, pk__tc_table + off);
+}
+
+/* The slot's list's head, taken (NULL: empty). */
+static inline __attribute__((always_inline)) void *pk__alloc_slot_pop(pk__link *c) {
+    uintptr_t obj = __atomic_load_n(&c[1], __ATOMIC_RELAXED);
+    if (__builtin_expect(obj != 0, 1))
+        __atomic_store_n(&c[1], *PK__REINTERPRET_CAST(const pk__link *, obj), __ATOMIC_RELAXED);
+    return PK__REINTERPRET_CAST(void *, obj);
+}
+
+/* obj onto the slot's list if it is of the slot's current slab and not the
+ * list's head (freed again): pool.h's inline free of a default pool. */
+static inline __attribute__((always_inline)) int pk__alloc_slot_push(pk__link *c, void *obj) {
+    uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), head = __atomic_load_n(&c[1], __ATOMIC_RELAXED);
+    if (__builtin_expect((x | PK__SLAB_MASK) != __atomic_load_n(&c[2], __ATOMIC_RELAXED) || x == head, 0)) return 0;
+    *PK__STATIC_CAST(pk__link *, obj) = head;
+    __atomic_store_n(&c[1], x, __ATOMIC_RELAXED);
+    return 1;
 }
 
 #  ifndef PK__ALLOC_CALLED
 PK__ALLOC_INLINE PK__ATTR_MALLOC PK__ATTR_SIZE(1) void *pk_alloc(size_t size) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
-        pk_pool *pool = pk__alloc_small_pool(size);
-        if (__builtin_expect(pool != PK__NULL, 1)) {
-            void *obj = pk__pool_alloc_inline(pool);
-            if (__builtin_expect(obj != PK__NULL, 1)) return obj;
-        }
+        void *obj = pk__alloc_slot_pop(pk__alloc_small_slot(size));
+        if (__builtin_expect(obj != PK__NULL, 1)) return obj;
     }
     return pk__alloc_slow(size);
 }
@@ -214,30 +232,23 @@ PK__ALLOC_INLINE PK__ATTR_MALLOC PK__ATTR_SIZE(1) void *pk_alloc(size_t size) {
  * default-mode block, which keeps no form. */
 static inline __attribute__((always_inline)) void *pk__alloc_as_inline(size_t size, unsigned form) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
-        pk_pool *pool = pk__alloc_small_pool(size);
-        if (__builtin_expect(pool != PK__NULL, 1)) {
-            void *obj = pk__pool_alloc_inline(pool);
-            if (__builtin_expect(obj != PK__NULL, 1)) return obj;
-        }
+        void *obj = pk__alloc_slot_pop(pk__alloc_small_slot(size));
+        if (__builtin_expect(obj != PK__NULL, 1)) return obj;
     }
     return pk__alloc_as(size, form);
 }
 
 static inline __attribute__((always_inline)) void pk__free_sized_as_inline(void *ptr, size_t size, unsigned form) {
-    if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
-        pk_pool *pool = pk__alloc_small_pool(size);
-        if (__builtin_expect(pool != PK__NULL, 1) && __builtin_expect(pk__pool_free_inline(pool, ptr), 1))
-            return;
-    }
+    if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1) &&
+        __builtin_expect(pk__alloc_slot_push(pk__alloc_small_slot(size), ptr), 1))
+        return;
     pk__free_sized_as(ptr, size, form);
 }
 
 PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size) {
-    if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
-        pk_pool *pool = pk__alloc_small_pool(size);
-        if (__builtin_expect(pool != PK__NULL, 1) && __builtin_expect(pk__pool_free_inline(pool, ptr), 1))
-            return;
-    }
+    if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1) &&
+        __builtin_expect(pk__alloc_slot_push(pk__alloc_small_slot(size), ptr), 1))
+        return;
     pk__free_sized_slow(ptr, size);
 }
 #else

@@ -353,7 +353,7 @@ static inline pk__link *pk__slot(const pk_pool *pool) {
     return PK__REINTERPRET_CAST(pk__link *, pk__tc_table + off);
 }
 
-/* Hardened pools' link words: rot32(link ^ secret ^ object) (src/harden.h). */
+/* Hardened pools' link words: rot32(link ^ secret ^ object) (src/pool/harden.h). */
 static inline uintptr_t pk__rot32(uintptr_t v) {
     return v << 32 | v >> 32;
 }
@@ -381,13 +381,11 @@ static inline __attribute__((always_inline)) void *pk__pool_alloc_inline(pk_pool
     return PK__NULL;
 }
 
-/* The free's inline part; *cp and *curp get the slot and its word 2 (not
- * zero: a default pool's, whose miss the library's short path takes). */
-static inline __attribute__((always_inline)) int pk__pool_free_try(pk_pool *pool, void *obj, pk__link **cp,
-                                                                     uintptr_t *curp) {
-    pk__link *c = pk__slot(pool);
+/* The free's inline part, on the thread's slot c of the object's pool;
+ * *curp gets the slot's word 2 (not zero: a default pool's, whose miss the
+ * library's short path takes). */
+static inline __attribute__((always_inline)) int pk__slot_free_try(pk__link *c, void *obj, uintptr_t *curp) {
     uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), cur = PK__LOAD(c[2]);
-    *cp = c;
     *curp = cur;
     if (__builtin_expect((x | PK__SLAB_MASK) == cur, 1)) { /* the current slab, not the head freed again */
         uintptr_t head = PK__LOAD(c[1]);
@@ -407,6 +405,13 @@ static inline __attribute__((always_inline)) int pk__pool_free_try(pk_pool *pool
         }
     }
     return 0;
+}
+
+/* pk__slot_free_try on the pool's slot; *cp gets the slot. */
+static inline __attribute__((always_inline)) int pk__pool_free_try(pk_pool *pool, void *obj, pk__link **cp,
+                                                                     uintptr_t *curp) {
+    *cp = pk__slot(pool);
+    return pk__slot_free_try(*cp, obj, curp);
 }
 
 static inline __attribute__((always_inline)) int pk__pool_free_inline(pk_pool *pool, void *obj) {

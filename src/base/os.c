@@ -1,0 +1,183 @@
+/* The page source: the only place poolkit asks the system for memory.
+ *
+ * An aligned request first asks for the next aligned address of a range
+ * kept for poolkit, as a hint: when the kernel grants it (the usual case),
+ * the mapping costs one system call. Otherwise it maps size + align and
+ * unmaps the slack on both sides, so alignment costs address space, never
+ * physical memory. Fault injection (fault.h) sits here so that every layer
+ * above sees a failing system the same way. */
+#include "base/internal.h"
+
+#include <poolkit/fault.h>
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static long fail_at = -1;             /* request number that starts failing; -1 = never */
+static unsigned long requests;        /* page requests so far */
+
+size_t os_page_size(void) {
+    static size_t page;
+    size_t p = __atomic_load_n(&page, __ATOMIC_RELAXED);
+    if (unlikely(p == 0)) {
+        p = (size_t)sysconf(_SC_PAGESIZE);
+        __atomic_store_n(&page, p, __ATOMIC_RELAXED);
+    }
+    return p;
+}
+
+size_t os_physical_bytes(void) {
+    static size_t bytes;
+    size_t b = __atomic_load_n(&bytes, __ATOMIC_RELAXED);
+    if (unlikely(b == 0)) {
+        long pages = sysconf(_SC_PHYS_PAGES);
+        size_t page = os_page_size();
+        b = pages > 0 && (size_t)pages <= SIZE_MAX / page ? (size_t)pages * page : SIZE_MAX;
+        __atomic_store_n(&bytes, b, __ATOMIC_RELAXED);
+    }
+    return b;
+}
+
+static bool fault_injected(void) {
+    unsigned long n = __atomic_fetch_add(&requests, 1, __ATOMIC_RELAXED);
+    long at = __atomic_load_n(&fail_at, __ATOMIC_RELAXED);
+    return at >= 0 && n >= (unsigned long)at;
+}
+
+bool os_request(void) {
+    if (!fault_injected()) return true;
+    errno = ENOMEM;
+    return false;
+}
+
+/* The hint range: 4 TiB up, a random start within its first TiB (so slab
+ * addresses are not the same in every run), wrapping after 64 TiB. */
+#define HINT_BASE ((uintptr_t)4 << 40)
+#define HINT_SPAN ((uintptr_t)64 << 40)
+static uintptr_t hint_next;
+
+static uintptr_t hint_take(size_t size, size_t align) {
+    uintptr_t seen = __atomic_load_n(&hint_next, __ATOMIC_RELAXED), start, next;
+    do {
+        uintptr_t cur = seen;
+        if (cur == 0) {
+            uintptr_t seed = (uintptr_t)&cur ^ __atomic_load_n(&requests, __ATOMIC_RELAXED) * 0x9E3779B97F4A7C15ull;
+            cur = HINT_BASE + ((seed >> 12) & (((uintptr_t)1 << 40) - 1));
+        }
+        start = align_up(cur, align);
+        if (start + size > HINT_BASE + HINT_SPAN) start = align_up(HINT_BASE, align);
+        next = start + size;
+    } while (!__atomic_compare_exchange_n(&hint_next, &seen, next, true, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    return start;
+}
+
+static void *map_at_hint(size_t size, size_t align) {
+    if (sizeof(void *) < 8) return NULL;
+    void *want = (void *)hint_take(size, align);
+    void *p = mmap(want, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == want) return p;
+    if (p != MAP_FAILED) munmap(p, size);
+    return NULL;
+}
+
+void *os_map(size_t size, size_t align) {
+    size_t page = os_page_size();
+    if (align < page) align = page;
+    if (fault_injected()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (align > page) {
+        void *p = map_at_hint(size, align);
+        if (p) return p;
+    }
+    size_t span = size + (align > page ? align : 0);
+    if (span < size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *p = (char *)align_up((uintptr_t)raw, align);
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    size_t tail = (size_t)(raw + span - (p + size));
+    if (tail) munmap(p + size, tail);
+    return p;
+}
+
+void *os_reserve(size_t size, size_t align) {
+    size_t span = size + align;
+    char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *p = (char *)align_up((uintptr_t)raw, align);
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    if (raw + span > p + size) munmap(p + size, (size_t)(raw + span - (p + size)));
+    return p;
+}
+
+bool os_commit(void *p, size_t size) {
+    if (fault_injected() || mprotect(p, size, PROT_READ | PROT_WRITE) != 0) {
+        errno = ENOMEM;
+        return false;
+    }
+    return true;
+}
+
+void os_decommit(void *p, size_t size) {
+    /* Its pages go back (zero when committed again), and a stray access
+     * faults. */
+    madvise(p, size, MADV_DONTNEED);
+    mprotect(p, size, PROT_NONE);
+}
+
+void *os_remap(void *p, size_t size, size_t new_size) {
+    if (fault_injected()) return NULL;
+    void *q = mremap(p, size, new_size, MREMAP_MAYMOVE);
+    return q == MAP_FAILED ? NULL : q;
+}
+
+void os_unmap(void *p, size_t size) {
+    if (p && size) munmap(p, size);
+}
+
+void *os_map_near(void *want, size_t size, size_t align) {
+    if (want) {
+        if (fault_injected()) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        void *p = mmap(want, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == want) return p;
+        if (p != MAP_FAILED) munmap(p, size);
+        __atomic_fetch_sub(&requests, 1, __ATOMIC_RELAXED); /* not granted: os_map counts the request */
+    }
+    return os_map(size, align);
+}
+
+void pk_fault_fail_after(long n) {
+    long at = -1;
+    if (n >= 0) at = (long)__atomic_load_n(&requests, __ATOMIC_RELAXED) + n;
+    __atomic_store_n(&fail_at, at, __ATOMIC_RELAXED);
+}
+
+unsigned long pk_fault_requests(void) {
+    return __atomic_load_n(&requests, __ATOMIC_RELAXED);
+}
+
+uint64_t os_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+bool os_protect_none(void *p, size_t size) { return mprotect(p, size, PROT_NONE) == 0; }
+void os_protect_rw(void *p, size_t size) { mprotect(p, size, PROT_READ | PROT_WRITE); }

@@ -1,0 +1,506 @@
+/* The size-class front end (alloc.h): malloc-shaped calls over one pool per
+ * size class, made on first use; blocks over the last class each get a
+ * mapping of their own (alloc_large.c).
+ *
+ * Finding the class. pk_alloc and pk_free_sized compute it from the size;
+ * pk_free, pk_realloc and pk_usable_size ask alloc_pool_of (alloc_internal.h)
+ * which pool's slab holds the address, the front end's one question to the
+ * core. Anything that is no class pool's object is a mapped block, one of
+ * the bootstrap buffer's, or foreign (reported).
+ *
+ * Re-entry. As malloc, the front end is also the C library's allocator,
+ * and the library it runs on calls the C library: a pool made on first use
+ * reads the environment (strdup), registers handlers (pthread_atfork,
+ * atexit), a thread's first call sets a pthread key, a debug pool with
+ * several frames calls backtrace(), whose first call loads libgcc_s. Each
+ * may call malloc or free again, on the same thread, while the library is
+ * half-way through a call, where a lock it holds, or a pthread_once in
+ * progress, would wait forever. So every slow path runs with the thread's
+ * `depth` raised, and a call that finds it raised never enters the
+ * library: an allocation is served from the bootstrap buffer (a static
+ * array, bumped and never reused; a block past its end is mapped), a free
+ * of a class object waits on the thread's deferred list, sent at the end
+ * of the outer call. The inline fast paths need no guard: they touch only
+ * the thread's own slot, and no slow path calls out in the middle of
+ * changing it.
+ *
+ * Classes are published with a release store and read with acquire loads,
+ * inline (alloc.h) and here.
+ */
+#define PK__EMIT_ALLOC_EXTERN_INLINE 1
+#include "front/alloc_internal.h"
+#include "base/policy.h"
+#include "pool/pool_free.h"
+
+#include <poolkit/heap.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the class table ---- */
+
+/* (size + 7) / 8 to the class, for sizes up to PK__ALLOC_SMALL_MAX: entry
+ * i is the smallest class of at least 8 * i bytes (alloc_class_size's
+ * rule; tests/test_alloc.cc checks every size against it). */
+const unsigned char alloc_small_class[PK__ALLOC_SMALL_MAX / 8 + 1] = {
+    [0 ... 1] = 0,     [2] = 1,           [3 ... 4] = 2,     [5 ... 6] = 3,     [7 ... 8] = 4,
+    [9 ... 10] = 5,    [11 ... 12] = 6,   [13 ... 14] = 7,   [15 ... 16] = 8,   [17 ... 20] = 9,
+    [21 ... 24] = 10,  [25 ... 28] = 11,  [29 ... 32] = 12,  [33 ... 40] = 13,  [41 ... 48] = 14,
+    [49 ... 56] = 15,  [57 ... 64] = 16,  [65 ... 80] = 17,  [81 ... 96] = 18,  [97 ... 112] = 19,
+    [113 ... 128] = 20,
+};
+_Static_assert(PK__ALLOC_SMALL_MAX / 8 == 128, "the table above ends at entry 128 (1024 bytes)");
+
+/* Each class's pool once made; and at alloc_small_class's entries the
+ * offset of their class pool's slot in threads' tables, so pk_alloc finds a
+ * small size's slot with one load (alloc.h). */
+static pk_pool *class_pools[PK__ALLOC_CLASSES];
+uint32_t pk__alloc_small_slots[PK__ALLOC_SMALL_MAX / 8 + 1];
+static char class_names[PK__ALLOC_CLASSES][24];
+static pthread_mutex_t class_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static pk_pool *class_pool_made(size_t ci) { return __atomic_load_n(&class_pools[ci], __ATOMIC_ACQUIRE); }
+
+/* Class ci's pool, made now if it is not yet; NULL with errno ENOMEM.
+ * Caller has raised depth. */
+static PK_NOINLINE pk_pool *class_pool_make(size_t ci) {
+    pk_pool *p = class_pool_made(ci);
+    if (p) return p;
+    /* The fork handlers first (pk_pool_create would install them too, but
+     * with the lock already held: a fork in between left it held in the
+     * child). */
+    init_announce(INIT_SHARED_STATE);
+    pthread_mutex_lock(&class_lock);
+    fork_test_point(HOOK_ALLOC_CLASSES, &class_lock);
+    p = class_pools[ci];
+    if (!p) {
+        snprintf(class_names[ci], sizeof class_names[ci], "pk_alloc %zu", alloc_class_size(ci));
+        pk_pool_config c;
+        memset(&c, 0, sizeof c);
+        c.name = class_names[ci];
+        c.size = alloc_class_size(ci);
+        c.flags = POOL_SIZE_CLASS;
+        p = pk_pool_create(&c);
+        if (p) {
+            for (size_t i = 0; i <= PK__ALLOC_SMALL_MAX / 8; i++)
+                if (alloc_small_class[i] == ci)
+                    __atomic_store_n(&pk__alloc_small_slots[i], p->geo.table_slot, __ATOMIC_RELAXED);
+            __atomic_store_n(&class_pools[ci], p, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&class_lock);
+    if (!p) errno = ENOMEM;
+    return p;
+}
+
+size_t alloc_classes_made(void) {
+    size_t n = 0;
+    for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) n += class_pool_made(ci) != NULL;
+    return n;
+}
+
+void alloc_fork_lock(void) { pthread_mutex_lock(&class_lock); }
+void alloc_fork_unlock(void) { pthread_mutex_unlock(&class_lock); }
+
+/* ---- re-entry: the thread's depth, the bootstrap buffer, deferred frees ---- */
+
+static __thread unsigned depth __attribute__((tls_model("initial-exec")));
+static __thread void *deferred __attribute__((tls_model("initial-exec")));
+
+/* Enough for what the C library allocates while the library makes its
+ * first pools and registers its handlers (a few KiB), with room to spare;
+ * the array costs memory only where it is written. */
+#define BOOT_BYTES ((size_t)256 << 10)
+#define BOOT_HEADER 16 /* the block's size, keeping 16-byte alignment */
+static char boot[BOOT_BYTES] __attribute__((aligned(64)));
+static size_t boot_used;
+
+static bool boot_owns(const void *ptr) {
+    return (const char *)ptr >= boot && (const char *)ptr < boot + BOOT_BYTES;
+}
+
+static void *boot_alloc(size_t size, size_t align, bool zero) {
+    if (size <= BOOT_BYTES && align <= BOOT_HEADER) {
+        size_t need = align_up(size + BOOT_HEADER, BOOT_HEADER);
+        size_t at = __atomic_fetch_add(&boot_used, need, __ATOMIC_RELAXED);
+        if (at + need <= BOOT_BYTES) {
+            *(size_t *)(boot + at) = size;
+            return boot + at + BOOT_HEADER; /* never used before: zero */
+        }
+    }
+    return large_alloc(size, align, zero);
+}
+
+static size_t boot_size(const void *ptr) { return *(const size_t *)((const char *)ptr - BOOT_HEADER); }
+
+static PK_NOINLINE void drain_deferred(void) {
+    while (deferred) {
+        void *obj = deferred;
+        deferred = *(void **)obj;
+        pk_free(obj);
+    }
+}
+
+static inline void leave(void) {
+    depth--;
+    if (unlikely(deferred != NULL) && depth == 0) drain_deferred();
+}
+
+void alloc_guarded(void (*fn)(void *), void *arg) {
+    depth++;
+    fn(arg);
+    leave();
+}
+
+/* ---- the mode: default or hardened (alloc_harden.c), read once ---- */
+
+int alloc_mode;
+static pthread_once_t hard_once = PTHREAD_ONCE_INIT;
+
+PK_NOINLINE bool alloc_mode_read(void) {
+    depth++;
+    /* may allocate: the environment's first read; debug mode, which checks
+     * more of each block, takes precedence */
+    bool hard = options_hardened() && !options_debug();
+    if (hard) pthread_once(&hard_once, hard_setup);
+    __atomic_store_n(&alloc_mode, hard ? ALLOC_MODE_HARDENED : ALLOC_MODE_DEFAULT, __ATOMIC_RELEASE);
+    leave();
+    return hard;
+}
+
+
+/* ---- allocation ---- */
+
+/* An object of class ci, the inline path first (callers that come from
+ * the inline pk_alloc have tried it already: it is cheap to try again). */
+static void *class_alloc(size_t ci, void *caller) {
+    pk_pool *p = class_pool_made(ci);
+    if (likely(p != NULL)) {
+        void *obj = pk__pool_alloc_inline(p);
+        if (likely(obj != NULL)) return obj;
+    }
+    depth++;
+    /* What a pool records, and the announcements of its first creation,
+     * may allocate: first use only. */
+    if (!p) p = class_pool_make(ci);
+    void *obj = p ? pool_alloc_at(p, caller) : NULL;
+    leave();
+    return obj;
+}
+
+void *alloc_from_pool(pk_pool *p, void *caller) {
+    void *obj = pk__pool_alloc_inline(p);
+    if (likely(obj != NULL)) return obj;
+    if (unlikely(depth != 0)) return boot_alloc(p->size, 0, false);
+    depth++;
+    obj = pool_alloc_at(p, caller);
+    leave();
+    return obj;
+}
+
+/* Large blocks' calls run the purge's poll, as the pools' slow paths do,
+ * so that freed blocks kept for reuse go back after the delay in a program
+ * that makes nothing else. Never inside the library (depth): the poll may
+ * start the background purge's thread, which allocates. */
+void *alloc_large_in(large_set *set, size_t size, size_t align, bool zero) {
+    if (unlikely(depth != 0)) return boot_alloc(size, align, zero);
+    depth++;
+    init_announce(INIT_SHARED_STATE); /* the fork handlers cover the block table */
+    pool_purge_poll();
+    void *obj = large_alloc_in(set, size, align, zero);
+    leave();
+    return obj;
+}
+
+static PK_NOINLINE void *large_from_library(size_t size, size_t align, bool zero) {
+    return alloc_large_in(NULL, size, align, zero);
+}
+
+pk_pool *alloc_pool_create(const pk_pool_config *c) {
+    depth++;
+    pk_pool *p = pk_pool_create(c);
+    leave();
+    return p;
+}
+
+void alloc_pool_destroy(pk_pool *p) {
+    depth++;
+    pk_pool_destroy(p);
+    leave();
+}
+
+static void large_poll(void) {
+    if (depth) return;
+    depth++;
+    pool_purge_poll();
+    leave();
+}
+
+
+/* A hardened block (alloc_harden.c): of size 0, in a class pool with its
+ * check word, or guarded in a mapping of its own; always zero. */
+static PK_NOINLINE void *hard_alloc(size_t size, size_t align, void *caller) {
+    if (size == 0 && align <= HARD_ZERO_STEP) {
+        void *z = hard_zero_block();
+        if (!z) errno = ENOMEM;
+        return z;
+    }
+    size_t ci = PK__ALLOC_CLASSES;
+    if (size < HARD_GUARDED_MIN && align <= SLOT_ALIGN_MAX) {
+        ci = hard_class_of(size);
+        if (align > 1) ci = alloc_class_aligned(ci, align); /* a division: aligned calls only */
+    }
+    depth++;
+    void *obj;
+    if (ci < PK__ALLOC_CLASSES) {
+        pk_pool *p = class_pool_made(ci);
+        if (unlikely(!p)) p = class_pool_make(ci);
+        obj = p ? hard_class_alloc(p, ci, size, caller) : NULL;
+    } else {
+        init_announce(INIT_SHARED_STATE); /* the fork handlers cover the block table */
+        pool_purge_poll();
+        obj = align <= os_page_size() ? large_alloc_guarded(size, caller) : large_alloc(size, align, true);
+    }
+    leave();
+    return obj;
+}
+
+void *pk__alloc_slow(size_t size) {
+    if (unlikely(depth != 0)) return boot_alloc(size, 0, false);
+    if (unlikely(alloc_hardened())) return hard_alloc(size, 0, __builtin_return_address(0));
+    if (size > PK_ALLOC_CLASS_MAX) return large_from_library(size, 0, false);
+    return class_alloc(alloc_class_of(size), __builtin_return_address(0));
+}
+
+#ifndef PK__HAVE_INLINE
+void *pk_alloc(size_t size) { return pk__alloc_slow(size); }
+#endif
+
+void *pk_calloc(size_t n, size_t size) {
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (unlikely(depth != 0)) return boot_alloc(total, 0, true);
+    if (unlikely(alloc_hardened())) return hard_alloc(total, 0, __builtin_return_address(0));
+    if (total > PK_ALLOC_CLASS_MAX) return large_from_library(total, 0, true); /* fresh pages */
+    void *obj = class_alloc(alloc_class_of(total), __builtin_return_address(0));
+    if (obj) memset(obj, 0, total);
+    return obj;
+}
+
+/* The first class from ci on whose size is a multiple of align: a slot of
+ * a class is aligned to the largest power of two dividing its size (up to
+ * SLOT_ALIGN_MAX, slab.h). PK__ALLOC_CLASSES if none. */
+size_t alloc_class_aligned(size_t ci, size_t align) {
+    while (ci < PK__ALLOC_CLASSES && alloc_class_size(ci) % align) ci++;
+    return ci;
+}
+
+void *pk_aligned_alloc(size_t align, size_t size) {
+    if (!is_pow2(align)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (unlikely(depth != 0)) return boot_alloc(size, align, false);
+    if (unlikely(alloc_hardened())) return hard_alloc(size, align, __builtin_return_address(0));
+    size_t want = size < align ? align : size;
+    if (align <= SLOT_ALIGN_MAX && want <= PK_ALLOC_CLASS_MAX) {
+        size_t ci = alloc_class_aligned(alloc_class_of(want), align);
+        if (ci < PK__ALLOC_CLASSES) return class_alloc(ci, __builtin_return_address(0));
+    }
+    return large_from_library(size, align, false);
+}
+
+/* ---- free ---- */
+
+PK_COLD __attribute__((noreturn)) static void report_foreign(const char *call, const void *ptr,
+                                                              const pk_pool *p) {
+    if (p && !(p->flags & POOL_SIZE_CLASS))
+        error_report(PK_FATAL, "foreign pointer", p->name, ptr,
+                     "%s(%p): an object of pool '%s', which pk_alloc did not make (give it to "
+                     "pk_pool_free)",
+                     call, ptr, pool_name(p));
+    error_report(PK_FATAL, "foreign pointer", NULL, ptr,
+                 "%s(%p): not a block pk_alloc handed out, or one already freed", call, ptr);
+    __builtin_unreachable();
+}
+
+/* A pointer that is no class pool's object: a mapped block, the bootstrap
+ * buffer's (never reused), or a fault. */
+static void free_other(void *ptr, const pk_pool *p, const char *call) {
+    if (boot_owns(ptr) || hard_zero_owns(ptr)) return;
+    if (large_free(ptr)) {
+        large_poll();
+        return;
+    }
+    report_foreign(call, ptr, p);
+}
+
+/* Class pool p's object back, through the pool's slow path. */
+static void class_free(pk_pool *p, void *ptr, void *caller) {
+    if (unlikely(depth != 0)) { /* see "Re-entry" */
+        *(void **)ptr = deferred;
+        deferred = ptr;
+        return;
+    }
+    depth++;
+    if (unlikely(alloc_hard(p))) hard_class_free(p, ptr, caller);
+    else pool_free_at(p, ptr, caller);
+    leave();
+}
+
+static PK_NOINLINE void free_slow(pk_pool *p, void *ptr, void *caller) {
+    if (!ptr) return;
+    if (likely(alloc_owns(p, ptr))) class_free(p, ptr, caller);
+    else free_other(ptr, p, "pk_free");
+}
+
+/* A free that changes its slab's lists (heap_free_owned), by the owner of
+ * s, one of class pool p's slabs, outside the library (depth 0): with the
+ * guard raised, as any call that may take the pool's lock. */
+static PK_NOINLINE void class_free_edge(tc_slot *c, slab *s, void *ptr) {
+    depth++;
+    heap_free_owned(c->heap, s, ptr);
+    leave();
+}
+
+/* The slab's record from the address (the region map's bit, then the
+ * record by masking), once: the class's slot in the thread's table from it,
+ * the inline free (an object of the thread's current slab), then, for an
+ * object of another slab the thread owns, the short path with the record in
+ * hand (pool_free.h, free_into_slab), as the typed pool's own miss takes it,
+ * unless the call comes from inside the library (see "Re-entry": it
+ * waits). Everything else goes on to free_slow. (Trying first the slot
+ * of the class freed into last made a run of one class's frees as fast as
+ * the typed pool's, but cost programs that free mixed sizes 15-20%: the
+ * guess fails half the time, and each failure is a mispredicted branch.) */
+void pk_free(void *ptr) {
+    uintptr_t x = (uintptr_t)ptr;
+    if (unlikely(!region_holds(x))) {
+        free_slow(NULL, ptr, __builtin_return_address(0));
+        return;
+    }
+    slab *s = slab_of(x);
+    /* A class pool's slab names its pool's slot in the thread's table
+     * (table_slot), so neither path reads the pool's record; any other
+     * slab's record names slot 0, which no pool has and which stays all
+     * zero (no current slab), so its objects go on below. The slot's
+     * current slab, when it is x's, is live, so its record is this slab's
+     * own. */
+    tc_slot *c = (tc_slot *)(pk__tc_table + s->table_slot);
+    uintptr_t cur;
+    if (likely(pk__slot_free_try((pk__link *)c, ptr, &cur))) return;
+    if (likely(cur != 0 && depth == 0)) { /* a plain list with a current slab (pool.h) */
+        int done = free_into_slab(c, s, ptr, true);
+        if (likely(done == FREE_DONE)) return;
+        if (done == FREE_EDGE) {
+            class_free_edge(c, s, ptr);
+            return;
+        }
+    }
+    free_slow(alloc_pool_in(s), ptr, __builtin_return_address(0));
+}
+
+void pk__free_sized_slow(void *ptr, size_t size) {
+    if (!ptr) return;
+    pk_pool *want = size <= PK_ALLOC_CLASS_MAX ? class_pool_made(alloc_class_of(size)) : NULL;
+    pk__link *c = NULL;
+    uintptr_t cur = 0;
+    if (want && pk__pool_free_try(want, ptr, &c, &cur)) return;
+    slab *s = alloc_slab_of(ptr);
+    pk_pool *p = s ? alloc_pool_in(s) : NULL;
+    if (likely(p == want && cur != 0 && depth == 0)) { /* the short path, as pk_free's */
+        int done = free_into_slab((tc_slot *)c, s, ptr, true);
+        if (likely(done == FREE_DONE)) return;
+        if (done == FREE_EDGE) {
+            class_free_edge((tc_slot *)c, s, ptr);
+            return;
+        }
+    }
+    if (likely(alloc_owns(p, ptr))) {
+        if (unlikely(alloc_hard(p)) && size < HARD_GUARDED_MIN) want = class_pool_made(hard_class_of(size));
+        /* a heap's object: its class must be size's (its pool is not want) */
+        if (unlikely(p != want) && !(alloc_is_heap(p) && p->size == pk_good_size(size)))
+            error_report(PK_FATAL, "wrong size", p->name, ptr,
+                         "pk_free_sized(%p, %zu): the object is of class '%s', not of the class of %zu "
+                         "bytes (%zu)",
+                         ptr, size, pool_name(p), size,
+                         size <= PK_ALLOC_CLASS_MAX ? alloc_class_size(alloc_class_of(size)) : size);
+        class_free(p, ptr, __builtin_return_address(0));
+        return;
+    }
+    free_other(ptr, p, "pk_free_sized");
+}
+
+#ifndef PK__HAVE_INLINE
+void pk_free_sized(void *ptr, size_t size) { pk__free_sized_slow(ptr, size); }
+#endif
+
+/* ---- realloc and sizes ---- */
+
+/* ptr's usable bytes, or reports it (call names the caller). */
+static size_t usable_or_report(const void *ptr, const pk_pool *p, const char *call) {
+    size_t n;
+    if (alloc_owns(p, ptr)) return unlikely(alloc_hard(p)) ? hard_class_request(p, ptr) : p->size;
+    if (boot_owns(ptr)) return boot_size(ptr);
+    if (hard_zero_owns(ptr)) return 0;
+    if (large_usable(ptr, &n)) return n;
+    report_foreign(call, ptr, p);
+}
+
+size_t pk_good_size(size_t size) {
+    if (size <= PK_ALLOC_CLASS_MAX) return alloc_class_size(alloc_class_of(size));
+    if (size > SIZE_MAX / 2) return 0;
+    return align_up(size, os_page_size());
+}
+
+size_t pk_usable_size(const void *ptr) {
+    if (!ptr) return 0;
+    return usable_or_report(ptr, alloc_pool_of(ptr), "pk_usable_size");
+}
+
+/* A new block of size bytes with ptr's first `keep` bytes, ptr freed. */
+static void *moved(void *ptr, size_t keep, size_t size) {
+    void *to = pk_alloc(size);
+    if (!to) return NULL;
+    memcpy(to, ptr, keep < size ? keep : size);
+    pk_free(ptr);
+    return to;
+}
+
+void *pk_realloc(void *ptr, size_t size) {
+    if (!ptr) return pk_alloc(size);
+    if (size == 0) { /* as glibc: freed, and NULL */
+        pk_free(ptr);
+        return NULL;
+    }
+    pk_pool *p = alloc_pool_of(ptr);
+    /* A heap's block (heap.h) stays in its heap: a class block's pool
+     * names it; a large block's set is asked only where the block would
+     * leave it (large_realloc keeps the set), not on every resize. */
+    if (unlikely(alloc_is_heap(p))) return pk_heap_realloc(p->arg, ptr, size);
+    if (unlikely(alloc_hardened())) { /* always moved (QUARANTINE, alloc_harden.c), but to its own size */
+        if (!p && large_set_of(ptr)) return pk_heap_realloc(pk_heap_of(ptr), ptr, size);
+        size_t n = usable_or_report(ptr, p, "pk_realloc");
+        bool same = alloc_owns(p, ptr) && n == size && size < HARD_GUARDED_MIN &&
+                    class_pool_made(hard_class_of(size)) == p; /* pk_free_sized's size stays true */
+        return same ? ptr : moved(ptr, n, size);
+    }
+    if (likely(alloc_owns(p, ptr))) {
+        /* In place only within the class, so pk_free_sized's size is always
+         * the last one given: a shrink to another class moves too. */
+        if (size <= PK_ALLOC_CLASS_MAX && class_pool_made(alloc_class_of(size)) == p) return ptr;
+        return moved(ptr, p->size, size);
+    }
+    size_t n = usable_or_report(ptr, p, "pk_realloc");
+    if (!boot_owns(ptr) && size > PK_ALLOC_CLASS_MAX) {
+        large_poll();
+        return large_realloc(ptr, size);
+    }
+    if (!p && large_set_of(ptr)) return pk_heap_realloc(pk_heap_of(ptr), ptr, size);
+    return moved(ptr, n, size);
+}

@@ -1,0 +1,498 @@
+/* The hardened front end (POOLKIT_HARDENED=1): the checks that need what
+ * only the front end knows, the size each block was asked for. The class
+ * pools' own hardening (harden.h) guards their lists; this file guards the
+ * blocks, each check named:
+ *
+ *   CHECK WORD   a block's slot ends in a word that holds the size asked
+ *                for, plus one (high half), and a hash of it, the block's
+ *                address and a secret (low half); zero while the slot is
+ *                free. At free, a zero word is a double free (t, u, t
+ *                included) and any other that does not check an overflow
+ *   FORM         the word's top two bits, in the hash too, say whether
+ *                malloc, new or new[] made the block (alloc_forms.c sets
+ *                and checks them); free of any but malloc's is reported
+ *   CHECK BYTES  the slack between the size asked for and the check word
+ *                holds bytes drawn from the secret (no text, no zero),
+ *                checked at free: an overflow of one byte is reported at
+ *                the block's free, naming the bytes changed
+ *   UNDERFLOW    at free, the check word of the slot before (the last
+ *                bytes an underflow writes) must be zero or check. A
+ *                slab's first slot is kept back, never handed out, so that
+ *                every block has a slot before it in its slab
+ *   ZERO ON FREE a freed block is zeroed; it must still be zero when it
+ *                leaves the quarantine and, in its first line (but for
+ *                the two words the pool's lists lend, its link and a
+ *                chain's mark, when it comes from its pool), when it is
+ *                handed out again: a write after free is reported there. Fresh slots are zeroed when carved where
+ *                their place held another slab's bytes (slab.c, carve_how's
+ *                scrub)
+ *   QUARANTINE   a freed block waits for HARD_QUARANTINE frees of its
+ *                class by the thread that freed it before it may be
+ *                handed out again (policy.h): free(p) then malloc(n) does
+ *                not give p back, and realloc moves any block whose size
+ *                changes; the exiting thread's blocks still waiting at
+ *                exit are checked then, another thread's at its exit
+ *   SIZE 0       a block of size 0 points into a no-access reservation;
+ *                the fault handler names it
+ *   GUARDED      blocks of HARD_GUARDED_MIN bytes and up: alloc_large.c
+ *                (no-access pages on both sides, freed ones kept no-access)
+ *
+ * The hardened class pools are served by the library alone (pool.c,
+ * choose_path: no inline path), so every call of the front end comes
+ * here; a thread's steady alloc and free of a class stay here, between its
+ * quarantine and its ready blocks, with no lock and no call into the pool.
+ * Callers (alloc.c) have raised the thread's depth. Default mode
+ * never comes here: its fast paths are as they were.
+ *
+ * Invariant: a slot of a hardened class pool below its slab's bump is
+ * either a block handed out (its check word checks) or free (zero, but its
+ * link and a chain's mark while on its pool's lists; zero whole in a
+ * thread's quarantine or ready stack), so any other content is the
+ * program's write.
+ */
+#include "front/alloc_internal.h"
+#include "base/policy.h"
+#include "pool/pools.h"
+#include "base/sites.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(HARD_MIN_SLOT >= 3 * sizeof(uintptr_t), "the check word lies past the two words a free slot lends");
+_Static_assert(HARD_TAIL == sizeof(uint64_t), "the check word is one word");
+_Static_assert(HARD_GUARDED_MIN + HARD_TAIL <= PK_ALLOC_CLASS_MAX, "a block below the guarded ones has a class");
+
+/* ---- the check bytes ---- */
+
+static uint64_t pattern; /* set once (hard_setup) */
+
+/* The checks below read and write a word at a time, four words to a test
+ * where they compare: a call to the C library's memcmp a line at a time
+ * cost more than its vector loop saved on the blocks most programs free (a
+ * few lines). Blocks are any type's. */
+typedef uint64_t __attribute__((may_alias)) hard_word;
+#define LINE 64 /* the bytes handed out again checked zero (a line) */
+
+/* Eight bytes from a secret, each with its top bit set and none 0xFF:
+ * no ASCII text, no zero, no all-ones, the common values of a stray write. */
+static uint64_t pattern_from(uint64_t secret) {
+    uint64_t w = 0;
+    for (int i = 0; i < 8; i++) {
+        uint64_t b = ((secret >> (8 * i)) & 0x7F) | 0x80;
+        if (b == 0xFF) b = 0xFE;
+        w |= b << (8 * i);
+    }
+    return w;
+}
+
+static inline unsigned char pattern_byte(size_t i) { return (unsigned char)(pattern >> (8 * (i & 7))); }
+
+/* The pattern's bytes sit at offsets from the block's start, which is
+ * aligned to a word at least; b[from, to) is filled or compared a word at
+ * a time from the first word boundary. */
+void hard_fill(char *b, size_t from, size_t to) {
+    size_t i = from;
+    for (; i < to && (i & 7); i++) b[i] = (char)pattern_byte(i);
+    for (; i + 8 <= to; i += 8) *(hard_word *)(b + i) = pattern;
+    for (; i < to; i++) b[i] = (char)pattern_byte(i);
+}
+
+bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *last) {
+    size_t i = from;
+    for (; i < to && (i & 7); i++)
+        if ((unsigned char)b[i] != pattern_byte(i)) goto found;
+    const uint64_t pat = pattern;
+    for (; i + 32 <= to; i += 32) {
+        const hard_word *w = (const hard_word *)(b + i);
+        if ((w[0] ^ pat) | (w[1] ^ pat) | (w[2] ^ pat) | (w[3] ^ pat)) break;
+    }
+    for (; i + 8 <= to; i += 8)
+        if (*(const hard_word *)(b + i) != pat) break;
+    for (; i < to; i++)
+        if ((unsigned char)b[i] != pattern_byte(i)) goto found;
+    return false;
+found:
+    *first = i;
+    *last = i;
+    for (size_t j = to; j-- > i;)
+        if ((unsigned char)b[j] != pattern_byte(j)) {
+            *last = j;
+            break;
+        }
+    return true;
+}
+
+/* The first byte of b[from, to) that is not zero, or to; from is a
+ * multiple of a word (a block's start, its list's words, LINE). */
+static size_t first_nonzero(const char *b, size_t from, size_t to) {
+    size_t i = from;
+    for (; i + 32 <= to; i += 32) {
+        const hard_word *w = (const hard_word *)(b + i);
+        if (w[0] | w[1] | w[2] | w[3]) break;
+    }
+    for (; i + 8 <= to; i += 8)
+        if (*(const hard_word *)(b + i)) break;
+    for (; i < to; i++)
+        if (b[i]) return i;
+    return to;
+}
+
+/* ---- the check word ---- */
+
+static inline uint64_t *check_word_of(const pk_pool *p, const void *obj) {
+    return (uint64_t *)((char *)obj + p->size - HARD_TAIL);
+}
+
+/* The size is kept plus one, so that no block's word is zero, a size-0
+ * block's (an aligned one) included; the form (alloc.h's PK__FORM_*) in
+ * the top two bits, which no size reaches (FORM_SHIFT). */
+#define FORM_SHIFT 62
+_Static_assert(HARD_GUARDED_MIN < ((uint64_t)1 << (FORM_SHIFT - 32)) - 1, "a size plus one leaves the form's bits");
+static inline uint64_t check_word_as(const pk_pool *p, const void *obj, size_t n, unsigned form) {
+    uint64_t h = ((uint64_t)(uintptr_t)obj ^ p->hard.secret ^ n ^ (uint64_t)form << FORM_SHIFT) * 0x9E3779B97F4A7C15ull;
+    return (uint64_t)form << FORM_SHIFT | (uint64_t)(n + 1) << 32 | h >> 32;
+}
+static inline uint64_t check_word(const pk_pool *p, const void *obj, size_t n) {
+    return check_word_as(p, obj, n, PK__FORM_MALLOC);
+}
+static inline unsigned word_form(uint64_t w) { return (unsigned)(w >> FORM_SHIFT); }
+
+/* Whether w checks as the word of a block at obj, and its size in *n. */
+static bool word_checks(const pk_pool *p, const void *obj, uint64_t w, size_t *n) {
+    size_t k = (size_t)(w >> 32 & (((uint64_t)1 << (FORM_SHIFT - 32)) - 1));
+    *n = k - 1;
+    return k && k - 1 <= p->size - HARD_TAIL && word_form(w) <= PK__FORM_NEW_ARRAY &&
+           w == check_word_as(p, obj, k - 1, word_form(w));
+}
+
+/* The word is read and written with relaxed atomics: the check of a
+ * block's neighbour reads a slot that another thread may be handing out. */
+static inline uint64_t word_load(const pk_pool *p, const void *obj) {
+    return __atomic_load_n(check_word_of(p, obj), __ATOMIC_RELAXED);
+}
+static inline void word_store(const pk_pool *p, void *obj, uint64_t w) {
+    __atomic_store_n(check_word_of(p, obj), w, __ATOMIC_RELAXED);
+}
+
+size_t hard_class_request(const pk_pool *p, const void *obj) {
+    size_t n;
+    return word_checks(p, obj, word_load(p, obj), &n) ? n : p->size - HARD_TAIL; /* reported at the free */
+}
+
+bool hard_class_form(const pk_pool *p, const void *obj, unsigned *form, size_t *n) {
+    if (slab_slot_index(slab_of((uintptr_t)obj), obj) < 0) return false;
+    uint64_t w = word_load(p, obj);
+    *form = word_form(w);
+    return word_checks(p, obj, w, n);
+}
+
+void hard_class_set_form(const pk_pool *p, void *obj, size_t n, unsigned form) {
+    word_store(p, obj, check_word_as(p, obj, n, form));
+}
+
+size_t hard_class_of(size_t size) {
+    size_t want = size + HARD_TAIL < HARD_MIN_SLOT ? HARD_MIN_SLOT : size + HARD_TAIL;
+    return alloc_class_of(want);
+}
+
+/* ---- reports ---- */
+
+PK_COLD __attribute__((noreturn)) static void report_overflow(const pk_pool *p, const void *obj, size_t n,
+                                                               size_t first, size_t last, const char *how) {
+    error_report(PK_FATAL, "buffer overflow", p->name, obj,
+                 "block %p of %zu bytes (pool '%s') was written past its end: bytes %zu to %zu past it "
+                 "changed (%s), found at its free",
+                 obj, n, pool_name(p), first - n, last - n, how);
+    __builtin_unreachable();
+}
+
+PK_COLD __attribute__((noreturn)) static void report_broken_word(const pk_pool *p, const void *obj, uint64_t w) {
+    error_report(PK_FATAL, "buffer overflow", p->name, obj,
+                 "block %p (pool '%s') was written past its end: its check word, the last %zu bytes of its "
+                 "%zu-byte slot, reads %#llx, found at its free",
+                 obj, pool_name(p), HARD_TAIL, p->size, (unsigned long long)w);
+    __builtin_unreachable();
+}
+
+PK_COLD __attribute__((noreturn)) static void report_underflow(const pk_pool *p, const void *obj,
+                                                                const void *prev, uint64_t w) {
+    size_t from = HARD_TAIL;
+    for (size_t i = 0; i < HARD_TAIL; i++) /* the word's lowest byte that is not a free slot's */
+        if ((w >> (8 * i)) & 0xFF) {
+            from = HARD_TAIL - i;
+            break;
+        }
+    error_report(PK_FATAL, "buffer underflow", p->name, obj,
+                 "block %p (pool '%s') was written before its start: up to %zu bytes before it changed "
+                 "(the check word of the block before, %p, reads %#llx), found at its free",
+                 obj, pool_name(p), from, prev, (unsigned long long)w);
+    __builtin_unreachable();
+}
+
+PK_COLD __attribute__((noreturn)) static void report_not_in_use(const pk_pool *p, const void *obj) {
+    error_report(PK_FATAL, "double free", p->name, obj,
+                 "free(%p): the block (pool '%s') is not in use: freed already (its check word is clear), "
+                 "or never handed out",
+                 obj, pool_name(p));
+    __builtin_unreachable();
+}
+
+PK_COLD __attribute__((noreturn)) static void report_written_free(const pk_pool *p, const void *obj, size_t at,
+                                                                   const char *when) {
+    error_report(PK_FATAL, "write after free", p->name, obj,
+                 "block %p (pool '%s') was written after its free: byte %zu of it changed, found %s", obj,
+                 pool_name(p), at, when);
+    __builtin_unreachable();
+}
+
+/* ---- the quarantine and the thread's ready blocks ---- */
+
+/* One first-in first-out queue per class and thread: a block leaves after
+ * HARD_QUARANTINE frees of its class by the thread that freed it, so a
+ * write after free meets the check on its way out within that many frees
+ * of the same size. Checked, it then waits on the thread's ready stack of
+ * its class (HARD_READY, policy.h), which the thread's next allocations of
+ * the class take first, so that a steady alloc and free never reach the
+ * pool. Each thread's queues and stacks are its own (no lock, no atomic),
+ * in pages mapped at its first free, found through one initial-exec word;
+ * at the thread's exit (a key's destructor) its blocks are checked and go
+ * back to their pools, and the pages to the system. A ready block is zero
+ * whole (the stack is not in the block), so it is checked from its first
+ * byte when handed out. */
+typedef struct hard_ring {
+    void *held[PK__ALLOC_CLASSES][HARD_QUARANTINE];
+    void *ready[PK__ALLOC_CLASSES][HARD_READY];
+    unsigned char next[PK__ALLOC_CLASSES];   /* held's oldest */
+    unsigned char nready[PK__ALLOC_CLASSES]; /* ready's count */
+} hard_ring;
+_Static_assert(HARD_QUARANTINE <= 256 && HARD_READY <= 255, "a queue's next slot and a stack's count fit a byte");
+
+static __thread hard_ring *my_ring __attribute__((tls_model("initial-exec")));
+static pthread_key_t ring_key; /* its destructor empties an exiting thread's queues */
+static unsigned char ready_most[PK__ALLOC_CLASSES]; /* a class's stack bound (hard_setup) */
+
+static PK_NOINLINE hard_ring *ring_make(void) {
+    hard_ring *r = os_map(align_up(sizeof(hard_ring), os_page_size()), 0);
+    if (!r) return NULL;
+    my_ring = r;
+    pthread_setspecific(ring_key, r); /* may allocate: the caller has raised depth */
+    return r;
+}
+
+/* A block out of the quarantine, still zero, to the thread's ready stack
+ * of class ci, or back to its pool when that is full. */
+static void release(hard_ring *r, size_t ci, pk_pool *p, void *obj, void *caller) {
+    size_t at = first_nonzero(obj, 0, p->size);
+    if (at != p->size) report_written_free(p, obj, at, "when it left the quarantine");
+    if (unlikely(r->nready[ci] >= ready_most[ci])) {
+        if (ready_most[ci] < 2) {
+            pool_free_at(p, obj, caller);
+            return;
+        }
+        /* the newer half back to the pool in one call, which pays its
+         * poll and its lookups once (a program that frees what it built) */
+        unsigned half = ready_most[ci] / 2u;
+        pk_pool_free_bulk(p, &r->ready[ci][half], r->nready[ci] - half);
+        r->nready[ci] = (unsigned char)half;
+    }
+    r->ready[ci][r->nready[ci]++] = obj;
+}
+
+/* ci: p's class. Without pages for the thread's queues (out of memory)
+ * the block goes back at once, checked. */
+static inline void quarantine(pk_pool *p, size_t ci, void *obj, void *caller) {
+    hard_ring *r = my_ring;
+    if (unlikely(!r) && !(r = ring_make())) {
+        size_t at = first_nonzero(obj, 0, p->size);
+        if (at != p->size) report_written_free(p, obj, at, "when it left the quarantine");
+        pool_free_at(p, obj, caller);
+        return;
+    }
+    unsigned i = r->next[ci];
+    void *out = r->held[ci][i];
+    r->held[ci][i] = obj;
+    r->next[ci] = (unsigned char)((i + 1) % HARD_QUARANTINE);
+    if (out) release(r, ci, p, out, caller);
+}
+
+/* Block obj of r, checked (still zero), and back to its pool with
+ * give_back, else left where it is. */
+static void ring_check(void **slot, bool give_back, const char *when) {
+    char *obj = *slot;
+    if (!obj) return;
+    pk_pool *p = alloc_pool_of(obj);
+    size_t at = first_nonzero(obj, 0, p->size);
+    if (at != p->size) report_written_free(p, obj, at, when);
+    if (!give_back) return;
+    *slot = NULL;
+    pool_free_at(p, obj, NULL);
+}
+
+/* Every block r holds, checked, and back to its pool with give_back (a
+ * write after free that no later allocation met is reported here). */
+static void ring_empty(hard_ring *r, bool give_back, const char *when) {
+    for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {
+        for (size_t i = 0; i < HARD_QUARANTINE; i++) ring_check(&r->held[ci][i], give_back, when);
+        for (size_t i = 0; i < r->nready[ci]; i++) ring_check(&r->ready[ci][i], give_back, when);
+        if (give_back) r->nready[ci] = 0;
+    }
+}
+
+static void ring_give_back(void *arg) {
+    hard_ring *r = arg;
+    ring_empty(r, true, "at its thread's exit, while it waited in the quarantine");
+    os_unmap(r, align_up(sizeof *r, os_page_size()));
+}
+
+/* A later free of the exiting thread's (another key's destructor) maps new
+ * queues and sets the key again, which brings this back. */
+static void ring_at_thread_exit(void *arg) {
+    if (my_ring == arg) my_ring = NULL;
+    alloc_guarded(ring_give_back, arg);
+}
+
+/* At exit the exiting thread's blocks still held are checked (other
+ * threads' queues are theirs, checked at their exit). */
+static void check_held_at_exit(void) {
+    if (my_ring) ring_empty(my_ring, false, "at exit, while it waited in the quarantine");
+}
+
+/* ---- class blocks ---- */
+
+/* A block of class pool p that is not its slab's first slot (the slot
+ * before every block), from the pool; NULL with errno ENOMEM. */
+static char *block_from_pool(pk_pool *p, void *caller) {
+    for (;;) {
+        char *obj = pool_alloc_at(p, caller);
+        if (!obj) return NULL;
+        slab *s = slab_of((uintptr_t)obj);
+        if (slab_slot_index(s, obj) != 0 || s->capacity == 1) return obj;
+    }
+}
+
+/* obj, from p's lists or the thread's ready stack: the whole block was
+ * zero when it left the quarantine; since then its first `from` bytes may
+ * hold the words the pool's lists lend (its link, a chain's mark). The
+ * line after them is checked (the commonest write after free lands near a
+ * block's start), not the whole block a second time; then the whole block
+ * is zero. */
+static inline void check_zero_at_handout(const pk_pool *p, char *obj, size_t from) {
+    size_t end = p->size < LINE ? p->size : LINE;
+    size_t at = first_nonzero(obj, from, end);
+    if (at != end) report_written_free(p, obj, at, "when it was handed out again");
+    if (from) memset(obj, 0, from);
+}
+
+/* Half a ready stack's worth of blocks from the pool in one call, which
+ * pays its poll and its lookups once (a program that builds a structure);
+ * the words the pool's lists lent are cleared, the rest is checked when
+ * each is handed out; the slot before every block is kept back as
+ * block_from_pool keeps it. Returns one of them, or NULL. */
+static PK_NOINLINE char *refill(hard_ring *r, pk_pool *p, size_t ci) {
+    void *got[HARD_READY / 2];
+    int saved = errno; /* fewer than asked for is no failure while one came */
+    size_t k = pk_pool_alloc_bulk(p, got, ready_most[ci] / 2u);
+    if (k) errno = saved;
+    for (size_t i = 0; i < k; i++) {
+        char *obj = got[i];
+        slab *s = slab_of((uintptr_t)obj);
+        if (slab_slot_index(s, obj) == 0 && s->capacity > 1) continue;
+        memset(obj, 0, 2 * sizeof(uintptr_t));
+        r->ready[ci][r->nready[ci]++] = obj;
+    }
+    return r->nready[ci] ? r->ready[ci][--r->nready[ci]] : NULL;
+}
+
+void *hard_class_alloc(pk_pool *p, size_t ci, size_t n, void *caller) {
+    hard_ring *r = my_ring;
+    char *obj;
+    if (likely(r && r->nready[ci])) {
+        obj = r->ready[ci][--r->nready[ci]];
+        check_zero_at_handout(p, obj, 0);
+    } else {
+        obj = r && ready_most[ci] >= 2 ? refill(r, p, ci) : NULL;
+        if (obj) check_zero_at_handout(p, obj, 0);
+        else if ((obj = block_from_pool(p, caller))) check_zero_at_handout(p, obj, 2 * sizeof(uintptr_t));
+        else return NULL;
+    }
+    hard_fill(obj, n, p->size - HARD_TAIL);
+    word_store(p, obj, check_word(p, obj, n));
+    return obj;
+}
+
+void hard_class_free(pk_pool *p, void *ptr, void *caller) {
+    slab *s = slab_of((uintptr_t)ptr);
+    long idx = slab_slot_index(s, ptr);
+    if (idx < 0) { /* not a slot's start: the pool's own checks say what it is */
+        pool_free_at(p, ptr, caller);
+        return;
+    }
+    char *obj = ptr;
+    uint64_t w = word_load(p, obj);
+    if (!w) report_not_in_use(p, obj);
+    size_t n, first, last;
+    if (!word_checks(p, obj, w, &n)) report_broken_word(p, obj, w);
+    if (word_form(w) != PK__FORM_MALLOC) alloc_report_form(p, obj, n, word_form(w), PK__FORM_MALLOC);
+    if (hard_changed(obj, n, p->size - HARD_TAIL, &first, &last)) report_overflow(p, obj, n, first, last, "check bytes");
+    if (idx > 0) {
+        const char *prev = obj - s->slot;
+        uint64_t pw = word_load(p, prev);
+        size_t pn;
+        if (pw && !word_checks(p, prev, pw, &pn)) report_underflow(p, obj, prev, pw);
+    }
+    memset(obj, 0, p->size - HARD_TAIL);
+    word_store(p, obj, 0);
+    quarantine(p, alloc_class_of(p->size), obj, caller);
+}
+
+/* ---- blocks of size 0 ---- */
+
+static char *zero_zone;
+static size_t zero_next;
+
+void *hard_zero_block(void) {
+    char *z = __atomic_load_n(&zero_zone, __ATOMIC_ACQUIRE);
+    if (!z) {
+        char *fresh = os_reserve(HARD_ZERO_BYTES, os_page_size());
+        if (!fresh) return NULL;
+        if (__atomic_compare_exchange_n(&zero_zone, &z, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) z = fresh;
+        else os_unmap(fresh, HARD_ZERO_BYTES);
+    }
+    size_t at = __atomic_fetch_add(&zero_next, HARD_ZERO_STEP, __ATOMIC_RELAXED) % HARD_ZERO_BYTES;
+    return z + at;
+}
+
+bool hard_zero_owns(const void *ptr) {
+    const char *z = __atomic_load_n(&zero_zone, __ATOMIC_ACQUIRE);
+    return z && (const char *)ptr >= z && (const char *)ptr < z + HARD_ZERO_BYTES;
+}
+
+/* ---- setup and the fault handler's question ---- */
+
+static bool explain_fault(int sig, const void *addr) {
+    if (hard_zero_owns(addr)) {
+        const char *z = zero_zone;
+        const char *block = z + ((const char *)addr - z) / HARD_ZERO_STEP * HARD_ZERO_STEP;
+        error_report(PK_FATAL, "size-0 block used", NULL, addr,
+                     "%s at %p: a read or write through a block of size 0 (%p), which has no bytes",
+                     sig == SIGBUS ? "SIGBUS" : "SIGSEGV", addr, (const void *)block);
+    }
+    return large_explain_fault(sig, addr);
+}
+
+void hard_setup(void) {
+    /* the check bytes' own secret: the process's seed, mixed apart from
+     * the pools' */
+    uint64_t seed = (pool_secret_seed() ^ 0xC4CEB9FE1A85EC53ull) * 0xBF58476D1CE4E5B9ull;
+    pattern = pattern_from(seed ^ (seed >> 29));
+    crash_explain_with(explain_fault);
+    for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {
+        size_t most = HARD_READY_BYTES / alloc_class_size(ci);
+        ready_most[ci] = (unsigned char)(most < HARD_READY ? most : HARD_READY);
+    }
+    pthread_key_create(&ring_key, ring_at_thread_exit);
+    atexit(check_held_at_exit);
+}

@@ -1,0 +1,207 @@
+/* The size-class front end's private parts (alloc.c, alloc_large.c), and
+ * the one place it asks the core which pool a pointer belongs to.
+ *
+ * The front end sits above the pools (layer 5, with the object layer): it
+ * calls the pools' public calls and their slow entries, and reads the
+ * core's state only through alloc_slab_of below and the pool's short free
+ * path it hands the record to (pool_free.h), so that a change in how the
+ * core finds an object's slab changes that function alone.
+ */
+#ifndef POOLKIT_ALLOC_INTERNAL_H
+#define POOLKIT_ALLOC_INTERNAL_H
+
+#include <poolkit/alloc.h>
+
+#include "pool/pool_internal.h"
+
+/* ---- classes ---- */
+
+/* Classes 0-8 are 8, 16, 32, 48, ..., 128 bytes; then four per doubling,
+ * (5..8) * 2^(b-2) for each b from 7: 160, 192, 224, 256, 320, ... */
+#define ALLOC_STEP_CLASSES 9   /* 8, then 16 to 128 by 16 */
+#define ALLOC_PER_DOUBLING 4
+_Static_assert(PK__ALLOC_CLASSES == ALLOC_STEP_CLASSES + ALLOC_PER_DOUBLING * (18 - 7),
+               "the classes run from 8 bytes to 2^18 (PK_ALLOC_CLASS_MAX)");
+_Static_assert(PK_ALLOC_CLASS_MAX == (size_t)1 << 18, "the last class is PK_ALLOC_CLASS_MAX");
+/* alloc.h: "at most 25% of a request is rounded away above 128 bytes": a
+ * class over 128 is 1/ALLOC_PER_DOUBLING of its power of two above the one
+ * before. */
+_Static_assert(100 / ALLOC_PER_DOUBLING == 25, "four classes per doubling: steps of a quarter");
+
+/* (size + 7) / 8 to the class, for sizes up to PK__ALLOC_SMALL_MAX (alloc.c). */
+extern const unsigned char alloc_small_class[PK__ALLOC_SMALL_MAX / 8 + 1];
+
+/* The class of size (1 <= size <= PK_ALLOC_CLASS_MAX). */
+static inline size_t alloc_class_of(size_t size) {
+    if (size <= PK__ALLOC_SMALL_MAX) return alloc_small_class[(size + 7) >> 3];
+    unsigned b = (unsigned)(sizeof(size_t) * 8 - 1) - (unsigned)__builtin_clzl(size - 1);
+    return ALLOC_STEP_CLASSES + (size_t)(b - 7) * ALLOC_PER_DOUBLING + (((size - 1) >> (b - 2)) & 3);
+}
+
+/* The bytes of class ci. */
+static inline size_t alloc_class_size(size_t ci) {
+    if (ci < ALLOC_STEP_CLASSES) return ci ? ci * 16 : 8;
+    size_t k = ci - ALLOC_STEP_CLASSES;
+    return (5 + k % ALLOC_PER_DOUBLING) << (k / ALLOC_PER_DOUBLING + 5);
+}
+
+/* ---- the lookup ---- */
+
+/* The record of the slab whose place holds ptr, or NULL where no region
+ * is mapped: the region map's bit, then the record found by masking the
+ * address (region.h), without a check that ptr starts a slot. Never reads
+ * ptr's memory. The free path's one question to the core: pk_free asks it
+ * once and hands the record down. */
+static inline slab *alloc_slab_of(const void *ptr) {
+    uintptr_t x = (uintptr_t)ptr;
+    return region_holds(x) ? slab_of(x) : NULL;
+}
+
+/* The pool whose slab holds ptr's address (s, alloc_slab_of(ptr)), or
+ * NULL where there is no slab. A slab's place is its alone except past the
+ * end of a slab whose slot outgrows a place (one slot a slab, mapped to the
+ * page), where another mapping may start; alloc_owns says whether ptr is
+ * really a slot. */
+static inline pk_pool *alloc_pool_in(const slab *s) { return __atomic_load_n(&s->pool, __ATOMIC_RELAXED); }
+static inline pk_pool *alloc_pool_of(const void *ptr) {
+    slab *s = alloc_slab_of(ptr);
+    return s ? alloc_pool_in(s) : NULL;
+}
+
+/* Whether p, alloc_pool_of(ptr), is a class pool (not NULL). */
+static inline bool alloc_is_class(const pk_pool *p) { return p && (p->flags & POOL_SIZE_CLASS); }
+
+/* Whether p, alloc_pool_of(ptr), is a class pool and ptr may be one of its
+ * objects: the grid is checked only where ptr's granule may be shared, the
+ * rest by the pool's own free path. */
+static inline bool alloc_owns(const pk_pool *p, const void *ptr) {
+    if (!alloc_is_class(p)) return false;
+    return (p->geo.span & (((size_t)1 << GRANULE_SHIFT) - 1)) == 0 || slab_owner(ptr) == p;
+}
+
+/* Whether p, alloc_pool_of(ptr), is one of a pk_heap's class pools. */
+static inline bool alloc_is_heap(const pk_pool *p) { return p && (p->flags & POOL_HEAP); }
+
+/* alloc.c, for a pk_heap (blockheap.c): an object of p, a class pool,
+ * with the front end's guard against re-entry (alloc.c, "Re-entry"); NULL
+ * with errno ENOMEM. */
+void *alloc_from_pool(pk_pool *p, void *caller);
+/* pk_pool_create and pk_pool_destroy with that guard raised, for a heap's
+ * pools: what they call may allocate. */
+pk_pool *alloc_pool_create(const pk_pool_config *c);
+void alloc_pool_destroy(pk_pool *p);
+/* The first class from ci on whose size is a multiple of align, or
+ * PK__ALLOC_CLASSES if none. */
+size_t alloc_class_aligned(size_t ci, size_t align);
+
+/* ---- alloc_large.c: blocks over PK_ALLOC_CLASS_MAX, each its own mapping ---- */
+
+/* A set of blocks that can be freed together (a pk_heap's), all zero to
+ * start with; its words belong to alloc_large.c. */
+typedef struct large_set {
+    uintptr_t *ptrs; /* the blocks' addresses */
+    size_t n, cap;
+    size_t bytes;    /* their mappings' lengths, summed */
+} large_set;
+
+/* A block of size bytes aligned to align (a power of two; at most a page
+ * means a page), zeroed with zero; NULL with errno ENOMEM. */
+void *large_alloc(size_t size, size_t align, bool zero);
+/* large_alloc's block, a member of set until it is freed (set NULL: none). */
+void *large_alloc_in(large_set *set, size_t size, size_t align, bool zero);
+/* large_alloc_in with the guard raised, after the purge's poll (alloc.c);
+ * a call from inside the library gets a bootstrap block. */
+void *alloc_large_in(large_set *set, size_t size, size_t align, bool zero);
+/* The blocks of set and their mappings' bytes, under the table's lock. */
+void large_set_count(const large_set *set, size_t *blocks, size_t *bytes);
+/* The set a live block belongs to, or NULL (none, or no live block). */
+large_set *large_set_of(const void *ptr);
+/* Frees every block of set and the set's own array; set is empty after.
+ * No other call may use the set meanwhile. */
+void large_free_set(large_set *set);
+/* Whether ptr is a live block; if so, gives it back. */
+bool large_free(void *ptr);
+/* Whether ptr is a live block; if so, *usable is its length from ptr. */
+bool large_usable(const void *ptr, size_t *usable);
+/* ptr, a live block, resized to size bytes (over PK_ALLOC_CLASS_MAX): in
+ * place or moved by the system with its contents; NULL with errno ENOMEM
+ * (ptr unchanged). */
+void *large_realloc(void *ptr, size_t size);
+/* Blocks live now, their bytes, and the most bytes at once. */
+typedef struct large_stats {
+    size_t blocks, bytes, peak_bytes;
+} large_stats;
+void large_stats_get(large_stats *out);
+
+/* alloc.c: classes whose pool has been made. */
+size_t alloc_classes_made(void);
+/* alloc.c: the front end's mode, default or hardened (alloc_harden.c),
+ * read from the options once, by alloc_mode_read. */
+enum { ALLOC_MODE_UNREAD, ALLOC_MODE_DEFAULT, ALLOC_MODE_HARDENED };
+extern int alloc_mode;
+bool alloc_mode_read(void);
+/* Whether the front end is hardened; the slow paths ask it (default mode
+ * pays one compare there, and nothing on the inline paths, which the
+ * hardened class pools leave to the library: pool.c, choose_path). */
+static inline bool alloc_hardened(void) {
+    int m = __atomic_load_n(&alloc_mode, __ATOMIC_ACQUIRE);
+    if (likely(m == ALLOC_MODE_DEFAULT)) return false;
+    return m == ALLOC_MODE_HARDENED || alloc_mode_read();
+}
+
+/* ---- alloc_harden.c: the hardened front end (POOLKIT_HARDENED=1) ---- */
+
+/* Whether class pool p's blocks are the hardened front end's. */
+static inline bool alloc_hard(const pk_pool *p) { return pool_hard_front(p); }
+
+/* Sets the secret bytes up and asks the fault handler to ask
+ * explain_fault; once, before the first hardened block. */
+void hard_setup(void);
+/* The class whose hardened block holds size bytes and the check word. */
+size_t hard_class_of(size_t size);
+/* A block of n bytes from class pool p (class ci), checked, its slack and
+ * word set: the calling thread's ready block of the class first, else the
+ * pool's; NULL with errno ENOMEM. Caller has raised depth. */
+void *hard_class_alloc(pk_pool *p, size_t ci, size_t n, void *caller);
+/* Checks ptr (of class pool p), zeroes it and quarantines it; reports a
+ * double free, an overflow, an underflow. Caller has raised depth. */
+void hard_class_free(pk_pool *p, void *ptr, void *caller);
+/* The bytes asked for of a hardened class block. */
+size_t hard_class_request(const pk_pool *p, const void *obj);
+/* Whether obj, a slot of hardened class pool p, holds a block whose check
+ * word checks: its form in *form, its size in *n. */
+bool hard_class_form(const pk_pool *p, const void *obj, unsigned *form, size_t *n);
+/* The check word of obj, a block of n bytes of hardened class pool p,
+ * rewritten with form. */
+void hard_class_set_form(const pk_pool *p, void *obj, size_t n, unsigned form);
+/* A distinct pointer to no bytes (a no-access page), or NULL. */
+void *hard_zero_block(void);
+bool hard_zero_owns(const void *ptr);
+/* The check bytes: b[from, to) filled, or whether any changed (the first
+ * and last that did). */
+void hard_fill(char *b, size_t from, size_t to);
+bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *last);
+/* fn(arg) with the thread's depth raised (alloc.c, "Re-entry"): for work
+ * the front end starts outside a call of its own (a thread's exit). */
+void alloc_guarded(void (*fn)(void *), void *arg);
+
+/* alloc_large.c's hardened blocks: size bytes between two no-access pages,
+ * the rest of the last page check bytes; caller is named in a fault's
+ * report. NULL with errno ENOMEM. */
+void *large_alloc_guarded(size_t size, void *caller);
+/* A live guarded block's form and size; false for any other pointer. */
+bool large_form(const void *ptr, unsigned *form, size_t *size);
+/* A live guarded block's form set. */
+void large_set_form(const void *ptr, unsigned form);
+/* A fault at addr in a guarded block's pages (live or freed) reported
+ * (never returns then); false when addr is none of theirs. */
+bool large_explain_fault(int sig, const void *addr);
+
+/* ---- alloc_forms.c: the forms (alloc.h's PK__FORM_*) ---- */
+
+/* A block (of pool p, NULL for a guarded one) of n bytes allocated in one
+ * form and freed in another, reported (PK_FATAL). */
+PK_COLD __attribute__((noreturn)) void alloc_report_form(const pk_pool *p, const void *obj, size_t n,
+                                                          unsigned made, unsigned freed);
+
+#endif

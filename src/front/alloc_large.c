@@ -1,0 +1,443 @@
+/* Blocks over the last size class (alloc_internal.h): each is a mapping of
+ * its own, page-rounded, recorded in a table so that a free or a resize
+ * knows its length, and any other pointer is told apart from it without
+ * reading memory that may not be mapped.
+ *
+ * The table is open addressing over the blocks' addresses, under one lock:
+ * a block costs a system call or two (the mapping, its first touch of each
+ * page), beside which the lock is nothing. The lock is a leaf: nothing is
+ * called while it is held but the OS layer's os_map for a larger table,
+ * so any thread, a fork's prepare handler included, may take it last.
+ *
+ * A freed block's mapping waits for the purge delay among the kept fits
+ * (retain.c, policy.h LARGE_KEEP_COUNT), and the next block of any length
+ * takes it: cut to its length, or grown by mremap, so that blocks of
+ * lengths that never repeat still reuse pages already faulted in. What
+ * waits is bounded by the bytes of the blocks live (keep_bound). A resize
+ * moves the mapping with mremap, so a buffer that grows by doubling is
+ * never copied, and a shrink hands its tail to the fits without a system
+ * call. Zeroed blocks (pk_calloc) and blocks aligned past a page come
+ * fresh from the system.
+ *
+ * The hardened front end's guarded blocks (large_alloc_guarded) are
+ * mappings of their own too, with a no-access page on each side and check
+ * bytes in the last page's rest; freed, they stay in the table, no-access
+ * with their pages given back, until HARD_FREED_BLOCKS later frees, so a
+ * fault in one names it (large_explain_fault) and no block takes its
+ * addresses at once. They are never kept for reuse nor resized in place.
+ */
+#include "front/alloc_internal.h"
+#include "base/policy.h"
+#include "base/sites.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+typedef struct block {
+    uintptr_t ptr;  /* what the caller holds; 0: empty, TOMB: deleted */
+    char *base;     /* the mapping */
+    size_t len;     /* its length */
+    size_t align;   /* its alignment: past a page, a resize copies */
+    large_set *set; /* the set it belongs to, or NULL */
+    size_t at;      /* its index in set->ptrs */
+    /* hardened blocks (large_alloc_guarded) only: */
+    size_t size;    /* the bytes asked for; 0 for the others */
+    void *caller;   /* who allocated it */
+    bool freed;     /* freed, kept no-access among the last freed */
+    unsigned char form; /* malloc, new or new[] (alloc.h's PK__FORM_*) */
+} block;
+#define TOMB ((uintptr_t)1)
+#define TABLE_MIN 64
+
+static pthread_mutex_t large_lock = PTHREAD_MUTEX_INITIALIZER;
+static block *table;
+static size_t cap, used, live; /* used counts live entries and tombstones */
+static size_t bytes, peak_bytes;
+
+/* What the fits may hold: as much as the blocks live, at least
+ * LARGE_KEEP_FLOOR. Under the lock. */
+static size_t keep_bound(void) { return bytes > LARGE_KEEP_FLOOR ? bytes : LARGE_KEEP_FLOOR; }
+
+static size_t slot_of(uintptr_t ptr, size_t n) {
+    return (size_t)(((ptr >> 12) * 0x9E3779B97F4A7C15ull) >> 20) & (n - 1);
+}
+
+/* Guarded blocks freed, the oldest first: their entries stay (freed) until
+ * they leave, so a use after free is named. Under the lock. */
+static uintptr_t freed_ring[HARD_FREED_BLOCKS];
+static size_t freed_next, freed_count;
+
+static block *find(uintptr_t ptr) {
+    if (!table) return NULL;
+    for (size_t i = slot_of(ptr, cap);; i = (i + 1) & (cap - 1)) {
+        if (table[i].ptr == ptr) return &table[i];
+        if (table[i].ptr == 0) return NULL;
+    }
+}
+
+/* The table rebuilt twice as large (or as large, to clear tombstones), for
+ * an insert that would fill three quarters of it. Under the lock. */
+static bool room(void) {
+    size_t n = cap ? cap : TABLE_MIN;
+    if ((live + 1) * 2 > n) n *= 2;
+    block *t = os_map(align_up(n * sizeof(block), os_page_size()), 0);
+    if (!t) return false;
+    for (size_t i = 0; i < cap; i++) {
+        if (table[i].ptr <= TOMB) continue;
+        size_t j = slot_of(table[i].ptr, n);
+        while (t[j].ptr) j = (j + 1) & (n - 1);
+        t[j] = table[i];
+    }
+    if (table) os_unmap(table, align_up(cap * sizeof(block), os_page_size()));
+    table = t;
+    cap = n;
+    used = live;
+    return true;
+}
+
+/* The first free entry on ptr's probe sequence, or NULL: none, or an empty
+ * one that would leave too little room. */
+static block *free_entry(uintptr_t ptr) {
+    if (!table) return NULL;
+    size_t i = slot_of(ptr, cap);
+    while (table[i].ptr > TOMB) i = (i + 1) & (cap - 1);
+    return table[i].ptr == TOMB || (used + 1) * 4 <= cap * 3 ? &table[i] : NULL;
+}
+
+/* Room in set for one more address. Under the lock. */
+static bool set_room(large_set *set) {
+    if (set->n < set->cap) return true;
+    size_t cap = set->cap ? set->cap * 2 : os_page_size() / sizeof(uintptr_t);
+    uintptr_t *a = os_map(cap * sizeof(uintptr_t), 0);
+    if (!a) return false;
+    if (set->ptrs) {
+        memcpy(a, set->ptrs, set->n * sizeof(uintptr_t));
+        os_unmap(set->ptrs, set->cap * sizeof(uintptr_t));
+    }
+    set->ptrs = a;
+    set->cap = cap;
+    return true;
+}
+
+/* e, a live entry, out of its set: the last address takes its index. */
+static void set_remove(block *e) {
+    large_set *set = e->set;
+    uintptr_t last = set->ptrs[--set->n];
+    set->bytes -= e->len;
+    if (last != e->ptr) {
+        set->ptrs[e->at] = last;
+        find(last)->at = e->at;
+    }
+}
+
+static bool insert(const block *b) {
+    pthread_mutex_lock(&large_lock);
+    fork_test_point(HOOK_LARGE_BLOCKS, &large_lock);
+    block *e = free_entry(b->ptr);
+    if (!e && room()) e = free_entry(b->ptr);
+    bool ok = e != NULL && (!b->set || set_room(b->set));
+    if (ok) {
+        if (e->ptr == 0) used++;
+        *e = *b;
+        if (b->set) {
+            e->at = b->set->n;
+            b->set->ptrs[b->set->n++] = b->ptr;
+            b->set->bytes += b->len;
+        }
+        live++;
+        bytes += b->len;
+        if (bytes > peak_bytes) peak_bytes = bytes;
+    }
+    pthread_mutex_unlock(&large_lock);
+    return ok;
+}
+
+/* Takes entry b out into *out, and the bound on the fits for what leaves
+ * it into *bound; caller holds the lock. */
+static void take_locked(block *b, block *out, size_t *bound) {
+    *out = *b;
+    if (b->set) set_remove(b);
+    b->ptr = TOMB;
+    live--;
+    bytes -= out->len;
+    *bound = keep_bound();
+}
+
+/* take_locked for ptr's entry; false when ptr is no live block. */
+static bool take(const void *ptr, block *out, size_t *bound) {
+    pthread_mutex_lock(&large_lock);
+    block *b = find((uintptr_t)ptr);
+    if (b) take_locked(b, out, bound);
+    pthread_mutex_unlock(&large_lock);
+    return b != NULL;
+}
+
+void *large_alloc_in(large_set *set, size_t size, size_t align, bool zero) {
+    size_t page = os_page_size();
+    if (align < page) align = page;
+    if (size > SIZE_MAX / 2) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t len = align_up(size ? size : 1, page);
+    /* Fresh pages are zero; a kept mapping holds what its last user wrote. */
+    char *base = zero || align > page ? os_map(len, align) : os_map_fit(len);
+    if (!base) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    block b = {.ptr = (uintptr_t)base, .base = base, .len = len, .align = align, .set = set, .form = PK__FORM_MALLOC};
+    if (!insert(&b)) {
+        os_unmap(base, len);
+        errno = ENOMEM;
+        return NULL;
+    }
+    return base;
+}
+
+void *large_alloc(size_t size, size_t align, bool zero) { return large_alloc_in(NULL, size, align, zero); }
+
+/* ---- hardened blocks: between no-access pages ---- */
+
+void *large_alloc_guarded(size_t size, void *caller) {
+    size_t page = os_page_size();
+    if (size > SIZE_MAX / 2) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t len = align_up(size ? size : 1, page), span = len + 2 * page;
+    char *base = os_map(span, 0);
+    if (!base) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *ptr = base + page;
+    block b = {.ptr = (uintptr_t)ptr, .base = base, .len = span, .align = page, .size = size, .caller = caller,
+               .form = PK__FORM_MALLOC};
+    if (!os_protect_none(base, page) || !os_protect_none(ptr + len, page) || !insert(&b)) {
+        os_unmap(base, span);
+        errno = ENOMEM;
+        return NULL;
+    }
+    hard_fill(ptr, size, len);
+    return ptr;
+}
+
+PK_COLD __attribute__((noreturn)) static void report_guarded_overflow(const block *b, size_t first, size_t last) {
+    error_report(PK_FATAL, "buffer overflow", NULL, (void *)b->ptr,
+                 "block %p of %zu bytes was written past its end: bytes %zu to %zu past it changed (check "
+                 "bytes), found at its free",
+                 (void *)b->ptr, b->size, first - b->size, last - b->size);
+    __builtin_unreachable();
+}
+
+PK_COLD __attribute__((noreturn)) static void report_guarded_twice(const void *ptr) {
+    error_report(PK_FATAL, "double free", NULL, ptr, "free(%p): the block was freed already", ptr);
+    __builtin_unreachable();
+}
+
+/* Guarded block b (its entry e, under the lock) freed: its check bytes
+ * checked, its pages given back, no access left, the entry kept among the
+ * last freed. The oldest of those leaves into *gone (its mapping to be
+ * unmapped), or gone->base is NULL. */
+static void free_guarded(block *e, block *gone) {
+    size_t page = os_page_size(), len = e->len - 2 * page, first, last;
+    gone->base = NULL;
+    if (e->freed) {
+        block copy = *e;
+        pthread_mutex_unlock(&large_lock);
+        report_guarded_twice((void *)copy.ptr);
+    }
+    if (e->form != PK__FORM_MALLOC) {
+        block copy = *e;
+        pthread_mutex_unlock(&large_lock);
+        alloc_report_form(NULL, (void *)copy.ptr, copy.size, copy.form, PK__FORM_MALLOC);
+    }
+    if (hard_changed((char *)e->ptr, e->size, len, &first, &last)) {
+        block copy = *e;
+        pthread_mutex_unlock(&large_lock);
+        report_guarded_overflow(&copy, first, last);
+    }
+    os_decommit((void *)e->ptr, len);
+    e->freed = true;
+    freed_count++; /* still live to the table's sizing until it leaves */
+    bytes -= e->len;
+    uintptr_t old = freed_ring[freed_next];
+    freed_ring[freed_next] = e->ptr;
+    freed_next = (freed_next + 1) % HARD_FREED_BLOCKS;
+    block *o = old ? find(old) : NULL;
+    if (o) {
+        *gone = *o;
+        o->ptr = TOMB;
+        live--;
+        freed_count--;
+    }
+}
+
+bool large_form(const void *ptr, unsigned *form, size_t *size) {
+    pthread_mutex_lock(&large_lock);
+    block *e = find((uintptr_t)ptr);
+    bool guarded = e && e->size && !e->freed;
+    if (guarded) {
+        *form = e->form;
+        *size = e->size;
+    }
+    pthread_mutex_unlock(&large_lock);
+    return guarded;
+}
+
+void large_set_form(const void *ptr, unsigned form) {
+    pthread_mutex_lock(&large_lock);
+    block *e = find((uintptr_t)ptr);
+    if (e && e->size && !e->freed) e->form = (unsigned char)form;
+    pthread_mutex_unlock(&large_lock);
+}
+
+PK_COLD __attribute__((noreturn)) static void report_guard_fault(int sig, const void *addr, const block *b) {
+    void *record[SITE_KINDS * SITES_MAX_FRAMES] = {0};
+    char where[SITES_TEXT];
+    record[0] = b->caller;
+    sites_format(where, sizeof where, record);
+    const char *at = (const char *)addr, *start = (const char *)b->ptr;
+    const char *sigw = sig == SIGBUS ? "SIGBUS" : "SIGSEGV";
+    if (b->freed)
+        error_report(PK_FATAL, "use after free", NULL, addr,
+                     "%s at %p, byte %zu of the %zu-byte block %p, freed already; %s", sigw, addr,
+                     (size_t)(at - start), b->size, (void *)b->ptr, where);
+    if (at < start)
+        error_report(PK_FATAL, "buffer underflow", NULL, addr,
+                     "%s at %p, %zu bytes before the %zu-byte block %p; %s", sigw, addr, (size_t)(start - at),
+                     b->size, (void *)b->ptr, where);
+    error_report(PK_FATAL, "buffer overflow", NULL, addr, "%s at %p, %zu bytes past the %zu-byte block %p; %s",
+                 sigw, addr, (size_t)(at - start) - b->size, b->size, (void *)b->ptr, where);
+    __builtin_unreachable();
+}
+
+bool large_explain_fault(int sig, const void *addr) {
+    /* the faulting thread may hold the lock (a fault in the library): then
+     * the fault goes unexplained rather than waiting forever */
+    if (pthread_mutex_trylock(&large_lock) != 0) return false;
+    block hit = {0};
+    for (size_t i = 0; table && i < cap; i++) {
+        const block *b = &table[i];
+        if (b->ptr > TOMB && b->size && (const char *)addr >= b->base && (const char *)addr < b->base + b->len) {
+            hit = *b;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&large_lock);
+    if (hit.ptr) report_guard_fault(sig, addr, &hit);
+    return false;
+}
+
+bool large_free(void *ptr) {
+    block b = {0}, gone = {0};
+    size_t bound = 0;
+    pthread_mutex_lock(&large_lock);
+    block *e = find((uintptr_t)ptr);
+    bool guarded = e && e->size; /* a hardened block, between guard pages */
+    if (guarded) free_guarded(e, &gone);
+    else if (e) take_locked(e, &b, &bound);
+    pthread_mutex_unlock(&large_lock);
+    if (gone.base) os_unmap(gone.base, gone.len);
+    if (b.base) os_unmap_later_fit(b.base, b.len, bound);
+    return e != NULL;
+}
+
+bool large_usable(const void *ptr, size_t *usable) {
+    pthread_mutex_lock(&large_lock);
+    block *b = find((uintptr_t)ptr);
+    if (b && b->freed) b = NULL;
+    if (b) *usable = b->size ? b->size : b->len - (size_t)((const char *)ptr - b->base);
+    pthread_mutex_unlock(&large_lock);
+    return b != NULL;
+}
+
+/* b's mapping grown to len bytes with its contents, or NULL (b unchanged). */
+static void *grown(const block *b, size_t len, size_t bound) {
+    /* A mapping aligned past a page may move to any page: copied then. */
+    bool aligned = b->align > os_page_size();
+    void *p = aligned ? NULL : os_remap(b->base, b->len, len);
+    if (p) return p;
+    char *fresh = aligned ? os_map(len, b->align) : os_map_fit(len);
+    if (!fresh) return NULL;
+    memcpy(fresh, b->base, b->len);
+    os_unmap_later_fit(b->base, b->len, bound);
+    return fresh;
+}
+
+void *large_realloc(void *ptr, size_t size) {
+    block b;
+    size_t bound;
+    if (size > SIZE_MAX / 2 || !take(ptr, &b, &bound)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t len = align_up(size, os_page_size());
+    block to = b;
+    if (len > b.len) {
+        void *p = grown(&b, len, bound);
+        if (p) {
+            to.ptr = (uintptr_t)p;
+            to.base = p;
+            to.len = len;
+        }
+    } else if (len < b.len) {
+        /* The tail waits among the fits, its pages still faulted in. */
+        os_unmap_later_fit(b.base + len, b.len - len, bound);
+        to.len = len;
+    }
+    insert(&to); /* into the entry take left, or one as free: it cannot fail */
+    if (to.len != len) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return to.base;
+}
+
+large_set *large_set_of(const void *ptr) {
+    pthread_mutex_lock(&large_lock);
+    block *b = find((uintptr_t)ptr);
+    large_set *set = b ? b->set : NULL;
+    pthread_mutex_unlock(&large_lock);
+    return set;
+}
+
+void large_set_count(const large_set *set, size_t *blocks, size_t *bytes) {
+    pthread_mutex_lock(&large_lock);
+    *blocks = set->n;
+    *bytes = set->bytes;
+    pthread_mutex_unlock(&large_lock);
+}
+
+/* One block at a time, the last of the array: the lock is not held over
+ * the unmapping. */
+void large_free_set(large_set *set) {
+    for (;;) {
+        pthread_mutex_lock(&large_lock);
+        uintptr_t ptr = set->n ? set->ptrs[set->n - 1] : 0;
+        pthread_mutex_unlock(&large_lock);
+        if (!ptr) break;
+        if (large_free((void *)ptr)) continue;
+        /* not in the table: never so, but the loop must end */
+        pthread_mutex_lock(&large_lock);
+        if (set->n && set->ptrs[set->n - 1] == ptr) set->n--;
+        pthread_mutex_unlock(&large_lock);
+    }
+    if (set->ptrs) os_unmap(set->ptrs, set->cap * sizeof(uintptr_t));
+    set->ptrs = NULL;
+    set->cap = 0;
+}
+
+void large_stats_get(large_stats *out) {
+    pthread_mutex_lock(&large_lock);
+    out->blocks = live - freed_count;
+    out->bytes = bytes;
+    out->peak_bytes = peak_bytes;
+    pthread_mutex_unlock(&large_lock);
+}
+
+void large_fork_lock(void) { pthread_mutex_lock(&large_lock); }
+void large_fork_unlock(void) { pthread_mutex_unlock(&large_lock); }

@@ -1,0 +1,280 @@
+/* Regions, the region map and the address map (region.h says what each
+ * is). Everything here changes under one lock, a leaf: the regions' lists
+ * and places, both maps' writes. Readers of the maps use atomic loads and
+ * may see a slab half-recorded while it comes or goes, which can give a
+ * wrong answer for a pointer into that slab but never a crash; the address
+ * map's leaves are never freed (2 MiB of address space each, touched pages
+ * only). A record read through the region map (region_holds, slab_of) can
+ * meet its region being unmapped by another thread only for a pointer into
+ * a region with no slab left, which no live object is.
+ */
+#include "mem/region.h"
+#include "base/track.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+
+uint64_t region_bits[((size_t)1 << (REGION_MAP_BITS - REGION_SHIFT)) / 64];
+map_entry *map_l1[1u << MAP_L1_BITS];
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A region's header, in its record 0. */
+typedef struct region {
+    struct region *prev, *next; /* the open regions: with a free place */
+    uint64_t free;              /* places with no slab (bit i: place i) */
+    uint64_t kept;              /* of those, the ones still backed (since: in their records) */
+    size_t bytes;               /* mapped from the region's start */
+    bool huge;                  /* one slab, as long as its slot needs */
+} region;
+_Static_assert(sizeof(region) <= RECORD_BYTES, "a region's header fits its record 0");
+
+/* Places 1 .. REGION_SLABS - 1. */
+#define ALL_PLACES (~(uint64_t)0 >> (64 - REGION_SLABS) & ~(uint64_t)1)
+
+static region *open_regions; /* under lock */
+/* Addresses of regions given back, tried first for the next ones, so a
+ * program that maps and unmaps regions reuses its address space (and the
+ * address map's leaves that cover it). Under lock. */
+#define REUSE_ADDRESSES 64
+static uintptr_t reuse[REUSE_ADDRESSES];
+static size_t reuse_n;
+static size_t kept_bytes;    /* under lock; read without it */
+
+static region *region_at(uintptr_t x) { return (region *)(x & ~(uintptr_t)(REGION_BYTES - 1)); }
+static size_t place_of(const struct slab *s) { return ((uintptr_t)s & (SLAB_BYTES - 1)) / RECORD_BYTES; }
+
+/* When each kept place was kept (ms), in the first place past the records:
+ * a record belongs to its slab's layer (slab.h), this is the region's. */
+_Static_assert(REGION_SLABS * (RECORD_BYTES + sizeof(uint64_t)) <= SLAB_BYTES,
+               "the kept places' times fit the first place after the records");
+static uint64_t *kept_since(region *r) { return (uint64_t *)((char *)r + REGION_SLABS * RECORD_BYTES); }
+
+static void map_bit(const region *r, bool on) {
+    uintptr_t i = (uintptr_t)r >> REGION_SHIFT;
+    uint64_t bit = (uint64_t)1 << (i % 64);
+    if (on) __atomic_fetch_or(&region_bits[i / 64], bit, __ATOMIC_RELEASE);
+    else __atomic_fetch_and(&region_bits[i / 64], ~bit, __ATOMIC_RELEASE);
+}
+
+static void open_add(region *r) {
+    r->prev = NULL;
+    r->next = open_regions;
+    if (open_regions) open_regions->prev = r;
+    open_regions = r;
+}
+
+static void open_remove(region *r) {
+    if (r->prev) r->prev->next = r->next;
+    else open_regions = r->next;
+    if (r->next) r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+/* A new region, mapped and on the map; caller holds lock. */
+static region *region_new(void) {
+    void *want = reuse_n ? (void *)reuse[--reuse_n] : NULL;
+    region *r = os_map_near(want, REGION_BYTES, REGION_BYTES);
+    if (!r) return NULL;
+    r->free = ALL_PLACES;
+    r->bytes = REGION_BYTES;
+    map_bit(r, true);
+    open_add(r);
+    return r;
+}
+
+static struct slab *huge_take(size_t span, bool *warm, char **base) {
+    size_t bytes = SLAB_BYTES + span;
+    pthread_mutex_lock(&lock);
+    void *want = reuse_n ? (void *)reuse[--reuse_n] : NULL;
+    pthread_mutex_unlock(&lock);
+    region *r = os_map_reuse_near(want, bytes, REGION_BYTES);
+    if (!r) return NULL;
+    memset(r, 0, 2 * RECORD_BYTES); /* a reused mapping holds retain.c's entry */
+    r->bytes = bytes;
+    r->huge = true;
+    *warm = true;
+    pthread_mutex_lock(&lock);
+    map_bit(r, true);
+    pthread_mutex_unlock(&lock);
+    *base = (char *)r + SLAB_BYTES;
+    return (struct slab *)((char *)r + RECORD_BYTES);
+}
+
+struct slab *region_take(size_t span, bool *warm, char **base) {
+    *warm = false;
+    if (span > SLAB_BYTES) return huge_take(span, warm, base);
+    pthread_mutex_lock(&lock);
+    fork_test_point(HOOK_ADDRESS_MAP, &lock);
+    region *r = NULL;
+    for (region *k = open_regions; k; k = k->next) { /* a backed place first: no page to fault in */
+        if (k->kept) {
+            r = k;
+            break;
+        }
+        if (!r) r = k;
+    }
+    if (!r && !(r = region_new())) {
+        pthread_mutex_unlock(&lock);
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (!r->kept && !os_request()) { /* a fresh place is a page request too (fault.h) */
+        pthread_mutex_unlock(&lock);
+        return NULL;
+    }
+    uint64_t pick = r->kept ? r->kept : r->free;
+    size_t i = (size_t)__builtin_ctzll(pick);
+    uint64_t bit = (uint64_t)1 << i;
+    if (r->kept & bit) {
+        *warm = true;
+        r->kept &= ~bit;
+        __atomic_store_n(&kept_bytes, kept_bytes - SLAB_BYTES, __ATOMIC_RELAXED);
+    }
+    r->free &= ~bit;
+    if (!r->free) open_remove(r);
+    char *s = (char *)r + i * RECORD_BYTES;
+    memset(s, 0, RECORD_BYTES);
+    *base = (char *)r + i * SLAB_BYTES;
+    pthread_mutex_unlock(&lock);
+    if (*warm) retain_uncharge(SLAB_BYTES); /* retain.c's lock comes before this one (fork.c) */
+    return (struct slab *)s;
+}
+
+/* A place's pages back to the system (it stays mapped, zero when next
+ * touched). Under ThreadSanitizer a fresh mapping takes its place instead:
+ * its shadow of the place (four times the place) goes back only so. */
+#if defined(__SANITIZE_THREAD__)
+#  define TSAN_BUILD 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define TSAN_BUILD 1
+#  endif
+#endif
+static void place_drop(region *r, size_t i) {
+    char *at = (char *)r + i * SLAB_BYTES;
+#ifdef TSAN_BUILD
+    mmap(at, SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+#else
+    madvise(at, SLAB_BYTES, MADV_DONTNEED);
+#endif
+}
+
+/* An empty region with nothing kept: off the open list and the region map;
+ * caller holds lock, and unmaps it (region_unmap) once it has dropped it. */
+static void region_unlink(region *r) {
+    open_remove(r);
+    map_bit(r, false);
+    if (reuse_n < REUSE_ADDRESSES) reuse[reuse_n++] = (uintptr_t)r;
+}
+static void region_unmap(region *r) { os_unmap(r, r->bytes); }
+
+void region_give(struct slab *s, bool keep) {
+    region *r = region_at((uintptr_t)s);
+    keep = keep && !TRACK_ENABLED && options_purge_delay_ms() > 0;
+    if (r->huge) {
+        pthread_mutex_lock(&lock);
+        map_bit(r, false);
+        if (!keep && reuse_n < REUSE_ADDRESSES) reuse[reuse_n++] = (uintptr_t)r;
+        pthread_mutex_unlock(&lock);
+        if (keep) os_unmap_later(r, r->bytes, REGION_BYTES);
+        else os_unmap(r, r->bytes);
+        return;
+    }
+    size_t i = place_of(s);
+    uint64_t bit = (uint64_t)1 << i;
+    keep = keep && retain_charge(SLAB_BYTES);
+    if (!keep) place_drop(r, i); /* before the place is free for another slab */
+    pthread_mutex_lock(&lock);
+    if (!r->free) open_add(r);
+    r->free |= bit;
+    bool drop = false;
+    if (keep) {
+        r->kept |= bit;
+        __atomic_store_n(&kept_bytes, kept_bytes + SLAB_BYTES, __ATOMIC_RELAXED);
+        kept_since(r)[i] = os_now_ms();
+    } else if (r->free == ALL_PLACES && !r->kept) {
+        region_unlink(r);
+        drop = true;
+    }
+    pthread_mutex_unlock(&lock);
+    if (drop) region_unmap(r);
+}
+
+/* Kept places retained before `before` (all with UINT64_MAX) go back, and
+ * regions left empty; returns the bytes. */
+static size_t release_kept(uint64_t before) {
+    size_t bytes = 0;
+    region *gone = NULL;
+    pthread_mutex_lock(&lock);
+    for (region *r = open_regions, *next; r; r = next) {
+        next = r->next;
+        for (uint64_t k = r->kept; k; k &= k - 1) {
+            size_t i = (size_t)__builtin_ctzll(k);
+            if (before != UINT64_MAX && kept_since(r)[i] >= before) continue;
+            r->kept &= ~((uint64_t)1 << i);
+            __atomic_store_n(&kept_bytes, kept_bytes - SLAB_BYTES, __ATOMIC_RELAXED);
+            bytes += SLAB_BYTES;
+            place_drop(r, i);
+        }
+        if (r->free == ALL_PLACES && !r->kept) {
+            region_unlink(r);
+            r->next = gone; /* unmapped once the lock is dropped */
+            gone = r;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (bytes) retain_uncharge(bytes);
+    for (region *r = gone, *next; r; r = next) {
+        next = r->next;
+        region_unmap(r);
+    }
+    return bytes;
+}
+
+void region_tick(uint64_t now) {
+    uint64_t delay = (uint64_t)options_purge_delay_ms();
+    if (!__atomic_load_n(&kept_bytes, __ATOMIC_RELAXED) || now < delay) return;
+    release_kept(now - delay + 1);
+}
+
+size_t region_release_kept(void) { return release_kept(UINT64_MAX); }
+
+size_t region_kept_bytes(void) { return __atomic_load_n(&kept_bytes, __ATOMIC_RELAXED); }
+
+/* ---- the address map ---- */
+
+static void entry_store(map_entry *e, const map_entry *v) {
+    __atomic_store_n(&e->pool, v->pool, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->objects, v->objects, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->recip, v->recip, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->slot, v->slot, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->capacity, v->capacity, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->slab, v->slab, __ATOMIC_RELEASE);
+}
+
+bool map_set(uintptr_t start, uintptr_t end, const map_entry *value) {
+    bool ok = true;
+    pthread_mutex_lock(&lock);
+    for (uintptr_t g = start >> GRANULE_SHIFT; g <= (end - 1) >> GRANULE_SHIFT; g++) {
+        size_t i1 = (size_t)(g >> MAP_L2_BITS), i2 = (size_t)(g & ((1u << MAP_L2_BITS) - 1));
+        map_entry *leaf = __atomic_load_n(&map_l1[i1], __ATOMIC_ACQUIRE);
+        if (!leaf) {
+            if (!value->slab) continue;
+            leaf = os_map(sizeof(map_entry) << MAP_L2_BITS, 0);
+            if (!leaf) {
+                ok = false;
+                break;
+            }
+            __atomic_store_n(&map_l1[i1], leaf, __ATOMIC_RELEASE);
+        }
+        entry_store(&leaf[i2], value);
+    }
+    pthread_mutex_unlock(&lock);
+    return ok;
+}
+
+void region_fork_lock(void) { pthread_mutex_lock(&lock); }
+void region_fork_unlock(void) { pthread_mutex_unlock(&lock); }

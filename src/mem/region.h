@@ -1,0 +1,113 @@
+/* Where slabs lie (region.c): regions, the region map and the address map.
+ *
+ * A region is REGION_BYTES aligned to REGION_BYTES (policy.h). Its first
+ * SLAB_BYTES hold the region's header (struct region) and the records
+ * (struct slab, slab.h) of its slabs, RECORD_BYTES apart: the slab at
+ * region + i * SLAB_BYTES is described by record i, i from 1. So an
+ * object's record is its address with the low REGION_SHIFT bits replaced
+ * by the slab's index times RECORD_BYTES (slab_of): mimalloc's segments and
+ * pages. A slot that does not fit a slab gets a region of its own (huge:
+ * one slab, at region + SLAB_BYTES, as long as the slot needs), so every
+ * slot starts within its region's first REGION_BYTES and has a record.
+ *
+ * The region map keeps one bit per REGION_BYTES of the address space: set
+ * while a region is mapped there, so a pointer is checked before its
+ * record is read (region_holds). The address map keeps one entry per
+ * GRANULE_SHIFT granule: which slab and pool, and the slots' geometry, so
+ * any pointer at all is placed without reading its memory or its slab's
+ * record (pk_pool_owner, the reports); it changes only when a slab comes
+ * or goes.
+ *
+ * A slab's place, once its slab is destroyed, stays backed for the purge
+ * delay (within RETAIN_BYTES) and goes first to the next slab made, of any
+ * pool: a pool per request reuses warm pages without a system call. A
+ * region with no slab and no place kept goes back to the system.
+ */
+#ifndef POOLKIT_REGION_H
+#define POOLKIT_REGION_H
+
+#include "base/internal.h"
+#include "base/policy.h"
+
+struct slab;
+struct pk_pool;
+
+#define GRANULE_SHIFT 16 /* the address map's unit */
+_Static_assert(SLAB_BYTES == (size_t)1 << GRANULE_SHIFT,
+               "one address-map entry per slab: an entry names one slab");
+#define REGION_SLABS (REGION_BYTES / SLAB_BYTES)
+#define RECORD_BYTES 256
+_Static_assert(REGION_SLABS * RECORD_BYTES <= SLAB_BYTES, "a region's records fit its first slab's place");
+_Static_assert(REGION_SLABS <= 64, "a region's places are the bits of a word");
+_Static_assert(SLAB_BYTES == 64 * 1024 && SLAB_BYTES / 64 == 1024 && 4096 / RECORD_BYTES == 16 &&
+                   REGION_BYTES == 4 * 1024 * 1024 && REGION_SLABS - 1 == 63,
+               "policy.h's comment on slabs and regions names these figures");
+
+/* ---- the region map ---- */
+
+#define REGION_MAP_BITS 48 /* the user address space covered */
+extern uint64_t region_bits[((size_t)1 << (REGION_MAP_BITS - REGION_SHIFT)) / 64];
+
+/* Whether a region is mapped at x's region: its records may be read. */
+static inline bool region_holds(uintptr_t x) {
+    uintptr_t word = x >> (REGION_SHIFT + 6); /* its bit's word: past the map for any address it does not cover */
+    if (word >= sizeof region_bits / sizeof region_bits[0]) return false;
+    return (__atomic_load_n(&region_bits[word], __ATOMIC_RELAXED) >> ((x >> REGION_SHIFT) & 63)) & 1;
+}
+
+/* The record of the slab whose place holds x, x in a mapped region (its
+ * header's place, index 0, is the region's own header). */
+static inline struct slab *slab_of(uintptr_t x) {
+    uintptr_t base = x & ~(uintptr_t)(REGION_BYTES - 1);
+    return (struct slab *)(base + ((x >> GRANULE_SHIFT) & (REGION_SLABS - 1)) * RECORD_BYTES);
+}
+
+/* ---- places ---- */
+
+/* A record for a new slab of span bytes, all zero, and in *base the slab's
+ * first byte (a place of a region, or a huge region's, for span >
+ * SLAB_BYTES); NULL with errno ENOMEM. The slab's memory is zero unless it
+ * was kept (*warm set). */
+struct slab *region_take(size_t span, bool *warm, char **base);
+/* The slab's place back: kept backed for the purge delay with `keep`
+ * (within RETAIN_BYTES), else given back now. Its record must not be used
+ * afterwards. */
+void region_give(struct slab *s, bool keep);
+/* Places kept past the delay go back, and regions left empty (sweep.c's
+ * sweep). */
+void region_tick(uint64_t now_ms);
+/* Every kept place back now; returns the bytes (pk_pool_release_cache). */
+size_t region_release_kept(void);
+/* Bytes of kept places. */
+size_t region_kept_bytes(void);
+
+/* ---- the address map ---- */
+
+#define MAP_L1_BITS 16
+#define MAP_L2_BITS 16
+_Static_assert(GRANULE_SHIFT + MAP_L2_BITS + MAP_L1_BITS == REGION_MAP_BITS, "both maps cover one space");
+typedef struct map_entry {
+    struct slab *slab;
+    struct pk_pool *pool;
+    char *objects;
+    uint64_t recip;
+    uint32_t slot, capacity;
+} map_entry;
+extern map_entry *map_l1[1u << MAP_L1_BITS];
+
+/* The map entry of ptr's granule, or NULL where no leaf was ever made. */
+static inline map_entry *map_find(const void *ptr) {
+    uintptr_t a = (uintptr_t)ptr, g = a >> GRANULE_SHIFT;
+    if (a >> REGION_MAP_BITS) return NULL;
+    map_entry *leaf = __atomic_load_n(&map_l1[g >> MAP_L2_BITS], __ATOMIC_ACQUIRE);
+    return leaf ? &leaf[g & ((1u << MAP_L2_BITS) - 1)] : NULL;
+}
+/* Records [start, end) as e (e->slab NULL: forgets them); false if a leaf
+ * could not be mapped. */
+bool map_set(uintptr_t start, uintptr_t end, const map_entry *e);
+
+/* Fork handlers: the regions' and maps' lock (a leaf). */
+void region_fork_lock(void);
+void region_fork_unlock(void);
+
+#endif

@@ -1,0 +1,240 @@
+/* Retained memory: mappings kept mapped for the purge delay, so that the
+ * next user reuses them without a system call or a page fault, then given
+ * back. Two kinds, under one lock (a leaf):
+ *
+ * - Whole mappings (huge slabs' regions of destroyed pools, arena chunks),
+ *   keyed by size and alignment, for the next pool or arena of the same
+ *   shape. Bounded by RETAIN_BYTES process-wide (policy.h), with the slabs'
+ *   places region.c keeps (retain_charge). The first bytes of each mapping
+ *   hold its entry while it waits.
+ * - Fits: freed large blocks' mappings (alloc_large.c), of any length, in
+ *   a table of at most LARGE_KEEP_COUNT entries under the caller's bound
+ *   in bytes (policy.h). A request takes the front of the smallest that
+ *   holds it (the rest waits on), or grows the longest with mremap
+ *   (os_map_fit). A mapping kept beside another is joined to it, so
+ *   blocks freed side by side serve a longer one; the entry's time stamp
+ *   is its oldest part's, so nothing waits past the delay because a
+ *   neighbour came later. No entry is written into the memory kept.
+ *
+ * Reused memory is not zero (callers that need zeros clear what they use
+ * or ask for fresh pages). Tool builds keep nothing, so that Valgrind and
+ * ASan see every mapping fresh. */
+#include "base/internal.h"
+#include "base/policy.h"
+#include "base/track.h"
+
+#include <pthread.h>
+
+typedef struct retained {
+    struct retained *next;
+    size_t size, align;
+    uint64_t since; /* os_now_ms() when it was retained */
+} retained;
+
+typedef struct fit {
+    char *base;
+    size_t len;
+    uint64_t since;
+} fit;
+
+static pthread_mutex_t retain_lock = PTHREAD_MUTEX_INITIALIZER;
+static retained *head;
+static size_t held;
+static fit fits[LARGE_KEEP_COUNT];
+static size_t fit_count, fit_bytes;
+/* When the oldest entry was retained (at most): a tick before it has
+ * waited the delay has nothing to do and takes no lock. */
+static uint64_t oldest;
+
+void *os_map_reuse_near(void *want, size_t size, size_t align) {
+    pthread_mutex_lock(&retain_lock);
+    fork_test_point(HOOK_RETAINED, &retain_lock);
+    retained **link = &head, *r;
+    while ((r = *link) && (r->size != size || r->align != align)) link = &r->next;
+    if (r) {
+        *link = r->next;
+        __atomic_store_n(&held, held - size, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&retain_lock);
+    return r ? (void *)r : os_map_near(want, size, align);
+}
+
+void *os_map_reuse(size_t size, size_t align) { return os_map_reuse_near(NULL, size, align); }
+
+void os_unmap_later(void *p, size_t size, size_t align) {
+    bool keep = !TRACK_ENABLED && size >= sizeof(retained) && options_purge_delay_ms() > 0;
+    if (keep) {
+        retained *r = p;
+        pthread_mutex_lock(&retain_lock);
+        keep = held + size <= RETAIN_BYTES;
+        if (keep) {
+            r->size = size;
+            r->align = align;
+            r->since = os_now_ms();
+            if (!head && !fit_count) __atomic_store_n(&oldest, r->since, __ATOMIC_RELAXED);
+            r->next = head;
+            head = r;
+            __atomic_store_n(&held, held + size, __ATOMIC_RELAXED);
+        }
+        pthread_mutex_unlock(&retain_lock);
+    }
+    if (!keep) os_unmap(p, size);
+}
+
+/* ---- fits: freed large blocks' mappings of any length ---- */
+
+/* Takes fits[i] out of the table. Under the lock. */
+static fit fit_remove(size_t i) {
+    fit f = fits[i];
+    fits[i] = fits[--fit_count];
+    __atomic_store_n(&fit_bytes, fit_bytes - f.len, __ATOMIC_RELAXED);
+    return f;
+}
+
+void *os_map_fit(size_t size) {
+    fit f = {NULL, 0, 0};
+    bool grow = false;
+    pthread_mutex_lock(&retain_lock);
+    fork_test_point(HOOK_RETAINED, &retain_lock);
+    size_t best = fit_count, longest = fit_count;
+    for (size_t i = 0; i < fit_count; i++) {
+        if (fits[i].len >= size && (best == fit_count || fits[i].len < fits[best].len)) best = i;
+        if (longest == fit_count || fits[i].len > fits[longest].len) longest = i;
+    }
+    if (best < fit_count && fits[best].len > size) {
+        /* The front is handed out; the rest waits on, with its stamp. */
+        f = fits[best];
+        fits[best].base += size;
+        fits[best].len -= size;
+        __atomic_store_n(&fit_bytes, fit_bytes - size, __ATOMIC_RELAXED);
+    } else if (best < fit_count) {
+        f = fit_remove(best);
+    } else if (longest < fit_count) {
+        f = fit_remove(longest);
+        grow = true;
+    }
+    pthread_mutex_unlock(&retain_lock);
+    if (grow) {
+        /* Its pages move with it (no copy, no fault); only the new ones are
+         * faulted in. It may span two mappings the kernel did not merge,
+         * which mremap refuses: then it goes back to the system. */
+        void *p = os_remap(f.base, f.len, size);
+        if (p) return p;
+        os_unmap(f.base, f.len);
+    } else if (f.base) {
+        return f.base;
+    }
+    return os_map(size, 0);
+}
+
+void os_unmap_later_fit(void *p, size_t len, size_t bound) {
+    if (TRACK_ENABLED || options_purge_delay_ms() <= 0 || len > bound) {
+        os_unmap(p, len);
+        return;
+    }
+    fit gone[LARGE_KEEP_COUNT];
+    size_t n_gone = 0;
+    fit f = {p, len, os_now_ms()};
+    pthread_mutex_lock(&retain_lock);
+    for (size_t i = 0; i < fit_count;) {
+        fit *k = &fits[i];
+        if (k->base + k->len != f.base && f.base + f.len != k->base) {
+            i++;
+            continue;
+        }
+        fit joined = fit_remove(i);
+        if (joined.base < f.base) f.base = joined.base;
+        f.len += joined.len;
+        if (joined.since < f.since) f.since = joined.since;
+    }
+    /* Room for it, the oldest going first; unless, joined, it passes the
+     * bound alone. */
+    bool keep = f.len <= bound;
+    while (keep && fit_count && (fit_count == LARGE_KEEP_COUNT || fit_bytes + f.len > bound)) {
+        size_t old = 0;
+        for (size_t i = 1; i < fit_count; i++)
+            if (fits[i].since < fits[old].since) old = i;
+        gone[n_gone++] = fit_remove(old);
+    }
+    if (keep) {
+        if (!head && !fit_count) __atomic_store_n(&oldest, f.since, __ATOMIC_RELAXED);
+        fits[fit_count++] = f;
+        __atomic_store_n(&fit_bytes, fit_bytes + f.len, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&retain_lock);
+    if (!keep) os_unmap(f.base, f.len);
+    for (size_t i = 0; i < n_gone; i++) os_unmap(gone[i].base, gone[i].len);
+}
+
+/* ---- the purge ---- */
+
+/* Unlinks the entries retained before `before` (all with UINT64_MAX) and
+ * unmaps them outside the lock; returns the bytes. */
+static size_t release_older(uint64_t before) {
+    retained *gone = NULL;
+    fit gone_fits[LARGE_KEEP_COUNT];
+    size_t bytes = 0, n_fits = 0;
+    uint64_t left = UINT64_MAX; /* the oldest entry kept */
+    pthread_mutex_lock(&retain_lock);
+    for (size_t i = 0; i < fit_count;) {
+        if (before == UINT64_MAX || fits[i].since < before) {
+            gone_fits[n_fits++] = fit_remove(i);
+        } else {
+            if (fits[i].since < left) left = fits[i].since;
+            i++;
+        }
+    }
+    for (retained **link = &head, *r; (r = *link);) {
+        if (before == UINT64_MAX || r->since < before) {
+            *link = r->next;
+            __atomic_store_n(&held, held - r->size, __ATOMIC_RELAXED);
+            r->next = gone;
+            gone = r;
+        } else {
+            if (r->since < left) left = r->since;
+            link = &r->next;
+        }
+    }
+    __atomic_store_n(&oldest, left, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&retain_lock);
+    for (size_t i = 0; i < n_fits; i++) {
+        bytes += gone_fits[i].len;
+        os_unmap(gone_fits[i].base, gone_fits[i].len);
+    }
+    while (gone) {
+        retained *next = gone->next;
+        bytes += gone->size;
+        os_unmap(gone, gone->size);
+        gone = next;
+    }
+    return bytes;
+}
+
+void os_retain_tick(uint64_t now) {
+    uint64_t delay = (uint64_t)options_purge_delay_ms();
+    if (!os_retained_bytes() || now < __atomic_load_n(&oldest, __ATOMIC_RELAXED) + delay) return;
+    release_older(now - delay + 1);
+}
+
+size_t os_retain_release(void) { return release_older(UINT64_MAX); }
+
+size_t os_retained_bytes(void) {
+    return __atomic_load_n(&held, __ATOMIC_RELAXED) + __atomic_load_n(&fit_bytes, __ATOMIC_RELAXED);
+}
+
+bool retain_charge(size_t size) {
+    pthread_mutex_lock(&retain_lock);
+    bool ok = held + size <= RETAIN_BYTES;
+    if (ok) __atomic_store_n(&held, held + size, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&retain_lock);
+    return ok;
+}
+
+void retain_uncharge(size_t size) {
+    pthread_mutex_lock(&retain_lock);
+    __atomic_store_n(&held, held - size, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&retain_lock);
+}
+
+void os_fork_lock(void) { pthread_mutex_lock(&retain_lock); }
+void os_fork_unlock(void) { pthread_mutex_unlock(&retain_lock); }

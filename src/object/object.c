@@ -1,0 +1,506 @@
+/* Reference-counted objects on top of the pools.
+ *
+ * Memory. An object's memory is a 16-byte header (object_internal.h) and its
+ * fields rounded up to 16 bytes, taken from the pool of its size class. The
+ * classes step by 16 bytes up to 1 KiB, then four per doubling up to 64 KiB;
+ * larger objects come from the C heap. A class pool's alignment is 16 (the
+ * fields'); its slots are placed as every pool's (slab.h), so a slot of a
+ * power-of-two size starts on a multiple of it: "aligned" means the memory
+ * with its header, not the pointer pk_new returns, 16 bytes into it. A size
+ * class's pool is created on first use under class_lock and published with a
+ * release store, so pk_new reads it with one acquire load (a plain load on
+ * x86) and no lock. Pools are never destroyed. Nothing in the header says
+ * which pool: the class's size does, so the memory returns to the same pool
+ * from any thread.
+ *
+ * Counts. pk_new stores 1. pk_retain is a relaxed fetch-add. pk_release
+ * first loads the count with acquire: 1 means we hold the only reference, so
+ * the object is disposed of with no read-modify-write; otherwise an acq_rel
+ * fetch-sub, and whoever takes it from 1 disposes. Disposal stores the dead
+ * mark first, so a release that comes late (during the dealloc, or after the
+ * memory went back and before it is reused) sees a count no live object has
+ * and is reported as an over-release.
+ *
+ * Dealloc chains. Deallocs that release the last reference to other objects
+ * nest, as plain recursion, up to DEALLOC_NESTING deep on a thread; deeper
+ * than that an object waits on the thread's stack of pending objects
+ * (linked through its first header word, its class kept in the dead mark),
+ * and the outermost disposal runs those once its own dealloc returns. Trees
+ * are freed in the natural order (children before parents' memory) and a
+ * list of a million objects needs no more than DEALLOC_NESTING frames.
+ */
+#include "object/object_internal.h"
+#include "pool/pool_internal.h"
+
+#include <poolkit/pool.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SMALL_MAX_FIELDS 1008       /* largest field size of the 16-byte-step classes */
+#define SMALL_CLASSES 64            /* slot bytes 16, 32, ..., 1024 */
+#define LARGE_MAX_SHIFT 16          /* largest pooled slot: 64 KiB */
+#define NCLASSES (SMALL_CLASSES + 4 * (LARGE_MAX_SHIFT - 10))
+#define HEAP_CLASS ((pk_pool *)(uintptr_t)1) /* marks a class the pools refused */
+
+static pk_pool *class_pools[NCLASSES]; /* atomic: NULL until created */
+static char class_names[NCLASSES][24];
+static pthread_mutex_t class_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The calling thread's last class and its pool. A hit turns the pool lookup
+ * into a predicted branch: the free-list store in pk_release then no longer
+ * waits for the chain header -> class -> size -> class_pools -> pool, which
+ * the next allocation's load would wait for in turn. Never holds NULL or a
+ * heap class. */
+static const pk_class no_class;
+static __thread struct class_cache {
+    const pk_class *cls;
+    pk_pool *pool;
+} cc __attribute__((tls_model("initial-exec"))) = {&no_class, NULL};
+
+/* Debug mode (object_check.c), at no cost outside it: pk_retain and
+ * pk_release send every pointer up to slow_below to their slow entries,
+ * which the NULL test needed anyway (one compare with memory instead of a
+ * test of the register). slow_below is 0 (only NULL goes slow) once
+ * POOLKIT_DEBUG is known to be off, UINTPTR_MAX (everything) in debug mode
+ * and until the switch is read. */
+static signed char debug_state = -1; /* -1 until read, then 0 or 1 */
+static uintptr_t slow_below = UINTPTR_MAX;
+
+bool object_debug(void) {
+    signed char s = __atomic_load_n(&debug_state, __ATOMIC_RELAXED);
+    if (unlikely(s < 0)) {
+        s = options_debug() ? 1 : 0;
+        __atomic_store_n(&debug_state, s, __ATOMIC_RELAXED);
+        __atomic_store_n(&slow_below, s ? UINTPTR_MAX : 0, __ATOMIC_RELAXED);
+    }
+    return s != 0;
+}
+
+static inline bool goes_slow(const void *obj) {
+    return (uintptr_t)obj <= __atomic_load_n(&slow_below, __ATOMIC_RELAXED);
+}
+
+/* ---- is it an object? (object_internal.h, object_pooled) ---- */
+
+__thread object_slab_cache object_last_slab __attribute__((tls_model("initial-exec")));
+
+bool object_pooled_lookup(const void *obj) {
+    uint64_t generation = __atomic_load_n(&map_generation, __ATOMIC_ACQUIRE); /* before the lookup */
+    uintptr_t a = (uintptr_t)header_of(obj);
+    const map_entry *e = map_find((const void *)a);
+    if (!e) return false;
+    const struct pk_pool *p = __atomic_load_n(&e->pool, __ATOMIC_RELAXED); /* NULL: no slab there */
+    if (!p || !(p->flags & POOL_KEEPS_HEADER)) return false;
+    uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED), off = a - first;
+    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
+    uintptr_t bytes = (uintptr_t)__atomic_load_n(&e->slot, __ATOMIC_RELAXED) *
+                      __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
+    /* A slot start: below the slots' end (a pointer before them wraps above
+     * it) and on the grid by the multiply, which an object pool's slots,
+     * under 4 GiB, always have (slab.h, slot_on_grid). */
+    if (off >= bytes || off * recip >= recip) return false;
+    object_last_slab = (object_slab_cache){first, bytes, recip, generation};
+    return true;
+}
+
+/* ---- size classes ---- */
+
+/* Slot bytes for fields of size bytes, or 0 if it cannot be represented. */
+static inline size_t slot_bytes(size_t size) {
+    if (size > SIZE_MAX / 2) return 0;
+    return sizeof(object_header) + align_up(size, 16);
+}
+
+/* The class index of a slot of `slot` bytes (> 1024), or NCLASSES when it is
+ * too large for the pools: four classes per doubling. */
+static size_t large_index(size_t slot) {
+    if (slot == 0 || slot > ((size_t)1 << LARGE_MAX_SHIFT)) return NCLASSES;
+    unsigned b = (unsigned)(sizeof(size_t) * 8 - 1) - (unsigned)__builtin_clzl(slot - 1);
+    size_t sub = ((slot - 1) >> (b - 2)) & 3;
+    return SMALL_CLASSES + (size_t)(b - 10) * 4 + sub;
+}
+
+static size_t class_slot(size_t ci) {
+    if (ci < SMALL_CLASSES) return (ci + 1) * 16;
+    size_t k = ci - SMALL_CLASSES;
+    return (4 + k % 4 + 1) << (k / 4 + 8);
+}
+
+static inline size_t class_index(size_t size) {
+    if (likely(size <= SMALL_MAX_FIELDS)) return (size + 15) >> 4;
+    return large_index(slot_bytes(size));
+}
+
+/* The pool of class ci, creating it: NULL with errno ENOMEM, or HEAP_CLASS
+ * when the pools do not take objects that large. */
+static PK_NOINLINE pk_pool *class_pool_get(size_t ci) {
+    pk_pool *p = __atomic_load_n(&class_pools[ci], __ATOMIC_ACQUIRE);
+    if (p) return p;
+    pthread_mutex_lock(&class_lock);
+    fork_test_point(HOOK_CLASS_POOLS, &class_lock);
+    p = class_pools[ci];
+    if (!p) {
+        snprintf(class_names[ci], sizeof class_names[ci], "pk_new %zu", class_slot(ci));
+        pk_pool_config c;
+        memset(&c, 0, sizeof c);
+        c.name = class_names[ci];
+        c.size = class_slot(ci);
+        c.align = 16;
+        c.flags = POOL_KEEPS_HEADER;
+        p = pk_pool_create(&c);
+        if (!p && errno == EINVAL) p = HEAP_CLASS;
+        if (p) __atomic_store_n(&class_pools[ci], p, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&class_lock);
+    if (!p) errno = ENOMEM;
+    return p;
+}
+
+/* ---- allocation ---- */
+
+/* Zeroes n16 * 16 bytes at p; up to 32 bytes with no loop and no call, so
+ * that pk_new's fast path stays short. */
+static inline void zero_fields(void *p, size_t n16) {
+    uint64_t *q = p;
+    if (likely(n16 != 0)) {
+        q[0] = 0;
+        q[1] = 0;
+        if (n16 > 1) {
+            q[2] = 0;
+            q[3] = 0;
+            if (unlikely(n16 > 2)) memset(q + 4, 0, (n16 - 2) * 16);
+        }
+    }
+}
+
+static inline void *object_init(object_header *h, const pk_class *cls) {
+    h->cls = cls;
+    h->refs = 1; /* not yet shared: a plain store */
+    return h + 1;
+}
+
+static PK_NOINLINE void *new_slow(const pk_class *cls) {
+    if (!cls) {
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t slot = slot_bytes(cls->size);
+    if (slot == 0) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t ci = class_index(cls->size);
+    pk_pool *pool = ci < NCLASSES ? class_pool_get(ci) : HEAP_CLASS;
+    if (!pool) return NULL;
+    object_header *h;
+    if (pool == HEAP_CLASS) {
+        h = aligned_alloc(16, slot);
+        if (h && !large_add(h)) { /* recorded: releases check every pointer */
+            free(h);
+            h = NULL;
+        }
+        if (!h) {
+            errno = ENOMEM;
+            return NULL;
+        }
+    } else {
+        cc.cls = cls;
+        cc.pool = pool;
+        h = pk_pool_alloc(pool);
+        if (!h) return NULL;
+        slot = class_slot(ci);
+    }
+    memset(h + 1, 0, slot - sizeof *h);
+    return object_init(h, cls);
+}
+
+void *pk_new(const pk_class *cls) {
+    if (likely(cls == cc.cls)) {
+        object_header *h = pk_pool_alloc(cc.pool);
+        if (unlikely(!h)) return NULL;
+        zero_fields(h + 1, (cls->size + 15) >> 4);
+        return object_init(h, cls);
+    }
+    return new_slow(cls);
+}
+
+pk_pool *pk_class_pool(const pk_class *cls) {
+    if (!cls) {
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t ci = class_index(cls->size);
+    pk_pool *p = ci < NCLASSES ? class_pool_get(ci) : HEAP_CLASS;
+    if (p == HEAP_CLASS) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return p;
+}
+
+/* ---- disposal ---- */
+
+/* A cache miss: the pool from the class's size (published before the object
+ * existed, and whoever releases the object is ordered after its creation,
+ * so a relaxed load finds it), or HEAP_CLASS. */
+static PK_NOINLINE void free_uncached(const pk_class *cls, object_header *h) {
+    size_t ci = class_index(cls->size);
+    pk_pool *p = ci < NCLASSES ? __atomic_load_n(&class_pools[ci], __ATOMIC_RELAXED) : HEAP_CLASS;
+    if (p == HEAP_CLASS) {
+        large_remove(h);
+        free(h);
+        return;
+    }
+    cc.cls = cls;
+    cc.pool = p;
+    pk_pool_free(p, h);
+}
+
+static inline void free_memory(const pk_class *cls, object_header *h) {
+    if (likely(cls == cc.cls)) {
+        pk_pool_free(cc.pool, h);
+        return;
+    }
+    free_uncached(cls, h);
+}
+
+/* The calling thread's nesting of deallocs, and the objects waiting for
+ * theirs (a stack linked through the first header word). */
+static __thread struct dealloc_queue {
+    object_header *head;
+    unsigned depth; /* deallocs running on this thread */
+} dq __attribute__((tls_model("initial-exec")));
+
+#define DEALLOC_NESTING 32 /* deallocs that run in place inside one another */
+
+static inline void dealloc_and_free(object_header *h, const pk_class *cls) {
+    cls->dealloc(h + 1);
+    free_memory(cls, h);
+}
+
+/* The outermost dealloc of the thread (depth 0), or one too deep to nest. */
+static PK_NOINLINE void dispose_outer_or_deep(object_header *h, const pk_class *cls,
+                                              uintptr_t dead) {
+    struct dealloc_queue *q = &dq;
+    if (q->depth == 0) { /* run it, then what waits, each nesting afresh */
+        q->depth = 1;
+        dealloc_and_free(h, cls);
+        while ((h = q->head) != NULL) {
+            q->head = (object_header *)(void *)h->cls;
+            cls = refs_dead_class(__atomic_load_n(&h->refs, __ATOMIC_RELAXED));
+            h->cls = cls;
+            dealloc_and_free(h, cls);
+        }
+        q->depth = 0;
+        return;
+    }
+    if (likely(refs_dead_class(dead) == cls)) { /* too deep: wait, the class kept in the mark */
+        h->cls = (const pk_class *)(void *)q->head;
+        q->head = h;
+        return;
+    }
+    dealloc_and_free(h, cls); /* a class above the mark's reach: nest anyway */
+}
+
+static PK_NOINLINE void dispose_with_dealloc(object_header *h) {
+    const pk_class *cls = h->cls;
+    uintptr_t dead = refs_dead(cls);
+    __atomic_store_n(&h->refs, dead, __ATOMIC_RELAXED);
+    unsigned depth = dq.depth;
+    if (likely(depth - 1 < DEALLOC_NESTING - 1)) { /* nested in another dealloc */
+        dq.depth = depth + 1;
+        dealloc_and_free(h, cls);
+        dq.depth = depth;
+        return;
+    }
+    dispose_outer_or_deep(h, cls, dead);
+}
+
+static inline void dispose(object_header *h) {
+    const pk_class *cls = h->cls;
+    if (likely(cls->dealloc == NULL)) {
+        __atomic_store_n(&h->refs, refs_dead(cls), __ATOMIC_RELAXED);
+        free_memory(cls, h);
+        return;
+    }
+    dispose_with_dealloc(h);
+}
+
+void object_dispose(object_header *h) { dispose(h); }
+
+void object_dispose_quiet(object_header *h, const pk_class *cls) {
+    __atomic_store_n(&h->refs, refs_dead(cls), __ATOMIC_RELAXED);
+    free_memory(cls, h);
+}
+
+/* A count no live object has. A dead mark names the class; otherwise the
+ * header is checked against the address map: not in any object pool, the
+ * pointer was never an object (or was a large one whose memory went back
+ * to the C heap), which the header promises to call a foreign pointer. */
+static PK_COLD void report_bad_count(object_header *h, uintptr_t n, const char *what,
+                                     const char *doing, const char *call) {
+    const pk_class *cls = refs_dead_class(n);
+    const char *name = cls && cls->name ? cls->name : NULL;
+    if (!cls && !object_in_pools(h + 1))
+        error_report(PK_FATAL, "foreign pointer", NULL, h + 1,
+                     "%s: %p is not an object of any pool (a foreign pointer, or an object "
+                     "larger than the pools take, freed already)", call, (void *)(h + 1));
+    error_report(PK_FATAL, what, name, h + 1,
+                 "%s object %p of class %s whose reference count is %s", doing,
+                 (void *)(h + 1), name ? name : "(unknown: memory reused)",
+                 n == 0 ? "zero" : "past zero (deallocated)");
+}
+
+void object_release_contended(object_header *h, uintptr_t seen) {
+    if (unlikely(refs_invalid(seen))) {
+        report_bad_count(h, seen, "over-release", "released", "pk_release");
+        return;
+    }
+    uintptr_t old = __atomic_fetch_sub(&h->refs, 1, __ATOMIC_ACQ_REL);
+    if (likely(old > 1 && old <= REFS_MAX)) return;
+    if (old == 1) {
+        dispose(h);
+        return;
+    }
+    report_bad_count(h, old, "over-release", "released", "pk_release");
+}
+
+/* ---- the public calls ---- */
+
+/* Returns obj, so the caller's report is a tail call. */
+static PK_COLD void *retain_bad(void *obj, uintptr_t old) {
+    report_bad_count(header_of(obj), old, "retain of a deallocated object", "retained", "pk_retain");
+    return obj;
+}
+
+static inline void *retain_known(void *obj) {
+    uintptr_t old = __atomic_fetch_add(&header_of(obj)->refs, 1, __ATOMIC_RELAXED);
+    if (unlikely(refs_invalid(old))) return retain_bad(obj, old);
+    return obj;
+}
+
+static inline void release_known(void *obj) {
+    object_header *h = header_of(obj);
+    uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
+    if (likely(n == 1)) {
+        dispose(h);
+        return;
+    }
+    object_release_contended(h, n);
+}
+
+/* A pointer object_pooled does not place: a live object too large for the
+ * pools (their set, under a lock: such an object costs a malloc and a
+ * memset of over 64 KiB anyway), else not an object, reported before its
+ * memory is read or written. */
+static PK_NOINLINE void *retain_unpooled(void *obj) {
+    if (!object_known(obj)) object_report_foreign(obj, "pk_retain");
+    return retain_known(obj);
+}
+
+void object_release_unpooled(void *obj) {
+    if (!object_known(obj)) object_report_foreign(obj, "pk_release");
+    release_known(obj);
+}
+
+static inline void *retain(void *obj) {
+    if (unlikely(!object_pooled(obj))) return retain_unpooled(obj);
+    return retain_known(obj);
+}
+
+static inline void release(void *obj) {
+    if (unlikely(!object_pooled(obj))) {
+        object_release_unpooled(obj);
+        return;
+    }
+    release_known(obj);
+}
+
+/* The slow entries: NULL, or debug mode's check before the call as usual.
+ * Apart, as tail calls, so that the entry points keep no register across
+ * a call. */
+static PK_NOINLINE void *retain_slow(void *obj) {
+    if (!obj) return NULL;
+    if (object_debug()) object_check_slow(obj, "pk_retain");
+    return retain(obj);
+}
+
+static PK_NOINLINE void release_slow(void *obj) {
+    if (!obj) return;
+    if (object_debug()) object_check_slow(obj, "pk_release");
+    release(obj);
+}
+
+void *pk_retain(void *obj) {
+    if (unlikely(goes_slow(obj))) return retain_slow(obj);
+    return retain(obj);
+}
+
+void pk_release(void *obj) {
+    if (unlikely(goes_slow(obj))) {
+        release_slow(obj);
+        return;
+    }
+    release(obj);
+}
+
+size_t pk_refcount(const void *obj) {
+    if (!obj) return 0;
+    uintptr_t n = __atomic_load_n(&header_of(obj)->refs, __ATOMIC_RELAXED);
+    return refs_invalid(n) ? 0 : (size_t)n;
+}
+
+const pk_class *pk_class_of(const void *obj) {
+    if (!obj) return NULL;
+    object_header *h = header_of(obj);
+    uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_RELAXED);
+    return refs_invalid(n) ? refs_dead_class(n) : h->cls;
+}
+
+typedef struct census {
+    const pk_class *cls[OBJECT_CENSUS_MAX];
+    size_t live[OBJECT_CENSUS_MAX];
+    size_t n, other;
+} census;
+
+static void census_count(void *obj, void *arg) {
+    census *c = arg;
+    const object_header *h = obj;
+    if (refs_invalid(h->refs)) return; /* over-released: not a live object */
+    for (size_t i = 0; i < c->n; i++)
+        if (c->cls[i] == h->cls) {
+            c->live[i]++;
+            return;
+        }
+    if (c->n == OBJECT_CENSUS_MAX) {
+        c->other++;
+        return;
+    }
+    c->cls[c->n] = h->cls;
+    c->live[c->n++] = 1;
+}
+
+void object_census(void (*fn)(const pk_class *cls, size_t live, void *arg), void *arg) {
+    census *c = calloc(1, sizeof *c);
+    if (!c) return;
+    for (size_t ci = 0; ci < NCLASSES; ci++) {
+        pk_pool *p = __atomic_load_n(&class_pools[ci], __ATOMIC_ACQUIRE);
+        if (p && p != HEAP_CLASS) pk_pool_visit(p, census_count, c);
+    }
+    for (size_t i = 0; i < c->n; i++) fn(c->cls[i], c->live[i], arg);
+    if (c->other) fn(NULL, c->other, arg);
+    free(c);
+}
+
+void object_fork_lock(void) {
+    pthread_mutex_lock(&class_lock);
+    object_check_fork_lock();
+}
+void object_fork_unlock(void) {
+    object_check_fork_unlock();
+    pthread_mutex_unlock(&class_lock);
+}

@@ -1,0 +1,701 @@
+/* A thread's heap for one pool (mimalloc's heap and page, one heap per
+ * thread per pool): the slabs the thread owns, the one it allocates from,
+ * and whole heaps; every change of a slab's state under a heap (an object
+ * home to a slab that fills or empties). Which free takes which path is
+ * pool_free.c's.
+ *
+ * Allocation pops the thread's list (pool.h, inline), which holds the free
+ * objects of the current slab only; when it runs dry (heap_alloc), the
+ * heap takes, in order: the remote frees that came home to the current
+ * slab, its slots touched before, an owned slab with freed slots (the
+ * front of its avail list: no search), its next never-used slots
+ * (EXTEND_BYTES at a time), a full slab whose remote frees came in
+ * (FULL_SCAN), and last a slab from the pool (under its lock). So memory
+ * goes out slab by slab: after frees in any order the objects handed out
+ * next lie in one slab, not all over the working set; and memory touched
+ * before comes first, so a program that repeats a phase faults no page
+ * back in.
+ *
+ * Invariants (heap_is_valid checks them at each refill, POOLKIT_ASSERT 3):
+ *   - a slab the heap owns has owner == the heap and is its cur (list
+ *     HEAP_CUR, free list NULL: its free objects are on the heap's list,
+ *     and used counts them as out), its spare (no object out, on no list),
+ *     on avail (free slots: on its free list or never handed out) or on
+ *     full (none but, maybe, remote frees waiting);
+ *   - slabs and bytes count the owned slabs and their spans; the heap's
+ *     list holds objects of its current slab, no more than it has out, and
+ *     at most HOT_FREES, or the pool's hot_list (HOT_LIST), of its other
+ *     owned slabs;
+ *   - pend_n is the length of the pending chain, whose objects all belong
+ *     to pend_slab, which the heap does not own;
+ *   - slabs move between heap and pool only under the pool's lock
+ *     (central_slab_for_heap, central_adopt, central_slab_from_heap).
+ */
+#include "pool/heap.h"
+#include "pool/pool_valid.h"
+#include "pool/central.h"
+#include "pool/check.h"
+#include "pool/purge.h"
+#include "pool/remote.h"
+#include "pool/tcache.h"
+
+#include <errno.h>
+#include <string.h>
+
+static inline uintptr_t cur_word(const pk_pool *p, const slab *s) { return (uintptr_t)s->base | p->slab_low; }
+
+heap *heap_get(pk_pool *p, tc_slot *c) {
+    heap *h = c->heap;
+    if (likely(h != NULL)) return h;
+    h = tcache_heap(p->key);
+    memset(h, 0, sizeof *h);
+    h->pool = p;
+    h->slot = c;
+    h->list = p->list_at == LIST_SLOT       ? (tc_list *)&c->head
+              : p->list_at == LIST_HARDENED ? (tc_list *)&c->hhead
+                                            : &h->own;
+    bool plain = p->link_off == 0 && !p->hardened && !TRACK_ENABLED;
+    c->low = plain ? 0 : p->slab_low;
+    c->secret = p->list_at == LIST_HARDENED ? p->hard.secret : 0;
+    h->rng = (p->hard.secret ^ (uintptr_t)h) * 0x9E3779B97F4A7C15ull | 1; /* read-only after creation */
+    pool_lock(p);
+    h->next = p->heaps;
+    if (p->heaps) p->heaps->prev = h;
+    p->heaps = h;
+    pool_unlock(p);
+    c->heap = h;
+    return h;
+}
+
+/* ---- Slabs between the heap and the pool: the heap's counts. ---- */
+
+static void count_in(const pk_pool *p, heap *h, const slab *s) {
+    h->slabs++;
+    h->bytes += s->span;
+    BUMP(h->resident, slab_touched(p, s));
+}
+
+static void count_out(const pk_pool *p, heap *h, const slab *s) {
+    h->slabs--;
+    h->bytes -= s->span;
+    BUMP(h->resident, -slab_touched(p, s));
+}
+
+/* s, owned, back to the pool; caller holds the pool's lock. */
+static void to_pool(pk_pool *p, heap *h, slab *s) {
+    count_out(p, h, s);
+    central_slab_from_heap(p, s);
+}
+
+static void give_to_pool(pk_pool *p, heap *h, slab *s, uint64_t now) {
+    pool_lock_for_use(p, now);
+    to_pool(p, h, s);
+    purge_tick(p, now);
+    POOL_VALIDATE(p);
+    pool_unlock(p);
+}
+
+void heap_take_slab(pk_pool *p, heap *h, slab *s) {
+    count_in(p, h, s);
+    if (s->free || s->bump < s->capacity) slab_list_push(&h->avail, s, HEAP_AVAIL);
+    else slab_list_append(&h->full, s, HEAP_FULL);
+}
+
+void heap_slab_emptied(pk_pool *p, heap *h, slab *s, uint64_t now) {
+    central_slab_emptied(p, s);
+    s->list = SLAB_NOWHERE;
+    slab *old = h->spare;
+    h->spare = s;
+    if (old) give_to_pool(p, h, old, now ? now : os_now_ms());
+}
+
+/* ---- The current slab. ---- */
+
+static void install(pk_pool *p, heap *h, slab *s) {
+    size_t n = s->bump - s->used; /* its free list's length */
+    void *head = s->free;
+    s->free = NULL;
+    s->used = s->bump;
+    s->list = HEAP_CUR;
+    BUMP(h->allocs, n);
+    h->cur = s;
+    list_set_cur(h, cur_word(p, s));
+    list_set(h, head, n);
+}
+
+/* Stats read other threads' lists and slabs racily (racy_list_length). */
+#if defined(__SANITIZE_THREAD__)
+#  define NO_TSAN __attribute__((no_sanitize_thread))
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define NO_TSAN __attribute__((no_sanitize("thread")))
+#  endif
+#endif
+#ifndef NO_TSAN
+#  define NO_TSAN
+#endif
+
+/* Whether obj, on h's list, is an object of another slab h owns (the
+ * HOT_FREES object). Stats ask about another thread's list: its reads race
+ * by design there, as racy_list_length's do. */
+static NO_TSAN bool hot_object(const pk_pool *p, const heap *h, const char *obj) {
+    uintptr_t x = (uintptr_t)obj;
+    if (p->hardened || !region_holds(x)) return false;
+    const slab *s = slab_of(x);
+    long idx = s->owner == h && s != h->cur ? slab_slot_index(s, obj) : -1;
+    return idx >= 0 && (uint32_t)idx < s->bump;
+}
+
+/* The most objects of other owned slabs h's list may hold. */
+static size_t hot_most(const pk_pool *p) { return p->hot_list ? p->hot_list + HOT_FREES : HOT_FREES; }
+
+/* The heap's list goes back onto the current slab's free list (the
+ * objects of other owned slabs listed, HOT_FREES and HOT_LIST, come back
+ * linked in *hot for the caller to send home: home_hot); the slab is left
+ * on no list for the caller to place. Every object is checked to be a slot
+ * of the slab, so a broken list is reported here rather than kept (trim,
+ * thread exit, destroy), and the walk stops at the most the list can hold
+ * (the slab's slots and the hot objects). */
+static slab *uninstall(pk_pool *p, heap *h, void **hot) {
+    slab *s = h->cur;
+    size_t n = 0, met = 0, hots = 0, most = (size_t)s->capacity + hot_most(p); /* n: the inline paths keep no count */
+    char *first = NULL, *last = NULL, *head = tc_head(h->list);
+    *hot = NULL;
+    for (char *obj = head, *prev = NULL, *next; obj; prev = obj, obj = next) {
+        /* no more than the slab's slots and the hot object: a loop (an
+         * object freed twice with others between) is reported, never
+         * walked for ever */
+        if (unlikely(++met > most)) report_list_overrun(p, s, head, *hot, "the thread's free list");
+        long idx = slab_slot_index(s, obj); /* checked before its link is read */
+        if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) {
+            if (hots < hot_most(p) && hot_object(p, h, obj)) {
+                next = (char *)link_load(p, obj);
+                link_store(p, obj, (uintptr_t)*hot);
+                *hot = obj;
+                hots++;
+                continue;
+            }
+            if (!prev) check_free(p, obj); /* the head came from a free: no slot at all is reported so */
+            report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
+        }
+        next = (char *)link_load(p, obj);
+        n++;
+        if (last) link_store(p, last, (uintptr_t)obj);
+        else first = obj;
+        last = obj;
+    }
+    if (last) {
+        link_store(p, last, (uintptr_t)s->free);
+        s->free = first;
+    }
+    s->used -= (uint32_t)n;
+    BUMP(h->frees, n);
+    list_set(h, NULL, 0);
+    list_set_cur(h, 0);
+    h->cur = NULL;
+    s->list = SLAB_NOWHERE;
+    return s;
+}
+
+void heap_free_home(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) {
+    void *f = s->free;
+    if (unlikely(obj == f || s->used == 0)) check_report_double_free(p, obj);
+    link_store(p, obj, (uintptr_t)f);
+    s->free = obj;
+    s->used--;
+    BUMP(h->frees, 1);
+    if (s->used == 0) {
+        slab_list_remove(s->list == HEAP_FULL ? &h->full : &h->avail, s);
+        heap_slab_emptied(p, h, s, now);
+    } else if (s->list == HEAP_FULL) {
+        slab_list_remove(&h->full, s);
+        slab_list_push(&h->avail, s, HEAP_AVAIL);
+    }
+}
+
+void heap_free_owned(heap *h, slab *s, void *obj) { heap_free_home(h->pool, h, s, obj, 0); }
+
+/* obj, an object of another owned slab that was on h's list (HOT_FREES),
+ * home to its slab; with list_moves its slab moves lists as a free would
+ * move it, else (the pool's lock held: the heap is being abandoned) it
+ * only goes onto the slab's list. */
+static void free_home_hot(pk_pool *p, heap *h, void *obj, bool list_moves) {
+    slab *s = slab_of((uintptr_t)obj);
+    if (list_moves) {
+        heap_free_home(p, h, s, obj, 0);
+        return;
+    }
+    link_store(p, obj, (uintptr_t)s->free); /* the slab goes back to the pool as it is */
+    s->free = obj;
+    s->used--;
+    BUMP(h->frees, 1);
+}
+
+/* The objects uninstall found of other owned slabs (linked through their
+ * link words) home to their slabs, as free_home_hot says. */
+static void home_hot(pk_pool *p, heap *h, void *hot, bool list_moves) {
+    while (hot) {
+        void *next = (void *)link_load(p, hot);
+        free_home_hot(p, h, hot, list_moves);
+        hot = next;
+    }
+}
+
+/* Remote frees of an owned slab that is not current go onto its free list. */
+static void collect_into(pk_pool *p, heap *h, slab *s) {
+    size_t n = central_splice_remote(p, s);
+    if (!n) return;
+    BUMP(h->collected, n);
+    BUMP(h->frees, n);
+}
+
+/* Whether the pool has a slab a heap could take without mapping one: read
+ * without the lock, a hint (a wrong one costs a lock or a page). */
+static bool pool_has_slab(const pk_pool *p) {
+    return __atomic_load_n(&p->lists[SLAB_PARTIAL].count, __ATOMIC_RELAXED) +
+               __atomic_load_n(&p->lists[SLAB_EMPTY].count, __ATOMIC_RELAXED) > 0;
+}
+
+/* Whether allocating from s would touch memory touched before. */
+static bool has_touched_free(const slab *s) { return s->free || s->bump < s->high; }
+
+/* The next slab to allocate from, owned and on no list: the spare, one of
+ * the heap's own with free slots (the front of avail), a full one whose
+ * remote frees came in, or one from the pool. With may_map false only
+ * slabs with free slots in memory touched before, with may_map true any,
+ * a new one last. NULL (with ENOMEM if may_map) when there is none. The
+ * avail list keeps slabs with freed slots at the front and those with only
+ * fresh ones at the back. */
+static slab *next_slab(pk_pool *p, heap *h, bool may_map, uint64_t now) {
+    slab *s = h->spare;
+    if (s) {
+        h->spare = NULL;
+        return s;
+    }
+    s = h->avail.head;
+    if (s && has_touched_free(s)) {
+        slab_list_remove(&h->avail, s);
+        return s;
+    }
+    for (int i = 0; i < FULL_SCAN && (s = h->full.head) != NULL; i++) {
+        slab_list_remove(&h->full, s);
+        if (__atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) {
+            collect_into(p, h, s);
+            return s;
+        }
+        slab_list_append(&h->full, s, HEAP_FULL);
+    }
+    if (pool_has_slab(p) || (may_map && !h->avail.head)) {
+        pool_lock_for_use(p, now);
+        s = central_slab_for_heap(p, h, may_map && !h->avail.head);
+        if (s) count_in(p, h, s);
+        purge_tick(p, now);
+        POOL_VALIDATE(p);
+        pool_unlock(p);
+        if (s) return s;
+    }
+    if (may_map && (s = h->avail.head) != NULL) {
+        slab_list_remove(&h->avail, s);
+        return s;
+    }
+    if (may_map && !s) errno = ENOMEM;
+    return NULL;
+}
+
+/* Links the current slab's next never-used slots onto the empty list. */
+static bool extend(pk_pool *p, heap *h, slab *s) {
+    if (s->bump >= s->capacity) return false;
+    void *list = NULL;
+    size_t before = slab_touched(p, s);
+    /* Slots touched before go all at once (no page to fault in); fresh ones
+     * a page at a time. */
+    size_t k = s->bump < s->high ? s->high - s->bump : p->extend;
+    k = slab_carve(&p->carve, &h->rng, s, k, &list);
+    BUMP(h->allocs, k);
+    BUMP(h->resident, slab_touched(p, s) - before);
+    list_set(h, list, k);
+    return true;
+}
+
+/* The list is empty: fill it. False with ENOMEM. */
+static bool refill(pk_pool *p, heap *h, uint64_t now) {
+    if (h->pend_slab) remote_flush(p, h); /* what waits goes home now */
+    slab *s = h->cur, *next = NULL;
+    if (s) {
+        void *head, *tail;
+        size_t n = central_collect(p, s, &head, &tail);
+        if (n) { /* remote frees of the current slab: straight onto the list */
+            BUMP(h->collected, n);
+            BUMP(h->allocs, n);
+            BUMP(h->frees, n);
+            list_set(h, head, n);
+            return true;
+        }
+        if (s->bump < s->high && extend(p, h, s)) return true;
+        next = next_slab(p, h, false, now);
+        if (!next && extend(p, h, s)) return true;
+        void *hot;
+        uninstall(p, h, &hot); /* every slot out, or fresh ones left for later */
+        if (s->bump < s->capacity) slab_list_append(&h->avail, s, HEAP_AVAIL);
+        else slab_list_append(&h->full, s, HEAP_FULL);
+        home_hot(p, h, hot, true);
+    }
+    if (!next) next = next_slab(p, h, true, now);
+    if (!next) return false;
+    install(p, h, next);
+    return tc_head(h->list) || extend(p, h, next);
+}
+
+/* The pool's peak (stats' peak_live): a refill adds what the heap took out
+ * or brought home since it last added to the pool's estimate, one atomic
+ * add rather than one per object, when the heap's count reached a new high
+ * of its own (a peak goes in at once) or moved by REMOTE_BATCH or more (the
+ * step a thread that only frees reports in); exact, every change at once.
+ * A thread that replaces objects in a steady state (larson: a free, then an
+ * allocation, of random sizes) so adds nothing per refill to the one word
+ * every thread's refills of the pool share, and each heap's share of the
+ * estimate stays within REMOTE_BATCH of its count. */
+static void note_peak(pk_pool *p, heap *h, bool exact) {
+    /* Out: on its list or with the user. Remote frees leave the count when
+     * they are made (the freeing heap's remote_frees) and come back when the
+     * owner collects them onto its lists (collected), so objects waiting
+     * to be collected are not counted as out. */
+    uint64_t frees = h->frees + __atomic_load_n(&h->slot->frees, __ATOMIC_RELAXED);
+    int64_t out = (int64_t)(h->allocs - frees - h->remote_frees + h->collected), d = out - h->synced;
+    if (!d) return;
+    if (!exact && out <= h->synced_high && d < REMOTE_BATCH && d > -(int64_t)REMOTE_BATCH) return;
+    h->synced = out;
+    if (out > h->synced_high) h->synced_high = out;
+    int64_t now = __atomic_add_fetch(&p->out_est, d, __ATOMIC_RELAXED);
+    int64_t peak = __atomic_load_n(&p->peak_est, __ATOMIC_RELAXED);
+    while (now > peak && !__atomic_compare_exchange_n(&p->peak_est, &peak, now, true, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED)) {
+    }
+}
+
+void heap_note_peak(pk_pool *p, heap *h) { note_peak(p, h, false); }
+
+static PK_NOINLINE void *lean_refused(pk_pool *p, char *obj, char *next) {
+    report_bad_link(p, obj, next, "not a free slot of its slab");
+}
+
+void *heap_alloc_lean(pk_pool *p, heap *h) {
+    tc_list *l = h->list;
+    char *obj = tc_head(l);
+    if (!obj) return NULL;
+    char *next = (char *)link_decode(p, obj, *(uintptr_t *)(obj + p->link_off));
+    if (unlikely(next && ((uintptr_t)next | p->slab_low) != tc_cur(l))) return lean_refused(p, obj, next);
+    __atomic_store_n(&l->head, next, __ATOMIC_RELAXED); /* no count: as inline */
+    return obj;
+}
+
+void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
+    heap *h = heap_get(p, c);
+    if (!tc_head(h->list)) {
+        if (!refill(p, h, now)) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        h->may_adopt = true;
+        /* the list holds none of another slab's objects now: HOT_LIST's
+         * budget is whole again */
+        h->hot_room = p->hot_list;
+        h->hot_bar = p->hot_list ? UINTPTR_MAX : 0;
+        note_peak(p, h, false);
+        HEAP_VALIDATE(p, h);
+    }
+    char *obj = tc_head(h->list);
+    char *next = (char *)link_load(p, obj);
+    if (p->hardened && next) harden_check_slab_link(p, h->cur, obj, next);
+    list_set(h, next, h->count - 1);
+    return obj;
+}
+
+/* ---- Whole heaps. ---- */
+
+/* Every slab of h but the current one, off its list, given to fn. */
+static void each_other_slab(pk_pool *p, heap *h, void (*fn)(pk_pool *, heap *, slab *)) {
+    slab *s = h->spare;
+    h->spare = NULL;
+    if (s) fn(p, h, s);
+    while ((s = h->avail.head) != NULL) {
+        slab_list_remove(&h->avail, s);
+        fn(p, h, s);
+    }
+    while ((s = h->full.head) != NULL) {
+        slab_list_remove(&h->full, s);
+        fn(p, h, s);
+    }
+}
+
+/* h's record and c's slot, as a thread that never used the pool has them. */
+static void heap_clear(heap *h, tc_slot *c) {
+    memset(h, 0, sizeof *h);
+    memset(c, 0, sizeof *c);
+}
+
+static void abandon_slab(pk_pool *p, heap *h, slab *s) {
+    collect_into(p, h, s);
+    to_pool(p, h, s);
+}
+
+/* Folds the heap's counters into the pool's and takes it off the pool's
+ * list; caller holds the pool's lock. */
+static void fold(pk_pool *p, heap *h) {
+    uint64_t frees = h->frees + h->slot->frees;
+    p->allocs += h->allocs;
+    (void)frees; /* stats derive frees from allocs and the slabs' counts */
+    __atomic_add_fetch(&p->remote_frees, h->remote_frees, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&p->remote_base, (int64_t)(h->pushed - h->collected), __ATOMIC_RELAXED);
+    if (h->prev) h->prev->next = h->next;
+    else p->heaps = h->next;
+    if (h->next) h->next->prev = h->prev;
+}
+
+void heap_abandon(pk_pool *p, tc_slot *c) {
+    heap *h = c->heap;
+    if (!h) return;
+    ASSERT_POOL_LOCKED(p);
+    if (h->pend_slab) remote_flush(p, h);
+    if (h->cur) {
+        void *hot;
+        slab *s = uninstall(p, h, &hot);
+        home_hot(p, h, hot, false);
+        abandon_slab(p, h, s);
+    }
+    each_other_slab(p, h, abandon_slab);
+    PK_ASSERT_INTERNAL(h->slabs == 0 && h->resident == 0);
+    note_peak(p, h, true); /* its count stays: its live objects are still out */
+    fold(p, h);
+    heap_clear(h, c);
+}
+
+void heap_thread_exit(pk_pool *p, tc_slot *c) {
+    pool_lock_for_use(p, os_now_ms()); /* what it gives back is fresh */
+    heap_abandon(p, c);
+    POOL_VALIDATE(p);
+    pool_unlock(p);
+}
+
+void heap_abandon_all(pk_pool *p) {
+    while (p->heaps) heap_abandon(p, p->heaps->slot);
+}
+
+/* A slab of a heap being forgotten: to the pool's full list, its lists as
+ * they are (the pool is about to unmap it). */
+static void forget_slab(pk_pool *p, heap *h, slab *s) {
+    s->used = s->bump = s->high = s->capacity; /* counts nothing reads any more */
+    s->free = NULL;
+    __atomic_store_n(&s->thread_free, NULL, __ATOMIC_RELAXED);
+    to_pool(p, h, s);
+}
+
+/* A slab of a heap being forgotten for a reset: to the pool empty, its
+ * objects unread, its mark of slots touched (high) kept. */
+static void forget_slab_kept(pk_pool *p, heap *h, slab *s) {
+    slab_forget_objects(s);
+    to_pool(p, h, s);
+}
+
+static void forget_all(pk_pool *p, void (*forget)(pk_pool *, heap *, slab *)) {
+    for (heap *h; (h = p->heaps) != NULL;) {
+        tc_slot *c = h->slot;
+        if (h->cur) forget(p, h, h->cur);
+        each_other_slab(p, h, forget);
+        p->heaps = h->next;
+        heap_clear(h, c);
+    }
+}
+
+void heap_forget_all(pk_pool *p) { forget_all(p, forget_slab); }
+void heap_forget_all_kept(pk_pool *p) { forget_all(p, forget_slab_kept); }
+
+/* The slab a reset keeps as h's spare: its spare, else its first other
+ * owned slab, off its list; NULL when h owns no slab but the current one. */
+static slab *spare_for_reset(heap *h) {
+    slab *s = h->spare;
+    if (s) {
+        h->spare = NULL;
+        return s;
+    }
+    slab_list *l = h->avail.head ? &h->avail : &h->full;
+    if ((s = l->head) != NULL) slab_list_remove(l, s);
+    return s;
+}
+
+void heap_reset_own(pk_pool *p, heap *h) {
+    ASSERT_POOL_LOCKED(p);
+    /* The heap keeps what any heap may keep with nothing out: its current
+     * slab and a spare (a request that used one more slab of the class
+     * uses it again at once); the rest goes to the pool, whose empty slabs
+     * go back after the purge delay. */
+    slab *spare = spare_for_reset(h);
+    each_other_slab(p, h, forget_slab_kept);
+    if (spare) {
+        slab_forget_objects(spare);
+        spare->list = SLAB_NOWHERE;
+        h->spare = spare;
+    }
+    if (h->cur) { /* installed, so used counts what its list holds: none now */
+        slab_forget_objects(h->cur);
+        list_set(h, NULL, 0);
+    }
+    /* What waited to go home to another slab went with the reset. */
+    h->pend_slab = NULL;
+    h->pend_head = h->pend_tail = NULL;
+    h->pend_n = 0;
+    h->synced = h->synced_high = 0;
+    h->allocs = h->frees = h->remote_frees = h->collected = h->pushed = 0;
+    __atomic_store_n(&h->slot->frees, 0, __ATOMIC_RELAXED);
+}
+
+
+/* The length of another thread's list of a pool the inline paths or the
+ * hardened lean path serve (they keep no count). Its thread may be changing
+ * the list, and the objects handed out from it, meanwhile: the walk reads
+ * only within the current slab (mapped for as long as the caller holds the
+ * pool's lock, which releasing a slab takes) and only slot starts, stops
+ * after the slab's capacity, and is exact when the thread is quiescent, as
+ * the contract asks for exact stats. Its reads race by design, so they are
+ * left out of ThreadSanitizer's view. */
+static NO_TSAN size_t racy_list_length(const pk_pool *p, const heap *h) {
+    const tc_list *l = h->list;
+    uintptr_t cur = tc_cur(l);
+    const slab *s = h->cur; /* records stay mapped while the pool holds the slab */
+    if (!cur || !s || (uintptr_t)s->base != (cur & ~(uintptr_t)(SLAB_BYTES - 1))) return 0;
+    size_t n = 0;
+    for (uintptr_t x = (uintptr_t)tc_head(l); x && n < s->capacity + hot_most(p); n++) {
+        if (slab_slot_index(s, (void *)x) < 0 && !hot_object(p, h, (const char *)x)) break;
+        uintptr_t v = *(volatile uintptr_t *)(x + p->link_off);
+        x = p->hardened ? link_decode(p, (void *)x, v) : v;
+    }
+    return n;
+}
+
+/* The used counts of the slabs heaps own, read racily like the lists. */
+static NO_TSAN size_t racy_owned_used(const pk_pool *p) {
+    size_t used = 0, left = p->slabs_total;
+    for (const slab *s = p->all; s; s = s->all_next) {
+        slab_walk_step(p, &left);
+        if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED)) used += *(volatile uint32_t *)&s->used;
+    }
+    return used;
+}
+
+void heap_sum(const pk_pool *p, heap_sums *out) {
+    bool uncounted = p->list_at != LIST_HEAP || p->hard.lean;
+    memset(out, 0, sizeof *out);
+    for (const heap *h = p->heaps; h; h = h->next) {
+        size_t listed = uncounted ? racy_list_length(p, h) : __atomic_load_n(&h->count, __ATOMIC_RELAXED);
+        out->idle += listed + __atomic_load_n(&h->pend_n, __ATOMIC_RELAXED);
+        out->resident += __atomic_load_n(&h->resident, __ATOMIC_RELAXED);
+        out->allocs += __atomic_load_n(&h->allocs, __ATOMIC_RELAXED);
+        out->remote_frees += __atomic_load_n(&h->remote_frees, __ATOMIC_RELAXED);
+        out->pending += (int64_t)(__atomic_load_n(&h->pushed, __ATOMIC_RELAXED) -
+                                  __atomic_load_n(&h->collected, __ATOMIC_RELAXED));
+    }
+    out->used = racy_owned_used(p);
+}
+
+void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
+    heap *kept = NULL;
+    for (heap *h = p->heaps, *next; h; h = next) {
+        next = h->next;
+        if (h->slot >= mine && h->slot < mine_end) {
+            kept = h;
+            continue;
+        }
+        /* Its thread is gone and may have been changing it: only the
+         * counters the pool's lock guards are read. */
+        p->heap_slabs -= h->slabs;
+        p->heap_bytes -= h->bytes;
+        p->allocs += h->allocs;
+    }
+    p->heaps = kept;
+    if (kept) kept->prev = kept->next = NULL;
+    if (kept && kept->pend_slab && __atomic_load_n(&kept->pend_slab->owner, __ATOMIC_RELAXED) != kept &&
+        __atomic_load_n(&kept->pend_slab->owner, __ATOMIC_RELAXED) != NULL) {
+        /* waiting for a slab about to be lost: its objects stay counted live */
+        kept->pend_slab = NULL;
+        kept->pend_head = kept->pend_tail = NULL;
+        kept->pend_n = 0;
+    }
+    /* The slabs of the heaps gone, found by the pool's list of all slabs
+     * (whose owner changes only under the pool's lock). */
+    size_t left = p->slabs_total;
+    for (slab *s = p->all; s; s = s->all_next) {
+        slab_walk_step(p, &left);
+        heap *o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+        if (o && o != kept) central_lose_slab(p, s);
+    }
+    /* A thread gone may have counted a push it had not made yet: the
+     * pending total is counted afresh from the lists themselves. */
+    int64_t pending = 0;
+    left = p->slabs_total;
+    for (slab *s = p->all; s; s = s->all_next) {
+        slab_walk_step(p, &left);
+        pending += (int64_t)central_count_remote(p, s);
+    }
+    if (kept) pending -= (int64_t)(kept->pushed - kept->collected);
+    p->remote_base = pending;
+}
+
+/* ---- The heap's identities (HEAP_VALIDATE). ---- */
+
+#define VALID(cond)                                                        \
+    do {                                                                   \
+        if (unlikely(!(cond))) assert_fail(__FILE__, __LINE__, #cond);     \
+    } while (0)
+
+static void owned_is_valid(const pk_pool *p, const heap *h, const slab *s, uint32_t list) {
+    VALID(s->pool == p && s->owner == h && s->list == list);
+    VALID(s->used <= s->bump && s->bump <= s->high && s->high <= s->capacity);
+    VALID(list != HEAP_FULL || s->bump == s->capacity);
+    VALID(list != HEAP_AVAIL || s->free || s->bump < s->capacity);
+    VALID(list != HEAP_CUR || !s->free);
+}
+
+bool heap_is_valid(const pk_pool *p, const heap *h) {
+    size_t slabs = 0, bytes = 0;
+    if (h->cur) {
+        owned_is_valid(p, h, h->cur, HEAP_CUR);
+        slabs++, bytes += h->cur->span;
+        VALID(tc_cur(h->list) == cur_word(p, h->cur));
+        /* The list as far as it is well formed: a link the program broke is
+         * the checks' to report (uninstall, the hardened paths), not an
+         * internal fault. */
+        size_t n = 0, hot = 0;
+        for (char *obj = tc_head(h->list); obj && n <= h->cur->capacity + hot_most(p); obj = (char *)link_load(p, obj)) {
+            long idx = slab_slot_index(h->cur, obj);
+            if (idx < 0 && hot_object(p, h, obj)) hot++;
+            else if (idx < 0 || (uint32_t)idx >= h->cur->bump) break;
+            n++;
+        }
+        VALID(hot <= hot_most(p) && n - hot <= h->cur->used);
+    } else {
+        VALID(!tc_head(h->list) && !tc_cur(h->list));
+    }
+    if (h->spare) {
+        VALID(h->spare->owner == h && h->spare->used == 0 && h->spare->list == SLAB_NOWHERE);
+        slabs++, bytes += h->spare->span;
+    }
+    const slab_list *lists[2] = {&h->avail, &h->full};
+    /* bounded by the heap's own count (the pool's changes under its lock,
+     * which this owner's check does not take) */
+    size_t left = h->slabs;
+    for (int l = 0; l < 2; l++) {
+        size_t n = 0;
+        const slab *prev = NULL;
+        for (const slab *s = lists[l]->head; s; prev = s, s = s->next) {
+            VALID(left-- > 0);
+            VALID(s->prev == prev);
+            owned_is_valid(p, h, s, l == 0 ? HEAP_AVAIL : HEAP_FULL);
+            n++, bytes += s->span;
+        }
+        VALID(n == lists[l]->count && lists[l]->tail == prev);
+        slabs += n;
+    }
+    VALID(slabs == h->slabs && bytes == h->bytes);
+    VALID(!h->pend_slab || (h->pend_slab->owner != h && h->pend_n > 0 && h->pend_n < REMOTE_BATCH));
+    return true;
+}

@@ -1,0 +1,74 @@
+/* Bulk calls (pk_pool_alloc_bulk, pk_pool_free_bulk): on pools with heaps,
+ * the single-object heap path in a loop (no lock unless a slab changes
+ * hands); on direct pools, the pool's lock once for the whole call.
+ *
+ * Invariants: as the single-object paths (pool_slow.c, heap.c).
+ */
+#include "pool/pool_internal.h"
+#include "base/sites.h"
+
+#include <errno.h>
+#include <string.h>
+
+size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
+    pool_check_live(p, "pk_pool_alloc_bulk", NULL);
+    if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
+    size_t i = 0;
+    uint64_t now = pool_purge_poll();
+    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
+    if (c) {
+        for (; i < n; i++)
+            if (!(objs[i] = heap_alloc(p, c, now))) break;
+    } else if (n) {
+        pool_lock_for_use(p, now);
+        size_t want = n;
+        if (p->limit) want = p->out >= p->limit ? 0 : want < p->limit - p->out ? want : p->limit - p->out;
+        void *list = NULL;
+        size_t got = want ? central_take(p, want, &list, true) : 0;
+        purge_tick(p, now);
+        POOL_VALIDATE(p);
+        pool_unlock(p);
+        /* As many as were taken: a slab list that held an object twice
+         * (a double free) may have linked this one into a loop. */
+        for (char *obj = list; obj && i < got; obj = (char *)link_load(p, obj)) objs[i++] = obj;
+    }
+    if (i < n) errno = ENOMEM;
+    for (size_t k = 0; k < i; k++) {
+        track_handout(p, objs[k]);
+        if (p->zero) memset(objs[k], 0, p->size);
+    }
+    return i;
+}
+
+static void null_given(pk_pool *p) {
+    error_report(PK_FATAL, "null pointer", p->name, NULL, "NULL given to pool '%s'", pool_name(p));
+}
+
+void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
+    pool_check_live(p, "pk_pool_free_bulk", n ? objs[0] : NULL);
+    if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
+    uint64_t now = pool_purge_poll();
+    tc_slot *c = p->cached ? tcache_slot(p) : NULL;
+    if (c || p->cached) {
+        for (size_t i = 0; i < n; i++) {
+            if (unlikely(!objs[i])) null_given(p);
+            slab *s = c ? free_slab_of(p, objs[i]) : check_free(p, objs[i]);
+            track_takeback(p, objs[i]);
+            if (c) free_checked(p, c, s, objs[i], now);
+            else remote_push_one(p, s, objs[i]); /* an exiting thread */
+        }
+        return;
+    }
+    if (!n) return;
+    pool_lock_for_use(p, now);
+    for (size_t i = 0; i < n; i++) {
+        if (unlikely(!objs[i])) null_given(p);
+        track_takeback(p, objs[i]);
+        if (p->debug) check_debug_free(p, objs[i]);
+        central_give(p, check_handed_out(p, objs[i], NULL), objs[i]);
+    }
+    if (options_purge_delay_ms() == 0) central_release(p, false);
+    purge_tick(p, now);
+    POOL_VALIDATE(p);
+    pool_unlock(p);
+}

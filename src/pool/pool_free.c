@@ -1,0 +1,203 @@
+/* Every free path but the inline ones (pool.h) and the short one
+ * (pool_free.h): mimalloc's free.c.
+ *
+ *   - heap path: the calling thread's heap. An object of its current slab
+ *     goes onto its list; of another slab it owns, onto that slab's own
+ *     list, the slab moving from full to avail, or, once its last object
+ *     is home, becoming the heap's spare (heap.c, heap_free_home); of a slab of a thread
+ *     gone (the pool's own), the heap adopts the slab first if it has
+ *     refilled since it last adopted one (else the object goes as a
+ *     remote free, below); of a slab
+ *     another heap owns, it gathers in a pending chain that goes home by
+ *     one atomic push per run (REMOTE_BATCH, remote.c), for the owner to
+ *     collect.
+ *   - an exiting thread (no heap): straight onto the slab's thread_free
+ *     (remote_push_one).
+ *   - direct pools (debug, a limit): under the pool's lock, onto the slab.
+ * Every pointer is checked before it is linked anywhere: against its
+ * slab's record (free_slab_of), or by the address map (check.c), which
+ * reports anything that is not a slot of the pool.
+ */
+#include "pool/pool_free.h"
+#include "pool/pool_valid.h"
+#include "pool/central.h"
+#include "pool/check.h"
+#include "pool/heap.h"
+#include "pool/remote.h"
+#include "pool/purge.h"
+#include "pool/pools.h"
+#include "pool/sweep.h"
+#include "pool/tcache.h"
+#include "base/sites.h"
+
+#include <string.h>
+
+slab *free_slab_of(pk_pool *p, void *obj) {
+    uintptr_t x = (uintptr_t)obj;
+    if (likely(region_holds(x))) {
+        slab *s = slab_of(x);
+        if (likely(__atomic_load_n(&s->pool, __ATOMIC_RELAXED) == p)) {
+            uintptr_t off = x - (uintptr_t)s->objects;
+            if (likely(off < s->extent && slot_on_grid(off, s->slot, s->recip))) return s;
+        }
+    }
+    return check_free(p, obj); /* reports it */
+}
+
+/* ---- Remote frees. ---- */
+
+static void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
+    BUMP(h->remote_frees, 1);
+    /* a thread that only frees has no refills: it tells the pool's peak
+     * estimate every REMOTE_BATCH frees instead */
+    if ((h->remote_frees & (REMOTE_BATCH - 1)) == 0) heap_note_peak(p, h);
+    if (h->pend_slab == s) {
+        if (unlikely(obj == h->pend_head)) check_report_double_free(p, obj);
+        link_store(p, obj, (uintptr_t)h->pend_head);
+        h->pend_head = obj;
+        BUMP(h->pend_n, 1);
+        if (h->pend_n >= REMOTE_BATCH) remote_flush(p, h);
+        return;
+    }
+    if (h->pend_slab) remote_flush(p, h);
+    h->pend_slab = s;
+    h->pend_head = h->pend_tail = obj;
+    BUMP(h->pend_n, 1);
+}
+
+/* ---- The owner's frees. ---- */
+
+/* A free into one of the pool's own slabs (its thread gone): the heap takes
+ * the slab, an ordinary owned slab from then on (its frees take the short
+ * path, its free slots serve the heap's next refills), if it has refilled
+ * since it last took one (heap.may_adopt). A thread that allocates from the
+ * pool so takes slabs no faster than it uses them; a thread that only frees
+ * (a main thread freeing what its exited workers left) would otherwise
+ * gather every slab it frees into and never collect the frees other threads
+ * make into them later, which only a refill does: slabs with no live object
+ * kept for the rest of its life. Its other frees are remote, and those
+ * slabs stay the pool's, for the next heap that needs a slab (which
+ * collects them) or the purge. */
+static bool adopt(pk_pool *p, heap *h, slab *s) {
+    h->may_adopt = false;
+    pool_lock(p);
+    bool mine = central_adopt(p, h, s);
+    if (mine) heap_take_slab(p, h, s);
+    POOL_VALIDATE(p);
+    pool_unlock(p);
+    return mine;
+}
+
+void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now) {
+    heap *h = heap_get(p, c);
+    void *head = tc_head(h->list);
+    /* the head of the thread's list freed again */
+    if (unlikely(obj == head)) check_report_double_free(p, obj);
+    if (s == h->cur) {
+        link_store(p, obj, (uintptr_t)head);
+        list_set(h, obj, h->count + 1);
+        return;
+    }
+    heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+    if (owner != h) {
+        if (owner || s->lost || !h->may_adopt || !adopt(p, h, s)) {
+            free_remote(p, h, s, obj);
+            return;
+        }
+    }
+    if ((!head || h->hot_room) && h->cur && !p->hardened) { /* HOT_FREES, HOT_LIST: hardened lists keep to the current slab */
+        if (head && --h->hot_room == 0) h->hot_bar = 0;
+        link_store(p, obj, (uintptr_t)head);
+        list_set(h, obj, h->count + 1);
+        return;
+    }
+    heap_free_home(p, h, s, obj, now);
+}
+
+/* ---- The hardened lean path (pool_slow.c says which pools take it). ---- */
+
+bool free_lean(pk_pool *p, heap *h, void *obj) {
+    /* An object of the current slab, on its grid, not the head: pushed
+     * encoded. The head freed again is reported here; anything else
+     * (another slab, a foreign or interior pointer) takes the heap path,
+     * which checks and reports. */
+    tc_list *l = h->list;
+    char *head = tc_head(l);
+    if (unlikely(obj == head && obj)) check_report_double_free(p, obj);
+    if (!hard_near(p, (uintptr_t)obj, tc_cur(l))) return false;
+    *(uintptr_t *)((char *)obj + p->link_off) = link_encode(p, obj, (uintptr_t)head);
+    __atomic_store_n(&l->head, obj, __ATOMIC_RELAXED); /* no count: as inline */
+    return true;
+}
+
+/* ---- Direct pools: the pool's lock on every call. ---- */
+
+void free_direct(pk_pool *p, void *obj, uint64_t now) {
+    track_takeback(p, obj);
+    pool_lock_for_use(p, now);
+    if (p->debug) check_debug_free(p, obj);
+    central_give(p, check_handed_out(p, obj, NULL), obj);
+    if (options_purge_delay_ms() == 0) central_release(p, false);
+    purge_tick(p, now);
+    POOL_VALIDATE(p);
+    pool_unlock(p);
+}
+
+/* ---- The dispatch: pk_pool_free's miss, and every free the library makes. ---- */
+
+void pool_free_generic(pk_pool *p, void *obj) {
+    tc_slot *c = tc_slot_of(p);
+    if (likely(obj && c->heap)) {
+        slab *s = free_slab_of(p, obj);
+        track_takeback(p, obj);
+        free_checked(p, c, s, obj, 0);
+        return;
+    }
+    c = p->cached && obj ? tcache_slot(p) : NULL;
+    if (!c) {
+        if (p->cached && obj) { /* an exiting thread: no heap, so home at once */
+            slab *s = check_free(p, obj);
+            track_takeback(p, obj);
+            remote_push_one(p, s, obj);
+            return;
+        }
+        pool_check_live(p, "pk_pool_free", obj);
+        if (unlikely(!obj))
+            error_report(PK_FATAL, "null pointer", p->name, obj, "NULL given to pool '%s'", pool_name(p));
+        free_direct(p, obj, pool_purge_poll());
+        return;
+    }
+    slab *s = check_free(p, obj);
+    track_takeback(p, obj);
+    free_checked(p, c, s, obj, 0);
+}
+
+static PK_NOINLINE void free_captured(pk_pool *p, void *obj, void *caller) {
+    sites_capture(caller);
+    pool_free_generic(p, obj);
+}
+
+static PK_NOINLINE void free_dispatch(pk_pool *p, void *obj, void *caller) {
+    heap *h = tc_slot_of(p)->heap;
+    if (p->hard.lean && h && free_lean(p, h, obj)) return;
+    if (unlikely(p->debug)) {
+        free_captured(p, obj, caller);
+        return;
+    }
+    pool_free_generic(p, obj);
+}
+
+void pk__pool_free_slow(pk_pool *p, void *obj) {
+    if (likely(free_short(slot_of_handle(p), obj, 0, false))) return;
+    free_dispatch(p, obj, __builtin_return_address(0));
+}
+
+void pk__pool_free_other(void *c, void *obj, uintptr_t cur, pk_pool *p) {
+    if (likely(free_short(c, obj, cur, true))) return;
+    free_dispatch(p, obj, __builtin_return_address(0));
+}
+
+void pool_free_at(pk_pool *p, void *obj, void *caller) {
+    if (likely(free_short(slot_of_handle(p), obj, 0, false))) return;
+    free_dispatch(p, obj, caller);
+}

@@ -1,0 +1,113 @@
+/* pool_free.c (and the short path below): which path each free takes. The
+ * owner's free of an object of another of its slabs (its slab's state
+ * changes: heap.c), the heap's, frees into another heap's slab (pending
+ * chains, pushed by remote.c), and direct pools' frees. pool_slow.c only
+ * dispatches to them. */
+#ifndef POOLKIT_POOL_FREE_H
+#define POOLKIT_POOL_FREE_H
+
+#include "pool/harden.h"
+#include "pool/heap.h"
+
+/* The calling thread's slot for the pool at handle p, from the handle's
+ * bits as pool.h finds it (reads nothing of the pool's record). */
+static inline tc_slot *slot_of_handle(const pk_pool *p) {
+    uintptr_t key_bits = (((uintptr_t)1 << PK__KEY_BITS) - 1) << PK__SLOT_SHIFT;
+    return (tc_slot *)(pk__tc_table + (((uintptr_t)p >> (PK__RECORD_SHIFT - PK__SLOT_SHIFT)) & key_bits));
+}
+
+/* The short path's body, once s, the record of the slab whose place holds
+ * obj, is found (its region is mapped): the owner's free into one of its
+ * slabs that is not the current one, on a plain pool (tc_slot.low 0) or a
+ * hardened one the inline paths serve (its link encoded with the slot's
+ * secret: harden.h, LINK ENCODING). The record says who owns the slab and
+ * where its slots lie (the pointer must start one: slab_has_slot), so the
+ * owner's check needs neither the address map nor the pool's record; a
+ * slab the heap adopted from a thread gone is one of its slabs like any
+ * other. The object goes onto its own slab's list, as mimalloc's free
+ * pushes onto its page's: a push and a count, no list move. FREE_DONE if
+ * done; on a plain pool, FREE_EDGE for a free that changes lists (its slab
+ * was full, or empties) or gives the slab list's head again, which the
+ * caller sends to heap_free_owned with the slab found; FREE_LIBRARY for
+ * anything else, which the library's paths check and report. plain: known
+ * plain, with a current slab (cur set). */
+enum { FREE_LIBRARY, FREE_DONE, FREE_EDGE };
+static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
+    heap *h = c->heap;
+    uintptr_t x = (uintptr_t)obj;
+    /* owner first: only a slab's owner reads its other fields here */
+    if (unlikely(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h) || unlikely(!slab_has_slot(s, x)))
+        return FREE_LIBRARY;
+    if (plain) {
+        /* HOT_FREES: the list is empty (its slab used up), so the next
+         * allocation takes this object while it is in cache, and no slab
+         * changes hands for it; HOT_LIST: onto a list that is not empty
+         * too, while the heap's budget lasts (hot_bar, one compare as the
+         * test for an empty list). */
+        void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+        if ((uintptr_t)head <= h->hot_bar) {
+            if (head) {
+                if (unlikely(obj == head)) return FREE_LIBRARY; /* freed again: reported */
+                if (--h->hot_room == 0) h->hot_bar = 0;
+            }
+            *(void **)obj = head;
+            __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
+            return FREE_DONE;
+        }
+        if (unlikely(obj == head)) return FREE_LIBRARY; /* freed again: reported */
+    }
+    void *f = s->free;
+    uint32_t used = s->used;
+    /* a full slab (no free list: it moves to avail), the last object home
+     * (the slab empties), the list's head given again (reported) */
+    if (unlikely(!f) || unlikely(used <= 1) || unlikely(obj == f)) return plain ? FREE_EDGE : FREE_LIBRARY;
+    uintptr_t secret = c->secret;
+    *(uintptr_t *)obj = plain || !secret ? (uintptr_t)f : link_encode_with(secret, obj, (uintptr_t)f);
+    s->free = obj;
+    s->used = used - 1;
+    c->frees++; /* the owner's only; read by it, or by another thread once it is quiescent */
+    return FREE_DONE;
+}
+
+/* The short path: the owner's free of an object of one of its slabs that
+ * is not the current one (free_into_slab), after the region map says a
+ * region lies at the address, so that its record, found by masking
+ * (region.h), may be read. cur: the slot's current slab word; callers with
+ * none (hardened pools: 0) ask the map of every pointer, NULL and low
+ * addresses included; plain callers have one, and the map is read only
+ * for objects of other regions than its slab's. */
+static inline bool free_short(tc_slot *c, void *obj, uintptr_t cur, bool plain) {
+    uintptr_t x = (uintptr_t)obj;
+    /* plain pools (low 0) store links as they are, hardened ones whose
+     * inline paths the slot serves (secret set) encode them (harden.h);
+     * the others have something to do per object, in the library */
+    if (!plain && unlikely(!c->heap || (c->low && !c->secret))) return false;
+    if ((!plain || ((x ^ cur) >> REGION_SHIFT) != 0) && unlikely(!region_holds(x))) return false;
+    slab *s = slab_of(x);
+    int done = free_into_slab(c, s, obj, plain);
+    if (done == FREE_EDGE) heap_free_owned(c->heap, s, obj);
+    return done != FREE_LIBRARY;
+}
+
+/* A free by a thread with a heap for p in slot c, obj already checked to
+ * be a slot of s; now: the time if the caller read it, else 0 (read only if
+ * a slab goes back to the pool). */
+void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now);
+/* The slab of pool p whose slot starts at obj, from its record, or the
+ * address map's report. */
+slab *free_slab_of(pk_pool *p, void *obj);
+/* The hardened lean path's free: obj, of h's current slab, on its grid and
+ * not the head, pushed encoded (true); the head freed again reported;
+ * false for anything else. */
+bool free_lean(pk_pool *p, heap *h, void *obj);
+/* Every free the inline paths and the short path do not serve, any pool
+ * (also fastpath.c's pk_pool_free where the header has no inline path). */
+void pool_free_generic(pk_pool *p, void *obj);
+/* pk__pool_free_slow for a caller that wraps it (the size-class front
+ * end): caller is the user's call site, which debug pools record. */
+void pool_free_at(pk_pool *p, void *obj, void *caller);
+/* Direct pools: obj (not NULL, the pool live) back to its slab, under the
+ * pool's lock (taken here). */
+void free_direct(pk_pool *p, void *obj, uint64_t now);
+
+#endif

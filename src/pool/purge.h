@@ -1,0 +1,24 @@
+/* purge.c: when memory goes back, and the rules a pool's tick applies
+ * (policy.h, PURGE_INTERVAL_MS). */
+#ifndef POOLKIT_PURGE_H
+#define POOLKIT_PURGE_H
+
+#include "pool/pool_types.h"
+
+/* pool_purge_poll (sweep.h) runs the sweeps on the library's calls and
+ * returns the time it read, which its callers pass down to the ticks. */
+/* A call for the pool's own work, at now (read before the lock): what was
+ * idle for the purge delay before it goes back first, then now is the
+ * pool's last use. Caller holds the lock. */
+void purge_note_use(pk_pool *p, uint64_t now);
+/* The pool's purge tick: if the pool has had no call of its own for the
+ * purge delay, every empty slab goes back to the system now; otherwise,
+ * once per interval, slabs empty since the last tick go back. Runs on the
+ * pool's calls and on sweeps; caller holds the lock. */
+void purge_tick(pk_pool *p, uint64_t now);
+/* The lock for a call for the pool's own work. */
+static inline void pool_lock_for_use(pk_pool *p, uint64_t now) {
+    pool_lock(p);
+    purge_note_use(p, now);
+}
+#endif

@@ -1,0 +1,211 @@
+/* Thread tables: a slot and a heap record per pool for each thread.
+ *
+ Fast path protocol (pool.h): each thread's table pointer is initial-exec
+ * TLS (pk__tc_table); a pool's slot is at a fixed byte offset (its key
+ * times the slot size) in every table, and its key is the index of its record in the
+ * records' area (pool.c), so the inline paths find the slot from the
+ * pool's handle. A table is a reservation of TABLE_KEYS slots,
+ * followed by TABLE_KEYS heap records (heap.c), that the system backs a
+ * page at a time as keys are used, so it never moves and the inline paths
+ * need no bound check. A thread that has not registered points at
+ * `unregistered`, a shared table whose slots stay all zero: no list, no
+ * current slab, so its first alloc or free goes to the slow path, which
+ * registers it. A pool with no heaps (debug, a limit) never has its slot
+ * set up, and key 0 is never given out.
+ *
+ * Only its own thread writes a slot or a heap while the thread runs, with
+ * plain loads and stores: no lock, no atomic instruction. Other threads
+ * read them only under the registry lock (stats), and change them only when
+ * the owner is quiescent for that pool (destroy and visit take its
+ * objects), as the contract requires.
+ *
+ * A thread registers on its first slow path; at exit its pthread key
+ * destructor gives every heap back to its pool, and later calls on that
+ * thread bypass the heaps.
+ */
+#include "pool/tcache.h"
+
+#include <pthread.h>
+#include <string.h>
+
+_Static_assert(TABLE_KEYS == (size_t)1 << PK__KEY_BITS, "a handle's key bits index the whole table");
+
+#define SLOTS_BYTES ((size_t)TABLE_KEYS * sizeof(tc_slot))
+#define TABLE_BYTES (SLOTS_BYTES + (size_t)TABLE_KEYS * sizeof(heap))
+
+typedef struct thread_rec {
+    struct thread_rec *prev, *next;
+    tc_slot *slots; /* the thread's table */
+} thread_rec;
+
+enum { THREAD_NEW, THREAD_LIVE, THREAD_EXITING };
+
+/* The table of threads that have not registered (or have exited). Only
+ * ever read, and all zero: the inline paths write a slot only after finding
+ * an object on its list or its current slab matching. */
+static tc_slot unregistered[TABLE_KEYS];
+
+__thread char *pk__tc_table __attribute__((tls_model("initial-exec"), aligned(64))) = (char *)unregistered;
+static __thread thread_rec *self __attribute__((tls_model("initial-exec")));
+static __thread int state __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
+static thread_rec *threads, *spare_recs;
+/* Under the registry lock: the pool with heaps of each key (NULL when
+ * none), keys below key_high. */
+static pk_pool *key_pool[TABLE_KEYS];
+static size_t key_high = 1;
+/* Under the registry lock: a table kept ready for the next thread (made when
+ * a pool is created, or left by a thread that exited), so a new thread's
+ * first calls ask the system for nothing (pk_pool_reserve's promise). */
+static tc_slot *stock;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+void tcache_registry_lock(void) { pthread_mutex_lock(&registry); }
+void tcache_registry_unlock(void) { pthread_mutex_unlock(&registry); }
+
+static void rec_stock(void);
+
+/* Caller holds the registry lock. */
+static void table_stock(void) {
+    if (!stock) stock = os_map(TABLE_BYTES, 0);
+}
+
+/* What a thread's exit does with each of its heaps (the heap layer's, given
+ * at attach: one for every pool). */
+static void (*heap_exit)(pk_pool *p, tc_slot *c);
+
+void tcache_attach(pk_pool *p, void (*on_exit)(pk_pool *p, tc_slot *c)) {
+    pthread_mutex_lock(&registry);
+    heap_exit = on_exit;
+    fork_test_point(HOOK_REGISTRY, &registry);
+    rec_stock(); /* so the next thread to use a pool need not map a page */
+    table_stock();
+    key_pool[p->key] = p;
+    if (p->key >= key_high) __atomic_store_n(&key_high, p->key + 1, __ATOMIC_RELAXED); /* the fault handler reads it */
+    pthread_mutex_unlock(&registry);
+}
+
+void tcache_detach(pk_pool *p) {
+    if (!p->cached) return;
+    for (thread_rec *t = threads; t; t = t->next) memset(&t->slots[p->key], 0, sizeof(tc_slot));
+    key_pool[p->key] = NULL;
+    p->cached = false;
+}
+
+heap *tcache_heap(size_t key) { return (heap *)((char *)tc_table + SLOTS_BYTES) + key; }
+
+bool tcache_table_range(const tc_slot **lo, const tc_slot **hi) {
+    if (state != THREAD_LIVE) return false;
+    *lo = tc_table;
+    *hi = tc_table + TABLE_KEYS;
+    return true;
+}
+
+/* Thread exit: the heap's slabs go back to the pool and the slot is
+ * forgotten; caller holds the registry lock (which keeps the pool alive). */
+static void give_back(pk_pool *p, tc_slot *c) {
+    if (c->heap) heap_exit(p, c);
+    memset(c, 0, sizeof *c);
+}
+
+static void thread_exit(void *arg) {
+    thread_rec *rec = arg;
+    state = THREAD_EXITING;
+    pthread_mutex_lock(&registry);
+    for (size_t k = 1; k < key_high; k++)
+        if (key_pool[k]) give_back(key_pool[k], &tc_table[k]);
+    if (rec->prev) rec->prev->next = rec->next;
+    else threads = rec->next;
+    if (rec->next) rec->next->prev = rec->prev;
+    rec->next = spare_recs;
+    spare_recs = rec;
+    tc_slot *mine = tc_table;
+    pk__tc_table = (char *)unregistered;
+    if (!stock) { /* every slot and heap was cleared above; slot 0 was never set up */
+        memset(mine, 0, sizeof *mine);
+        stock = mine;
+    } else {
+        os_unmap(mine, TABLE_BYTES);
+    }
+    pthread_mutex_unlock(&registry);
+    self = NULL;
+}
+
+/* Thread records come from pages carved into several and are recycled when
+ * threads exit, so a new thread's first call seldom asks the system for a
+ * page. Caller holds the registry lock. */
+static void rec_stock(void) {
+    if (spare_recs) return;
+    size_t page = os_page_size(), bytes = align_up(sizeof(thread_rec), 64);
+    char *mem = os_map(page, 0);
+    if (!mem) return;
+    for (size_t off = 0; off + bytes <= page; off += bytes) {
+        thread_rec *r = (thread_rec *)(mem + off);
+        r->next = spare_recs;
+        spare_recs = r;
+    }
+}
+
+static void make_exit_key(void) { pthread_key_create(&exit_key, thread_exit); }
+
+static bool thread_register(void) {
+    pthread_once(&exit_key_once, make_exit_key);
+    pthread_mutex_lock(&registry);
+    rec_stock();
+    table_stock();
+    thread_rec *rec = spare_recs;
+    if (!rec || !stock) {
+        pthread_mutex_unlock(&registry);
+        return false;
+    }
+    spare_recs = rec->next;
+    memset(rec, 0, sizeof *rec);
+    rec->slots = stock;
+    stock = NULL;
+    rec->next = threads;
+    if (threads) threads->prev = rec;
+    threads = rec;
+    pk__tc_table = (char *)rec->slots;
+    pthread_mutex_unlock(&registry);
+    self = rec;
+    state = THREAD_LIVE;
+    pthread_setspecific(exit_key, rec);
+    return true;
+}
+
+tc_slot *tcache_slot(pk_pool *p) {
+    if (unlikely(state != THREAD_LIVE) && (state == THREAD_EXITING || !thread_register()))
+        return NULL;
+    return &tc_table[p->key];
+}
+
+size_t tcache_keys_used(void) { return __atomic_load_n(&key_high, __ATOMIC_RELAXED); }
+
+size_t tcache_live_threads(void) {
+    size_t n = 0;
+    pthread_mutex_lock(&registry);
+    for (thread_rec *t = threads; t; t = t->next) n++;
+    pthread_mutex_unlock(&registry);
+    return n;
+}
+
+/* In a fork child only the forking thread exists. The others may have been
+ * inside a fast or slow path, their slots and heaps half-changed, so nothing
+ * may follow them: their records go (the pools dropped their heaps first,
+ * pools_fork_child), their tables stay mapped, unused. */
+void tcache_fork_child(void) {
+    thread_rec *keep = NULL;
+    for (thread_rec *t = threads, *next; t; t = next) {
+        next = t->next;
+        if (t == self) {
+            keep = t;
+            continue;
+        }
+        t->next = spare_recs;
+        spare_recs = t;
+    }
+    threads = keep;
+    if (keep) keep->prev = keep->next = NULL;
+}
