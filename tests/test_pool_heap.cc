@@ -163,6 +163,57 @@ TEST(PoolHeap, AFreeIntoAnotherSlabGoesToTheNextAllocationOnlyWhenTheListIsEmpty
     EXPECT_EQ(stats_of(p.get()).live, 0u);
 }
 
+/* When the list runs out, the heap refills from the slab its thread last
+ * freed into (its list starts with the object freed last, still in cache),
+ * not from the front of its slabs with free slots (the slab that left full
+ * first): heap.c, next_slab. */
+TEST(PoolHeap, ARefillTakesTheSlabFreedIntoLast) {
+    PoolPtr p = make_pool(64);
+    const size_t per_slab = (size_t(1) << kBlockShift) / 64;
+    std::vector<void *> objs = alloc_n(p.get(), 3 * per_slab); /* three slabs, the third used up */
+    ASSERT_EQ(distinct_blocks(objs), 3u);
+    void *a = objs[2], *c = objs[3], *d = objs[4], *b = objs[per_slab + 3];
+    ASSERT_EQ(block_of(a), block_of(objs[0]));
+    ASSERT_EQ(block_of(b), block_of(objs[per_slab]));
+    pk_pool_free(p.get(), a); /* the list is empty: a onto it (HOT_FREES) */
+    pk_pool_free(p.get(), c); /* the first slab leaves full */
+    pk_pool_free(p.get(), b); /* the second leaves full after it: the front of the slabs with free slots */
+    pk_pool_free(p.get(), d); /* the first slab again: the slab freed into last */
+    void *x = pk_pool_alloc(p.get()), *y = pk_pool_alloc(p.get()), *z = pk_pool_alloc(p.get());
+    EXPECT_EQ(x, a) << "the list's object first";
+    EXPECT_EQ(y, d) << "then the slab freed into last, from the object freed last";
+    EXPECT_EQ(z, c);
+    objs[2] = x;
+    objs[4] = y;
+    objs[3] = z;
+    objs.erase(objs.begin() + static_cast<std::ptrdiff_t>(per_slab + 3)); /* b, freed */
+    free_all(p.get(), objs);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+/* The same when the free last made leaves its slab full (the library's
+ * path, heap_free_home). */
+TEST(PoolHeap, ARefillTakesTheSlabThatLeftFullLast) {
+    PoolPtr p = make_pool(64);
+    const size_t per_slab = (size_t(1) << kBlockShift) / 64;
+    std::vector<void *> objs = alloc_n(p.get(), 3 * per_slab);
+    ASSERT_EQ(distinct_blocks(objs), 3u);
+    void *a = objs[2], *c = objs[3], *d = objs[4], *b = objs[per_slab + 3];
+    pk_pool_free(p.get(), a); /* onto the empty list */
+    pk_pool_free(p.get(), c); /* the first slab leaves full */
+    pk_pool_free(p.get(), d); /* onto its own list */
+    pk_pool_free(p.get(), b); /* the second slab leaves full: freed into last */
+    void *x = pk_pool_alloc(p.get()), *y = pk_pool_alloc(p.get());
+    EXPECT_EQ(x, a);
+    EXPECT_EQ(y, b) << "the slab freed into last";
+    objs[2] = x;
+    objs[per_slab + 3] = y;
+    objs.erase(objs.begin() + 4); /* d, freed */
+    objs.erase(objs.begin() + 3); /* c, freed */
+    free_all(p.get(), objs);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
 /* The object freed onto the empty list (HOT_FREES) is an object of another
  * slab on the thread's list: a trim, which walks the list home, sends it to
  * its own slab rather than reporting it, and the counts stay exact. */

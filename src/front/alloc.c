@@ -374,10 +374,10 @@ static PK_NOINLINE void class_free_edge(tc_slot *c, slab *s, void *ptr) {
  * object of another slab the thread owns, the short path with the record in
  * hand (pool_free.h, free_into_slab), as the typed pool's own miss takes it,
  * unless the call comes from inside the library (see "Re-entry": it
- * waits). Everything else goes on to free_slow. (Trying first the slot
- * of the class freed into last made a run of one class's frees as fast as
- * the typed pool's, but cost programs that free mixed sizes 15-20%: the
- * guess fails half the time, and each failure is a mispredicted branch.) */
+ * waits). Everything else goes on to free_slow. No guess of the class
+ * (the one freed into last, say) comes first: with mixed sizes it fails
+ * about half the time, a mispredicted branch each (docs/alloc.md, "How
+ * fast"). */
 void pk_free(void *ptr) {
     uintptr_t x = (uintptr_t)ptr;
     if (unlikely(!region_holds(x))) {

@@ -54,7 +54,8 @@ typedef struct slab {
     uint32_t used;            /* slots outside the slab */
     uint32_t grid_limit;      /* slab_has_slot's bound; 0 sends every pointer to the library */
     char *objects;            /* slot 0: base, or past a debug pool's live bits */
-    uintptr_t extent;         /* capacity * slot: a slot's offset from objects is below */
+    uint32_t table_slot;      /* slab_geometry's, copied: pk_free reads it with the owner's
+                                 fields, one line of the record */
     uint64_t recip;           /* the pool's geometry's (slot_on_grid); 0 past 4 GiB slots */
     struct pk_pool *pool;
     uint64_t grid_mul;        /* slab_has_slot's multiplier */
@@ -70,7 +71,7 @@ typedef struct slab {
     uint32_t bump;            /* slots handed out since the slab was last empty */
     uint32_t high;            /* the most bump has been: slots ever touched */
     uint32_t list;            /* slab_list_id */
-    uint32_t table_slot;      /* slab_geometry's, copied: pk_free's fast path reads it here */
+    uintptr_t extent;         /* capacity * slot: a slot's offset from objects is below */
     uint32_t empty_tick;      /* the pool's purge tick when the slab last became empty */
     bool guarded;             /* its last page is a no-access guard page */
     bool lost;                /* on SLAB_LOST (fork child): set once, never cleared */
@@ -81,6 +82,8 @@ typedef struct slab {
 } slab;
 _Static_assert(sizeof(slab) <= RECORD_BYTES, "a slab's record fits its place in the region's header");
 _Static_assert(offsetof(slab, thread_free) == 64, "the owner's fields fill the record's first line");
+_Static_assert(offsetof(slab, table_slot) < 64 && offsetof(slab, owner) < 64 && offsetof(slab, grid_mul) < 64,
+               "pk_free's reads of the record share its first line");
 
 /* count is stored with relaxed atomics: a heap reads a pool's counts
  * without the lock, as a hint of whether the pool has a slab for it. */

@@ -76,6 +76,7 @@ static void count_in(const pk_pool *p, heap *h, const slab *s) {
 }
 
 static void count_out(const pk_pool *p, heap *h, const slab *s) {
+    if (h->warm == s) h->warm = NULL; /* it names an owned slab only (next_slab) */
     h->slabs--;
     h->bytes -= s->span;
     BUMP(h->resident, -slab_touched(p, s));
@@ -207,9 +208,12 @@ void heap_free_home(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) {
     if (s->used == 0) {
         slab_list_remove(s->list == HEAP_FULL ? &h->full : &h->avail, s);
         heap_slab_emptied(p, h, s, now);
-    } else if (s->list == HEAP_FULL) {
-        slab_list_remove(&h->full, s);
-        slab_list_push(&h->avail, s, HEAP_AVAIL);
+    } else {
+        if (s->list == HEAP_FULL) {
+            slab_list_remove(&h->full, s);
+            slab_list_push(&h->avail, s, HEAP_AVAIL);
+        }
+        h->warm = s;
     }
 }
 
@@ -259,17 +263,30 @@ static bool pool_has_slab(const pk_pool *p) {
 /* Whether allocating from s would touch memory touched before. */
 static bool has_touched_free(const slab *s) { return s->free || s->bump < s->high; }
 
-/* The next slab to allocate from, owned and on no list: the spare, one of
- * the heap's own with free slots (the front of avail), a full one whose
- * remote frees came in, or one from the pool. With may_map false only
- * slabs with free slots in memory touched before, with may_map true any,
- * a new one last. NULL (with ENOMEM if may_map) when there is none. The
- * avail list keeps slabs with freed slots at the front and those with only
- * fresh ones at the back. */
+/* The next slab to allocate from, owned and on no list: the spare, the
+ * slab the owner last freed into (warm) if it is on avail, one of the
+ * heap's own with free slots (the front of avail), a full one whose remote
+ * frees came in, or one from the pool. With may_map false only slabs with
+ * free slots in memory touched before, with may_map true any, a new one
+ * last. NULL (with ENOMEM if may_map) when there is none. The avail list
+ * keeps slabs with freed slots at the front and those with only fresh ones
+ * at the back. The warm slab first: its list's head is the object freed
+ * last, still in cache, and the next ones were freed not long before; the
+ * front of avail is the slab that left full first, whose frees may be long
+ * cold. Random replacement over a live set that outgrows the cache (a
+ * free, then an allocation, of random sizes) so reuses what it just freed,
+ * as a free list per page does (docs/results.md, "Random replacement"). */
 static slab *next_slab(pk_pool *p, heap *h, bool may_map, uint64_t now) {
     slab *s = h->spare;
     if (s) {
         h->spare = NULL;
+        return s;
+    }
+    s = h->warm;
+    h->warm = NULL;
+    if (s && s->list == HEAP_AVAIL && s->free) {
+        PK_ASSERT_INTERNAL(s->owner == h);
+        slab_list_remove(&h->avail, s);
         return s;
     }
     s = h->avail.head;

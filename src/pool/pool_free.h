@@ -63,6 +63,7 @@ static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
     if (unlikely(!f) || unlikely(used <= 1) || unlikely(obj == f)) return plain ? FREE_EDGE : FREE_LIBRARY;
     uintptr_t secret = c->secret;
     *(uintptr_t *)obj = plain || !secret ? (uintptr_t)f : link_encode_with(secret, obj, (uintptr_t)f);
+    h->warm = s;
     s->free = obj;
     s->used = used - 1;
     c->frees++; /* the owner's only; read by it, or by another thread once it is quiescent */

@@ -153,6 +153,9 @@ typedef struct heap {
      * an empty list only). One compare, as the test for an empty list. */
     uintptr_t hot_bar;
     size_t hot_room;
+    struct slab *warm;         /* the owned slab its owner last freed an object into, left
+                                  on its list, or NULL: next_slab's first pick; cleared when
+                                  the slab leaves the heap (count_out) */
     uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
 } heap;
 
