@@ -110,7 +110,7 @@ def check_tree(src):
         mine = module(path)
         graph.setdefault(mine, set())
         for inc in INCLUDE.findall(text):
-            if "/" not in inc or inc.startswith("."):
+            if "/" not in inc or inc.startswith(".") or os.path.normpath(inc) != inc:
                 errors.append(f'src/{path}: #include "{inc}": name the folder ("layer/file.h")')
                 continue
             if not os.path.isfile(os.path.join(src, inc)):
@@ -151,7 +151,7 @@ def check_objects(objects, rank, names, nm):
             name, kind = fields[0], fields[1]
             if kind == "U":
                 used.setdefault(path, set()).add(name)
-            elif kind in "TDBRCVWG":
+            elif kind in "TDBRCVWGiu":
                 defined[name] = path
     for path, syms in sorted(used.items()):
         for name in sorted(syms):
@@ -206,23 +206,27 @@ def self_test(src):
     files = sources(src)
     low_c = next(p for p in files if p.startswith(folders[0] + "/") and p.endswith(".c"))
     high_h = [p for f in folders for p in files if p.startswith(f + "/") and p.endswith(".h")][-1]
-    # A cycle: a header that includes its includer's header back.
+    # A cycle: a header that includes another of its own folder, made to be
+    # included back (within one folder, so only the cycle check can see it).
     pair = None
     for path in sources(src):
         if not path.endswith(".h"):
             continue
         with open(os.path.join(src, path)) as f:
             for inc in INCLUDE.findall(f.read()):
-                if inc.endswith(".h") and module(inc) != module(path):
+                if inc.endswith(".h") and module(inc) != module(path) and \
+                        inc.split("/")[0] == path.split("/")[0]:
                     pair = (inc, path)
                     break
         if pair:
             break
+    # Each mutation and the words its error must have (the check that
+    # catches it, not another one).
     mutations = [
-        ("an upward include", low_c, f'#include "{high_h}"\n'),
-        ("an include cycle", pair[0], f'#include "{pair[1]}"\n'),
-        ("a bare include", low_c, '#include "internal.h"\n'),
-        ("a folder off the map", None, None),
+        ("an upward include", low_c, f'#include "{high_h}"\n', "is above"),
+        ("an include cycle", pair[0], f'#include "{pair[1]}"\n', "around a cycle"),
+        ("a bare include", low_c, '#include "internal.h"\n', "name the folder"),
+        ("a folder off the map", None, None, "is not in src/layers.txt"),
     ]
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -231,7 +235,7 @@ def self_test(src):
         if run(copy, None):
             print("self-test: the unmutated copy fails:", *run(copy, None), sep="\n  ")
             return 1
-        for what, path, line in mutations:
+        for what, path, line, words in mutations:
             trial = os.path.join(tmp, "trial")
             shutil.copytree(copy, trial)
             if path is None:
@@ -244,7 +248,7 @@ def self_test(src):
                     text = f.read()
                 with open(target, "w") as f:
                     f.write(line + text)
-            errors = run(trial, None)
+            errors = [e for e in run(trial, None) if words in e]
             if errors:
                 print(f"self-test: {what} ({path or 'src/stray/'}) caught: {errors[0]}")
             else:

@@ -122,7 +122,7 @@ const Case kCases[] = {
     {HOOK_ERROR_HANDLER, "the error handler's lock (error.c handler_lock)",
      [] { pk_set_error_handler(nullptr, nullptr); }},
     /* stopping a purge that does not run: the lock, no thread */
-    {HOOK_PURGE_CONTROL, "the background purge's control lock (purge.c control)",
+    {HOOK_PURGE_CONTROL, "the background purge's control lock (sweep.c control)",
      [] { pk_set_background_purge(0); }},
     /* a class no other case uses: its pool is made under the lock */
     {HOOK_ALLOC_CLASSES, "the size classes' lock (alloc.c class_lock)", [] { pk_free(pk_alloc(7000)); }},

@@ -286,7 +286,7 @@ PKTEST_CHILD(BackgroundCallStartsAndStopsOneThread) {
  * The first fork follows the purge thread's start at once: under
  * AddressSanitizer, whose allocator takes no lock at fork, a child forked
  * while the thread was still in the runtime's start (which frees) would
- * wait forever on the lock it held (purge.c returns from the start only
+ * wait forever on the lock it held (sweep.c returns from the start only
  * once the thread runs its own code). */
 constexpr bool kNoThreadInForkChild = PKTEST_TSAN;
 

@@ -307,7 +307,7 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * Define PK_NO_INLINE before including this header to call the library's
  * exported functions instead.
  */
-#define PK_POOL_ABI 7
+#define PK_POOL_ABI 8
 #define PK__RECORD_SHIFT 12 /* pool records are 4096 bytes apart */
 #define PK__KEY_BITS 16     /* in an area of 65,536 of them */
 #define PK__SLOT_SHIFT 6    /* 64-byte slots */

@@ -175,7 +175,7 @@ bool options_hardened(void);
 /* How long memory no pool uses stays mapped, in ms (pk_set_purge_delay). */
 long options_purge_delay_ms(void);
 /* POOLKIT_BACKGROUND_PURGE=1, or pk_set_background_purge: whether the
- * background purge is wanted (purge.c); the call stores what it set. */
+ * background purge is wanted (sweep.c); the call stores what it set. */
 bool options_background_purge(void);
 void options_set_background_purge(bool on);
 /* The call that starts or stops the background purge (sweep.c registers
@@ -283,7 +283,7 @@ typedef enum hook_point {
     HOOK_RETAINED,      /* retain.c retain_lock: retained memory looked up */
     HOOK_ADDRESS_MAP,   /* region.c lock: a slab being placed and recorded */
     HOOK_ERROR_HANDLER, /* error.c handler_lock: the handler being set */
-    HOOK_PURGE_CONTROL, /* purge.c control: the background purge set */
+    HOOK_PURGE_CONTROL, /* sweep.c control: the background purge set */
     HOOK_ALLOC_CLASSES, /* alloc.c class_lock: a size class's pool being made */
     HOOK_LARGE_BLOCKS,  /* alloc_large.c large_lock: a mapped block recorded */
     HOOK_POINTS

@@ -149,7 +149,7 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
 /* The tick interval, for a delay d > 0: half the delay (at least 1 ms).
  * Each pool ticks at most once per interval on its own calls, and once per
  * interval process-wide any call that reaches the library sweeps every
- * shared pool and the retained memory (purge.c).
+ * shared pool and the retained memory (sweep.c).
  *
  * The rules a tick applies (central.c):
  * - Remote frees waiting on the pool's own slabs (those of threads that
@@ -168,7 +168,7 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * moment the slab's last object comes home by its own frees. */
 #define PURGE_INTERVAL_MS(d) ((d) / 2 > 0 ? (d) / 2 : 1)
 
-/* The background purge (purge.c): a thread that runs the sweep every
+/* The background purge (sweep.c): a thread that runs the sweep every
  * interval, for programs that go fully idle. It sleeps at most
  * PURGE_BACKGROUND_MAX_SLEEP_MS at a time, so a delay changed by a call is
  * in force within a second, and wakes at most every

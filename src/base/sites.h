@@ -2,7 +2,7 @@
  * freed, for reports that say "allocated here / freed here" the way ASan and
  * Valgrind do.
  *
- * A debug pool's public entry points (pool_slow.c, pool_bulk.c) capture the
+ * A debug pool's public entry points (pool_slow.c, pool_free.c, pool_bulk.c) capture the
  * calling thread's stack once, before any lock (sites_capture); the slab code then files that
  * capture under the slot it hands out or takes back (sites_keep), and
  * reports print a slot's captures (sites_format). How many frames: the

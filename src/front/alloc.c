@@ -24,8 +24,9 @@
  * the thread's own slot, and no slow path calls out in the middle of
  * changing it.
  *
- * Classes are published with a release store and read with acquire loads,
- * inline (alloc.h) and here.
+ * Classes' pools are published with a release store and read here with
+ * acquire loads; the inline paths (alloc.h) read only a class's slot
+ * offset (a relaxed load: a thread's own slot, set up by its own calls).
  */
 #define PK__EMIT_ALLOC_EXTERN_INLINE 1
 #include "front/alloc_internal.h"

@@ -125,9 +125,10 @@ static void check_redzone(pk_pool *p, slab *s, void *obj, size_t idx) {
 
 void check_debug_live(pk_pool *p, void *obj) {
     slab *s = slab_of((uintptr_t)obj);
-    track_open(obj, p->size + p->redzone);
+    char *zone = (char *)obj + p->size;
+    track_open(zone, p->redzone);
     check_redzone(p, s, obj, slot_index(p, s, obj));
-    track_close(obj, p->size + p->redzone);
+    track_close(zone, p->redzone);
 }
 
 void check_debug_free(pk_pool *p, void *obj) {

@@ -1,8 +1,8 @@
 /* pool_free.c (and the short path below): which path each free takes. The
  * owner's free of an object of another of its slabs (its slab's state
  * changes: heap.c), the heap's, frees into another heap's slab (pending
- * chains, pushed by remote.c), and direct pools' frees. pool_slow.c only
- * dispatches to them. */
+ * chains, pushed by remote.c), and direct pools' frees; pool_free.c's
+ * dispatch (pk__pool_free_slow, pool_free_generic) sends each to its path. */
 #ifndef POOLKIT_POOL_FREE_H
 #define POOLKIT_POOL_FREE_H
 

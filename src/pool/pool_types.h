@@ -175,8 +175,8 @@ struct pk_pool {
     int list_at;        /* where its threads' lists are: LIST_* */
     struct {
         uintptr_t secret;   /* mixed into stored links (every hardened pool) */
-        uintptr_t lean;     /* nonzero: the lean path (pool_slow.c) serves the
-                               pool, whose link word is past the object */
+        uintptr_t lean;     /* nonzero: the lean path (pool_slow.c, pool_free.c)
+                               serves the pool, whose link word is past the object */
     } hard;
     const char *name;
     size_t size, align;

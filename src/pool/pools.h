@@ -1,5 +1,6 @@
 /* The pool module: pool.c (layout, path, create and destroy, records),
- * pool_slow.c (the slow paths' dispatch), pool_bulk.c
+ * pool_slow.c (the allocation's slow path; the frees' is pool_free.c's),
+ * pool_bulk.c
  * and pool_calls.c (bulk and whole-pool calls). */
 #ifndef POOLKIT_POOLS_H
 #define POOLKIT_POOLS_H
