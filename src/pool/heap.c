@@ -7,8 +7,9 @@
  * Allocation pops the thread's list (pool.h, inline), which holds the free
  * objects of the current slab only; when it runs dry (heap_alloc), the
  * heap takes, in order: the remote frees that came home to the current
- * slab, its slots touched before, an owned slab with freed slots (the
- * front of its avail list: no search), its next never-used slots
+ * slab, its slots touched before, an owned slab with freed slots (the one
+ * its thread last freed into, else the front of its avail list: no
+ * search), its next never-used slots
  * (EXTEND_BYTES at a time), a full slab whose remote frees came in
  * (FULL_SCAN), and last a slab from the pool (under its lock). So memory
  * goes out slab by slab: after frees in any order the objects handed out
