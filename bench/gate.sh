@@ -40,8 +40,8 @@
 #                 (measured 63.4), likewise: the record found once, the
 #                 class's slot read from it, both handed down to the same
 #                 short path
-#   pk_alloc+pk_free (unsized, one size) <= 43 per pair (measured 42 with
-#                 gcc 12): pk_alloc inline, 11 (the size's slot offset
+#   pk_alloc+pk_free (unsized, one size) <= 43 per pair (measured 41 with
+#                 gcc 12): pk_alloc inline, 10 (the size's slot offset
 #                 from a table, the slot's list popped); pk_free, a call of
 #                 31 (the region map's bit, the slab's record by masking,
 #                 the class's slot offset from the record, the current

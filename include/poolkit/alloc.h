@@ -198,28 +198,10 @@ static inline __attribute__((always_inline)) pk__link *pk__alloc_small_slot(size
     return PK__REINTERPRET_CAST(pk__link *, pk__tc_table + off);
 }
 
-/* The slot's list's head, taken (NULL: empty). */
-static inline __attribute__((always_inline)) void *pk__alloc_slot_pop(pk__link *c) {
-    uintptr_t obj = __atomic_load_n(&c[1], __ATOMIC_RELAXED);
-    if (__builtin_expect(obj != 0, 1))
-        __atomic_store_n(&c[1], *PK__REINTERPRET_CAST(const pk__link *, obj), __ATOMIC_RELAXED);
-    return PK__REINTERPRET_CAST(void *, obj);
-}
-
-/* obj onto the slot's list if it is of the slot's current slab and not the
- * list's head (freed again): pool.h's inline free of a default pool. */
-static inline __attribute__((always_inline)) int pk__alloc_slot_push(pk__link *c, void *obj) {
-    uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), head = __atomic_load_n(&c[1], __ATOMIC_RELAXED);
-    if (__builtin_expect((x | PK__SLAB_MASK) != __atomic_load_n(&c[2], __ATOMIC_RELAXED) || x == head, 0)) return 0;
-    *PK__STATIC_CAST(pk__link *, obj) = head;
-    __atomic_store_n(&c[1], x, __ATOMIC_RELAXED);
-    return 1;
-}
-
 #  ifndef PK__ALLOC_CALLED
 PK__ALLOC_INLINE PK__ATTR_MALLOC PK__ATTR_SIZE(1) void *pk_alloc(size_t size) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
-        void *obj = pk__alloc_slot_pop(pk__alloc_small_slot(size));
+        void *obj = pk__slot_alloc_try(pk__alloc_small_slot(size));
         if (__builtin_expect(obj != PK__NULL, 1)) return obj;
     }
     return pk__alloc_slow(size);
@@ -232,7 +214,7 @@ PK__ALLOC_INLINE PK__ATTR_MALLOC PK__ATTR_SIZE(1) void *pk_alloc(size_t size) {
  * default-mode block, which keeps no form. */
 static inline __attribute__((always_inline)) void *pk__alloc_as_inline(size_t size, unsigned form) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
-        void *obj = pk__alloc_slot_pop(pk__alloc_small_slot(size));
+        void *obj = pk__slot_alloc_try(pk__alloc_small_slot(size));
         if (__builtin_expect(obj != PK__NULL, 1)) return obj;
     }
     return pk__alloc_as(size, form);
@@ -240,14 +222,14 @@ static inline __attribute__((always_inline)) void *pk__alloc_as_inline(size_t si
 
 static inline __attribute__((always_inline)) void pk__free_sized_as_inline(void *ptr, size_t size, unsigned form) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1) &&
-        __builtin_expect(pk__alloc_slot_push(pk__alloc_small_slot(size), ptr), 1))
+        __builtin_expect(pk__slot_free_inline(pk__alloc_small_slot(size), ptr), 1))
         return;
     pk__free_sized_as(ptr, size, form);
 }
 
 PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1) &&
-        __builtin_expect(pk__alloc_slot_push(pk__alloc_small_slot(size), ptr), 1))
+        __builtin_expect(pk__slot_free_inline(pk__alloc_small_slot(size), ptr), 1))
         return;
     pk__free_sized_slow(ptr, size);
 }

@@ -362,9 +362,10 @@ static inline uintptr_t pk__rot32(uintptr_t v) {
  * or NULL (allocation), and whether it was done (free). pk_pool_alloc and
  * pk_pool_free below add the library's slow paths; the size-class front end
  * (alloc.h) adds its own, which guard against the library's re-entry when
- * it serves as malloc. Private, like everything here. */
-static inline __attribute__((always_inline)) void *pk__pool_alloc_inline(pk_pool *pool) {
-    pk__link *c = pk__slot(pool);
+ * it serves as malloc; it finds a size's slot from a table, and calls the
+ * slot's halves, pk__slot_alloc_try and pk__slot_free_try. Private, like
+ * everything here. */
+static inline __attribute__((always_inline)) void *pk__slot_alloc_try(pk__link *c) {
     uintptr_t obj = PK__LOAD(c[1]);
     if (__builtin_expect(obj != 0, 1)) {
         PK__STORE(c[1], *PK__REINTERPRET_CAST(const pk__link *, obj));
@@ -379,6 +380,10 @@ static inline __attribute__((always_inline)) void *pk__pool_alloc_inline(pk_pool
         }
     }
     return PK__NULL;
+}
+
+static inline __attribute__((always_inline)) void *pk__pool_alloc_inline(pk_pool *pool) {
+    return pk__slot_alloc_try(pk__slot(pool));
 }
 
 /* The free's inline part, on the thread's slot c of the object's pool;
@@ -405,6 +410,11 @@ static inline __attribute__((always_inline)) int pk__slot_free_try(pk__link *c, 
         }
     }
     return 0;
+}
+
+static inline __attribute__((always_inline)) int pk__slot_free_inline(pk__link *c, void *obj) {
+    uintptr_t cur;
+    return pk__slot_free_try(c, obj, &cur);
 }
 
 /* pk__slot_free_try on the pool's slot; *cp gets the slot. */
