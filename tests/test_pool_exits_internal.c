@@ -1,6 +1,6 @@
 /* A slab adopted from a thread gone is an ordinary owned slab, white-box:
  * the owner's frees into it take the short path (pool_free.h, free_short),
- * which alone counts in the thread's slot (tc_slot.frees).
+ * which alone counts in the heap's short_frees.
  *
  * A thread fills one slab and exits with every object live; the main
  * thread refills once (so it may adopt a slab: a new one, as the pool
@@ -59,14 +59,14 @@ int main(void) {
     slab *s = slab_of((uintptr_t)objs[0]);
     CHECK(slab_of((uintptr_t)mine) != s, "the test needs the adopted slab to be another than the current one");
 
-    uint64_t before = slot->frees;
+    uint64_t before = slot->heap->short_frees;
     pk_pool_free(pool, objs[0]); /* adopts the slab, on the heap path: it was full */
     CHECK(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == slot->heap, "the free did not adopt the slab");
     const int n = OBJECTS - 2; /* all but the first and the last, whose free empties the slab */
     for (int i = 1; i <= n; i++) pk_pool_free(pool, objs[i]);
-    CHECK(slot->frees - before == (uint64_t)n,
+    CHECK(slot->heap->short_frees - before == (uint64_t)n,
           "%llu of %d frees into the adopted slab took the short path",
-          (unsigned long long)(slot->frees - before), n);
+          (unsigned long long)(slot->heap->short_frees - before), n);
 
     pk_pool_free(pool, objs[OBJECTS - 1]);
     pk_pool_free(pool, mine);

@@ -390,12 +390,19 @@ void pk_free(void *ptr) {
      * (table_slot), so neither path reads the pool's record; any other
      * slab's record names slot 0, which no pool has and which stays all
      * zero (no current slab), so its objects go on below. The slot's
-     * current slab, when it is x's, is live, so its record is this slab's
-     * own. */
+     * current slab is live, so when its record (tc_slot.rec) is s, x lies
+     * in it: the inline free's push (pool.h), not the head freed again,
+     * without the object's word to compute. */
     tc_slot *c = (tc_slot *)(pk__tc_table + s->table_slot);
-    uintptr_t cur;
-    if (likely(pk__slot_free_try((pk__link *)c, ptr, &cur))) return;
-    if (likely(cur != 0 && depth == 0)) { /* a plain list with a current slab (pool.h) */
+    if (likely(c->rec == s)) { /* the owner's word: no other thread reads it */
+        void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+        if (likely(ptr != head)) {
+            *(void **)ptr = head;
+            __atomic_store_n(&c->head, ptr, __ATOMIC_RELAXED);
+            return;
+        }
+    } else if (likely(__atomic_load_n(&c->cur, __ATOMIC_RELAXED) != 0 && depth == 0)) {
+        /* a plain list with a current slab (pool.h) */
         int done = free_into_slab(c, s, ptr, true);
         if (likely(done == FREE_DONE)) return;
         if (done == FREE_EDGE) {

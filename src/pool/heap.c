@@ -121,7 +121,7 @@ static void install(pk_pool *p, heap *h, slab *s) {
     s->list = HEAP_CUR;
     BUMP(h->allocs, n);
     h->cur = s;
-    list_set_cur(h, cur_word(p, s));
+    list_set_cur(h, s, cur_word(p, s));
     list_set(h, head, n);
 }
 
@@ -193,7 +193,7 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     s->used -= (uint32_t)n;
     BUMP(h->frees, n);
     list_set(h, NULL, 0);
-    list_set_cur(h, 0);
+    list_set_cur(h, NULL, 0);
     h->cur = NULL;
     s->list = SLAB_NOWHERE;
     return s;
@@ -378,7 +378,7 @@ static void note_peak(pk_pool *p, heap *h, bool exact) {
      * they are made (the freeing heap's remote_frees) and come back when the
      * owner collects them onto its lists (collected), so objects waiting
      * to be collected are not counted as out. */
-    uint64_t frees = h->frees + __atomic_load_n(&h->slot->frees, __ATOMIC_RELAXED);
+    uint64_t frees = h->frees + h->short_frees;
     int64_t out = (int64_t)(h->allocs - frees - h->remote_frees + h->collected), d = out - h->synced;
     if (!d) return;
     if (!exact && out <= h->synced_high && d < REMOTE_BATCH && d > -(int64_t)REMOTE_BATCH) return;
@@ -460,9 +460,7 @@ static void abandon_slab(pk_pool *p, heap *h, slab *s) {
 /* Folds the heap's counters into the pool's and takes it off the pool's
  * list; caller holds the pool's lock. */
 static void fold(pk_pool *p, heap *h) {
-    uint64_t frees = h->frees + h->slot->frees;
-    p->allocs += h->allocs;
-    (void)frees; /* stats derive frees from allocs and the slabs' counts */
+    p->allocs += h->allocs; /* stats derive frees from allocs and the slabs' counts */
     __atomic_add_fetch(&p->remote_frees, h->remote_frees, __ATOMIC_RELAXED);
     __atomic_add_fetch(&p->remote_base, (int64_t)(h->pushed - h->collected), __ATOMIC_RELAXED);
     if (h->prev) h->prev->next = h->next;
@@ -563,8 +561,7 @@ void heap_reset_own(pk_pool *p, heap *h) {
     h->pend_head = h->pend_tail = NULL;
     h->pend_n = 0;
     h->synced = h->synced_high = 0;
-    h->allocs = h->frees = h->remote_frees = h->collected = h->pushed = 0;
-    __atomic_store_n(&h->slot->frees, 0, __ATOMIC_RELAXED);
+    h->allocs = h->frees = h->short_frees = h->remote_frees = h->collected = h->pushed = 0;
 }
 
 

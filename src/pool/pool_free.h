@@ -66,7 +66,7 @@ static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
     h->warm = s;
     s->free = obj;
     s->used = used - 1;
-    c->frees++; /* the owner's only; read by it, or by another thread once it is quiescent */
+    h->short_frees++; /* the owner's only; read by it, or by another thread once it is quiescent */
     return FREE_DONE;
 }
 

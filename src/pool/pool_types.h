@@ -76,7 +76,12 @@ typedef struct tc_slot {
     void *hhead;       /* hardened pools' list (encoded links) */
     uintptr_t hcur;    /* as cur, for hardened pools, with their low */
     uintptr_t secret;  /* hardened pools' secret */
-    uint64_t frees;    /* the short path's owner frees (stats, the peak estimate) */
+    struct slab *rec;  /* the record of cur's slab, where cur is this slot's (the
+                          pools whose list is head and cur), else NULL: pk_free,
+                          which has the record of the object's slab in hand,
+                          compares it with this word instead of the object's
+                          address or'ed with the mask with cur (no copy of the
+                          pointer to keep) */
 } tc_slot;
 _Static_assert(sizeof(tc_slot) == (size_t)1 << PK__SLOT_SHIFT, "a slot is a key's share of the table");
 _Static_assert(offsetof(tc_slot, head) == 1 * sizeof(uintptr_t) && offsetof(tc_slot, cur) == 2 * sizeof(uintptr_t) &&
@@ -140,7 +145,7 @@ typedef struct heap {
     int64_t synced_high;       /* the most synced has been (heap.c, note_peak) */
     uint64_t allocs;           /* objects its lists took from its slabs (stats' taken) */
     uint64_t frees;            /* objects the library's paths put back on its slabs
-                                  (the short path counts its own: tc_slot.frees);
+                                  (the short path counts its own: short_frees);
                                   stats' returned is derived from the slabs' counts */
     uint64_t remote_frees;     /* its frees into slabs it does not own */
     uint64_t collected;        /* remote frees taken off its slabs' thread_free */
@@ -156,6 +161,8 @@ typedef struct heap {
     struct slab *warm;         /* the owned slab its owner last freed an object into, left
                                   on its list, or NULL: next_slab's first pick; cleared when
                                   the slab leaves the heap (count_out) */
+    uint64_t short_frees;      /* the short path's frees (pool_free.h), beside warm,
+                                  which it writes too */
     uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
 } heap;
 
@@ -164,7 +171,12 @@ static inline void list_set(heap *h, void *head, size_t count) {
     __atomic_store_n(&h->list->head, head, __ATOMIC_RELAXED);
     __atomic_store_n(&h->count, count, __ATOMIC_RELAXED);
 }
-static inline void list_set_cur(heap *h, uintptr_t cur) { __atomic_store_n(&h->list->cur, cur, __ATOMIC_RELAXED); }
+/* The list's current slab s (NULL: none), whose word is cur (tc_slot.cur);
+ * tc_slot.rec follows it where the list is the slot's own. */
+static inline void list_set_cur(heap *h, slab *s, uintptr_t cur) {
+    __atomic_store_n(&h->list->cur, cur, __ATOMIC_RELAXED);
+    if (h->list == (tc_list *)&h->slot->head) __atomic_store_n(&h->slot->rec, s, __ATOMIC_RELAXED);
+}
 
 /* ---- the pool ---- */
 
