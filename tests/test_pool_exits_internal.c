@@ -12,6 +12,8 @@
 
 #include <poolkit/poolkit.h>
 
+#include "check.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,16 +28,6 @@ static void *fill(void *arg) {
     for (int i = 0; i < OBJECTS; i++) objs[i] = pk_pool_alloc(pool);
     return NULL; /* exits with every object live */
 }
-
-#define CHECK(cond, ...)                                                              \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);         \
-            fprintf(stderr, __VA_ARGS__);                                             \
-            fprintf(stderr, "\n");                                                    \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
 
 int main(void) {
     pk_pool_config c = {0};

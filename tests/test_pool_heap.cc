@@ -618,6 +618,64 @@ TEST(PoolHeap, HardenedRemoteFreesComeHomeWithoutAReport) {
     EXPECT_EQ(reports.load(), 0);
 }
 
+/* A hardened list takes the owner's free into another of its slabs when
+ * it is empty (HOT_FREES, policy.h), as a default one does: a server that
+ * frees a random object and allocates its replacement otherwise refills
+ * on every allocation. The objects of the current slab freed after it link
+ * to it, which the inline allocation does not follow (its links stay in
+ * the current slab): the library does, for that one object, with no
+ * report. Three ways there: into a full slab and into one with free slots
+ * (the short path, pool_free.h), and a pool with a construct hook (its
+ * link word after the object: the library's lean and heap paths,
+ * pool_free.c and heap.c). */
+void construct_nothing(void *, void *) {}
+
+TEST(PoolHeap, AHardenedListTakesAFreeIntoAnotherSlabWhenEmpty) {
+    for (int way = 0; way < 3; way++) {
+        SCOPED_TRACE(way == 0 ? "into a full slab" : way == 1 ? "into a slab with free slots" : "a construct hook");
+        reports = 0;
+        pk_set_error_handler(count_and_print, nullptr);
+        pk_pool_config c = make_config(64, 0, PK_POOL_HARDENED, "hardpool");
+        if (way == 2) c.construct = construct_nothing;
+        PoolPtr p = make_pool(c);
+        std::vector<void *> objs{pk_pool_alloc(p.get())};
+        while (block_of(objs.back()) == block_of(objs.front())) objs.push_back(pk_pool_alloc(p.get()));
+        const size_t per_slab = objs.size() - 1;
+        for (size_t i = 1; i < per_slab; i++) objs.push_back(pk_pool_alloc(p.get()));
+        ASSERT_EQ(distinct_blocks(objs), 2u); /* two slabs, the second used up, its list empty */
+        const uintptr_t second = block_of(objs.back());
+        std::vector<void *> first_slab, second_slab;
+        for (void *o : objs) (block_of(o) == second ? second_slab : first_slab).push_back(o);
+        ASSERT_GE(first_slab.size(), 3u);
+        ASSERT_GE(second_slab.size(), 2u);
+        void *o1 = first_slab[0], *o3 = first_slab[1], *o4 = first_slab[2], *q = second_slab[0], *q2 = second_slab[1];
+        if (way == 1) {
+            pk_pool_free(p.get(), q2);             /* the current slab's: onto the list */
+            pk_pool_free(p.get(), o3);             /* not empty: onto its slab's own list */
+            EXPECT_EQ(pk_pool_alloc(p.get()), q2); /* the list empty again */
+        }
+        pk_pool_free(p.get(), o1); /* the list is empty: o1 onto it */
+        pk_pool_free(p.get(), o4); /* not empty now: onto its slab's own list */
+        pk_pool_free(p.get(), q);  /* the current slab's: onto the list, linking to o1 */
+        void *x = pk_pool_alloc(p.get()), *y = pk_pool_alloc(p.get()), *z = pk_pool_alloc(p.get());
+        EXPECT_EQ(x, q);
+        EXPECT_EQ(y, o1) << "the object freed onto the empty list comes before any refill";
+        EXPECT_EQ(z, o4) << "then the slab freed into last, from the object freed last";
+        for (void *&o : objs) {
+            if (o == o1) o = y;
+            else if (o == o4) o = z;
+            else if (o == q) o = x;
+            else if (way == 1 && o == o3) o = nullptr;
+        }
+        for (void *o : objs)
+            if (o) pk_pool_free(p.get(), o);
+        EXPECT_EQ(stats_of(p.get()).live, 0u);
+        p.reset();
+        pk_set_error_handler(nullptr, nullptr);
+        EXPECT_EQ(reports.load(), 0);
+    }
+}
+
 TEST(PoolHeapDeathTest, HardenedFreeOfTheObjectJustFreedIsADoubleFree) {
     PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hardpool");
     void *o = pk_pool_alloc(p.get());

@@ -74,8 +74,10 @@ static inline size_t policy_extend_hardened(size_t slot) {
  * slab, and back, on every call, at several times mimalloc's cost a pair
  * (docs/design/core4-prototypes.md). Only onto an empty list, so at most
  * HOT_FREES such object is listed at a time, and a phase of frees leaves none that
- * would keep its slab from emptying. Hardened pools keep their lists to
- * the current slab (their inline paths check links against it). */
+ * would keep its slab from emptying. Hardened lists too: their inline
+ * allocation follows a link only within the current slab or to the end, so
+ * the object goes on as the end, and the library follows a link to it
+ * (heap.c, hot_link). */
 #define HOT_FREES 1
 
 /* HOT_LIST: where a slab holds few objects (fewer than HOT_LIST: slots

@@ -140,9 +140,9 @@ static void install(pk_pool *p, heap *h, slab *s) {
 /* Whether obj, on h's list, is an object of another slab h owns (the
  * HOT_FREES object). Stats ask about another thread's list: its reads race
  * by design there, as racy_list_length's do. */
-static NO_TSAN bool hot_object(const pk_pool *p, const heap *h, const char *obj) {
+static NO_TSAN bool hot_object(const heap *h, const char *obj) {
     uintptr_t x = (uintptr_t)obj;
-    if (p->hardened || !region_holds(x)) return false;
+    if (!region_holds(x)) return false;
     const slab *s = slab_of(x);
     long idx = s->owner == h && s != h->cur ? slab_slot_index(s, obj) : -1;
     return idx >= 0 && (uint32_t)idx < s->bump;
@@ -170,7 +170,7 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
         if (unlikely(++met > most)) report_list_overrun(p, s, head, *hot, "the thread's free list");
         long idx = slab_slot_index(s, obj); /* checked before its link is read */
         if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) {
-            if (hots < hot_most(p) && hot_object(p, h, obj)) {
+            if (hots < hot_most(p) && hot_object(h, obj)) {
                 next = (char *)link_load(p, obj);
                 link_store(p, obj, (uintptr_t)*hot);
                 *hot = obj;
@@ -397,12 +397,21 @@ static PK_NOINLINE void *lean_refused(pk_pool *p, char *obj, char *next) {
     report_bad_link(p, obj, next, "not a free slot of its slab");
 }
 
+/* A hardened list's link that leads out of the current slab: to the hot
+ * object, the one object of another owned slab such a list holds
+ * (HOT_FREES), put on it when it was empty and linked to by the objects of
+ * the current slab freed after it. hot_obj stays set after the inline
+ * allocation took it, until the next refill: a link to it then is one the
+ * secret encoded, which only the library writes. */
+static inline bool hot_link(const heap *h, const void *next) { return next == h->hot_obj && next; }
+
 void *heap_alloc_lean(pk_pool *p, heap *h) {
     tc_list *l = h->list;
     char *obj = tc_head(l);
     if (!obj) return NULL;
     char *next = (char *)link_decode(p, obj, *(uintptr_t *)(obj + p->link_off));
-    if (unlikely(next && ((uintptr_t)next | p->slab_low) != tc_cur(l))) return lean_refused(p, obj, next);
+    if (unlikely(next && ((uintptr_t)next | p->slab_low) != tc_cur(l)) && !hot_link(h, next))
+        return lean_refused(p, obj, next);
     __atomic_store_n(&l->head, next, __ATOMIC_RELAXED); /* no count: as inline */
     return obj;
 }
@@ -417,6 +426,7 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
         h->may_adopt = true;
         /* the list holds none of another slab's objects now: HOT_LIST's
          * budget is whole again */
+        h->hot_obj = NULL;
         h->hot_room = p->hot_list;
         h->hot_bar = p->hot_list ? UINTPTR_MAX : 0;
         note_peak(p, h, false);
@@ -424,7 +434,7 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
     }
     char *obj = tc_head(h->list);
     char *next = (char *)link_load(p, obj);
-    if (p->hardened && next) harden_check_slab_link(p, h->cur, obj, next);
+    if (p->hardened && next && !hot_link(h, next)) harden_check_slab_link(p, h->cur, obj, next);
     list_set(h, next, h->count - 1);
     return obj;
 }
@@ -580,7 +590,7 @@ static NO_TSAN size_t racy_list_length(const pk_pool *p, const heap *h) {
     if (!cur || !s || (uintptr_t)s->base != (cur & ~(uintptr_t)(SLAB_BYTES - 1))) return 0;
     size_t n = 0;
     for (uintptr_t x = (uintptr_t)tc_head(l); x && n < s->capacity + hot_most(p); n++) {
-        if (slab_slot_index(s, (void *)x) < 0 && !hot_object(p, h, (const char *)x)) break;
+        if (slab_slot_index(s, (void *)x) < 0 && !hot_object(h, (const char *)x)) break;
         uintptr_t v = *(volatile uintptr_t *)(x + p->link_off);
         x = p->hardened ? link_decode(p, (void *)x, v) : v;
     }
@@ -682,7 +692,7 @@ bool heap_is_valid(const pk_pool *p, const heap *h) {
         size_t n = 0, hot = 0;
         for (char *obj = tc_head(h->list); obj && n <= h->cur->capacity + hot_most(p); obj = (char *)link_load(p, obj)) {
             long idx = slab_slot_index(h->cur, obj);
-            if (idx < 0 && hot_object(p, h, obj)) hot++;
+            if (idx < 0 && hot_object(h, obj)) hot++;
             else if (idx < 0 || (uint32_t)idx >= h->cur->bump) break;
             n++;
         }

@@ -161,7 +161,8 @@ static void choose_path(pk_pool *p) {
     bool plain = p->link_off == 0 && !p->zero && !p->hardened;
     if (plain && !TRACK_ENABLED) p->list_at = LIST_SLOT;
 #endif
-    /* hardened lists keep to the current slab; the link word must be the
+    /* hardened lists take one object of another slab at most (HOT_FREES,
+     * heap.c's hot_link), not HOT_LIST's; the link word must be the
      * object's first (the short path's plain branch) */
     _Static_assert(SLAB_BYTES / HOT_LIST == 1024, "HOT_LIST's comment (policy.h) names slots over 1 KiB");
     if (!p->hardened && p->link_off == 0) p->hot_list = policy_hot_list(p->geo.capacity, p->geo.slot);

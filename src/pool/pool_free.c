@@ -105,8 +105,11 @@ void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now) {
             return;
         }
     }
-    if ((!head || h->hot_room) && h->cur && !p->hardened) { /* HOT_FREES, HOT_LIST: hardened lists keep to the current slab */
+    /* HOT_FREES, and HOT_LIST but on hardened lists, whose links lead
+     * within the current slab but for the one hot object (hot_obj) */
+    if ((!head || (h->hot_room && !p->hardened)) && h->cur) {
         if (head && --h->hot_room == 0) h->hot_bar = 0;
+        if (p->hardened) h->hot_obj = obj;
         link_store(p, obj, (uintptr_t)head);
         list_set(h, obj, h->count + 1);
         return;

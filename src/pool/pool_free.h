@@ -55,6 +55,21 @@ static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
             return FREE_DONE;
         }
         if (unlikely(obj == head)) return FREE_LIBRARY; /* freed again: reported */
+    } else if (c->secret) {
+        /* HOT_FREES on a hardened list: onto it only when it is empty, its
+         * link encoded as the end, so the inline allocation, which follows a
+         * link only within the current slab or to the end, takes it back;
+         * a link to it from an object of the current slab freed after it
+         * sends that allocation to the library, which accepts a link to
+         * hot_obj alone (heap.c, hot_link) */
+        void *head = __atomic_load_n(&c->hhead, __ATOMIC_RELAXED);
+        if (unlikely(obj == head)) return FREE_LIBRARY; /* freed again: reported */
+        if (!head && h->cur) {
+            *(uintptr_t *)obj = link_encode_with(c->secret, obj, 0);
+            h->hot_obj = obj;
+            __atomic_store_n(&c->hhead, obj, __ATOMIC_RELAXED);
+            return FREE_DONE;
+        }
     }
     void *f = s->free;
     uint32_t used = s->used;

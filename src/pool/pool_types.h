@@ -164,6 +164,11 @@ typedef struct heap {
     uint64_t short_frees;      /* the short path's frees (pool_free.h), beside warm,
                                   which it writes too */
     uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
+    void *hot_obj;             /* hardened pools: the object of another owned slab last
+                                  put onto the empty list (HOT_FREES), until the next
+                                  refill (an abandon clears the heap); the library's
+                                  checks of the list's links accept a link to it
+                                  (heap.c, hot_link) */
 } heap;
 
 /* The heap's list is head, count objects long (count: as heap.count says). */
