@@ -386,20 +386,26 @@ static inline __attribute__((always_inline)) void *pk__pool_alloc_inline(pk_pool
     return pk__slot_alloc_try(pk__slot(pool));
 }
 
+/* obj, an object of the current slab of the thread's slot c, onto the
+ * default list unless it is the list's head (freed again): whether it
+ * went. pk__slot_free_try below, and the library's pk_free, which knows
+ * the slab another way. */
+static inline __attribute__((always_inline)) int pk__slot_push(pk__link *c, void *obj) {
+    uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), head = PK__LOAD(c[1]);
+    if (__builtin_expect(x == head, 0)) return 0;
+    *PK__STATIC_CAST(pk__link *, obj) = head;
+    PK__STORE(c[1], x);
+    return 1;
+}
+
 /* The free's inline part, on the thread's slot c of the object's pool;
  * *curp gets the slot's word 2 (not zero: a default pool's, whose miss the
  * library's short path takes). */
 static inline __attribute__((always_inline)) int pk__slot_free_try(pk__link *c, void *obj, uintptr_t *curp) {
     uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, obj), cur = PK__LOAD(c[2]);
     *curp = cur;
-    if (__builtin_expect((x | PK__SLAB_MASK) == cur, 1)) { /* the current slab, not the head freed again */
-        uintptr_t head = PK__LOAD(c[1]);
-        if (__builtin_expect(x != head, 1)) {
-            *PK__STATIC_CAST(pk__link *, obj) = head;
-            PK__STORE(c[1], x);
-            return 1;
-        }
-    }
+    /* the current slab, not the head freed again */
+    if (__builtin_expect((x | PK__SLAB_MASK) == cur, 1) && __builtin_expect(pk__slot_push(c, obj), 1)) return 1;
     if (cur) return 0; /* a default pool's: an object of another slab, or the head freed again */
     if (__builtin_expect((x | PK__LOAD(c[3])) == PK__LOAD(c[5]), 1)) { /* a hardened pool's current slab, not its head */
         uintptr_t head = PK__LOAD(c[4]);

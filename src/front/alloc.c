@@ -395,12 +395,7 @@ void pk_free(void *ptr) {
      * without the object's word to compute. */
     tc_slot *c = (tc_slot *)(pk__tc_table + s->table_slot);
     if (likely(c->rec == s)) { /* the owner's word: no other thread reads it */
-        void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
-        if (likely(ptr != head)) {
-            *(void **)ptr = head;
-            __atomic_store_n(&c->head, ptr, __ATOMIC_RELAXED);
-            return;
-        }
+        if (likely(pk__slot_push((pk__link *)c, ptr))) return;
     } else if (likely(__atomic_load_n(&c->cur, __ATOMIC_RELAXED) != 0 && depth == 0)) {
         /* a plain list with a current slab (pool.h) */
         int done = free_into_slab(c, s, ptr, true);
