@@ -13,6 +13,7 @@
  * faults counted (getrusage ru_minflt: every page of a block the system
  * maps afresh is faulted in by the write).
  *
+ * The loop is the lab's large experiment's (lab_large_run).
  * Target: poolkit at most 1.2x glibc's time and 2x its minor faults, each
  * the median over repetitions of the two runs' ratio.
  * bench/malloc_large.c is the same loop as a program of its own, for
@@ -21,67 +22,32 @@
  * Usage: bench_large [--reps N] [--quick] [--iters N]
  */
 #include "harness.h"
+#include "realprog.h"
 
 #include <poolkit/alloc.h>
 #include <poolkit/pool.h>
 
 #include <malloc.h>
-#include <sys/resource.h>
-
-#define SLOTS 20
-#define MIN_BYTES ((size_t)5 << 20)
-#define MAX_BYTES ((size_t)25 << 20)
-#define SEED 42
 
 typedef struct run_result {
     double seconds;
     long faults;
 } run_result;
 
-static long minor_faults(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_minflt;
-}
-
-/* One run of the shape. ALLOC(size) and FREE(p) are the allocator's. */
-#define SHAPE(ALLOC, FREE, RELEASE)                                                   \
-    {                                                                                 \
-        char *slot[SLOTS] = {0};                                                      \
-        shared_rng r = {SEED};                                                        \
-        long f0 = minor_faults();                                                     \
-        double t0 = bench_now_ns();                                                   \
-        for (long i = 0; i < iters; i++) {                                            \
-            size_t k = shared_rng_below(&r, SLOTS);                                   \
-            size_t size = MIN_BYTES + shared_rng_below(&r, MAX_BYTES - MIN_BYTES + 1); \
-            char *p = (char *)(ALLOC);                                                \
-            if (!p) abort();                                                          \
-            BENCH_ESCAPE(p); /* no malloc+memset made calloc */                       \
-            memset(p, 0, size);                                                       \
-            FREE(slot[k]);                                                            \
-            slot[k] = p;                                                              \
-        }                                                                             \
-        for (int k = 0; k < SLOTS; k++) FREE(slot[k]);                                \
-        res.seconds = (bench_now_ns() - t0) / 1e9;                                    \
-        res.faults = minor_faults() - f0;                                             \
-        RELEASE;                                                                      \
-    }
-
-static BENCH_KERNEL run_result shape_poolkit(long iters) {
-    run_result res;
-    SHAPE(pk_alloc(size), pk_free, pk_pool_release_cache())
-    return res;
-}
-
-static BENCH_KERNEL run_result shape_glibc(long iters) {
-    run_result res;
-    SHAPE(malloc(size), free, malloc_trim(0))
-    return res;
-}
-
 enum { C_PK, C_GLIBC, NCONT };
 static const char *const label[NCONT] = {"pk_alloc/pk_free", "glibc malloc/free"};
-static run_result (*const shape[NCONT])(long) = {shape_poolkit, shape_glibc};
+
+/* One run of the lab's loop (lab_large_run) with contender c, then the
+ * allocator's cache given back, so each run starts alike. */
+static run_result shape(int c, long iters) {
+    run_result res;
+    double ns;
+    res.faults = lab_large_run(&rp_allocs()[c == C_PK ? RP_PK : RP_GLIBC], iters, &ns);
+    res.seconds = ns / 1e9;
+    if (c == C_PK) pk_pool_release_cache();
+    else malloc_trim(0);
+    return res;
+}
 
 int main(int argc, char **argv) {
     bench_opts o = bench_parse(argc, argv, 5);
@@ -99,7 +65,7 @@ int main(int argc, char **argv) {
         run_result v[NCONT];
         for (int j = 0; j < NCONT; j++) {
             int c = (j + (rep > 0 ? rep : 0)) % NCONT;
-            v[c] = shape[c](rep < 0 ? iters / 10 + 1 : iters);
+            v[c] = shape(c, rep < 0 ? iters / 10 + 1 : iters);
         }
         if (rep < 0) continue;
         for (int c = 0; c < NCONT; c++) {

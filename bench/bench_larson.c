@@ -7,6 +7,7 @@
  * A control runs the same replacements on one thread a lane (no handoff),
  * so what the handoffs cost shows apart from the steady state.
  *
+ * The loop is the lab's larson-pace experiment's (lab_larson_run).
  * Contenders (bench/frontends.h): glibc malloc, mimalloc (loaded at run
  * time), poolkit's pk_alloc, each run in a forked child. Reported: ns per
  * replacement (both lanes' replacements over the run's wall time), median
@@ -18,57 +19,8 @@
  */
 #include "frontends.h"
 
-#include <pthread.h>
-
-#define LANES 2
-#define MIN_SIZE 8
-#define MAX_SIZE 1000
-
-static const frontend *fe;
 static long live, steps;
 static int gens;
-
-typedef struct lane {
-    void **blocks;
-    uint64_t rng;
-    int gen, gens;
-    pthread_t prev; /* the thread that started this one, joined by it */
-    pthread_mutex_t m;
-    pthread_cond_t done_cv;
-    int done;
-} lane;
-
-static uint64_t rnd(uint64_t *s) {
-    uint64_t x = *s += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static void *generation(void *arg) {
-    lane *l = arg;
-    if (l->gen > 0) pthread_join(l->prev, NULL);
-    for (long i = 0; i < steps; i++) {
-        uint64_t r = rnd(&l->rng);
-        long v = (long)(r % (uint64_t)live);
-        fe->free(l->blocks[v]);
-        char *p = fe->alloc(MIN_SIZE + (r >> 32) % (MAX_SIZE - MIN_SIZE + 1));
-        if (!p) abort();
-        p[0] = 'a';
-        l->blocks[v] = p;
-    }
-    pthread_mutex_lock(&l->m);
-    l->prev = pthread_self();
-    if (++l->gen < l->gens) {
-        pthread_t next;
-        if (pthread_create(&next, NULL, generation, l) != 0) abort();
-    } else {
-        l->done = 1;
-        pthread_cond_signal(&l->done_cv);
-    }
-    pthread_mutex_unlock(&l->m);
-    return NULL;
-}
 
 typedef struct job {
     const frontend *fe;
@@ -76,38 +28,11 @@ typedef struct job {
     int gens;
 } job;
 
-/* In a forked child: out[0] ns per replacement; out[1] (lab_in_child) peak
- * RSS growth in KiB. */
+/* In a forked child: out[0] ns per replacement (the lab's loop,
+ * lab_larson_run); out[1] (lab_in_child) peak RSS growth in KiB. */
 static void child(void *arg, double *out) {
     const job *j = arg;
-    fe = j->fe;
-    lane ls[LANES];
-    long per_lane = steps * j->gens;
-    if (!j->handoff) steps = per_lane; /* one generation of them all */
-    double t0 = bench_now_ns();
-    for (int i = 0; i < LANES; i++) {
-        lane *l = &ls[i];
-        memset(l, 0, sizeof *l);
-        l->rng = (uint64_t)i + 1;
-        l->gens = j->handoff ? j->gens : 1;
-        pthread_mutex_init(&l->m, NULL);
-        pthread_cond_init(&l->done_cv, NULL);
-        l->blocks = fe->alloc((size_t)live * sizeof(void *));
-        for (long k = 0; k < live; k++) l->blocks[k] = fe->alloc(MIN_SIZE + rnd(&l->rng) % (MAX_SIZE - MIN_SIZE + 1));
-        /* not detached: every thread is joined once, by the next one of
-         * its lane or, the last, by the main thread (joining a detached
-         * thread can wait for ever on a reused thread id) */
-        pthread_t t;
-        if (pthread_create(&t, NULL, generation, l) != 0) abort();
-    }
-    for (int i = 0; i < LANES; i++) {
-        lane *l = &ls[i];
-        pthread_mutex_lock(&l->m);
-        while (!l->done) pthread_cond_wait(&l->done_cv, &l->m);
-        pthread_mutex_unlock(&l->m);
-        pthread_join(l->prev, NULL);
-    }
-    out[0] = (bench_now_ns() - t0) / ((double)per_lane * LANES);
+    out[0] = lab_larson_run(j->fe->a, j->handoff, j->gens, steps, live);
 }
 
 int main(int argc, char **argv) {
@@ -118,20 +43,18 @@ int main(int argc, char **argv) {
     bench_header("threads that come and go (larson shape): live sets handed to new threads", &o);
     printf("%d lanes x %d generations x %ld replacements of blocks of %d-%d B in a live set of %ld; "
            "each run a forked child; peak RSS = child's VmHWM - its VmRSS at start\n",
-           LANES, gens, steps, MIN_SIZE, MAX_SIZE, live);
+           LAB_LARSON_LANES, gens, steps, LAB_LARSON_MIN_SIZE, LAB_LARSON_MAX_SIZE, live);
     frontend fes[FE_COUNT];
     frontends_load(fes, bench_arg_flag(&o, "--no-peers"));
     bench_series t[2][FE_COUNT], rss[2][FE_COUNT], ratio = {{0}, 0};
     memset(t, 0, sizeof t);
     memset(rss, 0, sizeof rss);
-    long steps_arg = steps;
     for (int rep = -1; rep < o.reps; rep++) {
         double v[FE_COUNT] = {0};
         for (int h = 1; h >= 0; h--)
             for (int c = 0; c < FE_COUNT; c++) {
                 int f = (c + (rep > 0 ? rep : 0)) % FE_COUNT;
                 if (fes[f].why[0]) continue;
-                steps = steps_arg;
                 job j = {&fes[f], h, rep < 0 ? gens / 10 + 1 : gens};
                 double out[2];
                 if (lab_in_child(child, &j, out, 1) != 0) {

@@ -6,6 +6,7 @@
  * the main thread frees half the array. The live set does not grow with the
  * iterations, so neither may memory.
  *
+ * The loop is the lab's migrate experiment's (lab_migrate_iteration).
  * Contenders (bench/frontends.h): glibc malloc, mimalloc (loaded at run
  * time), poolkit's pk_alloc. Each run is a forked child: its peak RSS growth
  * (VmHWM less its VmRSS at start) is its own. Reported: peak RSS growth and
@@ -17,97 +18,21 @@
  */
 #include "frontends.h"
 
-#include <pthread.h>
-
-#define THREADS 2
-#define TRANSFERS 1000
-#define COOKIE 0xbf58476d1ce4e5b9ull
-
-static const frontend *fe; /* the contender of this child */
 static long scale;
-static void *volatile transfer[TRANSFERS];
-
-static uint64_t pick(uint64_t *r) {
-    uint64_t x = *r += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-static int chance(unsigned percent, uint64_t *r) { return pick(r) % 100 < percent; }
-
-/* An object of items words, each written (and checked at its free). */
-static void *alloc_items(size_t items, uint64_t *r) {
-    if (chance(1, r)) items *= chance(1, r) ? 10000 : chance(10, r) ? 1000 : 100;
-    uint64_t *p = fe->alloc(items * sizeof(uint64_t));
-    if (!p) abort();
-    for (size_t i = 0; i < items; i++) p[i] = (items - i) ^ COOKIE;
-    return p;
-}
-
-static void free_items(void *p) {
-    if (!p) return;
-    uint64_t *q = p, items = q[0] ^ COOKIE;
-    for (uint64_t i = 0; i < items; i++)
-        if ((q[i] ^ COOKIE) != items - i) abort();
-    fe->free(p);
-}
-
-static void *stress(void *arg) {
-    long tid = (long)(intptr_t)arg;
-    uint64_t r = (uint64_t)(tid + 1) * 43;
-    size_t allocs = 100 * (size_t)scale * (size_t)(tid % 8 + 1), retain = allocs / 2;
-    void **data = NULL, **retained = fe->alloc(retain * sizeof(void *));
-    size_t data_size = 0, data_top = 0, retain_top = 0;
-    while (allocs > 0 || retain > 0) {
-        if (retain == 0 || (chance(50, &r) && allocs > 0)) {
-            allocs--;
-            if (data_top >= data_size) {
-                data_size += 100000;
-                data = fe->realloc(data, data_size * sizeof(void *));
-            }
-            data[data_top++] = alloc_items((size_t)1 << (pick(&r) % 5), &r);
-        } else {
-            retained[retain_top++] = alloc_items((size_t)1 << (pick(&r) % 7), &r);
-            retain--;
-        }
-        if (chance(66, &r) && data_top > 0) {
-            size_t i = pick(&r) % data_top;
-            free_items(data[i]);
-            data[i] = NULL;
-        }
-        if (chance(25, &r) && data_top > 0) {
-            size_t i = pick(&r) % data_top;
-            data[i] = __atomic_exchange_n(&transfer[pick(&r) % TRANSFERS], data[i], __ATOMIC_ACQ_REL);
-        }
-    }
-    for (size_t i = 0; i < retain_top; i++) free_items(retained[i]);
-    for (size_t i = 0; i < data_top; i++) free_items(data[i]);
-    fe->free(retained);
-    fe->free(data);
-    return NULL;
-}
 
 typedef struct job {
     const frontend *fe;
     int iterations;
 } job;
 
-/* In a forked child: out[0] the run's time in ms; out[1] (lab_in_child)
- * peak RSS growth in KiB. */
+/* In a forked child: out[0] the run's time in ms (the lab's loop,
+ * lab_migrate_iteration); out[1] (lab_in_child) peak RSS growth in KiB. */
 static void child(void *arg, double *out) {
     const job *j = arg;
-    fe = j->fe;
     uint64_t r = 12345;
     double t0 = bench_now_ns();
-    for (int n = 0; n < j->iterations; n++) {
-        pthread_t t[THREADS];
-        for (long i = 0; i < THREADS; i++)
-            if (pthread_create(&t[i], NULL, stress, (void *)(intptr_t)i) != 0) abort();
-        for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
-        for (int i = 0; i < TRANSFERS; i++)
-            if (chance(50, &r) || n + 1 == j->iterations)
-                free_items(__atomic_exchange_n(&transfer[i], NULL, __ATOMIC_ACQ_REL));
-    }
+    for (int n = 0; n < j->iterations; n++)
+        lab_migrate_iteration(j->fe->a, scale, &r, n + 1 == j->iterations);
     out[0] = (bench_now_ns() - t0) / 1e6;
 }
 
@@ -119,7 +44,7 @@ int main(int argc, char **argv) {
     bench_header("threads that come and go (mstress shape): peak RSS over iterations", &o);
     printf("each iteration: %d threads, scale %ld (mimalloc-bench's mstress %d %ld N), a shared array of %d "
            "slots; each run a forked child; peak RSS = child's VmHWM - its VmRSS at start\n",
-           THREADS, scale, THREADS, scale, TRANSFERS);
+           LAB_MIGRATE_THREADS, scale, LAB_MIGRATE_THREADS, scale, LAB_MIGRATE_TRANSFERS);
     frontend fes[FE_COUNT];
     frontends_load(fes, bench_arg_flag(&o, "--no-peers"));
     static const int iters[] = {25, 100, 250};

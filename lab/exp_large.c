@@ -1,6 +1,6 @@
 /* large: large blocks, after malloc-large (mimalloc-bench's, after glibc's
- * benchtests; bench/bench_large.c is the same loop, poolkit against glibc
- * in one process).
+ * benchtests). The loop is lab_large_run (malloc_shapes.c), which
+ * bench/bench_large.c runs too, poolkit against glibc in one process.
  *
  * 20 slots; each iteration allocates a block of a random size from 5 to
  * 25 MiB, writes it in full (malloc-large's make_unique<char[]> zeroes it;
@@ -26,54 +26,27 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #define EXP "large"
-#define SLOTS 20
-#define MIN_BYTES ((size_t)5 << 20)
-#define MAX_BYTES ((size_t)25 << 20)
-#define SEED 42
 #define PK "poolkit pk_alloc"
 
 static long iterations(void) { return lab_pick(20, 50, 100, 1000); }
-
-static long minor_faults(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_minflt;
-}
 
 /* `pk-lab child large K ITERATIONS`: writes "NS MINOR_FAULTS PEAK_KIB". */
 static int child(int argc, char **argv) {
     const rp_alloc *a;
     if (argc != 2 || !(a = rp_alloc_for_child(argv[0]))) return 2;
-    long iters = atol(argv[1]);
-    char *slot[SLOTS] = {0};
-    shared_rng r = {SEED};
     rp_peak peak;
     rp_peak_begin(&peak);
-    long f0 = minor_faults();
-    double t0 = lab_now_ns();
-    for (long i = 0; i < iters; i++) {
-        size_t k = shared_rng_below(&r, SLOTS);
-        size_t size = MIN_BYTES + shared_rng_below(&r, MAX_BYTES - MIN_BYTES + 1);
-        char *p = a->malloc(size);
-        if (!p) abort();
-        LAB_ESCAPE(p);
-        memset(p, 0, size);
-        a->free(slot[k]);
-        slot[k] = p;
-    }
-    for (int k = 0; k < SLOTS; k++) a->free(slot[k]);
-    double ns = lab_now_ns() - t0;
-    long faults = minor_faults() - f0;
+    double ns;
+    long faults = lab_large_run(a, atol(argv[1]), &ns);
     return dprintf(LAB_CHILD_FD, "%.0f %ld %.1f\n", ns, faults, rp_peak_kib(&peak)) > 0 ? 0 : 1;
 }
 
 static lab_params params_of(void) {
     lab_params ps = {0};
     lab_pset_num(&ps, "iterations", (double)iterations());
-    lab_pset_num(&ps, "slots", SLOTS);
+    lab_pset_num(&ps, "slots", LAB_LARGE_SLOTS);
     lab_pset_str(&ps, "sizes", "5-25 MiB");
     return ps;
 }
@@ -115,7 +88,7 @@ static void print(FILE *out) {
     rp_alloc *al = rp_allocs();
     char b[32], c[32], d[32], e[32];
     fprintf(out, "== large: blocks of 5-25 MiB, %d slots, random replacement, each written in full "
-                 "(after malloc-large); %ld iterations per run\n", SLOTS, iterations());
+                 "(after malloc-large); %ld iterations per run\n", LAB_LARGE_SLOTS, iterations());
     fprintf(out, "   ms per run [min - max] and minor page faults (lower is better); each run a process of "
                  "its own; ratios: median of the per-repetition ratios to glibc\n");
     fprintf(out, "\n  %-24s %26s %8s %12s %8s %12s\n", "allocator", "ms [min - max]", "x glibc", "minor faults",

@@ -1,5 +1,6 @@
 /* larson-pace: larson at its own pace (mimalloc-bench's larson-sized;
- * bench/bench_larson.c is the same loop over three allocators). Where
+ * the loop is lab_larson_run, malloc_shapes.c, which bench/bench_larson.c
+ * runs over three allocators). Where
  * steady-state hands each live set over a few times, larson's server
  * threads hand over every few milliseconds for hundreds of generations, so
  * most frees are of blocks whose allocating thread has exited.
@@ -27,15 +28,11 @@
 #include "realprog.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define EXP "larson-pace"
-#define LANES 2
 #define LIVE 5000
-#define MIN_SIZE 8
-#define MAX_SIZE 1000
 #define PK "poolkit pk_alloc"
 
 static const char *const handovers[] = {"every generation", "none (control)"};
@@ -44,91 +41,15 @@ static const char *const handovers[] = {"every generation", "none (control)"};
 static long gens(void) { return lab_pick(20, 40, 100, 200); }
 static long steps(void) { return lab_pick(5000, 50000, 50000, 100000); }
 
-/* ---- the loop (in the child) ---- */
-
-static const rp_alloc *fe;
-static long steps_each;
-
-typedef struct lane {
-    void **blocks;
-    uint64_t rng;
-    long gen, gens;
-    pthread_t prev; /* the thread that started this one, joined by it */
-    pthread_mutex_t m;
-    pthread_cond_t done_cv;
-    int done;
-} lane;
-
-static uint64_t rnd(uint64_t *s) {
-    uint64_t x = *s += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static void *generation(void *arg) {
-    lane *l = arg;
-    if (l->gen > 0) pthread_join(l->prev, NULL);
-    for (long i = 0; i < steps_each; i++) {
-        uint64_t r = rnd(&l->rng);
-        long v = (long)(r % (uint64_t)LIVE);
-        fe->free(l->blocks[v]);
-        char *p = fe->malloc(MIN_SIZE + (r >> 32) % (MAX_SIZE - MIN_SIZE + 1));
-        if (!p) abort();
-        p[0] = 'a';
-        LAB_ESCAPE(p);
-        l->blocks[v] = p;
-    }
-    pthread_mutex_lock(&l->m);
-    l->prev = pthread_self();
-    if (++l->gen < l->gens) {
-        pthread_t next;
-        if (pthread_create(&next, NULL, generation, l) != 0) abort();
-    } else {
-        l->done = 1;
-        pthread_cond_signal(&l->done_cv);
-    }
-    pthread_mutex_unlock(&l->m);
-    return NULL;
-}
+/* ---- the child ---- */
 
 /* `pk-lab child larson-pace K HANDOVER GENS STEPS`: writes "NS_PER_REPLACEMENT PEAK_KIB". */
 static int child(int argc, char **argv) {
-    if (argc != 4 || !(fe = rp_alloc_for_child(argv[0]))) return 2;
-    int handover = atoi(argv[1]);
-    long g = atol(argv[2]), per_lane = g * atol(argv[3]);
-    steps_each = handover ? atol(argv[3]) : per_lane; /* the control: one generation of them all */
+    const rp_alloc *a;
+    if (argc != 4 || !(a = rp_alloc_for_child(argv[0]))) return 2;
     rp_peak peak;
     rp_peak_begin(&peak);
-    lane ls[LANES];
-    double t0 = lab_now_ns();
-    for (int i = 0; i < LANES; i++) {
-        lane *l = &ls[i];
-        memset(l, 0, sizeof *l);
-        l->rng = (uint64_t)i + 1;
-        l->gens = handover ? g : 1;
-        pthread_mutex_init(&l->m, NULL);
-        pthread_cond_init(&l->done_cv, NULL);
-        l->blocks = fe->malloc((size_t)LIVE * sizeof(void *));
-        if (!l->blocks) abort();
-        for (long k = 0; k < LIVE; k++) {
-            l->blocks[k] = fe->malloc(MIN_SIZE + rnd(&l->rng) % (MAX_SIZE - MIN_SIZE + 1));
-            if (!l->blocks[k]) abort();
-        }
-        /* not detached: every thread is joined once, by the next one of
-         * its lane or, the last, by the main thread (joining a detached
-         * thread can wait for ever on a reused thread id) */
-        pthread_t t;
-        if (pthread_create(&t, NULL, generation, l) != 0) abort();
-    }
-    for (int i = 0; i < LANES; i++) {
-        lane *l = &ls[i];
-        pthread_mutex_lock(&l->m);
-        while (!l->done) pthread_cond_wait(&l->done_cv, &l->m);
-        pthread_mutex_unlock(&l->m);
-        pthread_join(l->prev, NULL);
-    }
-    double ns = (lab_now_ns() - t0) / ((double)per_lane * LANES);
+    double ns = lab_larson_run(a, atoi(argv[1]), atol(argv[2]), atol(argv[3]), LIVE);
     return dprintf(LAB_CHILD_FD, "%.4f %.1f\n", ns, rp_peak_kib(&peak)) > 0 ? 0 : 1;
 }
 
@@ -137,7 +58,7 @@ static int child(int argc, char **argv) {
 static lab_params params_of(int h) {
     lab_params ps = {0};
     lab_pset_str(&ps, "handover", handovers[h]);
-    lab_pset_num(&ps, "lanes", LANES);
+    lab_pset_num(&ps, "lanes", LAB_LARSON_LANES);
     lab_pset_num(&ps, "live_per_lane", LIVE);
     lab_pset_str(&ps, "sizes", "8-1000 B");
     lab_pset_num(&ps, "generations", (double)gens());
@@ -190,7 +111,7 @@ static void print(FILE *out) {
     rp_alloc *al = rp_allocs();
     char b[32], c[32], d[32], e[32];
     fprintf(out, "== larson-pace: larson at its own pace: %d lanes x %ld generations x %ld replacements of "
-                 "%d-%d B blocks, live sets of %d\n", LANES, gens(), steps(), MIN_SIZE, MAX_SIZE, LIVE);
+                 "%d-%d B blocks, live sets of %d\n", LAB_LARSON_LANES, gens(), steps(), LAB_LARSON_MIN_SIZE, LAB_LARSON_MAX_SIZE, LIVE);
     fprintf(out, "   ns per replacement, both lanes over the wall time (lower is better); a new thread per "
                  "generation, and the control without; each run a process of its own\n");
     fprintf(out, "\n  %-24s %22s %22s %14s\n", "allocator", "hand-overs: ns", "control: ns", "peak RSS MiB");

@@ -1,6 +1,7 @@
 /* migrate: threads that come and go, after mstress (mimalloc-bench's
- * `mstress 2 50 N`; bench/bench_mstress.c is the same loop over three
- * allocators). Memory must not grow while the live set does not.
+ * `mstress 2 50 N`; the loop is lab_migrate_iteration, malloc_shapes.c,
+ * which bench/bench_mstress.c runs over three allocators). Memory must not grow
+ * while the live set does not.
  *
  * Each iteration starts 2 threads. Each allocates objects of 8 to 128 B
  * (powers of two; 1% of them 100 to 10,000 times larger, every word
@@ -30,14 +31,10 @@
 #include "realprog.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define EXP "migrate"
-#define THREADS 2
-#define TRANSFERS 1000
-#define COOKIE 0xbf58476d1ce4e5b9ull
 #define PK "poolkit pk_alloc"
 
 static const int marks[] = {10, 25, 50, 100, 150, 200, 250};
@@ -47,78 +44,14 @@ static const int judged[] = {25, 100, 250}; /* the target's points */
 
 static long scale_arg(void) { return lab_pick(5, 20, 50, 50); }
 
-/* ---- the loop (in the child) ---- */
-
-static const rp_alloc *fe;
-static long scale;
-static void *volatile transfer[TRANSFERS];
-
-static uint64_t pick(uint64_t *r) {
-    uint64_t x = *r += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-static int chance(unsigned percent, uint64_t *r) { return pick(r) % 100 < percent; }
-
-/* An object of items words, each written (and checked at its free). */
-static void *alloc_items(size_t items, uint64_t *r) {
-    if (chance(1, r)) items *= chance(1, r) ? 10000 : chance(10, r) ? 1000 : 100;
-    uint64_t *p = fe->malloc(items * sizeof(uint64_t));
-    if (!p) abort();
-    for (size_t i = 0; i < items; i++) p[i] = (items - i) ^ COOKIE;
-    return p;
-}
-
-static void free_items(void *p) {
-    if (!p) return;
-    uint64_t *q = p, items = q[0] ^ COOKIE;
-    for (uint64_t i = 0; i < items; i++)
-        if ((q[i] ^ COOKIE) != items - i) abort();
-    fe->free(p);
-}
-
-static void *stress(void *arg) {
-    long tid = (long)(intptr_t)arg;
-    uint64_t r = (uint64_t)(tid + 1) * 43;
-    size_t allocs = 100 * (size_t)scale * (size_t)(tid % 8 + 1), retain = allocs / 2;
-    void **data = NULL, **retained = fe->malloc(retain * sizeof(void *));
-    size_t data_size = 0, data_top = 0, retain_top = 0;
-    while (allocs > 0 || retain > 0) {
-        if (retain == 0 || (chance(50, &r) && allocs > 0)) {
-            allocs--;
-            if (data_top >= data_size) {
-                data_size += 100000;
-                data = fe->realloc(data, data_size * sizeof(void *));
-                if (!data) abort();
-            }
-            data[data_top++] = alloc_items((size_t)1 << (pick(&r) % 5), &r);
-        } else {
-            retained[retain_top++] = alloc_items((size_t)1 << (pick(&r) % 7), &r);
-            retain--;
-        }
-        if (chance(66, &r) && data_top > 0) {
-            size_t i = pick(&r) % data_top;
-            free_items(data[i]);
-            data[i] = NULL;
-        }
-        if (chance(25, &r) && data_top > 0) {
-            size_t i = pick(&r) % data_top;
-            data[i] = __atomic_exchange_n(&transfer[pick(&r) % TRANSFERS], data[i], __ATOMIC_ACQ_REL);
-        }
-    }
-    for (size_t i = 0; i < retain_top; i++) free_items(retained[i]);
-    for (size_t i = 0; i < data_top; i++) free_items(data[i]);
-    fe->free(retained);
-    fe->free(data);
-    return NULL;
-}
+/* ---- the child ---- */
 
 /* `pk-lab child migrate K SCALE ITERATIONS`: writes, for each mark up to
  * ITERATIONS, "MS KIB" (time and peak growth so far). */
 static int child(int argc, char **argv) {
-    if (argc != 3 || !(fe = rp_alloc_for_child(argv[0]))) return 2;
-    scale = atol(argv[1]);
+    const rp_alloc *a;
+    if (argc != 3 || !(a = rp_alloc_for_child(argv[0]))) return 2;
+    long sc = atol(argv[1]);
     int iterations = atoi(argv[2]);
     char line[512] = "";
     size_t used = 0;
@@ -127,13 +60,7 @@ static int child(int argc, char **argv) {
     rp_peak_begin(&peak);
     double t0 = lab_now_ns();
     for (int n = 0, m = 0; n < iterations; n++) {
-        pthread_t t[THREADS];
-        for (long i = 0; i < THREADS; i++)
-            if (pthread_create(&t[i], NULL, stress, (void *)(intptr_t)i) != 0) abort();
-        for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
-        for (int i = 0; i < TRANSFERS; i++)
-            if (chance(50, &r) || n + 1 == iterations)
-                free_items(__atomic_exchange_n(&transfer[i], NULL, __ATOMIC_ACQ_REL));
+        lab_migrate_iteration(a, sc, &r, n + 1 == iterations);
         if (m < NMARKS && n + 1 == marks[m]) {
             used += (size_t)snprintf(line + used, sizeof line - used, "%.3f %.1f ", (lab_now_ns() - t0) / 1e6,
                                      rp_peak_kib(&peak));
@@ -148,7 +75,7 @@ static int child(int argc, char **argv) {
 static lab_params params_of(int iterations) {
     lab_params ps = {0};
     lab_pset_num(&ps, "iterations", iterations);
-    lab_pset_num(&ps, "threads", THREADS);
+    lab_pset_num(&ps, "threads", LAB_MIGRATE_THREADS);
     lab_pset_num(&ps, "scale", (double)scale_arg());
     return ps;
 }
@@ -209,7 +136,7 @@ static void print(FILE *out) {
     rp_alloc *al = rp_allocs();
     char b[32], c[32];
     fprintf(out, "== migrate: threads that come and go (after mstress): %d threads per iteration, scale %ld, "
-                 "a shared array of %d slots\n", THREADS, scale_arg(), TRANSFERS);
+                 "a shared array of %d slots\n", LAB_MIGRATE_THREADS, scale_arg(), LAB_MIGRATE_TRANSFERS);
     fprintf(out, "   peak RSS growth in MiB after N iterations (lower is better; flat is the goal), "
                  "each allocator in a process of its own; time so far in ms\n");
     fprintf(out, "\n  %-24s", "allocator \\ iterations");

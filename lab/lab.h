@@ -371,7 +371,7 @@ typedef struct lab_allocator {
 void lab_version_line(char *out, size_t len, const char *name, const char *version,
                       const char *package);
 
-/* The two mimallocs (peer_mimalloc.c): Debian's 2.0.9 and PyPI's 3.4.
+/* The two mimallocs (peer_malloc.c): Debian's 2.0.9 and PyPI's 3.4.
  * Neither is best at everything, so a target that compares to mimalloc
  * compares to the faster of the two at each point (lab_better_row). */
 #define LAB_MIMALLOC "mimalloc"

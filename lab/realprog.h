@@ -46,10 +46,11 @@ typedef struct rp_alloc {
 
 #define RP_NALLOC 6
 /* The allocators, in table order (glibc first: every hash is checked
- * against its own; then mimalloc 2 and 3, RP_MI and RP_MI3), loaded on
- * first call. The malloc-shaped experiments (migrate, larson-pace, large)
- * compare the same ones. */
-enum { RP_GLIBC, RP_MI, RP_MI3, RP_PK = RP_NALLOC - 1 };
+ * against its own; then mimalloc 2 and 3, jemalloc, tcmalloc, poolkit),
+ * loaded on first call. The malloc-shaped experiments (migrate,
+ * larson-pace, large) compare the same ones, and the lab's malloc-shaped
+ * adapters (peer_malloc.c) call the peers through this table. */
+enum { RP_GLIBC, RP_MI, RP_MI3, RP_JE, RP_TC, RP_PK = RP_NALLOC - 1 };
 rp_alloc *rp_allocs(void);
 
 /* A process's own peak: rp_peak_begin resets the kernel's high-water mark
@@ -68,6 +69,30 @@ double rp_peak_kib(const rp_peak *p);
  * arg (a decimal index into rp_allocs()), available, its first call made
  * (so that its start-up is not counted), or NULL. */
 const rp_alloc *rp_alloc_for_child(const char *arg);
+
+/* The malloc-shaped experiments' loops (malloc_shapes.c), which bench's
+ * programs run too (bench_mstress, bench_larson, bench_large), each in the
+ * calling process with allocator a.
+ *
+ * migrate (exp_migrate.c): one iteration of mstress's loop at scale sc
+ * (allocations per thread, x100 x 1..2); r is the main thread's random
+ * state; last frees every object left in the shared array. */
+#define LAB_MIGRATE_THREADS 2
+#define LAB_MIGRATE_TRANSFERS 1000 /* the shared array's slots */
+void lab_migrate_iteration(const rp_alloc *a, long sc, uint64_t *r, int last);
+/* larson-pace (exp_larson_pace.c): 2 lanes of live blocks of 8-1,000 B,
+ * steps replacements per generation, g generations a lane, each handed to
+ * a new thread (handover) or all on one thread (the control). Returns ns
+ * per replacement. */
+#define LAB_LARSON_LANES 2
+#define LAB_LARSON_MIN_SIZE 8
+#define LAB_LARSON_MAX_SIZE 1000
+double lab_larson_run(const rp_alloc *a, int handover, long g, long steps, long live);
+/* large (exp_large.c): iters replacements of random blocks of 5-25 MiB in
+ * 20 slots, each written in full, then every block freed. Sets *ns to the
+ * loop's time; returns its minor page faults. */
+#define LAB_LARGE_SLOTS 20
+long lab_large_run(const rp_alloc *a, long iters, double *ns);
 
 /* FNV-1a over bytes, continuing from h (start with RP_HASH_INIT). */
 #define RP_HASH_INIT 0xcbf29ce484222325ull

@@ -1,15 +1,17 @@
 /* realprog's allocators (realprog.h): each one's malloc, free, realloc,
  * calloc and malloc_usable_size for the libraries' hooks, and the library
  * that LD_PRELOAD names for the programs. The peers are loaded at run time
- * as the lab's adapters load them (their versions come from there);
- * poolkit's front end is linked, and its preload library is the
- * libpoolkit-malloc.so of this build (LAB_MALLOC_LIB). */
+ * (dlopen(RTLD_LOCAL)); the lab's malloc-shaped adapters (peer_malloc.c)
+ * call them through this table. poolkit's front end is linked, and its
+ * preload library is the libpoolkit-malloc.so of this build
+ * (LAB_MALLOC_LIB). */
 #include "lab.h"
 #include "realprog.h"
 
 #include <poolkit/alloc.h>
 
 #include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,22 +20,78 @@
 
 static size_t pk_usable(void *p) { return pk_usable_size(p); }
 
-/* The peer's functions from its library (what dlopen gives the lab's
- * adapter); names[] in the order malloc, free, realloc, calloc, usable. */
-static void load_peer(rp_alloc *a, const char *file, const char *package, const char *const names[5]) {
-    lab_allocator *la = lab_allocator_named(a->subject);
-    if (la) snprintf(a->version, sizeof a->version, "%s", la->version);
-    void *lib = shared_dlopen(file, package, a->why, sizeof a->why);
-    if (!lib || !shared_dlsym(lib, names[0], &a->malloc, a->why, sizeof a->why) ||
-        !shared_dlsym(lib, names[1], &a->free, a->why, sizeof a->why) ||
-        !shared_dlsym(lib, names[2], &a->realloc, a->why, sizeof a->why) ||
-        !shared_dlsym(lib, names[3], &a->calloc, a->why, sizeof a->why) ||
-        !shared_dlsym(lib, names[4], &a->usable, a->why, sizeof a->why)) {
+/* The peers loaded at run time: each one's library (mimalloc 3's is
+ * found by lab_mimalloc3_path), its Debian package (or how to get it), its
+ * functions in the order malloc, free, realloc, calloc, usable, and its
+ * version (the library's own call, then the package's). */
+typedef struct peer_lib {
+    const char *subject, *file, *package;
+    const char *names[5];
+    const char *name; /* the version line's */
+    void (*version)(void *lib, char *out, size_t len);
+} peer_lib;
+
+#define MI_NAMES {"mi_malloc", "mi_free", "mi_realloc", "mi_calloc", "mi_usable_size"}
+static const peer_lib peer_libs[RP_NALLOC] = {
+    [RP_MI] = {LAB_MIMALLOC, "libmimalloc.so.2", "libmimalloc2.0", MI_NAMES, "mimalloc", shared_mimalloc_version},
+    [RP_MI3] = {LAB_MIMALLOC3, NULL, "cmeel-mimalloc from PyPI: scripts/lab-setup.sh", MI_NAMES, NULL, NULL},
+    [RP_JE] = {"jemalloc", "libjemalloc.so.2", "libjemalloc2",
+               {"malloc", "free", "realloc", "calloc", "malloc_usable_size"}, "jemalloc", shared_jemalloc_version},
+    [RP_TC] = {"tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4",
+               {"tc_malloc", "tc_free", "tc_realloc", "tc_calloc", "tc_malloc_size"}, "tcmalloc (gperftools)",
+               shared_tcmalloc_version},
+};
+
+/* Peer k's functions from its library; not available with the reason in
+ * why (and preload_why) when it cannot be loaded, its version then its
+ * subject. PyPI's libmimalloc.so.3 preloads as is, by its path in .venv;
+ * the others by name (the dynamic loader finds them). */
+static void load_peer(rp_alloc *a, int k) {
+    const peer_lib *p = &peer_libs[k];
+    *a = (rp_alloc){.subject = p->subject, .family = "peer"};
+    snprintf(a->version, sizeof a->version, "%s", p->subject);
+    const char *file = p->file ? p->file : lab_mimalloc3_path(a->why, sizeof a->why);
+    void *lib = file ? shared_dlopen(file, p->package, a->why, sizeof a->why) : NULL;
+    void *fn[5] = {&a->malloc, &a->free, &a->realloc, &a->calloc, &a->usable};
+    int ok = lib != NULL;
+    for (int i = 0; ok && i < 5; i++) ok = shared_dlsym(lib, p->names[i], fn[i], a->why, sizeof a->why);
+    if (!ok) {
         snprintf(a->preload_why, sizeof a->preload_why, "%s", a->why);
         return;
     }
     a->available = 1;
-    snprintf(a->preload, sizeof a->preload, "%s", file); /* the dynamic loader finds it by name */
+    snprintf(a->preload, sizeof a->preload, "%s", file);
+    if (!p->version) {
+        lab_mimalloc3_version(lib, a->version, sizeof a->version);
+        return;
+    }
+    char v[48];
+    p->version(lib, v, sizeof v);
+    lab_version_line(a->version, sizeof a->version, p->name, v, p->package);
+}
+
+static void load_glibc(rp_alloc *a) {
+    *a = (rp_alloc){.subject = "glibc malloc", .family = "peer", .available = 1, .malloc = malloc,
+                    .free = free, .realloc = realloc, .calloc = calloc, .usable = malloc_usable_size};
+    const char *deb = lab_deb_version("libc6");
+    snprintf(a->version, sizeof a->version, "glibc %s%s%s%s", gnu_get_libc_version(),
+             *deb ? " (Debian " : "", deb, *deb ? ")" : "");
+}
+
+static void load_poolkit(rp_alloc *a) {
+    *a = (rp_alloc){.subject = "poolkit pk_alloc", .family = "poolkit", .available = 1,
+                    .malloc = pk_alloc, .free = pk_free, .realloc = pk_realloc, .calloc = pk_calloc,
+                    .usable = pk_usable};
+    snprintf(a->version, sizeof a->version, "%s", lab_poolkit_version());
+#ifdef LAB_MALLOC_LIB
+    if (access(LAB_MALLOC_LIB, R_OK) == 0)
+        snprintf(a->preload, sizeof a->preload, "%s", LAB_MALLOC_LIB);
+    else
+        snprintf(a->preload_why, sizeof a->preload_why,
+                 "%s not built (cmake --build BUILD --target poolkit_malloc)", LAB_MALLOC_LIB);
+#else
+    snprintf(a->preload_why, sizeof a->preload_why, "this build has no libpoolkit-malloc.so");
+#endif
 }
 
 rp_alloc *rp_allocs(void) {
@@ -41,42 +99,9 @@ rp_alloc *rp_allocs(void) {
     static int loaded;
     if (loaded) return t;
     loaded = 1;
-    t[0] = (rp_alloc){.subject = "glibc malloc", .family = "peer", .available = 1, .malloc = malloc,
-                      .free = free, .realloc = realloc, .calloc = calloc, .usable = malloc_usable_size};
-    lab_allocator *g = lab_allocator_named("glibc malloc");
-    if (g) snprintf(t[0].version, sizeof t[0].version, "%s", g->version);
-
-    t[RP_MI] = (rp_alloc){.subject = LAB_MIMALLOC, .family = "peer"};
-    static const char *const mi[5] = {"mi_malloc", "mi_free", "mi_realloc", "mi_calloc", "mi_usable_size"};
-    load_peer(&t[RP_MI], "libmimalloc.so.2", "libmimalloc2.0", mi);
-
-    /* PyPI's libmimalloc.so.3 preloads as is, by its path in .venv */
-    t[RP_MI3] = (rp_alloc){.subject = LAB_MIMALLOC3, .family = "peer"};
-    const char *mi3 = lab_mimalloc3_path(t[RP_MI3].why, sizeof t[RP_MI3].why);
-    if (mi3) load_peer(&t[RP_MI3], mi3, "cmeel-mimalloc from PyPI: scripts/lab-setup.sh", mi);
-    else snprintf(t[RP_MI3].preload_why, sizeof t[RP_MI3].preload_why, "%s", t[RP_MI3].why);
-
-    t[3] = (rp_alloc){.subject = "jemalloc", .family = "peer"};
-    static const char *const je[5] = {"malloc", "free", "realloc", "calloc", "malloc_usable_size"};
-    load_peer(&t[3], "libjemalloc.so.2", "libjemalloc2", je);
-
-    t[4] = (rp_alloc){.subject = "tcmalloc", .family = "peer"};
-    static const char *const tc[5] = {"tc_malloc", "tc_free", "tc_realloc", "tc_calloc", "tc_malloc_size"};
-    load_peer(&t[4], "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", tc);
-
-    t[RP_PK] = (rp_alloc){.subject = "poolkit pk_alloc", .family = "poolkit", .available = 1,
-                      .malloc = pk_alloc, .free = pk_free, .realloc = pk_realloc, .calloc = pk_calloc,
-                      .usable = pk_usable};
-    snprintf(t[RP_PK].version, sizeof t[RP_PK].version, "%s", lab_poolkit_version());
-#ifdef LAB_MALLOC_LIB
-    if (access(LAB_MALLOC_LIB, R_OK) == 0)
-        snprintf(t[RP_PK].preload, sizeof t[RP_PK].preload, "%s", LAB_MALLOC_LIB);
-    else
-        snprintf(t[RP_PK].preload_why, sizeof t[RP_PK].preload_why,
-                 "%s not built (cmake --build BUILD --target poolkit_malloc)", LAB_MALLOC_LIB);
-#else
-    snprintf(t[RP_PK].preload_why, sizeof t[RP_PK].preload_why, "this build has no libpoolkit-malloc.so");
-#endif
+    load_glibc(&t[RP_GLIBC]);
+    for (int k = RP_MI; k <= RP_TC; k++) load_peer(&t[k], k);
+    load_poolkit(&t[RP_PK]);
     return t;
 }
 
