@@ -221,72 +221,6 @@ const char *json_str(const json *obj, const char *key) {
     return j && j->type == JSON_STRING ? j->string : NULL;
 }
 
-typedef struct writer {
-    char *out;
-    size_t len, used;
-} writer;
-
-static void w_put(writer *w, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (w->used + 1 < w->len) w->out[w->used++] = s[i];
-    if (w->len) w->out[w->used] = 0;
-}
-
-static void w_string(writer *w, const char *s) {
-    w_put(w, "\"", 1);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        char buf[8];
-        if (c == '"' || c == '\\') {
-            buf[0] = '\\';
-            buf[1] = (char)c;
-            w_put(w, buf, 2);
-        } else if (c < 0x20) {
-            snprintf(buf, sizeof buf, "\\u%04x", c);
-            w_put(w, buf, 6);
-        } else {
-            w_put(w, (const char *)&c, 1);
-        }
-    }
-    w_put(w, "\"", 1);
-}
-
-static void w_value(writer *w, const json *j) {
-    char buf[64];
-    switch (j->type) {
-    case JSON_NULL: w_put(w, "null", 4); break;
-    case JSON_BOOL: w_put(w, j->number ? "true" : "false", j->number ? 4 : 5); break;
-    case JSON_NUMBER:
-        if (isfinite(j->number)) {
-            snprintf(buf, sizeof buf, "%.10g", j->number);
-            w_put(w, buf, strlen(buf));
-        } else {
-            w_put(w, "null", 4);
-        }
-        break;
-    case JSON_STRING: w_string(w, j->string); break;
-    case JSON_ARRAY:
-    case JSON_OBJECT:
-        w_put(w, j->type == JSON_ARRAY ? "[" : "{", 1);
-        for (int i = 0; i < j->n; i++) {
-            if (i) w_put(w, ",", 1);
-            if (j->type == JSON_OBJECT) {
-                w_string(w, j->kids[i].key);
-                w_put(w, ":", 1);
-            }
-            w_value(w, &j->kids[i]);
-        }
-        w_put(w, j->type == JSON_ARRAY ? "]" : "}", 1);
-        break;
-    }
-}
-
-void json_write(const json *j, char *out, size_t len) {
-    writer w = {out, len, 0};
-    if (len) out[0] = 0;
-    w_value(&w, j);
-}
-
 static void put_string(FILE *f, const char *s) {
     fputc('"', f);
     for (; s && *s; s++) {
@@ -298,6 +232,44 @@ static void put_string(FILE *f, const char *s) {
         else fputc(c, f);
     }
     fputc('"', f);
+}
+
+static void put_number(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, "%.10g", v);
+    else fputs("null", f);
+}
+
+/* j as compact JSON text. */
+static void put_value(FILE *f, const json *j) {
+    switch (j->type) {
+    case JSON_NULL: fputs("null", f); break;
+    case JSON_BOOL: fputs(j->number ? "true" : "false", f); break;
+    case JSON_NUMBER: put_number(f, j->number); break;
+    case JSON_STRING: put_string(f, j->string); break;
+    case JSON_ARRAY:
+    case JSON_OBJECT:
+        fputc(j->type == JSON_ARRAY ? '[' : '{', f);
+        for (int i = 0; i < j->n; i++) {
+            if (i) fputc(',', f);
+            if (j->type == JSON_OBJECT) {
+                put_string(f, j->kids[i].key);
+                fputc(':', f);
+            }
+            put_value(f, &j->kids[i]);
+        }
+        fputc(j->type == JSON_ARRAY ? ']' : '}', f);
+        break;
+    }
+}
+
+void json_write(const json *j, char *out, size_t len) {
+    if (!len) return;
+    out[0] = 0;
+    FILE *f = fmemopen(out, len, "w");
+    if (!f) return;
+    put_value(f, j);
+    fclose(f);
+    out[len - 1] = 0; /* text longer than out is cut */
 }
 
 void jw_begin(json_writer *w, FILE *f) {
@@ -345,8 +317,7 @@ void jw_string(json_writer *w, const char *key, const char *v) {
 
 void jw_number(json_writer *w, const char *key, double v) {
     jw_lead(w, key);
-    if (isfinite(v)) fprintf(w->f, "%.10g", v);
-    else fputs("null", w->f);
+    put_number(w->f, v);
 }
 
 void jw_int(json_writer *w, const char *key, long v) {

@@ -193,10 +193,10 @@ def run_params(res, exp):
 
 
 def na_lines(res, exp):
-    lines = []
-    for s, why in res.unavailable(exp):
-        lines.append("- *{}*: not available: {}".format(s, why))
-    return "\n".join(lines)
+    """The section's lines for its contenders that were not available, and a blank line; none if
+    every one ran."""
+    lines = ["- *{}*: not available: {}".format(s, why) for s, why in res.unavailable(exp)]
+    return ["\n".join(lines), ""] if lines else []
 
 
 def machine_line(d):

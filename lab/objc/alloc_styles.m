@@ -17,8 +17,10 @@
 
 #include <stdio.h>
 
-#define STYLE_KERNELS(NAME, CLASS)                                       \
-  static LAB_KERNEL double NAME##_new(long n, long arg)                  \
+/* One kernel: n objects of CLASS made by CREATE (an expression over cls),
+ * each released at once. */
+#define STYLE_KERNEL(NAME, CLASS, CREATE)                                \
+  static LAB_KERNEL double NAME(long n, long arg)                        \
   {                                                                      \
     Class cls = [CLASS class];                                           \
     long i;                                                              \
@@ -26,40 +28,16 @@
     double t0 = lab_now_ns();                                            \
     for (i = 0; i < n; i++)                                              \
       {                                                                  \
-        id o = [cls new];                                                \
-        LAB_ESCAPE(o);                                                   \
-        [o release];                                                     \
-      }                                                                  \
-    return lab_now_ns() - t0;                                            \
-  }                                                                      \
-  static LAB_KERNEL double NAME##_alloc_init(long n, long arg)           \
-  {                                                                      \
-    Class cls = [CLASS class];                                           \
-    long i;                                                              \
-    (void)arg;                                                           \
-    double t0 = lab_now_ns();                                            \
-    for (i = 0; i < n; i++)                                              \
-      {                                                                  \
-        id o = [[cls alloc] init];                                       \
-        LAB_ESCAPE(o);                                                   \
-        [o release];                                                     \
-      }                                                                  \
-    return lab_now_ns() - t0;                                            \
-  }                                                                      \
-  static LAB_KERNEL double NAME##_zone_init(long n, long arg)            \
-  {                                                                      \
-    Class cls = [CLASS class];                                           \
-    long i;                                                              \
-    (void)arg;                                                           \
-    double t0 = lab_now_ns();                                            \
-    for (i = 0; i < n; i++)                                              \
-      {                                                                  \
-        id o = [[cls allocWithZone: NULL] init];                         \
+        id o = CREATE;                                                   \
         LAB_ESCAPE(o);                                                   \
         [o release];                                                     \
       }                                                                  \
     return lab_now_ns() - t0;                                            \
   }
+#define STYLE_KERNELS(NAME, CLASS)                                       \
+  STYLE_KERNEL(NAME##_new, CLASS, [cls new])                             \
+  STYLE_KERNEL(NAME##_alloc_init, CLASS, [[cls alloc] init])             \
+  STYLE_KERNEL(NAME##_zone_init, CLASS, [[cls allocWithZone: NULL] init])
 
 STYLE_KERNELS(nsobject, NSObject)
 STYLE_KERNELS(pkobject, PKObject)

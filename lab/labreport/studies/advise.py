@@ -61,9 +61,7 @@ def advise(res, charts, outdir):
                      fmt(extra(r, "run_ms")), top.get("site", "-"), top.get("advice", "-"), saving])
     md += [table(["program", "recording overhead", "sampling 1 in", "allocations", "run ms", "top site", "advice",
                   "predicted saving"], rows), ""]
-    na = na_lines(res, EXP)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, EXP)
     note_ratio(EXP, "measured ÷ predicted saving (demo)", ratio)
     if ratio is None:
         return md, None

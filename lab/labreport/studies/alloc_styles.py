@@ -52,9 +52,7 @@ def alloc_styles(res, charts, outdir):
         finding += "In C, pk_new+pk_release costs {} ns against malloc+init+free's {} ns ({}).".format(
             fmt(pkn), fmt(mal), times(mal / pkn))
     md += [finding, ""]
-    na = na_lines(res, exp)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, exp)
     head = None
     s = "GNUstep NSObject"
     z, n = res.med(exp, s, style="allocWithZone+init"), res.med(exp, s, style="new")

@@ -74,9 +74,7 @@ def autorelease_sweep(res, charts, outdir):
     md += lines + [""]
     if finding:
         md += [finding, ""]
-    na = na_lines(res, exp)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, exp)
     # chart: ns per object against objects per pool
     if chartlib.HAVE_MPL:
         fig, ax = chartlib.plt.subplots(figsize=(8, 5))

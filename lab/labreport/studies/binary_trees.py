@@ -32,9 +32,7 @@ def binary_trees(res, charts, outdir):
     line, hard_head = hardened_target("binary-trees", "whole program", [
         ("depth {}".format(depth), vs_pool(res.find(exp, HARDENED, depth=depth)))], 1.15)
     md += [line, ""]
-    na = na_lines(res, exp)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, exp)
     if chartlib.HAVE_MPL and body:
         fig, ax = chartlib.plt.subplots(figsize=(7, 3.5))
         names = [b[0] for b in body]

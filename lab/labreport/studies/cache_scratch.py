@@ -58,9 +58,7 @@ def cache_scratch(res, charts, outdir):
         "{} B {}".format(z, times(ratio(res.med(exp, PK, size=z), value(faster_mimalloc(res, exp, size=z)))))
         for z in SIZES) + ".")
     md.append("")
-    na = na_lines(res, exp)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, exp)
     worst, _ = worst_ratio("cache-scratch", "pk_pool ÷ the faster mimalloc, worst size, most-overlapped run",
                            [(r, None) for r in ratios])
     if worst is None:

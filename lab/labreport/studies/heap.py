@@ -33,7 +33,5 @@ def heap(res, charts, outdir):
             heads.append(("heap ({})".format(s), "÷ mimalloc 3's heap, ns per request (target: ≤ 1.0×; "
                           "÷ malloc+free {}, target ≤ 0.3×)".format(times(vm)), "–", times(vh),
                           "met" if met else "not met"))
-    na = na_lines(res, EXP)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, EXP)
     return md, heads

@@ -30,9 +30,7 @@ def large(res, charts, outdir):
     met = t is not None and f is not None and t <= 1.2 and f <= 2.0
     md += ["**Target**: pk_alloc at most 1.2× glibc's time ({}) and 2× its minor faults ({}) → {}.".format(
         times(t), times(f), "met" if met else "not met"), ""]
-    na = na_lines(res, EXP)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, EXP)
     if chartlib.HAVE_MPL and body:
         shown = [s for s in subs if value(res.find(EXP, s))]
         fig, axes = chartlib.plt.subplots(1, 2, figsize=(10, 4))

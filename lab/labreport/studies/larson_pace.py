@@ -38,9 +38,7 @@ def larson_pace(res, charts, outdir):
     md += ["**Target**: pk_alloc ÷ the faster mimalloc ({}) with hand-overs, median of the repetitions' "
            "ratios (≤ 1.0×): {} → {}.".format(mi["subject"] if mi else "–", times(v),
                                               "met" if v is not None and v <= 1.0 else "not met"), ""]
-    na = na_lines(res, EXP)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, EXP)
     if chartlib.HAVE_MPL and body:
         shown = [s for s in subs if any(res.med(EXP, s, handover=h) for h in HAND)]
         values = {s: [res.med(EXP, s, handover=h) for h in HAND] for s in shown}

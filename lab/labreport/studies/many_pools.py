@@ -22,9 +22,7 @@ def many_pools(res, charts, outdir):
             body.append(["poolkit pk_pool ({}, its own account)".format(label)] + [fmt(v) for v in vals])
     md.append(table(["bytes per thread per pool \\ threads"] + [str(t) for t in counts], body))
     md.append("")
-    na = na_lines(res, exp)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, exp)
     if chartlib.HAVE_MPL and counts and body:
         values = {s: [res.med(exp, s, threads=t) for t in counts] for s in res.subjects(exp)
                   if any(res.med(exp, s, threads=t) for t in counts)}

@@ -37,9 +37,7 @@ def migrate(res, charts, outdir):
            " → {}; pk_alloc flat over 25, 100 and 250 iterations, largest ÷ smallest peak (≤ 1.2×): {} → {}."
            .format("met" if worst is not None and worst <= 1.5 else "not met", times(flat),
                    "met" if flat is not None and flat <= 1.2 else "not met"), ""]
-    na = na_lines(res, EXP)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, EXP)
     if chartlib.HAVE_MPL and body:
         fig, ax = chartlib.plt.subplots(figsize=(8, 4.5))
         for s in subs:

@@ -55,9 +55,7 @@ def object_generation(res, charts, outdir):
                 "reuse list), the ring buffer gives {}, the bunch {}, pk_pool {}.").format(
         times(ratio(base, ring)), times(ratio(base, bunch)), times(ratio(base, pool)))
     md += [finding, ""]
-    na = na_lines(res, exp)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, exp)
     if gb and pk:
         rng = spread(res.find(exp, "GNUstep NSObject", remedy="ring buffer", variant="baseline"),
                      res.find(exp, "PKObject", remedy="ring buffer", variant="baseline")

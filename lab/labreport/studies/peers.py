@@ -49,9 +49,7 @@ def peers(res, charts, outdir):
         line += " Net of the empty loop: " + ", ".join(
             "{} B {}".format(z, "–" if v is None else fmt(v) + "×") for z, v in zip(sizes, nets)) + "."
     md += [line, ""]
-    na = na_lines(res, exp)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, exp)
     if chartlib.HAVE_MPL and sizes:
         shown = [s for s in subs if s != "empty loop"
                  and any(extra(res.find(exp, s, loop="hot", size=z), "net") is not None for z in sizes)]

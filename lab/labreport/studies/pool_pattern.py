@@ -52,9 +52,7 @@ def pool_pattern(res, charts, outdir):
     if lowest:
         finding += "Lowest net cost: " + ", ".join("{} {}".format(size, s) for size, s in lowest) + "."
     md += [finding, ""]
-    na = na_lines(res, exp)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, exp)
     if chartlib.HAVE_MPL:
         shown = [s for s in subs if s != "empty loop"
                  and any(extra(res.find(exp, s, size=z), "net") is not None for z in SIZES)]

@@ -30,9 +30,7 @@ def remote_batches(res, charts, outdir):
         "{}+{} threads {} ({})".format(p, p, times(r), mi["subject"] if mi else "–")
         for p, (r, _), mi in zip(PAIRS, ratios, mis)) + ".")
     md.append("")
-    na = na_lines(res, exp)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, exp)
     worst, rng = worst_ratio("remote-batches", "pk_pool ÷ the faster mimalloc, worst thread count", ratios)
     if worst is None:
         return md, None

@@ -38,9 +38,7 @@ def steady_state(res, charts, outdir):
         (h, vs_pool(res.find(exp, HARDENED, live_per_thread=n, sizes=m))) for h, (n, m) in zip(heads, SCALES)],
         1.15)
     md += [line, ""]
-    na = na_lines(res, exp)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, exp)
     if chartlib.HAVE_MPL and body:
         values = {s: [res.med(exp, s, live_per_thread=n, sizes=m) for n, m in SCALES] for s in subs
                   if any(res.med(exp, s, live_per_thread=n, sizes=m) for n, m in SCALES)}

@@ -41,9 +41,7 @@ def threads(res, charts, outdir):
         ("{} thread{}".format(t, "s" if t > 1 else ""),
          vs_pool(res.find(exp, HARDENED, workload="producer/consumer", threads=t))) for t in counts], 1.15)
     md += [line, ""]
-    na = na_lines(res, exp)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, exp)
     if chartlib.HAVE_MPL and counts:
         fig, axes = chartlib.plt.subplots(1, 2, figsize=(11, 4.5))
         for ax, wl in zip(axes, ("producer/consumer", "churn")):

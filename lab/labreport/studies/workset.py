@@ -143,9 +143,7 @@ def workset(res, charts, outdir):
                "(glibc, jemalloc, mimalloc, tcmalloc, Boost.Pool, GLib, talloc, Zig MemoryPool: "
                "whichever ran):", ""] + finding + [""]
     hard_head = hardened_section(res, exp, md, counts, sizes)
-    na = na_lines(res, exp)
-    if na:
-        md += [na, ""]
+    md += na_lines(res, exp)
     if chartlib.HAVE_MPL and counts:
         for size in sizes:
             fig, axes = chartlib.plt.subplots(1, 3, figsize=(15, 5), sharey=True)
