@@ -136,13 +136,7 @@ static void print(FILE *out) {
         /* one line per subject, in the order rows were made */
         for (int i = 0; i < lab_row_count(); i++) {
             lab_row *r = lab_row_at(i);
-            if (strcmp(r->experiment, EXP)) continue;
-            int first = 1;
-            for (int k = 0; k < i && first; k++) {
-                lab_row *o = lab_row_at(k);
-                if (!strcmp(o->experiment, EXP) && !strcmp(o->subject, r->subject)) first = 0;
-            }
-            if (!first) continue;
+            if (strcmp(r->experiment, EXP) || !lab_row_first_of_subject(i)) continue;
             if (!r->available && !lab_param_get(r, "loop")) {
                 if (loop == 0) fprintf(out, "  %-30s n/a: %.80s\n", r->subject, r->why);
                 continue;

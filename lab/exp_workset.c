@@ -180,13 +180,7 @@ static void each_subject(FILE *out, void (*fn)(FILE *, const lab_row *, const vo
                          const void *arg) {
     for (int i = 0; i < lab_row_count(); i++) {
         lab_row *r = lab_row_at(i);
-        if (strcmp(r->experiment, EXP)) continue;
-        int first = 1;
-        for (int k = 0; k < i && first; k++) {
-            lab_row *o = lab_row_at(k);
-            if (!strcmp(o->experiment, EXP) && !strcmp(o->subject, r->subject)) first = 0;
-        }
-        if (first) fn(out, r, arg);
+        if (!strcmp(r->experiment, EXP) && lab_row_first_of_subject(i)) fn(out, r, arg);
     }
 }
 

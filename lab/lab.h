@@ -150,12 +150,25 @@ const char *lab_fmt_row(const lab_row *r, char *buf);
 /* Every row, in the order made. */
 int lab_row_count(void);
 lab_row *lab_row_at(int i);
+/* Whether row i is the first of its experiment with its subject (a
+ * table's line per subject, in the order rows were made). */
+int lab_row_first_of_subject(int i);
 
 /* The median of a row, or NaN where there is none (no row, not available,
  * nothing measured): a table's cell. */
 double lab_row_median(const lab_row *r);
 
-/* ---- tables (output.c) ------------------------------------------------------ */
+/* ---- the machine line, tables, results.json (results.c) ------------------- */
+
+/* Reads the machine (CPU, cores, memory, OS, compiler and flags) once. */
+void lab_machine_probe(void);
+/* "machine: CPU, N cores, M GiB; OS; compiler, flags; poolkit VERSION" */
+void lab_machine_line(FILE *out);
+/* Writes results.json for the experiments done so far (atomically: a
+ * temporary file renamed over path). 0 or -1. */
+struct lab_experiment;
+int lab_write_results(const char *path, const struct lab_experiment *const *done, const double *secs,
+                      int ndone, const char *command, double seconds);
 
 /* Starts a contender's line of a table: "  SUBJECT" padded to width. An
  * adapter that did not load gets " n/a: WHY" and the line ends there.

@@ -13,7 +13,6 @@
  * (PROTOCOL.md), so that drift hits all of them alike.
  */
 #include "lab.h"
-#include "output.h"
 
 #include <errno.h>
 #include <math.h>

@@ -42,10 +42,11 @@ static const peer_lib peer_libs[RP_NALLOC] = {
                shared_tcmalloc_version},
 };
 
-/* Peer k's functions from its library; not available with the reason in
- * why (and preload_why) when it cannot be loaded, its version then its
- * subject. PyPI's libmimalloc.so.3 preloads as is, by its path in .venv;
- * the others by name (the dynamic loader finds them). */
+/* Peer k's functions from its library, and its version line; where it
+ * cannot be loaded, not available, with the reason in why and preload_why
+ * (its version is then its subject). PyPI's libmimalloc.so.3 preloads as
+ * is, by its path in .venv; the others by name (the dynamic loader finds
+ * them). */
 static void load_peer(rp_alloc *a, int k) {
     const peer_lib *p = &peer_libs[k];
     *a = (rp_alloc){.subject = p->subject, .family = "peer"};

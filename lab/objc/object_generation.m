@@ -228,6 +228,18 @@ static size_t bunch_slot_bytes;
   [pool release];                                           \
   return lab_now_ns() - t0;
 
+/* One kernel: n objects of CLASS made by CREATE (an expression over cls
+ * and i), each released at once. */
+#define GEN_KERNEL(NAME, CLASS, CREATE)                                   \
+  static LAB_KERNEL double NAME(long n, long arg)                         \
+  {                                                                       \
+    Class cls = [CLASS class];                                            \
+    LOOP_BEGIN                                                            \
+      id o = CREATE;                                                      \
+      LAB_ESCAPE(o);                                                      \
+      [o release];                                                        \
+    LOOP_END                                                              \
+  }
 #define GEN_KERNELS(P, CLASS)                                             \
   static LAB_KERNEL double P##_convenience(long n, long arg)              \
   {                                                                       \
@@ -237,33 +249,9 @@ static size_t bunch_slot_bytes;
       LAB_ESCAPE(o);                                                      \
     POOLED_LOOP_END                                                       \
   }                                                                       \
-  static LAB_KERNEL double P##_alloc_init(long n, long arg)               \
-  {                                                                       \
-    Class cls = [CLASS class];                                            \
-    LOOP_BEGIN                                                            \
-      id o = [[cls alloc] initWithValue: (int)i];                         \
-      LAB_ESCAPE(o);                                                      \
-      [o release];                                                        \
-    LOOP_END                                                              \
-  }                                                                       \
-  static LAB_KERNEL double P##_zone_init(long n, long arg)                \
-  {                                                                       \
-    Class cls = [CLASS class];                                            \
-    LOOP_BEGIN                                                            \
-      id o = [[cls allocWithZone: NULL] initWithValue: (int)i];           \
-      LAB_ESCAPE(o);                                                      \
-      [o release];                                                        \
-    LOOP_END                                                              \
-  }                                                                       \
-  static LAB_KERNEL double P##_custom_new(long n, long arg)               \
-  {                                                                       \
-    Class cls = [CLASS class];                                            \
-    LOOP_BEGIN                                                            \
-      id o = [cls newWithValue: (int)i];                                  \
-      LAB_ESCAPE(o);                                                      \
-      [o release];                                                        \
-    LOOP_END                                                              \
-  }
+  GEN_KERNEL(P##_alloc_init, CLASS, [[cls alloc] initWithValue: (int)i])  \
+  GEN_KERNEL(P##_zone_init, CLASS, [[cls allocWithZone: NULL] initWithValue: (int)i]) \
+  GEN_KERNEL(P##_custom_new, CLASS, [cls newWithValue: (int)i])
 
 GEN_KERNELS(gs, GenObject)
 GEN_KERNELS(pk, PKGenObject)
