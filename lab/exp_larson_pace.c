@@ -1,9 +1,9 @@
-/* larson-pace: larson at its own pace (mimalloc-bench's larson-sized;
- * the loop is lab_larson_run, malloc_shapes.c, which bench/bench_larson.c
- * runs over three allocators). Where
- * steady-state hands each live set over a few times, larson's server
- * threads hand over every few milliseconds for hundreds of generations, so
- * most frees are of blocks whose allocating thread has exited.
+/* larson-pace: larson at its own pace (mimalloc-bench's larson-sized; the
+ * loop is malloc_shapes.c's lab_larson_run, which bench/bench_larson.c runs
+ * over three allocators). Where steady-state hands each live set over a few
+ * times, larson's server threads hand over every few milliseconds for
+ * hundreds of generations, so most frees are of blocks whose allocating
+ * thread has exited.
  *
  * 2 lanes, each a live set of 5,000 blocks of 8 to 1,000 B made by the main
  * thread. A lane's thread replaces a random block `steps` times (free, then
@@ -40,8 +40,6 @@ static const char *const handovers[] = {"every generation", "none (control)"};
 
 static long gens(void) { return lab_pick(20, 40, 100, 200); }
 static long steps(void) { return lab_pick(5000, 50000, 50000, 100000); }
-
-/* ---- the child ---- */
 
 /* `pk-lab child larson-pace K HANDOVER GENS STEPS`: writes "NS_PER_REPLACEMENT PEAK_KIB". */
 static int child(int argc, char **argv) {

@@ -1,7 +1,7 @@
 /* migrate: threads that come and go, after mstress (mimalloc-bench's
- * `mstress 2 50 N`; the loop is lab_migrate_iteration, malloc_shapes.c,
- * which bench/bench_mstress.c runs over three allocators). Memory must not grow
- * while the live set does not.
+ * `mstress 2 50 N`; the loop is malloc_shapes.c's lab_migrate_iteration,
+ * which bench/bench_mstress.c runs over three allocators). Memory must not
+ * grow while the live set does not.
  *
  * Each iteration starts 2 threads. Each allocates objects of 8 to 128 B
  * (powers of two; 1% of them 100 to 10,000 times larger, every word
@@ -43,8 +43,6 @@ static const int judged[] = {25, 100, 250}; /* the target's points */
 #define NJUDGED 3
 
 static long scale_arg(void) { return lab_pick(5, 20, 50, 50); }
-
-/* ---- the child ---- */
 
 /* `pk-lab child migrate K SCALE ITERATIONS`: writes, for each mark up to
  * ITERATIONS, "MS KIB" (time and peak growth so far). */
