@@ -108,10 +108,10 @@ def check_model(doc, what, at_exit):
     check(pools.get("sessions", {}).get("live") == 10 and pools["sessions"]["size"] == 200,
           f"{what}: pool sessions, 200 B, 10 live")
     orders = 3 if at_exit else 4  # the autoreleased one is gone at exit
-    check(pools.get("pk_new 64", {}).get("live") == orders,
-          f"{what}: size-class pool 'pk_new 64' holds the {orders} live Orders")
-    check(pools.get("pk_new 128", {}).get("live") == 2,
-          f"{what}: size-class pool 'pk_new 128' holds the 2 live Customers")
+    check(pools.get("pk_alloc 64", {}).get("live") == orders,
+          f"{what}: size-class pool 'pk_alloc 64' holds the {orders} live Orders")
+    check(pools.get("pk_alloc 128", {}).get("live") == 2,
+          f"{what}: size-class pool 'pk_alloc 128' holds the 2 live Customers")
     for p in doc["pools"]:
         if not (p["bytes_resident"] <= p["bytes_reserved"] and p["live"] <= p["peak_live"]):
             check(False, f"{what}: pool {p['name']}: resident <= reserved, live <= peak")
@@ -189,14 +189,14 @@ def main():
     for part in ("615 live objects", "'nodes' 600", "'sessions' 10", "class Order 3", "class Customer 2",
                  "1 arena never destroyed"):
         check(part in line, f"POOLKIT_DEBUG=1: the summary says {part}")
-    check("autorelease pages" not in r.stderr and "pk_new 64' 3" not in line,
+    check("autorelease pages" not in r.stderr and "pk_alloc 64' 3" not in line,
           "POOLKIT_DEBUG=1: the library's own pool is left out, pk_new's counted per class")
     site = r" \(allocated at [^)]+\)"
     check(re.search(r"^poolkit: leak: pool 'nodes', 600 live at exit, the first: "
                     r"0x[0-9a-f]+" + site + r"(, 0x[0-9a-f]+" + site + r"){3} \.\.\. \(596 more\)$",
                     r.stderr, re.M) is not None,
           "POOLKIT_DEBUG=1: the first 4 of pool 'nodes' listed with where they were allocated")
-    check(re.search(r"^poolkit: leak: pk_new objects of pool 'pk_new 64', 3 live at exit, the first: "
+    check(re.search(r"^poolkit: leak: pool 'pk_alloc 64', 3 live at exit, the first: "
                     r"Order 0x[0-9a-f]+" + site + r"(, Order 0x[0-9a-f]+" + site + r"){2}$",
                     r.stderr, re.M) is not None,
           "POOLKIT_DEBUG=1: the live Orders listed by class with where they were allocated")

@@ -102,7 +102,6 @@ void make_and_destroy_pool() {
 }
 
 const Case kCases[] = {
-    {HOOK_CLASS_POOLS, "the class pools' lock (object.c class_lock)", [] { pk_release(pk_new(&kFresh)); }},
     {HOOK_ARP_PAGES, "the autorelease page pool's lock (autorelease.c page_lock)",
      [] { pk_autorelease_pop(pk_autorelease_push()); }},
     {HOOK_POOL_LIST, "the pool list's lock (pool.c pools_lock)", make_and_destroy_pool},
@@ -305,7 +304,6 @@ int fork_while_parked(hook_point point) {
 
 }  // namespace
 
-PKTEST_CHILD(ForkInsideClassPoolsLock) { return fork_while_parked(HOOK_CLASS_POOLS); }
 PKTEST_CHILD(ForkInsideArpPagesLock) { return fork_while_parked(HOOK_ARP_PAGES); }
 PKTEST_CHILD(ForkInsidePoolListLock) { return fork_while_parked(HOOK_POOL_LIST); }
 PKTEST_CHILD(ForkInsideRegistryLock) { return fork_while_parked(HOOK_REGISTRY); }
@@ -318,7 +316,6 @@ PKTEST_CHILD(ForkInsidePurgeControlLock) { return fork_while_parked(HOOK_PURGE_C
 PKTEST_CHILD(ForkInsideAllocClassesLock) { return fork_while_parked(HOOK_ALLOC_CLASSES); }
 PKTEST_CHILD(ForkInsideLargeBlocksLock) { return fork_while_parked(HOOK_LARGE_BLOCKS); }
 
-TEST(ForkWhileAThreadHolds, TheClassPoolsLock) { EXPECT_CHILD_PASSES("ForkInsideClassPoolsLock"); }
 TEST(ForkWhileAThreadHolds, TheAutoreleasePagePoolLock) { EXPECT_CHILD_PASSES("ForkInsideArpPagesLock"); }
 TEST(ForkWhileAThreadHolds, ThePoolListLock) { EXPECT_CHILD_PASSES("ForkInsidePoolListLock"); }
 TEST(ForkWhileAThreadHolds, TheThreadRegistryLock) { EXPECT_CHILD_PASSES("ForkInsideRegistryLock"); }

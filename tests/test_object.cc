@@ -193,14 +193,16 @@ TEST(Object, ClassesOfOneSizeShareAPoolOthersDoNot) {
     EXPECT_NE(pk_class_pool(&a), pk_class_pool(&c));
 }
 
-TEST(Object, HugeClassesComeFromTheHeap) {
-    static const pk_class huge = {"Huge", 200000, count_dealloc};
+// Over the front end's last class (PK_ALLOC_CLASS_MAX), an object is a
+// large block: no pool holds it.
+TEST(Object, HugeClassesComeFromLargeBlocks) {
+    static const pk_class huge = {"Huge", 300000, count_dealloc};
     errno = 0;
     EXPECT_EQ(pk_class_pool(&huge), nullptr);
     EXPECT_EQ(errno, EINVAL);
     unsigned char *p = static_cast<unsigned char *>(pk_new(&huge));
     ASSERT_NE(p, nullptr);
-    EXPECT_TRUE(pktest::all_bytes(p, 200000, 0));
+    EXPECT_TRUE(pktest::all_bytes(p, 300000, 0));
     EXPECT_EQ(pk_pool_owner(memory_of(p)), nullptr);
     long before = g_deallocs;
     pk_release(p);
@@ -599,10 +601,10 @@ TEST_F(ObjectDebugDeathTest, ReleaseOfAnotherPoolsObjectIsAForeignPointerNamingT
         foreign_report("pk_release") + " is an object of pool 'mine'");
 }
 
-// Objects too large for the pools come from the C heap; debug mode records
-// them while they live, so they pass the check.
+// Objects over the last class are the front end's large blocks; its table
+// knows them while they live, so they pass the check.
 TEST_F(ObjectDebugDeathTest, ObjectsTooLargeForThePoolsAreNotForeign) {
-    static const pk_class huge = {"Huge", 200000, nullptr};
+    static const pk_class huge = {"Huge", 300000, nullptr};
     EXPECT_EXIT(
         {
             std::vector<void *> objs;
@@ -617,10 +619,10 @@ TEST_F(ObjectDebugDeathTest, ObjectsTooLargeForThePoolsAreNotForeign) {
         ::testing::ExitedWithCode(0), "");
 }
 
-// A large object released twice: its memory went back to the C heap, so it
-// is no longer recorded, and the report says so.
+// A large object released twice: its block was freed, so the front end's
+// table no longer has it, and the report says so.
 TEST_F(ObjectDebugDeathTest, LargeObjectReleasedTwiceIsReported) {
-    static const pk_class huge = {"Huge", 200000, nullptr};
+    static const pk_class huge = {"Huge", 300000, nullptr};
     EXPECT_DEATH(
         {
             void *o = pk_new(&huge);
@@ -629,7 +631,7 @@ TEST_F(ObjectDebugDeathTest, LargeObjectReleasedTwiceIsReported) {
             pk_release(o);
             pk_release(o);
         },
-        foreign_report("pk_release") + "[^\n]*no live object too large for the pools");
+        foreign_report("pk_release") + "[^\n]*no live large block of pk_new starts there");
 }
 
 }  // namespace

@@ -603,7 +603,7 @@ TEST(StatsLeakSummary, ListsTheFirstObjectsWithWhereTheyWereAllocated) {
     EXPECT_TRUE(std::regex_search(r.err, std::regex("\npoolkit: leak: pool 'leaky', 6 live at exit, the first: " + obj +
                                                     "(, " + obj + "){3} \\.\\.\\. \\(2 more\\)\n")))
         << r.err;
-    EXPECT_TRUE(std::regex_search(r.err, std::regex("\npoolkit: leak: pk_new objects of pool 'pk_new [0-9]+', 1 live "
+    EXPECT_TRUE(std::regex_search(r.err, std::regex("\npoolkit: leak: pool 'pk_alloc [0-9]+', 1 live "
                                                     "at exit, the first: LeftOver 0x[0-9a-f]+ \\(allocated at ")))
         << r.err;
 }

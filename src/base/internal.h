@@ -248,8 +248,6 @@ void init_announce(init_event e);
 
 /* fork.c registers its pthread_atfork install for INIT_SHARED_STATE, and
  * calls each module's part, in lock order (fork.c lists it). */
-void object_fork_lock(void);
-void object_fork_unlock(void);
 void arp_fork_lock(void);
 void arp_fork_unlock(void);
 void error_fork_lock(void);
@@ -274,7 +272,6 @@ void large_fork_unlock(void);
  * load and a predicted branch on a path that takes a mutex anyway; never on
  * a fast path. */
 typedef enum hook_point {
-    HOOK_CLASS_POOLS,   /* object.c class_lock: a class's pool being made */
     HOOK_ARP_PAGES,     /* autorelease.c page_lock: the page pool being made */
     HOOK_POOL_LIST,     /* pool.c pools_lock: a pool joining the list */
     HOOK_REGISTRY,      /* tcache.c registry: a pool taking a cache key */
@@ -284,7 +281,7 @@ typedef enum hook_point {
     HOOK_ADDRESS_MAP,   /* region.c lock: a slab being placed and recorded */
     HOOK_ERROR_HANDLER, /* error.c handler_lock: the handler being set */
     HOOK_PURGE_CONTROL, /* sweep.c control: the background purge set */
-    HOOK_ALLOC_CLASSES, /* alloc.c class_lock: a size class's pool being made */
+    HOOK_ALLOC_CLASSES, /* alloc.c class_lock: a size class's pool being made (pk_alloc, pk_new) */
     HOOK_LARGE_BLOCKS,  /* alloc_large.c large_lock: a mapped block recorded */
     HOOK_POINTS
 } hook_point;

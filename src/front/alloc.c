@@ -82,7 +82,10 @@ static PK_NOINLINE pk_pool *class_pool_make(size_t ci) {
         memset(&c, 0, sizeof c);
         c.name = class_names[ci];
         c.size = alloc_class_size(ci);
-        c.flags = POOL_SIZE_CLASS;
+        /* pk_new's objects lie here too: debug fills leave a slot's first
+         * 16 bytes alone, so a late release still finds the dead mark
+         * naming the class (object_internal.h). */
+        c.flags = POOL_SIZE_CLASS | POOL_KEEPS_HEADER;
         p = pk_pool_create(&c);
         if (p) {
             for (size_t i = 0; i <= PK__ALLOC_SMALL_MAX / 8; i++)
@@ -101,6 +104,8 @@ size_t alloc_classes_made(void) {
     for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) n += class_pool_made(ci) != NULL;
     return n;
 }
+
+pk_pool *alloc_class_made(size_t ci) { return ci < PK__ALLOC_CLASSES ? class_pool_made(ci) : NULL; }
 
 void alloc_fork_lock(void) { pthread_mutex_lock(&class_lock); }
 void alloc_fork_unlock(void) { pthread_mutex_unlock(&class_lock); }
@@ -200,6 +205,29 @@ void *alloc_from_pool(pk_pool *p, void *caller) {
     leave();
     return obj;
 }
+
+/* ---- pk_new's memory (alloc_object.h) ---- */
+
+pk_pool *alloc_object_pool(size_t size) {
+    size_t ci = PK__ALLOC_CLASSES;
+    if (unlikely(alloc_hardened())) {
+        if (size < HARD_GUARDED_MIN) ci = alloc_class_aligned(hard_class_of(size), 16);
+    } else if (size <= PK_ALLOC_CLASS_MAX) {
+        ci = alloc_class_of(size);
+    }
+    if (ci >= PK__ALLOC_CLASSES) {
+        errno = EINVAL;
+        return NULL;
+    }
+    pk_pool *p = class_pool_made(ci);
+    if (likely(p != NULL)) return p;
+    depth++;
+    p = class_pool_make(ci);
+    leave();
+    return p;
+}
+
+pk_pool *alloc_object_pool_made(size_t size) { return class_pool_made(alloc_class_of(size)); }
 
 /* Large blocks' calls run the purge's poll, as the pools' slow paths do,
  * so that freed blocks kept for reuse go back after the delay in a program

@@ -13,6 +13,7 @@
 #include <poolkit/alloc.h>
 
 #include "pool/pool_internal.h"
+#include "front/alloc_object.h"
 
 /* ---- classes ---- */
 
@@ -82,10 +83,7 @@ static inline bool alloc_owns(const pk_pool *p, const void *ptr) {
 /* Whether p, alloc_pool_of(ptr), is one of a pk_heap's class pools. */
 static inline bool alloc_is_heap(const pk_pool *p) { return p && (p->flags & POOL_HEAP); }
 
-/* alloc.c, for a pk_heap (blockheap.c): an object of p, a class pool,
- * with the front end's guard against re-entry (alloc.c, "Re-entry"); NULL
- * with errno ENOMEM. */
-void *alloc_from_pool(pk_pool *p, void *caller);
+/* alloc_from_pool (alloc_object.h) serves a pk_heap's pools too. */
 /* pk_pool_create and pk_pool_destroy with that guard raised, for a heap's
  * pools: what they call may allocate. */
 pk_pool *alloc_pool_create(const pk_pool_config *c);

@@ -1,22 +1,26 @@
-/* Reference-counted objects on top of the pools.
+/* Reference-counted objects on top of the size-class front end.
  *
  * Memory. An object's memory is a 16-byte header (object_internal.h) and its
- * fields rounded up to 16 bytes, taken from the pool of its size class. The
- * classes step by 16 bytes up to 1 KiB, then four per doubling up to 64 KiB;
- * larger objects come from the C heap. A class pool's alignment is 16 (the
- * fields'); its slots are placed as every pool's (slab.h), so a slot of a
- * power-of-two size starts on a multiple of it: "aligned" means the memory
- * with its header, not the pointer pk_new returns, 16 bytes into it. A size
- * class's pool is created on first use under class_lock and published with a
- * release store, so pk_new reads it with one acquire load (a plain load on
- * x86) and no lock. Pools are never destroyed. Nothing in the header says
- * which pool: the class's size does, so the memory returns to the same pool
- * from any thread.
+ * fields rounded up to 16 bytes: a block of the front end, from the class
+ * pool pk_alloc uses for that many bytes, or a large block over the last
+ * class (front/alloc_object.h), so objects and pk_alloc's blocks share one
+ * class table, one large-block set, their locks and fork handlers. The
+ * classes' slots are 16-aligned: "aligned" means the memory with its
+ * header, not the pointer pk_new returns, 16 bytes into it. In default and
+ * debug modes the calling thread keeps its last class and that class's
+ * pool, so pk_new and pk_release take the pool's inline paths; hardened
+ * mode (POOLKIT_HARDENED=1) allocates and frees every object as the front
+ * end's hardened blocks (check word, quarantine), with no cache. Nothing
+ * in the header says which pool: the class's size does, so the memory
+ * returns to the same pool from any thread.
  *
- * Counts. pk_new stores 1. pk_retain is a relaxed fetch-add. pk_release
- * first loads the count with acquire: 1 means we hold the only reference, so
- * the object is disposed of with no read-modify-write; otherwise an acq_rel
- * fetch-sub, and whoever takes it from 1 disposes. Disposal stores the dead
+ * Counts (tagged: object_internal.h). pk_new stores one reference.
+ * pk_retain loads the word, and only if it is a live object's adds one
+ * with a relaxed fetch-add, so a block that is not an object is never
+ * written. pk_release first loads the word with acquire: one reference
+ * means we hold the only one, so the object is disposed of with no
+ * read-modify-write; otherwise, if it is a live object's, an acq_rel
+ * fetch-sub, and whoever takes it from one disposes. Disposal stores the dead
  * mark first, so a release that comes late (during the dealloc, or after the
  * memory went back and before it is reused) sees a count no live object has
  * and is reported as an over-release.
@@ -40,19 +44,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SMALL_MAX_FIELDS 1008       /* largest field size of the 16-byte-step classes */
-#define SMALL_CLASSES 64            /* slot bytes 16, 32, ..., 1024 */
-#define LARGE_MAX_SHIFT 16          /* largest pooled slot: 64 KiB */
-#define NCLASSES (SMALL_CLASSES + 4 * (LARGE_MAX_SHIFT - 10))
-#define HEAP_CLASS ((pk_pool *)(uintptr_t)1) /* marks a class the pools refused */
-
-static pk_pool *class_pools[NCLASSES]; /* atomic: NULL until created */
-static char class_names[NCLASSES][24];
-static pthread_mutex_t class_lock = PTHREAD_MUTEX_INITIALIZER;
-
 /* The calling thread's last class and its pool. A hit turns the pool lookup
  * into a predicted branch: the free-list store in pk_release then no longer
- * waits for the chain header -> class -> size -> class_pools -> pool, which
+ * waits for the chain header -> class -> size -> class table -> pool, which
  * the next allocation's load would wait for in turn. Never holds NULL or a
  * heap class. */
 static const pk_class no_class;
@@ -84,7 +78,7 @@ static inline bool goes_slow(const void *obj) {
     return (uintptr_t)obj <= __atomic_load_n(&slow_below, __ATOMIC_RELAXED);
 }
 
-/* ---- is it an object? (object_internal.h, object_pooled) ---- */
+/* ---- is it in the class pools? (object_internal.h, object_pooled) ---- */
 
 __thread object_slab_cache object_last_slab __attribute__((tls_model("initial-exec")));
 
@@ -94,7 +88,7 @@ bool object_pooled_lookup(const void *obj) {
     const map_entry *e = map_find((const void *)a);
     if (!e) return false;
     const struct pk_pool *p = __atomic_load_n(&e->pool, __ATOMIC_RELAXED); /* NULL: no slab there */
-    if (!p || !(p->flags & POOL_KEEPS_HEADER)) return false;
+    if (!alloc_is_front_class(p)) return false;
     uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED), off = a - first;
     uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
     uintptr_t bytes = (uintptr_t)__atomic_load_n(&e->slot, __ATOMIC_RELAXED) *
@@ -107,57 +101,12 @@ bool object_pooled_lookup(const void *obj) {
     return true;
 }
 
-/* ---- size classes ---- */
+/* ---- sizes ---- */
 
 /* Slot bytes for fields of size bytes, or 0 if it cannot be represented. */
 static inline size_t slot_bytes(size_t size) {
     if (size > SIZE_MAX / 2) return 0;
     return sizeof(object_header) + align_up(size, 16);
-}
-
-/* The class index of a slot of `slot` bytes (> 1024), or NCLASSES when it is
- * too large for the pools: four classes per doubling. */
-static size_t large_index(size_t slot) {
-    if (slot == 0 || slot > ((size_t)1 << LARGE_MAX_SHIFT)) return NCLASSES;
-    unsigned b = (unsigned)(sizeof(size_t) * 8 - 1) - (unsigned)__builtin_clzl(slot - 1);
-    size_t sub = ((slot - 1) >> (b - 2)) & 3;
-    return SMALL_CLASSES + (size_t)(b - 10) * 4 + sub;
-}
-
-static size_t class_slot(size_t ci) {
-    if (ci < SMALL_CLASSES) return (ci + 1) * 16;
-    size_t k = ci - SMALL_CLASSES;
-    return (4 + k % 4 + 1) << (k / 4 + 8);
-}
-
-static inline size_t class_index(size_t size) {
-    if (likely(size <= SMALL_MAX_FIELDS)) return (size + 15) >> 4;
-    return large_index(slot_bytes(size));
-}
-
-/* The pool of class ci, creating it: NULL with errno ENOMEM, or HEAP_CLASS
- * when the pools do not take objects that large. */
-static PK_NOINLINE pk_pool *class_pool_get(size_t ci) {
-    pk_pool *p = __atomic_load_n(&class_pools[ci], __ATOMIC_ACQUIRE);
-    if (p) return p;
-    pthread_mutex_lock(&class_lock);
-    fork_test_point(HOOK_CLASS_POOLS, &class_lock);
-    p = class_pools[ci];
-    if (!p) {
-        snprintf(class_names[ci], sizeof class_names[ci], "pk_new %zu", class_slot(ci));
-        pk_pool_config c;
-        memset(&c, 0, sizeof c);
-        c.name = class_names[ci];
-        c.size = class_slot(ci);
-        c.align = 16;
-        c.flags = POOL_KEEPS_HEADER;
-        p = pk_pool_create(&c);
-        if (!p && errno == EINVAL) p = HEAP_CLASS;
-        if (p) __atomic_store_n(&class_pools[ci], p, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&class_lock);
-    if (!p) errno = ENOMEM;
-    return p;
 }
 
 /* ---- allocation ---- */
@@ -179,10 +128,13 @@ static inline void zero_fields(void *p, size_t n16) {
 
 static inline void *object_init(object_header *h, const pk_class *cls) {
     h->cls = cls;
-    h->refs = 1; /* not yet shared: a plain store */
+    h->refs = REFS_LIVE1; /* not yet shared: a plain store */
     return h + 1;
 }
 
+/* A class pool's object in default and debug modes, caching the class and
+ * its pool for the next call; else (hardened mode, or fields over the last
+ * class) the front end's block as pk_aligned_alloc makes it. */
 static PK_NOINLINE void *new_slow(const pk_class *cls) {
     if (!cls) {
         errno = EINVAL;
@@ -193,35 +145,33 @@ static PK_NOINLINE void *new_slow(const pk_class *cls) {
         errno = ENOMEM;
         return NULL;
     }
-    size_t ci = class_index(cls->size);
-    pk_pool *pool = ci < NCLASSES ? class_pool_get(ci) : HEAP_CLASS;
-    if (!pool) return NULL;
     object_header *h;
-    if (pool == HEAP_CLASS) {
-        h = aligned_alloc(16, slot);
-        if (h && !large_add(h)) { /* recorded: releases check every pointer */
-            free(h);
-            h = NULL;
-        }
-        if (!h) {
-            errno = ENOMEM;
-            return NULL;
-        }
-    } else {
+    if (slot <= PK_ALLOC_CLASS_MAX && !alloc_hardened()) {
+        pk_pool *pool = alloc_object_pool(slot);
+        if (!pool) return NULL;
         cc.cls = cls;
         cc.pool = pool;
-        h = pk_pool_alloc(pool);
-        if (!h) return NULL;
-        slot = class_slot(ci);
+        h = alloc_from_pool(pool, __builtin_return_address(0));
+    } else {
+        h = pk_aligned_alloc(16, slot);
     }
+    if (!h) return NULL;
     memset(h + 1, 0, slot - sizeof *h);
+    return object_init(h, cls);
+}
+
+/* The cached pool's inline path missed: its guarded slow path. */
+static PK_NOINLINE void *new_refill(const pk_class *cls) {
+    object_header *h = alloc_from_pool(cc.pool, __builtin_return_address(0));
+    if (unlikely(!h)) return NULL;
+    memset(h + 1, 0, slot_bytes(cls->size) - sizeof *h);
     return object_init(h, cls);
 }
 
 void *pk_new(const pk_class *cls) {
     if (likely(cls == cc.cls)) {
-        object_header *h = pk_pool_alloc(cc.pool);
-        if (unlikely(!h)) return NULL;
+        object_header *h = pk__pool_alloc_inline(cc.pool);
+        if (unlikely(!h)) return new_refill(cls);
         zero_fields(h + 1, (cls->size + 15) >> 4);
         return object_init(h, cls);
     }
@@ -233,36 +183,36 @@ pk_pool *pk_class_pool(const pk_class *cls) {
         errno = EINVAL;
         return NULL;
     }
-    size_t ci = class_index(cls->size);
-    pk_pool *p = ci < NCLASSES ? class_pool_get(ci) : HEAP_CLASS;
-    if (p == HEAP_CLASS) {
+    size_t slot = slot_bytes(cls->size);
+    if (slot == 0) {
         errno = EINVAL;
         return NULL;
     }
-    return p;
+    return alloc_object_pool(slot);
 }
 
 /* ---- disposal ---- */
 
-/* A cache miss: the pool from the class's size (published before the object
+/* A cache miss: the pool from the class's size (made before the object
  * existed, and whoever releases the object is ordered after its creation,
- * so a relaxed load finds it), or HEAP_CLASS. */
+ * so the lookup finds it), cached; in hardened mode and for large blocks,
+ * pk_free. */
 static PK_NOINLINE void free_uncached(const pk_class *cls, object_header *h) {
-    size_t ci = class_index(cls->size);
-    pk_pool *p = ci < NCLASSES ? __atomic_load_n(&class_pools[ci], __ATOMIC_RELAXED) : HEAP_CLASS;
-    if (p == HEAP_CLASS) {
-        large_remove(h);
-        free(h);
-        return;
+    size_t slot = slot_bytes(cls->size);
+    pk_pool *p = slot <= PK_ALLOC_CLASS_MAX && !alloc_hardened() ? alloc_object_pool_made(slot) : NULL;
+    if (p) {
+        cc.cls = cls;
+        cc.pool = p;
     }
-    cc.cls = cls;
-    cc.pool = p;
-    pk_pool_free(p, h);
+    pk_free(h);
 }
 
+/* The cached pool's inline free, else pk_free: its short path for an object
+ * of another of the thread's slabs, the guarded slow path for the rest. */
 static inline void free_memory(const pk_class *cls, object_header *h) {
     if (likely(cls == cc.cls)) {
-        pk_pool_free(cc.pool, h);
+        if (likely(pk__pool_free_inline(cc.pool, h))) return;
+        pk_free(h);
         return;
     }
     free_uncached(cls, h);
@@ -345,14 +295,21 @@ static PK_COLD void report_bad_count(object_header *h, uintptr_t n, const char *
                                      const char *doing, const char *call) {
     const pk_class *cls = refs_dead_class(n);
     const char *name = cls && cls->name ? cls->name : NULL;
-    if (!cls && !object_in_pools(h + 1))
+    /* Untagged: no object's count word, unless zero, which is what a
+     * hardened free leaves in a quarantined block. */
+    if (!cls && n != REFS_TAG && n != 0) {
+        if (!object_in_pools(h + 1))
+            error_report(PK_FATAL, "foreign pointer", NULL, h + 1,
+                         "%s: %p is not an object of any pool (a foreign pointer, or an object "
+                         "in a large block, freed already)", call, (void *)(h + 1));
         error_report(PK_FATAL, "foreign pointer", NULL, h + 1,
-                     "%s: %p is not an object of any pool (a foreign pointer, or an object "
-                     "larger than the pools take, freed already)", call, (void *)(h + 1));
+                     "%s: %p has no object header: a pk_alloc block, or an object freed and its "
+                     "memory reused", call, (void *)(h + 1));
+    }
     error_report(PK_FATAL, what, name, h + 1,
                  "%s object %p of class %s whose reference count is %s", doing,
                  (void *)(h + 1), name ? name : "(unknown: memory reused)",
-                 n == 0 ? "zero" : "past zero (deallocated)");
+                 n == REFS_TAG || n == 0 ? "zero" : "past zero (deallocated)");
 }
 
 void object_release_contended(object_header *h, uintptr_t seen) {
@@ -360,9 +317,9 @@ void object_release_contended(object_header *h, uintptr_t seen) {
         report_bad_count(h, seen, "over-release", "released", "pk_release");
         return;
     }
-    uintptr_t old = __atomic_fetch_sub(&h->refs, 1, __ATOMIC_ACQ_REL);
-    if (likely(old > 1 && old <= REFS_MAX)) return;
-    if (old == 1) {
+    uintptr_t old = __atomic_fetch_sub(&h->refs, REFS_ONE, __ATOMIC_ACQ_REL);
+    if (likely(old != REFS_LIVE1 && !refs_invalid(old))) return;
+    if (old == REFS_LIVE1) {
         dispose(h);
         return;
     }
@@ -377,8 +334,14 @@ static PK_COLD void *retain_bad(void *obj, uintptr_t old) {
     return obj;
 }
 
+/* The load first: a class pool's slot may hold a pk_alloc block, whose
+ * word must not be written; a word that stops being live between the load
+ * and the add (a release on another thread) is reported by the add's. */
 static inline void *retain_known(void *obj) {
-    uintptr_t old = __atomic_fetch_add(&header_of(obj)->refs, 1, __ATOMIC_RELAXED);
+    uintptr_t *refs = &header_of(obj)->refs;
+    uintptr_t n = __atomic_load_n(refs, __ATOMIC_RELAXED);
+    if (unlikely(refs_invalid(n))) return retain_bad(obj, n);
+    uintptr_t old = __atomic_fetch_add(refs, REFS_ONE, __ATOMIC_RELAXED);
     if (unlikely(refs_invalid(old))) return retain_bad(obj, old);
     return obj;
 }
@@ -386,17 +349,17 @@ static inline void *retain_known(void *obj) {
 static inline void release_known(void *obj) {
     object_header *h = header_of(obj);
     uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
-    if (likely(n == 1)) {
+    if (likely(n == REFS_LIVE1)) {
         dispose(h);
         return;
     }
     object_release_contended(h, n);
 }
 
-/* A pointer object_pooled does not place: a live object too large for the
- * pools (their set, under a lock: such an object costs a malloc and a
- * memset of over 64 KiB anyway), else not an object, reported before its
- * memory is read or written. */
+/* A pointer object_pooled does not place: an object in a large block (the
+ * front end's table, under its lock: such an object costs a mapping and a
+ * memset of over 256 KiB anyway), else not an object, reported before its
+ * memory is written. */
 static PK_NOINLINE void *retain_unpooled(void *obj) {
     if (!object_known(obj)) object_report_foreign(obj, "pk_retain");
     return retain_known(obj);
@@ -451,7 +414,7 @@ void pk_release(void *obj) {
 size_t pk_refcount(const void *obj) {
     if (!obj) return 0;
     uintptr_t n = __atomic_load_n(&header_of(obj)->refs, __ATOMIC_RELAXED);
-    return refs_invalid(n) ? 0 : (size_t)n;
+    return refs_invalid(n) ? 0 : refs_count(n);
 }
 
 const pk_class *pk_class_of(const void *obj) {
@@ -470,7 +433,7 @@ typedef struct census {
 static void census_count(void *obj, void *arg) {
     census *c = arg;
     const object_header *h = obj;
-    if (refs_invalid(h->refs)) return; /* over-released: not a live object */
+    if (refs_invalid(h->refs)) return; /* not a live object: a pk_alloc block, or over-released */
     for (size_t i = 0; i < c->n; i++)
         if (c->cls[i] == h->cls) {
             c->live[i]++;
@@ -487,20 +450,10 @@ static void census_count(void *obj, void *arg) {
 void object_census(void (*fn)(const pk_class *cls, size_t live, void *arg), void *arg) {
     census *c = calloc(1, sizeof *c);
     if (!c) return;
-    for (size_t ci = 0; ci < NCLASSES; ci++) {
-        pk_pool *p = __atomic_load_n(&class_pools[ci], __ATOMIC_ACQUIRE);
-        if (p && p != HEAP_CLASS) pk_pool_visit(p, census_count, c);
-    }
+    pk_pool *p;
+    for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++)
+        if ((p = alloc_class_made(ci)) != NULL) pk_pool_visit(p, census_count, c);
     for (size_t i = 0; i < c->n; i++) fn(c->cls[i], c->live[i], arg);
     if (c->other) fn(NULL, c->other, arg);
     free(c);
-}
-
-void object_fork_lock(void) {
-    pthread_mutex_lock(&class_lock);
-    object_check_fork_lock();
-}
-void object_fork_unlock(void) {
-    object_check_fork_unlock();
-    pthread_mutex_unlock(&class_lock);
 }

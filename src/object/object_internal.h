@@ -5,17 +5,26 @@
  *   cls   the class; once the memory is back in its pool, the pool's free
  *         link (pools keep it in the first word); while a released object
  *         waits for its dealloc behind another one, the wait queue's link.
- *   refs  the reference count, always accessed atomically. 1..REFS_MAX while
- *         alive. From the moment its dealloc is decided it holds REFS_DEAD:
- *         DEAD_TAG in the top 16 bits and the class in the low 48, so a
- *         release or retain that comes too late is recognised and can name
- *         the class even after the pool has reused the first word.
+ *   refs  the reference count, always accessed atomically: while alive the
+ *         count in the bits above REFS_SHIFT and REFS_TAG in those below.
+ *         The tag is the object's mark: pk_new's objects share the front
+ *         end's class pools and large blocks with pk_alloc's blocks, so
+ *         where the memory lies no longer says "object", and a pointer that
+ *         starts a slot is taken for an object only if this word is tagged.
+ *         The tag is odd and sits in the low bits, so a pointer, a zero or
+ *         a small number there never passes for it, and the hot paths'
+ *         compares stay 32-bit immediates. From the moment its dealloc is
+ *         decided the word holds REFS_DEAD: DEAD_TAG in the top 16 bits and
+ *         the class in the low 48 (a class is 8-aligned: never the tag), so
+ *         a release or retain that comes too late is recognised and can
+ *         name the class even after the pool has reused the first word.
  */
 #ifndef POOLKIT_OBJECT_INTERNAL_H
 #define POOLKIT_OBJECT_INTERNAL_H
 
 #include "base/internal.h"
 #include "pool/pool_internal.h"
+#include "front/alloc_internal.h"
 
 #include <poolkit/object.h>
 
@@ -27,14 +36,22 @@ typedef struct object_header {
 _Static_assert(sizeof(object_header) == PK_OBJECT_HEADER_SIZE, "object header size");
 
 #if UINTPTR_MAX > 0xFFFFFFFFu
-#  define REFS_MAX (((uintptr_t)1 << 48) - 1)
+#  define REFS_SHIFT 16
+#  define REFS_TAG ((uintptr_t)0x0B1Fu)
+#  define REFS_MAX (((uintptr_t)1 << 48) - 1) /* the most references at once */
 #  define DEAD_TAG ((uintptr_t)0xDEADu << 48)
-#  define DEAD_CLASS_MASK REFS_MAX
+#  define DEAD_CLASS_MASK (((uintptr_t)1 << 48) - 1)
 #else
-#  define REFS_MAX ((uintptr_t)0x7FFFFFFFu)
+#  define REFS_SHIFT 8
+#  define REFS_TAG ((uintptr_t)0xB1u)
+#  define REFS_MAX ((uintptr_t)0x00FFFFFFu)
 #  define DEAD_TAG ((uintptr_t)0xDEAD0000u)
 #  define DEAD_CLASS_MASK ((uintptr_t)0)
 #endif
+#define REFS_ONE ((uintptr_t)1 << REFS_SHIFT) /* one reference: retain's and release's step */
+#define REFS_LIVE1 (REFS_ONE | REFS_TAG)      /* a live object's word with one reference */
+_Static_assert(REFS_TAG & 1, "the tag is odd: no class address (a dead mark) and no pointer has it");
+_Static_assert(REFS_LIVE1 <= 0x7FFFFFFF, "compares with a live count take a 32-bit immediate");
 
 /* The dead mark for an object of cls. A class whose address does not fit
  * under the tag (not on Linux's x86-64 or AArch64 user space) still yields a
@@ -49,8 +66,17 @@ static inline uintptr_t refs_dead(const pk_class *cls) {
 #endif
 }
 
-/* Not a count a live object can have: 0, or a dead mark or garbage. */
-static inline bool refs_invalid(uintptr_t n) { return n - 1 >= REFS_MAX; }
+/* Not the word of a live object: untagged (a dead mark, a pk_alloc block's
+ * data, a freed slot), or tagged with a count of 0 or past REFS_MAX. The
+ * rotation moves the tag's bits, zero after the subtraction in a live
+ * word, to the top, so one compare checks the tag and the count. */
+static inline bool refs_invalid(uintptr_t n) {
+    uintptr_t d = n - REFS_LIVE1;
+    return (d >> REFS_SHIFT | d << (sizeof d * 8 - REFS_SHIFT)) >= REFS_MAX;
+}
+
+/* The references counted in a live object's word. */
+static inline size_t refs_count(uintptr_t n) { return (size_t)(n >> REFS_SHIFT); }
 
 /* The class recorded in a dead mark, or NULL. */
 static inline const pk_class *refs_dead_class(uintptr_t n) {
@@ -70,21 +96,19 @@ bool object_debug(void);
 /* In debug mode, reports obj as a "foreign pointer" (PK_FATAL) unless it is
  * an object of pk_new (deallocated or not); call names the entry point. */
 void object_check_slow(const void *obj, const char *call);
-/* Whether obj's header starts a slot of an object pool (any mode; never
- * reads obj's memory). */
+/* Whether obj's header starts a slot of one of the front end's class
+ * pools, where pk_new's objects lie (any mode; never reads obj's memory). */
 bool object_in_pools(const void *obj);
-/* Whether obj is an object of pk_new, pooled or too large for the pools
- * (deallocated or not: its count says); never reads obj's memory. */
+/* Whether obj is an object of pk_new (deallocated or not: its count says):
+ * its header starts a class pool's slot or a large block of the front end,
+ * and its count word is tagged, live or dead. Reads that word, never
+ * writes. */
 bool object_known(const void *obj);
+/* Whether word, an object's count word, is the word of a live object or
+ * the dead mark of one. */
+static inline bool refs_tagged(uintptr_t n) { return !refs_invalid(n) || refs_dead_class(n) != NULL; }
 /* Reports obj, given to `call`, as a "foreign pointer" (PK_FATAL). */
 PK_COLD __attribute__((noreturn)) void object_report_foreign(const void *obj, const char *call);
-/* The objects too large for the pools, recorded while they live in every
- * mode (add is false, having recorded nothing, when out of memory). */
-bool large_add(const void *h);
-void large_remove(const void *h);
-bool large_has(const void *h);
-void object_check_fork_lock(void);
-void object_check_fork_unlock(void);
 
 /* The slots of the slab of an object pool where the calling thread last
  * found an object (object_pooled_lookup), and the map's generation then:
@@ -97,15 +121,17 @@ typedef struct object_slab_cache {
 extern __thread object_slab_cache object_last_slab __attribute__((tls_model("initial-exec")));
 
 /* object.c: object_pooled's lookup in the address map, which refills the
- * cache when it finds an object pool's slab. */
+ * cache when it finds a slab of a front end's class pool. */
 bool object_pooled_lookup(const void *obj);
 
-/* Whether obj's header starts a slot of a pool made for objects, never
+/* Whether obj's header starts a slot of a front end's class pool, never
  * reading obj's memory: every release and retain asks it before they read
- * or write a count, so a pointer that is not an object is refused. First
- * against the slab the thread last found one in (a compare, a multiply and
- * the map's generation), else by the address map (about 30 instructions).
- * Objects too large for the pools fail it and take the slow way
+ * a count, so a pointer elsewhere is refused unread; within the pools,
+ * which pk_alloc's blocks share, the count word's tag (REFS_TAG) tells an
+ * object, checked before the word is written. First against the slab the
+ * thread last found one in (a compare, a multiply and the map's
+ * generation), else by the address map (about 30 instructions). Objects
+ * over the last class (large blocks) fail it and take the slow way
  * (object_known). */
 static inline bool object_pooled(const void *obj) {
     const object_slab_cache *c = &object_last_slab;
@@ -117,7 +143,7 @@ static inline bool object_pooled(const void *obj) {
 }
 
 /* object.c: a release of a pointer object_pooled does not place: a live
- * object too large for the pools, else a foreign pointer, reported. */
+ * object in a large block, else a foreign pointer, reported. */
 void object_release_unpooled(void *obj);
 
 /* object.c: disposes of an object whose class has no dealloc, whose count
@@ -131,18 +157,18 @@ static inline bool object_release_quietly(void *obj) {
     object_header *h = header_of(obj);
     uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
     const pk_class *cls = h->cls;
-    if (n != 1 || cls->dealloc != NULL) return false;
+    if (n != REFS_LIVE1 || cls->dealloc != NULL) return false;
     object_dispose_quiet(h, cls);
     return true;
 }
 
 /* object.c: the count reached zero (we hold the only reference). */
 void object_dispose(object_header *h);
-/* object.c: a release that saw a count other than 1. */
+/* object.c: a release that saw a word other than REFS_LIVE1. */
 void object_release_contended(object_header *h, uintptr_t seen);
 
 /* pk_release without the NULL check (the pointer checked first). An
- * acquire load that sees 1 means the
+ * acquire load that sees one reference (REFS_LIVE1: tagged) means the
  * caller holds the only reference (nobody can retain without one), so the
  * object is disposed of with no read-modify-write; the acquire pairs with
  * the release half of other threads' decrements. */
@@ -153,15 +179,16 @@ static inline void object_release(void *obj) {
     }
     object_header *h = header_of(obj);
     uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
-    if (likely(n == 1))
+    if (likely(n == REFS_LIVE1))
         object_dispose(h);
     else
         object_release_contended(h, n);
 }
 
 /* Live objects per class (stats.c): fn(cls, live, arg) for every class
- * with live pooled objects, counted from the headers of every class pool's
- * live slots (objects too large for the pools are not counted). Walks like
+ * with live pooled objects, counted from the headers of every front end
+ * class pool's live slots whose count word is a live object's (objects in
+ * large blocks are not counted). Walks like
  * pk_pool_visit: the object layer must be quiet on every other thread.
  * Classes past the first OBJECT_CENSUS_MAX are summed under cls NULL. */
 #define OBJECT_CENSUS_MAX 256

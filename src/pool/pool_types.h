@@ -35,9 +35,10 @@
 #include <assert.h>
 #include <pthread.h>
 
-/* Private pk_pool_config flag for the object layer's pools: debug fills
- * leave the first 16 bytes (the object header, whose "deallocated" mark
- * names the class in an over-release report) alone. */
+/* Private pk_pool_config flag for the front end's class pools, which hold
+ * pk_new's objects: debug fills leave the first 16 bytes (the object
+ * header, whose "deallocated" mark names the class in an over-release
+ * report) alone. */
 #define POOL_KEEPS_HEADER (1u << 30)
 #define POOL_HEADER_BYTES 16
 /* Private flag for the library's own pools (the autorelease stack's

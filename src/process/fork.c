@@ -16,8 +16,7 @@
 
 static void prepare(void) {
     purge_fork_lock();       /* held across the purge thread's start and stop */
-    object_fork_lock();      /* held around pk_pool_create of a class pool */
-    alloc_fork_lock();       /* the same, for pk_alloc's classes */
+    alloc_fork_lock();       /* held around pk_pool_create of a class pool (pk_alloc's and pk_new's) */
     arp_fork_lock();         /* held around pk_pool_create of the page pool */
     pools_fork_lock_list();  /* the pool list: pk_pool_foreach's callbacks take the registry */
     tcache_registry_lock();  /* then a pool's lock (thread exit, stats) */
@@ -37,7 +36,6 @@ static void release_library(void) {
     pools_fork_unlock();
     arp_fork_unlock();
     alloc_fork_unlock();
-    object_fork_unlock();
 }
 
 static void parent(void) {

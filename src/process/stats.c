@@ -406,7 +406,7 @@ static PK_PRINTF(4, 5) bool append(char *buf, size_t n, size_t *used, const char
 typedef struct object_line {
     char *buf;
     size_t used, shown;
-    bool objects;   /* pk_new's: show the pointer pk_new returned, and the class */
+    bool objects;   /* a front end class pool: its pk_new objects shown as pk_new returned them, with their class */
     bool quiet;
 } object_line;
 
@@ -416,15 +416,19 @@ static bool add_object(void *slot, void *const *sites, void *arg) {
     if (sites) sites_format(where, sizeof where, sites);
     const char *cls = "";
     void *obj = slot;
-    if (l->objects) {
-        const object_header *h = slot;
-        obj = (char *)slot + POOL_HEADER_BYTES;
-        if (l->quiet && !refs_invalid(h->refs) && h->cls) cls = name_or(h->cls->name, "(unnamed)");
+    const object_header *h = slot;
+    if (l->objects && l->quiet && !refs_invalid(h->refs) && h->cls) { /* an object: its count word is tagged */
+        obj = (char *)slot + sizeof *h;
+        cls = name_or(h->cls->name, "(unnamed)");
     }
     bool ok = append(l->buf, LEAK_LINE, &l->used, "%s%s%s%p%s%s%s",
                      l->shown ? ", " : "", cls, *cls ? " " : "", obj, *where ? " (" : "", where,
                      *where ? ")" : "");
     return ok && ++l->shown < LEAK_OBJECTS_SHOWN;
+}
+
+static void count_object(void *slot, void *arg) {
+    if (!refs_invalid(((const object_header *)slot)->refs)) ++*(size_t *)arg;
 }
 
 static void add_leaking_pool(pk_pool *p, void *arg) {
@@ -435,11 +439,18 @@ static void add_leaking_pool(pk_pool *p, void *arg) {
     if (!st.live) return;
     k->live += st.live;
     const char *name = name_or(st.name, "(unnamed)");
-    bool objects = (p->flags & POOL_KEEPS_HEADER) != 0;
-    /* pk_new's pools are counted per class instead, where the walk can run. */
-    if (!(objects && k->quiet))
+    bool objects = alloc_is_front_class(p);
+    /* pk_new's objects, which share the front end's class pools with
+     * pk_alloc's blocks, are counted per class instead, where the walk can
+     * run: the pool's entry counts its blocks alone. */
+    size_t blocks = st.live, in_objects = 0;
+    if (objects && k->quiet) {
+        pk_pool_visit(p, count_object, &in_objects);
+        blocks -= in_objects < blocks ? in_objects : blocks;
+    }
+    if (blocks)
         append(k->head, sizeof k->head, &k->head_used, "%spool '%s' %zu", k->head_used ? ", " : "", name,
-               st.live);
+               blocks);
     if (!k->lines || !p->debug) return;
     if (k->lines_used == LEAK_POOLS_SHOWN) {
         k->pools_more++;
@@ -448,7 +459,7 @@ static void add_leaking_pool(pk_pool *p, void *arg) {
     char *buf = k->lines[k->lines_used];
     object_line l = {buf, 0, 0, objects, k->quiet};
     if (!append(buf, sizeof k->lines[0], &l.used, "%s '%s', %zu live at exit, the first: ",
-                objects ? "pk_new objects of pool" : "pool", name, st.live))
+                "pool", name, st.live))
         return;
     pool_each_live_debug(p, add_object, &l);
     if (l.shown < st.live) append(buf, sizeof k->lines[0], &l.used, " ... (%zu more)", st.live - l.shown);

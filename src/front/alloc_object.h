@@ -1,0 +1,44 @@
+/* The front end's calls for the object layer: pk_new's memory comes from
+ * pk_alloc's class pools and large blocks, so objects and blocks share one
+ * class table, one large-block set, one lock and one fork hook (alloc.c).
+ *
+ * An object's memory is a block of its slot's bytes (header and fields,
+ * 16-byte aligned: every class from 16 bytes on is a multiple of 16, so
+ * its slots are 16-aligned). In default and debug modes it is a class
+ * pool's slot up to PK_ALLOC_CLASS_MAX, taken and given back through the
+ * pool's inline paths with the front end's guarded slow paths behind
+ * them; a larger one is a large block. With POOLKIT_HARDENED=1 every
+ * object is a hardened block (check word, quarantine, guard pages for the
+ * large ones), allocated and freed as pk_aligned_alloc's and pk_free's.
+ */
+#ifndef POOLKIT_ALLOC_OBJECT_H
+#define POOLKIT_ALLOC_OBJECT_H
+
+#include <poolkit/alloc.h>
+
+#include "pool/pool_internal.h"
+
+/* Whether p, a slab's pool, is one of the front end's class pools (not a
+ * pk_heap's): the pools pk_new's objects lie in. */
+static inline bool alloc_is_front_class(const pk_pool *p) {
+    return p && (p->flags & (POOL_SIZE_CLASS | POOL_HEAP)) == POOL_SIZE_CLASS;
+}
+
+/* The class pool a block of size bytes, aligned to 16, comes from in the
+ * current mode (hardened: with room for its check word), made if need be.
+ * NULL with errno EINVAL when such a block is a large block (over the
+ * classes), or ENOMEM. */
+pk_pool *alloc_object_pool(size_t size);
+/* The default mode's class pool for size bytes (16 <= size <=
+ * PK_ALLOC_CLASS_MAX) if it has been made, else NULL: a lookup with no
+ * side effect, for frees of blocks it handed out. */
+pk_pool *alloc_object_pool_made(size_t size);
+/* An object of p, a class pool: its inline path, else its slow path with
+ * the front end's guard against re-entry (alloc.c, "Re-entry"); NULL with
+ * errno ENOMEM. */
+void *alloc_from_pool(pk_pool *p, void *caller);
+/* The class pool made for class index ci, or NULL (none made yet, or ci
+ * past the classes): for walks over every class (the census). */
+pk_pool *alloc_class_made(size_t ci);
+
+#endif
