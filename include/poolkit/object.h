@@ -1,8 +1,11 @@
 /* poolkit objects: reference counting and autorelease pools for plain C.
  *
  * pk_new gives a zeroed object of a class with reference count 1; its memory
- * comes from a poolkit pool chosen by the class's size (one pool per size
- * class, shared by every class of that size, created on first use). pk_retain
+ * is the block pk_alloc (alloc.h) would hand out for its header and fields:
+ * a slot of the size-class pool of that many bytes, shared with pk_alloc's
+ * blocks and every class of that size, or, over PK_ALLOC_CLASS_MAX, a
+ * large block mapped alone (with POOLKIT_HARDENED=1, a hardened block of
+ * the front end: check word, quarantine, guard pages). pk_retain
  * and pk_release are atomic, so objects may move between threads. When the
  * count reaches zero the class's dealloc runs, then the memory goes back to
  * its pool, from whatever thread released it.
@@ -34,12 +37,14 @@
  * the error handler (error.h) as PK_FATAL.
  *
  * Every pointer given to pk_retain or pk_release, in every mode, is checked
- * against poolkit's address map (and the set of live objects too large for
- * the pools) before its header is read or written: one that does not start
- * an object of pk_new (a stack or malloc buffer, another pool's object, an
- * interior pointer, an object larger than the pools take after its memory
- * went back to the C heap) is a "foreign pointer" naming it, and its memory
- * is never read or written. The check costs under a nanosecond per call
+ * against poolkit's address map (and the front end's table of large
+ * blocks) before its header is read: one that does not start a class
+ * pool's slot or a large block, plus the header (a stack or malloc buffer,
+ * another pool's object, an interior pointer, a large object after its
+ * block was freed), is a "foreign pointer" naming it, and its memory is
+ * never read or written. One that does is an object only if its count word
+ * carries the objects' mark (a pk_alloc block in the same pool does not):
+ * otherwise it too is reported, that word read and never written. The check costs under a nanosecond per call
  * (README, "Debugging and hardening"). A pointer given to pk_autorelease is
  * checked the same way when its pool pops and releases it; debug mode,
  * POOLKIT_DEBUG=1 (read once; the same switch makes every pool a debug
@@ -92,8 +97,9 @@ PK_API size_t pk_refcount(const void *obj);
 PK_API const pk_class *pk_class_of(const void *obj);
 /* The pool that holds the memory of cls's objects (created if need be), for
  * pk_pool_stats_get, pk_pool_reserve or pk_pool_trim; shared with every
- * class of the same size class. NULL with errno ENOMEM, or EINVAL for a
- * class too large to be pooled (its objects come from the C heap). */
+ * class of the same size class and with pk_alloc's blocks of that class
+ * (alloc.h: its stats count both). NULL with errno ENOMEM, or EINVAL for a
+ * class whose objects are over PK_ALLOC_CLASS_MAX (large blocks, no pool). */
 PK_API struct pk_pool *pk_class_pool(const pk_class *cls);
 
 /* A pushed autorelease pool, from pk_autorelease_push: a plain value. */

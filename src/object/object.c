@@ -318,7 +318,7 @@ void object_release_contended(object_header *h, uintptr_t seen) {
         return;
     }
     uintptr_t old = __atomic_fetch_sub(&h->refs, REFS_ONE, __ATOMIC_ACQ_REL);
-    if (likely(old != REFS_LIVE1 && !refs_invalid(old))) return;
+    if (likely(refs_shared(old))) return;
     if (old == REFS_LIVE1) {
         dispose(h);
         return;
@@ -334,13 +334,14 @@ static PK_COLD void *retain_bad(void *obj, uintptr_t old) {
     return obj;
 }
 
-/* The load first: a class pool's slot may hold a pk_alloc block, whose
- * word must not be written; a word that stops being live between the load
- * and the add (a release on another thread) is reported by the add's. */
+/* The tag first: a class pool's slot may hold a pk_alloc block, whose word
+ * must not be written; the count is checked on the word the add returns,
+ * which also reports a word that stopped being live between the load and
+ * the add (a release on another thread). */
 static inline void *retain_known(void *obj) {
     uintptr_t *refs = &header_of(obj)->refs;
     uintptr_t n = __atomic_load_n(refs, __ATOMIC_RELAXED);
-    if (unlikely(refs_invalid(n))) return retain_bad(obj, n);
+    if (unlikely(!refs_tag_ok(n))) return retain_bad(obj, n);
     uintptr_t old = __atomic_fetch_add(refs, REFS_ONE, __ATOMIC_RELAXED);
     if (unlikely(refs_invalid(old))) return retain_bad(obj, old);
     return obj;

@@ -48,6 +48,9 @@ _Static_assert(sizeof(object_header) == PK_OBJECT_HEADER_SIZE, "object header si
 #  define DEAD_TAG ((uintptr_t)0xDEAD0000u)
 #  define DEAD_CLASS_MASK ((uintptr_t)0)
 #endif
+_Static_assert(DEAD_TAG == POOL_KEPT_MARK && (DEAD_TAG & ~DEAD_CLASS_MASK) == DEAD_TAG &&
+                   POOL_KEPT_MARK_MASK == ~DEAD_CLASS_MASK,
+               "debug pools' fills keep a dead mark (pool_types.h, POOL_KEEPS_HEADER)");
 #define REFS_ONE ((uintptr_t)1 << REFS_SHIFT) /* one reference: retain's and release's step */
 #define REFS_LIVE1 (REFS_ONE | REFS_TAG)      /* a live object's word with one reference */
 _Static_assert(REFS_TAG & 1, "the tag is odd: no class address (a dead mark) and no pointer has it");
@@ -74,6 +77,16 @@ static inline bool refs_invalid(uintptr_t n) {
     uintptr_t d = n - REFS_LIVE1;
     return (d >> REFS_SHIFT | d << (sizeof d * 8 - REFS_SHIFT)) >= REFS_MAX;
 }
+
+/* Whether n is a live object's word with more than one reference (the
+ * rotation as in refs_invalid, from two references). */
+static inline bool refs_shared(uintptr_t n) {
+    uintptr_t d = n - (REFS_LIVE1 + REFS_ONE);
+    return (d >> REFS_SHIFT | d << (sizeof d * 8 - REFS_SHIFT)) < REFS_MAX - 1;
+}
+
+/* Whether n carries the tag: a live object's word, its count not checked. */
+static inline bool refs_tag_ok(uintptr_t n) { return (n & (REFS_ONE - 1)) == REFS_TAG; }
 
 /* The references counted in a live object's word. */
 static inline size_t refs_count(uintptr_t n) { return (size_t)(n >> REFS_SHIFT); }

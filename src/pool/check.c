@@ -87,18 +87,47 @@ slab *check_handed_out(pk_pool *p, void *obj, const void *holder) {
     return s;
 }
 
+/* Whether the slot at obj keeps its word at POOL_KEPT_WORD through the
+ * debug fills: a pool that keeps one (fill_from, POOL_KEEPS_HEADER), and
+ * the word holds the mark. */
+static bool slot_keeps_word(const pk_pool *p, const char *obj) {
+    uintptr_t w;
+    if (!p->fill_from) return false;
+    memcpy(&w, obj + POOL_KEPT_WORD, sizeof w);
+    return (w & POOL_KEPT_MARK_MASK) == POOL_KEPT_MARK;
+}
+
+/* The debug fill of a slot, but for the word it keeps. */
+static void fill_slot(const pk_pool *p, char *obj, int byte) {
+    if (!slot_keeps_word(p, obj)) {
+        memset(obj, byte, p->size);
+        return;
+    }
+    memset(obj, byte, POOL_KEPT_WORD);
+    memset(obj + p->fill_from, byte, p->size - p->fill_from);
+}
+
+/* Whether a free slot's fill is whole (but for the word it keeps); if
+ * not, *bad is the first byte changed. */
+static bool slot_filled(const pk_pool *p, const char *obj, size_t *bad) {
+    const unsigned char *b = (const unsigned char *)obj;
+    if (!slot_keeps_word(p, obj)) return bytes_are(b, p->size, FILL_FREE, bad);
+    if (!bytes_are(b, POOL_KEPT_WORD, FILL_FREE, bad)) return false;
+    if (bytes_are(b + p->fill_from, p->size - p->fill_from, FILL_FREE, bad)) return true;
+    *bad += p->fill_from;
+    return false;
+}
+
 void check_debug_take(pk_pool *p, slab *s, char *obj, bool reused) {
     size_t idx = slot_index(p, s, obj), bad;
     bool plain = !p->construct && !p->destruct;
     track_open(obj, p->size + p->redzone);
-    if (reused && plain &&
-        !bytes_are((unsigned char *)obj + p->fill_from, p->size - p->fill_from, FILL_FREE, &bad))
-        report_write_after_free(p, s, obj, idx, bad + p->fill_from);
+    if (reused && plain && !slot_filled(p, obj, &bad)) report_write_after_free(p, s, obj, idx, bad);
     if (s->sites) {
         sites_keep(slot_sites(p, s, idx), SITE_ALLOC);
         slot_sites(p, s, idx)[SITE_FREE * sites_frames()] = NULL; /* no longer freed */
     }
-    if (plain && !p->zero) memset(obj + p->fill_from, FILL_ALLOC, p->size - p->fill_from);
+    if (plain && !p->zero) memset(obj, FILL_ALLOC, p->size);
     memset(obj + p->size, FILL_REDZONE, p->redzone);
     track_close(obj, p->size + p->redzone);
     s->live_bits[idx / 64] |= (uint64_t)1 << (idx % 64);
@@ -139,7 +168,7 @@ void check_debug_free(pk_pool *p, void *obj) {
     check_redzone(p, s, obj, idx);
     if (s->sites) sites_keep(slot_sites(p, s, idx), SITE_FREE);
     s->live_bits[idx / 64] &= ~((uint64_t)1 << (idx % 64));
-    if (!p->construct && !p->destruct) memset((char *)obj + p->fill_from, FILL_FREE, p->size - p->fill_from);
+    if (!p->construct && !p->destruct) fill_slot(p, obj, FILL_FREE);
     track_close(obj, p->size + p->redzone);
 }
 
@@ -150,9 +179,9 @@ void check_slab_release(pk_pool *p, slab *s) {
             char *obj = s->objects + (size_t)i * p->geo.slot;
             size_t bad;
             track_open(obj, p->size);
-            bool intact = bytes_are((unsigned char *)obj + p->fill_from, p->size - p->fill_from, FILL_FREE, &bad);
+            bool intact = slot_filled(p, obj, &bad);
             track_close(obj, p->size);
-            if (!intact) report_write_after_free(p, s, obj, i, bad + p->fill_from);
+            if (!intact) report_write_after_free(p, s, obj, i, bad);
         }
     }
     if (p->hardened) check_slab_free_list(p, s);

@@ -36,11 +36,21 @@
 #include <pthread.h>
 
 /* Private pk_pool_config flag for the front end's class pools, which hold
- * pk_new's objects: debug fills leave the first 16 bytes (the object
- * header, whose "deallocated" mark names the class in an over-release
- * report) alone. */
+ * pk_new's objects: a debug pool's free fill leaves the word at
+ * POOL_KEPT_WORD alone where it holds POOL_KEPT_MARK under
+ * POOL_KEPT_MARK_MASK (a deallocated object's count word, whose mark names
+ * the class in an over-release report), and fills and checks the rest of
+ * the slot, and any other block's whole slot, as any debug pool's. */
 #define POOL_KEEPS_HEADER (1u << 30)
 #define POOL_HEADER_BYTES 16
+#define POOL_KEPT_WORD 8
+#if UINTPTR_MAX > 0xFFFFFFFFu
+#  define POOL_KEPT_MARK ((uintptr_t)0xDEADu << 48)
+#  define POOL_KEPT_MARK_MASK ((uintptr_t)0xFFFFu << 48)
+#else
+#  define POOL_KEPT_MARK ((uintptr_t)0xDEAD0000u)
+#  define POOL_KEPT_MARK_MASK (~(uintptr_t)0)
+#endif
 /* Private flag for the library's own pools (the autorelease stack's
  * pages): what they hold at exit is no leak of the program's, and the
  * debug leak summary leaves them out. */
@@ -200,7 +210,7 @@ struct pk_pool {
     size_t size, align;
     size_t link_off;  /* where a free object keeps its link word */
     size_t redzone;   /* debug pools: guard bytes after the object */
-    size_t fill_from; /* debug pools: first byte the fills cover */
+    size_t fill_from; /* debug pools: the end of the kept word (POOL_KEEPS_HEADER), or 0 */
     slab_geometry geo;
     carve_how carve;  /* what carving fresh slots takes (slab.h) */
     unsigned flags;
