@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -54,6 +55,21 @@ TEST(ObjectMemory, AReleasedObjectsMemoryServesPkAlloc) {
     void *block = pk_alloc(kPlain.size + PK_OBJECT_HEADER_SIZE);
     EXPECT_EQ(block, memory_of(o));
     pk_free(block);
+}
+
+// Objects over many slabs, released in another order than made, all go
+// back to the pool they share with pk_alloc's blocks.
+TEST(ObjectMemory, ObjectsOfManySlabsAllGoBack) {
+    pk_pool *pool = pk_class_pool(&kPlain);
+    ASSERT_NE(pool, nullptr);
+    size_t live = pktest::stats_of(pool).live;
+    std::vector<void *> objs(5000);
+    for (void *&o : objs) ASSERT_NE(o = pk_new(&kPlain), nullptr);
+    EXPECT_EQ(pktest::stats_of(pool).live, live + objs.size());
+    for (size_t i = 0; i < objs.size(); i += 2) pk_release(objs[i]);
+    for (size_t i = objs.size(); i-- > 1;)
+        if (i % 2) pk_release(objs[i]);
+    EXPECT_EQ(pktest::stats_of(pool).live, live);
 }
 
 // Over the last class an object is one of the front end's large blocks.
