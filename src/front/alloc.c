@@ -436,6 +436,19 @@ void pk_free(void *ptr) {
     free_slow(alloc_pool_in(s), ptr, __builtin_return_address(0));
 }
 
+void alloc_free_missed(pk_pool *p, void *ptr, pk__link *c, uintptr_t cur) {
+    if (likely(cur != 0 && depth == 0)) { /* the short path, as pk_free's */
+        slab *s = slab_of((uintptr_t)ptr);
+        int done = free_into_slab((tc_slot *)c, s, ptr, true);
+        if (likely(done == FREE_DONE)) return;
+        if (done == FREE_EDGE) {
+            class_free_edge((tc_slot *)c, s, ptr);
+            return;
+        }
+    }
+    class_free(p, ptr, __builtin_return_address(0));
+}
+
 void pk__free_sized_slow(void *ptr, size_t size) {
     if (!ptr) return;
     pk_pool *want = size <= PK_ALLOC_CLASS_MAX ? class_pool_made(alloc_class_of(size)) : NULL;

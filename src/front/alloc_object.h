@@ -37,6 +37,11 @@ pk_pool *alloc_object_pool_made(size_t size);
  * the front end's guard against re-entry (alloc.c, "Re-entry"); NULL with
  * errno ENOMEM. */
 void *alloc_from_pool(pk_pool *p, void *caller);
+/* ptr, an object of p, a class pool, whose inline free missed
+ * (pk__pool_free_try gave the thread's slot c and its word cur): the short
+ * path into another of the thread's slabs, as pk_free's, else the guarded
+ * slow path. */
+void alloc_free_missed(pk_pool *p, void *ptr, pk__link *c, uintptr_t cur);
 /* The class pool made for class index ci, or NULL (none made yet, or ci
  * past the classes): for walks over every class (the census). */
 pk_pool *alloc_class_made(size_t ci);

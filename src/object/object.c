@@ -207,12 +207,15 @@ static PK_NOINLINE void free_uncached(const pk_class *cls, object_header *h) {
     pk_free(h);
 }
 
-/* The cached pool's inline free, else pk_free: its short path for an object
- * of another of the thread's slabs, the guarded slow path for the rest. */
+/* The cached pool's inline free, else the front end's: its short path for
+ * an object of another of the thread's slabs, the guarded slow path for
+ * the rest. */
 static inline void free_memory(const pk_class *cls, object_header *h) {
     if (likely(cls == cc.cls)) {
-        if (likely(pk__pool_free_inline(cc.pool, h))) return;
-        pk_free(h);
+        pk__link *c;
+        uintptr_t cur;
+        if (likely(pk__pool_free_try(cc.pool, h, &c, &cur))) return;
+        alloc_free_missed(cc.pool, h, c, cur);
         return;
     }
     free_uncached(cls, h);
