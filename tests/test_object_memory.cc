@@ -57,6 +57,34 @@ TEST(ObjectMemory, AReleasedObjectsMemoryServesPkAlloc) {
     pk_free(block);
 }
 
+// An object of 129 to 1,024 bytes whose size is no class of pk_alloc's
+// has a class of exactly its size, of objects only (pk_alloc's steps of a
+// quarter would round 528 bytes up to 640): every size from 16 bytes to
+// 1 KiB in steps of 16 takes a slot of that size, as before pk_new moved
+// onto the front end.
+pk_class g_fine[64];
+
+TEST(ObjectMemory, ObjectsOfEverySixteenBytesUpToOneKibTakeASlotOfTheirSize) {
+    for (size_t slot = 16, i = 0; slot <= 1024; slot += 16, i++) {
+        g_fine[i] = pk_class{"Fine", slot - PK_OBJECT_HEADER_SIZE, nullptr};
+        pk_pool *pool = pk_class_pool(&g_fine[i]);
+        ASSERT_NE(pool, nullptr) << slot;
+        EXPECT_EQ(pktest::stats_of(pool).size, slot) << slot << "-byte objects";
+        void *o = pk_new(&g_fine[i]);
+        ASSERT_NE(o, nullptr) << slot;
+        EXPECT_EQ(pk_pool_owner(memory_of(o)), pool) << slot << "-byte objects";
+        void *block = pk_alloc(slot);
+        bool shared = pk_good_size(slot) == slot;
+        EXPECT_EQ(pk_pool_owner(block) == pool, shared)
+            << slot << "-byte objects share pk_alloc's pool only where it is a class of pk_alloc's";
+        if (!shared) {
+            EXPECT_EQ(std::string(pktest::stats_of(pool).name), "pk_new " + std::to_string(slot));
+        }
+        pk_free(block);
+        pk_release(o);
+    }
+}
+
 // Objects over many slabs, released in another order than made, all go
 // back to the pool they share with pk_alloc's blocks.
 TEST(ObjectMemory, ObjectsOfManySlabsAllGoBack) {

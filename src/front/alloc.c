@@ -54,15 +54,40 @@ const unsigned char alloc_small_class[PK__ALLOC_SMALL_MAX / 8 + 1] = {
 };
 _Static_assert(PK__ALLOC_SMALL_MAX / 8 == 128, "the table above ends at entry 128 (1024 bytes)");
 
+/* pk_new's own classes, past pk_alloc's in the table (alloc_object.h): an
+ * object of 129 to 1,024 bytes (header and fields: a multiple of 16) whose
+ * size is no class of pk_alloc's has a class of exactly its size, as the
+ * object layer's classes had before they moved here; pk_alloc's steps of a
+ * quarter would round up to 25% of it away (528 bytes in 640). Class
+ * ALLOC_CLASSES_PK_ALLOC + (size - 129) / 16; those whose size is a class
+ * of pk_alloc's are never made (the shared class serves that size). */
+#define OBJECT_FINE_ABOVE 128
+_Static_assert(ALLOC_CLASSES_ALL == PK__ALLOC_CLASSES + (PK__ALLOC_SMALL_MAX - OBJECT_FINE_ABOVE) / 16,
+               "one object class for each 16 bytes from 144 to 1,024");
+
 /* Each class's pool once made; and at alloc_small_class's entries the
  * offset of their class pool's slot in threads' tables, so pk_alloc finds a
  * small size's slot with one load (alloc.h). */
-static pk_pool *class_pools[PK__ALLOC_CLASSES];
+static pk_pool *class_pools[ALLOC_CLASSES_ALL];
 uint32_t pk__alloc_small_slots[PK__ALLOC_SMALL_MAX / 8 + 1];
-static char class_names[PK__ALLOC_CLASSES][24];
+static char class_names[ALLOC_CLASSES_ALL][24];
 static pthread_mutex_t class_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static pk_pool *class_pool_made(size_t ci) { return __atomic_load_n(&class_pools[ci], __ATOMIC_ACQUIRE); }
+
+/* The bytes of class ci, pk_alloc's or an object class. */
+static size_t class_bytes(size_t ci) {
+    return ci < PK__ALLOC_CLASSES ? alloc_class_size(ci) : OBJECT_FINE_ABOVE + 16 * (ci - PK__ALLOC_CLASSES + 1);
+}
+
+/* The class of an object's size bytes (16 <= size <= PK_ALLOC_CLASS_MAX, a
+ * multiple of 16): pk_alloc's where it has that size, else the object
+ * class of that size up to 1,024 bytes, else pk_alloc's. */
+static size_t object_class_of(size_t size) {
+    size_t ci = alloc_class_of(size);
+    if (size <= OBJECT_FINE_ABOVE || size > PK__ALLOC_SMALL_MAX || alloc_class_size(ci) == size) return ci;
+    return PK__ALLOC_CLASSES + (size - OBJECT_FINE_ABOVE - 1) / 16;
+}
 
 /* Class ci's pool, made now if it is not yet; NULL with errno ENOMEM.
  * Caller has raised depth. */
@@ -77,11 +102,12 @@ static PK_NOINLINE pk_pool *class_pool_make(size_t ci) {
     fork_test_point(HOOK_ALLOC_CLASSES, &class_lock);
     p = class_pools[ci];
     if (!p) {
-        snprintf(class_names[ci], sizeof class_names[ci], "pk_alloc %zu", alloc_class_size(ci));
+        snprintf(class_names[ci], sizeof class_names[ci], "%s %zu",
+                 ci < PK__ALLOC_CLASSES ? "pk_alloc" : "pk_new", class_bytes(ci));
         pk_pool_config c;
         memset(&c, 0, sizeof c);
         c.name = class_names[ci];
-        c.size = alloc_class_size(ci);
+        c.size = class_bytes(ci);
         /* pk_new's objects lie here too: debug fills leave a slot's first
          * 16 bytes alone, so a late release still finds the dead mark
          * naming the class (object_internal.h). */
@@ -105,7 +131,7 @@ size_t alloc_classes_made(void) {
     return n;
 }
 
-pk_pool *alloc_class_made(size_t ci) { return ci < PK__ALLOC_CLASSES ? class_pool_made(ci) : NULL; }
+pk_pool *alloc_class_made(size_t ci) { return ci < ALLOC_CLASSES_ALL ? class_pool_made(ci) : NULL; }
 
 void alloc_fork_lock(void) { pthread_mutex_lock(&class_lock); }
 void alloc_fork_unlock(void) { pthread_mutex_unlock(&class_lock); }
@@ -209,13 +235,14 @@ void *alloc_from_pool(pk_pool *p, void *caller) {
 /* ---- pk_new's memory (alloc_object.h) ---- */
 
 pk_pool *alloc_object_pool(size_t size) {
-    size_t ci = PK__ALLOC_CLASSES;
+    size_t ci = ALLOC_CLASSES_ALL; /* none: a large block */
     if (unlikely(alloc_hardened())) {
         if (size < HARD_GUARDED_MIN) ci = alloc_class_aligned(hard_class_of(size), 16);
+        if (ci >= PK__ALLOC_CLASSES) ci = ALLOC_CLASSES_ALL; /* pk_alloc's classes only */
     } else if (size <= PK_ALLOC_CLASS_MAX) {
-        ci = alloc_class_of(size);
+        ci = object_class_of(size);
     }
-    if (ci >= PK__ALLOC_CLASSES) {
+    if (ci >= ALLOC_CLASSES_ALL) {
         errno = EINVAL;
         return NULL;
     }
@@ -227,7 +254,7 @@ pk_pool *alloc_object_pool(size_t size) {
     return p;
 }
 
-pk_pool *alloc_object_pool_made(size_t size) { return class_pool_made(alloc_class_of(size)); }
+pk_pool *alloc_object_pool_made(size_t size) { return class_pool_made(object_class_of(size)); }
 
 /* Large blocks' calls run the purge's poll, as the pools' slow paths do,
  * so that freed blocks kept for reuse go back after the delay in a program

@@ -131,7 +131,7 @@ typedef struct large_stats {
 } large_stats;
 void large_stats_get(large_stats *out);
 
-/* alloc.c: classes whose pool has been made. */
+/* alloc.c: pk_alloc's classes whose pool has been made (not pk_new's own). */
 size_t alloc_classes_made(void);
 /* alloc.c: the front end's mode, default or hardened (alloc_harden.c),
  * read from the options once, by alloc_mode_read. */

@@ -18,20 +18,27 @@
 
 #include "pool/pool_internal.h"
 
+/* The class table's length: pk_alloc's classes (PK__ALLOC_CLASSES), then
+ * pk_new's own, one for each 16 bytes from 144 to 1,024 (alloc.c): an
+ * object of such a size that is no class of pk_alloc's has a class of its
+ * exact size, and shares pools only with objects. */
+#define ALLOC_CLASSES_ALL (PK__ALLOC_CLASSES + 56)
+
 /* Whether p, a slab's pool, is one of the front end's class pools (not a
  * pk_heap's): the pools pk_new's objects lie in. */
 static inline bool alloc_is_front_class(const pk_pool *p) {
     return p && (p->flags & (POOL_SIZE_CLASS | POOL_HEAP)) == POOL_SIZE_CLASS;
 }
 
-/* The class pool a block of size bytes, aligned to 16, comes from in the
- * current mode (hardened: with room for its check word), made if need be.
+/* The class pool an object of size bytes (a multiple of 16) comes from in
+ * the current mode (hardened: pk_alloc's class with room for its check
+ * word; else its object class, or pk_alloc's of that size), made if need be.
  * NULL with errno EINVAL when such a block is a large block (over the
  * classes), or ENOMEM. */
 pk_pool *alloc_object_pool(size_t size);
-/* The default mode's class pool for size bytes (16 <= size <=
- * PK_ALLOC_CLASS_MAX) if it has been made, else NULL: a lookup with no
- * side effect, for frees of blocks it handed out. */
+/* The default mode's class pool for an object of size bytes (16 <= size
+ * <= PK_ALLOC_CLASS_MAX, a multiple of 16) if it has been made, else NULL:
+ * a lookup with no side effect, for frees of objects it handed out. */
 pk_pool *alloc_object_pool_made(size_t size);
 /* An object of p, a class pool: its inline path, else its slow path with
  * the front end's guard against re-entry (alloc.c, "Re-entry"); NULL with
@@ -42,8 +49,9 @@ void *alloc_from_pool(pk_pool *p, void *caller);
  * path into another of the thread's slabs, as pk_free's, else the guarded
  * slow path. */
 void alloc_free_missed(pk_pool *p, void *ptr, pk__link *c, uintptr_t cur);
-/* The class pool made for class index ci, or NULL (none made yet, or ci
- * past the classes): for walks over every class (the census). */
+/* The class pool made for class index ci (below ALLOC_CLASSES_ALL), or
+ * NULL (none made yet, or ci past the classes): for walks over every
+ * class (the census). */
 pk_pool *alloc_class_made(size_t ci);
 
 #endif
