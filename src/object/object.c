@@ -338,15 +338,17 @@ static PK_COLD void *retain_bad(void *obj, uintptr_t old) {
 }
 
 /* The tag first: a class pool's slot may hold a pk_alloc block, whose word
- * must not be written; the count is checked on the word the add returns,
+ * must not be written. The count is checked on the word the add returns,
  * which also reports a word that stopped being live between the load and
- * the add (a release on another thread). */
+ * the add (a release on another thread), in one signed compare: a tagged
+ * word is at least REFS_LIVE1 with a count of one or more, and positive
+ * while the count is at most REFS_MAX, and a dead mark is negative. */
 static inline void *retain_known(void *obj) {
     uintptr_t *refs = &header_of(obj)->refs;
     uintptr_t n = __atomic_load_n(refs, __ATOMIC_RELAXED);
     if (unlikely(!refs_tag_ok(n))) return retain_bad(obj, n);
     uintptr_t old = __atomic_fetch_add(refs, REFS_ONE, __ATOMIC_RELAXED);
-    if (unlikely(refs_invalid(old))) return retain_bad(obj, old);
+    if (unlikely((intptr_t)old < (intptr_t)REFS_LIVE1)) return retain_bad(obj, old);
     return obj;
 }
 

@@ -38,13 +38,13 @@ _Static_assert(sizeof(object_header) == PK_OBJECT_HEADER_SIZE, "object header si
 #if UINTPTR_MAX > 0xFFFFFFFFu
 #  define REFS_SHIFT 16
 #  define REFS_TAG ((uintptr_t)0x0B1Fu)
-#  define REFS_MAX (((uintptr_t)1 << 48) - 1) /* the most references at once */
+#  define REFS_MAX (((uintptr_t)1 << 47) - 1) /* the most references at once */
 #  define DEAD_TAG ((uintptr_t)0xDEADu << 48)
 #  define DEAD_CLASS_MASK (((uintptr_t)1 << 48) - 1)
 #else
 #  define REFS_SHIFT 8
 #  define REFS_TAG ((uintptr_t)0xB1u)
-#  define REFS_MAX ((uintptr_t)0x00FFFFFFu)
+#  define REFS_MAX ((uintptr_t)0x007FFFFFu)
 #  define DEAD_TAG ((uintptr_t)0xDEAD0000u)
 #  define DEAD_CLASS_MASK ((uintptr_t)0)
 #endif
@@ -55,6 +55,10 @@ _Static_assert(DEAD_TAG == POOL_KEPT_MARK && (DEAD_TAG & ~DEAD_CLASS_MASK) == DE
 #define REFS_LIVE1 (REFS_ONE | REFS_TAG)      /* a live object's word with one reference */
 _Static_assert(REFS_TAG & 1, "the tag is odd: no class address (a dead mark) and no pointer has it");
 _Static_assert(REFS_LIVE1 <= 0x7FFFFFFF, "compares with a live count take a 32-bit immediate");
+/* pk_retain's one compare after its add (object.c, retain_known): every
+ * live word is positive as a signed word, a dead mark negative. */
+_Static_assert((intptr_t)((REFS_MAX << REFS_SHIFT) | REFS_TAG) > 0 && (intptr_t)DEAD_TAG < 0,
+               "live words positive, dead marks negative");
 
 /* The dead mark for an object of cls. A class whose address does not fit
  * under the tag (not on Linux's x86-64 or AArch64 user space) still yields a
