@@ -21,6 +21,10 @@
  *   object   kernel_object        pk_new, pk_retain and two pk_release (not
  *                                 gated: a figure for the README, the cost
  *                                 of the object calls' checks)
+ *   objpair  kernel_object_pair   pk_new and pk_release of one class: the
+ *                                 object calls' fast paths, gated
+ *   retain   kernel_object_retain N pk_retain calls on one object (its
+ *                                 releases after the kernel), gated
  * bench/gate.sh runs each mode under
  *   valgrind --tool=callgrind --toggle-collect='kernel_*'
  * for two values of N and takes the difference, so start-up costs and the
@@ -50,6 +54,8 @@ BENCH_KERNEL void kernel_pool_default(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_pool_local(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_pool_hardened(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_object(const pk_class *cls, size_t n);
+BENCH_KERNEL void kernel_object_pair(const pk_class *cls, size_t n);
+BENCH_KERNEL void kernel_object_retain(void *obj, size_t n);
 BENCH_KERNEL void kernel_pool_other(pk_pool *pool, void **objs, size_t n);
 BENCH_KERNEL void kernel_frontend(size_t size, size_t n);
 BENCH_KERNEL void kernel_other_loop(void **objs, size_t n);
@@ -87,10 +93,25 @@ BENCH_KERNEL void kernel_object(const pk_class *cls, size_t n) {
     ICOUNT_LOOP(pk_new(cls), (pk_retain(p), pk_release(p), pk_release(p)))
 }
 
+BENCH_KERNEL void kernel_object_pair(const pk_class *cls, size_t n) { ICOUNT_LOOP(pk_new(cls), pk_release(p)) }
+
+/* The loop of the empty kernel's shape: the call's result escapes (no store). */
+BENCH_KERNEL void kernel_object_retain(void *obj, size_t n) {
+    for (size_t i = 0; i < n; i++) BENCH_ESCAPE(pk_retain(obj));
+}
+
 static int run_mode(const char *mode, size_t n, size_t size) {
-    if (strcmp(mode, "object") == 0) {
+    if (strcmp(mode, "object") == 0 || strcmp(mode, "objpair") == 0 || strcmp(mode, "retain") == 0) {
         pk_class cls = {.name = "icount", .size = size - PK_OBJECT_HEADER_SIZE};
-        kernel_object(&cls, n);
+        if (mode[0] == 'r') {
+            void *o = pk_new(&cls);
+            kernel_object_retain(o, n);
+            for (size_t i = 0; i <= n; i++) pk_release(o);
+        } else if (mode[3] == 'p') {
+            kernel_object_pair(&cls, n);
+        } else {
+            kernel_object(&cls, n);
+        }
         return 0;
     }
     if (strcmp(mode, "empty") == 0) {

@@ -111,25 +111,16 @@ static inline size_t slot_bytes(size_t size) {
 
 /* ---- allocation ---- */
 
-/* Zeroes n16 * 16 bytes at p; up to 32 bytes with no loop and no call, so
- * that pk_new's fast path stays short. */
-static inline void zero_fields(void *p, size_t n16) {
-    uint64_t *q = p;
-    if (likely(n16 != 0)) {
-        q[0] = 0;
-        q[1] = 0;
-        if (n16 > 1) {
-            q[2] = 0;
-            q[3] = 0;
-            if (unlikely(n16 > 2)) memset(q + 4, 0, (n16 - 2) * 16);
-        }
-    }
-}
-
 static inline void *object_init(object_header *h, const pk_class *cls) {
     h->cls = cls;
     h->refs = REFS_LIVE1; /* not yet shared: a plain store */
     return h + 1;
+}
+
+/* An object of over 32 bytes of fields: its memset, out of pk_new. */
+static PK_NOINLINE void *new_zeroed(object_header *h, const pk_class *cls) {
+    memset(h + 1, 0, slot_bytes(cls->size) - sizeof *h);
+    return object_init(h, cls);
 }
 
 /* A class pool's object in default and debug modes, caching the class and
@@ -168,11 +159,24 @@ static PK_NOINLINE void *new_refill(const pk_class *cls) {
     return object_init(h, cls);
 }
 
+/* Every call on the fast path is a tail call (the refill, the memset of
+ * more than 32 bytes, the miss), so it saves no register: up to 32 bytes
+ * of fields are zeroed in place, with no loop. */
 void *pk_new(const pk_class *cls) {
     if (likely(cls == cc.cls)) {
         object_header *h = pk__pool_alloc_inline(cc.pool);
         if (unlikely(!h)) return new_refill(cls);
-        zero_fields(h + 1, (cls->size + 15) >> 4);
+        size_t n16 = (cls->size + 15) >> 4;
+        if (unlikely(n16 > 2)) return new_zeroed(h, cls);
+        uint64_t *q = (uint64_t *)(h + 1);
+        if (likely(n16 != 0)) {
+            q[0] = 0;
+            q[1] = 0;
+            if (n16 > 1) {
+                q[2] = 0;
+                q[3] = 0;
+            }
+        }
         return object_init(h, cls);
     }
     return new_slow(cls);
@@ -376,14 +380,28 @@ void object_release_unpooled(void *obj) {
     release_known(obj);
 }
 
+/* object_pooled's lookup, out of the entry points (object_internal.h). */
+static PK_NOINLINE void *retain_looked_up(void *obj) {
+    if (unlikely(!object_pooled_lookup(obj))) return retain_unpooled(obj);
+    return retain_known(obj);
+}
+
+static PK_NOINLINE void release_looked_up(void *obj) {
+    if (unlikely(!object_pooled_lookup(obj))) {
+        object_release_unpooled(obj);
+        return;
+    }
+    release_known(obj);
+}
+
 static inline void *retain(void *obj) {
-    if (unlikely(!object_pooled(obj))) return retain_unpooled(obj);
+    if (unlikely(!object_pooled_cached(obj))) return retain_looked_up(obj);
     return retain_known(obj);
 }
 
 static inline void release(void *obj) {
-    if (unlikely(!object_pooled(obj))) {
-        object_release_unpooled(obj);
+    if (unlikely(!object_pooled_cached(obj))) {
+        release_looked_up(obj);
         return;
     }
     release_known(obj);

@@ -149,14 +149,18 @@ bool object_pooled_lookup(const void *obj);
  * thread last found one in (a compare, a multiply and the map's
  * generation), else by the address map (about 30 instructions). Objects
  * over the last class (large blocks) fail it and take the slow way
- * (object_known). */
-static inline bool object_pooled(const void *obj) {
+ * (object_known). pk_retain and pk_release test the first half inline and
+ * take the lookup in a function of their own, as a tail call, so that their
+ * fast paths keep no stack frame. */
+static inline bool object_pooled_cached(const void *obj) {
     const object_slab_cache *c = &object_last_slab;
     uintptr_t off = (uintptr_t)header_of(obj) - c->first;
-    if (likely(off < c->bytes && off * c->recip < c->recip &&
-               c->generation == __atomic_load_n(&map_generation, __ATOMIC_ACQUIRE)))
-        return true;
-    return object_pooled_lookup(obj);
+    return likely(off < c->bytes && off * c->recip < c->recip &&
+                  c->generation == __atomic_load_n(&map_generation, __ATOMIC_ACQUIRE));
+}
+
+static inline bool object_pooled(const void *obj) {
+    return object_pooled_cached(obj) || object_pooled_lookup(obj);
 }
 
 /* object.c: a release of a pointer object_pooled does not place: a live
