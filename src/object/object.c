@@ -56,26 +56,11 @@ static __thread struct class_cache {
 } cc __attribute__((tls_model("initial-exec"))) = {&no_class, NULL};
 
 /* Debug mode (object_check.c), at no cost outside it: pk_retain and
- * pk_release send every pointer up to slow_below to their slow entries,
- * which the NULL test needed anyway (one compare with memory instead of a
- * test of the register). slow_below is 0 (only NULL goes slow) once
- * POOLKIT_DEBUG is known to be off, UINTPTR_MAX (everything) in debug mode
- * and until the switch is read. */
-static signed char debug_state = -1; /* -1 until read, then 0 or 1 */
-static uintptr_t slow_below = UINTPTR_MAX;
-
-bool object_debug(void) {
-    signed char s = __atomic_load_n(&debug_state, __ATOMIC_RELAXED);
-    if (unlikely(s < 0)) {
-        s = options_debug() ? 1 : 0;
-        __atomic_store_n(&debug_state, s, __ATOMIC_RELAXED);
-        __atomic_store_n(&slow_below, s ? UINTPTR_MAX : 0, __ATOMIC_RELAXED);
-    }
-    return s != 0;
-}
-
+ * pk_release send every pointer up to object_slow_below to their slow
+ * entries, which the NULL test needed anyway (one compare with memory
+ * instead of a test of the register). */
 static inline bool goes_slow(const void *obj) {
-    return (uintptr_t)obj <= __atomic_load_n(&slow_below, __ATOMIC_RELAXED);
+    return (uintptr_t)obj <= __atomic_load_n(&object_slow_below, __ATOMIC_RELAXED);
 }
 
 /* ---- is it in the class pools? (object_internal.h, object_pooled) ---- */

@@ -52,6 +52,22 @@ void object_report_foreign(const void *obj, const char *call) {
     abort(); /* error_report never returns from a fatal report */
 }
 
+/* object_slow_below is 0 (only NULL goes slow) once POOLKIT_DEBUG is known
+ * to be off, UINTPTR_MAX (everything) in debug mode and until the switch
+ * is read. */
+static signed char debug_state = -1; /* -1 until read, then 0 or 1 */
+uintptr_t object_slow_below = UINTPTR_MAX;
+
+bool object_debug(void) {
+    signed char s = __atomic_load_n(&debug_state, __ATOMIC_RELAXED);
+    if (unlikely(s < 0)) {
+        s = options_debug() ? 1 : 0;
+        __atomic_store_n(&debug_state, s, __ATOMIC_RELAXED);
+        __atomic_store_n(&object_slow_below, s ? UINTPTR_MAX : 0, __ATOMIC_RELAXED);
+    }
+    return s != 0;
+}
+
 void object_check_slow(const void *obj, const char *call) {
     if (object_debug() && !object_known(obj)) object_report_foreign(obj, call);
 }

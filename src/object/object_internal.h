@@ -107,9 +107,12 @@ static inline object_header *header_of(const void *obj) {
 
 /* ---- object_check.c: is a pointer an object of pk_new? ---- */
 
-/* Whether the object layer is in debug mode (object.c; reads the switch
- * once). */
+/* Whether the object layer is in debug mode (reads the switch once). */
 bool object_debug(void);
+/* The pointers pk_retain and pk_release send to their slow entries: those
+ * up to this one (every one until object_debug has read the switch, and in
+ * debug mode; else NULL alone). */
+extern uintptr_t object_slow_below __attribute__((visibility("hidden"))); /* one load, no GOT */
 /* In debug mode, reports obj as a "foreign pointer" (PK_FATAL) unless it is
  * an object of pk_new (deallocated or not); call names the entry point. */
 void object_check_slow(const void *obj, const char *call);

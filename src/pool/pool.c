@@ -283,6 +283,15 @@ static void record_retire(pk_pool *p) {
     record_put(p);
 }
 
+size_t pool_reserve(pk_pool *p, size_t n) {
+    uint64_t now = pool_purge_poll();
+    pool_lock_for_use(p, now);
+    size_t ready = central_reserve(p, n);
+    POOL_VALIDATE_DEEP(p);
+    pool_unlock(p);
+    return ready;
+}
+
 void pool_report_dead(const pk_pool *p, const char *call, const void *obj) {
     char given[48] = "";
     if (obj) snprintf(given, sizeof given, " given %p", obj);
@@ -396,7 +405,7 @@ pk_pool *(pk_pool_create)(const pk_pool_config *c) {
     p->state = POOL_LIVE;
     POOL_VALIDATE_DEEP(p); /* no other thread knows the pool yet */
     pools_add(p);
-    if (c->reserve && pk_pool_reserve(p, c->reserve) < c->reserve) {
+    if (c->reserve && pool_reserve(p, c->reserve) < c->reserve) {
         pk_pool_destroy(p);
         errno = ENOMEM;
         return NULL;

@@ -11,12 +11,7 @@
 
 size_t pk_pool_reserve(pk_pool *p, size_t n) {
     pool_check_live(p, "pk_pool_reserve", NULL);
-    uint64_t now = pool_purge_poll();
-    pool_lock_for_use(p, now);
-    size_t ready = central_reserve(p, n);
-    POOL_VALIDATE_DEEP(p);
-    pool_unlock(p);
-    return ready;
+    return pool_reserve(p, n);
 }
 
 size_t pk_pool_trim(pk_pool *p) {

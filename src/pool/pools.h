@@ -18,6 +18,9 @@ static inline void pool_check_live(const pk_pool *p, const char *call, const voi
     if (unlikely(p->state == POOL_DEAD)) pool_report_dead(p, call, obj);
 }
 
+/* pk_pool_reserve's work, after its check (pool.c: creation reserves too):
+ * the objects ready for allocation without a call to the system. */
+size_t pool_reserve(pk_pool *p, size_t n);
 /* pk__pool_alloc_slow for a caller that wraps it (the size-class front
  * end, alloc.c): caller is the user's call site, which debug pools record.
  * The frees' dispatch is pool_free.h's. */
