@@ -33,26 +33,12 @@
 #include "base/policy.h"
 #include "pool/pool_free.h"
 
-#include <poolkit/heap.h>
-
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-/* ---- the class table ---- */
-
-/* (size + 7) / 8 to the class, for sizes up to PK__ALLOC_SMALL_MAX: entry
- * i is the smallest class of at least 8 * i bytes (alloc_class_size's
- * rule; tests/test_alloc.cc checks every size against it). */
-const unsigned char alloc_small_class[PK__ALLOC_SMALL_MAX / 8 + 1] = {
-    [0 ... 1] = 0,     [2] = 1,           [3 ... 4] = 2,     [5 ... 6] = 3,     [7 ... 8] = 4,
-    [9 ... 10] = 5,    [11 ... 12] = 6,   [13 ... 14] = 7,   [15 ... 16] = 8,   [17 ... 20] = 9,
-    [21 ... 24] = 10,  [25 ... 28] = 11,  [29 ... 32] = 12,  [33 ... 40] = 13,  [41 ... 48] = 14,
-    [49 ... 56] = 15,  [57 ... 64] = 16,  [65 ... 80] = 17,  [81 ... 96] = 18,  [97 ... 112] = 19,
-    [113 ... 128] = 20,
-};
-_Static_assert(PK__ALLOC_SMALL_MAX / 8 == 128, "the table above ends at entry 128 (1024 bytes)");
+/* ---- the classes' pools (the table of sizes: alloc_classes.c) ---- */
 
 /* pk_new's own classes, past pk_alloc's in the table (alloc_object.h): an
  * object of 129 to 1,024 bytes (header and fields: a multiple of 16) whose
@@ -180,7 +166,10 @@ static inline void leave(void) {
     if (unlikely(deferred != NULL) && depth == 0) drain_deferred();
 }
 
-void alloc_guarded(void (*fn)(void *), void *arg) {
+/* fn(arg) with the thread's depth raised: for work the front end starts
+ * outside a call of its own (alloc_harden.c's at a thread's exit, which
+ * hard_setup is handed this for). */
+static void alloc_guarded(void (*fn)(void *), void *arg) {
     depth++;
     fn(arg);
     leave();
@@ -191,12 +180,14 @@ void alloc_guarded(void (*fn)(void *), void *arg) {
 int alloc_mode;
 static pthread_once_t hard_once = PTHREAD_ONCE_INIT;
 
+static void hard_start(void) { hard_setup(alloc_guarded); }
+
 PK_NOINLINE bool alloc_mode_read(void) {
     depth++;
     /* may allocate: the environment's first read; debug mode, which checks
      * more of each block, takes precedence */
     bool hard = options_hardened() && !options_debug();
-    if (hard) pthread_once(&hard_once, hard_setup);
+    if (hard) pthread_once(&hard_once, hard_start);
     __atomic_store_n(&alloc_mode, hard ? ALLOC_MODE_HARDENED : ALLOC_MODE_DEFAULT, __ATOMIC_RELEASE);
     leave();
     return hard;
@@ -513,6 +504,21 @@ void pk_free_sized(void *ptr, size_t size) { pk__free_sized_slow(ptr, size); }
 
 /* ---- realloc and sizes ---- */
 
+/* pk_heap's resize (blockheap.c, above this file): a heap registers it
+ * with its first record (alloc_heap_resize_with), and a block is a heap's
+ * only once a heap has been made, so pk_realloc finds it set whenever it
+ * meets one. A hook rather than a call: the classes call nothing of
+ * pk_heap's, which is made of them. */
+static alloc_heap_resize_fn heap_resize;
+
+void alloc_heap_resize_with(alloc_heap_resize_fn fn) { __atomic_store_n(&heap_resize, fn, __ATOMIC_RELEASE); }
+
+/* ptr, a block of heap pool p, or of a heap's large set with p NULL,
+ * resized in its heap. */
+static void *heap_realloc(const pk_pool *p, void *ptr, size_t size) {
+    return __atomic_load_n(&heap_resize, __ATOMIC_ACQUIRE)(p, ptr, size);
+}
+
 /* ptr's usable bytes, or reports it (call names the caller). */
 static size_t usable_or_report(const void *ptr, const pk_pool *p, const char *call) {
     size_t n;
@@ -553,9 +559,9 @@ void *pk_realloc(void *ptr, size_t size) {
     /* A heap's block (heap.h) stays in its heap: a class block's pool
      * names it; a large block's set is asked only where the block would
      * leave it (large_realloc keeps the set), not on every resize. */
-    if (unlikely(alloc_is_heap(p))) return pk_heap_realloc(p->arg, ptr, size);
+    if (unlikely(alloc_is_heap(p))) return heap_realloc(p, ptr, size);
     if (unlikely(alloc_hardened())) { /* always moved (QUARANTINE, alloc_harden.c), but to its own size */
-        if (!p && large_set_of(ptr)) return pk_heap_realloc(pk_heap_of(ptr), ptr, size);
+        if (!p && large_set_of(ptr)) return heap_realloc(NULL, ptr, size);
         size_t n = usable_or_report(ptr, p, "pk_realloc");
         bool same = alloc_owns(p, ptr) && n == size && size < HARD_GUARDED_MIN &&
                     class_pool_made(hard_class_of(size)) == p; /* pk_free_sized's size stays true */
@@ -572,6 +578,6 @@ void *pk_realloc(void *ptr, size_t size) {
         large_poll();
         return large_realloc(ptr, size);
     }
-    if (!p && large_set_of(ptr)) return pk_heap_realloc(pk_heap_of(ptr), ptr, size);
+    if (!p && large_set_of(ptr)) return heap_realloc(NULL, ptr, size);
     return moved(ptr, n, size);
 }

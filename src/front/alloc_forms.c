@@ -6,12 +6,13 @@
  * Hardened mode keeps the form with each block: a class block's in its
  * check word's top bits (alloc_harden.c, FORM), a guarded block's in its
  * entry of alloc_large.c's table. The block is made as malloc's and its
- * form set here; a free in another form is reported here, and a free in
- * the right one sets the form back to malloc's before pk_free, whose own
- * check (a block not of malloc's form) then catches free() of new's
- * block. Only a hardened class pool's calls all reach the library (it has
- * no inline path: pool.c, choose_path), so the headers' inline paths in
- * front of these entries serve default-mode blocks only.
+ * form set here; a free in another form is reported (alloc_checks.c's
+ * report, which the free paths below share), and a free in the right one
+ * sets the form back to malloc's before pk_free, whose own check (a block
+ * not of malloc's form) then catches free() of new's block. Only a
+ * hardened class pool's calls all reach the library (it has no inline
+ * path: pool.c, choose_path), so the headers' inline paths in front of
+ * these entries serve default-mode blocks only.
  *
  * Default mode keeps no form and checks none: an allocation's cost is
  * pk_alloc's (the inline path, then one load of the mode here on its
@@ -22,24 +23,10 @@
  * buffer's, blocks aligned past a page) keep no form.
  */
 #include "front/alloc_internal.h"
+#include "front/alloc_checks.h"
 
 /* Forms are kept in hardened mode alone. */
 static inline bool forms_kept(void) { return alloc_hardened(); }
-
-static const char *made_by(unsigned form) {
-    return form == PK__FORM_NEW ? "new" : form == PK__FORM_NEW_ARRAY ? "new[]" : "malloc";
-}
-static const char *freed_by(unsigned form) {
-    return form == PK__FORM_NEW ? "delete" : form == PK__FORM_NEW_ARRAY ? "delete[]" : "free";
-}
-
-void alloc_report_form(const pk_pool *p, const void *obj, size_t n, unsigned made, unsigned freed) {
-    error_report(PK_FATAL, "mismatched free", p ? p->name : NULL, obj,
-                 "%s(%p): block %p of %zu bytes%s%s%s was allocated with %s and freed with %s, not %s",
-                 freed_by(freed), obj, obj, n, p ? " (pool '" : "", p ? pool_name(p) : "", p ? "')" : "",
-                 made_by(made), freed_by(freed), freed_by(made));
-    __builtin_unreachable();
-}
 
 /* A hardened block just made (malloc's form) given form. */
 static void *with_form(void *obj, unsigned form) {

@@ -14,7 +14,8 @@
  *   CHECK BYTES  the slack between the size asked for and the check word
  *                holds bytes drawn from the secret (no text, no zero),
  *                checked at free: an overflow of one byte is reported at
- *                the block's free, naming the bytes changed
+ *                the block's free, naming the bytes changed (written and
+ *                compared by alloc_checks.c, which guarded blocks share)
  *   UNDERFLOW    at free, the check word of the slot before (the last
  *                bytes an underflow writes) must be zero or check. A
  *                slab's first slot is kept back, never handed out, so that
@@ -51,6 +52,7 @@
  * program's write.
  */
 #include "front/alloc_internal.h"
+#include "front/alloc_checks.h"
 #include "base/policy.h"
 #include "pool/pools.h"
 #include "base/sites.h"
@@ -65,65 +67,12 @@ _Static_assert(HARD_MIN_SLOT >= 3 * sizeof(uintptr_t), "the check word lies past
 _Static_assert(HARD_TAIL == sizeof(uint64_t), "the check word is one word");
 _Static_assert(HARD_GUARDED_MIN + HARD_TAIL <= PK_ALLOC_CLASS_MAX, "a block below the guarded ones has a class");
 
-/* ---- the check bytes ---- */
+/* ---- zero checks ---- */
 
-static uint64_t pattern; /* set once (hard_setup) */
-
-/* The checks below read and write a word at a time, four words to a test
- * where they compare: a call to the C library's memcmp a line at a time
- * cost more than its vector loop saved on the blocks most programs free (a
- * few lines). Blocks are any type's. */
-typedef uint64_t __attribute__((may_alias)) hard_word;
+/* As the check bytes (alloc_checks.c), a word at a time, four words to a
+ * test: memcmp against zeros a line at a time cost more than it saved on
+ * the few lines most freed blocks have. */
 #define LINE 64 /* the bytes handed out again checked zero (a line) */
-
-/* Eight bytes from a secret, each with its top bit set and none 0xFF:
- * no ASCII text, no zero, no all-ones, the common values of a stray write. */
-static uint64_t pattern_from(uint64_t secret) {
-    uint64_t w = 0;
-    for (int i = 0; i < 8; i++) {
-        uint64_t b = ((secret >> (8 * i)) & 0x7F) | 0x80;
-        if (b == 0xFF) b = 0xFE;
-        w |= b << (8 * i);
-    }
-    return w;
-}
-
-static inline unsigned char pattern_byte(size_t i) { return (unsigned char)(pattern >> (8 * (i & 7))); }
-
-/* The pattern's bytes sit at offsets from the block's start, which is
- * aligned to a word at least; b[from, to) is filled or compared a word at
- * a time from the first word boundary. */
-void hard_fill(char *b, size_t from, size_t to) {
-    size_t i = from;
-    for (; i < to && (i & 7); i++) b[i] = (char)pattern_byte(i);
-    for (; i + 8 <= to; i += 8) *(hard_word *)(b + i) = pattern;
-    for (; i < to; i++) b[i] = (char)pattern_byte(i);
-}
-
-bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *last) {
-    size_t i = from;
-    for (; i < to && (i & 7); i++)
-        if ((unsigned char)b[i] != pattern_byte(i)) goto found;
-    const uint64_t pat = pattern;
-    for (; i + 32 <= to; i += 32) {
-        const hard_word *w = (const hard_word *)(b + i);
-        if ((w[0] ^ pat) | (w[1] ^ pat) | (w[2] ^ pat) | (w[3] ^ pat)) break;
-    }
-    for (; i + 8 <= to; i += 8)
-        if (*(const hard_word *)(b + i) != pat) break;
-    for (; i < to; i++)
-        if ((unsigned char)b[i] != pattern_byte(i)) goto found;
-    return false;
-found:
-    *first = i;
-    *last = i;
-    for (size_t j = to; j-- > i;)
-        if ((unsigned char)b[j] != pattern_byte(j)) {
-            *last = j;
-            break;
-        }
-    return true;
-}
 
 /* The first byte of b[from, to) that is not zero, or to; from is a
  * multiple of a word (a block's start, its list's words, LINE). */
@@ -347,11 +296,17 @@ static void ring_give_back(void *arg) {
     os_unmap(r, align_up(sizeof *r, os_page_size()));
 }
 
+/* alloc.c's guard against re-entry (see its "Re-entry"), handed to
+ * hard_setup: the destructor below starts work outside any call of the
+ * front end's, and the pools it frees into may allocate. Set before the key
+ * whose destructor reads it. */
+static void (*run_guarded)(void (*fn)(void *), void *arg);
+
 /* A later free of the exiting thread's (another key's destructor) maps new
  * queues and sets the key again, which brings this back. */
 static void ring_at_thread_exit(void *arg) {
     if (my_ring == arg) my_ring = NULL;
-    alloc_guarded(ring_give_back, arg);
+    run_guarded(ring_give_back, arg);
 }
 
 /* At exit the exiting thread's blocks still held are checked (other
@@ -483,11 +438,9 @@ static bool explain_fault(int sig, const void *addr) {
     return large_explain_fault(sig, addr);
 }
 
-void hard_setup(void) {
-    /* the check bytes' own secret: the process's seed, mixed apart from
-     * the pools' */
-    uint64_t seed = (pool_secret_seed() ^ 0xC4CEB9FE1A85EC53ull) * 0xBF58476D1CE4E5B9ull;
-    pattern = pattern_from(seed ^ (seed >> 29));
+void hard_setup(void (*guarded)(void (*fn)(void *), void *arg)) {
+    run_guarded = guarded;
+    hard_pattern_setup();
     crash_explain_with(explain_fault);
     for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {
         size_t most = HARD_READY_BYTES / alloc_class_size(ci);

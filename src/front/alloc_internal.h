@@ -1,11 +1,21 @@
-/* The size-class front end's private parts (alloc.c, alloc_large.c), and
- * the one place it asks the core which pool a pointer belongs to.
+/* The size-class front end's private parts (alloc.c, alloc_large.c,
+ * alloc_harden.c, blockheap.c), and the one place it asks the core which
+ * pool a pointer belongs to.
  *
  * The front end sits above the pools (layer 5, with the object layer): it
  * calls the pools' public calls and their slow entries, and reads the
  * core's state only through alloc_slab_of below and the pool's short free
  * path it hands the record to (pool_free.h), so that a change in how the
  * core finds an object's slab changes that function alone.
+ *
+ * Within front/ the files call one way too (src/layers.txt; the layers.*
+ * tests check the compiled objects), lowest first: alloc_classes.c (the
+ * class table) and alloc_checks.c (the checks both kinds of hardened block
+ * share); alloc_large.c; alloc_harden.c; alloc.c; blockheap.c (pk_heap,
+ * made of alloc.c's calls); alloc_forms.c and alloc_variants.c. Where a
+ * lower one must make an upper one act, the upper one hands it a function:
+ * alloc.c its re-entry guard to hard_setup, blockheap.c pk_realloc's resize
+ * of a heap's block (alloc_heap_resize_with).
  */
 #ifndef POOLKIT_ALLOC_INTERNAL_H
 #define POOLKIT_ALLOC_INTERNAL_H
@@ -29,7 +39,7 @@ _Static_assert(PK_ALLOC_CLASS_MAX == (size_t)1 << 18, "the last class is PK_ALLO
  * before. */
 _Static_assert(100 / ALLOC_PER_DOUBLING == 25, "four classes per doubling: steps of a quarter");
 
-/* (size + 7) / 8 to the class, for sizes up to PK__ALLOC_SMALL_MAX (alloc.c). */
+/* (size + 7) / 8 to the class, for sizes up to PK__ALLOC_SMALL_MAX (alloc_classes.c). */
 extern const unsigned char alloc_small_class[PK__ALLOC_SMALL_MAX / 8 + 1];
 
 /* The class of size (1 <= size <= PK_ALLOC_CLASS_MAX). */
@@ -133,6 +143,12 @@ void large_stats_get(large_stats *out);
 
 /* alloc.c: pk_alloc's classes whose pool has been made (not pk_new's own). */
 size_t alloc_classes_made(void);
+/* alloc.c: a pk_heap's block resized in its heap: p is the heap's class
+ * pool holding ptr, or NULL for a block of a heap's large set. blockheap.c
+ * registers its resize before it makes its first heap; pk_realloc calls it
+ * for any heap's block. */
+typedef void *(*alloc_heap_resize_fn)(const pk_pool *p, void *ptr, size_t size);
+void alloc_heap_resize_with(alloc_heap_resize_fn fn);
 /* alloc.c: the front end's mode, default or hardened (alloc_harden.c),
  * read from the options once, by alloc_mode_read. */
 enum { ALLOC_MODE_UNREAD, ALLOC_MODE_DEFAULT, ALLOC_MODE_HARDENED };
@@ -153,8 +169,10 @@ static inline bool alloc_hardened(void) {
 static inline bool alloc_hard(const pk_pool *p) { return pool_hard_front(p); }
 
 /* Sets the secret bytes up and asks the fault handler to ask
- * explain_fault; once, before the first hardened block. */
-void hard_setup(void);
+ * explain_fault; once, before the first hardened block. guarded is alloc.c's
+ * re-entry guard (fn(arg) with the thread's depth raised), for the work
+ * this file starts outside any call of the front end's (a thread's exit). */
+void hard_setup(void (*guarded)(void (*fn)(void *), void *arg));
 /* The class whose hardened block holds size bytes and the check word. */
 size_t hard_class_of(size_t size);
 /* A block of n bytes from class pool p (class ci), checked, its slack and
@@ -175,13 +193,6 @@ void hard_class_set_form(const pk_pool *p, void *obj, size_t n, unsigned form);
 /* A distinct pointer to no bytes (a no-access page), or NULL. */
 void *hard_zero_block(void);
 bool hard_zero_owns(const void *ptr);
-/* The check bytes: b[from, to) filled, or whether any changed (the first
- * and last that did). */
-void hard_fill(char *b, size_t from, size_t to);
-bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *last);
-/* fn(arg) with the thread's depth raised (alloc.c, "Re-entry"): for work
- * the front end starts outside a call of its own (a thread's exit). */
-void alloc_guarded(void (*fn)(void *), void *arg);
 
 /* alloc_large.c's hardened blocks: size bytes between two no-access pages,
  * the rest of the last page check bytes; caller is named in a fault's
@@ -194,12 +205,5 @@ void large_set_form(const void *ptr, unsigned form);
 /* A fault at addr in a guarded block's pages (live or freed) reported
  * (never returns then); false when addr is none of theirs. */
 bool large_explain_fault(int sig, const void *addr);
-
-/* ---- alloc_forms.c: the forms (alloc.h's PK__FORM_*) ---- */
-
-/* A block (of pool p, NULL for a guarded one) of n bytes allocated in one
- * form and freed in another, reported (PK_FATAL). */
-PK_COLD __attribute__((noreturn)) void alloc_report_form(const pk_pool *p, const void *obj, size_t n,
-                                                          unsigned made, unsigned freed);
 
 #endif

@@ -21,12 +21,13 @@
  *
  * The hardened front end's guarded blocks (large_alloc_guarded) are
  * mappings of their own too, with a no-access page on each side and check
- * bytes in the last page's rest; freed, they stay in the table, no-access
- * with their pages given back, until HARD_FREED_BLOCKS later frees, so a
- * fault in one names it (large_explain_fault) and no block takes its
- * addresses at once. They are never kept for reuse nor resized in place.
+ * bytes in the last page's rest (alloc_checks.c, shared with the class
+ * blocks); freed, they stay in the table, no-access with their pages given
+ * back, until HARD_FREED_BLOCKS later frees, so a fault in one names it
+ * (large_explain_fault) and no block takes its addresses at once. They are never kept for reuse nor resized in place.
  */
 #include "front/alloc_internal.h"
+#include "front/alloc_checks.h"
 #include "base/policy.h"
 #include "base/sites.h"
 

@@ -7,11 +7,12 @@
  * (alloc_large.c's large_set). Its pools carry POOL_SIZE_CLASS, so pk_free
  * and pk_usable_size take their objects as any class object, and
  * POOL_HEAP with the heap as the pool's arg, so a resize through pk_realloc
- * comes back here. They are regions (PK_POOL_REGION): a destroy drops each
- * slab whole without reading its objects, and a reset (pool_region_reset)
- * marks each one empty the same way and keeps it for the next blocks, so
- * freeing what is left costs the heap's slabs and large blocks, not its
- * blocks.
+ * comes back here (through the resize this file registers with alloc.c,
+ * which sits below it and calls nothing of it). They are regions
+ * (PK_POOL_REGION): a destroy drops each slab whole without reading its
+ * objects, and a reset (pool_region_reset) marks each one empty the same
+ * way and keeps it for the next blocks, so freeing what is left costs the
+ * heap's slabs and large blocks, not its blocks.
  *
  * Records come from a pool of the library's own (POOL_LIBRARY: what it
  * holds at exit is no leak of the program's). A destroyed debug heap's
@@ -124,10 +125,20 @@ static PK_NOINLINE pk_pool *pool_make(pk_heap *h, size_t ci) {
     return was;
 }
 
-/* The pool of heap records, made on first use. */
+/* pk_realloc's way to a heap's block (alloc.c calls nothing of this
+ * file's): p, the heap's class pool holding ptr, names the heap; a large
+ * block's set does (pk_heap_of). */
+static void *resize_in_heap(const pk_pool *p, void *ptr, size_t size) {
+    return pk_heap_realloc(p ? p->arg : pk_heap_of(ptr), ptr, size);
+}
+
+/* The pool of heap records, made on first use, before the first heap: the
+ * resize is registered with it, so that pk_realloc has it before any block
+ * is a heap's. */
 static pk_pool *records(void) {
     pk_pool *p = __atomic_load_n(&record_pool, __ATOMIC_ACQUIRE);
     if (likely(p != NULL)) return p;
+    alloc_heap_resize_with(resize_in_heap);
     pk_pool_config c;
     memset(&c, 0, sizeof c);
     c.name = "pk_heap records";

@@ -1,0 +1,90 @@
+/* The hardened front end's shared checks (alloc_checks.h): the check bytes
+ * and the report of a mismatched form.
+ *
+ * CHECK BYTES (alloc_harden.c's list): bytes drawn from a secret of their
+ * own, each with its top bit set and none 0xFF, so that no ASCII text, no
+ * zero and no all-ones, the common values of a stray write, leaves them as
+ * they were. Set once, before the first hardened block, and read only after.
+ */
+#include "front/alloc_checks.h"
+#include "pool/pools.h"
+
+#include <poolkit/alloc.h>
+
+/* ---- the check bytes ---- */
+
+static uint64_t pattern; /* set once (hard_pattern_setup) */
+
+static uint64_t pattern_from(uint64_t secret) {
+    uint64_t w = 0;
+    for (int i = 0; i < 8; i++) {
+        uint64_t b = ((secret >> (8 * i)) & 0x7F) | 0x80;
+        if (b == 0xFF) b = 0xFE;
+        w |= b << (8 * i);
+    }
+    return w;
+}
+
+void hard_pattern_setup(void) {
+    /* the check bytes' own secret: the process's seed, mixed apart from
+     * the pools' */
+    uint64_t seed = (pool_secret_seed() ^ 0xC4CEB9FE1A85EC53ull) * 0xBF58476D1CE4E5B9ull;
+    pattern = pattern_from(seed ^ (seed >> 29));
+}
+
+static inline unsigned char pattern_byte(size_t i) { return (unsigned char)(pattern >> (8 * (i & 7))); }
+
+/* The pattern's bytes sit at offsets from the block's start, which is
+ * aligned to a word at least; b[from, to) is filled or compared a word at
+ * a time from the first word boundary, four words to a test where they
+ * compare: a call to the C library's memcmp a line at a time cost more
+ * than its vector loop saved on the blocks most programs free (a few
+ * lines). */
+void hard_fill(char *b, size_t from, size_t to) {
+    size_t i = from;
+    for (; i < to && (i & 7); i++) b[i] = (char)pattern_byte(i);
+    for (; i + 8 <= to; i += 8) *(hard_word *)(b + i) = pattern;
+    for (; i < to; i++) b[i] = (char)pattern_byte(i);
+}
+
+bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *last) {
+    size_t i = from;
+    for (; i < to && (i & 7); i++)
+        if ((unsigned char)b[i] != pattern_byte(i)) goto found;
+    const uint64_t pat = pattern;
+    for (; i + 32 <= to; i += 32) {
+        const hard_word *w = (const hard_word *)(b + i);
+        if ((w[0] ^ pat) | (w[1] ^ pat) | (w[2] ^ pat) | (w[3] ^ pat)) break;
+    }
+    for (; i + 8 <= to; i += 8)
+        if (*(const hard_word *)(b + i) != pat) break;
+    for (; i < to; i++)
+        if ((unsigned char)b[i] != pattern_byte(i)) goto found;
+    return false;
+found:
+    *first = i;
+    *last = i;
+    for (size_t j = to; j-- > i;)
+        if ((unsigned char)b[j] != pattern_byte(j)) {
+            *last = j;
+            break;
+        }
+    return true;
+}
+
+/* ---- the forms' report ---- */
+
+static const char *made_by(unsigned form) {
+    return form == PK__FORM_NEW ? "new" : form == PK__FORM_NEW_ARRAY ? "new[]" : "malloc";
+}
+static const char *freed_by(unsigned form) {
+    return form == PK__FORM_NEW ? "delete" : form == PK__FORM_NEW_ARRAY ? "delete[]" : "free";
+}
+
+void alloc_report_form(const pk_pool *p, const void *obj, size_t n, unsigned made, unsigned freed) {
+    error_report(PK_FATAL, "mismatched free", p ? p->name : NULL, obj,
+                 "%s(%p): block %p of %zu bytes%s%s%s was allocated with %s and freed with %s, not %s",
+                 freed_by(freed), obj, obj, n, p ? " (pool '" : "", p ? pool_name(p) : "", p ? "')" : "",
+                 made_by(made), freed_by(freed), freed_by(made));
+    __builtin_unreachable();
+}
