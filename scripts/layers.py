@@ -10,13 +10,18 @@ when:
   - the modules' includes make a cycle (a module is a folder and a base
     name: pool/heap.c and pool/heap.h are one module), also within a folder;
   - with --objects: a compiled file refers to a symbol (calls a function,
-    reads a variable) defined by a file of a folder listed after its own.
-    Includes alone would miss a call through a header of a lower folder
-    that declares a function an upper folder defines.
+    reads a variable) defined by a file of a folder listed after its own;
+    or the modules' references make a cycle (within a folder: across
+    folders a cycle needs an upward reference). Includes alone would miss
+    a call through a header of a lower folder that declares a function an
+    upper folder defines, and two files of one folder that call each
+    other through a shared header.
 
 --self-test copies src/ aside, checks that the copy passes, then that each
 of a few one-line mutations (an upward include, an include cycle, a folder
-left off the map, a bare include) makes it fail.
+left off the map, a bare include) makes it fail; with --objects, that a
+lowest file's object swapped for a top one's (a call upward) and two
+objects of one folder compiled to call each other (--cc) fail too.
 """
 import argparse
 import os
@@ -153,6 +158,7 @@ def check_objects(objects, rank, names, nm):
                 used.setdefault(path, set()).add(name)
             elif kind in "TDBRCVWGiu":
                 defined[name] = path
+    graph = {}
     for path, syms in sorted(used.items()):
         for name in sorted(syms):
             owner = defined.get(name)
@@ -161,6 +167,10 @@ def check_objects(objects, rank, names, nm):
             a, b = path.split("/")[0], owner.split("/")[0]
             if rank[b] > rank[a]:
                 errors.append(f"src/{path} refers to {name} of src/{owner}: {b}/ is above {a}/")
+            if module(owner) != module(path):
+                graph.setdefault(module(path), set()).add(module(owner))
+    for comp in cycles(graph):
+        errors.append("modules that refer to each other around a cycle: " + ", ".join(comp))
     return errors
 
 
@@ -177,9 +187,10 @@ def object_source(obj):
     return base if base.endswith(".c") else base + ".c"
 
 
-def self_test_objects(src, objects, nm):
+def self_test_objects(src, objects, nm, cc):
     """A lowest-layer file swapped for the compiled code of a top one must be
-    caught calling upward; the objects as built must pass."""
+    caught calling upward, and two files of one folder compiled to call each
+    other caught in a cycle; the objects as built must pass."""
     errors = run(src, objects, nm)
     if errors:
         print("self-test: the objects as built fail:", *errors, sep="\n  ")
@@ -187,16 +198,42 @@ def self_test_objects(src, objects, nm):
     _, rank, names = check_tree(src)
     by_rank = sorted(objects, key=lambda o: rank[names[object_source(o)].split("/")[0]])
     low, high = by_rank[0], by_rank[-1]
+    # two objects of the lowest folder, made to call each other
+    a, b = [o for o in by_rank if names[object_source(o)].split("/")[0] ==
+            names[object_source(low)].split("/")[0]][:2]
+    failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         fake = os.path.join(tmp, object_source(low) + ".o")
         shutil.copy(high, fake)
         trial = [o for o in objects if o != low] + [fake]
-        errors = run(src, trial, nm)
-    what = f"src/{names[object_source(low)]} compiled from src/{names[object_source(high)]}"
-    if errors:
-        print(f"self-test: a call upward ({what}) caught: {errors[0]}")
+        what = f"src/{names[object_source(low)]} compiled from src/{names[object_source(high)]}"
+        failures += report_mutation(f"a call upward ({what})", run(src, trial, nm), "is above")
+        fakes = []
+        for me, other in ((a, b), (b, a)):
+            c_file = os.path.join(tmp, object_source(me))
+            with open(c_file, "w") as f:
+                f.write(f"void layers_{other_id(other)}(void);\n"
+                        f"void layers_{other_id(me)}(void) {{ layers_{other_id(other)}(); }}\n")
+            os.makedirs(os.path.join(tmp, "cyc"), exist_ok=True)
+            out = os.path.join(tmp, "cyc", object_source(me) + ".o")
+            subprocess.run([cc, "-c", c_file, "-o", out], check=True)
+            fakes.append(out)
+        trial = [o for o in objects if o not in (a, b)] + fakes
+        what = f"src/{names[object_source(a)]} and src/{names[object_source(b)]} calling each other"
+        failures += report_mutation(f"a call cycle ({what})", run(src, trial, nm), "around a cycle")
+    return 1 if failures else 0
+
+
+def other_id(obj):
+    return re.sub(r"\W", "_", object_source(obj))
+
+
+def report_mutation(what, errors, words):
+    hits = [e for e in errors if words in e]
+    if hits:
+        print(f"self-test: {what} caught: {hits[0]}")
         return 0
-    print(f"self-test: a call upward ({what}) NOT caught")
+    print(f"self-test: {what} NOT caught")
     return 1
 
 
@@ -264,13 +301,14 @@ def main():
     ap.add_argument("--objects", nargs="*", default=[],
                     help="the library's compiled objects (nm reads them)")
     ap.add_argument("--nm", default="nm", help="the nm to read them with")
+    ap.add_argument("--cc", default="cc", help="the C compiler the self-test's cycle is compiled with")
     ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args()
     src = os.path.normpath(args.src)
     if args.self_test:
         failed = self_test(src)
         if args.objects:
-            failed |= self_test_objects(src, args.objects, args.nm)
+            failed |= self_test_objects(src, args.objects, args.nm, args.cc)
         return failed
     errors = run(src, args.objects, args.nm)
     for e in errors:
