@@ -415,6 +415,20 @@ static PK_NOINLINE void class_free_edge(tc_slot *c, slab *s, void *ptr) {
     leave();
 }
 
+/* The short path (pool_free.h, free_into_slab) of ptr, a block of s, one
+ * of the slabs of the class whose slot c has a current slab, outside the
+ * library (depth 0): whether it took the free. pk_free and
+ * alloc_free_missed share it. */
+static inline bool class_free_short(tc_slot *c, slab *s, void *ptr) {
+    int done = free_into_slab(c, s, ptr, true);
+    if (likely(done == FREE_DONE)) return true;
+    if (done == FREE_EDGE) {
+        class_free_edge(c, s, ptr);
+        return true;
+    }
+    return false;
+}
+
 /* The slab's record from the address (the region map's bit, then the
  * record by masking), once: the class's slot in the thread's table from it,
  * the inline free (an object of the thread's current slab), then, for an
@@ -444,26 +458,14 @@ void pk_free(void *ptr) {
         if (likely(pk__slot_push((pk__link *)c, ptr))) return;
     } else if (likely(__atomic_load_n(&c->cur, __ATOMIC_RELAXED) != 0 && depth == 0)) {
         /* a plain list with a current slab (pool.h) */
-        int done = free_into_slab(c, s, ptr, true);
-        if (likely(done == FREE_DONE)) return;
-        if (done == FREE_EDGE) {
-            class_free_edge(c, s, ptr);
-            return;
-        }
+        if (likely(class_free_short(c, s, ptr))) return;
     }
     free_slow(alloc_pool_in(s), ptr, __builtin_return_address(0));
 }
 
 void alloc_free_missed(pk_pool *p, void *ptr, pk__link *c, uintptr_t cur) {
-    if (likely(cur != 0 && depth == 0)) { /* the short path, as pk_free's */
-        slab *s = slab_of((uintptr_t)ptr);
-        int done = free_into_slab((tc_slot *)c, s, ptr, true);
-        if (likely(done == FREE_DONE)) return;
-        if (done == FREE_EDGE) {
-            class_free_edge((tc_slot *)c, s, ptr);
-            return;
-        }
-    }
+    if (likely(cur != 0 && depth == 0) && likely(class_free_short((tc_slot *)c, slab_of((uintptr_t)ptr), ptr)))
+        return;
     class_free(p, ptr, __builtin_return_address(0));
 }
 
