@@ -193,20 +193,34 @@ TEST(Object, ClassesOfOneSizeShareAPoolOthersDoNot) {
     EXPECT_NE(pk_class_pool(&a), pk_class_pool(&c));
 }
 
-// Over the front end's last class (PK_ALLOC_CLASS_MAX), an object is a
-// large block: no pool holds it.
-TEST(Object, HugeClassesComeFromLargeBlocks) {
-    static const pk_class huge = {"Huge", 300000, count_dealloc};
+// An object of cls (over 64 KiB of header and fields) is a large block of
+// its own: no pool holds it, and it is within a page of its header and
+// fields, where the classes' quarter steps would keep up to a quarter more.
+static void expect_block_of_its_own(const pk_class *cls) {
     errno = 0;
-    EXPECT_EQ(pk_class_pool(&huge), nullptr);
+    EXPECT_EQ(pk_class_pool(cls), nullptr);
     EXPECT_EQ(errno, EINVAL);
-    unsigned char *p = static_cast<unsigned char *>(pk_new(&huge));
+    unsigned char *p = static_cast<unsigned char *>(pk_new(cls));
     ASSERT_NE(p, nullptr);
-    EXPECT_TRUE(pktest::all_bytes(p, 300000, 0));
+    EXPECT_TRUE(pktest::all_bytes(p, cls->size, 0));
     EXPECT_EQ(pk_pool_owner(memory_of(p)), nullptr);
+    EXPECT_LT(pk_usable_size(memory_of(p)), cls->size + PK_OBJECT_HEADER_SIZE + 4096);
     long before = g_deallocs;
     pk_release(p);
     EXPECT_EQ(g_deallocs, before + 1);
+}
+
+TEST(Object, HugeClassesComeFromLargeBlocks) {
+    static const pk_class huge = {"Huge", 300000, count_dealloc};
+    expect_block_of_its_own(&huge);
+}
+
+// Below the front end's last class too; at 64 KiB an object is still a slot.
+TEST(Object, ObjectsOverSixtyFourKibAreBlocksOfTheirOwnSize) {
+    static const pk_class at_limit = {"AtLimit", 65536 - PK_OBJECT_HEADER_SIZE, nullptr};
+    EXPECT_NE(pk_class_pool(&at_limit), nullptr);
+    static const pk_class over = {"Over", 70000, count_dealloc};
+    expect_block_of_its_own(&over);
 }
 
 TEST(Object, DeallocRunsOnceBeforeTheMemoryGoes) {

@@ -1,10 +1,10 @@
 /* poolkit objects: reference counting and autorelease pools for plain C.
  *
  * pk_new gives a zeroed object of a class with reference count 1; its memory
- * is the block pk_alloc (alloc.h) would hand out for its header and fields:
- * a slot of the size-class pool of that many bytes, shared with pk_alloc's
- * blocks and every class of that size, or, over PK_ALLOC_CLASS_MAX, a
- * large block mapped alone (with POOLKIT_HARDENED=1, a hardened block of
+ * is a block of the size-class front end (alloc.h) for its header and
+ * fields: up to 64 KiB, a slot of the class pool of that many bytes, shared
+ * with pk_alloc's blocks and every class of that size; over it, a large
+ * block mapped alone (with POOLKIT_HARDENED=1, a hardened block of
  * the front end: check word, quarantine, guard pages). pk_retain
  * and pk_release are atomic, so objects may move between threads. When the
  * count reaches zero the class's dealloc runs, then the memory goes back to
@@ -99,7 +99,8 @@ PK_API const pk_class *pk_class_of(const void *obj);
  * pk_pool_stats_get, pk_pool_reserve or pk_pool_trim; shared with every
  * class of the same size class and with pk_alloc's blocks of that class
  * (alloc.h: its stats count both). NULL with errno ENOMEM, or EINVAL for a
- * class whose objects are over PK_ALLOC_CLASS_MAX (large blocks, no pool). */
+ * class whose objects (header and fields) are over 64 KiB (large blocks of
+ * their own, no pool). */
 PK_API struct pk_pool *pk_class_pool(const pk_class *cls);
 
 /* A pushed autorelease pool, from pk_autorelease_push: a plain value. */

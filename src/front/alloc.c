@@ -61,6 +61,14 @@ static pthread_mutex_t class_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static pk_pool *class_pool_made(size_t ci) { return __atomic_load_n(&class_pools[ci], __ATOMIC_ACQUIRE); }
 
+/* An object of more bytes than this is a large block of its own, not a
+ * class slot: above it, the classes' quarter steps would keep up to a
+ * quarter of the object unused (70,016 bytes in an 81,920-byte slot),
+ * where a mapping rounds to a page, under a sixteenth of it. */
+#define OBJECT_POOLED_MAX ((size_t)64 << 10)
+_Static_assert(OBJECT_POOLED_MAX <= PK_ALLOC_CLASS_MAX && OBJECT_POOLED_MAX / 4096 >= 16,
+               "pooled objects have classes; a page is at most a sixteenth of a larger one");
+
 /* The bytes of class ci, pk_alloc's or an object class. */
 static size_t class_bytes(size_t ci) {
     return ci < PK__ALLOC_CLASSES ? alloc_class_size(ci) : OBJECT_FINE_ABOVE + 16 * (ci - PK__ALLOC_CLASSES + 1);
@@ -230,7 +238,7 @@ pk_pool *alloc_object_pool(size_t size) {
     if (unlikely(alloc_hardened())) {
         if (size < HARD_GUARDED_MIN) ci = alloc_class_aligned(hard_class_of(size), 16);
         if (ci >= PK__ALLOC_CLASSES) ci = ALLOC_CLASSES_ALL; /* pk_alloc's classes only */
-    } else if (size <= PK_ALLOC_CLASS_MAX) {
+    } else if (size <= OBJECT_POOLED_MAX) {
         ci = object_class_of(size);
     }
     if (ci >= ALLOC_CLASSES_ALL) {
@@ -246,6 +254,13 @@ pk_pool *alloc_object_pool(size_t size) {
 }
 
 pk_pool *alloc_object_pool_made(size_t size) { return class_pool_made(object_class_of(size)); }
+
+bool alloc_object_pooled(size_t size) { return size <= OBJECT_POOLED_MAX && !alloc_hardened(); }
+
+void *alloc_object_block(size_t size) {
+    if (alloc_hardened()) return pk_aligned_alloc(16, size);
+    return alloc_large_in(NULL, size, 16, false);
+}
 
 /* Large blocks' calls run the purge's poll, as the pools' slow paths do,
  * so that freed blocks kept for reuse go back after the delay in a program

@@ -5,9 +5,9 @@
  * An object's memory is a block of its slot's bytes (header and fields,
  * 16-byte aligned: every class from 16 bytes on is a multiple of 16, so
  * its slots are 16-aligned). In default and debug modes it is a class
- * pool's slot up to PK_ALLOC_CLASS_MAX, taken and given back through the
- * pool's inline paths with the front end's guarded slow paths behind
- * them; a larger one is a large block. With POOLKIT_HARDENED=1 every
+ * pool's slot up to 64 KiB (alloc.c, OBJECT_POOLED_MAX), taken and given
+ * back through the pool's inline paths with the front end's guarded slow
+ * paths behind them; a larger one is a large block of its own. With POOLKIT_HARDENED=1 every
  * object is a hardened block (check word, quarantine, guard pages for the
  * large ones), allocated and freed as pk_aligned_alloc's and pk_free's.
  */
@@ -33,11 +33,18 @@ static inline bool alloc_is_front_class(const pk_pool *p) {
 /* The class pool an object of size bytes (a multiple of 16) comes from in
  * the current mode (hardened: pk_alloc's class with room for its check
  * word; else its object class, or pk_alloc's of that size), made if need be.
- * NULL with errno EINVAL when such a block is a large block (over the
- * classes), or ENOMEM. */
+ * NULL with errno EINVAL when such a block is a large block (over 64 KiB,
+ * or over the classes in hardened mode), or ENOMEM. */
 pk_pool *alloc_object_pool(size_t size);
-/* The default mode's class pool for an object of size bytes (16 <= size
- * <= PK_ALLOC_CLASS_MAX, a multiple of 16) if it has been made, else NULL:
+/* Whether an object of size bytes is a class pool's slot in the current
+ * mode (default or debug, up to 64 KiB), which alloc_object_pool gives. */
+bool alloc_object_pooled(size_t size);
+/* The block of an object of size bytes that alloc_object_pooled does not
+ * pool: a large block of its own, or in hardened mode a hardened block
+ * (pk_aligned_alloc's); pk_free gives it back. NULL with errno ENOMEM. */
+void *alloc_object_block(size_t size);
+/* The default mode's class pool for an object of size bytes (a multiple
+ * of 16 that alloc_object_pooled pools) if it has been made, else NULL:
  * a lookup with no side effect, for frees of objects it handed out. */
 pk_pool *alloc_object_pool_made(size_t size);
 /* An object of p, a class pool: its inline path, else its slow path with

@@ -109,8 +109,8 @@ static PK_NOINLINE void *new_zeroed(object_header *h, const pk_class *cls) {
 }
 
 /* A class pool's object in default and debug modes, caching the class and
- * its pool for the next call; else (hardened mode, or fields over the last
- * class) the front end's block as pk_aligned_alloc makes it. */
+ * its pool for the next call; else (hardened mode, or over 64 KiB) the
+ * front end's block of its own (alloc_object_block). */
 static PK_NOINLINE void *new_slow(const pk_class *cls) {
     if (!cls) {
         errno = EINVAL;
@@ -122,14 +122,14 @@ static PK_NOINLINE void *new_slow(const pk_class *cls) {
         return NULL;
     }
     object_header *h;
-    if (slot <= PK_ALLOC_CLASS_MAX && !alloc_hardened()) {
+    if (alloc_object_pooled(slot)) {
         pk_pool *pool = alloc_object_pool(slot);
         if (!pool) return NULL;
         cc.cls = cls;
         cc.pool = pool;
         h = alloc_from_pool(pool, __builtin_return_address(0));
     } else {
-        h = pk_aligned_alloc(16, slot);
+        h = alloc_object_block(slot);
     }
     if (!h) return NULL;
     memset(h + 1, 0, slot - sizeof *h);
@@ -188,7 +188,7 @@ pk_pool *pk_class_pool(const pk_class *cls) {
  * pk_free. */
 static PK_NOINLINE void free_uncached(const pk_class *cls, object_header *h) {
     size_t slot = slot_bytes(cls->size);
-    pk_pool *p = slot <= PK_ALLOC_CLASS_MAX && !alloc_hardened() ? alloc_object_pool_made(slot) : NULL;
+    pk_pool *p = alloc_object_pooled(slot) ? alloc_object_pool_made(slot) : NULL;
     if (p) {
         cc.cls = cls;
         cc.pool = p;
