@@ -100,7 +100,7 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
         s->sites_bytes = bytes;
     }
     map_entry e = {s, pool, s->objects, g->recip, (uint32_t)g->slot, g->capacity};
-    if (g->slot > UINT32_MAX) e.slot = 0; /* owner lookups then answer NULL */
+    if (g->slot > UINT32_MAX) e.slot = 0; /* no slot then (map_slot, which needs recip set) */
     if (!map_set((uintptr_t)base, (uintptr_t)base + g->span, &e)) {
         slab_destroy(s, false);
         errno = ENOMEM;

@@ -176,21 +176,33 @@ static inline long slab_slot_index(const slab *s, const void *ptr) {
     return idx * s->slot == off ? (long)idx : -1;
 }
 
+/* The pointer lookup of every check: whether one of the slots of a live
+ * slab starts at ptr, by the address map, with that slab's entry as read
+ * copied to *got. Reads neither ptr's memory nor the slab's record, and the
+ * map's leaves are never unmapped, so it is safe for any pointer while
+ * slabs and regions come and go (the frees' lookup, region_holds and
+ * slab_of, reads the record and is for pointers poolkit handed out).
+ * slab_of_slot, slot_owner and the object layer's pointer check
+ * (object.c) are it. */
+static inline bool map_slot(const void *ptr, map_entry *got) {
+    const map_entry *e = map_find(ptr);
+    if (!e || !(got->slab = __atomic_load_n(&e->slab, __ATOMIC_ACQUIRE))) return false;
+    got->pool = __atomic_load_n(&e->pool, __ATOMIC_RELAXED);
+    got->objects = __atomic_load_n(&e->objects, __ATOMIC_RELAXED);
+    got->slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
+    got->capacity = __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
+    got->recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
+    /* Below slot 0 wraps past the slots. An entry's slot is 0 past 4 GiB
+     * (slab_create), so within the slots recip is set: the multiply alone. */
+    uintptr_t off = (uintptr_t)ptr - (uintptr_t)got->objects;
+    return off < (uintptr_t)got->slot * got->capacity && off * got->recip < got->recip;
+}
+
 /* The slab of pool whose object slot starts at ptr, or NULL for any other
- * pointer, from the address map: reads neither ptr's memory nor the slab's
- * record (the checks of every pointer a slow path is given). */
+ * pointer (map_slot: the checks of every pointer a slow path is given). */
 static inline slab *slab_of_slot(const void *ptr, const struct pk_pool *pool) {
-    map_entry *e = map_find(ptr);
-    slab *s = e ? __atomic_load_n(&e->slab, __ATOMIC_ACQUIRE) : NULL;
-    if (!s || __atomic_load_n(&e->pool, __ATOMIC_RELAXED) != pool) return NULL;
-    uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
-    uintptr_t slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
-    uintptr_t count = __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
-    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
-    uintptr_t a = (uintptr_t)ptr, off = a - first;
-    if (!slot || a < first || off >= slot * count) return NULL;
-    if (!slot_on_grid(off, slot, recip)) return NULL;
-    return s;
+    map_entry e;
+    return map_slot(ptr, &e) && e.pool == pool ? e.slab : NULL;
 }
 
 /* The pool of the slab whose place holds ptr, or NULL where there is none:
@@ -212,20 +224,10 @@ slab *slab_lookup(const void *ptr);
  * the last object slab a thread found this way). */
 extern uint64_t map_generation;
 
-/* The pool with an object slot starting at ptr, or NULL; reads neither ptr's
- * memory nor the slab's, so it is safe while slabs come and go. Inline for
- * the object layer's release, which asks it of every pointer. */
+/* The pool with an object slot starting at ptr, or NULL (map_slot). */
 static inline struct pk_pool *slot_owner(const void *ptr) {
-    map_entry *e = map_find(ptr);
-    if (!e || !__atomic_load_n(&e->slab, __ATOMIC_ACQUIRE)) return NULL;
-    struct pk_pool *pool = __atomic_load_n(&e->pool, __ATOMIC_RELAXED);
-    uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED);
-    uintptr_t slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
-    uintptr_t count = __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
-    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
-    uintptr_t a = (uintptr_t)ptr, off = a - first;
-    if (a < first || off >= slot * count || !slot_on_grid(off, slot, recip)) return NULL;
-    return pool;
+    map_entry e;
+    return map_slot(ptr, &e) ? e.pool : NULL;
 }
 /* The same, out of line. */
 struct pk_pool *slab_owner(const void *ptr);

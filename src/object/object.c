@@ -69,20 +69,11 @@ __thread object_slab_cache object_last_slab __attribute__((tls_model("initial-ex
 
 bool object_pooled_lookup(const void *obj) {
     uint64_t generation = __atomic_load_n(&map_generation, __ATOMIC_ACQUIRE); /* before the lookup */
-    uintptr_t a = (uintptr_t)header_of(obj);
-    const map_entry *e = map_find((const void *)a);
-    if (!e) return false;
-    const struct pk_pool *p = __atomic_load_n(&e->pool, __ATOMIC_RELAXED); /* NULL: no slab there */
-    if (!alloc_is_front_class(p)) return false;
-    uintptr_t first = (uintptr_t)__atomic_load_n(&e->objects, __ATOMIC_RELAXED), off = a - first;
-    uint64_t recip = __atomic_load_n(&e->recip, __ATOMIC_RELAXED);
-    uintptr_t bytes = (uintptr_t)__atomic_load_n(&e->slot, __ATOMIC_RELAXED) *
-                      __atomic_load_n(&e->capacity, __ATOMIC_RELAXED);
-    /* A slot start: below the slots' end (a pointer before them wraps above
-     * it) and on the grid by the multiply, which an object pool's slots,
-     * under 4 GiB, always have (slab.h, slot_on_grid). */
-    if (off >= bytes || off * recip >= recip) return false;
-    object_last_slab = (object_slab_cache){first, bytes, recip, generation};
+    map_entry e;
+    if (!map_slot(header_of(obj), &e) || !alloc_is_front_class(e.pool)) return false;
+    /* A front end class's slots are under 4 GiB: recip is set (slab.h,
+     * slot_on_grid), and the cache's test is its multiply. */
+    object_last_slab = (object_slab_cache){(uintptr_t)e.objects, (uintptr_t)e.slot * e.capacity, e.recip, generation};
     return true;
 }
 
