@@ -71,8 +71,7 @@ bool object_pooled_lookup(const void *obj) {
     uint64_t generation = __atomic_load_n(&map_generation, __ATOMIC_ACQUIRE); /* before the lookup */
     map_entry e;
     if (!map_slot(header_of(obj), &e) || !alloc_is_front_class(e.pool)) return false;
-    /* A front end class's slots are under 4 GiB: recip is set (slab.h,
-     * slot_on_grid), and the cache's test is its multiply. */
+    /* The cache's test is map_slot's: below the slots' end, then the multiply. */
     object_last_slab = (object_slab_cache){(uintptr_t)e.objects, (uintptr_t)e.slot * e.capacity, e.recip, generation};
     return true;
 }
