@@ -4,9 +4,9 @@
 # Usage: bench/refs.sh BUILD_DIR [options for hotloop_refs: --quick, --reps N, --iters N]
 #
 # For each reference commit (REFS, default: round one's build 28fd0a1,
-# round two's release a6427ca, the second core's last build dc120d1 and the
-# previous release 824f9c2, the third core before the hardened pool's
-# inline path), the library is built from `git archive COMMIT` with its
+# round two's release a6427ca, the second core's last build dc120d1, the
+# third core before the hardened pool's inline path 824f9c2 and the
+# previous release, 0.1.0, 582d9d0), the library is built from `git archive COMMIT` with its
 # own CMake (Release, library only) in BUILD_DIR/ref/COMMIT/, once:
 # a build that is there is reused. Then bench/hotloop_refs.c is compiled
 # once per library, today's (BUILD_DIR/libpoolkit.a with include/) and each
@@ -28,10 +28,11 @@ shift
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-refs=${REFS:-"28fd0a1 a6427ca dc120d1 824f9c2"}
+refs=${REFS:-"28fd0a1 a6427ca dc120d1 824f9c2 582d9d0"}
 declare -A what=([28fd0a1]="round one's build" [a6427ca]="round two's release, the last commit of its round"
                  [dc120d1]="the second core's last build, before the third"
-                 [824f9c2]="the previous release: the third core, before the hardened pool's inline path")
+                 [824f9c2]="the third core, before the hardened pool's inline path"
+                 [582d9d0]="the previous release, 0.1.0 (CHANGELOG.md)")
 
 lib_today=""
 for cand in "$build/libpoolkit.a" "$build/src/libpoolkit.a"; do
