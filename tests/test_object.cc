@@ -223,6 +223,20 @@ TEST(Object, ObjectsOverSixtyFourKibAreBlocksOfTheirOwnSize) {
     expect_block_of_its_own(&over);
 }
 
+// Classes of one size share a pool: a release runs its object's own
+// class's dealloc, not that of the class the thread used last.
+TEST(Object, AReleaseRunsItsOwnClasssDeallocNotTheLastClassOfItsSize) {
+    static const pk_class plain = {"PlainOfCountedsSize", kCounted.size, nullptr};
+    ASSERT_EQ(pk_class_pool(&plain), pk_class_pool(&kCounted));
+    void *counted = pk_new(&kCounted);
+    void *other = pk_new(&plain); // the last class now
+    long before = g_deallocs;
+    pk_release(counted);
+    EXPECT_EQ(g_deallocs, before + 1);
+    pk_release(other);
+    EXPECT_EQ(g_deallocs, before + 1);
+}
+
 TEST(Object, DeallocRunsOnceBeforeTheMemoryGoes) {
     struct Probe {
         int *seen;
@@ -530,6 +544,22 @@ TEST(ObjectDeathTest, ReleaseOfAStackBufferIsAForeignPointer) {
     alignas(16) uintptr_t buf[4] = {0, 0, 0, 0};
     void *obj = &buf[2];
     EXPECT_REPORT_ON(obj, pk_release(obj), foreign_report("pk_release"));
+}
+
+// In any mode: a pointer into an object whose fields hold a copy of a live
+// header (the object's own, cached class and all) starts no slot, so it is
+// reported, never disposed of, though it lies in the thread's current slab.
+TEST(ObjectDeathTest, AnInteriorPointerBehindACopiedHeaderIsAForeignPointer) {
+    static const pk_class holder = {"Holder", 48, nullptr};
+    EXPECT_REPORT_ON(nullptr,
+                     {
+                         uintptr_t *o = static_cast<uintptr_t *>(pk_new(&holder));
+                         o[0] = o[-2]; // the class
+                         o[1] = o[-1]; // the count word: live, one reference
+                         g_expected = o + 2;
+                         pk_release(o + 2);
+                     },
+                     foreign_report("pk_release"));
 }
 
 // Debug mode, switched by POOLKIT_DEBUG=1 (read once, by the child that

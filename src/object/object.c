@@ -53,7 +53,21 @@ static const pk_class no_class;
 static __thread struct class_cache {
     const pk_class *cls;
     pk_pool *pool;
-} cc __attribute__((tls_model("initial-exec"))) = {&no_class, NULL};
+    /* For release: the pool's slot's offset in every thread's table (as
+     * pk__slot finds it; 0, the table's zero slot, for none), and cls if
+     * it has no dealloc (else no_class) with its dead mark. */
+    uintptr_t slot_off;
+    const pk_class *plain;
+    uintptr_t dead;
+} cc __attribute__((tls_model("initial-exec"))) = {&no_class, NULL, 0, &no_class, 0};
+
+static void cache_class(const pk_class *cls, pk_pool *pool) {
+    cc.cls = cls;
+    cc.pool = pool;
+    cc.slot_off = (uintptr_t)((char *)pk__slot(pool) - pk__tc_table);
+    cc.plain = cls->dealloc ? &no_class : cls;
+    cc.dead = refs_dead(cls);
+}
 
 /* Debug mode (object_check.c), at no cost outside it: pk_retain and
  * pk_release send every pointer up to object_slow_below to their slow
@@ -115,8 +129,7 @@ static PK_NOINLINE void *new_slow(const pk_class *cls) {
     if (alloc_object_pooled(slot)) {
         pk_pool *pool = alloc_object_pool(slot);
         if (!pool) return NULL;
-        cc.cls = cls;
-        cc.pool = pool;
+        cache_class(cls, pool);
         h = alloc_from_pool(pool, __builtin_return_address(0));
     } else {
         h = alloc_object_block(slot);
@@ -180,8 +193,7 @@ static PK_NOINLINE void free_uncached(const pk_class *cls, object_header *h) {
     size_t slot = slot_bytes(cls->size);
     pk_pool *p = alloc_object_pooled(slot) ? alloc_object_pool_made(slot) : NULL;
     if (p) {
-        cc.cls = cls;
-        cc.pool = p;
+        cache_class(cls, p);
     }
     pk_free(h);
 }
@@ -374,12 +386,38 @@ static inline void *retain(void *obj) {
     return retain_known(obj);
 }
 
+/* With the pointer checked (object_pooled), the count word. With a count
+ * of one, an object of the cached class with no dealloc (cc.plain) needs
+ * no second look at its class or pool: its dead mark, then the slot's
+ * push (pk__slot_free_try's) where it lies in the thread's current slab
+ * and is not the list's head (freed again), else the front end's short
+ * path or checks (alloc_free_missed), as free_memory does. Any other count
+ * or class is release_known's. */
 static inline void release(void *obj) {
     if (unlikely(!object_pooled_cached(obj))) {
         release_looked_up(obj);
         return;
     }
-    release_known(obj);
+    object_header *h = header_of(obj);
+    uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
+    if (unlikely(n != REFS_LIVE1)) {
+        object_release_contended(h, n);
+        return;
+    }
+    if (unlikely(h->cls != cc.plain)) {
+        object_dispose(h);
+        return;
+    }
+    __atomic_store_n(&h->refs, cc.dead, __ATOMIC_RELAXED);
+    pk__link *c = (pk__link *)(void *)(pk__tc_table + cc.slot_off);
+    uintptr_t x = (uintptr_t)h, head = __atomic_load_n(&c[1], __ATOMIC_RELAXED);
+    uintptr_t cur = __atomic_load_n(&c[2], __ATOMIC_RELAXED);
+    if (likely((x | PK__SLAB_MASK) == cur) && likely(x != head)) {
+        *(pk__link *)(void *)h = head;
+        __atomic_store_n(&c[1], x, __ATOMIC_RELAXED);
+        return;
+    }
+    alloc_free_missed(cc.pool, h, c, cur);
 }
 
 /* The slow entries: NULL, or debug mode's check before the call as usual.
