@@ -1,6 +1,7 @@
 /* The hot loop against earlier builds of poolkit: today's library beside
- * round one's (commit 28fd0a1) and the previous release's (a6427ca), so
- * that a regression of the fast path shows the day it happens.
+ * the reference commits bench/refs.sh names (round one's, 28fd0a1, and
+ * the previous release, 0.1.0, among them), so that a regression of the
+ * fast path shows the day it happens.
  *
  * One source, compiled once per library by bench/refs.sh with the same
  * command line (only the include directory and the static library differ):
