@@ -47,14 +47,14 @@
 #                 record by masking, the class's slot offset from the
 #                 record, the slot's record of its current slab compared
 #                 with it, the head's compare, the push)
-#   pk_new+pk_release of one class <= 76 per pair (measured 75 with gcc 12,
+#   pk_new+pk_release of one class <= 75 per pair (measured 74 with gcc 12,
 #                 objects of OBJ_SIZE, 32 bytes: the lab's object-generation
-#                 row), net of the empty loop: pk_new 30 (the thread's class
-#                 cache, the pool's inline pop, 16 bytes of fields zeroed,
-#                 the header), pk_release 41 (the pointer against the slab
+#                 row), net of the empty loop: pk_new 28 (the thread's class
+#                 cache and its slot, the slot's inline pop, 16 bytes of fields zeroed,
+#                 the header), pk_release 42 (the pointer against the slab
 #                 it last found an object in, the tagged count, the cached
 #                 class with no dealloc in one compare, the dead mark, the
-#                 slot's push); neither keeps a stack frame (every call on
+#                 cached slot's inline free); neither keeps a stack frame (every call on
 #                 their fast paths is a tail call)
 #   pk_retain <= 29 per call (measured 28), likewise: the same pointer
 #                 check, the tag, the add and one signed compare of the
@@ -115,7 +115,7 @@ GATE_OTHER=58
 TARGET_OTHER=30
 GATE_FRONTOTHER=63
 GATE_FRONTEND=40
-GATE_OBJPAIR=76
+GATE_OBJPAIR=75
 GATE_RETAIN=29
 TARGET_FRONTEND=40
 GATE_FLOOR=${GATE_FLOOR:-5}

@@ -53,21 +53,22 @@ static const pk_class no_class;
 static __thread struct class_cache {
     const pk_class *cls;
     pk_pool *pool;
-    /* For release: the pool's slot's offset in every thread's table (as
-     * pk__slot finds it; 0, the table's zero slot, for none), and cls if
-     * it has no dealloc (else no_class) with its dead mark. */
+    /* The pool's slot's offset in every thread's table (as pk__slot finds
+     * it; 0, the table's zero slot, for none), and cls if it has no dealloc
+     * (else no_class), which release compares with in one instruction. */
     uintptr_t slot_off;
     const pk_class *plain;
-    uintptr_t dead;
-} cc __attribute__((tls_model("initial-exec"))) = {&no_class, NULL, 0, &no_class, 0};
+} cc __attribute__((tls_model("initial-exec"))) = {&no_class, NULL, 0, &no_class};
 
 static void cache_class(const pk_class *cls, pk_pool *pool) {
     cc.cls = cls;
     cc.pool = pool;
     cc.slot_off = (uintptr_t)((char *)pk__slot(pool) - pk__tc_table);
     cc.plain = cls->dealloc ? &no_class : cls;
-    cc.dead = refs_dead(cls);
 }
+
+/* The calling thread's slot of the cached class's pool. */
+static inline pk__link *cached_slot(void) { return (pk__link *)(void *)(pk__tc_table + cc.slot_off); }
 
 /* Debug mode (object_check.c), at no cost outside it: pk_retain and
  * pk_release send every pointer up to object_slow_below to their slow
@@ -152,7 +153,7 @@ static PK_NOINLINE void *new_refill(const pk_class *cls) {
  * of fields are zeroed in place, with no loop. */
 void *pk_new(const pk_class *cls) {
     if (likely(cls == cc.cls)) {
-        object_header *h = pk__pool_alloc_inline(cc.pool);
+        object_header *h = pk__slot_alloc_try(cached_slot());
         if (unlikely(!h)) return new_refill(cls);
         size_t n16 = (cls->size + 15) >> 4;
         if (unlikely(n16 > 2)) return new_zeroed(h, cls);
@@ -198,15 +199,21 @@ static PK_NOINLINE void free_uncached(const pk_class *cls, object_header *h) {
     pk_free(h);
 }
 
-/* The cached pool's inline free, else the front end's: its short path for
- * an object of another of the thread's slabs, the guarded slow path for
- * the rest. */
+/* The memory of an object of the cached class: the slot's inline free,
+ * else the front end's short path for another of the thread's slabs, or
+ * its guarded slow path (alloc_free_missed). */
+static inline void free_cached(object_header *h) {
+    pk__link *c = cached_slot();
+    uintptr_t cur;
+    if (likely(pk__slot_free_try(c, h, &cur))) return;
+    alloc_free_missed(cc.pool, h, c, cur);
+}
+
+/* An object's memory: free_cached for the cached class, else its pool
+ * looked up (free_uncached). */
 static inline void free_memory(const pk_class *cls, object_header *h) {
     if (likely(cls == cc.cls)) {
-        pk__link *c;
-        uintptr_t cur;
-        if (likely(pk__pool_free_try(cc.pool, h, &c, &cur))) return;
-        alloc_free_missed(cc.pool, h, c, cur);
+        free_cached(h);
         return;
     }
     free_uncached(cls, h);
@@ -388,11 +395,8 @@ static inline void *retain(void *obj) {
 
 /* With the pointer checked (object_pooled), the count word. With a count
  * of one, an object of the cached class with no dealloc (cc.plain) needs
- * no second look at its class or pool: its dead mark, then the slot's
- * push (pk__slot_free_try's) where it lies in the thread's current slab
- * and is not the list's head (freed again), else the front end's short
- * path or checks (alloc_free_missed), as free_memory does. Any other count
- * or class is release_known's. */
+ * no second look at its class or pool: its dead mark, then free_cached.
+ * Any other count or class is release_known's. */
 static inline void release(void *obj) {
     if (unlikely(!object_pooled_cached(obj))) {
         release_looked_up(obj);
@@ -404,20 +408,13 @@ static inline void release(void *obj) {
         object_release_contended(h, n);
         return;
     }
-    if (unlikely(h->cls != cc.plain)) {
+    const pk_class *cls = h->cls;
+    if (unlikely(cls != cc.plain)) {
         object_dispose(h);
         return;
     }
-    __atomic_store_n(&h->refs, cc.dead, __ATOMIC_RELAXED);
-    pk__link *c = (pk__link *)(void *)(pk__tc_table + cc.slot_off);
-    uintptr_t x = (uintptr_t)h, head = __atomic_load_n(&c[1], __ATOMIC_RELAXED);
-    uintptr_t cur = __atomic_load_n(&c[2], __ATOMIC_RELAXED);
-    if (likely((x | PK__SLAB_MASK) == cur) && likely(x != head)) {
-        *(pk__link *)(void *)h = head;
-        __atomic_store_n(&c[1], x, __ATOMIC_RELAXED);
-        return;
-    }
-    alloc_free_missed(cc.pool, h, c, cur);
+    __atomic_store_n(&h->refs, refs_dead(cls), __ATOMIC_RELAXED);
+    free_cached(h);
 }
 
 /* The slow entries: NULL, or debug mode's check before the call as usual.
