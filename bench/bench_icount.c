@@ -25,6 +25,10 @@
  *                                 object calls' fast paths, gated
  *   retain   kernel_object_retain N pk_retain calls on one object (its
  *                                 releases after the kernel), gated
+ *   grow     kernel_grow          N pk_realloc calls that grow one block
+ *                                 over the last class by a byte each (the
+ *                                 system's resize of its mapping at each
+ *                                 page included), gated per call
  * bench/gate.sh runs each mode under
  *   valgrind --tool=callgrind --toggle-collect='kernel_*'
  * for two values of N and takes the difference, so start-up costs and the
@@ -100,7 +104,20 @@ BENCH_KERNEL void kernel_object_retain(void *obj, size_t n) {
     for (size_t i = 0; i < n; i++) BENCH_ESCAPE(pk_retain(obj));
 }
 
+BENCH_KERNEL void *kernel_grow(char *p, size_t n) {
+    for (size_t i = 1; i <= n; i++) {
+        p = pk_realloc(p, PK_ALLOC_CLASS_MAX + i);
+        BENCH_ESCAPE(p);
+    }
+    return p;
+}
+
 static int run_mode(const char *mode, size_t n, size_t size) {
+    if (strcmp(mode, "grow") == 0) {
+        (void)size;
+        pk_free(kernel_grow(pk_alloc(PK_ALLOC_CLASS_MAX), n));
+        return 0;
+    }
     if (strcmp(mode, "object") == 0 || strcmp(mode, "objpair") == 0 || strcmp(mode, "retain") == 0) {
         pk_class cls = {.name = "icount", .size = size - PK_OBJECT_HEADER_SIZE};
         if (mode[0] == 'r') {

@@ -19,6 +19,12 @@
  * bench/malloc_large.c is the same loop as a program of its own, for
  * LD_PRELOAD=libpoolkit-malloc.so (bench/run.sh runs it both ways).
  *
+ * Then a buffer grown a byte at a time, from 1 byte to 4 MiB (a reader
+ * that appends what it reads with realloc): ns per realloc for poolkit and
+ * each peer the lab loads, interleaved. Nearly every call stays within the
+ * block's class or its mapping's last page. Target: poolkit at most 1.0x
+ * glibc's (the median of the ratios) and printed beside the best peer.
+ *
  * Usage: bench_large [--reps N] [--quick] [--iters N]
  */
 #include "harness.h"
@@ -47,6 +53,52 @@ static run_result shape(int c, long iters) {
     if (c == C_PK) pk_pool_release_cache();
     else malloc_trim(0);
     return res;
+}
+
+#define GROW_BYTES ((size_t)4 << 20)
+
+/* ns per call of a buffer grown a byte at a time through a's realloc. */
+static double grow_ns(const rp_alloc *a) {
+    char *p = NULL;
+    double t0 = bench_now_ns();
+    for (size_t n = 1; n <= GROW_BYTES; n++) {
+        p = a->realloc(p, n);
+        if (!p) abort();
+        p[n - 1] = (char)n;
+    }
+    double ns = (bench_now_ns() - t0) / (double)GROW_BYTES;
+    a->free(p);
+    return ns;
+}
+
+static void grow(const bench_opts *o) {
+    const rp_alloc *all = rp_allocs();
+    bench_series t[RP_NALLOC] = {{{0}, 0}}, vs_glibc = {{0}, 0}, vs_best = {{0}, 0};
+    printf("\na buffer grown a byte at a time, 1 B to %zu MiB: ns per realloc (median of %d, interleaved)\n",
+           GROW_BYTES >> 20, o->reps);
+    for (int rep = -1; rep < o->reps; rep++) {
+        double v[RP_NALLOC], best = 0;
+        for (int j = 0; j < RP_NALLOC; j++) {
+            int c = (j + (rep > 0 ? rep : 0)) % RP_NALLOC;
+            v[c] = all[c].available ? grow_ns(&all[c]) : 0;
+        }
+        if (rep < 0) continue;
+        for (int c = 0; c < RP_NALLOC; c++) {
+            if (!all[c].available) continue;
+            bench_add(&t[c], v[c]);
+            if (c != RP_PK && (best == 0 || v[c] < best)) best = v[c];
+        }
+        bench_add(&vs_glibc, v[RP_PK] / v[RP_GLIBC]);
+        bench_add(&vs_best, v[RP_PK] / best);
+    }
+    for (int c = 0; c < RP_NALLOC; c++)
+        if (all[c].available) bench_row(all[c].subject, &t[c], "ns", "");
+        else bench_row_na(all[c].subject, all[c].why);
+    double r = bench_median(&vs_glibc);
+    bench_target(r <= 1.0,
+                 "a buffer grown a byte at a time to 4 MiB: poolkit %.2fx glibc's realloc (target <= 1.0x); "
+                 "%.2fx the best peer's",
+                 r, bench_median(&vs_best));
 }
 
 int main(int argc, char **argv) {
@@ -88,5 +140,6 @@ int main(int argc, char **argv) {
                  "(target <= 2x) (%.2f vs %.2f s, %.0f vs %.0f minor faults per run)",
                  tr, fr, bench_median(&t[C_PK]), bench_median(&t[C_GLIBC]), bench_median(&f[C_PK]),
                  bench_median(&f[C_GLIBC]));
+    grow(&o);
     return 0;
 }

@@ -288,6 +288,64 @@ TEST(AllocLargeReuse, AFreedBlockServesAShorterOneWithoutAPageRequest) {
     EXPECT_FALSE(is_mapped(p + 8 * MiB - 1)) << "the rest of the kept mapping was lost, never given back";
 }
 
+/* A resize within a large block's last page leaves it where it is, and
+ * one past it grows the mapping: the in-place answer (remembered per
+ * thread for the block last resized, alloc_large.c's large_fits) must not
+ * outlive the block's length. */
+TEST(AllocLargeReuse, AResizeWithinTheLastPageStaysAndOnePastItGrows) {
+    KeptBlocks kept;
+    size_t page = page_size(), first = PK_ALLOC_CLASS_MAX + 1, len = page_round(first);
+    char *p = static_cast<char *>(pk_alloc(first));
+    ASSERT_NE(p, nullptr);
+    fill_pattern(p, first, 5);
+    for (size_t n = first; n <= len; n += 97) ASSERT_EQ(pk_realloc(p, n), p) << n << " bytes moved the block";
+    ASSERT_EQ(pk_realloc(p, len), p);
+    EXPECT_EQ(pk_usable_size(p), len);
+    char *q = static_cast<char *>(pk_realloc(p, len + 1));
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(pk_usable_size(q), len + page) << "a resize one byte past the mapping did not grow it";
+    EXPECT_EQ(check_pattern(q, first, 5), first);
+    q[len] = 1;
+    ASSERT_EQ(pk_realloc(q, len + 2), q);
+    char *shrunk = static_cast<char *>(pk_realloc(q, first)); /* a page shorter: the tail goes */
+    ASSERT_NE(shrunk, nullptr);
+    EXPECT_EQ(pk_usable_size(shrunk), len) << "a shrink by a page was answered in place (remembered)";
+    EXPECT_EQ(check_pattern(shrunk, first, 5), first);
+    /* likewise when another block was resized last */
+    char *other = static_cast<char *>(pk_alloc(first));
+    ASSERT_NE(other, nullptr);
+    ASSERT_EQ(pk_realloc(other, first + 1), other);
+    shrunk = static_cast<char *>(pk_realloc(shrunk, len + 1));
+    ASSERT_NE(shrunk, nullptr);
+    ASSERT_EQ(pk_realloc(other, first + 2), other);
+    shrunk = static_cast<char *>(pk_realloc(shrunk, first));
+    ASSERT_NE(shrunk, nullptr);
+    EXPECT_EQ(pk_usable_size(shrunk), len) << "a shrink by a page was answered in place (looked up)";
+    EXPECT_EQ(check_pattern(shrunk, first, 5), first);
+    pk_free(other);
+    pk_free(shrunk);
+}
+
+/* The address of a freed block may come back as a block of another
+ * length: a resize must see that length, not the freed block's. */
+TEST(AllocLargeReuse, AResizeOfABlockAtAFreedOnesAddressSeesItsOwnLength) {
+    KeptBlocks kept;
+    size_t page = page_size(), longer = PK_ALLOC_CLASS_MAX + 8 * page, shorter = PK_ALLOC_CLASS_MAX + 2 * page;
+    char *p = written_block(longer);
+    ASSERT_NE(p, nullptr);
+    ASSERT_EQ(pk_realloc(p, longer - 1), p); /* in place: its length remembered */
+    pk_free(p);
+    char *q = static_cast<char *>(pk_alloc(shorter));
+    ASSERT_EQ(q, p) << "the shorter block did not take the freed one's mapping";
+    fill_pattern(q, shorter, 6);
+    ASSERT_EQ(pk_usable_size(q), shorter);
+    char *r = static_cast<char *>(pk_realloc(q, longer - 1));
+    ASSERT_NE(r, nullptr);
+    EXPECT_GE(pk_usable_size(r), longer) << "the resize took the freed block's length for the new one's";
+    EXPECT_EQ(check_pattern(r, shorter, 6), shorter);
+    pk_free(r);
+}
+
 TEST(AllocLargeReuse, ALongerBlockGrowsAKeptMappingAndFaultsInOnlyWhatItLacks) {
     KeptBlocks kept;
     char *p = written_block(6 * MiB);

@@ -566,7 +566,7 @@ static void *moved(void *ptr, size_t keep, size_t size) {
     return to;
 }
 
-void *pk_realloc(void *ptr, size_t size) {
+static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
     if (!ptr) return pk_alloc(size);
     if (size == 0) { /* as glibc: freed, and NULL */
         pk_free(ptr);
@@ -597,4 +597,13 @@ void *pk_realloc(void *ptr, size_t size) {
     }
     if (!p && large_set_of(ptr)) return heap_realloc(NULL, ptr, size);
     return moved(ptr, n, size);
+}
+
+void *pk_realloc(void *ptr, size_t size) {
+    /* A large block that stays within its mapping's last page (a buffer
+     * grown a few bytes at a time) is answered first, with no lock while it
+     * is the block this thread resized last, and no stack frame. Hardened
+     * blocks always move. */
+    if (size > PK_ALLOC_CLASS_MAX && ptr && !alloc_hardened() && large_fits(ptr, size)) return ptr;
+    return realloc_any(ptr, size);
 }

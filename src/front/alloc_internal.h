@@ -131,6 +131,32 @@ void large_free_set(large_set *set);
 bool large_free(void *ptr);
 /* Whether ptr is a live block; if so, *usable is its length from ptr. */
 bool large_usable(const void *ptr, size_t *usable);
+/* Whether ptr is a live block, not a guarded one, whose mapping's length
+ * is size's page-rounded: resized to size, it stays as it is. For the
+ * resizes that stay within a page (a buffer grown a few bytes at a time):
+ * the table is looked up under its lock (large_fits_locked), and the block
+ * found to fit is remembered by the thread with the sizes its length
+ * serves and the count of entries taken out of the table (a free or a
+ * resize; a guarded block leaving the last freed) at the time. While that
+ * count has not moved, the block's length is the same, so large_fits
+ * answers for it with no lock: only a take changes a block, its own free
+ * or resize, done by this thread or by another that the program has
+ * synchronized with since (so the count's new value is seen), after which
+ * its address may name a new block. */
+typedef struct large_fit {
+    uintptr_t ptr;
+    size_t min, max; /* the sizes its mapping's length serves */
+    size_t takes;
+} large_fit;
+extern size_t large_takes;
+extern __thread large_fit large_fitted __attribute__((tls_model("initial-exec")));
+bool large_fits_locked(const void *ptr, size_t size);
+static inline bool large_fits(const void *ptr, size_t size) {
+    const large_fit *f = &large_fitted;
+    if (f->ptr == (uintptr_t)ptr && f->takes == __atomic_load_n(&large_takes, __ATOMIC_ACQUIRE))
+        return size - f->min <= f->max - f->min;
+    return large_fits_locked(ptr, size);
+}
 /* ptr, a live block, resized to size bytes (over PK_ALLOC_CLASS_MAX): in
  * place or moved by the system with its contents; NULL with errno ENOMEM
  * (ptr unchanged). */

@@ -65,6 +65,10 @@ static size_t slot_of(uintptr_t ptr, size_t n) {
     return (size_t)(((ptr >> 12) * 0x9E3779B97F4A7C15ull) >> 20) & (n - 1);
 }
 
+/* large_fits's answer without the lock (alloc_internal.h). */
+size_t large_takes;
+__thread large_fit large_fitted __attribute__((tls_model("initial-exec")));
+
 /* Guarded blocks freed, the oldest first: their entries stay (freed) until
  * they leave, so a use after free is named. Under the lock. */
 static uintptr_t freed_ring[HARD_FREED_BLOCKS];
@@ -158,6 +162,7 @@ static bool insert(const block *b) {
 /* Takes entry b out into *out, and the bound on the fits for what leaves
  * it into *bound; caller holds the lock. */
 static void take_locked(block *b, block *out, size_t *bound) {
+    __atomic_store_n(&large_takes, large_takes + 1, __ATOMIC_RELEASE);
     *out = *b;
     if (b->set) set_remove(b);
     b->ptr = TOMB;
@@ -271,6 +276,7 @@ static void free_guarded(block *e, block *gone) {
     block *o = old ? find(old) : NULL;
     if (o) {
         *gone = *o;
+        __atomic_store_n(&large_takes, large_takes + 1, __ATOMIC_RELEASE);
         o->ptr = TOMB;
         live--;
         freed_count--;
@@ -354,6 +360,17 @@ bool large_usable(const void *ptr, size_t *usable) {
     if (b) *usable = b->size ? b->size : b->len - (size_t)((const char *)ptr - b->base);
     pthread_mutex_unlock(&large_lock);
     return b != NULL;
+}
+
+bool large_fits_locked(const void *ptr, size_t size) {
+    if (size > SIZE_MAX / 2) return false;
+    size_t page = os_page_size(), len = align_up(size, page);
+    pthread_mutex_lock(&large_lock);
+    const block *b = find((uintptr_t)ptr);
+    bool fits = b && !b->size && b->len == len;
+    if (fits) large_fitted = (large_fit){(uintptr_t)ptr, len - page + 1, len, large_takes};
+    pthread_mutex_unlock(&large_lock);
+    return fits;
 }
 
 /* b's mapping grown to len bytes with its contents, or NULL (b unchanged). */
