@@ -14,9 +14,20 @@
  * Targets: pk_alloc's peak at most 1.5x mimalloc's at every count, and flat:
  * the peak at 250 iterations at most 1.2x the peak at 25.
  *
+ * Then workers that end: 4 threads each make 40,000 blocks of 16 to 1,024 B,
+ * write them, free them and exit; the main thread then makes and frees 500
+ * blocks of the same sizes 60 times, 10 ms apart (its lists serve it: such
+ * a program may never call into an allocator's slow path again). Reported:
+ * the child's resident memory over its start at the end, against the
+ * burst's peak. Target: pk_alloc's at most the better peer's. What it keeps
+ * is its warm places (at most RETAIN_BYTES, src/base/policy.h), which
+ * the next threads' slabs take with no page fault.
+ *
  * Usage: bench_mstress [--reps N] [--quick] [--scale N] [--no-peers]
  */
 #include "frontends.h"
+
+#include <pthread.h>
 
 static long scale;
 
@@ -37,6 +48,86 @@ static void child(void *arg, double *out) {
 }
 
 static double mib(double kib) { return kib / 1024.0; }
+
+#define END_THREADS 4
+#define END_BLOCKS 40000
+#define END_ROUNDS 60
+#define END_ROUND_BLOCKS 500
+
+static size_t end_size(size_t i) { return 16 + (i * 7919 % 64) * 16; }
+
+static void *end_worker(void *arg) {
+    const rp_alloc *a = arg;
+    void **v = malloc(END_BLOCKS * sizeof *v);
+    if (!v) abort();
+    for (size_t i = 0; i < END_BLOCKS; i++) {
+        v[i] = a->malloc(end_size(i));
+        if (!v[i]) abort();
+        memset(v[i], 1, end_size(i));
+    }
+    for (size_t i = 0; i < END_BLOCKS; i++) a->free(v[i]);
+    free(v);
+    return NULL;
+}
+
+/* In a forked child: out[0] its resident KiB over its start once the
+ * workers ended and the main thread's rounds ran; out[1] (lab_in_child)
+ * its peak growth. */
+static void end_child(void *arg, double *out) {
+    const rp_alloc *a = arg;
+    size_t base = bench_rss_bytes();
+    pthread_t t[END_THREADS];
+    for (int i = 0; i < END_THREADS; i++)
+        if (pthread_create(&t[i], NULL, end_worker, (void *)a) != 0) abort();
+    for (int i = 0; i < END_THREADS; i++) pthread_join(t[i], NULL);
+    void *v[END_ROUND_BLOCKS];
+    for (int r = 0; r < END_ROUNDS; r++) {
+        for (size_t i = 0; i < END_ROUND_BLOCKS; i++) v[i] = a->malloc(end_size(i + (size_t)r));
+        for (size_t i = 0; i < END_ROUND_BLOCKS; i++) a->free(v[i]);
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    size_t now = bench_rss_bytes();
+    out[0] = now > base ? (double)(now - base) / 1024.0 : 0;
+}
+
+static void workers_that_end(frontend *fes, const bench_opts *o) {
+    bench_series left[FE_COUNT], peak[FE_COUNT];
+    memset(left, 0, sizeof left);
+    memset(peak, 0, sizeof peak);
+    for (int rep = 0; rep < o->reps; rep++)
+        for (int c = 0; c < FE_COUNT; c++) {
+            int f = (c + rep) % FE_COUNT;
+            double out[2];
+            if (fes[f].why[0] || lab_in_child(end_child, (void *)fes[f].a, out, 1) != 0) continue;
+            bench_add(&left[f], out[0]);
+            bench_add(&peak[f], out[1]);
+        }
+    printf("\nworkers that end: %d threads x %d blocks of 16-1024 B made, written, freed; then the main "
+           "thread's %d rounds of %d blocks, 10 ms apart (each run a forked child)\n",
+           END_THREADS, END_BLOCKS, END_ROUNDS, END_ROUND_BLOCKS);
+    printf("  %-20s %28s %28s\n", "contender", "peak RSS growth MiB [min-max]", "resident after MiB [min-max]");
+    for (int f = 0; f < FE_COUNT; f++)
+        if (fes[f].why[0] || !left[f].n) bench_row_na(fes[f].label, fes[f].why[0] ? fes[f].why : "the child failed");
+        else
+            printf("  %-20s %10.1f [%6.1f - %6.1f] %10.1f [%6.1f - %6.1f]\n", fes[f].label,
+                   mib(bench_median(&peak[f])), mib(bench_min(&peak[f])), mib(bench_max(&peak[f])),
+                   mib(bench_median(&left[f])), mib(bench_min(&left[f])), mib(bench_max(&left[f])));
+    if (!left[FE_POOLKIT].n) return;
+    double best = -1;
+    for (int f = 0; f < FE_COUNT; f++)
+        if (f != FE_POOLKIT && left[f].n && (best < 0 || bench_median(&left[f]) < best)) best = bench_median(&left[f]);
+    double pk = bench_median(&left[FE_POOLKIT]);
+    if (best < 0) {
+        printf("target: workers that end: pk_alloc resident after <= the better peer's: no peer measured  -> SKIP\n");
+        return;
+    }
+    bench_target(pk <= best,
+                 "workers that end: pk_alloc keeps %.1f MiB resident, %.2f of the burst's peak (target: at most "
+                 "the better peer's, %.1f MiB; glibc %.1f, mimalloc %.1f)",
+                 mib(pk), pk / bench_median(&peak[FE_POOLKIT]), mib(best), mib(bench_median(&left[FE_GLIBC])),
+                 left[FE_MI].n ? mib(bench_median(&left[FE_MI])) : 0.0);
+}
 
 int main(int argc, char **argv) {
     bench_opts o = bench_parse(argc, argv, 5);
@@ -88,6 +179,7 @@ int main(int argc, char **argv) {
                  flat, iters[NI - 1], iters[0], mib(bench_median(&pk[NI - 1])), mib(bench_median(&pk[0])));
     if (fes[FE_MI].why[0]) {
         printf("target: mstress shape: pk_alloc peak RSS <= 1.5x mimalloc: mimalloc not available  -> SKIP\n");
+        workers_that_end(fes, &o);
         return 0;
     }
     for (int k = 0; k < NI; k++) {
@@ -97,5 +189,6 @@ int main(int argc, char **argv) {
                      iters[k], ratio, mib(bench_median(&pk[k])), mib(bench_median(&rss[FE_MI][k])),
                      mib(bench_median(&rss[FE_GLIBC][k])));
     }
+    workers_that_end(fes, &o);
     return 0;
 }

@@ -326,6 +326,18 @@ inline void print_fields_handler(const pk_error *e, void *) {
         },                                                                 \
         regex)
 
+/* The purge delay, set for one test and put back after it. */
+class PurgeDelay {
+public:
+    explicit PurgeDelay(long ms) : old_(pk_set_purge_delay(ms)) {}
+    ~PurgeDelay() { pk_set_purge_delay(old_); }
+    PurgeDelay(const PurgeDelay &) = delete;
+    PurgeDelay &operator=(const PurgeDelay &) = delete;
+
+private:
+    long old_;
+};
+
 /* Up to n objects from p (fewer if it runs out). */
 inline std::vector<void *> alloc_n(pk_pool *p, size_t n) {
     std::vector<void *> v;

@@ -373,6 +373,10 @@ TEST(HeapThreads, ThreadsAllocateAndFreeAtOnceThenOneResetsAndDestroys) {
  * before it, and is still alive, allocates after it from the emptied slabs
  * (its cache of each pool was forgotten by the reset). */
 TEST(HeapThreads, AThreadAliveAcrossAResetAllocatesAgain) {
+    /* Long: the pools of the sizes allocated first may sit unused for a
+     * default delay under Valgrind, and the reset's sweep would give their
+     * emptied slabs back as idle memory. */
+    PurgeDelay keep(60000);
     pk_heap *h = pk_heap_create("across");
     Gate allocated, reset_done;
     std::vector<void *> before, after;

@@ -112,16 +112,6 @@ TEST(PoolExits, GenerationsHandingOverTheirLiveSetKeepTheSlabCountBounded) {
     EXPECT_EQ(stats_of(p.get()).live, 0u);
 }
 
-/* The purge delay, set for one test and put back after it. */
-class PurgeDelay {
-public:
-    explicit PurgeDelay(long ms) : old_(pk_set_purge_delay(ms)) {}
-    ~PurgeDelay() { pk_set_purge_delay(old_); }
-
-private:
-    long old_;
-};
-
 TEST(PoolExits, SlabsWhoseObjectsAThreadThatNeverRefillsFreedGoBackAfterThePurgeDelay) {
     const long delay = slow_tool() ? 1000 : 100;
     PurgeDelay set(delay);
@@ -147,6 +137,44 @@ TEST(PoolExits, SlabsWhoseObjectsAThreadThatNeverRefillsFreedGoBackAfterThePurge
     EXPECT_EQ(s.slabs, 0u) << "slabs with no live object kept past the purge delay (" << held << " held before)";
     EXPECT_EQ(s.bytes_reserved, 0u);
     EXPECT_GE(s.slabs_released, held);
+}
+
+/* The purge tick runs only on calls that reach the library, and the threads
+ * left may make none for long (their lists serve them): a thread's exit
+ * gives back at once the empty slabs beyond as many as the pool's slabs in
+ * use. The delay here is long, so nothing goes back by time. */
+TEST(PoolExits, AThreadThatFreesWhatItMadeAndEndsLeavesNoEmptySlab) {
+    PurgeDelay set(60000);
+    PoolPtr p = make_pool(kSize, 0, 0, "made and freed");
+    size_t held = 0;
+    std::thread t([&] {
+        std::vector<void *> objs = alloc_n(p.get(), 6000); /* about twelve slabs */
+        held = slabs_of(p.get());
+        free_all(p.get(), objs);
+    });
+    t.join();
+    ASSERT_GE(held, 10u);
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.live, 0u);
+    EXPECT_EQ(s.slabs, 0u) << "empty slabs of a thread gone kept with no slab in use (" << held << " held)";
+    EXPECT_GE(s.slabs_released, held);
+}
+
+TEST(PoolExits, AThreadsExitKeepsAsManyEmptySlabsAsThePoolHasInUse) {
+    PurgeDelay set(60000);
+    PoolPtr p = make_pool(kSize, 0, 0, "in use");
+    std::vector<void *> mine = alloc_n(p.get(), 3000); /* about six slabs, kept in use */
+    ASSERT_EQ(mine.size(), 3000u);
+    const size_t in_use = slabs_of(p.get());
+    std::thread t([&] {
+        std::vector<void *> objs = alloc_n(p.get(), 6000);
+        free_all(p.get(), objs);
+    });
+    t.join();
+    size_t slabs = slabs_of(p.get());
+    EXPECT_LE(slabs, 2 * in_use) << "more empty slabs kept than slabs in use (" << in_use << ")";
+    EXPECT_GT(slabs, in_use) << "no empty slab kept for the next thread";
+    free_all(p.get(), mine);
 }
 
 TEST(PoolExits, FreesIntoASlabAdoptedFromAThreadGoneAreTheAdoptersOwn) {

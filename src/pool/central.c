@@ -359,6 +359,18 @@ size_t central_release_empty(pk_pool *p, bool any, uint32_t before) {
     return bytes;
 }
 
+size_t central_release_surplus(pk_pool *p) {
+    ASSERT_POOL_LOCKED(p);
+    slab_list *empty = &p->lists[SLAB_EMPTY];
+    size_t bytes = 0;
+    while (empty->head && 2 * empty->count > p->slabs_total) {
+        slab *s = empty->head;
+        if (p->slab_free - s->capacity < p->keep_free) break;
+        bytes += release_slab(p, s, true);
+    }
+    return bytes;
+}
+
 size_t central_release(pk_pool *p, bool all) {
     ASSERT_POOL_LOCKED(p);
     if (all) p->keep_free = 0;

@@ -20,6 +20,13 @@ void central_give(pk_pool *p, slab *s, void *obj);
  * since tick `before` or earlier, leaving keep_free free slots (reserve).
  * Returns the bytes given back. */
 size_t central_release_empty(pk_pool *p, bool any, uint32_t before);
+/* Empty slabs beyond as many as the pool's others (the slabs that hold
+ * objects, the threads' included), leaving the reserve: to the region's
+ * warm places (region.c keeps a bounded number for the next slab of any
+ * pool), the rest to the system. For a thread's exit, whose empty slabs
+ * would otherwise wait for a purge tick, which only a call that reaches
+ * the library runs. Returns the bytes given back. */
+size_t central_release_surplus(pk_pool *p);
 /* Every empty slab beyond the reserve (the reserve too with `all`). */
 size_t central_release(pk_pool *p, bool all);
 /* A slab for a heap to own: one of the pool's partly used slabs, else an

@@ -499,6 +499,12 @@ void heap_abandon(pk_pool *p, tc_slot *c) {
 void heap_thread_exit(pk_pool *p, tc_slot *c) {
     pool_lock_for_use(p, os_now_ms()); /* what it gives back is fresh */
     heap_abandon(p, c);
+    /* A thread that freed what it made and ended leaves empty slabs that no
+     * thread may ask for again, and the purge tick that would give them back
+     * runs only on a call that reaches the library: the threads left may
+     * never make one (their lists serve them). So the pool keeps no more
+     * empty slabs than slabs in use, now. */
+    central_release_surplus(p);
     POOL_VALIDATE(p);
     pool_unlock(p);
 }
