@@ -14,10 +14,11 @@
  * Targets: pk_alloc's peak at most 1.5x mimalloc's at every count, and flat:
  * the peak at 250 iterations at most 1.2x the peak at 25.
  *
- * Then workers that end: 4 threads each make 40,000 blocks of 16 to 1,024 B,
- * write them, free them and exit; the main thread then makes and frees 500
- * blocks of the same sizes 60 times, 10 ms apart (its lists serve it: such
- * a program may never call into an allocator's slow path again). Reported:
+ * Then workers that end: END_THREADS threads each make END_BLOCKS blocks
+ * of 16 B to 1 KiB, write them, free them and exit; the main thread then
+ * makes and frees END_ROUND_BLOCKS blocks of the same sizes END_ROUNDS
+ * times, 10 ms apart (its lists serve it: such a program may never call
+ * into an allocator's slow path again). Reported:
  * the child's resident memory over its start at the end, against the
  * burst's peak. Target: pk_alloc's at most the better peer's. What it keeps
  * is its warm places (at most RETAIN_BYTES, src/base/policy.h), which
@@ -122,11 +123,15 @@ static void workers_that_end(frontend *fes, const bench_opts *o) {
         printf("target: workers that end: pk_alloc resident after <= the better peer's: no peer measured  -> SKIP\n");
         return;
     }
+    char peers[96] = "";
+    for (int f = 0; f < FE_COUNT; f++)
+        if (f != FE_POOLKIT && left[f].n)
+            snprintf(peers + strlen(peers), sizeof peers - strlen(peers), "; %s %.1f", fes[f].label,
+                     mib(bench_median(&left[f])));
     bench_target(pk <= best,
                  "workers that end: pk_alloc keeps %.1f MiB resident, %.2f of the burst's peak (target: at most "
-                 "the better peer's, %.1f MiB; glibc %.1f, mimalloc %.1f)",
-                 mib(pk), pk / bench_median(&peak[FE_POOLKIT]), mib(best), mib(bench_median(&left[FE_GLIBC])),
-                 left[FE_MI].n ? mib(bench_median(&left[FE_MI])) : 0.0);
+                 "the better peer's, %.1f MiB%s)",
+                 mib(pk), pk / bench_median(&peak[FE_POOLKIT]), mib(best), peers);
 }
 
 int main(int argc, char **argv) {
