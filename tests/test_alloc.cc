@@ -264,12 +264,9 @@ char *written_block(size_t len, int byte = 1) {
 
 /* Nothing kept when the test starts or after it; delay_ms meanwhile. */
 struct KeptBlocks {
-    long old;
-    explicit KeptBlocks(long delay_ms = 60000) : old(pk_set_purge_delay(delay_ms)) { pk_pool_release_cache(); }
-    ~KeptBlocks() {
-        pk_set_purge_delay(old);
-        pk_pool_release_cache();
-    }
+    PurgeDelay delay;
+    explicit KeptBlocks(long delay_ms = 60000) : delay(delay_ms) { pk_pool_release_cache(); }
+    ~KeptBlocks() { pk_pool_release_cache(); } /* before delay puts the old delay back */
 };
 
 TEST(AllocLargeReuse, AFreedBlockServesAShorterOneWithoutAPageRequest) {
@@ -344,6 +341,29 @@ TEST(AllocLargeReuse, AResizeOfABlockAtAFreedOnesAddressSeesItsOwnLength) {
     EXPECT_GE(pk_usable_size(r), longer) << "the resize took the freed block's length for the new one's";
     EXPECT_EQ(check_pattern(r, shorter, 6), shorter);
     pk_free(r);
+}
+
+/* The same when another block is remembered after the free: what the
+ * thread remembered before it must not count again. */
+TEST(AllocLargeReuse, ABlockRememberedBeforeAFreeIsNotTrustedAfterIt) {
+    KeptBlocks kept;
+    size_t page = page_size(), longer = PK_ALLOC_CLASS_MAX + 8 * page, shorter = PK_ALLOC_CLASS_MAX + 2 * page;
+    char *other = written_block(shorter + page);
+    char *p = written_block(longer);
+    ASSERT_NE(other, nullptr);
+    ASSERT_NE(p, nullptr);
+    ASSERT_EQ(pk_realloc(other, shorter), other); /* a shrink: what the thread remembers starts afresh */
+    ASSERT_EQ(pk_realloc(other, shorter - 1), other);
+    ASSERT_EQ(pk_realloc(p, longer - 1), p); /* both remembered */
+    pk_free(p);
+    char *q = static_cast<char *>(pk_alloc(shorter));
+    ASSERT_EQ(q, p) << "the shorter block did not take the freed one's mapping";
+    ASSERT_EQ(pk_realloc(other, shorter - 2), other); /* looked up again after the free */
+    char *r = static_cast<char *>(pk_realloc(q, longer - 1));
+    ASSERT_NE(r, nullptr);
+    EXPECT_GE(pk_usable_size(r), longer) << "the resize took the freed block's length for the new one's";
+    pk_free(r);
+    pk_free(other);
 }
 
 TEST(AllocLargeReuse, ALongerBlockGrowsAKeptMappingAndFaultsInOnlyWhatItLacks) {

@@ -177,6 +177,23 @@ TEST(PoolExits, AThreadsExitKeepsAsManyEmptySlabsAsThePoolHasInUse) {
     free_all(p.get(), mine);
 }
 
+/* A slab of a huge slot is a mapping of its own length, which no other
+ * pool's slab can take: a thread's exit leaves such slabs to the pool's
+ * next thread (the purge tick gives them back once unused for the delay). */
+TEST(PoolExits, AThreadsExitKeepsTheEmptySlabsOfObjectsOverASlab) {
+    PurgeDelay set(60000);
+    PoolPtr p = make_pool(size_t(100) << 10, 0, 0, "huge");
+    size_t held = 0;
+    std::thread t([&] {
+        std::vector<void *> objs = alloc_n(p.get(), 20); /* a slab each */
+        held = slabs_of(p.get());
+        free_all(p.get(), objs);
+    });
+    t.join();
+    ASSERT_GE(held, 20u);
+    EXPECT_EQ(slabs_of(p.get()), held) << "a thread's exit gave back huge slabs that only this pool can reuse";
+}
+
 TEST(PoolExits, FreesIntoASlabAdoptedFromAThreadGoneAreTheAdoptersOwn) {
     PoolPtr p = make_pool(kSize, 0, 0, "adopted");
     std::vector<void *> objs;

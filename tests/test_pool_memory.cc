@@ -118,10 +118,7 @@ TEST(PoolTrim, ProcessResidentMemoryFalls) {
 /* With the purge delay at 0, empty slabs go back as they empty; with a
  * delay they go back once unused for it (test_pool_purge.cc). */
 TEST(PoolRelease, EmptySlabsAreReleasedWithoutTrim) {
-    struct Delay {
-        long old = pk_set_purge_delay(0);
-        ~Delay() { pk_set_purge_delay(old); }
-    } delay;
+    PurgeDelay delay(0);
     PoolPtr p = make_pool(200);
     std::vector<void *> objs = alloc_n(p.get(), 100000);
     pk_pool_stats full = stats_of(p.get());
@@ -204,11 +201,6 @@ struct Pattern {
     void finish(pk_pool *p) { free_all(p, open); }
 };
 
-struct LongDelay {
-    long old = pk_set_purge_delay(60000);
-    ~LongDelay() { pk_set_purge_delay(old); }
-};
-
 } // namespace
 
 /* Eight 8 KiB objects fill a slab: with frees onto their slabs' lists the
@@ -216,7 +208,7 @@ struct LongDelay {
  * refill taking the few objects that slab had (stats' taken: about one per
  * allocation). The thread's list keeps what it frees, so refills are rare. */
 TEST(BigObjects, AnEightKiBPatternDoesNotChangeSlabOnEveryCall) {
-    LongDelay delay;
+    PurgeDelay delay(60000);
     PoolPtr p = make_pool(8192);
     Pattern pat;
     pat.run(p.get(), 20000); /* the live set reaches its size */
@@ -231,7 +223,7 @@ TEST(BigObjects, AnEightKiBPatternDoesNotChangeSlabOnEveryCall) {
 /* A freed 1 MiB object (a slab of its own) is the next one handed out, as a
  * free list's is: the last freed comes back first, and no page is asked for. */
 TEST(BigObjects, AFreedMiBObjectIsTheNextAllocatedWithNoPageRequest) {
-    LongDelay delay;
+    PurgeDelay delay(60000);
     PoolPtr p = make_pool(1 << 20);
     std::vector<void *> objs = alloc_n(p.get(), 8);
     ASSERT_EQ(objs.size(), 8u);
@@ -252,7 +244,7 @@ TEST(BigObjects, AFreedMiBObjectIsTheNextAllocatedWithNoPageRequest) {
  * always hold (HOT_FREES) and the current slab's own; the rest go home to
  * their slabs. */
 TEST(BigObjects, TheThreadsListKeepsAtMostItsBytesBudgetOfFreedObjects) {
-    LongDelay delay;
+    PurgeDelay delay(60000);
     PoolPtr p = make_pool(1 << 20);
     std::vector<void *> objs = alloc_n(p.get(), 40);
     ASSERT_EQ(objs.size(), 40u);
@@ -266,7 +258,7 @@ TEST(BigObjects, TheThreadsListKeepsAtMostItsBytesBudgetOfFreedObjects) {
  * with the pool for the purge delay and serve the next allocations, with no
  * page request; the pattern over them asks for none either. */
 TEST(BigObjects, FreedMiBMappingsServeTheNextAllocationsWithinTheDelay) {
-    LongDelay delay;
+    PurgeDelay delay(60000);
     PoolPtr p = make_pool(1 << 20);
     std::vector<void *> objs = alloc_n(p.get(), 100);
     ASSERT_EQ(objs.size(), 100u);
@@ -293,7 +285,7 @@ TEST(BigObjects, FreedMiBMappingsServeTheNextAllocationsWithinTheDelay) {
 /* Trim gives back every 1 MiB object's mapping, those on the thread's list
  * too. */
 TEST(BigObjects, TrimGivesBackEveryFreedMiBObject) {
-    LongDelay delay;
+    PurgeDelay delay(60000);
     PoolPtr p = make_pool(1 << 20);
     Pattern pat;
     pat.run(p.get(), 5000);

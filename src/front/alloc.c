@@ -602,8 +602,8 @@ static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
 void *pk_realloc(void *ptr, size_t size) {
     /* A large block that stays within its mapping's last page (a buffer
      * grown a few bytes at a time) is answered first, with no lock while it
-     * is the block this thread resized last, and no stack frame. Hardened
-     * blocks always move. */
+     * is one of the blocks this thread found so last, and no stack frame.
+     * Hardened blocks always move. */
     if (size > PK_ALLOC_CLASS_MAX && ptr && !alloc_hardened() && large_fits(ptr, size)) return ptr;
     return realloc_any(ptr, size);
 }

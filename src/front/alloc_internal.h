@@ -133,28 +133,35 @@ bool large_free(void *ptr);
 bool large_usable(const void *ptr, size_t *usable);
 /* Whether ptr is a live block, not a guarded one, whose mapping's length
  * is size's page-rounded: resized to size, it stays as it is. For the
- * resizes that stay within a page (a buffer grown a few bytes at a time):
- * the table is looked up under its lock (large_fits_locked), and the block
- * found to fit is remembered by the thread with the sizes its length
- * serves and the count of entries taken out of the table (a free or a
- * resize; a guarded block leaving the last freed) at the time. While that
- * count has not moved, the block's length is the same, so large_fits
- * answers for it with no lock: only a take changes a block, its own free
- * or resize, done by this thread or by another that the program has
+ * resizes that stay within a page (buffers grown a few bytes at a time):
+ * the table is looked up under its lock (large_fits_locked), and the
+ * blocks found to fit are remembered by the thread, the last
+ * LARGE_FITS_KEPT of them, each with the sizes its length serves, beside
+ * the count of entries taken out of the table (a free or a resize; a
+ * guarded block leaving the last freed) when they were found. While that
+ * count has not moved, their lengths are the same, so large_fits answers
+ * for them with no lock: only a take changes a block, its own free or
+ * resize, done by this thread or by another that the program has
  * synchronized with since (so the count's new value is seen), after which
  * its address may name a new block. */
+#define LARGE_FITS_KEPT 4
 typedef struct large_fit {
     uintptr_t ptr;
     size_t min, max; /* the sizes its mapping's length serves */
-    size_t takes;
 } large_fit;
+typedef struct large_fits_kept {
+    large_fit fit[LARGE_FITS_KEPT];
+    size_t takes;  /* large_takes when they were found */
+    unsigned next; /* the one the next block found replaces */
+} large_fits_kept;
 extern size_t large_takes;
-extern __thread large_fit large_fitted __attribute__((tls_model("initial-exec")));
+extern __thread large_fits_kept large_fitted __attribute__((tls_model("initial-exec")));
 bool large_fits_locked(const void *ptr, size_t size);
 static inline bool large_fits(const void *ptr, size_t size) {
-    const large_fit *f = &large_fitted;
-    if (f->ptr == (uintptr_t)ptr && f->takes == __atomic_load_n(&large_takes, __ATOMIC_ACQUIRE))
-        return size - f->min <= f->max - f->min;
+    const large_fits_kept *k = &large_fitted;
+    if (likely(k->takes == __atomic_load_n(&large_takes, __ATOMIC_ACQUIRE)))
+        for (unsigned i = 0; i < LARGE_FITS_KEPT; i++)
+            if (k->fit[i].ptr == (uintptr_t)ptr) return size - k->fit[i].min <= k->fit[i].max - k->fit[i].min;
     return large_fits_locked(ptr, size);
 }
 /* ptr, a live block, resized to size bytes (over PK_ALLOC_CLASS_MAX): in

@@ -67,7 +67,7 @@ static size_t slot_of(uintptr_t ptr, size_t n) {
 
 /* large_fits's answer without the lock (alloc_internal.h). */
 size_t large_takes;
-__thread large_fit large_fitted __attribute__((tls_model("initial-exec")));
+__thread large_fits_kept large_fitted __attribute__((tls_model("initial-exec")));
 
 /* Guarded blocks freed, the oldest first: their entries stay (freed) until
  * they leave, so a use after free is named. Under the lock. */
@@ -368,7 +368,16 @@ bool large_fits_locked(const void *ptr, size_t size) {
     pthread_mutex_lock(&large_lock);
     const block *b = find((uintptr_t)ptr);
     bool fits = b && !b->size && b->len == len;
-    if (fits) large_fitted = (large_fit){(uintptr_t)ptr, len - page + 1, len, large_takes};
+    if (fits) {
+        large_fits_kept *k = &large_fitted;
+        if (k->takes != large_takes) { /* what it remembers may have changed */
+            memset(k->fit, 0, sizeof k->fit);
+            k->takes = large_takes;
+            k->next = 0;
+        }
+        k->fit[k->next] = (large_fit){(uintptr_t)ptr, len - page + 1, len};
+        k->next = (k->next + 1) % LARGE_FITS_KEPT;
+    }
     pthread_mutex_unlock(&large_lock);
     return fits;
 }

@@ -271,8 +271,16 @@ static PK_NOINLINE void dispose_with_dealloc(object_header *h) {
     dispose_outer_or_deep(h, cls, dead);
 }
 
+/* An object of the thread's cached class with no dealloc (cc.plain) needs
+ * no look at its class's dealloc or at which pool it is: its dead mark,
+ * then free_cached. */
 static inline void dispose(object_header *h) {
     const pk_class *cls = h->cls;
+    if (likely(cls == cc.plain)) {
+        __atomic_store_n(&h->refs, refs_dead(cls), __ATOMIC_RELAXED);
+        free_cached(h);
+        return;
+    }
     if (likely(cls->dealloc == NULL)) {
         __atomic_store_n(&h->refs, refs_dead(cls), __ATOMIC_RELAXED);
         free_memory(cls, h);
@@ -393,28 +401,12 @@ static inline void *retain(void *obj) {
     return retain_known(obj);
 }
 
-/* With the pointer checked (object_pooled), the count word. With a count
- * of one, an object of the cached class with no dealloc (cc.plain) needs
- * no second look at its class or pool: its dead mark, then free_cached.
- * Any other count or class is release_known's. */
 static inline void release(void *obj) {
     if (unlikely(!object_pooled_cached(obj))) {
         release_looked_up(obj);
         return;
     }
-    object_header *h = header_of(obj);
-    uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
-    if (unlikely(n != REFS_LIVE1)) {
-        object_release_contended(h, n);
-        return;
-    }
-    const pk_class *cls = h->cls;
-    if (unlikely(cls != cc.plain)) {
-        object_dispose(h);
-        return;
-    }
-    __atomic_store_n(&h->refs, refs_dead(cls), __ATOMIC_RELAXED);
-    free_cached(h);
+    release_known(obj);
 }
 
 /* The slow entries: NULL, or debug mode's check before the call as usual.

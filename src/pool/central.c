@@ -361,6 +361,11 @@ size_t central_release_empty(pk_pool *p, bool any, uint32_t before) {
 
 size_t central_release_surplus(pk_pool *p) {
     ASSERT_POOL_LOCKED(p);
+    /* A huge slot's slab is a mapping of its own, which no other pool's
+     * slab can take (a kept mapping serves only its own length): the
+     * pool's empty list is where it serves the next thread without page
+     * faults, so it waits there for the purge tick. */
+    if (p->geo.span > SLAB_BYTES) return 0;
     slab_list *empty = &p->lists[SLAB_EMPTY];
     size_t bytes = 0;
     while (empty->head && 2 * empty->count > p->slabs_total) {

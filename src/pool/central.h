@@ -23,7 +23,8 @@ size_t central_release_empty(pk_pool *p, bool any, uint32_t before);
 /* Empty slabs beyond as many as the pool's others (the slabs that hold
  * objects, the threads' included), leaving the reserve: to the region's
  * warm places (region.c keeps a bounded number for the next slab of any
- * pool), the rest to the system. For a thread's exit, whose empty slabs
+ * pool), the rest to the system; none of a pool of huge slots (their
+ * slabs serve no other pool). For a thread's exit, whose empty slabs
  * would otherwise wait for a purge tick, which only a call that reaches
  * the library runs. Returns the bytes given back. */
 size_t central_release_surplus(pk_pool *p);
