@@ -25,6 +25,17 @@
  * block's class or its mapping's last page. Target: poolkit at most 1.0x
  * glibc's (the median of the ratios) and printed beside the best peer.
  *
+ * Then a vector that doubles by a fresh block, a copy and a free (C++'s
+ * std::vector, no realloc) to VEC_BYTES, beside one that grows by half,
+ * VEC_ROUNDS rounds after one untimed, each freeing both at its end: ms
+ * per round and minor faults for poolkit and each peer the lab loads,
+ * interleaved (peers keep their memory from one repetition to the next,
+ * poolkit and glibc give theirs back). The last
+ * frees of a round, of its longest blocks, are what the next round's
+ * blocks take: kept, they are not faulted in again. Target: poolkit at
+ * most 1.0x glibc's time (the median of the ratios), printed beside the
+ * best peer.
+ *
  * Usage: bench_large [--reps N] [--quick] [--iters N]
  */
 #include "harness.h"
@@ -34,6 +45,8 @@
 #include <poolkit/pool.h>
 
 #include <malloc.h>
+#include <string.h>
+#include <sys/resource.h>
 
 typedef struct run_result {
     double seconds;
@@ -71,16 +84,19 @@ static double grow_ns(const rp_alloc *a) {
     return ns;
 }
 
-static void grow(const bench_opts *o) {
+/* Each available allocator's measure, interleaved, o->reps times after one
+ * untimed: rows of unit into t, the medians of poolkit's ratio to glibc's
+ * and to the best peer's into *vs_glibc and *vs_best. */
+static void peers_interleaved(const bench_opts *o, double (*measure)(const rp_alloc *, bench_series *),
+                              bench_series t[RP_NALLOC], bench_series extra[RP_NALLOC], const char *unit,
+                              double *vs_glibc, double *vs_best) {
     const rp_alloc *all = rp_allocs();
-    bench_series t[RP_NALLOC] = {{{0}, 0}}, vs_glibc = {{0}, 0}, vs_best = {{0}, 0};
-    printf("\na buffer grown a byte at a time, 1 B to %zu MiB: ns per realloc (median of %d, interleaved)\n",
-           GROW_BYTES >> 20, o->reps);
+    bench_series rg = {{0}, 0}, rb = {{0}, 0};
     for (int rep = -1; rep < o->reps; rep++) {
         double v[RP_NALLOC], best = 0;
         for (int j = 0; j < RP_NALLOC; j++) {
             int c = (j + (rep > 0 ? rep : 0)) % RP_NALLOC;
-            v[c] = all[c].available ? grow_ns(&all[c]) : 0;
+            v[c] = all[c].available ? measure(&all[c], rep < 0 ? NULL : &extra[c]) : 0;
         }
         if (rep < 0) continue;
         for (int c = 0; c < RP_NALLOC; c++) {
@@ -88,17 +104,105 @@ static void grow(const bench_opts *o) {
             bench_add(&t[c], v[c]);
             if (c != RP_PK && (best == 0 || v[c] < best)) best = v[c];
         }
-        bench_add(&vs_glibc, v[RP_PK] / v[RP_GLIBC]);
-        bench_add(&vs_best, v[RP_PK] / best);
+        bench_add(&rg, v[RP_PK] / v[RP_GLIBC]);
+        bench_add(&rb, v[RP_PK] / best);
     }
     for (int c = 0; c < RP_NALLOC; c++)
-        if (all[c].available) bench_row(all[c].subject, &t[c], "ns", "");
+        if (all[c].available) bench_row(all[c].subject, &t[c], unit, "");
         else bench_row_na(all[c].subject, all[c].why);
-    double r = bench_median(&vs_glibc);
+    *vs_glibc = bench_median(&rg);
+    *vs_best = bench_median(&rb);
+}
+
+static double grow_measure(const rp_alloc *a, bench_series *unused) {
+    (void)unused;
+    return grow_ns(a);
+}
+
+static void grow(const bench_opts *o) {
+    bench_series t[RP_NALLOC] = {{{0}, 0}}, unused[RP_NALLOC] = {{{0}, 0}};
+    double r, best;
+    printf("\na buffer grown a byte at a time, 1 B to %zu MiB: ns per realloc (median of %d, interleaved)\n",
+           GROW_BYTES >> 20, o->reps);
+    peers_interleaved(o, grow_measure, t, unused, "ns", &r, &best);
     bench_target(r <= 1.0,
                  "a buffer grown a byte at a time to 4 MiB: poolkit %.2fx glibc's realloc (target <= 1.0x); "
                  "%.2fx the best peer's",
-                 r, bench_median(&vs_best));
+                 r, best);
+}
+
+#define VEC_BYTES ((size_t)64 << 20)
+#define VEC_ROUNDS 6
+
+static long minor_faults(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+
+/* A vector's append of up to chunk bytes of r: when full, it moves to a
+ * fresh block of first bytes, or of its capacity plus grow times it
+ * halved, copies and frees the old one (std::vector's way, no realloc). */
+typedef struct vec {
+    char *p;
+    size_t cap, len, first, grow, chunk;
+} vec;
+
+static void vec_append(const rp_alloc *a, vec *v, int r) {
+    if (v->len == v->cap) {
+        size_t n = v->cap ? v->cap + v->grow * (v->cap / 2) : v->first;
+        char *q = a->malloc(n);
+        if (!q) abort();
+        if (v->len) memcpy(q, v->p, v->len);
+        a->free(v->p);
+        v->p = q;
+        v->cap = n;
+    }
+    size_t k = v->cap - v->len < v->chunk ? v->cap - v->len : v->chunk;
+    memset(v->p + v->len, r, k);
+    v->len += k;
+}
+
+/* One vector round: v doubles to VEC_BYTES, w grows by half beside it. */
+static void vec_round(const rp_alloc *a, int r) {
+    vec v = {NULL, 0, 0, 16, 2, 4096}, w = {NULL, 0, 0, 24, 1, 1000};
+    while (v.len < VEC_BYTES) {
+        vec_append(a, &v, r);
+        vec_append(a, &w, r);
+    }
+    a->free(v.p);
+    a->free(w.p);
+}
+
+/* ms per round of VEC_ROUNDS after one untimed; the minor faults per
+ * round into *faults when given. */
+static double vec_measure(const rp_alloc *a, bench_series *faults) {
+    vec_round(a, 0); /* untimed: every allocator's pages faulted in once */
+    long f0 = minor_faults();
+    double t0 = bench_now_ns();
+    for (int r = 0; r < VEC_ROUNDS; r++) vec_round(a, r);
+    double ms = (bench_now_ns() - t0) / 1e6 / VEC_ROUNDS;
+    if (faults) bench_add(faults, (double)(minor_faults() - f0) / VEC_ROUNDS);
+    if (a == &rp_allocs()[RP_PK]) pk_pool_release_cache();
+    else if (a == &rp_allocs()[RP_GLIBC]) malloc_trim(0);
+    return ms;
+}
+
+static void vectors(const bench_opts *o) {
+    const rp_alloc *all = rp_allocs();
+    bench_series t[RP_NALLOC] = {{{0}, 0}}, f[RP_NALLOC] = {{{0}, 0}};
+    double r, best;
+    printf("\na vector doubled by a fresh block, a copy and a free to %zu MiB, one grown by half beside it, "
+           "%d rounds after one untimed: ms per round and minor faults per round (median of %d, interleaved)\n",
+           VEC_BYTES >> 20, VEC_ROUNDS, o->reps);
+    peers_interleaved(o, vec_measure, t, f, "ms", &r, &best);
+    printf("  %-34s\n", "minor faults per round");
+    for (int c = 0; c < RP_NALLOC; c++)
+        if (all[c].available) bench_row(all[c].subject, &f[c], "", "");
+    bench_target(r <= 1.0,
+                 "vectors doubled by copy to %zu MiB: poolkit %.2fx glibc's time (target <= 1.0x); %.2fx the best "
+                 "peer's",
+                 VEC_BYTES >> 20, r, best);
 }
 
 int main(int argc, char **argv) {
@@ -141,5 +245,6 @@ int main(int argc, char **argv) {
                  tr, fr, bench_median(&t[C_PK]), bench_median(&t[C_GLIBC]), bench_median(&f[C_PK]),
                  bench_median(&f[C_GLIBC]));
     grow(&o);
+    vectors(&o);
     return 0;
 }

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 
+#include <sys/mman.h>
+
 extern "C" {
 #include "base/internal.h"
 #include "base/policy.h"
@@ -91,38 +93,56 @@ TEST(AllocLargeKept, AtMostLargeKeepCountMappingsWait) {
     for (size_t i = 1; i < 2 * n; i += 2) pk_free(blocks[i]);
 }
 
-TEST(AllocLargeKept, WhatWaitsStaysWithinTheFloorWhenFewBlocksAreLive) {
+TEST(AllocLargeKept, WhatWaitsIsBoundedByTheMostBytesLiveAtOnce) {
     KeptBlocks kept;
+    /* 2.25 floors live at the peak, then freed one by one: all of it waits
+     * (bounded by the bytes live at each free, no more than a floor would) */
     const size_t len = LARGE_KEEP_FLOOR / 4 + MiB, n = 9;
     std::vector<void *> blocks;
     for (size_t i = 0; i < n; i++) blocks.push_back(pk_alloc(len));
-    pk_free(blocks[0]);
-    EXPECT_EQ(kept_bytes(), len) << "a freed block was not kept";
-    for (size_t i = 1; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         pk_free(blocks[i]);
-        size_t live = (n - 1 - i) * len, bound = std::max(live, LARGE_KEEP_FLOOR);
-        EXPECT_LE(kept_bytes(), bound) << "after " << i + 1 << " frees, " << live << " bytes live";
+        EXPECT_LE(kept_bytes(), n * len) << "after " << i + 1 << " frees: more waits than was ever live";
     }
+    EXPECT_EQ(kept_bytes(), n * len) << "blocks freed after the peak were not all kept";
 }
 
-TEST(AllocLargeKept, ABlockLongerThanTheBoundGoesBackAtOnce) {
+TEST(AllocLargeKept, ThePeakStartsAgainOnceNothingWaits) {
     KeptBlocks kept;
-    void *p = pk_alloc(LARGE_KEEP_FLOOR + MiB);
-    ASSERT_NE(p, nullptr);
-    pk_free(p);
-    EXPECT_EQ(kept_bytes(), 0u);
+    void *big = pk_alloc(4 * LARGE_KEEP_FLOOR);
+    ASSERT_NE(big, nullptr);
+    pk_free(big);
+    ASSERT_EQ(kept_bytes(), 4 * LARGE_KEEP_FLOOR);
+    pk_pool_release_cache(); /* nothing waits: the old peak bounds nothing */
+    /* zeroed blocks are fresh mappings, not the fits', so what is live and
+     * what waits together pass the peak of what is live: the fits stay
+     * within LARGE_KEEP_PEAKS times it */
+    const size_t len = LARGE_KEEP_FLOOR / 2 + 4 * MiB;
+    void *a = pk_alloc(len), *b = pk_calloc(1, len);
+    pk_free(a); /* the peak since: a and b, 2 len */
+    for (int i = 0; i < 6; i++) {
+        void *c = pk_calloc(1, len);
+        pk_free(b);
+        b = c;
+    }
+    pk_free(b);
+    EXPECT_LE(kept_bytes(), LARGE_KEEP_PEAKS * 2 * len) << "the fits held more than the peak since they were last empty allows";
+    EXPECT_GE(kept_bytes(), 2 * len) << "less kept than was live at once";
 }
 
-TEST(AllocLargeKept, TheBoundFollowsTheBlocksLive) {
+TEST(AllocLargeKept, AMappingJoinedPastTheBoundKeepsItsFront) {
     KeptBlocks kept;
-    const size_t len = LARGE_KEEP_FLOOR / 4;
-    std::vector<void *> live, freed;
-    for (int i = 0; i < 10; i++) live.push_back(pk_alloc(len)); /* 2.5 floors live */
-    for (int i = 0; i < 6; i++) freed.push_back(pk_alloc(len));
-    for (void *p : freed) pk_free(p);
-    EXPECT_EQ(kept_bytes(), 6 * len) << "blocks freed while more were live than they came to were not all kept";
-    for (void *p : live) pk_free(p);
-    EXPECT_LE(kept_bytes(), LARGE_KEEP_FLOOR);
+    /* two halves of one mapping of the test's, given to the fits one after
+     * the other, join; past the bound, the front up to the bound waits */
+    const size_t len = 4 * MiB;
+    char *m = static_cast<char *>(mmap(nullptr, 2 * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(m, MAP_FAILED);
+    os_unmap_later_fit(m, len, 2 * len);
+    os_unmap_later_fit(m + len, len, len + len / 2);
+    EXPECT_EQ(kept_bytes(), len + len / 2) << "a joined mapping past the bound was not cut to it";
+    void *p = os_map_fit(len + len / 2);
+    EXPECT_EQ(p, m) << "the front of the joined mapping was not the one kept";
+    os_unmap(p, len + len / 2);
 }
 
 /* The same for an object whose slab has free slots already (the short

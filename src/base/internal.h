@@ -118,6 +118,8 @@ void os_retain_tick(uint64_t now_ms);
 size_t os_retain_release(void);
 /* Bytes retained now (region.c's kept places included). */
 size_t os_retained_bytes(void);
+/* Bytes of freed large blocks' mappings kept now (os_unmap_later_fit). */
+size_t os_fit_bytes(void);
 /* region.c's kept places count against the same bound: true (and counted)
  * if size more bytes fit it. */
 bool retain_charge(size_t size);

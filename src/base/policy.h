@@ -194,13 +194,24 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * nearly every block to be faulted in afresh, page by page
  * (bench_large: mimalloc-bench's malloc-large shape). At most
  * LARGE_KEEP_COUNT mappings are kept, of at most the larger of
- * LARGE_KEEP_FLOOR and the bytes of the large blocks live, so what waits
- * grows with what the program uses (as glibc raises its trim threshold
- * to twice the largest mapped block freed, up to a cap of its own); each
- * goes back once it has waited the purge delay, and the oldest goes first
- * when a bound is reached. */
+ * LARGE_KEEP_FLOOR and LARGE_KEEP_PEAKS times the most bytes of large
+ * blocks live at once since the fits were last empty, so what waits grows
+ * with what the program uses (as glibc raises its trim threshold to twice
+ * the largest mapped block freed, up to a cap of its own); each goes back
+ * once it has waited the purge delay (the peak then starts again), and the
+ * oldest goes first when a bound is reached; a mapping joined with its
+ * neighbours past the bound keeps its front to it. Bounded by the bytes
+ * live when each block left, a program's last frees, of its longest
+ * blocks (a vector that doubles by a fresh block, a copy and a free), were
+ * given back just before its next blocks would take them. The peak, not
+ * the bytes live: blocks that do not fit one kept mapping take the longest
+ * and grow it with fresh pages, so what is live and what waits together
+ * pass the peak of what is live, and a bound of the peak alone cut what
+ * the next round takes; twice it lets one round's pieces wait for the
+ * next (bench_large's vectors). */
 #define LARGE_KEEP_COUNT 32
 #define LARGE_KEEP_FLOOR ((size_t)64 << 20)
+#define LARGE_KEEP_PEAKS 2
 
 /* PK_POOL_SHUFFLE pools (hardened, and more): fresh slots go out in an
  * unpredictable order, so one object's address does not tell an attacker

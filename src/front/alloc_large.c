@@ -13,7 +13,7 @@
  * (retain.c, policy.h LARGE_KEEP_COUNT), and the next block of any length
  * takes it: cut to its length, or grown by mremap, so that blocks of
  * lengths that never repeat still reuse pages already faulted in. What
- * waits is bounded by the bytes of the blocks live (keep_bound). A resize
+ * waits is bounded by the most bytes live at once lately (keep_bound). A resize
  * moves the mapping with mremap, so a buffer that grows by doubling is
  * never copied, and a shrink hands its tail to the fits without a system
  * call. Zeroed blocks (pk_calloc) and blocks aligned past a page come
@@ -56,10 +56,18 @@ static pthread_mutex_t large_lock = PTHREAD_MUTEX_INITIALIZER;
 static block *table;
 static size_t cap, used, live; /* used counts live entries and tombstones */
 static size_t bytes, peak_bytes;
+/* The most bytes live at once since the fits were last empty: the bound on
+ * what they may hold. */
+static size_t recent_peak;
 
-/* What the fits may hold: as much as the blocks live, at least
- * LARGE_KEEP_FLOOR. Under the lock. */
-static size_t keep_bound(void) { return bytes > LARGE_KEEP_FLOOR ? bytes : LARGE_KEEP_FLOOR; }
+/* What the fits may hold when a block leaves (bytes still counts it):
+ * LARGE_KEEP_PEAKS times the most bytes live at once since nothing
+ * waited, at least LARGE_KEEP_FLOOR (policy.h says why). Under the lock. */
+static size_t keep_bound(void) {
+    if (os_fit_bytes() == 0) recent_peak = bytes;
+    size_t bound = LARGE_KEEP_PEAKS * recent_peak;
+    return bound > LARGE_KEEP_FLOOR ? bound : LARGE_KEEP_FLOOR;
+}
 
 static size_t slot_of(uintptr_t ptr, size_t n) {
     return (size_t)(((ptr >> 12) * 0x9E3779B97F4A7C15ull) >> 20) & (n - 1);
@@ -154,6 +162,7 @@ static bool insert(const block *b) {
         live++;
         bytes += b->len;
         if (bytes > peak_bytes) peak_bytes = bytes;
+        if (bytes > recent_peak) recent_peak = bytes;
     }
     pthread_mutex_unlock(&large_lock);
     return ok;
@@ -167,8 +176,8 @@ static void take_locked(block *b, block *out, size_t *bound) {
     if (b->set) set_remove(b);
     b->ptr = TOMB;
     live--;
-    bytes -= out->len;
     *bound = keep_bound();
+    bytes -= out->len;
 }
 
 /* take_locked for ptr's entry; false when ptr is no live block. */

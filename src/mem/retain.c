@@ -147,14 +147,30 @@ void os_unmap_later_fit(void *p, size_t len, size_t bound) {
         f.len += joined.len;
         if (joined.since < f.since) f.since = joined.since;
     }
-    /* Room for it, the oldest going first; unless, joined, it passes the
-     * bound alone. */
-    bool keep = f.len <= bound;
+    /* Room for it, the oldest going first; joined past the bound alone,
+     * its front is kept to the bound and the rest goes (a longest mapping,
+     * kept whole, would otherwise take every neighbour it joined with it). */
+    fit cut = {NULL, 0, 0};
+    if (f.len > bound) {
+        size_t keep_len = bound & ~(os_page_size() - 1);
+        cut = (fit){f.base + keep_len, f.len - keep_len, 0};
+        f.len = keep_len;
+    }
+    bool keep = f.len > 0;
     while (keep && fit_count && (fit_count == LARGE_KEEP_COUNT || fit_bytes + f.len > bound)) {
         size_t old = 0;
         for (size_t i = 1; i < fit_count; i++)
             if (fits[i].since < fits[old].since) old = i;
-        gone[n_gone++] = fit_remove(old);
+        /* past the count, the oldest goes; past the bound, only as much of
+         * it as the bound wants (its tail) */
+        size_t over = fit_count == LARGE_KEEP_COUNT ? SIZE_MAX : align_up(fit_bytes + f.len - bound, os_page_size());
+        if (over < fits[old].len) {
+            fits[old].len -= over;
+            gone[n_gone++] = (fit){fits[old].base + fits[old].len, over, 0};
+            __atomic_store_n(&fit_bytes, fit_bytes - over, __ATOMIC_RELAXED);
+        } else {
+            gone[n_gone++] = fit_remove(old);
+        }
     }
     if (keep) {
         if (!head && !fit_count) __atomic_store_n(&oldest, f.since, __ATOMIC_RELAXED);
@@ -163,6 +179,7 @@ void os_unmap_later_fit(void *p, size_t len, size_t bound) {
     }
     pthread_mutex_unlock(&retain_lock);
     if (!keep) os_unmap(f.base, f.len);
+    if (cut.len) os_unmap(cut.base, cut.len);
     for (size_t i = 0; i < n_gone; i++) os_unmap(gone[i].base, gone[i].len);
 }
 
@@ -221,6 +238,8 @@ size_t os_retain_release(void) { return release_older(UINT64_MAX); }
 size_t os_retained_bytes(void) {
     return __atomic_load_n(&held, __ATOMIC_RELAXED) + __atomic_load_n(&fit_bytes, __ATOMIC_RELAXED);
 }
+
+size_t os_fit_bytes(void) { return __atomic_load_n(&fit_bytes, __ATOMIC_RELAXED); }
 
 bool retain_charge(size_t size) {
     pthread_mutex_lock(&retain_lock);
