@@ -36,6 +36,15 @@
  * most 1.0x glibc's time (the median of the ratios), printed beside the
  * best peer.
  *
+ * Then zeroed blocks: calloc of CALLOC_BYTES, each page read and then
+ * written, the block freed CALLOC_LIVE calls later: us per call for
+ * poolkit and each peer, interleaved. Target: poolkit at most 1.1x
+ * glibc's (both clear reused memory), printed beside the best peer.
+ *
+ * Then blocks aligned past a page: aligned_alloc of ALIGNED_BYTES at
+ * ALIGNED_TO, each page read then written, freed ALIGNED_LIVE calls later: us
+ * per call, interleaved. Target: poolkit at most 1.0x the best peer.
+ *
  * Usage: bench_large [--reps N] [--quick] [--iters N]
  */
 #include "harness.h"
@@ -205,6 +214,63 @@ static void vectors(const bench_opts *o) {
                  VEC_BYTES >> 20, r, best);
 }
 
+#define CALLOC_BYTES ((size_t)1 << 20)
+#define CALLOC_LIVE 4
+#define CALLOC_CALLS 2000
+#define ALIGNED_BYTES ((size_t)100000)
+#define ALIGNED_TO ((size_t)64 << 10)
+#define ALIGNED_LIVE 8
+#define ALIGNED_CALLS 20000
+
+/* us per call of calls blocks, each made by a's calloc (zeroed) or
+ * aligned_alloc, every page of it read then written, and freed `live`
+ * calls later. */
+static double ring_us(const rp_alloc *a, int zeroed, int calls, int live) {
+    char *ring[ALIGNED_LIVE > CALLOC_LIVE ? ALIGNED_LIVE : CALLOC_LIVE] = {NULL};
+    volatile long sum = 0;
+    double t0 = bench_now_ns();
+    for (int i = 0; i < calls; i++) {
+        char *p = zeroed ? a->calloc(1, CALLOC_BYTES) : a->aligned(ALIGNED_TO, ALIGNED_BYTES);
+        if (!p || (!zeroed && (uintptr_t)p % ALIGNED_TO)) abort();
+        for (size_t k = 0; k < (zeroed ? CALLOC_BYTES : ALIGNED_BYTES); k += 4096) {
+            sum += p[k];
+            p[k] = 1;
+        }
+        a->free(ring[i % live]);
+        ring[i % live] = p;
+    }
+    for (int k = 0; k < live; k++) a->free(ring[k]);
+    return (bench_now_ns() - t0) / 1e3 / calls;
+}
+
+static double calloc_measure(const rp_alloc *a, bench_series *unused) {
+    (void)unused;
+    return ring_us(a, 1, CALLOC_CALLS, CALLOC_LIVE);
+}
+
+static double aligned_measure(const rp_alloc *a, bench_series *unused) {
+    (void)unused;
+    return ring_us(a, 0, ALIGNED_CALLS, ALIGNED_LIVE);
+}
+
+/* The zeroed blocks and the aligned ones beside the peers. */
+static void rings(const bench_opts *o) {
+    bench_series t[RP_NALLOC] = {{{0}, 0}}, u[RP_NALLOC] = {{{0}, 0}}, unused[RP_NALLOC] = {{{0}, 0}};
+    double r, best;
+    printf("\nzeroed blocks: calloc of %zu KiB, each page read then written, freed %d calls later: us per call "
+           "(median of %d, interleaved)\n",
+           CALLOC_BYTES >> 10, CALLOC_LIVE, o->reps);
+    peers_interleaved(o, calloc_measure, t, unused, "us", &r, &best);
+    bench_target(r <= 1.1, "zeroed blocks of %zu KiB: poolkit %.2fx glibc's calloc (target <= 1.1x); %.2fx the best peer's",
+                 CALLOC_BYTES >> 10, r, best);
+    printf("\nblocks aligned past a page: aligned_alloc of %zu bytes at %zu KiB, each page read then written, freed %d "
+           "calls later: us per call (median of %d, interleaved)\n",
+           ALIGNED_BYTES, ALIGNED_TO >> 10, ALIGNED_LIVE, o->reps);
+    peers_interleaved(o, aligned_measure, u, unused, "us", &r, &best);
+    bench_target(best <= 1.0, "aligned blocks of %zu bytes at %zu KiB: poolkit %.2fx the best peer's (target <= 1.0x); %.2fx glibc's",
+                 ALIGNED_BYTES, ALIGNED_TO >> 10, best, r);
+}
+
 int main(int argc, char **argv) {
     bench_opts o = bench_parse(argc, argv, 5);
     long iters = bench_arg_long(&o, "--iters", o.quick ? 300 : 1000);
@@ -246,5 +312,6 @@ int main(int argc, char **argv) {
                  bench_median(&f[C_GLIBC]));
     grow(&o);
     vectors(&o);
+    rings(&o);
     return 0;
 }

@@ -38,6 +38,7 @@ typedef struct rp_alloc {
     void *(*realloc)(void *, size_t);
     void *(*calloc)(size_t, size_t);
     size_t (*usable)(void *); /* malloc_usable_size */
+    void *(*aligned)(size_t, size_t); /* aligned_alloc: alignment, then size */
     /* LD_PRELOAD value for the preload workloads ("" for glibc), and why it
      * cannot be used (then the preload rows are "not available"). */
     char preload[512];

@@ -22,23 +22,25 @@ static size_t pk_usable(void *p) { return pk_usable_size(p); }
 
 /* The peers loaded at run time: each one's library (mimalloc 3's is
  * found by lab_mimalloc3_path), its Debian package (or how to get it), its
- * functions in the order malloc, free, realloc, calloc, usable, and its
+ * functions in the order malloc, free, realloc, calloc, usable, aligned
+ * (C11's aligned_alloc: alignment, then size), and its
  * version (the library's own call, then the package's). */
 typedef struct peer_lib {
     const char *subject, *file, *package;
-    const char *names[5];
+    const char *names[6];
     const char *name; /* the version line's */
     void (*version)(void *lib, char *out, size_t len);
 } peer_lib;
 
-#define MI_NAMES {"mi_malloc", "mi_free", "mi_realloc", "mi_calloc", "mi_usable_size"}
+#define MI_NAMES {"mi_malloc", "mi_free", "mi_realloc", "mi_calloc", "mi_usable_size", "mi_aligned_alloc"}
 static const peer_lib peer_libs[RP_NALLOC] = {
     [RP_MI] = {LAB_MIMALLOC, "libmimalloc.so.2", "libmimalloc2.0", MI_NAMES, "mimalloc", shared_mimalloc_version},
     [RP_MI3] = {LAB_MIMALLOC3, NULL, "cmeel-mimalloc from PyPI: scripts/lab-setup.sh", MI_NAMES, NULL, NULL},
     [RP_JE] = {"jemalloc", "libjemalloc.so.2", "libjemalloc2",
-               {"malloc", "free", "realloc", "calloc", "malloc_usable_size"}, "jemalloc", shared_jemalloc_version},
+               {"malloc", "free", "realloc", "calloc", "malloc_usable_size", "aligned_alloc"}, "jemalloc",
+               shared_jemalloc_version},
     [RP_TC] = {"tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4",
-               {"tc_malloc", "tc_free", "tc_realloc", "tc_calloc", "tc_malloc_size"}, "tcmalloc (gperftools)",
+               {"tc_malloc", "tc_free", "tc_realloc", "tc_calloc", "tc_malloc_size", "tc_memalign"}, "tcmalloc (gperftools)",
                shared_tcmalloc_version},
 };
 
@@ -53,9 +55,9 @@ static void load_peer(rp_alloc *a, int k) {
     snprintf(a->version, sizeof a->version, "%s", p->subject);
     const char *file = p->file ? p->file : lab_mimalloc3_path(a->why, sizeof a->why);
     void *lib = file ? shared_dlopen(file, p->package, a->why, sizeof a->why) : NULL;
-    void *fn[5] = {&a->malloc, &a->free, &a->realloc, &a->calloc, &a->usable};
+    void *fn[6] = {&a->malloc, &a->free, &a->realloc, &a->calloc, &a->usable, &a->aligned};
     int ok = lib != NULL;
-    for (int i = 0; ok && i < 5; i++) ok = shared_dlsym(lib, p->names[i], fn[i], a->why, sizeof a->why);
+    for (int i = 0; ok && i < 6; i++) ok = shared_dlsym(lib, p->names[i], fn[i], a->why, sizeof a->why);
     if (!ok) {
         snprintf(a->preload_why, sizeof a->preload_why, "%s", a->why);
         return;
@@ -73,7 +75,8 @@ static void load_peer(rp_alloc *a, int k) {
 
 static void load_glibc(rp_alloc *a) {
     *a = (rp_alloc){.subject = "glibc malloc", .family = "peer", .available = 1, .malloc = malloc,
-                    .free = free, .realloc = realloc, .calloc = calloc, .usable = malloc_usable_size};
+                    .free = free, .realloc = realloc, .calloc = calloc, .usable = malloc_usable_size,
+                    .aligned = aligned_alloc};
     const char *deb = lab_deb_version("libc6");
     snprintf(a->version, sizeof a->version, "glibc %s%s%s%s", gnu_get_libc_version(),
              *deb ? " (Debian " : "", deb, *deb ? ")" : "");
@@ -82,7 +85,7 @@ static void load_glibc(rp_alloc *a) {
 static void load_poolkit(rp_alloc *a) {
     *a = (rp_alloc){.subject = "poolkit pk_alloc", .family = "poolkit", .available = 1,
                     .malloc = pk_alloc, .free = pk_free, .realloc = pk_realloc, .calloc = pk_calloc,
-                    .usable = pk_usable};
+                    .usable = pk_usable, .aligned = pk_aligned_alloc};
     snprintf(a->version, sizeof a->version, "%s", lab_poolkit_version());
 #ifdef LAB_MALLOC_LIB
     if (access(LAB_MALLOC_LIB, R_OK) == 0)

@@ -15,8 +15,10 @@
 #include <poolkit/stats.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 extern "C" {
 #include "base/internal.h"
@@ -143,6 +145,76 @@ TEST(AllocLargeKept, AMappingJoinedPastTheBoundKeepsItsFront) {
     void *p = os_map_fit(len + len / 2);
     EXPECT_EQ(p, m) << "the front of the joined mapping was not the one kept";
     os_unmap(p, len + len / 2);
+}
+
+/* A block of len bytes filled and freed, then pk_calloc's of the same
+ * length: the freed block's address in *freed. */
+static unsigned char *calloc_after_free(size_t len, uintptr_t *freed) {
+    unsigned char *p = static_cast<unsigned char *>(pk_alloc(len));
+    if (!p) return nullptr;
+    memset(p, 0xAB, len);
+    *freed = reinterpret_cast<uintptr_t>(p);
+    pk_free(p);
+    EXPECT_EQ(kept_bytes(), len);
+    return static_cast<unsigned char *>(pk_calloc(1, len));
+}
+
+TEST(AllocLargeKept, AZeroedBlockTakesAKeptMappingCleared) {
+    KeptBlocks kept;
+    const size_t len = 2 * MiB;
+    uintptr_t p;
+    unsigned char *q = calloc_after_free(len, &p);
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(q), p) << "pk_calloc took fresh pages, not the kept mapping";
+    EXPECT_EQ(kept_bytes(), 0u);
+    size_t dirty = 0;
+    for (size_t i = 0; i < len; i++) dirty += q[i] != 0;
+    EXPECT_EQ(dirty, 0u) << "pk_calloc's block holds its last user's bytes";
+    pk_free(q);
+}
+
+/* Resident pages of [p, p + len), by mincore. */
+static size_t resident_pages(void *p, size_t len) {
+    size_t page = size_t(sysconf(_SC_PAGESIZE)), n = (len + page - 1) / page, in = 0;
+    std::vector<unsigned char> v(n);
+    if (mincore(p, len, v.data()) != 0) return SIZE_MAX;
+    for (unsigned char c : v) in += c & 1;
+    return in;
+}
+
+TEST(AllocLargeKept, AZeroedBlockPastTheClearingBoundGivesTheKeptPagesBack) {
+    KeptBlocks kept;
+    const size_t len = LARGE_ZERO_REUSE_MAX + MiB;
+    uintptr_t p;
+    unsigned char *q = calloc_after_free(len, &p);
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(q), p) << "the kept mapping was left waiting beside a fresh one";
+    EXPECT_EQ(kept_bytes(), 0u);
+    EXPECT_EQ(resident_pages(q, len), 0u) << "a long zeroed block was cleared page by page, not given back";
+    EXPECT_EQ(q[0], 0);
+    EXPECT_EQ(q[len - 1], 0);
+    pk_free(q);
+}
+
+TEST(AllocLargeKept, ABlockAlignedPastAPageTakesAKeptMapping) {
+    KeptBlocks kept;
+    const size_t len = 4 * MiB, align = 64 * 1024, size = MiB;
+    char *p = static_cast<char *>(pk_alloc(len));
+    ASSERT_NE(p, nullptr);
+    pk_free(p);
+    char *q = static_cast<char *>(pk_aligned_alloc(align, size));
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % align, 0u);
+    EXPECT_TRUE(q >= p && q + size <= p + len) << "an aligned block took a fresh mapping beside a kept one";
+    EXPECT_EQ(kept_bytes(), len - size) << "the pages either side of the aligned block were not kept";
+    memset(q, 1, size);
+    pk_free(q);
+    /* an alignment past the length: a fresh mapping, the fits untouched */
+    char *r = static_cast<char *>(pk_aligned_alloc(8 * MiB, size));
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(r) % (8 * MiB), 0u);
+    EXPECT_EQ(kept_bytes(), len);
+    pk_free(r);
 }
 
 /* The same for an object whose slab has free slots already (the short

@@ -75,6 +75,8 @@ void *os_reserve(size_t size, size_t align);
 /* Pages of a reservation made usable (zero-filled); false with errno
  * ENOMEM (or an injected fault). os_decommit gives them back, no access. */
 bool os_commit(void *p, size_t size);
+/* Gives a private mapping's pages back: zero when next touched. */
+void os_zero_pages(void *p, size_t size);
 void os_decommit(void *p, size_t size);
 /* A mapping from os_map resized to new_size bytes (page multiples), moved
  * with its contents where it cannot grow in place; NULL when the system
@@ -107,6 +109,13 @@ void os_unmap_later(void *p, size_t size, size_t align);
  * large block's mapping kept by os_unmap_later_fit (not zero), or one
  * grown to size, or a fresh one from os_map. NULL with errno ENOMEM. */
 void *os_map_fit(size_t size);
+/* The same, zero: what was kept is cleared (clear: a kept mapping's pages
+ * are faulted in already, so clearing them costs less than the two faults
+ * a read and then a write of a fresh page take) or given back to the
+ * system, to come back zero as they are touched (a long block the program
+ * may use little of: the fits still shrink by it); pages fresh or grown
+ * are not touched. */
+void *os_map_fit_zero(size_t size, bool clear);
 /* Keeps a page-aligned mapping of len bytes (or part of one) for
  * os_map_fit until the purge delay passes, within LARGE_KEEP_COUNT
  * mappings of at most bound bytes together (the oldest unmapped first),

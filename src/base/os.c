@@ -132,6 +132,8 @@ bool os_commit(void *p, size_t size) {
     return true;
 }
 
+void os_zero_pages(void *p, size_t size) { madvise(p, size, MADV_DONTNEED); }
+
 void os_decommit(void *p, size_t size) {
     /* Its pages go back (zero when committed again), and a stray access
      * faults. */

@@ -207,11 +207,23 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * the bytes live: blocks that do not fit one kept mapping take the longest
  * and grow it with fresh pages, so what is live and what waits together
  * pass the peak of what is live, and a bound of the peak alone cut what
- * the next round takes; twice it lets one round's pieces wait for the
- * next (bench_large's vectors). */
+ * the next round takes; LARGE_KEEP_PEAKS times it lets one round's pieces
+ * wait for the next (bench_large's vectors). */
 #define LARGE_KEEP_COUNT 32
 #define LARGE_KEEP_FLOOR ((size_t)64 << 20)
 #define LARGE_KEEP_PEAKS 2
+
+/* A zeroed large block (pk_calloc) of at most LARGE_ZERO_REUSE_MAX bytes
+ * takes a kept mapping and clears it; a longer one takes a kept mapping
+ * with its pages given back, which the system zeroes as the program
+ * touches them, so a huge table that is mostly never used costs none of
+ * its length (and what waits still shrinks by it). glibc likewise
+ * serves (and clears) calloc from its heap below its mmap threshold, whose
+ * ceiling is this bound; above it, fresh pages. Fresh pages for every
+ * zeroed block made a loop of filled callocs many times slower than
+ * glibc's (bench_large's zeroed blocks): each page faulted in anew, twice
+ * when read before written. */
+#define LARGE_ZERO_REUSE_MAX ((size_t)32 << 20)
 
 /* PK_POOL_SHUFFLE pools (hardened, and more): fresh slots go out in an
  * unpredictable order, so one object's address does not tell an attacker

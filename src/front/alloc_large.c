@@ -16,8 +16,10 @@
  * waits is bounded by the most bytes live at once lately (keep_bound). A resize
  * moves the mapping with mremap, so a buffer that grows by doubling is
  * never copied, and a shrink hands its tail to the fits without a system
- * call. Zeroed blocks (pk_calloc) and blocks aligned past a page come
- * fresh from the system.
+ * call. Zeroed blocks (pk_calloc) take kept mappings too: cleared, up to
+ * LARGE_ZERO_REUSE_MAX, or past it with their pages given back to come
+ * back zero; a block aligned past a page takes a kept mapping long enough
+ * to hold it aligned, what lies either side waiting on.
  *
  * The hardened front end's guarded blocks (large_alloc_guarded) are
  * mappings of their own too, with a no-access page on each side and check
@@ -189,6 +191,34 @@ static bool take(const void *ptr, block *out, size_t *bound) {
     return b != NULL;
 }
 
+/* The bound on the fits now (keep_bound), for pieces given to them
+ * outside the lock. */
+static size_t bound_now(void) {
+    pthread_mutex_lock(&large_lock);
+    size_t bound = keep_bound();
+    pthread_mutex_unlock(&large_lock);
+    return bound;
+}
+
+/* len bytes aligned to align, past a page, from the fits as any block
+ * (zero: cleared as os_map_fit_zero does): a kept mapping of len + align -
+ * page bytes, the pages before the aligned start and after its end given
+ * back to the fits. A fresh aligned mapping for every such block cost a
+ * system call and a fault per page each time. An alignment past len
+ * takes a fresh mapping still: its pieces either side, longer than the
+ * block, would crowd the fits with lengths few blocks take. */
+static char *fit_aligned(size_t len, size_t align, bool zero) {
+    size_t page = os_page_size(), span = len + align - page;
+    if (align > len) return os_map(len, align);
+    char *m = zero ? os_map_fit_zero(span, span <= LARGE_ZERO_REUSE_MAX) : os_map_fit(span);
+    if (!m) return NULL;
+    char *base = (char *)align_up((uintptr_t)m, align);
+    size_t front = (size_t)(base - m), tail = span - front - len, bound = bound_now();
+    if (front) os_unmap_later_fit(m, front, bound);
+    if (tail) os_unmap_later_fit(base + len, tail, bound);
+    return base;
+}
+
 void *large_alloc_in(large_set *set, size_t size, size_t align, bool zero) {
     size_t page = os_page_size();
     if (align < page) align = page;
@@ -197,8 +227,13 @@ void *large_alloc_in(large_set *set, size_t size, size_t align, bool zero) {
         return NULL;
     }
     size_t len = align_up(size ? size : 1, page);
-    /* Fresh pages are zero; a kept mapping holds what its last user wrote. */
-    char *base = zero || align > page ? os_map(len, align) : os_map_fit(len);
+    /* A kept mapping holds what its last user wrote: os_map_fit_zero clears
+     * it for a zeroed block (pk_calloc), as glibc's and mimalloc's calloc
+     * clear reused memory; taking fresh pages instead faulted every page
+     * in again, twice where the program reads before it writes. */
+    char *base = align > page ? fit_aligned(len, align, zero)
+                 : zero       ? os_map_fit_zero(len, len <= LARGE_ZERO_REUSE_MAX)
+                              : os_map_fit(len);
     if (!base) {
         errno = ENOMEM;
         return NULL;
@@ -397,7 +432,7 @@ static void *grown(const block *b, size_t len, size_t bound) {
     bool aligned = b->align > os_page_size();
     void *p = aligned ? NULL : os_remap(b->base, b->len, len);
     if (p) return p;
-    char *fresh = aligned ? os_map(len, b->align) : os_map_fit(len);
+    char *fresh = aligned ? fit_aligned(len, b->align, false) : os_map_fit(len);
     if (!fresh) return NULL;
     memcpy(fresh, b->base, b->len);
     os_unmap_later_fit(b->base, b->len, bound);

@@ -24,6 +24,7 @@
 #include "base/track.h"
 
 #include <pthread.h>
+#include <string.h>
 
 typedef struct retained {
     struct retained *next;
@@ -91,7 +92,9 @@ static fit fit_remove(size_t i) {
     return f;
 }
 
-void *os_map_fit(size_t size) {
+/* size bytes as os_map_fit gives them; *dirty gets how many at the front
+ * may hold what a last user wrote (the rest are fresh, zero pages). */
+static void *map_fit(size_t size, size_t *dirty) {
     fit f = {NULL, 0, 0};
     bool grow = false;
     pthread_mutex_lock(&retain_lock);
@@ -114,6 +117,7 @@ void *os_map_fit(size_t size) {
         grow = true;
     }
     pthread_mutex_unlock(&retain_lock);
+    *dirty = grow ? f.len : size;
     if (grow) {
         /* Its pages move with it (no copy, no fault); only the new ones are
          * faulted in. It may span two mappings the kernel did not merge,
@@ -124,7 +128,21 @@ void *os_map_fit(size_t size) {
     } else if (f.base) {
         return f.base;
     }
+    *dirty = 0;
     return os_map(size, 0);
+}
+
+void *os_map_fit(size_t size) {
+    size_t dirty;
+    return map_fit(size, &dirty);
+}
+
+void *os_map_fit_zero(size_t size, bool clear) {
+    size_t dirty;
+    void *p = map_fit(size, &dirty);
+    if (p && clear) memset(p, 0, dirty);
+    else if (p) os_zero_pages(p, dirty);
+    return p;
 }
 
 void os_unmap_later_fit(void *p, size_t len, size_t bound) {
