@@ -41,6 +41,11 @@
  * poolkit and each peer, interleaved. Target: poolkit at most 1.1x
  * glibc's (both clear reused memory), printed beside the best peer.
  *
+ * Then a block of SHRINK_BYTES shrunk by realloc to half and grown back,
+ * each page of the half it regains written: us per shrink and growth,
+ * interleaved. Target: poolkit at most 1.1x glibc's (the same work: the
+ * pages written), printed beside the best peer.
+ *
  * Then blocks aligned past a page: aligned_alloc of ALIGNED_BYTES at
  * ALIGNED_TO, each page read then written, freed ALIGNED_LIVE calls later: us
  * per call, interleaved. Target: poolkit at most 1.0x the best peer.
@@ -225,15 +230,16 @@ static void vectors(const bench_opts *o) {
 /* us per call of calls blocks, each made by a's calloc (zeroed) or
  * aligned_alloc, every page of it read then written, and freed `live`
  * calls later. */
+static volatile long ring_sum; /* what the reads saw, so that they are made */
+
 static double ring_us(const rp_alloc *a, int zeroed, int calls, int live) {
     char *ring[ALIGNED_LIVE > CALLOC_LIVE ? ALIGNED_LIVE : CALLOC_LIVE] = {NULL};
-    volatile long sum = 0;
     double t0 = bench_now_ns();
     for (int i = 0; i < calls; i++) {
         char *p = zeroed ? a->calloc(1, CALLOC_BYTES) : a->aligned(ALIGNED_TO, ALIGNED_BYTES);
         if (!p || (!zeroed && (uintptr_t)p % ALIGNED_TO)) abort();
         for (size_t k = 0; k < (zeroed ? CALLOC_BYTES : ALIGNED_BYTES); k += 4096) {
-            sum += p[k];
+            ring_sum += p[k];
             p[k] = 1;
         }
         a->free(ring[i % live]);
@@ -253,9 +259,31 @@ static double aligned_measure(const rp_alloc *a, bench_series *unused) {
     return ring_us(a, 0, ALIGNED_CALLS, ALIGNED_LIVE);
 }
 
-/* The zeroed blocks and the aligned ones beside the peers. */
+#define SHRINK_BYTES ((size_t)8 << 20)
+#define SHRINK_PAIRS 300
+
+static double shrink_measure(const rp_alloc *a, bench_series *unused) {
+    (void)unused;
+    char *p = a->malloc(SHRINK_BYTES);
+    if (!p) abort();
+    memset(p, 1, SHRINK_BYTES);
+    double t0 = bench_now_ns();
+    for (int i = 0; i < SHRINK_PAIRS; i++) {
+        p = a->realloc(p, SHRINK_BYTES / 2);
+        if (!p) abort();
+        p = a->realloc(p, SHRINK_BYTES);
+        if (!p) abort();
+        for (size_t k = SHRINK_BYTES / 2; k < SHRINK_BYTES; k += 4096) p[k] = (char)i;
+    }
+    double us = (bench_now_ns() - t0) / 1e3 / SHRINK_PAIRS;
+    a->free(p);
+    return us;
+}
+
+/* The zeroed blocks, the shrunk one and the aligned ones beside the peers. */
 static void rings(const bench_opts *o) {
-    bench_series t[RP_NALLOC] = {{{0}, 0}}, u[RP_NALLOC] = {{{0}, 0}}, unused[RP_NALLOC] = {{{0}, 0}};
+    bench_series t[RP_NALLOC] = {{{0}, 0}}, u[RP_NALLOC] = {{{0}, 0}}, w[RP_NALLOC] = {{{0}, 0}},
+                 unused[RP_NALLOC] = {{{0}, 0}};
     double r, best;
     printf("\nzeroed blocks: calloc of %zu KiB, each page read then written, freed %d calls later: us per call "
            "(median of %d, interleaved)\n",
@@ -263,6 +291,12 @@ static void rings(const bench_opts *o) {
     peers_interleaved(o, calloc_measure, t, unused, "us", &r, &best);
     bench_target(r <= 1.1, "zeroed blocks of %zu KiB: poolkit %.2fx glibc's calloc (target <= 1.1x); %.2fx the best peer's",
                  CALLOC_BYTES >> 10, r, best);
+    printf("\na block of %zu MiB shrunk by realloc to half and grown back, each page it regains written: us per "
+           "pair (median of %d, interleaved)\n",
+           SHRINK_BYTES >> 20, o->reps);
+    peers_interleaved(o, shrink_measure, w, unused, "us", &r, &best);
+    bench_target(r <= 1.1, "a block shrunk to half and grown back: poolkit %.2fx glibc's (target <= 1.1x); %.2fx the best peer's",
+                 r, best);
     printf("\nblocks aligned past a page: aligned_alloc of %zu bytes at %zu KiB, each page read then written, freed %d "
            "calls later: us per call (median of %d, interleaved)\n",
            ALIGNED_BYTES, ALIGNED_TO >> 10, ALIGNED_LIVE, o->reps);

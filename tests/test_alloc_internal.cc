@@ -217,6 +217,26 @@ TEST(AllocLargeKept, ABlockAlignedPastAPageTakesAKeptMapping) {
     pk_free(r);
 }
 
+TEST(AllocLargeKept, ABlockShrunkInPlaceGrowsBackOverItsOwnTail) {
+    KeptBlocks kept;
+    const size_t len = 8 * MiB;
+    unsigned char *p = static_cast<unsigned char *>(pk_alloc(len));
+    ASSERT_NE(p, nullptr);
+    for (size_t i = 0; i < len; i += 4096) p[i] = static_cast<unsigned char>(i >> 12);
+    unsigned char *q = static_cast<unsigned char *>(pk_realloc(p, len / 2));
+    ASSERT_EQ(q, p);
+    ASSERT_EQ(kept_bytes(), len / 2) << "the shrink did not keep its tail";
+    unsigned char *r = static_cast<unsigned char *>(pk_realloc(q, len));
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r, q) << "the block moved instead of growing back over its kept tail";
+    EXPECT_EQ(kept_bytes(), 0u) << "its tail still waits beside it";
+    EXPECT_EQ(resident_pages(r + len / 2, len / 2), len / 2 / 4096) << "the tail's pages were not taken back as they were";
+    size_t wrong = 0;
+    for (size_t i = 0; i < len / 2; i += 4096) wrong += r[i] != static_cast<unsigned char>(i >> 12);
+    EXPECT_EQ(wrong, 0u) << "the block's first half changed";
+    pk_free(r);
+}
+
 /* The same for an object whose slab has free slots already (the short
  * path's case, which pk_free takes without a call into the pool's slow
  * path): inside the library it waits too. */

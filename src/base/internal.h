@@ -116,6 +116,10 @@ void *os_map_fit(size_t size);
  * may use little of: the fits still shrink by it); pages fresh or grown
  * are not touched. */
 void *os_map_fit_zero(size_t size, bool clear);
+/* Takes the len bytes at `at` out of the fits if a kept mapping starts
+ * there and holds them (a block shrunk in place grows back over its own
+ * tail, its pages still faulted in): true if it did. */
+bool os_fit_claim(void *at, size_t len);
 /* Keeps a page-aligned mapping of len bytes (or part of one) for
  * os_map_fit until the purge delay passes, within LARGE_KEEP_COUNT
  * mappings of at most bound bytes together (the oldest unmapped first),

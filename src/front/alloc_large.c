@@ -428,6 +428,10 @@ bool large_fits_locked(const void *ptr, size_t size) {
 
 /* b's mapping grown to len bytes with its contents, or NULL (b unchanged). */
 static void *grown(const block *b, size_t len, size_t bound) {
+    /* Kept pages right after it (its own tail, kept when it shrank) are
+     * taken back as they are: no system call, no fault; mremap could not
+     * grow it in place over them, and moved it to fault fresh pages in. */
+    if (os_fit_claim(b->base + b->len, len - b->len)) return b->base;
     /* A mapping aligned past a page may move to any page: copied then. */
     bool aligned = b->align > os_page_size();
     void *p = aligned ? NULL : os_remap(b->base, b->len, len);

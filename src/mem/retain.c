@@ -145,6 +145,25 @@ void *os_map_fit_zero(size_t size, bool clear) {
     return p;
 }
 
+bool os_fit_claim(void *at, size_t len) {
+    bool found = false;
+    pthread_mutex_lock(&retain_lock);
+    for (size_t i = 0; i < fit_count && !found; i++) {
+        fit *f = &fits[i];
+        if (f->base != (char *)at || f->len < len) continue;
+        found = true;
+        if (f->len == len) {
+            fit_remove(i);
+        } else {
+            f->base += len;
+            f->len -= len;
+            __atomic_store_n(&fit_bytes, fit_bytes - len, __ATOMIC_RELAXED);
+        }
+    }
+    pthread_mutex_unlock(&retain_lock);
+    return found;
+}
+
 void os_unmap_later_fit(void *p, size_t len, size_t bound) {
     if (TRACK_ENABLED || options_purge_delay_ms() <= 0 || len > bound) {
         os_unmap(p, len);
