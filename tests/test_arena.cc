@@ -2,6 +2,8 @@
 #include <poolkit/poolkit.h>
 #include <poolkit/fault.h>
 
+#include "support.h"
+
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -13,7 +15,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <vector>
 #include <vector>
 
 #include <sys/mman.h>
@@ -341,11 +342,23 @@ TEST(Arena, ResetKeepsOneChunk) {
     ASSERT_NE(big, nullptr);
 
     pk_arena_reset(a);
-    EXPECT_FALSE(is_mapped(big)) << "reset gives large chunks back";
+    EXPECT_TRUE(is_mapped(big)) << "reset gave a large chunk back to the system, to be faulted in anew";
     unsigned long after_reset = pk_fault_requests();
     EXPECT_EQ(alloc_bytes(a, 256), first);
     for (size_t i = 1; i < fit; i++) ASSERT_NE(alloc_bytes(a, 256), nullptr);
     EXPECT_EQ(pk_fault_requests(), after_reset) << "a chunk's worth needs no page request";
+    EXPECT_EQ(alloc_bytes(a, size_t(1) << 20), big) << "the next large request did not take the kept chunk";
+    EXPECT_EQ(pk_fault_requests(), after_reset) << "a kept large chunk needs no page request";
+    pk_arena_destroy(a);
+}
+
+TEST(Arena, ResetWithDelayZeroGivesLargeChunksBackAtOnce) {
+    pktest::PurgeDelay none(0);
+    pk_arena *a = pk_arena_create(0);
+    unsigned char *big = alloc_bytes(a, size_t(1) << 20);
+    ASSERT_NE(big, nullptr);
+    pk_arena_reset(a);
+    EXPECT_FALSE(is_mapped(big)) << "with delay 0, reset kept a large chunk";
     pk_arena_destroy(a);
 }
 

@@ -55,7 +55,10 @@ PK_API pk_arena_mark pk_arena_save(pk_arena *arena);
  * arena, so that a loop of save, allocate, rewind does not call the system
  * each turn; spares unused for the purge delay (pk_set_purge_delay) go back
  * to the system on a later rewind or reset (with delay 0: all but one, at
- * once). Chunks larger than a normal chunk go back at once. Rewinding to a
+ * once). Chunks larger than a normal chunk wait, for the purge delay,
+ * among the mappings that freed large blocks leave (pk_alloc's), which the
+ * next request of any length past a chunk, the arena's or pk_alloc's,
+ * takes first (with delay 0 they go at once). Rewinding to a
  * mark that is no longer in the arena's past (it
  * was rewound past, or the arena was reset since) is misuse: it is reported
  * as the fatal error "bad arena mark" (error.h) whenever the mark's chunk no

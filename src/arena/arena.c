@@ -21,11 +21,18 @@
  *   chunk boundary and rewinds calls neither mmap nor munmap. Spares idle
  *   past the delay go back on the arena's next rewind past a chunk or reset
  *   (an arena no one calls keeps them until destroy); with delay 0, one
- *   spare is kept and the rest go at once. Chunks of their own
- *   (larger than a normal chunk) go back at once.
+ *   spare is kept and the rest go at once. Chunks of their own (larger
+ *   than a normal chunk) come from and go back to the kept mappings of
+ *   freed large blocks (os_map_fit, os_unmap_later_fit), which serve any
+ *   length, within LARGE_KEEP_PEAKS times what the arena held in them:
+ *   each taken from the system and given back at once made an arena of
+ *   big requests, reset per phase, many times slower than malloc and
+ *   free of the same blocks (a system call and every page faulted anew
+ *   each time).
  * - Memory is not zeroed on reuse: arenas promise nothing about contents.
  */
 #include "base/internal.h"
+#include "base/policy.h"
 #include "pool/sweep.h"
 
 #include <poolkit/arena.h>
@@ -46,6 +53,7 @@ struct pk_arena {
     chunk *cur;        /* newest chunk */
     chunk *spare;      /* freed normal chunks kept for reuse (the spare list), or NULL */
     size_t chunk_size; /* normal chunk size: a multiple of the page size */
+    size_t big_bytes;  /* bytes of the chunks of their own (oversized) in the list */
 };
 
 /* Every arena's chunks, for pk_stats_get from any thread: moved only where
@@ -106,12 +114,21 @@ static void purge_spares(pk_arena *a, uint64_t now) {
     }
 }
 
+/* The bound on the kept mappings while the arena's chunks of their own
+ * go back to them (os_unmap_later_fit). */
+static size_t big_bound(const pk_arena *a) {
+    size_t bound = LARGE_KEEP_PEAKS * a->big_bytes;
+    return bound > LARGE_KEEP_FLOOR ? bound : LARGE_KEEP_FLOOR;
+}
+
 /* Frees one chunk that rewind or reset gave up. Rewind drops chunks newest
  * first, so the oldest lands at the head of the spare list: the chunk the
  * next allocation past the mark went into before, and will go into again. */
-static void drop_chunk(pk_arena *a, chunk *c, uint64_t now) {
+static void drop_chunk(pk_arena *a, chunk *c, uint64_t now, size_t bound) {
     if (c->size != a->chunk_size) {
-        unmap_chunk(c);
+        account(0, -(long)c->size);
+        a->big_bytes -= c->size;
+        os_unmap_later_fit(c, c->size, bound);
         return;
     }
     c->prev = a->spare;
@@ -139,19 +156,22 @@ pk_arena *pk_arena_create(size_t chunk_size) {
     pk_arena *a = (pk_arena *)(void *)((char *)home + chunk_size - ARENA_SIZE);
     a->spare = NULL;
     a->chunk_size = chunk_size;
+    a->big_bytes = 0;
     make_current(a, home, CHUNK_HDR);
     account(1, (long)chunk_size);
     return a;
 }
 
-/* Hands the chunks from c down to (not including) stop to the retained
- * memory (retain.c); returns their bytes. */
-static size_t retain_chunks(chunk *c, chunk *stop) {
-    size_t bytes = 0;
+/* Hands a's chunks from c down to (not including) stop to the retained
+ * memory (retain.c: normal ones for the next arena, those of their own to
+ * the kept mappings of any length); returns their bytes. */
+static size_t retain_chunks(const pk_arena *a, chunk *c, chunk *stop) {
+    size_t bytes = 0, bound = big_bound(a);
     for (chunk *prev; c != stop; c = prev) {
         prev = c->prev;
         bytes += c->size;
-        os_unmap_later(c, c->size, os_page_size());
+        if (c->size != a->chunk_size) os_unmap_later_fit(c, c->size, bound);
+        else os_unmap_later(c, c->size, os_page_size());
     }
     return bytes;
 }
@@ -160,7 +180,7 @@ void pk_arena_destroy(pk_arena *arena) {
     if (!arena) return;
     pool_purge_poll(); /* a call that reaches the library: idle memory goes first */
     chunk *home = home_of(arena);
-    size_t bytes = home->size + retain_chunks(arena->spare, NULL) + retain_chunks(arena->cur, home);
+    size_t bytes = home->size + retain_chunks(arena, arena->spare, NULL) + retain_chunks(arena, arena->cur, home);
     account(-1, -(long)bytes);
     os_unmap_later(home, home->size, os_page_size()); /* last: the arena lives in it */
 }
@@ -205,9 +225,10 @@ static bool grow(pk_arena *a, size_t size, size_t align) {
         c->size = a->chunk_size;
     } else {
         size_t bytes = align_up(need, page);
-        c = os_map(bytes, align);
+        c = align <= page ? os_map_fit(bytes) : os_map(bytes, align);
         if (!c) return false;
         c->size = bytes;
+        a->big_bytes += bytes;
         account(0, (long)bytes);
     }
     a->cur->top = (size_t)(a->ptr - (char *)a->cur);
@@ -273,9 +294,10 @@ static PK_NOINLINE void rewind_slow(pk_arena *a, pk_arena_mark m) {
         return;
     }
     uint64_t now = os_now_ms();
+    size_t bound = big_bound(a);
     for (chunk *x = a->cur, *prev; x != c; x = prev) {
         prev = x->prev;
-        drop_chunk(a, x, now);
+        drop_chunk(a, x, now, bound);
     }
     purge_spares(a, now);
     make_current(a, c, m.used);
@@ -296,9 +318,10 @@ void pk_arena_rewind(pk_arena *arena, pk_arena_mark mark) {
 void pk_arena_reset(pk_arena *arena) {
     chunk *home = home_of(arena);
     uint64_t now = os_now_ms();
+    size_t bound = big_bound(arena);
     for (chunk *c = arena->cur, *prev; c != home; c = prev) {
         prev = c->prev;
-        drop_chunk(arena, c, now);
+        drop_chunk(arena, c, now, bound);
     }
     purge_spares(arena, now);
     make_current(arena, home, CHUNK_HDR);
