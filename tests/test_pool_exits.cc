@@ -139,6 +139,19 @@ TEST(PoolExits, SlabsWhoseObjectsAThreadThatNeverRefillsFreedGoBackAfterThePurge
     EXPECT_GE(s.slabs_released, held);
 }
 
+/* The pool's slabs while a thread that makes n objects holds them all; the
+ * thread then frees them and ends. */
+static size_t slabs_of_a_thread_that_frees_and_ends(pk_pool *p, size_t n) {
+    size_t held = 0;
+    std::thread t([&] {
+        std::vector<void *> objs = alloc_n(p, n);
+        held = slabs_of(p);
+        free_all(p, objs);
+    });
+    t.join();
+    return held;
+}
+
 /* The purge tick runs only on calls that reach the library, and the threads
  * left may make none for long (their lists serve them): a thread's exit
  * gives back at once the empty slabs beyond as many as the pool's slabs in
@@ -146,13 +159,7 @@ TEST(PoolExits, SlabsWhoseObjectsAThreadThatNeverRefillsFreedGoBackAfterThePurge
 TEST(PoolExits, AThreadThatFreesWhatItMadeAndEndsLeavesNoEmptySlab) {
     PurgeDelay set(60000);
     PoolPtr p = make_pool(kSize, 0, 0, "made and freed");
-    size_t held = 0;
-    std::thread t([&] {
-        std::vector<void *> objs = alloc_n(p.get(), 6000); /* about twelve slabs */
-        held = slabs_of(p.get());
-        free_all(p.get(), objs);
-    });
-    t.join();
+    size_t held = slabs_of_a_thread_that_frees_and_ends(p.get(), 6000); /* about twelve slabs */
     ASSERT_GE(held, 10u);
     pk_pool_stats s = stats_of(p.get());
     EXPECT_EQ(s.live, 0u);
@@ -183,13 +190,7 @@ TEST(PoolExits, AThreadsExitKeepsAsManyEmptySlabsAsThePoolHasInUse) {
 TEST(PoolExits, AThreadsExitKeepsTheEmptySlabsOfObjectsOverASlab) {
     PurgeDelay set(60000);
     PoolPtr p = make_pool(size_t(100) << 10, 0, 0, "huge");
-    size_t held = 0;
-    std::thread t([&] {
-        std::vector<void *> objs = alloc_n(p.get(), 20); /* a slab each */
-        held = slabs_of(p.get());
-        free_all(p.get(), objs);
-    });
-    t.join();
+    size_t held = slabs_of_a_thread_that_frees_and_ends(p.get(), 20); /* a slab each */
     ASSERT_GE(held, 20u);
     EXPECT_EQ(slabs_of(p.get()), held) << "a thread's exit gave back huge slabs that only this pool can reuse";
 }

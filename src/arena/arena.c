@@ -116,10 +116,7 @@ static void purge_spares(pk_arena *a, uint64_t now) {
 
 /* The bound on the kept mappings while the arena's chunks of their own
  * go back to them (os_unmap_later_fit). */
-static size_t big_bound(const pk_arena *a) {
-    size_t bound = LARGE_KEEP_PEAKS * a->big_bytes;
-    return bound > LARGE_KEEP_FLOOR ? bound : LARGE_KEEP_FLOOR;
-}
+static size_t big_bound(const pk_arena *a) { return policy_keep_bound(a->big_bytes); }
 
 /* Frees one chunk that rewind or reset gave up. Rewind drops chunks newest
  * first, so the oldest lands at the head of the spare list: the chunk the

@@ -213,6 +213,12 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
 #define LARGE_KEEP_FLOOR ((size_t)64 << 20)
 #define LARGE_KEEP_PEAKS 2
 
+/* The bound on the kept mappings for a caller that held `peak` bytes in
+ * them at most lately: LARGE_KEEP_PEAKS times it, at least the floor. */
+static inline size_t policy_keep_bound(size_t peak) {
+    return LARGE_KEEP_PEAKS * peak > LARGE_KEEP_FLOOR ? LARGE_KEEP_PEAKS * peak : LARGE_KEEP_FLOOR;
+}
+
 /* A zeroed large block (pk_calloc) of at most LARGE_ZERO_REUSE_MAX bytes
  * takes a kept mapping and clears it; a longer one takes a kept mapping
  * with its pages given back, which the system zeroes as the program

@@ -67,8 +67,7 @@ static size_t recent_peak;
  * waited, at least LARGE_KEEP_FLOOR (policy.h says why). Under the lock. */
 static size_t keep_bound(void) {
     if (os_fit_bytes() == 0) recent_peak = bytes;
-    size_t bound = LARGE_KEEP_PEAKS * recent_peak;
-    return bound > LARGE_KEEP_FLOOR ? bound : LARGE_KEEP_FLOOR;
+    return policy_keep_bound(recent_peak);
 }
 
 static size_t slot_of(uintptr_t ptr, size_t n) {
