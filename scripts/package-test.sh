@@ -55,16 +55,19 @@ shopt -u nullglob
 say "made $(basename "${runtime_deb[0]}") and $(basename "${dev_deb[0]}")"
 malloc_deb=("$build"/libpoolkit-malloc"${major}"_"${version}"_*.deb)
 [ ${#malloc_deb[@]} -eq 1 ] || fail "no libpoolkit-malloc${major}_${version}_*.deb in $build"
-dpkg-deb -c "${malloc_deb[0]}" | grep -Eq "/libpoolkit-malloc\.so\.${major}( |$)" ||
-    fail "libpoolkit-malloc${major} lacks libpoolkit-malloc.so.${major}: $(dpkg-deb -c "${malloc_deb[0]}")"
+# Each listing is read whole before it is searched: grep -q stops at the first
+# match, and under pipefail the writer's broken pipe would fail the check.
+malloc_files=$(dpkg-deb -c "${malloc_deb[0]}")
+grep -Eq "/libpoolkit-malloc\.so\.${major}( |$)" <<<"$malloc_files" ||
+    fail "libpoolkit-malloc${major} lacks libpoolkit-malloc.so.${major}: $malloc_files"
 
 # ---- 2. what they hold, unpacked into a scratch root ------------------------
 field() { dpkg-deb -f "$1" "$2"; }
 [ "$(field "${runtime_deb[0]}" Package)" = "libpoolkit${major}" ] || fail "runtime package's name"
 [ "$(field "${dev_deb[0]}" Package)" = "libpoolkit-dev" ] || fail "dev package's name"
-field "${runtime_deb[0]}" Depends | grep -q 'libc6' ||
+grep -q 'libc6' <<<"$(field "${runtime_deb[0]}" Depends)" ||
     fail "libpoolkit${major} does not depend on libc6: $(field "${runtime_deb[0]}" Depends)"
-field "${dev_deb[0]}" Depends | grep -qx "libpoolkit${major} (= ${version})" ||
+grep -qx "libpoolkit${major} (= ${version})" <<<"$(field "${dev_deb[0]}" Depends)" ||
     fail "libpoolkit-dev does not depend on libpoolkit${major} (= ${version}): $(field "${dev_deb[0]}" Depends)"
 
 sysroot=$work/root
@@ -112,7 +115,7 @@ cmake -S "$consumer" -B "$work/consumer-cmake" -G Ninja -DCMAKE_BUILD_TYPE=Relea
 for kind in shared static default; do
     "$work/consumer-cmake/consumer_cmake_$kind" >/dev/null || fail "consumer_cmake_$kind did not run"
 done
-readelf -d "$work/consumer-cmake/consumer_cmake_shared" | grep -q "NEEDED.*libpoolkit.so.${major}" ||
+grep -q "NEEDED.*libpoolkit.so.${major}" <<<"$(readelf -d "$work/consumer-cmake/consumer_cmake_shared")" ||
     fail "consumer_cmake_shared does not need libpoolkit.so.${major}"
 for module in poolkit poolkit-static; do
     flags=$(PKG_CONFIG_PATH=$pcdir PKG_CONFIG_LIBDIR=$pcdir PKG_CONFIG_SYSROOT_DIR=$sysroot \
