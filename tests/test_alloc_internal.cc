@@ -95,6 +95,74 @@ TEST(AllocLargeKept, AtMostLargeKeepCountMappingsWait) {
     for (size_t i = 1; i < 2 * n; i += 2) pk_free(blocks[i]);
 }
 
+TEST(AllocLargeKept, PastTheCountTheSmallestGoesNotTheOldest) {
+    KeptBlocks kept;
+    /* A long block freed first, then more short ones than the table holds,
+     * each between two live blocks: the long one, the oldest, stays (it
+     * spares the most pages from being faulted in again). */
+    const size_t n = 2 * LARGE_KEEP_COUNT + 6, len = MiB, long_len = 4 * MiB;
+    std::vector<char *> blocks{static_cast<char *>(pk_alloc(long_len))};
+    for (size_t i = 1; i < n; i++) blocks.push_back(static_cast<char *>(pk_alloc(len)));
+    char *long_block = blocks[0];
+    std::sort(blocks.begin(), blocks.end());
+    size_t parity = size_t(std::find(blocks.begin(), blocks.end(), long_block) - blocks.begin()) % 2;
+    pk_free(long_block);
+    size_t freed = 0;
+    for (size_t i = parity; i < n; i += 2)
+        if (blocks[i] != long_block) {
+            pk_free(blocks[i]);
+            freed++;
+        }
+    ASSERT_GT(freed, size_t(LARGE_KEEP_COUNT)) << "the table was never full";
+    EXPECT_EQ(kept_bytes(), long_len + (LARGE_KEEP_COUNT - 1) * len) << "the long block left before a short one";
+    pk_pool_release_cache(); /* a full table goes back in batches, all of it */
+    EXPECT_EQ(kept_bytes(), 0u) << "a release left kept mappings";
+    for (size_t i = 1 - parity; i < n; i += 2) pk_free(blocks[i]);
+}
+
+/* n mappings of a MiB of the test's, in address order: each other one
+ * given to the fits under bound lies between two that are not, so none
+ * joins another; the rest are returned. */
+std::vector<char *> kept_apart(size_t n, fit_bound bound) {
+    std::vector<char *> maps;
+    for (size_t i = 0; i < n; i++) maps.push_back(static_cast<char *>(os_map(MiB, 0)));
+    std::sort(maps.begin(), maps.end());
+    std::vector<char *> rest;
+    for (size_t i = 0; i < n; i++)
+        if (i % 2 == 0) os_unmap_later_fit(maps[i], MiB, bound);
+        else rest.push_back(maps[i]);
+    return rest;
+}
+
+TEST(AllocLargeKept, AMappingKeptUnderALowerBoundMakesRoomForItself) {
+    KeptBlocks kept;
+    /* More pieces than go back in one batch wait under a high bound; one
+     * more kept under a bound of a few of them: the oldest go, down to it. */
+    const size_t n = 80, few = 8;
+    std::vector<char *> rest = kept_apart(n, {SIZE_MAX / 2, LARGE_KEEP_COUNT});
+    ASSERT_EQ(kept_bytes(), n / 2 * MiB);
+    os_unmap_later_fit(rest[0], MiB, {few * MiB, LARGE_KEEP_COUNT});
+    EXPECT_EQ(kept_bytes(), few * MiB) << "what waits passed the bound it was kept under";
+    for (size_t i = 1; i < rest.size(); i++) os_unmap(rest[i], MiB);
+}
+
+TEST(AllocLargeKept, AMappingKeptPastTheCountItWasGivenMakesRoomForItself) {
+    KeptBlocks kept;
+    const size_t n = 40, count = 8;
+    std::vector<char *> rest = kept_apart(n, {SIZE_MAX / 2, count});
+    EXPECT_EQ(kept_bytes(), count * MiB) << "more pieces kept than the count they were kept under";
+    for (char *m : rest) os_unmap(m, MiB);
+}
+
+TEST(AllocLargeKept, ThePiecesKeptFollowTheLiveBlocksWithinTheirBounds) {
+    EXPECT_EQ(policy_keep_bound(0, 0).count, size_t(LARGE_KEEP_COUNT_MIN)) << "few live blocks, fewer pieces than the least";
+    EXPECT_EQ(policy_keep_bound(0, LARGE_KEEP_COUNT / 4).count, size_t(LARGE_KEEP_COUNT / 2))
+        << "not twice the live blocks";
+    EXPECT_EQ(policy_keep_bound(0, 4 * LARGE_KEEP_COUNT).count, size_t(LARGE_KEEP_COUNT)) << "past the table";
+    EXPECT_EQ(policy_keep_bound(MiB, 0).bytes, LARGE_KEEP_FLOOR) << "under the floor";
+    EXPECT_EQ(policy_keep_bound(LARGE_KEEP_FLOOR, 0).bytes, LARGE_KEEP_PEAKS * LARGE_KEEP_FLOOR) << "not the peaks";
+}
+
 TEST(AllocLargeKept, WhatWaitsIsBoundedByTheMostBytesLiveAtOnce) {
     KeptBlocks kept;
     /* 2.25 floors live at the peak, then freed one by one: all of it waits
@@ -139,8 +207,8 @@ TEST(AllocLargeKept, AMappingJoinedPastTheBoundKeepsItsFront) {
     const size_t len = 4 * MiB;
     char *m = static_cast<char *>(mmap(nullptr, 2 * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     ASSERT_NE(m, MAP_FAILED);
-    os_unmap_later_fit(m, len, 2 * len);
-    os_unmap_later_fit(m + len, len, len + len / 2);
+    os_unmap_later_fit(m, len, {2 * len, LARGE_KEEP_COUNT});
+    os_unmap_later_fit(m + len, len, {len + len / 2, LARGE_KEEP_COUNT});
     EXPECT_EQ(kept_bytes(), len + len / 2) << "a joined mapping past the bound was not cut to it";
     void *p = os_map_fit(len + len / 2);
     EXPECT_EQ(p, m) << "the front of the joined mapping was not the one kept";

@@ -115,13 +115,14 @@ static void purge_spares(pk_arena *a, uint64_t now) {
 }
 
 /* The bound on the kept mappings while the arena's chunks of their own
- * go back to them (os_unmap_later_fit). */
-static size_t big_bound(const pk_arena *a) { return policy_keep_bound(a->big_bytes); }
+ * go back to them (os_unmap_later_fit): their bytes, and the fewest
+ * pieces (an arena keeps no count of its chunks). */
+static fit_bound big_bound(const pk_arena *a) { return policy_keep_bound(a->big_bytes, 0); }
 
 /* Frees one chunk that rewind or reset gave up. Rewind drops chunks newest
  * first, so the oldest lands at the head of the spare list: the chunk the
  * next allocation past the mark went into before, and will go into again. */
-static void drop_chunk(pk_arena *a, chunk *c, uint64_t now, size_t bound) {
+static void drop_chunk(pk_arena *a, chunk *c, uint64_t now, fit_bound bound) {
     if (c->size != a->chunk_size) {
         account(0, -(long)c->size);
         a->big_bytes -= c->size;
@@ -163,7 +164,8 @@ pk_arena *pk_arena_create(size_t chunk_size) {
  * memory (retain.c: normal ones for the next arena, those of their own to
  * the kept mappings of any length); returns their bytes. */
 static size_t retain_chunks(const pk_arena *a, chunk *c, chunk *stop) {
-    size_t bytes = 0, bound = big_bound(a);
+    size_t bytes = 0;
+    fit_bound bound = big_bound(a);
     for (chunk *prev; c != stop; c = prev) {
         prev = c->prev;
         bytes += c->size;
@@ -291,7 +293,7 @@ static PK_NOINLINE void rewind_slow(pk_arena *a, pk_arena_mark m) {
         return;
     }
     uint64_t now = os_now_ms();
-    size_t bound = big_bound(a);
+    fit_bound bound = big_bound(a);
     for (chunk *x = a->cur, *prev; x != c; x = prev) {
         prev = x->prev;
         drop_chunk(a, x, now, bound);
@@ -315,7 +317,7 @@ void pk_arena_rewind(pk_arena *arena, pk_arena_mark mark) {
 void pk_arena_reset(pk_arena *arena) {
     chunk *home = home_of(arena);
     uint64_t now = os_now_ms();
-    size_t bound = big_bound(arena);
+    fit_bound bound = big_bound(arena);
     for (chunk *c = arena->cur, *prev; c != home; c = prev) {
         prev = c->prev;
         drop_chunk(arena, c, now, bound);

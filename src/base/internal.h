@@ -11,6 +11,8 @@
 #ifndef POOLKIT_INTERNAL_H
 #define POOLKIT_INTERNAL_H
 
+#include "base/policy.h"
+
 #include <poolkit/error.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -121,10 +123,10 @@ void *os_map_fit_zero(size_t size, bool clear);
  * tail, its pages still faulted in): true if it did. */
 bool os_fit_claim(void *at, size_t len);
 /* Keeps a page-aligned mapping of len bytes (or part of one) for
- * os_map_fit until the purge delay passes, within LARGE_KEEP_COUNT
- * mappings of at most bound bytes together (the oldest unmapped first),
- * or unmaps it now. */
-void os_unmap_later_fit(void *p, size_t len, size_t bound);
+ * os_map_fit until the purge delay passes, within bound.count mappings
+ * (the smallest unmapped first) of at most bound.bytes together (the
+ * oldest unmapped first), or unmaps it now. */
+void os_unmap_later_fit(void *p, size_t len, fit_bound bound);
 /* Unmaps what has been retained longer than the delay. */
 void os_retain_tick(uint64_t now_ms);
 /* Unmaps everything retained; returns the bytes. */

@@ -192,14 +192,23 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * mremap, so only the pages it lacks are faulted in. Lengths that vary
  * rarely repeat: a mapping kept for its own length alone would leave
  * nearly every block to be faulted in afresh, page by page
- * (bench_large: mimalloc-bench's malloc-large shape). At most
- * LARGE_KEEP_COUNT mappings are kept, of at most the larger of
+ * (bench_large: mimalloc-bench's malloc-large shape). The mappings kept
+ * are at most twice as many as the live large blocks, at least
+ * LARGE_KEEP_COUNT_MIN, at most LARGE_KEEP_COUNT: a program that replaces
+ * some of many live blocks of varied lengths leaves a kept piece in
+ * nearly every gap between two of them, so the count follows the live
+ * blocks'; a table of a fixed few dozen, the oldest going first, gave back
+ * most of what such a program freed, to fault it in again (bench_large's
+ * "replaced" part). Past the count the smallest goes (the fewest pages to
+ * fault in again). Every request and free scans the table, so
+ * LARGE_KEEP_COUNT caps that scan, and a program with few blocks scans
+ * few pieces. What waits holds at most the larger of
  * LARGE_KEEP_FLOOR and LARGE_KEEP_PEAKS times the most bytes of large
  * blocks live at once since the fits were last empty, so what waits grows
  * with what the program uses (as glibc raises its trim threshold to twice
  * the largest mapped block freed, up to a cap of its own); each goes back
  * once it has waited the purge delay (the peak then starts again), and the
- * oldest goes first when a bound is reached; a mapping joined with its
+ * oldest goes first when that bound is reached; a mapping joined with its
  * neighbours past the bound keeps its front to it. Bounded by the bytes
  * live when each block left, a program's last frees, of its longest
  * blocks (a vector that doubles by a fresh block, a copy and a free), were
@@ -209,14 +218,25 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * pass the peak of what is live, and a bound of the peak alone cut what
  * the next round takes; LARGE_KEEP_PEAKS times it lets one round's pieces
  * wait for the next (bench_large's vectors). */
-#define LARGE_KEEP_COUNT 32
+#define LARGE_KEEP_COUNT 256
+#define LARGE_KEEP_COUNT_MIN 32
 #define LARGE_KEEP_FLOOR ((size_t)64 << 20)
 #define LARGE_KEEP_PEAKS 2
 
+/* What the kept mappings may hold: bytes and entries. */
+typedef struct fit_bound {
+    size_t bytes, count;
+} fit_bound;
+
 /* The bound on the kept mappings for a caller that held `peak` bytes in
- * them at most lately: LARGE_KEEP_PEAKS times it, at least the floor. */
-static inline size_t policy_keep_bound(size_t peak) {
-    return LARGE_KEEP_PEAKS * peak > LARGE_KEEP_FLOOR ? LARGE_KEEP_PEAKS * peak : LARGE_KEEP_FLOOR;
+ * them at most lately and has `live` blocks now: LARGE_KEEP_PEAKS times
+ * the peak, at least the floor; twice the live blocks' count (a piece
+ * beside each, and as many again cut from them), within
+ * LARGE_KEEP_COUNT_MIN and LARGE_KEEP_COUNT. */
+static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
+    size_t count = live < LARGE_KEEP_COUNT / 2 ? 2 * live : LARGE_KEEP_COUNT;
+    return (fit_bound){LARGE_KEEP_PEAKS * peak > LARGE_KEEP_FLOOR ? LARGE_KEEP_PEAKS * peak : LARGE_KEEP_FLOOR,
+                       count > LARGE_KEEP_COUNT_MIN ? count : LARGE_KEEP_COUNT_MIN};
 }
 
 /* A zeroed large block (pk_calloc) of at most LARGE_ZERO_REUSE_MAX bytes

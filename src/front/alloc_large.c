@@ -62,12 +62,13 @@ static size_t bytes, peak_bytes;
  * what they may hold. */
 static size_t recent_peak;
 
-/* What the fits may hold when a block leaves (bytes still counts it):
- * LARGE_KEEP_PEAKS times the most bytes live at once since nothing
- * waited, at least LARGE_KEEP_FLOOR (policy.h says why). Under the lock. */
-static size_t keep_bound(void) {
+/* What the fits may hold when a block leaves (bytes and live still count
+ * it): LARGE_KEEP_PEAKS times the most bytes live at once since nothing
+ * waited, at least LARGE_KEEP_FLOOR, in a number of pieces that follows
+ * the live blocks' (policy.h says why). Under the lock. */
+static fit_bound keep_bound(void) {
     if (os_fit_bytes() == 0) recent_peak = bytes;
-    return policy_keep_bound(recent_peak);
+    return policy_keep_bound(recent_peak, live);
 }
 
 static size_t slot_of(uintptr_t ptr, size_t n) {
@@ -171,18 +172,18 @@ static bool insert(const block *b) {
 
 /* Takes entry b out into *out, and the bound on the fits for what leaves
  * it into *bound; caller holds the lock. */
-static void take_locked(block *b, block *out, size_t *bound) {
+static void take_locked(block *b, block *out, fit_bound *bound) {
     __atomic_store_n(&large_takes, large_takes + 1, __ATOMIC_RELEASE);
     *out = *b;
     if (b->set) set_remove(b);
     b->ptr = TOMB;
-    live--;
     *bound = keep_bound();
+    live--;
     bytes -= out->len;
 }
 
 /* take_locked for ptr's entry; false when ptr is no live block. */
-static bool take(const void *ptr, block *out, size_t *bound) {
+static bool take(const void *ptr, block *out, fit_bound *bound) {
     pthread_mutex_lock(&large_lock);
     block *b = find((uintptr_t)ptr);
     if (b) take_locked(b, out, bound);
@@ -192,9 +193,9 @@ static bool take(const void *ptr, block *out, size_t *bound) {
 
 /* The bound on the fits now (keep_bound), for pieces given to them
  * outside the lock. */
-static size_t bound_now(void) {
+static fit_bound bound_now(void) {
     pthread_mutex_lock(&large_lock);
-    size_t bound = keep_bound();
+    fit_bound bound = keep_bound();
     pthread_mutex_unlock(&large_lock);
     return bound;
 }
@@ -212,7 +213,8 @@ static char *fit_aligned(size_t len, size_t align, bool zero) {
     char *m = zero ? os_map_fit_zero(span, span <= LARGE_ZERO_REUSE_MAX) : os_map_fit(span);
     if (!m) return NULL;
     char *base = (char *)align_up((uintptr_t)m, align);
-    size_t front = (size_t)(base - m), tail = span - front - len, bound = bound_now();
+    size_t front = (size_t)(base - m), tail = span - front - len;
+    fit_bound bound = bound_now();
     if (front) os_unmap_later_fit(m, front, bound);
     if (tail) os_unmap_later_fit(base + len, tail, bound);
     return base;
@@ -384,7 +386,7 @@ bool large_explain_fault(int sig, const void *addr) {
 
 bool large_free(void *ptr) {
     block b = {0}, gone = {0};
-    size_t bound = 0;
+    fit_bound bound = {0, 0};
     pthread_mutex_lock(&large_lock);
     block *e = find((uintptr_t)ptr);
     bool guarded = e && e->size; /* a hardened block, between guard pages */
@@ -426,7 +428,7 @@ bool large_fits_locked(const void *ptr, size_t size) {
 }
 
 /* b's mapping grown to len bytes with its contents, or NULL (b unchanged). */
-static void *grown(const block *b, size_t len, size_t bound) {
+static void *grown(const block *b, size_t len, fit_bound bound) {
     /* Kept pages right after it (its own tail, kept when it shrank) are
      * taken back as they are: no system call, no fault; mremap could not
      * grow it in place over them, and moved it to fault fresh pages in. */
@@ -444,7 +446,7 @@ static void *grown(const block *b, size_t len, size_t bound) {
 
 void *large_realloc(void *ptr, size_t size) {
     block b;
-    size_t bound;
+    fit_bound bound;
     if (size > SIZE_MAX / 2 || !take(ptr, &b, &bound)) {
         errno = ENOMEM;
         return NULL;

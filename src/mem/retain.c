@@ -8,13 +8,16 @@
  *   places region.c keeps (retain_charge). The first bytes of each mapping
  *   hold its entry while it waits.
  * - Fits: freed large blocks' mappings (alloc_large.c), of any length, in
- *   a table of at most LARGE_KEEP_COUNT entries under the caller's bound
- *   in bytes (policy.h). A request takes the front of the smallest that
+ *   a table of at most LARGE_KEEP_COUNT entries, under the caller's bound
+ *   in bytes and entries (policy.h). A request takes the front of the smallest that
  *   holds it (the rest waits on), or grows the longest with mremap
  *   (os_map_fit). A mapping kept beside another is joined to it, so
  *   blocks freed side by side serve a longer one; the entry's time stamp
  *   is its oldest part's, so nothing waits past the delay because a
- *   neighbour came later. No entry is written into the memory kept.
+ *   neighbour came later. Past the count the smallest goes (the fewest
+ *   pages to fault in again), past the bound in bytes the oldest. No
+ *   entry is written into the memory kept: what leaves is gathered
+ *   GONE_BATCH at a time and unmapped outside the lock.
  *
  * Reused memory is not zero (callers that need zeros clear what they use
  * or ask for fresh pages). Tool builds keep nothing, so that Valgrind and
@@ -37,6 +40,10 @@ typedef struct fit {
     size_t len;
     uint64_t since;
 } fit;
+
+/* What leaves the fits at once under the lock, on the stack, before the
+ * lock is dropped to unmap it. */
+#define GONE_BATCH 16
 
 static pthread_mutex_t retain_lock = PTHREAD_MUTEX_INITIALIZER;
 static retained *head;
@@ -164,12 +171,27 @@ bool os_fit_claim(void *at, size_t len) {
     return found;
 }
 
-void os_unmap_later_fit(void *p, size_t len, size_t bound) {
+static void unmap_all(const fit *f, size_t n) {
+    for (size_t i = 0; i < n; i++) os_unmap(f[i].base, f[i].len);
+}
+
+/* The entry that goes first when the table is full (the smallest: the
+ * fewest pages lost) or past the bound (the oldest). Under the lock;
+ * fit_count > 0. */
+static size_t fit_victim(bool full) {
+    size_t v = 0;
+    for (size_t i = 1; i < fit_count; i++)
+        if (full ? fits[i].len < fits[v].len : fits[i].since < fits[v].since) v = i;
+    return v;
+}
+
+void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
+    size_t bound = b.bytes, count = b.count < LARGE_KEEP_COUNT ? b.count : LARGE_KEEP_COUNT;
     if (TRACK_ENABLED || options_purge_delay_ms() <= 0 || len > bound) {
         os_unmap(p, len);
         return;
     }
-    fit gone[LARGE_KEEP_COUNT];
+    fit gone[GONE_BATCH];
     size_t n_gone = 0;
     fit f = {p, len, os_now_ms()};
     pthread_mutex_lock(&retain_lock);
@@ -184,9 +206,9 @@ void os_unmap_later_fit(void *p, size_t len, size_t bound) {
         f.len += joined.len;
         if (joined.since < f.since) f.since = joined.since;
     }
-    /* Room for it, the oldest going first; joined past the bound alone,
-     * its front is kept to the bound and the rest goes (a longest mapping,
-     * kept whole, would otherwise take every neighbour it joined with it). */
+    /* Room for it; joined past the bound alone, its front is kept to the
+     * bound and the rest goes (a longest mapping, kept whole, would
+     * otherwise take every neighbour it joined with it). */
     fit cut = {NULL, 0, 0};
     if (f.len > bound) {
         size_t keep_len = bound & ~(os_page_size() - 1);
@@ -194,19 +216,25 @@ void os_unmap_later_fit(void *p, size_t len, size_t bound) {
         f.len = keep_len;
     }
     bool keep = f.len > 0;
-    while (keep && fit_count && (fit_count == LARGE_KEEP_COUNT || fit_bytes + f.len > bound)) {
-        size_t old = 0;
-        for (size_t i = 1; i < fit_count; i++)
-            if (fits[i].since < fits[old].since) old = i;
-        /* past the count, the oldest goes; past the bound, only as much of
-         * it as the bound wants (its tail) */
-        size_t over = fit_count == LARGE_KEEP_COUNT ? SIZE_MAX : align_up(fit_bytes + f.len - bound, os_page_size());
-        if (over < fits[old].len) {
-            fits[old].len -= over;
-            gone[n_gone++] = (fit){fits[old].base + fits[old].len, over, 0};
+    while (keep && fit_count && (fit_count >= count || fit_bytes + f.len > bound)) {
+        if (n_gone == GONE_BATCH) {
+            pthread_mutex_unlock(&retain_lock);
+            unmap_all(gone, n_gone);
+            n_gone = 0;
+            pthread_mutex_lock(&retain_lock);
+            continue;
+        }
+        bool full = fit_count >= count;
+        size_t v = fit_victim(full);
+        /* past the count, the whole entry goes; past the bound, only as
+         * much of it as the bound wants (its tail) */
+        size_t over = full ? SIZE_MAX : align_up(fit_bytes + f.len - bound, os_page_size());
+        if (over < fits[v].len) {
+            fits[v].len -= over;
+            gone[n_gone++] = (fit){fits[v].base + fits[v].len, over, 0};
             __atomic_store_n(&fit_bytes, fit_bytes - over, __ATOMIC_RELAXED);
         } else {
-            gone[n_gone++] = fit_remove(old);
+            gone[n_gone++] = fit_remove(v);
         }
     }
     if (keep) {
@@ -217,27 +245,38 @@ void os_unmap_later_fit(void *p, size_t len, size_t bound) {
     pthread_mutex_unlock(&retain_lock);
     if (!keep) os_unmap(f.base, f.len);
     if (cut.len) os_unmap(cut.base, cut.len);
-    for (size_t i = 0; i < n_gone; i++) os_unmap(gone[i].base, gone[i].len);
+    unmap_all(gone, n_gone);
 }
 
 /* ---- the purge ---- */
 
 /* Unlinks the entries retained before `before` (all with UINT64_MAX) and
- * unmaps them outside the lock; returns the bytes. */
+ * unmaps them outside the lock, the fits GONE_BATCH at a time; returns the
+ * bytes. */
 static size_t release_older(uint64_t before) {
     retained *gone = NULL;
-    fit gone_fits[LARGE_KEEP_COUNT];
-    size_t bytes = 0, n_fits = 0;
-    uint64_t left = UINT64_MAX; /* the oldest entry kept */
+    fit gone_fits[GONE_BATCH];
+    size_t bytes = 0, n_fits;
+    uint64_t left; /* the oldest entry kept */
     pthread_mutex_lock(&retain_lock);
-    for (size_t i = 0; i < fit_count;) {
-        if (before == UINT64_MAX || fits[i].since < before) {
-            gone_fits[n_fits++] = fit_remove(i);
-        } else {
-            if (fits[i].since < left) left = fits[i].since;
-            i++;
+    do {
+        n_fits = 0;
+        left = UINT64_MAX;
+        for (size_t i = 0; i < fit_count;) {
+            if (n_fits < GONE_BATCH && (before == UINT64_MAX || fits[i].since < before)) {
+                gone_fits[n_fits++] = fit_remove(i);
+            } else {
+                if (fits[i].since < left) left = fits[i].since;
+                i++;
+            }
         }
-    }
+        if (n_fits == GONE_BATCH) {
+            pthread_mutex_unlock(&retain_lock);
+            for (size_t i = 0; i < n_fits; i++) bytes += gone_fits[i].len;
+            unmap_all(gone_fits, n_fits);
+            pthread_mutex_lock(&retain_lock);
+        }
+    } while (n_fits == GONE_BATCH);
     for (retained **link = &head, *r; (r = *link);) {
         if (before == UINT64_MAX || r->since < before) {
             *link = r->next;
@@ -251,10 +290,8 @@ static size_t release_older(uint64_t before) {
     }
     __atomic_store_n(&oldest, left, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&retain_lock);
-    for (size_t i = 0; i < n_fits; i++) {
-        bytes += gone_fits[i].len;
-        os_unmap(gone_fits[i].base, gone_fits[i].len);
-    }
+    for (size_t i = 0; i < n_fits; i++) bytes += gone_fits[i].len;
+    unmap_all(gone_fits, n_fits);
     while (gone) {
         retained *next = gone->next;
         bytes += gone->size;
