@@ -28,16 +28,21 @@
  * GEN_LIVE blocks, replacing GEN_REPLACE of them at random and handing
  * half of its blocks to the next thread, which frees them: once with
  * blocks of 16 B to 1 KiB, once with blocks of 64 to 256 KiB (each a
- * slab of its own in pk_alloc's classes). Reported: time, and resident
- * memory over the start after each quarter of the threads. Target: pk_alloc's
- * last quarter at most 1.2x its first (memory does not grow while the
- * live set does not).
+ * slab of its own in pk_alloc's classes). Then, with blocks of 64 to
+ * 256 KiB, a live set of GEN_SHARED blocks that outlives the threads: each
+ * replaces GEN_REPLACE of them at random (frees of blocks that threads
+ * gone made, into slabs of several classes, most of them full with a
+ * block still live). Reported: time, and resident memory over the start
+ * after each quarter of the threads. Target: pk_alloc's last quarter at
+ * most 1.2x its first (memory does not grow while the live set does
+ * not).
  *
  * Usage: bench_mstress [--reps N] [--quick] [--scale N] [--no-peers]
  */
 #include "frontends.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 
 static long scale;
 
@@ -146,18 +151,30 @@ static void workers_that_end(frontend *fes, const bench_opts *o) {
 #define GEN_THREADS 100
 #define GEN_LIVE 200
 #define GEN_REPLACE 2000
+#define GEN_SHARED 256
 
 typedef struct gen_job {
     const rp_alloc *a;
     size_t lo, hi;
     void **handed; /* the last thread's half, for the next to free */
     size_t nhanded;
+    void **shared; /* or the live set every thread replaces in */
     shared_rng rng;
 } gen_job;
 
 static void *gen_thread(void *arg) {
     gen_job *j = arg;
     const rp_alloc *a = j->a;
+    if (j->shared) {
+        for (size_t k = 0; k < GEN_REPLACE; k++) {
+            size_t i = shared_rng_below(&j->rng, GEN_SHARED);
+            a->free(j->shared[i]);
+            j->shared[i] = a->malloc(j->lo + shared_rng_below(&j->rng, j->hi - j->lo + 1));
+            if (!j->shared[i]) abort();
+            *(char *)j->shared[i] = 1;
+        }
+        return NULL;
+    }
     void *v[GEN_LIVE];
     for (size_t i = 0; i < j->nhanded; i++) a->free(j->handed[i]);
     j->nhanded = 0;
@@ -183,8 +200,9 @@ static void *gen_thread(void *arg) {
  * after each quarter of the threads; out[5] (lab_in_child) peak growth. */
 static void gen_child(void *arg, double *out) {
     gen_job j = *(const gen_job *)arg;
-    void *handed[GEN_LIVE];
+    void *handed[GEN_LIVE], *shared[GEN_SHARED] = {NULL};
     j.handed = handed;
+    if (j.shared) j.shared = shared;
     size_t base = bench_rss_bytes();
     double t0 = bench_now_ns();
     for (int t = 0; t < GEN_THREADS; t++) {
@@ -198,24 +216,31 @@ static void gen_child(void *arg, double *out) {
     }
     out[0] = (bench_now_ns() - t0) / 1e6;
     for (size_t i = 0; i < j.nhanded; i++) j.a->free(handed[i]);
+    for (size_t i = 0; j.shared && i < GEN_SHARED; i++) j.a->free(shared[i]);
 }
 
-static void generations(frontend *fes, const bench_opts *o, size_t lo, size_t hi) {
+static void generations(frontend *fes, const bench_opts *o, size_t lo, size_t hi, bool shared) {
     bench_series ms[FE_COUNT], q[FE_COUNT][4];
     memset(ms, 0, sizeof ms);
     memset(q, 0, sizeof q);
     for (int rep = 0; rep < o->reps; rep++)
         for (int c = 0; c < FE_COUNT; c++) {
             int f = (c + rep) % FE_COUNT;
-            gen_job j = {fes[f].a, lo, hi, NULL, 0, {7}};
+            void *mark = NULL; /* any non-NULL: gen_child makes the set */
+            gen_job j = {fes[f].a, lo, hi, NULL, 0, shared ? &mark : NULL, {7}};
             double out[6];
             if (fes[f].why[0] || lab_in_child(gen_child, &j, out, 5) != 0) continue;
             bench_add(&ms[f], out[0]);
             for (int k = 0; k < 4; k++) bench_add(&q[f][k], out[1 + k]);
         }
-    printf("\ngenerations: %d threads one after another, %d live blocks of %zu-%zu B, %d replaced at random, "
-           "half handed to the next thread (each run a forked child)\n",
-           GEN_THREADS, GEN_LIVE, lo, hi, GEN_REPLACE);
+    if (shared)
+        printf("\ngenerations: %d threads one after another replacing %d blocks at random each among %d live "
+               "blocks of %zu-%zu B that outlive them (each run a forked child)\n",
+               GEN_THREADS, GEN_REPLACE, GEN_SHARED, lo, hi);
+    else
+        printf("\ngenerations: %d threads one after another, %d live blocks of %zu-%zu B, %d replaced at random, "
+               "half handed to the next thread (each run a forked child)\n",
+               GEN_THREADS, GEN_LIVE, lo, hi, GEN_REPLACE);
     printf("  %-20s %10s   %s\n", "contender", "time ms", "resident MiB after each quarter of the threads");
     for (int f = 0; f < FE_COUNT; f++)
         if (fes[f].why[0] || !ms[f].n) bench_row_na(fes[f].label, fes[f].why[0] ? fes[f].why : "the child failed");
@@ -227,9 +252,9 @@ static void generations(frontend *fes, const bench_opts *o, size_t lo, size_t hi
     double first = bench_median(&q[FE_POOLKIT][0]), last = bench_median(&q[FE_POOLKIT][3]);
     double growth = first > 0 ? last / first : 1;
     bench_target(growth <= 1.2,
-                 "generations of %zu-%zu B: pk_alloc resident memory flat: %.2fx after the last quarter of the "
+                 "generations of %zu-%zu B%s: pk_alloc resident memory flat: %.2fx after the last quarter of the "
                  "threads against the first (%.1f vs %.1f MiB)",
-                 lo, hi, growth, mib(last), mib(first));
+                 lo, hi, shared ? ", a live set that outlives them" : "", growth, mib(last), mib(first));
 }
 
 int main(int argc, char **argv) {
@@ -283,8 +308,9 @@ int main(int argc, char **argv) {
     if (fes[FE_MI].why[0]) {
         printf("target: mstress shape: pk_alloc peak RSS <= 1.5x mimalloc: mimalloc not available  -> SKIP\n");
         workers_that_end(fes, &o);
-        generations(fes, &o, 16, 1024);
-        generations(fes, &o, 64 << 10, 256 << 10);
+        generations(fes, &o, 16, 1024, false);
+        generations(fes, &o, 64 << 10, 256 << 10, false);
+        generations(fes, &o, 64 << 10, 256 << 10, true);
         return 0;
     }
     for (int k = 0; k < NI; k++) {
@@ -295,7 +321,8 @@ int main(int argc, char **argv) {
                      mib(bench_median(&rss[FE_GLIBC][k])));
     }
     workers_that_end(fes, &o);
-    generations(fes, &o, 16, 1024);
-    generations(fes, &o, 64 << 10, 256 << 10);
+    generations(fes, &o, 16, 1024, false);
+    generations(fes, &o, 64 << 10, 256 << 10, false);
+    generations(fes, &o, 64 << 10, 256 << 10, true);
     return 0;
 }

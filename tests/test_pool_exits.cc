@@ -11,7 +11,9 @@
  *   allocated from the pool once, frees what they left: the slab count
  *   stays where the first generations put it;
  * - the larson shape: each generation takes over the previous one's live
- *   set, replaces objects at random and exits: the same;
+ *   set, replaces objects at random and exits: the same; and with slabs of
+ *   one object, two freed before two are made (the second free remote,
+ *   into a full slab of the pool's among many that hold a live object);
  * - threads that exit with every object live, freed by a thread that never
  *   refills: the slabs go back after the purge delay;
  * - an adopted slab is the adopter's: its frees are not remote.
@@ -47,6 +49,23 @@ struct SlabCounts {
                                              << end << " at the end";
     }
 };
+
+/* gens threads, one after another, each running step(g, rng) steps times;
+ * the slab counts after a quarter of them and at the end. */
+template <class Step>
+SlabCounts generations(pk_pool *p, size_t gens, size_t steps, Step step) {
+    SlabCounts counts;
+    for (size_t g = 0; g < gens; g++) {
+        std::thread t([&, g] {
+            std::mt19937_64 rng(g + 1);
+            for (size_t i = 0; i < steps; i++) step(rng);
+        });
+        t.join();
+        if (g + 1 == gens / 4) counts.early = slabs_of(p);
+    }
+    counts.end = slabs_of(p);
+    return counts;
+}
 
 TEST(PoolExits, GenerationsPassingObjectsThroughASharedArrayKeepTheSlabCountBounded) {
     PoolPtr p = make_pool(kSize, 0, 0, "mstress");
@@ -92,21 +111,36 @@ TEST(PoolExits, GenerationsHandingOverTheirLiveSetKeepTheSlabCountBounded) {
     const size_t gens = scaled(100, 20), live = 3000, steps = 3000;
     std::vector<void *> set = alloc_n(p.get(), live); /* the first live set, the main thread's */
     ASSERT_EQ(set.size(), live);
-    SlabCounts counts;
-    for (size_t g = 0; g < gens; g++) {
-        std::thread t([&, g] {
-            std::mt19937_64 rng(g + 1);
-            for (size_t i = 0; i < steps; i++) {
-                size_t k = rng() % live;
-                pk_pool_free(p.get(), set[k]);
-                set[k] = pk_pool_alloc(p.get());
-                ASSERT_NE(set[k], nullptr);
-            }
-        });
-        t.join();
-        if (g + 1 == gens / 4) counts.early = slabs_of(p.get());
-    }
-    counts.end = slabs_of(p.get());
+    SlabCounts counts = generations(p.get(), gens, steps, [&](std::mt19937_64 &rng) {
+        size_t k = rng() % live;
+        pk_pool_free(p.get(), set[k]);
+        set[k] = pk_pool_alloc(p.get());
+        ASSERT_NE(set[k], nullptr);
+    });
+    EXPECT_TRUE(counts.bounded());
+    free_all(p.get(), set);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+TEST(PoolExits, GenerationsFreeingMoreThanTheyRefillKeepTheSlabCountBoundedWithSlabsOfOneObject) {
+    /* Each step frees two objects of threads gone, then allocates two: the
+     * second free is remote (the thread adopted a slab at the first and
+     * has not refilled since), into a full slab of the pool's. No purge
+     * tick comes (a long delay): a heap that needs a slab must find those
+     * the remote frees emptied among all the full ones. */
+    PurgeDelay delay(60000);
+    PoolPtr p = make_pool(200000, 0, 0, "one per slab");
+    const size_t gens = scaled(60, 20), live = 64, steps = 64;
+    std::vector<void *> set = alloc_n(p.get(), live);
+    ASSERT_EQ(set.size(), live);
+    SlabCounts counts = generations(p.get(), gens, steps, [&](std::mt19937_64 &rng) {
+        size_t a = rng() % live, b = (a + 1 + rng() % (live - 1)) % live;
+        pk_pool_free(p.get(), set[a]);
+        pk_pool_free(p.get(), set[b]);
+        set[a] = pk_pool_alloc(p.get());
+        set[b] = pk_pool_alloc(p.get());
+        ASSERT_TRUE(set[a] && set[b]);
+    });
     EXPECT_TRUE(counts.bounded());
     free_all(p.get(), set);
     EXPECT_EQ(stats_of(p.get()).live, 0u);

@@ -133,6 +133,17 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * consumers finds them). */
 #define FULL_SCAN 4
 
+/* A heap that asks the pool for a slab when the pool has only full ones
+ * has a few of them looked at for remote frees (central_slab_for_heap),
+ * or every one of them once the process has made more remote frees, since
+ * the last such walk, than the pool's full slabs over ORPHAN_WALK: threads
+ * that come and go, each freeing what those before it made, free into
+ * more full slabs than a few looks find, and the pool mapped a new slab
+ * for each allocation while the emptied ones waited for the purge tick
+ * (slabs of one object grew without bound). A walk so costs at most
+ * ORPHAN_WALK slab visits per remote free. */
+#define ORPHAN_WALK 4
+
 /* Each thread's table reserves room for TABLE_KEYS pools (a slot and a
  * heap record each, backed a page at a time as keys are used), so a table
  * never moves and the inline fast paths need no bound check. A pool's key

@@ -277,6 +277,19 @@ static bool has_touched_free(const slab *s) { return s->free || s->bump < s->hig
  * cold. Random replacement over a live set that outgrows the cache (a
  * free, then an allocation, of random sizes) so reuses what it just freed,
  * as a free list per page does (docs/results.md, "Random replacement"). */
+/* Every full slab of the pool's collected, when ORPHAN_WALK says the remote
+ * frees made since the last walk may have emptied some (policy.h): a heap
+ * is about to take a new slab otherwise. Under the pool's lock. */
+static void collect_orphans_due(pk_pool *p) {
+    if (p->lists[SLAB_PARTIAL].head || p->lists[SLAB_EMPTY].head || !p->lists[SLAB_FULL].head) return;
+    uint64_t n = __atomic_load_n(&p->remote_frees, __ATOMIC_RELAXED);
+    for (const heap *x = p->heaps; x; x = x->next) n += __atomic_load_n(&x->remote_frees, __ATOMIC_RELAXED);
+    /* a heap's count restarts at a reset: then n is below what was seen */
+    if (n >= p->remote_seen && n - p->remote_seen <= p->lists[SLAB_FULL].count / ORPHAN_WALK) return;
+    p->remote_seen = n;
+    central_collect_own(p);
+}
+
 static slab *next_slab(pk_pool *p, heap *h, bool may_map, uint64_t now) {
     slab *s = h->spare;
     if (s) {
@@ -305,6 +318,7 @@ static slab *next_slab(pk_pool *p, heap *h, bool may_map, uint64_t now) {
     }
     if (pool_has_slab(p) || (may_map && !h->avail.head)) {
         pool_lock_for_use(p, now);
+        collect_orphans_due(p);
         s = central_slab_for_heap(p, h, may_map && !h->avail.head);
         if (s) count_in(p, h, s);
         purge_tick(p, now);

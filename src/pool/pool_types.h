@@ -256,6 +256,8 @@ struct pk_pool {
     uint64_t tick_ms;     /* when the last purge tick ran */
     uint64_t used_ms;     /* when the last call for the pool's own work held the lock */
     uint32_t tick_no;     /* purge ticks so far; empty slabs remember it */
+    uint64_t remote_seen; /* the remote frees counted when the pool's own slabs
+                             were last all collected for a heap (heap.c) */
     size_t peak_out;
     /* The counters of direct calls and of heaps that were folded in
      * (allocs: pk_pool_stats's taken). */
