@@ -50,12 +50,12 @@
  * ALIGNED_TO, each page read then written, freed ALIGNED_LIVE calls later: us
  * per call, interleaved. Target: poolkit at most 1.0x the best peer.
  *
- * Then blocks replaced among many live: REPL_LIVE blocks of 64 KiB to
- * 8 MiB (lengths spread evenly over the powers of two), a random one
- * replaced by a new block of a random length at each call, every page of
- * the new block written (a cache of decoded images, a server's request
- * buffers), timed after as many calls untimed: us per call and minor
- * faults per call, interleaved. Every gap between two live blocks holds a
+ * Then blocks replaced among many live (the lab's loop, lab_replaced_run):
+ * LAB_REPL_LIVE blocks of 64 KiB to 8 MiB (lengths spread evenly over the
+ * powers of two), a random one replaced by a new block of a random length
+ * at each call, every page of the new block written (a cache of decoded
+ * images, a server's request buffers), timed after as many calls untimed:
+ * us per call and minor faults per call, interleaved. Every gap between two live blocks holds a
  * freed piece, more pieces than a table of a few dozen keeps. Target:
  * poolkit at most 1.1x the best peer's time (glibc's varies with what the
  * process did before: its mmap threshold moves), printed beside glibc's.
@@ -315,43 +315,19 @@ static void rings(const bench_opts *o) {
                  ALIGNED_BYTES, ALIGNED_TO >> 10, best, r);
 }
 
-#define REPL_LIVE 64
-#define REPL_MIN ((size_t)64 << 10)
-#define REPL_DOUBLINGS 7 /* REPL_MIN to REPL_MIN << 7, 8 MiB */
-
 static int repl_calls;
 
-/* us per call of repl_calls replacements among REPL_LIVE blocks, after
- * the blocks are made and as many replacements more (untimed: the steady
- * state of a long run, where the peers, which keep their memory from one
- * run to the next, would start anyway); minor faults per call into
- * *faults. */
+/* us per call of the lab's loop (lab_replaced_run), repl_calls untimed
+ * first (the steady state of a long run, where the peers, which keep
+ * their memory from one run to the next, would start anyway); minor
+ * faults per call into *faults. */
 static double repl_measure(const rp_alloc *a, bench_series *faults) {
-    char *live[REPL_LIVE] = {NULL};
-    uint64_t seed = 0x9E3779B97F4A7C15u;
-    long f0 = 0;
-    double t0 = 0;
-    for (int i = -REPL_LIVE - repl_calls; i < repl_calls; i++) {
-        if (i == 0) {
-            f0 = minor_faults();
-            t0 = bench_now_ns();
-        }
-        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-        size_t k = (size_t)(seed >> 8) % REPL_DOUBLINGS;
-        size_t len = (REPL_MIN << k) + (size_t)(seed >> 20) % (REPL_MIN << k);
-        size_t at = i < -repl_calls ? (size_t)(i + REPL_LIVE + repl_calls) : (size_t)(seed >> 40) % REPL_LIVE;
-        char *p = a->malloc(len);
-        if (!p) abort();
-        for (size_t b = 0; b < len; b += 4096) p[b] = (char)b;
-        a->free(live[at]);
-        live[at] = p;
-    }
-    double us = (bench_now_ns() - t0) / 1e3 / repl_calls;
-    if (faults) bench_add(faults, (double)(minor_faults() - f0) / repl_calls);
-    for (int k = 0; k < REPL_LIVE; k++) a->free(live[k]);
+    double ns;
+    long f = lab_replaced_run(a, repl_calls, repl_calls, &ns);
+    if (faults) bench_add(faults, (double)f / repl_calls);
     if (a == &rp_allocs()[RP_PK]) pk_pool_release_cache();
     else if (a == &rp_allocs()[RP_GLIBC]) malloc_trim(0);
-    return us;
+    return ns / 1e3 / repl_calls;
 }
 
 static void replaced(const bench_opts *o) {
@@ -361,13 +337,13 @@ static void replaced(const bench_opts *o) {
     repl_calls = o->quick ? 1500 : 4000;
     printf("\nblocks replaced among %d live, of %zu KiB to %zu MiB, every page of each written, %d calls: us per "
            "call and minor faults per call (median of %d, interleaved)\n",
-           REPL_LIVE, REPL_MIN >> 10, (REPL_MIN << REPL_DOUBLINGS) >> 20, repl_calls, o->reps);
+           LAB_REPL_LIVE, LAB_REPL_MIN >> 10, (LAB_REPL_MIN << LAB_REPL_DOUBLINGS) >> 20, repl_calls, o->reps);
     peers_interleaved(o, repl_measure, t, f, "us", &r, &best);
     printf("  %-34s\n", "minor faults per call");
     for (int c = 0; c < RP_NALLOC; c++)
         if (all[c].available) bench_row(all[c].subject, &f[c], "", "");
     bench_target(best <= 1.1, "blocks replaced among %d live: poolkit %.2fx the best peer's time (target <= 1.1x); %.2fx glibc's",
-                 REPL_LIVE, best, r);
+                 LAB_REPL_LIVE, best, r);
 }
 
 int main(int argc, char **argv) {

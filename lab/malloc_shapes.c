@@ -208,3 +208,29 @@ long lab_large_run(const rp_alloc *a, long iters, double *ns) {
     return minor_faults() - f0;
 }
 
+long lab_replaced_run(const rp_alloc *a, long warm, long iters, double *ns) {
+    char *live[LAB_REPL_LIVE] = {NULL};
+    uint64_t seed = 0x9E3779B97F4A7C15u;
+    long f0 = 0;
+    double t0 = 0;
+    for (long i = -LAB_REPL_LIVE - warm; i < iters; i++) {
+        if (i == 0) {
+            f0 = minor_faults();
+            t0 = lab_now_ns();
+        }
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        size_t k = (size_t)(seed >> 8) % LAB_REPL_DOUBLINGS;
+        size_t len = (LAB_REPL_MIN << k) + (size_t)(seed >> 20) % (LAB_REPL_MIN << k);
+        size_t at = i < -warm ? (size_t)(i + LAB_REPL_LIVE + warm) : (size_t)(seed >> 40) % LAB_REPL_LIVE;
+        char *p = a->malloc(len);
+        if (!p) abort();
+        for (size_t b = 0; b < len; b += 4096) p[b] = (char)b;
+        a->free(live[at]);
+        live[at] = p;
+    }
+    *ns = lab_now_ns() - t0;
+    long faults = minor_faults() - f0;
+    for (int k = 0; k < LAB_REPL_LIVE; k++) a->free(live[k]);
+    return faults;
+}
+

@@ -94,6 +94,17 @@ double lab_larson_run(const rp_alloc *a, int handover, long g, long steps, long 
  * loop's time; returns its minor page faults. */
 #define LAB_LARGE_SLOTS 20
 long lab_large_run(const rp_alloc *a, long iters, double *ns);
+/* The large experiment's second shape, blocks replaced among many live
+ * (exp_large.c, bench_large's "replaced" part): LAB_REPL_LIVE blocks of
+ * LAB_REPL_MIN to LAB_REPL_MIN << LAB_REPL_DOUBLINGS bytes (lengths spread
+ * evenly over the powers of two), made, then warm replacements untimed and
+ * iters timed, each a random block replaced by a new one of a random
+ * length with every page written; then every block freed (untimed). Sets
+ * *ns to the timed loop's time; returns its minor page faults. */
+#define LAB_REPL_LIVE 64
+#define LAB_REPL_MIN ((size_t)64 << 10)
+#define LAB_REPL_DOUBLINGS 7
+long lab_replaced_run(const rp_alloc *a, long warm, long iters, double *ns);
 
 /* FNV-1a over bytes, continuing from h (start with RP_HASH_INIT). */
 #define RP_HASH_INIT 0xcbf29ce484222325ull
