@@ -60,6 +60,15 @@
  * poolkit at most 1.1x the best peer's time (glibc's varies with what the
  * process did before: its mmap threshold moves), printed beside glibc's.
  *
+ * Then threads that share the blocks: SHARED_THREADS threads at once
+ * replace blocks of 64 KiB to 1 MiB (lengths spread evenly over the
+ * powers of two), every page written, in one array of SHARED_SLOTS by an
+ * atomic exchange, so most blocks are freed by another thread than the
+ * one that made them, timed after a round untimed: ms per run, minor
+ * faults and voluntary context switches per run, interleaved.
+ * Target: poolkit at most 1.1x the best peer's time, printed beside
+ * glibc's.
+ *
  * Usage: bench_large [--reps N] [--quick] [--iters N]
  */
 #include "harness.h"
@@ -69,6 +78,7 @@
 #include <poolkit/pool.h>
 
 #include <malloc.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -162,6 +172,14 @@ static long minor_faults(void) {
     struct rusage u;
     getrusage(RUSAGE_SELF, &u);
     return u.ru_minflt;
+}
+
+/* The process's voluntary context switches so far: a thread that waits
+ * for a lock by sleeping makes one. */
+static long switches(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_nvcsw;
 }
 
 /* A vector's append of up to chunk bytes of r: when full, it moves to a
@@ -346,6 +364,89 @@ static void replaced(const bench_opts *o) {
                  LAB_REPL_LIVE, best, r);
 }
 
+#define SHARED_THREADS 4
+#define SHARED_SLOTS 1024
+#define SHARED_MIN ((size_t)64 << 10)
+#define SHARED_DOUBLINGS 4 /* SHARED_MIN to SHARED_MIN << 4, 1 MiB */
+
+static int shared_calls;
+static char *shared_slot[SHARED_SLOTS];
+static bench_series shared_switches[RP_NALLOC];
+
+typedef struct shared_job {
+    const rp_alloc *a;
+    uint64_t seed;
+} shared_job;
+
+static void *shared_thread(void *arg) {
+    shared_job *j = arg;
+    for (int i = 0; i < shared_calls; i++) {
+        j->seed ^= j->seed << 13, j->seed ^= j->seed >> 7, j->seed ^= j->seed << 17;
+        size_t k = (size_t)(j->seed >> 8) % SHARED_DOUBLINGS;
+        size_t len = (SHARED_MIN << k) + (size_t)(j->seed >> 20) % (SHARED_MIN << k);
+        char *p = j->a->malloc(len);
+        if (!p) abort();
+        for (size_t b = 0; b < len; b += 4096) p[b] = (char)b;
+        j->a->free(__atomic_exchange_n(&shared_slot[(j->seed >> 40) % SHARED_SLOTS], p, __ATOMIC_ACQ_REL));
+    }
+    return NULL;
+}
+
+/* SHARED_THREADS threads of shared_calls replacements each, seeded by
+ * round. */
+static void shared_round(const rp_alloc *a, int round) {
+    shared_job jobs[SHARED_THREADS];
+    pthread_t t[SHARED_THREADS];
+    for (int i = 0; i < SHARED_THREADS; i++) {
+        jobs[i] = (shared_job){a, 0x9E3779B97F4A7C15u * (uint64_t)(round * SHARED_THREADS + i + 1)};
+        if (pthread_create(&t[i], NULL, shared_thread, &jobs[i]) != 0) abort();
+    }
+    for (int i = 0; i < SHARED_THREADS; i++) pthread_join(t[i], NULL);
+}
+
+/* ms per run of a round of threads after one untimed (the array full,
+ * the allocator in its steady state: the peers keep their memory from one
+ * run to the next anyway); minor faults per run into *faults. */
+static double shared_measure(const rp_alloc *a, bench_series *faults) {
+    shared_round(a, 0);
+    long f0 = minor_faults(), s0 = switches();
+    double t0 = bench_now_ns();
+    shared_round(a, 1);
+    double ms = (bench_now_ns() - t0) / 1e6;
+    if (faults) {
+        bench_add(faults, (double)(minor_faults() - f0));
+        bench_add(&shared_switches[a - rp_allocs()], (double)(switches() - s0));
+    }
+    for (int i = 0; i < SHARED_SLOTS; i++) {
+        a->free(shared_slot[i]);
+        shared_slot[i] = NULL;
+    }
+    if (a == &rp_allocs()[RP_PK]) pk_pool_release_cache();
+    else if (a == &rp_allocs()[RP_GLIBC]) malloc_trim(0);
+    return ms;
+}
+
+static void shared(const bench_opts *o) {
+    const rp_alloc *all = rp_allocs();
+    bench_series t[RP_NALLOC] = {{{0}, 0}}, f[RP_NALLOC] = {{{0}, 0}};
+    double r, best;
+    shared_calls = o->quick ? 5000 : 20000;
+    printf("\n%d threads at once replacing blocks of %zu KiB to %zu MiB in one array of %d (atomic exchange), every "
+           "page written, %d calls each: ms per run and minor faults per run (median of %d, interleaved)\n",
+           SHARED_THREADS, SHARED_MIN >> 10, (SHARED_MIN << SHARED_DOUBLINGS) >> 20, SHARED_SLOTS, shared_calls,
+           o->reps);
+    peers_interleaved(o, shared_measure, t, f, "ms", &r, &best);
+    printf("  %-34s\n", "minor faults per run");
+    for (int c = 0; c < RP_NALLOC; c++)
+        if (all[c].available) bench_row(all[c].subject, &f[c], "", "");
+    printf("  %-34s\n", "voluntary context switches per run");
+    for (int c = 0; c < RP_NALLOC; c++)
+        if (all[c].available) bench_row(all[c].subject, &shared_switches[c], "", "");
+    bench_target(best <= 1.1, "threads sharing blocks of 64 KiB-1 MiB: poolkit %.2fx the best peer's time (target <= "
+                 "1.1x); %.2fx glibc's",
+                 best, r);
+}
+
 int main(int argc, char **argv) {
     bench_opts o = bench_parse(argc, argv, 5);
     long iters = bench_arg_long(&o, "--iters", o.quick ? 300 : 1000);
@@ -389,5 +490,6 @@ int main(int argc, char **argv) {
     vectors(&o);
     rings(&o);
     replaced(&o);
+    shared(&o);
     return 0;
 }

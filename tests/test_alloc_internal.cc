@@ -154,6 +154,25 @@ TEST(AllocLargeKept, AMappingKeptPastTheCountItWasGivenMakesRoomForItself) {
     for (char *m : rest) os_unmap(m, MiB);
 }
 
+TEST(AllocLargeKept, ARequestTakesTheFrontOfTheSmallestKeptMappingThatHoldsIt) {
+    KeptBlocks kept;
+    /* pieces of 1, 3 and 2 MiB of one mapping of the test's, with gaps
+     * between them that are not kept, so none joins another */
+    char *m = static_cast<char *>(os_map(12 * MiB, 0));
+    ASSERT_NE(m, nullptr);
+    const fit_bound any = {SIZE_MAX / 2, LARGE_KEEP_COUNT};
+    os_unmap_later_fit(m, MiB, any);
+    os_unmap_later_fit(m + 2 * MiB, 3 * MiB, any);
+    os_unmap_later_fit(m + 6 * MiB, 2 * MiB, any);
+    char *p = static_cast<char *>(os_map_fit(MiB + MiB / 2));
+    EXPECT_EQ(p, m + 6 * MiB) << "not the smallest mapping long enough";
+    EXPECT_EQ(kept_bytes(), 4 * MiB + MiB / 2) << "the rest of the one taken did not wait on";
+    os_unmap(m + MiB, MiB);
+    os_unmap(m + 5 * MiB, MiB);
+    os_unmap(p, MiB + MiB / 2);
+    os_unmap(m + 8 * MiB, 4 * MiB);
+}
+
 TEST(AllocLargeKept, ThePiecesKeptFollowTheLiveBlocksWithinTheirBounds) {
     EXPECT_EQ(policy_keep_bound(0, 0).count, size_t(LARGE_KEEP_COUNT_MIN)) << "few live blocks, fewer pieces than the least";
     EXPECT_EQ(policy_keep_bound(0, LARGE_KEEP_COUNT / 4).count, size_t(LARGE_KEEP_COUNT / 2))

@@ -14,9 +14,21 @@
 #include "base/policy.h"
 
 #include <poolkit/error.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* A process-wide lock that every thread takes several times per large
+ * block (the large blocks' table, the kept mappings): it spins a little
+ * before it sleeps (glibc's adaptive mutex), so a waiter whose holder is
+ * running spares the futex wake and the context switch (threads that
+ * share large blocks switch far less: docs/alloc.md). */
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+#  define PK_SPIN_MUTEX_INITIALIZER PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+#else
+#  define PK_SPIN_MUTEX_INITIALIZER PTHREAD_MUTEX_INITIALIZER
+#endif
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)

@@ -229,7 +229,7 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * pass the peak of what is live, and a bound of the peak alone cut what
  * the next round takes; LARGE_KEEP_PEAKS times it lets one round's pieces
  * wait for the next (bench_large's vectors). */
-#define LARGE_KEEP_COUNT 256
+#define LARGE_KEEP_COUNT 512
 #define LARGE_KEEP_COUNT_MIN 32
 #define LARGE_KEEP_FLOOR ((size_t)64 << 20)
 #define LARGE_KEEP_PEAKS 2

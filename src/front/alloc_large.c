@@ -54,7 +54,7 @@ typedef struct block {
 #define TOMB ((uintptr_t)1)
 #define TABLE_MIN 64
 
-static pthread_mutex_t large_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t large_lock = PK_SPIN_MUTEX_INITIALIZER;
 static block *table;
 static size_t cap, used, live; /* used counts live entries and tombstones */
 static size_t bytes, peak_bytes;

@@ -45,7 +45,7 @@ typedef struct fit {
  * lock is dropped to unmap it. */
 #define GONE_BATCH 16
 
-static pthread_mutex_t retain_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t retain_lock = PK_SPIN_MUTEX_INITIALIZER;
 static retained *head;
 static size_t held;
 static fit fits[LARGE_KEEP_COUNT];
@@ -106,10 +106,16 @@ static void *map_fit(size_t size, size_t *dirty) {
     bool grow = false;
     pthread_mutex_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
-    size_t best = fit_count, longest = fit_count;
+    /* The lengths met so far are kept in registers (a compare with the
+     * entry the index names loads it again at each step), and a length
+     * too short becomes SIZE_MAX without a branch (lengths at random
+     * either side of the request defeat the branch predictor): a full
+     * table costs a few cycles an entry. */
+    size_t best = fit_count, longest = fit_count, best_len = SIZE_MAX, longest_len = 0;
     for (size_t i = 0; i < fit_count; i++) {
-        if (fits[i].len >= size && (best == fit_count || fits[i].len < fits[best].len)) best = i;
-        if (longest == fit_count || fits[i].len > fits[longest].len) longest = i;
+        size_t len = fits[i].len, holds = len | -(size_t)(len < size);
+        if (holds < best_len) best_len = holds, best = i;
+        if (len > longest_len) longest_len = len, longest = i;
     }
     if (best < fit_count && fits[best].len > size) {
         /* The front is handed out; the rest waits on, with its stamp. */
@@ -180,8 +186,11 @@ static void unmap_all(const fit *f, size_t n) {
  * fit_count > 0. */
 static size_t fit_victim(bool full) {
     size_t v = 0;
-    for (size_t i = 1; i < fit_count; i++)
-        if (full ? fits[i].len < fits[v].len : fits[i].since < fits[v].since) v = i;
+    uint64_t least = full ? fits[0].len : fits[0].since;
+    for (size_t i = 1; i < fit_count; i++) {
+        uint64_t key = full ? fits[i].len : fits[i].since;
+        if (key < least) least = key, v = i;
+    }
     return v;
 }
 
