@@ -175,8 +175,8 @@ TEST(AllocLargeKept, ARequestTakesTheFrontOfTheSmallestKeptMappingThatHoldsIt) {
 
 TEST(AllocLargeKept, ThePiecesKeptFollowTheLiveBlocksWithinTheirBounds) {
     EXPECT_EQ(policy_keep_bound(0, 0).count, size_t(LARGE_KEEP_COUNT_MIN)) << "few live blocks, fewer pieces than the least";
-    EXPECT_EQ(policy_keep_bound(0, LARGE_KEEP_COUNT / 4).count, size_t(LARGE_KEEP_COUNT / 2))
-        << "not twice the live blocks";
+    EXPECT_EQ(policy_keep_bound(0, LARGE_KEEP_COUNT / 8).count, size_t(LARGE_KEEP_COUNT / 2))
+        << "not four times the live blocks";
     EXPECT_EQ(policy_keep_bound(0, 4 * LARGE_KEEP_COUNT).count, size_t(LARGE_KEEP_COUNT)) << "past the table";
     EXPECT_EQ(policy_keep_bound(MiB, 0).bytes, LARGE_KEEP_FLOOR) << "under the floor";
     EXPECT_EQ(policy_keep_bound(LARGE_KEEP_FLOOR, 0).bytes, LARGE_KEEP_PEAKS * LARGE_KEEP_FLOOR) << "not the peaks";

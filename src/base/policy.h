@@ -204,7 +204,7 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * rarely repeat: a mapping kept for its own length alone would leave
  * nearly every block to be faulted in afresh, page by page
  * (bench_large: mimalloc-bench's malloc-large shape). The mappings kept
- * are at most twice as many as the live large blocks, at least
+ * are at most four times as many as the live large blocks, at least
  * LARGE_KEEP_COUNT_MIN, at most LARGE_KEEP_COUNT: a program that replaces
  * some of many live blocks of varied lengths leaves a kept piece in
  * nearly every gap between two of them, so the count follows the live
@@ -241,11 +241,12 @@ typedef struct fit_bound {
 
 /* The bound on the kept mappings for a caller that held `peak` bytes in
  * them at most lately and has `live` blocks now: LARGE_KEEP_PEAKS times
- * the peak, at least the floor; twice the live blocks' count (a piece
- * beside each, and as many again cut from them), within
+ * the peak, at least the floor; four times the live blocks' count (a
+ * piece beside each, and more cut from them: twice as many still left a
+ * fresh process faulting pages in again, docs/alloc.md), within
  * LARGE_KEEP_COUNT_MIN and LARGE_KEEP_COUNT. */
 static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
-    size_t count = live < LARGE_KEEP_COUNT / 2 ? 2 * live : LARGE_KEEP_COUNT;
+    size_t count = live < LARGE_KEEP_COUNT / 4 ? 4 * live : LARGE_KEEP_COUNT;
     return (fit_bound){LARGE_KEEP_PEAKS * peak > LARGE_KEEP_FLOOR ? LARGE_KEEP_PEAKS * peak : LARGE_KEEP_FLOOR,
                        count > LARGE_KEEP_COUNT_MIN ? count : LARGE_KEEP_COUNT_MIN};
 }

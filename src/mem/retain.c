@@ -9,9 +9,9 @@
  *   hold its entry while it waits.
  * - Fits: freed large blocks' mappings (alloc_large.c), of any length, in
  *   a table of at most LARGE_KEEP_COUNT entries, under the caller's bound
- *   in bytes and entries (policy.h). A request takes the front of the smallest that
- *   holds it (the rest waits on), or grows the longest with mremap
- *   (os_map_fit). A mapping kept beside another is joined to it, so
+ *   in bytes and entries (policy.h). A request takes the front of the
+ *   smallest that holds it (the rest waits on), or grows the longest with
+ *   mremap (os_map_fit). A mapping kept beside another is joined to it, so
  *   blocks freed side by side serve a longer one; the entry's time stamp
  *   is its oldest part's, so nothing waits past the delay because a
  *   neighbour came later. Past the count the smallest goes (the fewest

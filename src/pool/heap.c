@@ -264,19 +264,6 @@ static bool pool_has_slab(const pk_pool *p) {
 /* Whether allocating from s would touch memory touched before. */
 static bool has_touched_free(const slab *s) { return s->free || s->bump < s->high; }
 
-/* The next slab to allocate from, owned and on no list: the spare, the
- * slab the owner last freed into (warm) if it is on avail, one of the
- * heap's own with free slots (the front of avail), a full one whose remote
- * frees came in, or one from the pool. With may_map false only slabs with
- * free slots in memory touched before, with may_map true any, a new one
- * last. NULL (with ENOMEM if may_map) when there is none. The avail list
- * keeps slabs with freed slots at the front and those with only fresh ones
- * at the back. The warm slab first: its list's head is the object freed
- * last, still in cache, and the next ones were freed not long before; the
- * front of avail is the slab that left full first, whose frees may be long
- * cold. Random replacement over a live set that outgrows the cache (a
- * free, then an allocation, of random sizes) so reuses what it just freed,
- * as a free list per page does (docs/results.md, "Random replacement"). */
 /* Every full slab of the pool's collected, when ORPHAN_WALK says the remote
  * frees made since the last walk may have emptied some (policy.h): a heap
  * is about to take a new slab otherwise. Under the pool's lock. */
@@ -290,6 +277,19 @@ static void collect_orphans_due(pk_pool *p) {
     central_collect_own(p);
 }
 
+/* The next slab to allocate from, owned and on no list: the spare, the
+ * slab the owner last freed into (warm) if it is on avail, one of the
+ * heap's own with free slots (the front of avail), a full one whose remote
+ * frees came in, or one from the pool. With may_map false only slabs with
+ * free slots in memory touched before, with may_map true any, a new one
+ * last. NULL (with ENOMEM if may_map) when there is none. The avail list
+ * keeps slabs with freed slots at the front and those with only fresh ones
+ * at the back. The warm slab first: its list's head is the object freed
+ * last, still in cache, and the next ones were freed not long before; the
+ * front of avail is the slab that left full first, whose frees may be long
+ * cold. Random replacement over a live set that outgrows the cache (a
+ * free, then an allocation, of random sizes) so reuses what it just freed,
+ * as a free list per page does (docs/results.md, "Random replacement"). */
 static slab *next_slab(pk_pool *p, heap *h, bool may_map, uint64_t now) {
     slab *s = h->spare;
     if (s) {
