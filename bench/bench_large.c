@@ -182,6 +182,21 @@ static long switches(void) {
     return u.ru_nvcsw;
 }
 
+/* What poolkit and glibc keep given back at the end of a run, so each run
+ * starts alike (the peers keep theirs: they have no such call). */
+static void release_kept(const rp_alloc *a) {
+    if (a == &rp_allocs()[RP_PK]) pk_pool_release_cache();
+    else if (a == &rp_allocs()[RP_GLIBC]) malloc_trim(0);
+}
+
+/* A table of one more figure per allocator, under its title. */
+static void extra_rows(const char *title, const bench_series s[RP_NALLOC]) {
+    const rp_alloc *all = rp_allocs();
+    printf("  %-34s\n", title);
+    for (int c = 0; c < RP_NALLOC; c++)
+        if (all[c].available) bench_row(all[c].subject, &s[c], "", "");
+}
+
 /* A vector's append of up to chunk bytes of r: when full, it moves to a
  * fresh block of first bytes, or of its capacity plus grow times it
  * halved, copies and frees the old one (std::vector's way, no realloc). */
@@ -225,22 +240,18 @@ static double vec_measure(const rp_alloc *a, bench_series *faults) {
     for (int r = 0; r < VEC_ROUNDS; r++) vec_round(a, r);
     double ms = (bench_now_ns() - t0) / 1e6 / VEC_ROUNDS;
     if (faults) bench_add(faults, (double)(minor_faults() - f0) / VEC_ROUNDS);
-    if (a == &rp_allocs()[RP_PK]) pk_pool_release_cache();
-    else if (a == &rp_allocs()[RP_GLIBC]) malloc_trim(0);
+    release_kept(a);
     return ms;
 }
 
 static void vectors(const bench_opts *o) {
-    const rp_alloc *all = rp_allocs();
     bench_series t[RP_NALLOC] = {{{0}, 0}}, f[RP_NALLOC] = {{{0}, 0}};
     double r, best;
     printf("\na vector doubled by a fresh block, a copy and a free to %zu MiB, one grown by half beside it, "
            "%d rounds after one untimed: ms per round and minor faults per round (median of %d, interleaved)\n",
            VEC_BYTES >> 20, VEC_ROUNDS, o->reps);
     peers_interleaved(o, vec_measure, t, f, "ms", &r, &best);
-    printf("  %-34s\n", "minor faults per round");
-    for (int c = 0; c < RP_NALLOC; c++)
-        if (all[c].available) bench_row(all[c].subject, &f[c], "", "");
+    extra_rows("minor faults per round", f);
     bench_target(r <= 1.0,
                  "vectors doubled by copy to %zu MiB: poolkit %.2fx glibc's time (target <= 1.0x); %.2fx the best "
                  "peer's",
@@ -343,13 +354,11 @@ static double repl_measure(const rp_alloc *a, bench_series *faults) {
     double ns;
     long f = lab_replaced_run(a, repl_calls, repl_calls, &ns);
     if (faults) bench_add(faults, (double)f / repl_calls);
-    if (a == &rp_allocs()[RP_PK]) pk_pool_release_cache();
-    else if (a == &rp_allocs()[RP_GLIBC]) malloc_trim(0);
+    release_kept(a);
     return ns / 1e3 / repl_calls;
 }
 
 static void replaced(const bench_opts *o) {
-    const rp_alloc *all = rp_allocs();
     bench_series t[RP_NALLOC] = {{{0}, 0}}, f[RP_NALLOC] = {{{0}, 0}};
     double r, best;
     repl_calls = o->quick ? 1500 : 4000;
@@ -357,9 +366,7 @@ static void replaced(const bench_opts *o) {
            "call and minor faults per call (median of %d, interleaved)\n",
            LAB_REPL_LIVE, LAB_REPL_MIN >> 10, (LAB_REPL_MIN << LAB_REPL_DOUBLINGS) >> 20, repl_calls, o->reps);
     peers_interleaved(o, repl_measure, t, f, "us", &r, &best);
-    printf("  %-34s\n", "minor faults per call");
-    for (int c = 0; c < RP_NALLOC; c++)
-        if (all[c].available) bench_row(all[c].subject, &f[c], "", "");
+    extra_rows("minor faults per call", f);
     bench_target(best <= 1.1, "blocks replaced among %d live: poolkit %.2fx the best peer's time (target <= 1.1x); %.2fx glibc's",
                  LAB_REPL_LIVE, best, r);
 }
@@ -421,13 +428,11 @@ static double shared_measure(const rp_alloc *a, bench_series *faults) {
         a->free(shared_slot[i]);
         shared_slot[i] = NULL;
     }
-    if (a == &rp_allocs()[RP_PK]) pk_pool_release_cache();
-    else if (a == &rp_allocs()[RP_GLIBC]) malloc_trim(0);
+    release_kept(a);
     return ms;
 }
 
 static void shared(const bench_opts *o) {
-    const rp_alloc *all = rp_allocs();
     bench_series t[RP_NALLOC] = {{{0}, 0}}, f[RP_NALLOC] = {{{0}, 0}};
     double r, best;
     shared_calls = o->quick ? 5000 : 20000;
@@ -436,12 +441,8 @@ static void shared(const bench_opts *o) {
            SHARED_THREADS, SHARED_MIN >> 10, (SHARED_MIN << SHARED_DOUBLINGS) >> 20, SHARED_SLOTS, shared_calls,
            o->reps);
     peers_interleaved(o, shared_measure, t, f, "ms", &r, &best);
-    printf("  %-34s\n", "minor faults per run");
-    for (int c = 0; c < RP_NALLOC; c++)
-        if (all[c].available) bench_row(all[c].subject, &f[c], "", "");
-    printf("  %-34s\n", "voluntary context switches per run");
-    for (int c = 0; c < RP_NALLOC; c++)
-        if (all[c].available) bench_row(all[c].subject, &shared_switches[c], "", "");
+    extra_rows("minor faults per run", f);
+    extra_rows("voluntary context switches per run", shared_switches);
     bench_target(best <= 1.1, "threads sharing blocks of 64 KiB-1 MiB: poolkit %.2fx the best peer's time (target <= "
                  "1.1x); %.2fx glibc's",
                  best, r);
