@@ -146,8 +146,10 @@ TEST(PoolExits, GenerationsFreeingMoreThanTheyRefillKeepTheSlabCountBoundedWithS
     EXPECT_EQ(stats_of(p.get()).live, 0u);
 }
 
-TEST(PoolExits, SlabsWhoseObjectsAThreadThatNeverRefillsFreedGoBackAfterThePurgeDelay) {
-    const long delay = slow_tool() ? 1000 : 100;
+/* Threads that exit with every object live, freed by a thread that never
+ * refills, under a purge delay of `delay`: every slab goes back at the
+ * first call after the delay. */
+void slabs_freed_by_a_thread_that_never_refills_go_back(long delay) {
     PurgeDelay set(delay);
     PoolPtr p = make_pool(kSize, 0, 0, "left");
     PoolPtr other = make_pool(64, 0, 0, "other");
@@ -171,6 +173,19 @@ TEST(PoolExits, SlabsWhoseObjectsAThreadThatNeverRefillsFreedGoBackAfterThePurge
     EXPECT_EQ(s.slabs, 0u) << "slabs with no live object kept past the purge delay (" << held << " held before)";
     EXPECT_EQ(s.bytes_reserved, 0u);
     EXPECT_GE(s.slabs_released, held);
+}
+
+TEST(PoolExits, SlabsWhoseObjectsAThreadThatNeverRefillsFreedGoBackAfterThePurgeDelay) {
+    slabs_freed_by_a_thread_that_never_refills_go_back(slow_tool() ? 1000 : 100);
+}
+
+TEST(PoolExits, ADelayShortenedAfterASweepWasScheduledTakesEffect) {
+    {
+        PurgeDelay longer(60000);
+        PoolPtr q = make_pool(64, 0, 0, "scheduler");
+        pk_pool_free(q.get(), pk_pool_alloc(q.get())); /* a poll: the next sweep half a minute away */
+    }
+    slabs_freed_by_a_thread_that_never_refills_go_back(slow_tool() ? 1000 : 100);
 }
 
 /* The pool's slabs while a thread that makes n objects holds them all; the

@@ -72,7 +72,11 @@ static bool sweep(uint64_t now) {
 
 uint64_t pool_purge_poll(void) {
     uint64_t now = os_now_ms(), next = __atomic_load_n(&next_poll_ms, __ATOMIC_RELAXED);
-    if (likely(now < next)) return now;
+    /* A sweep scheduled further away than the delay in force allows was
+     * scheduled under a longer one (pk_set_purge_delay shortened it): due
+     * now, else memory waited up to half the old delay. */
+    if (likely(now < next) && likely(next - now <= PURGE_INTERVAL_MS((uint64_t)options_purge_delay_ms())))
+        return now;
     if (unlikely(__atomic_load_n(&start_due, __ATOMIC_RELAXED))) start_if_due();
     uint64_t delay = (uint64_t)options_purge_delay_ms();
     /* With delay 0 memory goes back on the calls that free it and nothing is
