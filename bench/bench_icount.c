@@ -16,7 +16,8 @@
  *   frontother kernel_frontend_other N pk_free calls, by their owner, of
  *                                 objects of a class's slabs other than
  *                                 the thread's current one (pk_free's
- *                                 short path), no allocation in the loop
+ *                                 owned index, its drains included), no
+ *                                 allocation in the loop
  *   frontend kernel_frontend      pk_alloc and pk_free (unsized) of one size
  *   object   kernel_object        pk_new, pk_retain and two pk_release (not
  *                                 gated: a figure for the README, the cost

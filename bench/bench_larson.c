@@ -15,7 +15,13 @@
  * pk_alloc at most 1.0x mimalloc with handoffs (median of per-repetition
  * ratios).
  *
- * Usage: bench_larson [--reps N] [--quick] [--gens N] [--steps N] [--live N] [--no-peers]
+ * Then a teardown, for the cost of frees with no allocation between
+ * (informative, no target): blocks allocated on one thread, then all freed
+ * in a random order (8-1,000 B, and 64 B) or in the order they were made
+ * (64 B); ns per free, each contender in a forked child, medians of the
+ * same interleaved repetitions.
+ *
+ * Usage: bench_larson [--reps N] [--quick] [--gens N] [--steps N] [--live N] [--teardown N] [--no-peers]
  */
 #include "frontends.h"
 
@@ -35,11 +41,96 @@ static void child(void *arg, double *out) {
     out[0] = lab_larson_run(j->fe->a, j->handoff, j->gens, steps, live);
 }
 
+/* ---- teardown ---- */
+
+static long teardown_n;
+
+typedef struct teardown {
+    const char *label;
+    size_t min, max; /* block sizes */
+    int shuffled;    /* random order, else the order of allocation */
+} teardown;
+
+static const teardown teardowns[] = {
+    {"8-1000 B, random order", LAB_LARSON_MIN_SIZE, LAB_LARSON_MAX_SIZE, 1},
+    {"64 B, random order", 64, 64, 1},
+    {"64 B, in order", 64, 64, 0},
+};
+#define NTEARDOWN (int)(sizeof teardowns / sizeof teardowns[0])
+
+typedef struct teardown_job {
+    const frontend *fe;
+    const teardown *td;
+} teardown_job;
+
+static uint64_t teardown_rng(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* In a forked child: out[0] ns per free of the frees' loop alone. */
+static void teardown_child(void *arg, double *out) {
+    const teardown_job *j = arg;
+    const rp_alloc *a = j->fe->a;
+    size_t n = (size_t)teardown_n;
+    uint64_t rng = 42;
+    void **blocks = malloc(n * sizeof *blocks);
+    if (!blocks) abort();
+    for (size_t i = 0; i < n; i++) {
+        size_t size = j->td->min + teardown_rng(&rng) % (j->td->max - j->td->min + 1);
+        char *b = a->malloc(size);
+        if (!b) abort();
+        b[0] = 1;
+        blocks[i] = b;
+    }
+    if (j->td->shuffled)
+        for (size_t i = n - 1; i > 0; i--) {
+            size_t k = teardown_rng(&rng) % (i + 1);
+            void *x = blocks[i];
+            blocks[i] = blocks[k];
+            blocks[k] = x;
+        }
+    double t0 = bench_now_ns();
+    for (size_t i = 0; i < n; i++) a->free(blocks[i]);
+    out[0] = (bench_now_ns() - t0) / (double)n;
+    free(blocks);
+}
+
+static void run_teardowns(const bench_opts *o, frontend *fes) {
+    printf("\nteardown: %ld blocks made on one thread, then all freed; ns per free (the frees' loop alone)\n",
+           teardown_n);
+    bench_series t[NTEARDOWN][FE_COUNT];
+    memset(t, 0, sizeof t);
+    for (int rep = -1; rep < o->reps; rep++)
+        for (int d = 0; d < NTEARDOWN; d++)
+            for (int c = 0; c < FE_COUNT; c++) {
+                int f = (c + (rep > 0 ? rep : 0)) % FE_COUNT;
+                if (fes[f].why[0]) continue;
+                teardown_job j = {&fes[f], &teardowns[d]};
+                double out[2];
+                if (lab_in_child(teardown_child, &j, out, 1) != 0) {
+                    snprintf(fes[f].why, sizeof fes[f].why, "the child process failed");
+                    continue;
+                }
+                if (rep >= 0) bench_add(&t[d][f], out[0]);
+            }
+    for (int d = 0; d < NTEARDOWN; d++)
+        for (int f = 0; f < FE_COUNT; f++) {
+            char label[96];
+            snprintf(label, sizeof label, "%s, %s", fes[f].label, teardowns[d].label);
+            if (fes[f].why[0]) bench_row_na(label, fes[f].why);
+            else bench_row(label, &t[d][f], "ns", "");
+        }
+}
+
 int main(int argc, char **argv) {
     bench_opts o = bench_parse(argc, argv, 5);
     gens = (int)bench_arg_long(&o, "--gens", o.quick ? 60 : 200);
     steps = bench_arg_long(&o, "--steps", 100000);
     live = bench_arg_long(&o, "--live", 5000);
+    teardown_n = bench_arg_long(&o, "--teardown", o.quick ? 250000 : 1000000);
     bench_header("threads that come and go (larson shape): live sets handed to new threads", &o);
     printf("%d lanes x %d generations x %ld replacements of blocks of %d-%d B in a live set of %ld; "
            "each run a forked child; peak RSS = child's VmHWM - its VmRSS at start\n",
@@ -82,12 +173,13 @@ int main(int argc, char **argv) {
         }
     if (fes[FE_MI].why[0] || ratio.n == 0) {
         printf("target: larson shape (handoffs): pk_alloc <= 1.0x mimalloc: mimalloc not available  -> SKIP\n");
-        return 0;
+    } else {
+        bench_target(bench_median(&ratio) <= 1.0,
+                     "larson shape (handoffs): pk_alloc <= 1.0x mimalloc: %.2fx per-run ratio median (%.1f vs %.1f "
+                     "ns per replacement; without handoffs %.1f vs %.1f)",
+                     bench_median(&ratio), bench_median(&t[1][FE_POOLKIT]), bench_median(&t[1][FE_MI]),
+                     bench_median(&t[0][FE_POOLKIT]), bench_median(&t[0][FE_MI]));
     }
-    bench_target(bench_median(&ratio) <= 1.0,
-                 "larson shape (handoffs): pk_alloc <= 1.0x mimalloc: %.2fx per-run ratio median (%.1f vs %.1f "
-                 "ns per replacement; without handoffs %.1f vs %.1f)",
-                 bench_median(&ratio), bench_median(&t[1][FE_POOLKIT]), bench_median(&t[1][FE_MI]),
-                 bench_median(&t[0][FE_POOLKIT]), bench_median(&t[0][FE_MI]));
+    if (teardown_n > 0) run_teardowns(&o, fes);
     return 0;
 }

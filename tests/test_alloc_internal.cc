@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -33,18 +34,22 @@ void *inner_block;
 void *victim;
 pk_pool *victim_pool;
 size_t live_inside = SIZE_MAX;
+void (*victim_free)(void *) = pk_free;
 
 void reenter(hook_point point, void *) {
     if (point != HOOK_ALLOC_CLASSES || inner_block) return;
     inner_block = pk_alloc(5000); /* a class not made yet: the slow path, inside the library */
-    pk_free(victim);              /* an object of another slab than the thread's current one */
+    victim_free(victim);
     live_inside = stats_of(victim_pool).live;
 }
 
+/* The victim: a block another thread made, whose free is remote (the
+ * library's path, the pool's lists). */
 TEST(AllocReentry, CallsFromInsideTheLibraryNeverEnterThePools) {
     std::vector<void *> objs;
     for (int i = 0; i < 4000; i++) objs.push_back(pk_alloc(40)); /* three slabs of the 48-byte class */
-    victim = objs[0];
+    std::thread([] { victim = pk_alloc(40); }).join();
+    victim_free = pk_free;
     victim_pool = pk_pool_owner(victim);
     ASSERT_NE(victim_pool, nullptr);
     size_t before = stats_of(victim_pool).live;
@@ -59,7 +64,7 @@ TEST(AllocReentry, CallsFromInsideTheLibraryNeverEnterThePools) {
     void *grown = pk_realloc(inner_block, 6000); /* out of the buffer, into a class */
     EXPECT_NE(pk_pool_owner(grown), nullptr);
     pk_free(grown);
-    for (size_t i = 1; i < objs.size(); i++) pk_free(objs[i]);
+    for (void *o : objs) pk_free(o);
 }
 
 /* ---- the bounds on freed large blocks kept for reuse ---- */
@@ -324,16 +329,20 @@ TEST(AllocLargeKept, ABlockShrunkInPlaceGrowsBackOverItsOwnTail) {
     pk_free(r);
 }
 
-/* The same for an object whose slab has free slots already (the short
- * path's case, which pk_free takes without a call into the pool's slow
- * path): inside the library it waits too. */
+void free_sized_40(void *p) { pk_free_sized(p, 40); }
+
+/* The same for an object whose slab has free slots already, freed by
+ * pk_free_sized (the short path's case, which changes the slab's list
+ * without a call into the pool's slow path): inside the library it waits
+ * too. */
 TEST(AllocReentry, AFreeOfAnotherSlabsObjectWithFreeSlotsWaitsToo) {
     std::vector<void *> objs;
     for (int i = 0; i < 4000; i++) objs.push_back(pk_alloc(40));
-    pk_free(objs[1]); /* the first slab now has a free slot */
+    pk_free_sized(objs[1], 40); /* the first slab now has a free slot */
     inner_block = nullptr;
     live_inside = SIZE_MAX;
     victim = objs[0];
+    victim_free = free_sized_40;
     victim_pool = pk_pool_owner(victim);
     ASSERT_NE(victim_pool, nullptr);
     size_t before = stats_of(victim_pool).live;
@@ -345,6 +354,32 @@ TEST(AllocReentry, AFreeOfAnotherSlabsObjectWithFreeSlotsWaitsToo) {
     EXPECT_EQ(stats_of(victim_pool).live, before - 1) << "the deferred free was not sent at the outer call's end";
     pk_free(inner_block);
     for (size_t i = 2; i < objs.size(); i++) pk_free(objs[i]);
+}
+
+/* pk_free of a block of a slab the thread owns, current or not, pushes it
+ * onto the class's list (OWN_FREES), as the inline free does an object of
+ * the current slab: no lock, no slab's list changed, so inside the library
+ * too it goes at once, and the next allocation of the class takes it. */
+TEST(AllocReentry, AFreeOntoTheThreadsOwnListGoesAtOnceInsideTheLibraryToo) {
+    std::vector<void *> objs;
+    for (int i = 0; i < 4000; i++) objs.push_back(pk_alloc(40));
+    inner_block = nullptr;
+    live_inside = SIZE_MAX;
+    victim = objs[0]; /* of the first slab, not the current one */
+    victim_free = pk_free;
+    victim_pool = pk_pool_owner(victim);
+    ASSERT_NE(victim_pool, nullptr);
+    size_t before = stats_of(victim_pool).live;
+    fork_test_hook = reenter;
+    pk_free(pk_alloc(50000)); /* a class of its own, made now */
+    fork_test_hook = nullptr;
+    ASSERT_NE(inner_block, nullptr);
+    EXPECT_EQ(live_inside, before - 1) << "the free inside the library did not go onto the thread's list";
+    EXPECT_EQ(stats_of(victim_pool).live, before - 1);
+    EXPECT_EQ(pk_alloc(40), victim) << "the next allocation of the class did not take the block back";
+    pk_free(inner_block);
+    for (void *o : objs) pk_free(o);
+    EXPECT_EQ(stats_of(victim_pool).live, 0u);
 }
 
 } // namespace

@@ -2,11 +2,13 @@
  * path; its one-multiply slot check is test_slab_grid_internal.c's),
  * through the public calls: the frees that change a slab's lists on that path (a full slab
  * that gets a free slot, a slab whose last object comes home), for typed
- * pools (pk_pool_free) and the size-class front end (pk_free), which finds
- * the slab once and hands it down, and the restart of a slab emptied out
- * of address order, now read from its list at the end rather than counted
- * on every free. Each test runs in a process of its own (ctest), so the
- * front end's class pools start empty. */
+ * pools (pk_pool_free) and the size-class front end (pk_free, whose blocks
+ * of any slab the thread owns go onto the class's list by the owned index
+ * and home in drains: OWN_FREES, policy.h), and the restart of a slab
+ * emptied out of address order, read from its list at the end rather than
+ * counted on every free. Each test runs in a process of its own (ctest),
+ * so the front end's class pools start empty; under memcheck they share
+ * one, which the counts allow for. */
 #include "support.h"
 
 #include <poolkit/alloc.h>
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <thread>
 #include <unistd.h>
 
 using namespace pktest;
@@ -76,22 +79,26 @@ void full_slab_serves_next_refill(const AllocFn &alloc, const FreeFn &release, s
 
 /* A slab whose last object comes home by its owner's frees becomes the
  * heap's spare, and the spare before it goes to the pool, whose purge
- * gives it back after the delay. */
+ * gives it back after the delay. pk_free's blocks of slabs other than the
+ * current one wait on the thread's list until a drain (OWN_FREES,
+ * policy.h, at most a slab's worth of small blocks): the frees of a whole
+ * third slab make one, which sends the second slab's last blocks home. */
 void emptied_slab_goes_back(const AllocFn &alloc, const FreeFn &release, pk_pool *pool_of_objs, size_t size) {
     pk_set_purge_delay(20);
     const size_t per_slab = SLAB_BYTES / size;
     std::vector<void *> objs;
-    for (size_t i = 0; i < 4 * per_slab + 1; i++) objs.push_back(alloc());
+    for (size_t i = 0; i < 5 * per_slab + 1; i++) objs.push_back(alloc());
     pk_pool *p = pool_of_objs ? pool_of_objs : pk_pool_owner(objs[0]);
     ASSERT_NE(p, nullptr);
     auto slabs = full_slabs(objs, per_slab);
-    ASSERT_GE(slabs.size(), 3u);
+    ASSERT_GE(slabs.size(), 4u);
     size_t before = stats_of(p).slabs;
-    std::vector<void *> first = slabs[0], second = slabs[1];
+    std::vector<void *> first = slabs[0], second = slabs[1], third = slabs[2];
     Rng rng(3);
     shuffle(first, rng.next());
     for (void *o : first) release(o);  /* the last one empties it: the heap's spare */
     for (void *o : second) release(o); /* the new spare; the first goes to the pool */
+    for (void *o : third) release(o);  /* pk_free's: a drain, the second's last ones home */
     size_t live = stats_of(p).live;
     PoolPtr other = make_pool(16, 0, 0, "other");
     size_t now = before;
@@ -105,7 +112,8 @@ void emptied_slab_goes_back(const AllocFn &alloc, const FreeFn &release, pk_pool
     std::vector<void *> rest(objs.begin(), objs.end());
     rest.erase(std::remove_if(rest.begin(), rest.end(),
                               [&](void *o) {
-                                  return block_of(o) == block_of(first[0]) || block_of(o) == block_of(second[0]);
+                                  return block_of(o) == block_of(first[0]) || block_of(o) == block_of(second[0]) ||
+                                         block_of(o) == block_of(third[0]);
                               }),
                rest.end());
     for (void *o : rest) release(o);
@@ -136,6 +144,95 @@ TEST(AllocFreeShortPath, ASlabEmptiedByItsOwnersFreesGoesBackAfterThePurgeDelay)
 
 TEST(AllocFreeShortPath, SizedFreesTakeTheSamePath) {
     full_slab_serves_next_refill([] { return pk_alloc(kSize); }, [](void *o) { pk_free_sized(o, kSize); }, kSize);
+}
+
+/* ---- pk_free's one path: onto the class's list, whatever the slab ---- */
+
+/* A block of an owned slab other than the current one goes onto the
+ * class's list (OWN_FREES, policy.h), so the next allocation of the class
+ * takes it back, although the list still holds the current slab's free
+ * objects (the short path would have put it on its own slab's list). */
+TEST(AllocFreeOwnPath, ABlockOfAnotherOwnedSlabIsTheNextAllocation) {
+    const size_t per_slab = SLAB_BYTES / kSize;
+    std::vector<void *> objs;
+    /* a count no carving of fresh slots ends on, so the list holds some */
+    for (size_t i = 0; i < 2 * per_slab + 101; i++) objs.push_back(pk_alloc(kSize));
+    auto slabs = full_slabs(objs, per_slab);
+    ASSERT_GE(slabs.size(), 1u);
+    void *o = slabs[0][5];
+    pk_free(o);
+    void *q = pk_alloc(kSize);
+    EXPECT_EQ(q, o) << "the block of another slab was not the next allocation";
+    if (q != o) objs.erase(std::find(objs.begin(), objs.end(), o)), pk_free(q); /* o is free already */
+    for (void *x : objs) pk_free(x);
+}
+
+/* The class pool of kSize blocks, and its live blocks now (other tests'
+ * where they share the process, as under memcheck). */
+pk_pool *class_pool_live(size_t *live) {
+    void *probe = pk_alloc(kSize);
+    pk_pool *p = pk_pool_owner(probe);
+    pk_free(probe);
+    *live = p ? stats_of(p).live : 0;
+    return p;
+}
+
+/* More frees of other slabs' blocks than a drain's budget, with no
+ * allocation between, by a thread that then exits: every drain sends home
+ * all that pk_free pushed since the one before, so the list never holds
+ * more such objects than its walks allow (a thread's exit checks each one
+ * it meets), and the counts end exact. */
+TEST(AllocFreeOwnPath, DrainsSendHomeEveryBlockPushedSinceTheLastOne) {
+    const size_t per_slab = SLAB_BYTES / kSize;
+    size_t before, kept = 0;
+    pk_pool *p = class_pool_live(&before);
+    ASSERT_NE(p, nullptr);
+    std::thread([&] {
+        std::vector<void *> objs;
+        for (size_t i = 0; i < 8 * per_slab; i++) objs.push_back(pk_alloc(kSize));
+        auto slabs = full_slabs(objs, per_slab);
+        ASSERT_GE(slabs.size(), 7u);
+        std::vector<void *> gone;
+        for (size_t s = 0; s < 6; s++)
+            for (size_t i = 0; i < per_slab; i += 2) gone.push_back(slabs[s][i]); /* half of each: none empties */
+        shuffle(gone, 5);
+        for (void *o : gone) pk_free(o);
+        kept = objs.size() - gone.size();
+    }).join();
+    EXPECT_EQ(stats_of(p).live, before + kept) << "the counts after the thread's exit";
+}
+
+/* A trim gives the thread's slabs back to the pool, and the index forgets
+ * them: the blocks of those slabs the thread frees afterwards go to their
+ * slabs by the pool's paths (its next refill takes such a slab over), not
+ * onto a list of a heap that no longer owns them, and the counts end
+ * exact. */
+TEST(AllocFreeOwnPath, SlabsGivenBackLeaveTheIndex) {
+    const size_t per_slab = SLAB_BYTES / kSize;
+    size_t before;
+    pk_pool *p = class_pool_live(&before);
+    ASSERT_NE(p, nullptr);
+    std::vector<void *> objs;
+    for (size_t i = 0; i < 3 * per_slab; i++) objs.push_back(pk_alloc(kSize));
+    pk_pool_trim(p); /* the heap's slabs to the pool, the thread's slot cleared */
+    for (void *o : objs) pk_free(o);
+    EXPECT_EQ(stats_of(p).live, before) << "blocks freed after the trim were not counted free";
+}
+
+/* The block just pushed, freed again: reported, as the head of a list is. */
+TEST(AllocFreeOwnPathDeathTest, ABlockOfAnotherSlabFreedTwiceInARowIsReported) {
+    const size_t per_slab = SLAB_BYTES / kSize;
+    std::vector<void *> objs;
+    for (size_t i = 0; i < 2 * per_slab + per_slab / 2; i++) objs.push_back(pk_alloc(kSize));
+    auto slabs = full_slabs(objs, per_slab);
+    ASSERT_GE(slabs.size(), 1u);
+    void *volatile o = slabs[0][7]; /* read afresh for each call: no use after free the compiler sees */
+    PKTEST_EXPECT_REPORT(
+        {
+            pk_free(o);
+            pk_free(o);
+        },
+        "what=double free");
 }
 
 /* ---- restarts: read from the emptied slab's list ---- */

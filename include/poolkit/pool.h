@@ -211,8 +211,11 @@ PK_API size_t pk_collect(int force);
  * comes home by its owner's own free goes back to the pool at once. Also up
  * to 63 objects per thread and pool freed into other threads' slabs,
  * waiting to go home (sent when that thread frees into another slab,
- * refills, trims or exits). pk_pool_trim returns the pool's empty slabs at
- * once whatever the delay.
+ * refills, trims or exits), and, on pk_alloc's size classes, the blocks of
+ * the thread's other slabs its pk_free put on the class's list, at most 64
+ * of them (64 KiB) since the list was last empty, until it allocates them
+ * again, runs dry, frees more (a drain sends them home), trims or exits.
+ * pk_pool_trim returns the pool's empty slabs at once whatever the delay.
  *
  * ms >= 0 sets the delay; a negative ms only reads it. Returns the delay in
  * force before the call. Thread-safe. */

@@ -107,6 +107,23 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
     return n < 1 ? 1 : n > HOT_LIST ? HOT_LIST : n;
 }
 
+/* OWN_FREES: pk_free pushes an object of any slab the thread's heap of
+ * its class owns onto the class's list (the owned index, pool_types.h),
+ * not only one of the current slab: one path whatever the slab, so a free
+ * in random order mispredicts no branch on which slab it hit, and the next
+ * allocations take the objects back while they are in cache, as a thread
+ * cache's list does. The objects of other slabs stay off their slabs until
+ * the list runs dry or is drained (heap_own_drain), so that their slabs can
+ * still fill, move and empty: a drain is due once OWN_FREES such pushes
+ * (at most OWN_FREES_BYTES of them, at least one object) were made since
+ * the list was last empty or drained. */
+#define OWN_FREES 64
+#define OWN_FREES_BYTES ((size_t)64 << 10)
+static inline size_t policy_own_frees(size_t slot) {
+    size_t n = OWN_FREES_BYTES / slot;
+    return n < 1 ? 1 : n > OWN_FREES ? OWN_FREES : n;
+}
+
 /* HEAP_SPARE: a heap keeps the last slab its own frees emptied (one slab,
  * restarted as below) for its next slab, and gives the one before to the
  * pool: a working set that moves across a slab's edge, or objects few to a

@@ -454,8 +454,38 @@ static inline bool class_free_short(tc_slot *c, slab *s, void *ptr) {
  * (the one freed into last, say) comes first: with mixed sizes it fails
  * about half the time, a mispredicted branch each (docs/alloc.md, "How
  * fast"). */
+/* OWN_FREES' drain, due: outside the library only (its heaps may be
+ * mid-change under a call that frees), as class_free_edge. */
+static PK_NOINLINE void own_drain(tc_slot *c) {
+    if (depth) return; /* the next free's, outside */
+    depth++;
+    heap_own_drain(c->heap->pool, c->heap);
+    leave();
+}
+
 void pk_free(void *ptr) {
-    uintptr_t x = (uintptr_t)ptr;
+    uintptr_t x = (uintptr_t)ptr, word = x | (SLAB_BYTES - 1);
+    /* A block of a slab the thread's heap of its class owns (the owned
+     * index, pool_types.h), current or not: onto the class's list, one
+     * path whatever the slab (OWN_FREES), unless it is the list's head
+     * (freed again). A heap that owns a slab has a current one (heap.c,
+     * refill), so the slot's list is set up. */
+    char *table = pk__tc_table;
+    const own_entry *e = own_entry_at(table, x);
+    if (likely(__atomic_load_n(&e->word, __ATOMIC_RELAXED) == word)) {
+        tc_slot *c = (tc_slot *)(table + __atomic_load_n(&e->slot, __ATOMIC_RELAXED));
+        uintptr_t cur = __atomic_load_n(&c->cur, __ATOMIC_RELAXED);
+        void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+        if (likely(ptr != head)) {
+            heap *h = c->heap;
+            *(void **)ptr = head;
+            __atomic_store_n(&c->head, ptr, __ATOMIC_RELAXED);
+            h->own_pushed++;
+            h->own_room -= word != cur; /* an object of another slab */
+            if (unlikely(h->own_room < 0)) own_drain(c);
+            return;
+        }
+    }
     if (unlikely(!region_holds(x))) {
         free_slow(NULL, ptr, __builtin_return_address(0));
         return;

@@ -265,6 +265,9 @@ static bool freed_out_of_order(const pk_pool *p, const slab *s) {
         next = (char *)link_load(p, obj);
         if (!next || slab_slot_index(s, next) < 0) break;
         away += (uintptr_t)next - (uintptr_t)obj + s->slot > 2 * s->slot;
+        /* more than the whole sample allows: decided, without reading the
+         * rest (in random order each link is a line not in cache) */
+        if (away > RESTART_SAMPLE / RESTART_DISORDER) return true;
     }
     return away > looked / RESTART_DISORDER;
 }

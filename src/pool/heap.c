@@ -58,6 +58,7 @@ heap *heap_get(pk_pool *p, tc_slot *c) {
     bool plain = p->link_off == 0 && !p->hardened && !TRACK_ENABLED;
     c->low = plain ? 0 : p->slab_low;
     c->secret = p->list_at == LIST_HARDENED ? p->hard.secret : 0;
+    h->own_room = (intptr_t)p->own_frees;
     h->rng = (p->hard.secret ^ (uintptr_t)h) * 0x9E3779B97F4A7C15ull | 1; /* read-only after creation */
     pool_lock(p);
     h->next = p->heaps;
@@ -70,14 +71,30 @@ heap *heap_get(pk_pool *p, tc_slot *c) {
 
 /* ---- Slabs between the heap and the pool: the heap's counts. ---- */
 
+/* The owned index's entry for s, owned by h (pool_types.h): the heap's
+ * thread's table, from its slot. NULL where the pool has no index. */
+static own_entry *own_entry_of(const pk_pool *p, const heap *h, const slab *s) {
+    if (!p->own_frees) return NULL;
+    return own_entry_at((char *)h->slot - s->table_slot, (uintptr_t)s->base);
+}
+
 static void count_in(const pk_pool *p, heap *h, const slab *s) {
     h->slabs++;
     h->bytes += s->span;
     BUMP(h->resident, slab_touched(p, s));
+    own_entry *e = own_entry_of(p, h, s);
+    if (e) {
+        __atomic_store_n(&e->slot, (uintptr_t)s->table_slot, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->word, (uintptr_t)s->base | (SLAB_BYTES - 1), __ATOMIC_RELAXED);
+    }
 }
 
 static void count_out(const pk_pool *p, heap *h, const slab *s) {
     if (h->warm == s) h->warm = NULL; /* it names an owned slab only (next_slab) */
+    own_entry *e = own_entry_of(p, h, s);
+    /* another owned slab's at the same place is left */
+    if (e && __atomic_load_n(&e->word, __ATOMIC_RELAXED) == ((uintptr_t)s->base | (SLAB_BYTES - 1)))
+        __atomic_store_n(&e->word, 0, __ATOMIC_RELAXED);
     h->slabs--;
     h->bytes -= s->span;
     BUMP(h->resident, -slab_touched(p, s));
@@ -148,8 +165,19 @@ static NO_TSAN bool hot_object(const heap *h, const char *obj) {
     return idx >= 0 && (uint32_t)idx < s->bump;
 }
 
-/* The most objects of other owned slabs h's list may hold. */
-static size_t hot_most(const pk_pool *p) { return p->hot_list ? p->hot_list + HOT_FREES : HOT_FREES; }
+/* The most objects of other owned slabs h's list may hold: the short
+ * path's (HOT_FREES, HOT_LIST) and pk_free's between drains (OWN_FREES). */
+static size_t hot_most(const pk_pool *p) {
+    return (p->hot_list ? p->hot_list + HOT_FREES : HOT_FREES) + p->own_frees;
+}
+_Static_assert(OWN_FREES == 64 && OWN_FREES_BYTES == (size_t)64 << 10,
+               "pool.h (pk_set_purge_delay) and docs/alloc.md name OWN_FREES' bounds");
+/* The list is empty, or holds no object of another slab that pk_free
+ * pushed: OWN_FREES' count starts again. */
+static void own_restart(const pk_pool *p, heap *h) {
+    h->own_pushed = 0;
+    h->own_room = (intptr_t)p->own_frees;
+}
 
 /* The heap's list goes back onto the current slab's free list (the
  * objects of other owned slabs listed, HOT_FREES and HOT_LIST, come back
@@ -193,19 +221,24 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     s->used -= (uint32_t)n;
     BUMP(h->frees, n);
     list_set(h, NULL, 0);
+    own_restart(p, h);
     list_set_cur(h, NULL, 0);
     h->cur = NULL;
     s->list = SLAB_NOWHERE;
     return s;
 }
 
-void heap_free_home(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) {
+/* k objects of s (an owned slab, not current), linked from head to tail,
+ * onto its free list: the moves of heap_free_home, once. A run whose head
+ * is the list's, or longer than the slab has out, holds an object freed
+ * twice (reported). */
+static void home_run(pk_pool *p, heap *h, slab *s, void *head, void *tail, uint32_t k, uint64_t now) {
     void *f = s->free;
-    if (unlikely(obj == f || s->used == 0)) check_report_double_free(p, obj);
-    link_store(p, obj, (uintptr_t)f);
-    s->free = obj;
-    s->used--;
-    BUMP(h->frees, 1);
+    if (unlikely(head == f || s->used < k)) check_report_double_free(p, head == f || k == 1 ? head : tail);
+    link_store(p, tail, (uintptr_t)f);
+    s->free = head;
+    s->used -= k;
+    BUMP(h->frees, k);
     if (s->used == 0) {
         slab_list_remove(s->list == HEAP_FULL ? &h->full : &h->avail, s);
         heap_slab_emptied(p, h, s, now);
@@ -218,7 +251,69 @@ void heap_free_home(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) {
     }
 }
 
+void heap_free_home(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) { home_run(p, h, s, obj, obj, 1, now); }
+
 void heap_free_owned(heap *h, slab *s, void *obj) { heap_free_home(h->pool, h, s, obj, 0); }
+
+/* The drain's run: objects of one slab (word: its base | SLAB_BYTES - 1)
+ * met one after another, sent home together (home_run), as a program
+ * freeing a slab's objects in a row (in the order it made them, or the
+ * reverse) makes them. */
+typedef struct own_run {
+    slab *s;
+    uintptr_t word;
+    char *head, *tail;
+    uint32_t n;
+} own_run;
+
+static PK_NOINLINE void bad_own_link(pk_pool *p, char *prev, char *obj) {
+    if (!prev) check_free(p, obj); /* the head came from a free: reported as any free of it */
+    report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
+}
+
+void heap_own_drain(pk_pool *p, heap *h) {
+    PK_ASSERT_INTERNAL(p->link_off == 0 && !p->hardened); /* links as they are: OWN_FREES' pools */
+    uintptr_t cur = tc_cur(h->list);
+    char *first = NULL, *last = NULL, *prev = NULL, *obj = tc_head(h->list);
+    size_t walk = h->own_pushed;
+    own_run r = {NULL, 0, NULL, NULL, 0};
+    own_restart(p, h);
+    /* pk_free pushed every object listed above the last of its pushes, so
+     * the walk goes no further: the current slab's objects stay, in their
+     * order (unchecked, as the inline free leaves them); the others go
+     * home, each checked to be a slot of an owned slab (pk_free checked
+     * the slab only) before its link is read */
+    for (char *next; obj && walk > 0; prev = obj, obj = next, walk--) {
+        uintptr_t x = (uintptr_t)obj, word = x | (SLAB_BYTES - 1);
+        if (word == cur) {
+            next = *(char **)obj;
+            if (last) *(char **)last = obj;
+            else first = obj;
+            last = obj;
+            continue;
+        }
+        if (word != r.word) { /* a run of another slab starts */
+            if (r.n) home_run(p, h, r.s, r.head, r.tail, r.n, 0);
+            r.s = region_holds(x) ? slab_of(x) : NULL;
+            if (unlikely(!r.s || r.s->owner != h)) bad_own_link(p, prev, obj);
+            r.word = word;
+            r.n = 0;
+            r.head = obj;
+        } else {
+            *(char **)r.tail = obj;
+        }
+        if (unlikely(!slab_has_slot(r.s, x))) bad_own_link(p, prev, obj);
+        next = *(char **)obj;
+        r.tail = obj;
+        r.n++;
+    }
+    if (r.n) home_run(p, h, r.s, r.head, r.tail, r.n, 0);
+    if (last) {
+        *(char **)last = obj;
+        obj = first;
+    }
+    list_set(h, obj, h->count); /* the count of an inline-served list is not kept */
+}
 
 /* obj, an object of another owned slab that was on h's list (HOT_FREES),
  * home to its slab; with list_moves its slab moves lists as a free would
@@ -373,7 +468,17 @@ static bool refill(pk_pool *p, heap *h, uint64_t now) {
         home_hot(p, h, hot, true);
     }
     if (!next) next = next_slab(p, h, true, now);
-    if (!next) return false;
+    if (!next) {
+        /* No slab: the one used up stays current (on the full list, as
+         * next_slab took the avail one if there were any), so a heap that
+         * owns slabs has a current one, as pk_free's path (OWN_FREES)
+         * relies on. */
+        if (s && s->list == HEAP_FULL) {
+            slab_list_remove(&h->full, s);
+            install(p, h, s);
+        }
+        return false;
+    }
     install(p, h, next);
     return tc_head(h->list) || extend(p, h, next);
 }
@@ -443,6 +548,7 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
         h->hot_obj = NULL;
         h->hot_room = p->hot_list;
         h->hot_bar = p->hot_list ? UINTPTR_MAX : 0;
+        own_restart(p, h);
         note_peak(p, h, false);
         HEAP_VALIDATE(p, h);
     }
@@ -586,6 +692,7 @@ void heap_reset_own(pk_pool *p, heap *h) {
         slab_forget_objects(h->cur);
         list_set(h, NULL, 0);
     }
+    own_restart(p, h);
     /* What waited to go home to another slab went with the reset. */
     h->pend_slab = NULL;
     h->pend_head = h->pend_tail = NULL;

@@ -35,6 +35,11 @@ void heap_free_home(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now);
  * ruled out (the short path's FREE_EDGE, pool_free.h): heap_free_home, a
  * double free reported. */
 void heap_free_owned(heap *h, slab *s, void *obj);
+/* OWN_FREES' drain (pk_free calls it when due): the objects pk_free pushed
+ * onto h's list since it was last empty or drained, of slabs other than the
+ * current one, home to their slabs (heap_free_home); a pointer that is no
+ * free slot of an owned slab reported. */
+void heap_own_drain(pk_pool *p, heap *h);
 /* Gives everything of the heap in slot c back to the pool (its list, its
  * pending chain, its slabs) and clears the slot: thread exit, trim, and,
  * with the pool quiescent, destroy and visit. Caller holds the pool's lock

@@ -126,6 +126,35 @@ static inline uintptr_t tc_cur(const tc_list *l) { return __atomic_load_n(&l->cu
 PK_API extern __thread char *pk__tc_table __attribute__((tls_model("initial-exec")));
 #define tc_table ((tc_slot *)pk__tc_table)
 
+/* Past its slots, each table holds the thread's owned slabs by address
+ * (the owned index): OWN_INDEX entries, one per SLAB_BYTES of address
+ * (modulo OWN_INDEX slabs), each naming a slab of a size class that the
+ * thread's heap of that class owns (its word: the slab's base or'ed with
+ * SLAB_BYTES - 1, as tc_slot.cur) and the class's slot (its table offset,
+ * the slab geometry's table_slot). pk_free so finds, from the address and
+ * two loads of the thread's own table, that its own heap owns the object's
+ * slab and which slot serves it, without the address map or the slab's
+ * record, and pushes the object onto that slot's list whether its slab is
+ * the current one or not (alloc.c). An entry is exact: set when the heap
+ * takes the slab, cleared when the slab leaves it (heap.c, count_in and
+ * count_out), relaxed atomics, as the owner alone reads it and others
+ * write it only while the owner is quiescent (destroy, visit). Two owned
+ * slabs at one place: the later one's entry, the other's objects take the
+ * record's way. An empty entry (0) covers no address. */
+#define OWN_INDEX 1024
+#define OWN_INDEX_OFF ((size_t)TABLE_KEYS * sizeof(tc_slot))
+typedef struct own_entry {
+    uintptr_t word;   /* the slab's base | (SLAB_BYTES - 1), or 0 */
+    uintptr_t slot;   /* its class's slot's offset in the table */
+} own_entry;
+#define OWN_INDEX_BYTES ((size_t)OWN_INDEX * sizeof(own_entry))
+/* (The entry's byte offset straight from the address: the index's offset
+ * folds into the load's displacement.) */
+_Static_assert(sizeof(own_entry) == 16, "an entry's byte offset is its index shifted by 4");
+static inline own_entry *own_entry_at(char *table, uintptr_t x) {
+    return (own_entry *)(table + OWN_INDEX_OFF + ((x >> (SLAB_SHIFT - 4)) & ((uintptr_t)(OWN_INDEX - 1) << 4)));
+}
+
 /* ---- a thread's heap for one pool ---- */
 
 /* heap.c, mimalloc's heap (one per thread per pool): the slabs the thread
@@ -175,6 +204,13 @@ typedef struct heap {
     uint64_t short_frees;      /* the short path's frees (pool_free.h), beside warm,
                                   which it writes too */
     uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
+    /* OWN_FREES (policy.h): pk_free's pushes onto the slot's list since it
+     * was last empty or drained (own_pushed: every object pushed and still
+     * listed lies within that many of the head), and what the objects of
+     * other owned slabs among them may still spend before heap_own_drain
+     * sends them home (own_room, from the pool's own_frees; below 0: due). */
+    size_t own_pushed;
+    intptr_t own_room;
     void *hot_obj;             /* hardened pools: the object of another owned slab last
                                   put onto the empty list (HOT_FREES), until the next
                                   refill (an abandon clears the heap); the library's
@@ -225,6 +261,9 @@ struct pk_pool {
     size_t key;       /* the record's index in the records' area, and the
                          pool's slot in every thread's table */
     size_t extend;    /* fresh slots a heap links at a time (policy.h, EXTEND_BYTES) */
+    size_t own_frees; /* OWN_FREES: objects of other slabs pk_free may push onto a
+                         thread's list between drains; 0 for pools without the
+                         owned index (any but the plain size classes) */
     size_t hot_list;  /* objects of other slabs a thread's list may hold (HOT_LIST), 0 for
                          pools whose short path lists none but HOT_FREES' */
     uint64_t rng;     /* hardened pools: the order of fresh slots of direct calls

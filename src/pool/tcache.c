@@ -30,8 +30,10 @@
 
 _Static_assert(TABLE_KEYS == (size_t)1 << PK__KEY_BITS, "a handle's key bits index the whole table");
 
-#define SLOTS_BYTES ((size_t)TABLE_KEYS * sizeof(tc_slot))
+#define SLOTS_BYTES ((size_t)TABLE_KEYS * sizeof(tc_slot) + OWN_INDEX_BYTES)
 #define TABLE_BYTES (SLOTS_BYTES + (size_t)TABLE_KEYS * sizeof(heap))
+_Static_assert(OWN_INDEX_OFF == (size_t)TABLE_KEYS * sizeof(tc_slot) && OWN_INDEX_BYTES % 64 == 0,
+               "the owned index lies between the slots and the heaps");
 
 typedef struct thread_rec {
     struct thread_rec *prev, *next;
@@ -43,7 +45,7 @@ enum { THREAD_NEW, THREAD_LIVE, THREAD_EXITING };
 /* The table of threads that have not registered (or have exited). Only
  * ever read, and all zero: the inline paths write a slot only after finding
  * an object on its list or its current slab matching. */
-static tc_slot unregistered[TABLE_KEYS];
+static tc_slot unregistered[TABLE_KEYS + OWN_INDEX_BYTES / sizeof(tc_slot)];
 
 __thread char *pk__tc_table __attribute__((tls_model("initial-exec"), aligned(64))) = (char *)unregistered;
 static __thread thread_rec *self __attribute__((tls_model("initial-exec")));
