@@ -21,7 +21,15 @@
  * (64 B); ns per free, each contender in a forked child, medians of the
  * same interleaved repetitions.
  *
+ * --in-process F runs contender F (0 glibc, 1 mimalloc, 2 poolkit) alone,
+ * without handoffs (--steps replacements a lane), in this process, and
+ * prints its ns per replacement: for a tool that follows one process, as
+ *   valgrind --tool=cachegrind --cache-sim=no --branch-sim=yes \
+ *       build/bench/bench_larson --in-process 2 --steps 300000
+ * (run at two --steps and take the difference for a figure per replacement).
+ *
  * Usage: bench_larson [--reps N] [--quick] [--gens N] [--steps N] [--live N] [--teardown N] [--no-peers]
+ *                     [--in-process F]
  */
 #include "frontends.h"
 
@@ -137,6 +145,16 @@ int main(int argc, char **argv) {
            LAB_LARSON_LANES, gens, steps, LAB_LARSON_MIN_SIZE, LAB_LARSON_MAX_SIZE, live);
     frontend fes[FE_COUNT];
     frontends_load(fes, bench_arg_flag(&o, "--no-peers"));
+    long one = bench_arg_long(&o, "--in-process", -1);
+    if (one >= 0) {
+        if (one >= FE_COUNT || fes[one].why[0]) {
+            printf("contender %ld not available\n", one);
+            return 1;
+        }
+        printf("%s, no handoff, in this process: %.2f ns per replacement\n", fes[one].label,
+               lab_larson_run(fes[one].a, 0, 1, steps, live));
+        return 0;
+    }
     bench_series t[2][FE_COUNT], rss[2][FE_COUNT], ratio = {{0}, 0};
     memset(t, 0, sizeof t);
     memset(rss, 0, sizeof rss);
