@@ -444,16 +444,6 @@ static inline bool class_free_short(tc_slot *c, slab *s, void *ptr) {
     return false;
 }
 
-/* The slab's record from the address (the region map's bit, then the
- * record by masking), once: the class's slot in the thread's table from it,
- * the inline free (an object of the thread's current slab), then, for an
- * object of another slab the thread owns, the short path with the record in
- * hand (pool_free.h, free_into_slab), as the typed pool's own miss takes it,
- * unless the call comes from inside the library (see "Re-entry": it
- * waits). Everything else goes on to free_slow. No guess of the class
- * (the one freed into last, say) comes first: with mixed sizes it fails
- * about half the time, a mispredicted branch each (docs/alloc.md, "How
- * fast"). */
 /* OWN_FREES' drain, due: outside the library only (its heaps may be
  * mid-change under a call that frees), as class_free_edge. */
 static PK_NOINLINE void own_drain(tc_slot *c) {
@@ -463,6 +453,18 @@ static PK_NOINLINE void own_drain(tc_slot *c) {
     leave();
 }
 
+/* First the thread's owned index (a block of any slab its heap of the
+ * class owns: onto the class's list, a push the inline paths could make,
+ * so inside the library too). Else the slab's record from the address (the
+ * region map's bit, then the record by masking), once: the class's slot in
+ * the thread's table from it, the inline free (an object of the thread's
+ * current slab the index did not name), then, for an object of another slab
+ * the thread owns, the short path with the record in hand (pool_free.h,
+ * free_into_slab), as the typed pool's own miss takes it, unless the call
+ * comes from inside the library (see "Re-entry": it waits). Everything
+ * else goes on to free_slow. No guess of the class (the one freed into
+ * last, say) comes first: with mixed sizes it fails about half the time, a
+ * mispredicted branch each (docs/alloc.md, "How fast"). */
 void pk_free(void *ptr) {
     uintptr_t x = (uintptr_t)ptr, word = x | (SLAB_BYTES - 1);
     /* A block of a slab the thread's heap of its class owns (the owned

@@ -231,10 +231,10 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
 /* k objects of s (an owned slab, not current), linked from head to tail,
  * onto its free list: the moves of heap_free_home, once. A run whose head
  * is the list's, or longer than the slab has out, holds an object freed
- * twice (reported). */
+ * twice (reported, naming the run's head). */
 static void home_run(pk_pool *p, heap *h, slab *s, void *head, void *tail, uint32_t k, uint64_t now) {
     void *f = s->free;
-    if (unlikely(head == f || s->used < k)) check_report_double_free(p, head == f || k == 1 ? head : tail);
+    if (unlikely(head == f || s->used < k)) check_report_double_free(p, head);
     link_store(p, tail, (uintptr_t)f);
     s->free = head;
     s->used -= k;

@@ -4,10 +4,10 @@
  * TLS (pk__tc_table); a pool's slot is at a fixed byte offset (its key
  * times the slot size) in every table, and its key is the index of its record in the
  * records' area (pool.c), so the inline paths find the slot from the
- * pool's handle. A table is a reservation of TABLE_KEYS slots,
- * followed by TABLE_KEYS heap records (heap.c), that the system backs a
- * page at a time as keys are used, so it never moves and the inline paths
- * need no bound check. A thread that has not registered points at
+ * pool's handle. A table is a reservation of TABLE_KEYS slots, then the
+ * owned index (pool_types.h, pk_free's), then TABLE_KEYS heap records
+ * (heap.c), that the system backs a page at a time as keys are used, so it
+ * never moves and the inline paths need no bound check. A thread that has not registered points at
  * `unregistered`, a shared table whose slots stay all zero: no list, no
  * current slab, so its first alloc or free goes to the slow path, which
  * registers it. A pool with no heaps (debug, a limit) never has its slot
@@ -30,8 +30,8 @@
 
 _Static_assert(TABLE_KEYS == (size_t)1 << PK__KEY_BITS, "a handle's key bits index the whole table");
 
-#define SLOTS_BYTES ((size_t)TABLE_KEYS * sizeof(tc_slot) + OWN_INDEX_BYTES)
-#define TABLE_BYTES (SLOTS_BYTES + (size_t)TABLE_KEYS * sizeof(heap))
+#define HEAPS_OFF ((size_t)TABLE_KEYS * sizeof(tc_slot) + OWN_INDEX_BYTES)
+#define TABLE_BYTES (HEAPS_OFF + (size_t)TABLE_KEYS * sizeof(heap))
 _Static_assert(OWN_INDEX_OFF == (size_t)TABLE_KEYS * sizeof(tc_slot) && OWN_INDEX_BYTES % 64 == 0,
                "the owned index lies between the slots and the heaps");
 
@@ -45,7 +45,7 @@ enum { THREAD_NEW, THREAD_LIVE, THREAD_EXITING };
 /* The table of threads that have not registered (or have exited). Only
  * ever read, and all zero: the inline paths write a slot only after finding
  * an object on its list or its current slab matching. */
-static tc_slot unregistered[TABLE_KEYS + OWN_INDEX_BYTES / sizeof(tc_slot)];
+static tc_slot unregistered[TABLE_KEYS + OWN_INDEX_BYTES / sizeof(tc_slot)]; /* and an empty index */
 
 __thread char *pk__tc_table __attribute__((tls_model("initial-exec"), aligned(64))) = (char *)unregistered;
 static __thread thread_rec *self __attribute__((tls_model("initial-exec")));
@@ -96,7 +96,7 @@ void tcache_detach(pk_pool *p) {
     p->cached = false;
 }
 
-heap *tcache_heap(size_t key) { return (heap *)((char *)tc_table + SLOTS_BYTES) + key; }
+heap *tcache_heap(size_t key) { return (heap *)((char *)tc_table + HEAPS_OFF) + key; }
 
 bool tcache_table_range(const tc_slot **lo, const tc_slot **hi) {
     if (state != THREAD_LIVE) return false;
