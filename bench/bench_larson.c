@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
     gens = (int)bench_arg_long(&o, "--gens", o.quick ? 60 : 200);
     steps = bench_arg_long(&o, "--steps", 100000);
     live = bench_arg_long(&o, "--live", 5000);
-    teardown_n = bench_arg_long(&o, "--teardown", 250000); /* about 130 MB live of 8-1,000 B */
+    teardown_n = bench_arg_long(&o, "--teardown", 250000); /* the same at every scale: the blocks live at once stay few */
     bench_header("threads that come and go (larson shape): live sets handed to new threads", &o);
     printf("%d lanes x %d generations x %ld replacements of blocks of %d-%d B in a live set of %ld; "
            "each run a forked child; peak RSS = child's VmHWM - its VmRSS at start\n",
