@@ -166,18 +166,23 @@ static NO_TSAN bool hot_object(const heap *h, const char *obj) {
 }
 
 /* The most objects of other owned slabs h's list may hold: the short
- * path's (HOT_FREES, HOT_LIST) and pk_free's between drains (OWN_FREES). */
-static size_t hot_most(const pk_pool *p) {
-    return (p->hot_list ? p->hot_list + HOT_FREES : HOT_FREES) + p->own_frees;
+ * path's (HOT_FREES, HOT_LIST) and those pk_free pushed since the list was
+ * last empty or drained (OWN_FREES): own_frees and the one that makes a
+ * drain due, more when the library's own frees (pk_realloc's) pushed them
+ * while a drain waits for the call's end (alloc.c), every one counted off
+ * own_room. Read racily by stats, as the lists are. */
+static size_t own_pushed(const pk_pool *p, const heap *h) {
+    return p->own_frees - (size_t)__atomic_load_n(&h->own_room, __ATOMIC_RELAXED); /* room only falls */
+}
+static size_t hot_most(const pk_pool *p, const heap *h) {
+    size_t pushed = own_pushed(p, h);
+    return (p->hot_list ? p->hot_list + HOT_FREES : HOT_FREES) + (pushed > p->own_frees ? pushed : p->own_frees + 1);
 }
 _Static_assert(OWN_FREES == 64 && OWN_FREES_BYTES == (size_t)64 << 10,
                "pool.h (pk_set_purge_delay) and docs/alloc.md name OWN_FREES' bounds");
 /* The list is empty, or holds no object of another slab that pk_free
  * pushed: OWN_FREES' count starts again. */
-static void own_restart(const pk_pool *p, heap *h) {
-    h->own_pushed = 0;
-    h->own_room = (intptr_t)p->own_frees;
-}
+static void own_restart(const pk_pool *p, heap *h) { h->own_room = (intptr_t)p->own_frees; }
 
 /* The heap's list goes back onto the current slab's free list (the
  * objects of other owned slabs listed, HOT_FREES and HOT_LIST, come back
@@ -188,7 +193,7 @@ static void own_restart(const pk_pool *p, heap *h) {
  * (the slab's slots and the hot objects). */
 static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     slab *s = h->cur;
-    size_t n = 0, met = 0, hots = 0, most = (size_t)s->capacity + hot_most(p); /* n: the inline paths keep no count */
+    size_t n = 0, met = 0, hots = 0, hot_max = hot_most(p, h), most = (size_t)s->capacity + hot_max; /* n: the inline paths keep no count */
     char *first = NULL, *last = NULL, *head = tc_head(h->list);
     *hot = NULL;
     for (char *obj = head, *prev = NULL, *next; obj; prev = obj, obj = next) {
@@ -198,7 +203,7 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
         if (unlikely(++met > most)) report_list_overrun(p, s, head, *hot, "the thread's free list");
         long idx = slab_slot_index(s, obj); /* checked before its link is read */
         if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) {
-            if (hots < hot_most(p) && hot_object(h, obj)) {
+            if (hots < hot_max && hot_object(h, obj)) {
                 next = (char *)link_load(p, obj);
                 link_store(p, obj, (uintptr_t)*hot);
                 *hot = obj;
@@ -275,15 +280,20 @@ void heap_own_drain(pk_pool *p, heap *h) {
     PK_ASSERT_INTERNAL(p->link_off == 0 && !p->hardened); /* links as they are: OWN_FREES' pools */
     uintptr_t cur = tc_cur(h->list);
     char *first = NULL, *last = NULL, *prev = NULL, *obj = tc_head(h->list);
-    size_t walk = h->own_pushed;
+    /* the objects of other slabs pk_free pushed since the list was last
+     * empty or drained, and the most the list can hold (a loop, an object
+     * freed twice with others between, is never walked for ever) */
+    size_t due = own_pushed(p, h), most = (h->cur ? h->cur->capacity : 0) + hot_most(p, h);
     own_run r = {NULL, 0, NULL, NULL, 0};
     own_restart(p, h);
-    /* pk_free pushed every object listed above the last of its pushes, so
-     * the walk goes no further: the current slab's objects stay, in their
-     * order (unchecked, as the inline free leaves them); the others go
-     * home, each checked to be a slot of an owned slab (pk_free checked
-     * the slab only) before its link is read */
-    for (char *next; obj && walk > 0; prev = obj, obj = next, walk--) {
+    /* The walk goes until it has met them all (pushes and pops are at the
+     * head, so they lie above the objects listed before, with the frees
+     * of other paths, which keep no count, among them), or to the list's
+     * end where the allocations took some: the current slab's objects
+     * stay, in their order (unchecked, as the inline free leaves them);
+     * the others go home, each checked to be a slot of an owned slab
+     * (pk_free checked the slab only) before its link is read. */
+    for (char *next; obj && due > 0 && most > 0; prev = obj, obj = next, most--) {
         uintptr_t x = (uintptr_t)obj, word = x | (SLAB_BYTES - 1);
         if (word == cur) {
             next = *(char **)obj;
@@ -306,6 +316,7 @@ void heap_own_drain(pk_pool *p, heap *h) {
         next = *(char **)obj;
         r.tail = obj;
         r.n++;
+        due--;
     }
     if (r.n) home_run(p, h, r.s, r.head, r.tail, r.n, 0);
     if (last) {
@@ -716,7 +727,7 @@ static NO_TSAN size_t racy_list_length(const pk_pool *p, const heap *h) {
     const slab *s = h->cur; /* records stay mapped while the pool holds the slab */
     if (!cur || !s || (uintptr_t)s->base != (cur & ~(uintptr_t)(SLAB_BYTES - 1))) return 0;
     size_t n = 0;
-    for (uintptr_t x = (uintptr_t)tc_head(l); x && n < s->capacity + hot_most(p); n++) {
+    for (uintptr_t x = (uintptr_t)tc_head(l); x && n < s->capacity + hot_most(p, h); n++) {
         if (slab_slot_index(s, (void *)x) < 0 && !hot_object(h, (const char *)x)) break;
         uintptr_t v = *(volatile uintptr_t *)(x + p->link_off);
         x = p->hardened ? link_decode(p, (void *)x, v) : v;
@@ -817,13 +828,13 @@ bool heap_is_valid(const pk_pool *p, const heap *h) {
          * the checks' to report (uninstall, the hardened paths), not an
          * internal fault. */
         size_t n = 0, hot = 0;
-        for (char *obj = tc_head(h->list); obj && n <= h->cur->capacity + hot_most(p); obj = (char *)link_load(p, obj)) {
+        for (char *obj = tc_head(h->list); obj && n <= h->cur->capacity + hot_most(p, h); obj = (char *)link_load(p, obj)) {
             long idx = slab_slot_index(h->cur, obj);
             if (idx < 0 && hot_object(h, obj)) hot++;
             else if (idx < 0 || (uint32_t)idx >= h->cur->bump) break;
             n++;
         }
-        VALID(hot <= hot_most(p) && n - hot <= h->cur->used);
+        VALID(hot <= hot_most(p, h) && n - hot <= h->cur->used);
     } else {
         VALID(!tc_head(h->list) && !tc_cur(h->list));
     }

@@ -204,12 +204,10 @@ typedef struct heap {
     uint64_t short_frees;      /* the short path's frees (pool_free.h), beside warm,
                                   which it writes too */
     uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
-    /* OWN_FREES (policy.h): pk_free's pushes onto the slot's list since it
-     * was last empty or drained (own_pushed: every object pushed and still
-     * listed lies within that many of the head), and what the objects of
-     * other owned slabs among them may still spend before heap_own_drain
-     * sends them home (own_room, from the pool's own_frees; below 0: due). */
-    size_t own_pushed;
+    /* OWN_FREES (policy.h): what pk_free's pushes of objects of other owned
+     * slabs onto the slot's list may still spend before heap_own_drain
+     * sends them home, counted from the pool's own_frees since the list was
+     * last empty or drained; below 0: due. */
     intptr_t own_room;
     void *hot_obj;             /* hardened pools: the object of another owned slab last
                                   put onto the empty list (HOT_FREES), until the next
