@@ -202,6 +202,37 @@ TEST(AllocFreeOwnPath, DrainsSendHomeEveryBlockPushedSinceTheLastOne) {
     EXPECT_EQ(stats_of(p).live, before + kept) << "the counts after the thread's exit";
 }
 
+/* Frees by other paths keep no count (pk_free_sized's inline push of a
+ * block of the current slab) and bury the blocks pk_free pushed under
+ * theirs: a drain walks until it has met every block of another slab
+ * pushed since the last one, so none stays listed past the bound the
+ * list's walks (stats, exit) rely on, and the counts stay exact. */
+TEST(AllocFreeOwnPath, DrainsFindBlocksBuriedUnderOtherPathsFrees) {
+    const size_t per_slab = SLAB_BYTES / kSize;
+    size_t before;
+    pk_pool *p = class_pool_live(&before);
+    ASSERT_NE(p, nullptr);
+    std::vector<void *> objs;
+    for (size_t i = 0; i < 6 * per_slab; i++) objs.push_back(pk_alloc(kSize));
+    auto slabs = full_slabs(objs, per_slab);
+    ASSERT_GE(slabs.size(), 5u);
+    std::vector<void *> gone;
+    for (size_t s = 0; s < 4; s++)
+        for (size_t i = 0; i < per_slab; i += 4) gone.push_back(slabs[s][i]);
+    std::vector<void *> mine(50);
+    size_t next = 0;
+    while (next < gone.size()) {
+        for (void *&b : mine) b = pk_alloc(kSize);
+        for (size_t k = 0; k < 10 && next < gone.size(); k++) pk_free(gone[next++]); /* counted */
+        for (void *b : mine) pk_free_sized(b, kSize);                               /* not */
+    }
+    EXPECT_EQ(stats_of(p).live, before + objs.size() - gone.size()) << "free blocks counted live";
+    std::sort(gone.begin(), gone.end());
+    for (void *o : objs)
+        if (!std::binary_search(gone.begin(), gone.end(), o)) pk_free(o);
+    EXPECT_EQ(stats_of(p).live, before);
+}
+
 /* A trim gives the thread's slabs back to the pool, and the index forgets
  * them: the blocks of those slabs the thread frees afterwards go to their
  * slabs by the pool's paths (its next refill takes such a slab over), not
