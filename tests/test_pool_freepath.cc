@@ -167,14 +167,22 @@ TEST(AllocFreeOwnPath, ABlockOfAnotherOwnedSlabIsTheNextAllocation) {
     for (void *x : objs) pk_free(x);
 }
 
-/* The class pool of kSize blocks, and its live blocks now (other tests'
- * where they share the process, as under memcheck). */
-pk_pool *class_pool_live(size_t *live) {
-    void *probe = pk_alloc(kSize);
+/* The class pool of size-byte blocks, and its live blocks now (other
+ * tests' where they share the process, as under memcheck). */
+pk_pool *class_pool_live(size_t *live, size_t size = kSize) {
+    void *probe = pk_alloc(size);
     pk_pool *p = pk_pool_owner(probe);
     pk_free(probe);
     *live = p ? stats_of(p).live : 0;
     return p;
+}
+
+/* n slabs' worth of size-byte blocks from pk_alloc into objs, and the
+ * slabs wholly made of them. */
+std::vector<std::vector<void *>> alloc_slabs(size_t size, size_t n, std::vector<void *> &objs) {
+    const size_t per_slab = SLAB_BYTES / size;
+    for (size_t i = 0; i < n * per_slab; i++) objs.push_back(pk_alloc(size));
+    return full_slabs(objs, per_slab);
 }
 
 /* More frees of other slabs' blocks than a drain's budget, with no
@@ -189,8 +197,7 @@ TEST(AllocFreeOwnPath, DrainsSendHomeEveryBlockPushedSinceTheLastOne) {
     ASSERT_NE(p, nullptr);
     std::thread([&] {
         std::vector<void *> objs;
-        for (size_t i = 0; i < 8 * per_slab; i++) objs.push_back(pk_alloc(kSize));
-        auto slabs = full_slabs(objs, per_slab);
+        auto slabs = alloc_slabs(kSize, 8, objs);
         ASSERT_GE(slabs.size(), 7u);
         std::vector<void *> gone;
         for (size_t s = 0; s < 6; s++)
@@ -208,13 +215,13 @@ TEST(AllocFreeOwnPath, DrainsSendHomeEveryBlockPushedSinceTheLastOne) {
  * pushed since the last one, so none stays listed past the bound the
  * list's walks (stats, exit) rely on, and the counts stay exact. */
 TEST(AllocFreeOwnPath, DrainsFindBlocksBuriedUnderOtherPathsFrees) {
-    const size_t per_slab = SLAB_BYTES / kSize;
+    const size_t size = 112; /* a class of its own in this program: its slabs start empty */
+    const size_t per_slab = SLAB_BYTES / size;
     size_t before;
-    pk_pool *p = class_pool_live(&before);
+    pk_pool *p = class_pool_live(&before, size);
     ASSERT_NE(p, nullptr);
     std::vector<void *> objs;
-    for (size_t i = 0; i < 6 * per_slab; i++) objs.push_back(pk_alloc(kSize));
-    auto slabs = full_slabs(objs, per_slab);
+    auto slabs = alloc_slabs(size, 6, objs);
     ASSERT_GE(slabs.size(), 5u);
     std::vector<void *> gone;
     for (size_t s = 0; s < 4; s++)
@@ -222,9 +229,9 @@ TEST(AllocFreeOwnPath, DrainsFindBlocksBuriedUnderOtherPathsFrees) {
     std::vector<void *> mine(50);
     size_t next = 0;
     while (next < gone.size()) {
-        for (void *&b : mine) b = pk_alloc(kSize);
+        for (void *&b : mine) b = pk_alloc(size);
         for (size_t k = 0; k < 10 && next < gone.size(); k++) pk_free(gone[next++]); /* counted */
-        for (void *b : mine) pk_free_sized(b, kSize);                               /* not */
+        for (void *b : mine) pk_free_sized(b, size);                                /* not */
     }
     EXPECT_EQ(stats_of(p).live, before + objs.size() - gone.size()) << "free blocks counted live";
     std::sort(gone.begin(), gone.end());
