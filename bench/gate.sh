@@ -37,7 +37,7 @@
 #                 into a page other than the current one is about 20, with
 #                 none of these checks): printed, not met
 #   pk_free into another of the thread's slabs of its class <= 63 per free
-#                 (measured 62.9), likewise: the push onto the class's list
+#                 (measured 62.95), likewise: the push onto the class's list
 #                 (the owned index, below) and the drains that send the
 #                 blocks home, in runs of one slab (OWN_FREES, policy.h)
 #   pk_alloc+pk_free (unsized, one size) <= 40 per pair (measured 38 with

@@ -482,7 +482,7 @@ void pk_free(void *ptr) {
             heap *h = c->heap;
             *(void **)ptr = head;
             __atomic_store_n(&c->head, ptr, __ATOMIC_RELAXED);
-            h->own_room -= word != cur; /* an object of another slab */
+            h->own_room -= word != cur; /* an object of another slab (stats read it racily: heap.c) */
             if (unlikely(h->own_room < 0)) own_drain(c);
             return;
         }

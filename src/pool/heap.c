@@ -171,8 +171,10 @@ static NO_TSAN bool hot_object(const heap *h, const char *obj) {
  * drain due, more when the library's own frees (pk_realloc's) pushed them
  * while a drain waits for the call's end (alloc.c), every one counted off
  * own_room. Read racily by stats, as the lists are. */
-static size_t own_pushed(const pk_pool *p, const heap *h) {
-    return p->own_frees - (size_t)__atomic_load_n(&h->own_room, __ATOMIC_RELAXED); /* room only falls */
+static NO_TSAN size_t own_pushed(const pk_pool *p, const heap *h) {
+    /* the owner's plain count (pk_free's fast path keeps it so): another
+     * thread's read races by design, as racy_list_length's do */
+    return p->own_frees - (size_t)*(const volatile intptr_t *)&h->own_room; /* room only falls */
 }
 static size_t hot_most(const pk_pool *p, const heap *h) {
     size_t pushed = own_pushed(p, h);
