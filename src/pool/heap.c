@@ -165,6 +165,14 @@ static NO_TSAN bool hot_object(const heap *h, const char *obj) {
     return idx >= 0 && (uint32_t)idx < s->bump;
 }
 
+/* obj, met on a thread's list after prev (NULL: the list's head, which
+ * came from a free, so checked as any free of it), is no free slot of the
+ * slab the walk expected: reported (uninstall, the drain). */
+static PK_COLD void report_unlisted(pk_pool *p, const char *prev, char *obj) {
+    if (!prev) check_free(p, obj);
+    report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
+}
+
 /* The most objects of other owned slabs h's list may hold: the short
  * path's (HOT_FREES, HOT_LIST) and those pk_free pushed since the list was
  * last empty or drained (OWN_FREES): own_frees and the one that makes a
@@ -212,8 +220,7 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
                 hots++;
                 continue;
             }
-            if (!prev) check_free(p, obj); /* the head came from a free: no slot at all is reported so */
-            report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
+            report_unlisted(p, prev, obj);
         }
         next = (char *)link_load(p, obj);
         n++;
@@ -273,11 +280,6 @@ typedef struct own_run {
     uint32_t n;
 } own_run;
 
-static PK_NOINLINE void bad_own_link(pk_pool *p, char *prev, char *obj) {
-    if (!prev) check_free(p, obj); /* the head came from a free: reported as any free of it */
-    report_bad_link(p, prev ? prev : obj, obj, "not a free slot of its slab");
-}
-
 void heap_own_drain(pk_pool *p, heap *h) {
     PK_ASSERT_INTERNAL(p->link_off == 0 && !p->hardened); /* links as they are: OWN_FREES' pools */
     uintptr_t cur = tc_cur(h->list);
@@ -307,14 +309,14 @@ void heap_own_drain(pk_pool *p, heap *h) {
         if (word != r.word) { /* a run of another slab starts */
             if (r.n) home_run(p, h, r.s, r.head, r.tail, r.n, 0);
             r.s = region_holds(x) ? slab_of(x) : NULL;
-            if (unlikely(!r.s || r.s->owner != h)) bad_own_link(p, prev, obj);
+            if (unlikely(!r.s || r.s->owner != h)) report_unlisted(p, prev, obj);
             r.word = word;
             r.n = 0;
             r.head = obj;
         } else {
             *(char **)r.tail = obj;
         }
-        if (unlikely(!slab_has_slot(r.s, x))) bad_own_link(p, prev, obj);
+        if (unlikely(!slab_has_slot(r.s, x))) report_unlisted(p, prev, obj);
         next = *(char **)obj;
         r.tail = obj;
         r.n++;
