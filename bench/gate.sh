@@ -36,8 +36,8 @@
 #                 included; no address map. Target 30 (mimalloc's local free
 #                 into a page other than the current one is about 20, with
 #                 none of these checks): printed, not met
-#   pk_free into another of the thread's slabs of its class <= 63 per free
-#                 (measured 62.95), likewise: the push onto the class's list
+#   pk_free into another of the thread's slabs of its class <= 49 per free
+#                 (measured 48.58), likewise: the push onto the class's list
 #                 (the owned index, below) and the drains that send the
 #                 blocks home, in runs of one slab (OWN_FREES, policy.h)
 #   pk_alloc+pk_free (unsized, one size) <= 40 per pair (measured 38 with
@@ -119,7 +119,7 @@ TARGET_DEFAULT=20
 TARGET_LOCAL=12
 GATE_OTHER=58
 TARGET_OTHER=30
-GATE_FRONTOTHER=63
+GATE_FRONTOTHER=49
 GATE_FRONTEND=40
 GATE_OBJPAIR=75
 GATE_RETAIN=29

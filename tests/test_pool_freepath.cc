@@ -257,20 +257,110 @@ TEST(AllocFreeOwnPath, SlabsGivenBackLeaveTheIndex) {
     EXPECT_EQ(stats_of(p).live, before) << "blocks freed after the trim were not counted free";
 }
 
-/* The block just pushed, freed again: reported, as the head of a list is. */
-TEST(AllocFreeOwnPathDeathTest, ABlockOfAnotherSlabFreedTwiceInARowIsReported) {
+/* A drain's budget (OWN_FREES_REUSED, policy.h): 64 blocks of other slabs
+ * at this size, doubled by each drain that finds fewer than a quarter of
+ * those pushed since the last one still listed (the allocations took them
+ * back), up to four times, and 64 again after a drain that finds most. A
+ * block freed and allocated again by turns is such a pattern: each push is
+ * taken back at once. `returned` counts the blocks that reached their
+ * slabs, so it says whether a drain ran. */
+constexpr size_t kBudgetSize = 192; /* a class no other test here uses */
+constexpr size_t kBudget = 64;
+
+/* A block of another slab freed and allocated again by turns until two
+ * drains ran: the budget is four times the pool's, all of it left. A drain
+ * sends the block just pushed home, and the allocation after it takes one
+ * of the current slab (objs keeps the blocks live); the next turns take
+ * the next block of `other`. */
+void grow_budget(std::vector<void *> &objs, const std::vector<void *> &other) {
+    size_t drains = 0, k = 0;
+    for (size_t turns = 0; drains < 2; turns++) {
+        ASSERT_LT(turns, 8 * kBudget) << "two drains never ran";
+        ASSERT_LT(k, other.size());
+        void *b = other[k];
+        pk_free(b);
+        void *q = pk_alloc(kBudgetSize);
+        if (q == b) continue;
+        drains++;
+        *std::find(objs.begin(), objs.end(), b) = q;
+        k++;
+    }
+}
+
+/* body on a thread of its own, which then exits, with `objs` (its live
+ * blocks of kBudgetSize), three whole slabs of them in `slabs` and, in
+ * `gone`, n blocks of slabs[1] and slabs[2], which body frees; then the
+ * counts. A current slab whose free slots are on the thread's list stays,
+ * so the allocation after a drain takes one of them. */
+using BudgetBody = std::function<void(pk_pool *, std::vector<void *> &, const std::vector<std::vector<void *>> &,
+                                      const std::vector<void *> &)>;
+void budget_case(size_t n, const BudgetBody &body) {
+    size_t before, kept = 0;
+    pk_pool *p = class_pool_live(&before, kBudgetSize);
+    ASSERT_NE(p, nullptr);
+    std::thread([&] {
+        std::vector<void *> objs;
+        auto slabs = alloc_slabs(kBudgetSize, 8, objs); /* slabs a thread before left may be part used */
+        for (size_t i = 0; i < 10; i++) objs.push_back(pk_alloc(kBudgetSize));
+        std::vector<void *> gone;
+        for (size_t s = 1; s < 3 && s < slabs.size(); s++) gone.insert(gone.end(), slabs[s].begin(), slabs[s].end());
+        if (slabs.size() < 3 || gone.size() < n) {
+            ADD_FAILURE() << "too few whole slabs";
+            return;
+        }
+        gone.resize(n);
+        body(p, objs, slabs, gone);
+        kept = objs.size() - gone.size();
+    }).join(); /* the exit takes every block listed */
+    EXPECT_EQ(stats_of(p).live, before + kept) << "the counts after the thread's exit";
+}
+
+TEST(AllocFreeOwnPath, ABudgetGrowsWhileTheAllocationsTakeThePushedBlocksBack) {
+    budget_case(4 * kBudget - 1, [](pk_pool *p, std::vector<void *> &objs, const std::vector<std::vector<void *>> &slabs,
+                                    const std::vector<void *> &gone) {
+        grow_budget(objs, slabs[0]);
+        std::vector<void *> order(gone);
+        shuffle(order, 7);
+        uint64_t returned = stats_of(p).returned;
+        for (void *o : order) pk_free(o); /* within the grown budget, more than the first's */
+        EXPECT_EQ(stats_of(p).returned, returned) << "a drain ran: the budget did not grow";
+    });
+}
+
+TEST(AllocFreeOwnPath, ADrainThatFindsMostOfWhatWasPushedRestoresTheBudget) {
+    budget_case(6 * kBudget + 3, [](pk_pool *p, std::vector<void *> &objs, const std::vector<std::vector<void *>> &slabs,
+                                    const std::vector<void *> &gone) {
+        auto drain_at = [&](size_t from, size_t n, const char *what) {
+            uint64_t returned = stats_of(p).returned;
+            for (size_t i = from; i < from + n - 1; i++) pk_free(gone[i]);
+            EXPECT_EQ(stats_of(p).returned, returned) << "a drain before " << what;
+            pk_free(gone[from + n - 1]);
+            EXPECT_EQ(stats_of(p).returned, returned + n) << "no drain at " << what;
+        };
+        drain_at(0, kBudget + 1, "the first budget"); /* a thread that only frees keeps it */
+        grow_budget(objs, slabs[0]);
+        drain_at(kBudget + 1, 4 * kBudget + 1, "the grown budget"); /* that drain finds them all */
+        drain_at(5 * kBudget + 2, kBudget + 1, "the first budget again");
+    });
+}
+
+/* An interior pointer into another owned slab: the index names its slab,
+ * not its slot, so pk_free pushes it, and the drain, which checks each
+ * block of another slab against its slab's slots before it reads the
+ * link, reports it (docs/alloc.md: checked at the drain, not the free). */
+TEST(AllocFreeOwnPathDeathTest, AnInteriorPointerIntoAnotherOwnedSlabIsReportedAtTheDrain) {
     const size_t per_slab = SLAB_BYTES / kSize;
     std::vector<void *> objs;
-    for (size_t i = 0; i < 2 * per_slab + per_slab / 2; i++) objs.push_back(pk_alloc(kSize));
+    for (size_t i = 0; i < 3 * per_slab + per_slab / 2; i++) objs.push_back(pk_alloc(kSize));
     auto slabs = full_slabs(objs, per_slab);
-    ASSERT_GE(slabs.size(), 1u);
-    void *volatile o = slabs[0][7]; /* read afresh for each call: no use after free the compiler sees */
+    ASSERT_GE(slabs.size(), 2u);
+    char *volatile in = static_cast<char *>(slabs[0][3]) + 8;
     PKTEST_EXPECT_REPORT(
         {
-            pk_free(o);
-            pk_free(o);
+            pk_free(in);
+            for (size_t i = 0; i < 64; i++) pk_free(slabs[1][i]); /* the 65th push: a drain (OWN_FREES) */
         },
-        "what=double free");
+        "what=corrupted free list.*\n.*which is not a free slot of its slab");
 }
 
 /* ---- restarts: read from the emptied slab's list ---- */

@@ -213,8 +213,10 @@ PK_API size_t pk_collect(int force);
  * waiting to go home (sent when that thread frees into another slab,
  * refills, trims or exits), and, on pk_alloc's size classes, the blocks of
  * the thread's other slabs its pk_free put on the class's list, at most 64
- * of them (64 KiB) since the list was last empty, until it allocates them
- * again, runs dry, frees more (a drain sends them home), trims or exits.
+ * of them (64 KiB) since the list was last empty or drained, or 256 (256
+ * KiB) while its allocations take back most of what it frees, until it
+ * allocates them again, runs dry, frees more (a drain sends them home),
+ * trims or exits.
  * pk_pool_trim returns the pool's empty slabs at once whatever the delay.
  *
  * ms >= 0 sets the delay; a negative ms only reads it. Returns the delay in

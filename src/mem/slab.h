@@ -152,6 +152,17 @@ static inline bool slab_has_slot(const slab *s, uintptr_t x) {
     return (x - (uintptr_t)s->objects) * s->grid_mul < s->grid_limit;
 }
 
+/* slab_has_slot's three words, for a loop over many of a slab's objects
+ * whose stores the compiler cannot tell from the record's. */
+typedef struct slab_grid {
+    uintptr_t objects;
+    uint64_t mul, limit;
+} slab_grid;
+static inline slab_grid slab_grid_of(const slab *s) {
+    return (slab_grid){(uintptr_t)s->objects, s->grid_mul, s->grid_limit};
+}
+static inline bool slab_grid_has(slab_grid g, uintptr_t x) { return (x - g.objects) * g.mul < g.limit; }
+
 /* Sets s's grid_mul and grid_limit for its slot and capacity. */
 static inline void slab_grid_set(slab *s, uint64_t slot, uint32_t capacity) {
     if (slot > REGION_BYTES || capacity * slot > UINT32_MAX) return; /* limit 0 */

@@ -58,7 +58,7 @@ heap *heap_get(pk_pool *p, tc_slot *c) {
     bool plain = p->link_off == 0 && !p->hardened && !TRACK_ENABLED;
     c->low = plain ? 0 : p->slab_low;
     c->secret = p->list_at == LIST_HARDENED ? p->hard.secret : 0;
-    h->own_room = (intptr_t)p->own_frees;
+    h->own_budget = h->own_room = (intptr_t)p->own_frees;
     h->rng = (p->hard.secret ^ (uintptr_t)h) * 0x9E3779B97F4A7C15ull | 1; /* read-only after creation */
     pool_lock(p);
     h->next = p->heaps;
@@ -175,24 +175,38 @@ static PK_COLD void report_unlisted(pk_pool *p, const char *prev, char *obj) {
 
 /* The most objects of other owned slabs h's list may hold: the short
  * path's (HOT_FREES, HOT_LIST) and those pk_free pushed since the list was
- * last empty or drained (OWN_FREES): own_frees and the one that makes a
- * drain due, more when the library's own frees (pk_realloc's) pushed them
+ * last empty or drained (OWN_FREES): the heap's budget and the one that
+ * makes a drain due, more when the library's own frees (pk_realloc's) pushed them
  * while a drain waits for the call's end (alloc.c), every one counted off
  * own_room. Read racily by stats, as the lists are. */
-static NO_TSAN size_t own_pushed(const pk_pool *p, const heap *h) {
-    /* the owner's plain count (pk_free's fast path keeps it so): another
+static NO_TSAN size_t own_budget(const heap *h) { return (size_t)*(const volatile intptr_t *)&h->own_budget; }
+static NO_TSAN size_t own_pushed(const heap *h) {
+    /* the owner's plain counts (pk_free's fast path keeps them so): another
      * thread's read races by design, as racy_list_length's do */
-    return p->own_frees - (size_t)*(const volatile intptr_t *)&h->own_room; /* room only falls */
+    return own_budget(h) - (size_t)*(const volatile intptr_t *)&h->own_room; /* room only falls */
 }
-static size_t hot_most(const pk_pool *p, const heap *h) {
-    size_t pushed = own_pushed(p, h);
-    return (p->hot_list ? p->hot_list + HOT_FREES : HOT_FREES) + (pushed > p->own_frees ? pushed : p->own_frees + 1);
+static size_t hot_most_of(const pk_pool *p, size_t pushed, size_t budget) {
+    return (p->hot_list ? p->hot_list + HOT_FREES : HOT_FREES) + (pushed > budget ? pushed : budget + 1);
 }
-_Static_assert(OWN_FREES == 64 && OWN_FREES_BYTES == (size_t)64 << 10,
+static size_t hot_most(const pk_pool *p, const heap *h) { return hot_most_of(p, own_pushed(h), own_budget(h)); }
+_Static_assert(OWN_FREES == 64 && OWN_FREES_BYTES == (size_t)64 << 10 && OWN_FREES_REUSED == 4,
                "pool.h (pk_set_purge_delay) and docs/alloc.md name OWN_FREES' bounds");
 /* The list is empty, or holds no object of another slab that pk_free
  * pushed: OWN_FREES' count starts again. */
-static void own_restart(const pk_pool *p, heap *h) { h->own_room = (intptr_t)p->own_frees; }
+static void own_restart(heap *h) { h->own_room = h->own_budget; }
+
+/* OWN_FREES_REUSED (policy.h): after a drain that met `found` of the
+ * `pushed` objects of other slabs pushed since the last one, the budget
+ * doubles (up to OWN_FREES_REUSED times the pool's own_frees) if the
+ * allocations took most of them back, and is the pool's again if not. */
+static void own_adapt(const pk_pool *p, heap *h, size_t pushed, size_t found) {
+    intptr_t base = (intptr_t)p->own_frees, b = h->own_budget, to = base;
+    if (unlikely(found * OWN_FREES_TAKEN < pushed)) to = b * 2 < base * OWN_FREES_REUSED ? b * 2 : base * OWN_FREES_REUSED;
+    if (likely(to == b)) return;
+    /* what was pushed while the runs went home stays counted */
+    h->own_room += to - b;
+    h->own_budget = to;
+}
 
 /* The heap's list goes back onto the current slab's free list (the
  * objects of other owned slabs listed, HOT_FREES and HOT_LIST, come back
@@ -235,7 +249,7 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     s->used -= (uint32_t)n;
     BUMP(h->frees, n);
     list_set(h, NULL, 0);
-    own_restart(p, h);
+    own_restart(h);
     list_set_cur(h, NULL, 0);
     h->cur = NULL;
     s->list = SLAB_NOWHERE;
@@ -287,9 +301,10 @@ void heap_own_drain(pk_pool *p, heap *h) {
     /* the objects of other slabs pk_free pushed since the list was last
      * empty or drained, and the most the list can hold (a loop, an object
      * freed twice with others between, is never walked for ever) */
-    size_t due = own_pushed(p, h), most = (h->cur ? h->cur->capacity : 0) + hot_most(p, h);
+    size_t budget = (size_t)h->own_budget, pushed = budget - (size_t)h->own_room, due = pushed; /* the owner's: plain */
+    size_t most = (h->cur ? h->cur->capacity : 0) + hot_most_of(p, pushed, budget);
     own_run r = {NULL, 0, NULL, NULL, 0};
-    own_restart(p, h);
+    own_restart(h); /* now: what is pushed while the runs go home counts for the next drain */
     /* The walk goes until it has met them all (pushes and pops are at the
      * head, so they lie above the objects listed before, with the frees
      * of other paths, which keep no count, among them), or to the list's
@@ -297,17 +312,19 @@ void heap_own_drain(pk_pool *p, heap *h) {
      * stay, in their order (unchecked, as the inline free leaves them);
      * the others go home, each checked to be a slot of an owned slab
      * (pk_free checked the slab only) before its link is read. */
-    for (char *next; obj && due > 0 && most > 0; prev = obj, obj = next, most--) {
-        uintptr_t x = (uintptr_t)obj, word = x | (SLAB_BYTES - 1);
+    while (obj && due > 0 && most > 0) {
+        uintptr_t word = (uintptr_t)obj | (SLAB_BYTES - 1);
         if (word == cur) {
-            next = *(char **)obj;
             if (last) *(char **)last = obj;
             else first = obj;
-            last = obj;
+            last = prev = obj;
+            obj = *(char **)obj;
+            most--;
             continue;
         }
         if (word != r.word) { /* a run of another slab starts */
             if (r.n) home_run(p, h, r.s, r.head, r.tail, r.n, 0);
+            uintptr_t x = (uintptr_t)obj;
             r.s = region_holds(x) ? slab_of(x) : NULL;
             if (unlikely(!r.s || r.s->owner != h)) report_unlisted(p, prev, obj);
             r.word = word;
@@ -316,11 +333,19 @@ void heap_own_drain(pk_pool *p, heap *h) {
         } else {
             *(char **)r.tail = obj;
         }
-        if (unlikely(!slab_has_slot(r.s, x))) report_unlisted(p, prev, obj);
-        next = *(char **)obj;
-        r.tail = obj;
-        r.n++;
-        due--;
+        /* the run's objects while they follow one another on the list, as
+         * linked there (the grid read once: the record may lie anywhere) */
+        slab_grid g = slab_grid_of(r.s);
+        size_t k = 0, lim = due < most ? due : most;
+        do {
+            if (unlikely(!slab_grid_has(g, (uintptr_t)obj))) report_unlisted(p, prev, obj);
+            prev = obj;
+            obj = *(char **)obj;
+        } while (++k < lim && ((uintptr_t)obj | (SLAB_BYTES - 1)) == word); /* the end (NULL) is no slab's */
+        r.tail = prev;
+        r.n += (uint32_t)k;
+        due -= k;
+        most -= k;
     }
     if (r.n) home_run(p, h, r.s, r.head, r.tail, r.n, 0);
     if (last) {
@@ -328,6 +353,7 @@ void heap_own_drain(pk_pool *p, heap *h) {
         obj = first;
     }
     list_set(h, obj, h->count); /* the count of an inline-served list is not kept */
+    own_adapt(p, h, pushed, pushed - due);
 }
 
 /* obj, an object of another owned slab that was on h's list (HOT_FREES),
@@ -563,7 +589,7 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
         h->hot_obj = NULL;
         h->hot_room = p->hot_list;
         h->hot_bar = p->hot_list ? UINTPTR_MAX : 0;
-        own_restart(p, h);
+        own_restart(h);
         note_peak(p, h, false);
         HEAP_VALIDATE(p, h);
     }
@@ -707,7 +733,7 @@ void heap_reset_own(pk_pool *p, heap *h) {
         slab_forget_objects(h->cur);
         list_set(h, NULL, 0);
     }
-    own_restart(p, h);
+    own_restart(h);
     /* What waited to go home to another slab went with the reset. */
     h->pend_slab = NULL;
     h->pend_head = h->pend_tail = NULL;

@@ -206,9 +206,12 @@ typedef struct heap {
     uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
     /* OWN_FREES (policy.h): what pk_free's pushes of objects of other owned
      * slabs onto the slot's list may still spend before heap_own_drain
-     * sends them home, counted from the pool's own_frees since the list was
-     * last empty or drained; below 0: due. */
+     * sends them home, counted from own_budget since the list was last
+     * empty or drained; below 0: due. own_budget: the pool's own_frees, or
+     * up to OWN_FREES_REUSED times it while the drains find that the
+     * allocations took most of what was pushed (heap.c, own_adapt). */
     intptr_t own_room;
+    intptr_t own_budget;
     void *hot_obj;             /* hardened pools: the object of another owned slab last
                                   put onto the empty list (HOT_FREES), until the next
                                   refill (an abandon clears the heap); the library's
