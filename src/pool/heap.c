@@ -182,8 +182,11 @@ static PK_COLD void report_unlisted(pk_pool *p, const char *prev, char *obj) {
 static NO_TSAN size_t own_budget(const heap *h) { return (size_t)*(const volatile intptr_t *)&h->own_budget; }
 static NO_TSAN size_t own_pushed(const heap *h) {
     /* the owner's plain counts (pk_free's fast path keeps them so): another
-     * thread's read races by design, as racy_list_length's do */
-    return own_budget(h) - (size_t)*(const volatile intptr_t *)&h->own_room; /* room only falls */
+     * thread's read races by design, as racy_list_length's do, and may
+     * meet a budget and a room of two moments (own_adapt moves both):
+     * never below 0 */
+    intptr_t pushed = (intptr_t)own_budget(h) - *(const volatile intptr_t *)&h->own_room; /* room only falls */
+    return pushed > 0 ? (size_t)pushed : 0;
 }
 static size_t hot_most_of(const pk_pool *p, size_t pushed, size_t budget) {
     return (p->hot_list ? p->hot_list + HOT_FREES : HOT_FREES) + (pushed > budget ? pushed : budget + 1);
