@@ -148,12 +148,6 @@ static inline size_t slot_div(uint64_t off, uint64_t slot, uint64_t recip) {
  * have limit 0, so their frees go to the library's checks
  * (tests/test_pool_heap.cc checks every offset of a slab at several slot
  * sizes). */
-static inline bool slab_has_slot(const slab *s, uintptr_t x) {
-    return (x - (uintptr_t)s->objects) * s->grid_mul < s->grid_limit;
-}
-
-/* slab_has_slot's three words, for a loop over many of a slab's objects
- * whose stores the compiler cannot tell from the record's. */
 typedef struct slab_grid {
     uintptr_t objects;
     uint64_t mul, limit;
@@ -162,6 +156,10 @@ static inline slab_grid slab_grid_of(const slab *s) {
     return (slab_grid){(uintptr_t)s->objects, s->grid_mul, s->grid_limit};
 }
 static inline bool slab_grid_has(slab_grid g, uintptr_t x) { return (x - g.objects) * g.mul < g.limit; }
+static inline bool slab_has_slot(const slab *s, uintptr_t x) { return slab_grid_has(slab_grid_of(s), x); }
+/* (The grid's three words held apart, slab_grid_of, serve a loop over many
+ * of a slab's objects whose stores the compiler cannot tell from the
+ * record's: heap.c's drain.) */
 
 /* Sets s's grid_mul and grid_limit for its slot and capacity. */
 static inline void slab_grid_set(slab *s, uint64_t slot, uint32_t capacity) {

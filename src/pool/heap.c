@@ -759,8 +759,8 @@ static NO_TSAN size_t racy_list_length(const pk_pool *p, const heap *h) {
     uintptr_t cur = tc_cur(l);
     const slab *s = h->cur; /* records stay mapped while the pool holds the slab */
     if (!cur || !s || (uintptr_t)s->base != (cur & ~(uintptr_t)(SLAB_BYTES - 1))) return 0;
-    size_t n = 0;
-    for (uintptr_t x = (uintptr_t)tc_head(l); x && n < s->capacity + hot_most(p, h); n++) {
+    size_t n = 0, most = s->capacity + hot_most(p, h);
+    for (uintptr_t x = (uintptr_t)tc_head(l); x && n < most; n++) {
         if (slab_slot_index(s, (void *)x) < 0 && !hot_object(h, (const char *)x)) break;
         uintptr_t v = *(volatile uintptr_t *)(x + p->link_off);
         x = p->hardened ? link_decode(p, (void *)x, v) : v;
@@ -860,14 +860,14 @@ bool heap_is_valid(const pk_pool *p, const heap *h) {
         /* The list as far as it is well formed: a link the program broke is
          * the checks' to report (uninstall, the hardened paths), not an
          * internal fault. */
-        size_t n = 0, hot = 0;
-        for (char *obj = tc_head(h->list); obj && n <= h->cur->capacity + hot_most(p, h); obj = (char *)link_load(p, obj)) {
+        size_t n = 0, hot = 0, hot_max = hot_most(p, h);
+        for (char *obj = tc_head(h->list); obj && n <= h->cur->capacity + hot_max; obj = (char *)link_load(p, obj)) {
             long idx = slab_slot_index(h->cur, obj);
             if (idx < 0 && hot_object(h, obj)) hot++;
             else if (idx < 0 || (uint32_t)idx >= h->cur->bump) break;
             n++;
         }
-        VALID(hot <= hot_most(p, h) && n - hot <= h->cur->used);
+        VALID(hot <= hot_max && n - hot <= h->cur->used);
     } else {
         VALID(!tc_head(h->list) && !tc_cur(h->list));
     }
