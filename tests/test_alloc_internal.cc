@@ -13,6 +13,7 @@
 
 #include <poolkit/alloc.h>
 #include <poolkit/stats.h>
+#include <poolkit/fault.h>
 
 #include <algorithm>
 #include <cstring>
@@ -327,6 +328,129 @@ TEST(AllocLargeKept, ABlockShrunkInPlaceGrowsBackOverItsOwnTail) {
     for (size_t i = 0; i < len / 2; i += 4096) wrong += r[i] != static_cast<unsigned char>(i >> 12);
     EXPECT_EQ(wrong, 0u) << "the block's first half changed";
     pk_free(r);
+}
+
+/* ---- pieces gathered: pages moved, not faulted in again ---- */
+
+const size_t kPage = 4096;
+
+/* Each page of [p, p + len) written with its number from `first` (its
+ * first word). */
+void number_pages(char *p, size_t len, size_t first) {
+    for (size_t i = 0; i < len; i += kPage) *reinterpret_cast<size_t *>(p + i) = first + i / kPage;
+}
+
+/* Pages of [p, p + len) whose first word is not their number from `first`. */
+size_t misnumbered(const char *p, size_t len, size_t first) {
+    size_t wrong = 0;
+    for (size_t i = 0; i < len; i += kPage) wrong += *reinterpret_cast<const size_t *>(p + i) != first + i / kPage;
+    return wrong;
+}
+
+/* [at, at + len) replaced by a mapping made and written elsewhere, so the
+ * range and what lies before it are two of the system's mappings (each
+ * faulted in before they met, they never merge). */
+bool second_mapping_at(char *at, size_t len, size_t first) {
+    char *b = static_cast<char *>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (b == MAP_FAILED) return false;
+    number_pages(b, len, first);
+    return mremap(b, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at) == at;
+}
+
+bool is_mapped_at(void *p) {
+    unsigned char v;
+    return mincore(p, kPage, &v) == 0;
+}
+
+TEST(OsMovePages, TheFrontWithinOneMappingIsFoundWithoutChangingIt) {
+    const size_t len = MiB;
+    char *m = static_cast<char *>(os_map(2 * len, 0));
+    ASSERT_NE(m, nullptr);
+    number_pages(m, len, 0);
+    ASSERT_TRUE(second_mapping_at(m + len, len, len / kPage));
+    /* Valgrind serves mremap itself and keeps one account of the two, which
+     * it moves whole: there the front may reach past the first */
+    const bool one = running_under_valgrind();
+    size_t front = os_mapping_front(m, 2 * len), inner = os_mapping_front(m + kPage, 2 * len - kPage);
+    EXPECT_TRUE(front == len || (one && front == 2 * len)) << "not the first mapping's end: " << front;
+    EXPECT_TRUE(inner == len - kPage || (one && inner == 2 * len - kPage)) << inner;
+    EXPECT_EQ(os_mapping_front(m, len / 2), len / 2) << "a range within one mapping is its own front";
+    EXPECT_EQ(os_mapping_front(m + len, len), len);
+    EXPECT_EQ(misnumbered(m, 2 * len, 0), 0u) << "looking changed the pages";
+    EXPECT_EQ(resident_pages(m, 2 * len), 2 * len / kPage);
+    os_unmap(m, 2 * len);
+}
+
+/* Pages over two mappings move to a mapping of the caller's, whole (where
+ * the system moves several mappings at once) or one mapping at a time
+ * (what older systems need): none copied, none faulted in. */
+void moves_over_two_mappings(bool whole) {
+    const size_t len = MiB;
+    char *m = static_cast<char *>(os_map(2 * len, 0)), *to = static_cast<char *>(os_map(2 * len, 0));
+    ASSERT_TRUE(m && to);
+    number_pages(m, len, 0);
+    ASSERT_TRUE(second_mapping_at(m + len, len, len / kPage));
+    size_t moved = 0;
+    EXPECT_TRUE(os_move_pages(to, m, 2 * len, &moved, whole));
+    EXPECT_EQ(moved, 2 * len);
+    EXPECT_EQ(misnumbered(to, 2 * len, 0), 0u) << "pages out of place";
+    EXPECT_EQ(resident_pages(to, 2 * len), 2 * len / kPage) << "pages faulted in afresh, not moved";
+    EXPECT_FALSE(is_mapped_at(m) || is_mapped_at(m + len)) << "the pages stayed where they were";
+    os_unmap(to, 2 * len);
+}
+
+TEST(OsMovePages, PagesMoveOverTwoMappingsWhole) { moves_over_two_mappings(true); }
+TEST(OsMovePages, PagesMoveOverTwoMappingsOneAtATime) { moves_over_two_mappings(false); }
+
+/* Two pieces for the fits, apart (a gap of the test's between them): one
+ * of len bytes at m, one of 2 len over two mappings at m + 2 len, every
+ * page numbered (m's from 0, the long one's from 1,000). m spans 8 len. */
+char *pieces_apart(size_t len, const fit_bound &bound) {
+    char *m = static_cast<char *>(os_map(8 * len, 0));
+    if (!m) return nullptr;
+    number_pages(m, len, 0);
+    number_pages(m + 2 * len, len, 1000);
+    if (!second_mapping_at(m + 3 * len, len, 1000 + len / kPage)) return nullptr;
+    os_unmap_later_fit(m, len, bound);
+    os_unmap_later_fit(m + 2 * len, 2 * len, bound);
+    return m;
+}
+
+TEST(AllocLargeKept, ARequestNoKeptPieceHoldsTakesThePiecesPagesAndSlackWaits) {
+    KeptBlocks kept;
+    const size_t len = MiB;
+    char *m = pieces_apart(len, {SIZE_MAX / 2, LARGE_KEEP_COUNT});
+    ASSERT_NE(m, nullptr);
+    ASSERT_EQ(kept_bytes(), 3 * len);
+    /* 4 len: the long piece's pages first, then the short one's, then a
+     * fresh len; LARGE_FIT_SLACK times 4 len past it wait for the next */
+    char *p = static_cast<char *>(os_map_fit(4 * len));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(resident_pages(p, 3 * len), 3 * len / kPage) << "the pieces' pages were not moved in";
+    EXPECT_EQ(misnumbered(p, 2 * len, 1000), 0u) << "the long piece is not at the front";
+    EXPECT_EQ(misnumbered(p + 2 * len, len, 0), 0u) << "the short piece does not follow it";
+    EXPECT_EQ(resident_pages(p + 3 * len, len), 0u) << "what no piece held is not fresh";
+    EXPECT_EQ(kept_bytes(), LARGE_FIT_SLACK * 4 * len) << "no slack waits, or pieces were left";
+    EXPECT_FALSE(is_mapped_at(m) || is_mapped_at(m + 2 * len) || is_mapped_at(m + 3 * len));
+    os_unmap(p, 4 * len);
+    os_unmap(m + len, len);
+    os_unmap(m + 4 * len, 4 * len);
+}
+
+TEST(AllocLargeKept, AGatherTheSystemRefusesGivesItsPiecesBack) {
+    KeptBlocks kept;
+    const size_t len = MiB;
+    char *m = pieces_apart(len, {SIZE_MAX / 2, LARGE_KEEP_COUNT});
+    ASSERT_NE(m, nullptr);
+    pk_fault_fail_after(1); /* the mapping granted, the first move refused */
+    void *p = os_map_fit(4 * len);
+    pk_fault_fail_after(-1);
+    EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(kept_bytes(), LARGE_FIT_SLACK * 4 * len) << "a piece of the refused gather still waits";
+    EXPECT_FALSE(is_mapped_at(m) || is_mapped_at(m + 2 * len) || is_mapped_at(m + 3 * len)) << "a piece leaked";
+    EXPECT_TRUE(is_mapped_at(m + len) && is_mapped_at(m + 4 * len)) << "the test's own pages were unmapped";
+    os_unmap(m + len, len);
+    os_unmap(m + 4 * len, 4 * len);
 }
 
 void free_sized_40(void *p) { pk_free_sized(p, 40); }

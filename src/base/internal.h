@@ -96,6 +96,19 @@ void os_decommit(void *p, size_t size);
  * with its contents where it cannot grow in place; NULL when the system
  * refuses (p unchanged). The address it returns is page-aligned only. */
 void *os_remap(void *p, size_t size, size_t new_size);
+/* Moves the pages of [src, src + len) to dst (page-aligned; dst's range,
+ * mapped by the caller, is replaced), without copying or faulting them,
+ * over as many of the system's mappings as the range spans (two blocks
+ * mapped apart and kept side by side stay two): whole first (systems since
+ * Linux 6.17 move such a range at once), else, or where whole is false
+ * (the tests' way to the older systems' path), one mapping at a time.
+ * *moved: the bytes moved before any refusal. False if the system refuses
+ * a move: then the range at dst + *moved may be unmapped (mremap unmaps its
+ * target first) or still the caller's. */
+bool os_move_pages(void *dst, void *src, size_t len, size_t *moved, bool whole);
+/* The longest front of [p, p + len) (page multiples) within one of the
+ * system's mappings: at least a page. */
+size_t os_mapping_front(void *p, size_t len);
 /* Makes whole pages no-access (guard pages); false if the system refuses. */
 bool os_protect_none(void *p, size_t size);
 /* Undoes it. */

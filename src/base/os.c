@@ -147,6 +147,69 @@ void *os_remap(void *p, size_t size, size_t new_size) {
     return q == MAP_FAILED ? NULL : q;
 }
 
+/* Whether [p, p + len) lies within one of the system's mappings, without
+ * changing any: mremap refuses to grow a range that spans two (EFAULT)
+ * before it looks whether it could; ENOMEM says it could not grow one in
+ * place, and a range that did grow into a free page gives it back. */
+static bool one_mapping(char *p, size_t len) {
+    size_t page = os_page_size();
+    void *q = mremap(p, len, len + page, 0);
+    if (q != MAP_FAILED) {
+        mremap(p, len + page, len, 0);
+        return true;
+    }
+    return errno == ENOMEM;
+}
+
+size_t os_mapping_front(void *at, size_t len) {
+    char *p = at;
+    size_t page = os_page_size(), lo = page, hi = len;
+    if (one_mapping(p, len)) return len;
+    while (hi - lo > page) {
+        size_t mid = lo + ((hi - lo) / 2 & ~(page - 1));
+        if (one_mapping(p, mid)) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* The range [to, to + n) mapped again (fresh) after a refused move
+ * unmapped it, unless someone mapped there meanwhile. */
+static bool remap_target(char *to, size_t n) {
+    void *q = mmap(to, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (q == to) return true;
+    if (q != MAP_FAILED) munmap(q, n); /* a system that took the address as a hint */
+    return false;
+}
+
+/* The system refused to move a range over two mappings at once (Linux
+ * before 6.17): from then on each goes one mapping at a time. */
+static bool whole_refused;
+
+bool os_move_pages(void *dst, void *src, size_t len, size_t *moved, bool whole) {
+    char *to = dst, *from = src;
+    *moved = 0;
+    if (fault_injected()) return false;
+    whole = whole && !__atomic_load_n(&whole_refused, __ATOMIC_RELAXED);
+    while (*moved < len) {
+        size_t n = len - *moved;
+        /* Whole first: systems since Linux 6.17 move a range over several
+         * mappings at once; older ones refuse it (EFAULT) after unmapping
+         * the target, which is mapped again, and the range goes over one
+         * mapping at a time, found without changing any (os_mapping_front),
+         * as every later move does. */
+        if (!whole || mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, to) != to) {
+            if (whole && errno == EFAULT) __atomic_store_n(&whole_refused, true, __ATOMIC_RELAXED);
+            if (whole && (errno != EFAULT || !remap_target(to, n))) return false;
+            whole = false;
+            n = os_mapping_front(from, n);
+            if (mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, to) != to) return false;
+        }
+        to += n, from += n, *moved += n;
+    }
+    return true;
+}
+
 void os_unmap(void *p, size_t size) {
     if (p && size) munmap(p, size);
 }

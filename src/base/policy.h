@@ -258,6 +258,14 @@ static inline size_t policy_own_frees(size_t slot) {
  * the next round takes; LARGE_KEEP_PEAKS times it lets one round's pieces
  * wait for the next (bench_large's vectors). */
 #define LARGE_KEEP_COUNT 512
+/* A request no kept piece holds maps LARGE_FIT_SLACK times its length
+ * more, fresh pages that wait among the fits (within their bound, given
+ * back after the purge delay like any): the pieces kept then grow until
+ * most requests find one that holds them. Without it the fits hold only
+ * what the live blocks' total swings by, and many requests gather several
+ * pieces' pages into one mapping (retain.c, gather: system calls that
+ * move page tables); docs/alloc.md gives the counts. */
+#define LARGE_FIT_SLACK 1
 #define LARGE_KEEP_COUNT_MIN 32
 #define LARGE_KEEP_FLOOR ((size_t)64 << 20)
 #define LARGE_KEEP_PEAKS 2

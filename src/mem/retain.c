@@ -10,14 +10,18 @@
  * - Fits: freed large blocks' mappings (alloc_large.c), of any length, in
  *   a table of at most LARGE_KEEP_COUNT entries, under the caller's bound
  *   in bytes and entries (policy.h). A request takes the front of the
- *   smallest that holds it (the rest waits on), or grows the longest with
- *   mremap (os_map_fit). A mapping kept beside another is joined to it, so
- *   blocks freed side by side serve a longer one; the entry's time stamp
- *   is its oldest part's, so nothing waits past the delay because a
- *   neighbour came later. Past the count the smallest goes (the fewest
- *   pages to fault in again), past the bound in bytes the oldest. No
- *   entry is written into the memory kept: what leaves is gathered
- *   GONE_BATCH at a time and unmapped outside the lock.
+ *   smallest that holds it (the rest waits on); where none does, a fresh
+ *   mapping whose front takes the pages of the longest few, moved there
+ *   by mremap (gather: no copy, no fault), so that a block longer than any
+ *   piece faults in only what they all lack, and as much again mapped
+ *   past it waits among the fits (LARGE_FIT_SLACK). A mapping kept
+ *   beside another is joined to it, so blocks freed side by side serve a
+ *   longer one; the entry's time stamp is its oldest part's, so nothing
+ *   waits past the delay because a neighbour came later. Past the count
+ *   the smallest goes (the fewest pages to fault in again), past the
+ *   bound in bytes the oldest. No entry is written into the memory kept:
+ *   what leaves is gathered GONE_BATCH at a time and unmapped outside the
+ *   lock.
  *
  * Reused memory is not zero (callers that need zeros clear what they use
  * or ask for fresh pages). Tool builds keep nothing, so that Valgrind and
@@ -44,12 +48,18 @@ typedef struct fit {
 /* What leaves the fits at once under the lock, on the stack, before the
  * lock is dropped to unmap it. */
 #define GONE_BATCH 16
+/* The most fits one request gathers (map_fit). */
+#define GATHER_PIECES 16
 
 static pthread_mutex_t retain_lock = PK_SPIN_MUTEX_INITIALIZER;
 static retained *head;
 static size_t held;
 static fit fits[LARGE_KEEP_COUNT];
 static size_t fit_count, fit_bytes;
+/* The bound the front end gave with its last piece (os_unmap_later_fit,
+ * relaxed atomics: written before the lock is taken): map_fit's slack
+ * keeps to it. */
+static fit_bound last_bound;
 /* When the oldest entry was retained (at most): a tick before it has
  * waited the delay has nothing to do and takes no lock. */
 static uint64_t oldest;
@@ -99,11 +109,79 @@ static fit fit_remove(size_t i) {
     return f;
 }
 
+/* The fits to gather into one mapping for a request no fit holds: while
+ * some fit holds what is still missing, the smallest that does, cut to it
+ * (the rest waits on); until then the longest, whole; at most
+ * GATHER_PIECES. Under the lock; returns how many, *got their bytes. */
+static size_t choose_pieces(size_t size, fit *piece, size_t *got) {
+    size_t n = 0;
+    *got = 0;
+    while (*got < size && n < GATHER_PIECES && fit_count) {
+        size_t need = size - *got, best = fit_count, longest = 0;
+        for (size_t i = 0; i < fit_count; i++) {
+            if (fits[i].len >= need && (best == fit_count || fits[i].len < fits[best].len)) best = i;
+            if (fits[i].len > fits[longest].len) longest = i;
+        }
+        if (best < fit_count && fits[best].len > need) {
+            piece[n] = (fit){fits[best].base, need, fits[best].since};
+            fits[best].base += need;
+            fits[best].len -= need;
+            __atomic_store_n(&fit_bytes, fit_bytes - need, __ATOMIC_RELAXED);
+        } else {
+            piece[n] = fit_remove(best < fit_count ? best : longest);
+        }
+        *got += piece[n++].len;
+    }
+    return n;
+}
+
+/* The fresh pages mapped past a request (map_fit's slack) wait among the
+ * fits, untouched, within the bound the fits last had. */
+static bool slack_fits(size_t len) {
+    return fit_count < __atomic_load_n(&last_bound.count, __ATOMIC_RELAXED) &&
+           fit_bytes + len <= __atomic_load_n(&last_bound.bytes, __ATOMIC_RELAXED);
+}
+
+static void keep_slack(char *p, size_t len) {
+    pthread_mutex_lock(&retain_lock);
+    bool keep = slack_fits(len);
+    if (keep) {
+        fit f = {p, len, os_now_ms()};
+        if (!head && !fit_count) __atomic_store_n(&oldest, f.since, __ATOMIC_RELAXED);
+        fits[fit_count++] = f;
+        __atomic_store_n(&fit_bytes, fit_bytes + len, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&retain_lock);
+    if (!keep) os_unmap(p, len);
+}
+
+/* A mapping of size bytes whose front holds the pieces' pages, moved there
+ * in order (os_move_pages: no copy, no fault), the rest fresh, and extra
+ * fresh bytes past it for the fits; NULL, every piece given back, if the
+ * system refuses (what a refused move left at its target is not the
+ * caller's to unmap: another thread may map there). */
+static void *gather(fit *piece, size_t n, size_t size, size_t extra) {
+    char *to = os_map(size + extra, 0);
+    if (to && extra) keep_slack(to + size, extra);
+    size_t at = 0, i = 0, moved = 0;
+    while (to && i < n && os_move_pages(to + at, piece[i].base, piece[i].len, &moved, true)) at += piece[i++].len;
+    if (to && i < n) {
+        os_unmap(to, at + moved);
+        size_t past = at + piece[i].len;
+        os_unmap(to + past, size - past);
+        piece[i].base += moved;
+        piece[i].len -= moved;
+        to = NULL;
+    }
+    for (; i < n; i++) os_unmap(piece[i].base, piece[i].len);
+    return to;
+}
+
 /* size bytes as os_map_fit gives them; *dirty gets how many at the front
  * may hold what a last user wrote (the rest are fresh, zero pages). */
 static void *map_fit(size_t size, size_t *dirty) {
-    fit f = {NULL, 0, 0};
-    bool grow = false;
+    fit f = {NULL, 0, 0}, piece[GATHER_PIECES];
+    size_t pieces = 0, got = 0, extra = 0;
     pthread_mutex_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
     /* The lengths met so far are kept in registers (a compare with the
@@ -111,11 +189,10 @@ static void *map_fit(size_t size, size_t *dirty) {
      * too short becomes SIZE_MAX without a branch (lengths at random
      * either side of the request defeat the branch predictor): a full
      * table costs a few cycles an entry. */
-    size_t best = fit_count, longest = fit_count, best_len = SIZE_MAX, longest_len = 0;
+    size_t best = fit_count, best_len = SIZE_MAX;
     for (size_t i = 0; i < fit_count; i++) {
         size_t len = fits[i].len, holds = len | -(size_t)(len < size);
         if (holds < best_len) best_len = holds, best = i;
-        if (len > longest_len) longest_len = len, longest = i;
     }
     if (best < fit_count && fits[best].len > size) {
         /* The front is handed out; the rest waits on, with its stamp. */
@@ -125,22 +202,18 @@ static void *map_fit(size_t size, size_t *dirty) {
         __atomic_store_n(&fit_bytes, fit_bytes - size, __ATOMIC_RELAXED);
     } else if (best < fit_count) {
         f = fit_remove(best);
-    } else if (longest < fit_count) {
-        f = fit_remove(longest);
-        grow = true;
+    } else {
+        pieces = choose_pieces(size, piece, &got);
+        /* LARGE_FIT_SLACK, where pieces wait but none held the request
+         * (with none, the program has used none lately: the purge took them) */
+        size_t slack = size * LARGE_FIT_SLACK;
+        if (pieces && slack / LARGE_FIT_SLACK == size && slack_fits(slack)) extra = slack;
     }
     pthread_mutex_unlock(&retain_lock);
-    *dirty = grow ? f.len : size;
-    if (grow) {
-        /* Its pages move with it (no copy, no fault); only the new ones are
-         * faulted in. It may span two mappings the kernel did not merge,
-         * which mremap refuses: then it goes back to the system. */
-        void *p = os_remap(f.base, f.len, size);
-        if (p) return p;
-        os_unmap(f.base, f.len);
-    } else if (f.base) {
-        return f.base;
-    }
+    *dirty = f.base ? size : got;
+    if (f.base) return f.base;
+    void *p = gather(piece, pieces, size, extra);
+    if (p) return p;
     *dirty = 0;
     return os_map(size, 0);
 }
@@ -196,6 +269,8 @@ static size_t fit_victim(bool full) {
 
 void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     size_t bound = b.bytes, count = b.count < LARGE_KEEP_COUNT ? b.count : LARGE_KEEP_COUNT;
+    __atomic_store_n(&last_bound.bytes, bound, __ATOMIC_RELAXED);
+    __atomic_store_n(&last_bound.count, count, __ATOMIC_RELAXED);
     if (TRACK_ENABLED || options_purge_delay_ms() <= 0 || len > bound) {
         os_unmap(p, len);
         return;
