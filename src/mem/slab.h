@@ -76,6 +76,8 @@ typedef struct slab {
     bool guarded;             /* its last page is a no-access guard page */
     bool lost;                /* on SLAB_LOST (fork child): set once, never cleared */
     bool warm;                /* its place held another slab's bytes when it was made */
+    bool migrated;            /* remote frees collected since it last left a heap
+                                 (central_collect; heap.c, leaves_when_full) */
     uint64_t *live_bits;      /* debug pools: one bit per slot, set while handed out */
     void **sites;             /* debug pools: site_words per slot (sites.h), or NULL */
     size_t sites_bytes;       /* mapped for sites */

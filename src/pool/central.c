@@ -134,6 +134,7 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
     if (!__atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) return 0;
     char *list = __atomic_exchange_n(&s->thread_free, NULL, __ATOMIC_ACQUIRE), *last = NULL;
     size_t n = 0;
+    s->migrated = true;
     if (chains_counted(p)) {
         /* chain by chain: its head says its length and its tail, whose link
          * names the next chain's head (pool_types.h) */

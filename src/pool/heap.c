@@ -488,6 +488,21 @@ static bool extend(pk_pool *p, heap *h, slab *s) {
     return true;
 }
 
+/* Whether s, the current slab, used up, leaves the heap for the pool
+ * rather than its full list: a slab of one slot (a huge slot) whose last
+ * object came home by another thread's free (remote frees collected since
+ * it last left a heap: slab.migrated). Its object will likely be freed by
+ * another thread again, which then takes the slab as its own (pool_free.c,
+ * adopt) and reuses it; on the full list it waited for its owner's next
+ * look at remote frees while a thread short of a slab mapped a new one
+ * (mimalloc abandons its full pages of large blocks at once). A slab whose
+ * object its owner frees stays: its pool pattern pays no lock. */
+static bool leaves_when_full(slab *s) {
+    bool leave = s->capacity == 1 && s->used == 1 && s->migrated;
+    s->migrated = false;
+    return leave;
+}
+
 /* The list is empty: fill it. False with ENOMEM. */
 static bool refill(pk_pool *p, heap *h, uint64_t now) {
     if (h->pend_slab) remote_flush(p, h); /* what waits goes home now */
@@ -507,9 +522,11 @@ static bool refill(pk_pool *p, heap *h, uint64_t now) {
         if (!next && extend(p, h, s)) return true;
         void *hot;
         uninstall(p, h, &hot); /* every slot out, or fresh ones left for later */
+        bool leave = leaves_when_full(s);
         if (s->bump < s->capacity) slab_list_append(&h->avail, s, HEAP_AVAIL);
-        else slab_list_append(&h->full, s, HEAP_FULL);
+        else if (!leave) slab_list_append(&h->full, s, HEAP_FULL);
         home_hot(p, h, hot, true);
+        if (leave) give_to_pool(p, h, s, now);
     }
     if (!next) next = next_slab(p, h, true, now);
     if (!next) {
