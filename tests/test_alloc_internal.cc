@@ -442,10 +442,15 @@ TEST(AllocLargeKept, AGatherTheSystemRefusesGivesItsPiecesBack) {
     const size_t len = MiB;
     char *m = pieces_apart(len, {SIZE_MAX / 2, LARGE_KEEP_COUNT});
     ASSERT_NE(m, nullptr);
-    pk_fault_fail_after(1); /* the mapping granted, the first move refused */
+    /* the mapping granted (a request), the first move refused (a move takes
+     * no memory from the system: it counts no request, and fails where the
+     * next request would) */
+    unsigned long before = pk_fault_requests();
+    pk_fault_fail_after(1);
     void *p = os_map_fit(4 * len);
     pk_fault_fail_after(-1);
     EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(pk_fault_requests() - before, 2u) << "not the gather's mapping and the fresh one refused";
     EXPECT_EQ(kept_bytes(), LARGE_FIT_SLACK * 4 * len) << "a piece of the refused gather still waits";
     EXPECT_FALSE(is_mapped_at(m) || is_mapped_at(m + 2 * len) || is_mapped_at(m + 3 * len)) << "a piece leaked";
     EXPECT_TRUE(is_mapped_at(m + len) && is_mapped_at(m + 4 * len)) << "the test's own pages were unmapped";
