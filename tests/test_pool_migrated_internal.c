@@ -75,6 +75,7 @@ int main(void) {
     CHECK(w != NULL, "alloc failed");
     CHECK(__atomic_load_n(&sx->owner, __ATOMIC_RELAXED) == NULL,
           "a slab whose object another thread freed stayed on its owner's full list");
+    CHECK(!sx->migrated, "the slab left with its mark: its next owner would pass it on at once");
 
     /* The next thread to free its object takes it. */
     run_on_thread(refill_then_free, z);
