@@ -191,16 +191,14 @@ int main(int argc, char **argv) {
             snprintf(extra, sizeof extra, "%8.1f MiB", bench_median(&rss[h][f]) / 1024.0);
             bench_row(label, &t[h][f], "ns", extra);
         }
-    double med[FE_COUNT] = {0};
-    for (int f = 0; f < FE_COUNT; f++) med[f] = t[1][f].n ? bench_median(&t[1][f]) : 0;
-    int mi = frontends_best(fes, med);
+    int mi = frontends_best_median(fes, t[1], 1);
     if (mi < 0 || ratio.n == 0) {
         printf("target: larson shape (handoffs): pk_alloc <= 1.0x the faster mimalloc: no mimalloc available  -> SKIP\n");
     } else {
         bench_target(bench_median(&ratio) <= 1.0,
                      "larson shape (handoffs): pk_alloc <= 1.0x the faster mimalloc: %.2fx per-run ratio median (%.1f "
                      "vs %.1f ns per replacement, %s; without handoffs %.1f vs %.1f)",
-                     bench_median(&ratio), med[FE_POOLKIT], med[mi], fes[mi].label, bench_median(&t[0][FE_POOLKIT]),
+                     bench_median(&ratio), bench_median(&t[1][FE_POOLKIT]), bench_median(&t[1][mi]), fes[mi].label, bench_median(&t[0][FE_POOLKIT]),
                      bench_median(&t[0][mi]));
     }
     if (teardown_n > 0) run_teardowns(&o, fes);

@@ -306,9 +306,7 @@ int main(int argc, char **argv) {
     bench_target(flat <= 1.2, "mstress shape: pk_alloc peak RSS flat over iterations: %.2fx at %d against %d "
                               "(%.1f vs %.1f MiB)",
                  flat, iters[NI - 1], iters[0], mib(bench_median(&pk[NI - 1])), mib(bench_median(&pk[0])));
-    double first[FE_COUNT] = {0};
-    for (int f = 0; f < FE_COUNT; f++) first[f] = rss[f][0].n ? bench_median(&rss[f][0]) : 0;
-    if (frontends_best(fes, first) < 0) {
+    if (frontends_best_median(fes, &rss[0][0], NI) < 0) {
         printf("target: mstress shape: pk_alloc peak RSS <= 1.5x the smaller mimalloc: no mimalloc available  -> SKIP\n");
         workers_that_end(fes, &o);
         generations(fes, &o, 16, 1024, false);
@@ -317,9 +315,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (int k = 0; k < NI; k++) {
-        double at[FE_COUNT] = {0}; /* the smaller mimalloc at each count */
-        for (int f = 0; f < FE_COUNT; f++) at[f] = rss[f][k].n ? bench_median(&rss[f][k]) : 0;
-        int mi = frontends_best(fes, at);
+        int mi = frontends_best_median(fes, &rss[0][k], NI); /* the smaller mimalloc at each count */
         double ratio = bench_median(&pk[k]) / bench_median(&rss[mi][k]);
         bench_target(ratio <= 1.5, "mstress shape: pk_alloc peak RSS <= 1.5x the smaller mimalloc at %d iterations: "
                                    "%.2fx (%.1f vs %.1f MiB, %s; glibc %.1f)",

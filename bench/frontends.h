@@ -44,4 +44,12 @@ static inline int frontends_best(const frontend *fe, const double *value) {
     return best;
 }
 
+/* frontends_best over medians: series[f * stride] is frontend f's (none
+ * recorded counts as not run). */
+static inline int frontends_best_median(const frontend *fe, const bench_series *series, size_t stride) {
+    double med[FE_COUNT] = {0};
+    for (int f = 0; f < FE_COUNT; f++) med[f] = series[f * stride].n ? bench_median(&series[f * stride]) : 0;
+    return frontends_best(fe, med);
+}
+
 #endif

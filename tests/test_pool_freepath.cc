@@ -346,10 +346,8 @@ TEST(AllocFreeOwnPath, ADrainThatFindsMostOfWhatWasPushedRestoresTheBudget) {
 
 /* The block just pushed, freed again: reported, as the head of a list is. */
 TEST(AllocFreeOwnPathDeathTest, ABlockOfAnotherSlabFreedTwiceInARowIsReported) {
-    const size_t per_slab = SLAB_BYTES / kSize;
     std::vector<void *> objs;
-    for (size_t i = 0; i < 2 * per_slab + per_slab / 2; i++) objs.push_back(pk_alloc(kSize));
-    auto slabs = full_slabs(objs, per_slab);
+    auto slabs = alloc_slabs(kSize, 3, objs);
     ASSERT_GE(slabs.size(), 1u);
     void *volatile o = slabs[0][7]; /* read afresh for each call: no use after free the compiler sees */
     PKTEST_EXPECT_REPORT(
@@ -365,10 +363,8 @@ TEST(AllocFreeOwnPathDeathTest, ABlockOfAnotherSlabFreedTwiceInARowIsReported) {
  * block of another slab against its slab's slots before it reads the
  * link, reports it (docs/alloc.md: checked at the drain, not the free). */
 TEST(AllocFreeOwnPathDeathTest, AnInteriorPointerIntoAnotherOwnedSlabIsReportedAtTheDrain) {
-    const size_t per_slab = SLAB_BYTES / kSize;
     std::vector<void *> objs;
-    for (size_t i = 0; i < 3 * per_slab + per_slab / 2; i++) objs.push_back(pk_alloc(kSize));
-    auto slabs = full_slabs(objs, per_slab);
+    auto slabs = alloc_slabs(kSize, 4, objs);
     ASSERT_GE(slabs.size(), 2u);
     char *volatile in = static_cast<char *>(slabs[0][3]) + 8;
     PKTEST_EXPECT_REPORT(

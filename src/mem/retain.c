@@ -109,6 +109,42 @@ static fit fit_remove(size_t i) {
     return f;
 }
 
+/* The first len bytes of fits[i] (len at most its length) out of the
+ * table: the rest waits on, with its stamp. Under the lock. */
+static fit fit_take_front(size_t i, size_t len) {
+    if (fits[i].len == len) return fit_remove(i);
+    fit f = {fits[i].base, len, fits[i].since};
+    fits[i].base += len;
+    fits[i].len -= len;
+    __atomic_store_n(&fit_bytes, fit_bytes - len, __ATOMIC_RELAXED);
+    return f;
+}
+
+/* Puts f in the table (room for it made). Under the lock. */
+static void fit_add(fit f) {
+    if (!head && !fit_count) __atomic_store_n(&oldest, f.since, __ATOMIC_RELAXED);
+    fits[fit_count++] = f;
+    __atomic_store_n(&fit_bytes, fit_bytes + f.len, __ATOMIC_RELAXED);
+}
+
+/* The smallest fit that holds need bytes, or fit_count; with longest, the
+ * longest fit there too (any, if the table is empty). The lengths met so
+ * far are kept in registers (a compare with the entry the index names
+ * loads it again at each step), and a length too short becomes SIZE_MAX
+ * without a branch (lengths at random either side of the request defeat
+ * the branch predictor): a full table costs a few cycles an entry. Under
+ * the lock. */
+static size_t fit_best(size_t need, size_t *longest) {
+    size_t best = fit_count, best_len = SIZE_MAX, most = 0, most_len = 0;
+    for (size_t i = 0; i < fit_count; i++) {
+        size_t len = fits[i].len, holds = len | -(size_t)(len < need);
+        if (holds < best_len) best_len = holds, best = i;
+        if (longest && len > most_len) most_len = len, most = i;
+    }
+    if (longest) *longest = most;
+    return best;
+}
+
 /* The fits to gather into one mapping for a request no fit holds: while
  * some fit holds what is still missing, the smallest that does, cut to it
  * (the rest waits on); until then the longest, whole; at most
@@ -117,19 +153,8 @@ static size_t choose_pieces(size_t size, fit *piece, size_t *got) {
     size_t n = 0;
     *got = 0;
     while (*got < size && n < GATHER_PIECES && fit_count) {
-        size_t need = size - *got, best = fit_count, longest = 0;
-        for (size_t i = 0; i < fit_count; i++) {
-            if (fits[i].len >= need && (best == fit_count || fits[i].len < fits[best].len)) best = i;
-            if (fits[i].len > fits[longest].len) longest = i;
-        }
-        if (best < fit_count && fits[best].len > need) {
-            piece[n] = (fit){fits[best].base, need, fits[best].since};
-            fits[best].base += need;
-            fits[best].len -= need;
-            __atomic_store_n(&fit_bytes, fit_bytes - need, __ATOMIC_RELAXED);
-        } else {
-            piece[n] = fit_remove(best < fit_count ? best : longest);
-        }
+        size_t need = size - *got, longest, best = fit_best(need, &longest);
+        piece[n] = best < fit_count ? fit_take_front(best, need) : fit_remove(longest);
         *got += piece[n++].len;
     }
     return n;
@@ -145,12 +170,7 @@ static bool slack_fits(size_t len) {
 static void keep_slack(char *p, size_t len) {
     pthread_mutex_lock(&retain_lock);
     bool keep = slack_fits(len);
-    if (keep) {
-        fit f = {p, len, os_now_ms()};
-        if (!head && !fit_count) __atomic_store_n(&oldest, f.since, __ATOMIC_RELAXED);
-        fits[fit_count++] = f;
-        __atomic_store_n(&fit_bytes, fit_bytes + len, __ATOMIC_RELAXED);
-    }
+    if (keep) fit_add((fit){p, len, os_now_ms()});
     pthread_mutex_unlock(&retain_lock);
     if (!keep) os_unmap(p, len);
 }
@@ -184,24 +204,9 @@ static void *map_fit(size_t size, size_t *dirty) {
     size_t pieces = 0, got = 0, extra = 0;
     pthread_mutex_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
-    /* The lengths met so far are kept in registers (a compare with the
-     * entry the index names loads it again at each step), and a length
-     * too short becomes SIZE_MAX without a branch (lengths at random
-     * either side of the request defeat the branch predictor): a full
-     * table costs a few cycles an entry. */
-    size_t best = fit_count, best_len = SIZE_MAX;
-    for (size_t i = 0; i < fit_count; i++) {
-        size_t len = fits[i].len, holds = len | -(size_t)(len < size);
-        if (holds < best_len) best_len = holds, best = i;
-    }
-    if (best < fit_count && fits[best].len > size) {
-        /* The front is handed out; the rest waits on, with its stamp. */
-        f = fits[best];
-        fits[best].base += size;
-        fits[best].len -= size;
-        __atomic_store_n(&fit_bytes, fit_bytes - size, __ATOMIC_RELAXED);
-    } else if (best < fit_count) {
-        f = fit_remove(best);
+    size_t best = fit_best(size, NULL);
+    if (best < fit_count) {
+        f = fit_take_front(best, size);
     } else {
         pieces = choose_pieces(size, piece, &got);
         /* LARGE_FIT_SLACK, where pieces wait but none held the request
@@ -238,13 +243,7 @@ bool os_fit_claim(void *at, size_t len) {
         fit *f = &fits[i];
         if (f->base != (char *)at || f->len < len) continue;
         found = true;
-        if (f->len == len) {
-            fit_remove(i);
-        } else {
-            f->base += len;
-            f->len -= len;
-            __atomic_store_n(&fit_bytes, fit_bytes - len, __ATOMIC_RELAXED);
-        }
+        fit_take_front(i, len);
     }
     pthread_mutex_unlock(&retain_lock);
     return found;
@@ -321,11 +320,7 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
             gone[n_gone++] = fit_remove(v);
         }
     }
-    if (keep) {
-        if (!head && !fit_count) __atomic_store_n(&oldest, f.since, __ATOMIC_RELAXED);
-        fits[fit_count++] = f;
-        __atomic_store_n(&fit_bytes, fit_bytes + f.len, __ATOMIC_RELAXED);
-    }
+    if (keep) fit_add(f);
     pthread_mutex_unlock(&retain_lock);
     if (!keep) os_unmap(f.base, f.len);
     if (cut.len) os_unmap(cut.base, cut.len);
