@@ -139,9 +139,23 @@ static inline size_t policy_own_frees(size_t slot) {
  * restarted as below) for its next slab, and gives the one before to the
  * pool: a working set that moves across a slab's edge, or objects few to a
  * slab (8 KiB: 16 a slab; 1 MiB: one), would otherwise take the pool's lock
- * twice per slab's worth of calls. The spare goes back to the pool at the
- * thread's trim or exit: per thread per pool, one empty slab stays out of
- * the purge's reach. */
+ * twice per slab's worth of calls. Where a slab holds one object (a huge
+ * slot), every object its owner frees past the list's budget (HOT_LIST)
+ * empties a slab, and every allocation past the list takes one: there the
+ * heap keeps up to SPARE_BYTES of such slabs (at least one, at most
+ * SPARES_MAX), the last emptied first out, so a pattern that frees and
+ * allocates big objects around its cap takes no lock (the typed-pool
+ * study's, bench/bench_pattern.c: 1 MiB objects took the pool's lock in
+ * one call of four). The spares go back to the pool at the thread's trim
+ * or exit: per thread per pool, one empty slab, or SPARE_BYTES of slabs of
+ * one object, stay out of the purge's reach. */
+#define SPARE_BYTES ((size_t)4 << 20)
+#define SPARES_MAX 16
+static inline size_t policy_spares(size_t capacity, size_t span) {
+    if (capacity != 1) return 1;
+    size_t n = SPARE_BYTES / span;
+    return n < 1 ? 1 : n > SPARES_MAX ? SPARES_MAX : n;
+}
 
 /* A slab whose objects all came home (the heap's spare, or the pool's); if more than
  * 1/RESTART_DISORDER of the last RESTART_SAMPLE frees on its list landed
@@ -158,7 +172,10 @@ static inline size_t policy_own_frees(size_t slot) {
  * it looks at up to FULL_SCAN of its full slabs for remote frees before it
  * asks the pool for a slab; the slabs looked at go to the back, so every
  * full slab is looked at in turn (a producer whose objects come back from
- * consumers finds them). */
+ * consumers finds them). A pool no thread has freed into remotely yet
+ * (pk_pool.remote_any) has none to find: its heaps look at none, for each
+ * look moves a slab on its list (two records of other slabs written), the
+ * most of a call's time for objects of a slab each. */
 #define FULL_SCAN 4
 
 /* A heap that asks the pool for a slab when the pool has only full ones

@@ -20,7 +20,8 @@
  * Invariants (heap_is_valid checks them at each refill, POOLKIT_ASSERT 3):
  *   - a slab the heap owns has owner == the heap and is its cur (list
  *     HEAP_CUR, free list NULL: its free objects are on the heap's list,
- *     and used counts them as out), its spare (no object out, on no list),
+ *     and used counts them as out), a spare (no object out, on no list
+ *     but the chain of spares, at most the pool's spares of them),
  *     on avail (free slots: on its free list or never handed out) or on
  *     full (none but, maybe, remote frees waiting);
  *   - slabs and bytes count the owned slabs and their spans; the heap's
@@ -120,11 +121,30 @@ void heap_take_slab(pk_pool *p, heap *h, slab *s) {
     else slab_list_append(&h->full, s, HEAP_FULL);
 }
 
+/* The heap's spares (HEAP_SPARE): push s, on no list; pop the last pushed. */
+static void spare_push(heap *h, slab *s) {
+    s->list = SLAB_NOWHERE;
+    s->prev = NULL;
+    s->next = h->spare;
+    h->spare = s;
+    h->spares++;
+}
+
+static slab *spare_pop(heap *h) {
+    slab *s = h->spare;
+    if (s) {
+        h->spare = s->next;
+        s->next = NULL;
+        h->spares--;
+    }
+    return s;
+}
+
 void heap_slab_emptied(pk_pool *p, heap *h, slab *s, uint64_t now) {
     central_slab_emptied(p, s);
-    s->list = SLAB_NOWHERE;
-    slab *old = h->spare;
-    h->spare = s;
+    /* the spares full: the one emptied last replaces the one before it */
+    slab *old = h->spares < p->spares ? NULL : spare_pop(h);
+    spare_push(h, s);
     if (old) give_to_pool(p, h, old, now ? now : os_now_ms());
 }
 
@@ -430,11 +450,8 @@ static void collect_orphans_due(pk_pool *p) {
  * free, then an allocation, of random sizes) so reuses what it just freed,
  * as a free list per page does (docs/results.md, "Random replacement"). */
 static slab *next_slab(pk_pool *p, heap *h, bool may_map, uint64_t now) {
-    slab *s = h->spare;
-    if (s) {
-        h->spare = NULL;
-        return s;
-    }
+    slab *s = spare_pop(h);
+    if (s) return s;
     s = h->warm;
     h->warm = NULL;
     if (s && s->list == HEAP_AVAIL && s->free) {
@@ -447,7 +464,8 @@ static slab *next_slab(pk_pool *p, heap *h, bool may_map, uint64_t now) {
         slab_list_remove(&h->avail, s);
         return s;
     }
-    for (int i = 0; i < FULL_SCAN && (s = h->full.head) != NULL; i++) {
+    int scan = __atomic_load_n(&p->remote_any, __ATOMIC_RELAXED) ? FULL_SCAN : 0;
+    for (int i = 0; i < scan && (s = h->full.head) != NULL; i++) {
         slab_list_remove(&h->full, s);
         if (__atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) {
             collect_into(p, h, s);
@@ -624,9 +642,8 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
 
 /* Every slab of h but the current one, off its list, given to fn. */
 static void each_other_slab(pk_pool *p, heap *h, void (*fn)(pk_pool *, heap *, slab *)) {
-    slab *s = h->spare;
-    h->spare = NULL;
-    if (s) fn(p, h, s);
+    slab *s;
+    while ((s = spare_pop(h)) != NULL) fn(p, h, s);
     while ((s = h->avail.head) != NULL) {
         slab_list_remove(&h->avail, s);
         fn(p, h, s);
@@ -723,14 +740,12 @@ static void forget_all(pk_pool *p, void (*forget)(pk_pool *, heap *, slab *)) {
 void heap_forget_all(pk_pool *p) { forget_all(p, forget_slab); }
 void heap_forget_all_kept(pk_pool *p) { forget_all(p, forget_slab_kept); }
 
-/* The slab a reset keeps as h's spare: its spare, else its first other
- * owned slab, off its list; NULL when h owns no slab but the current one. */
+/* The slab a reset keeps as h's spare: its last spare, else its first
+ * other owned slab, off its list; NULL when h owns no slab but the current
+ * one. */
 static slab *spare_for_reset(heap *h) {
-    slab *s = h->spare;
-    if (s) {
-        h->spare = NULL;
-        return s;
-    }
+    slab *s = spare_pop(h);
+    if (s) return s;
     slab_list *l = h->avail.head ? &h->avail : &h->full;
     if ((s = l->head) != NULL) slab_list_remove(l, s);
     return s;
@@ -746,8 +761,7 @@ void heap_reset_own(pk_pool *p, heap *h) {
     each_other_slab(p, h, forget_slab_kept);
     if (spare) {
         slab_forget_objects(spare);
-        spare->list = SLAB_NOWHERE;
-        h->spare = spare;
+        spare_push(h, spare);
     }
     if (h->cur) { /* installed, so used counts what its list holds: none now */
         slab_forget_objects(h->cur);
@@ -888,10 +902,12 @@ bool heap_is_valid(const pk_pool *p, const heap *h) {
     } else {
         VALID(!tc_head(h->list) && !tc_cur(h->list));
     }
-    if (h->spare) {
-        VALID(h->spare->owner == h && h->spare->used == 0 && h->spare->list == SLAB_NOWHERE);
-        slabs++, bytes += h->spare->span;
+    size_t spares = 0;
+    for (const slab *s = h->spare; s && spares <= p->spares; s = s->next, spares++) {
+        VALID(s->owner == h && s->used == 0 && s->list == SLAB_NOWHERE);
+        slabs++, bytes += s->span;
     }
+    VALID(spares == h->spares && spares <= p->spares);
     const slab_list *lists[2] = {&h->avail, &h->full};
     /* bounded by the heap's own count (the pool's changes under its lock,
      * which this owner's check does not take) */

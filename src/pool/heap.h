@@ -17,8 +17,9 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now);
  * elsewhere is reported; NULL on an empty list. */
 void *heap_alloc_lean(pk_pool *p, heap *h);
 /* s, owned by h and not current, has come to hold no object: kept as the
- * heap's spare (HEAP_SPARE), the spare it replaces given to the pool. now:
- * the time, or 0 if the caller has not read it (a free). */
+ * heap's newest spare (HEAP_SPARE); where the heap has as many as the pool
+ * allows, the newest before it goes to the pool. now: the time, or 0 if
+ * the caller has not read it (a free). */
 void heap_slab_emptied(pk_pool *p, heap *h, slab *s, uint64_t now);
 /* The pool's peak estimate (stats' peak_live) learns what h took out or
  * brought home since it last told it: at each refill, and every
@@ -28,7 +29,7 @@ void heap_note_peak(pk_pool *p, heap *h);
 void heap_take_slab(pk_pool *p, heap *h, slab *s);
 /* obj onto the free list of s, an owned slab of h that is not current;
  * the slab moves from full to avail, or, with its last object home, becomes
- * the heap's spare (heap_slab_emptied). */
+ * a spare of the heap (heap_slab_emptied). */
 void heap_free_home(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now);
 /* The owner's free of obj, a slot of s, one of h's slabs that is not the
  * current one, with the HOT_FREES case and the thread's list's head

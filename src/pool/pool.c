@@ -166,6 +166,7 @@ static void choose_path(pk_pool *p) {
      * object's first (the short path's plain branch) */
     _Static_assert(SLAB_BYTES / HOT_LIST == 1024, "HOT_LIST's comment (policy.h) names slots over 1 KiB");
     if (!p->hardened && p->link_off == 0) p->hot_list = policy_hot_list(p->geo.capacity, p->geo.slot);
+    p->spares = policy_spares(p->geo.capacity, p->geo.span);
     /* pk_free's one path (OWN_FREES) serves the size classes whose lists the
      * inline paths serve as they are */
     if (p->geo.table_slot && p->list_at == LIST_SLOT) p->own_frees = policy_own_frees(p->geo.slot);

@@ -172,7 +172,9 @@ typedef struct heap {
                                   (stats walk those lists instead: heap_sum) */
     struct heap *prev, *next;  /* the pool's heaps, under the pool's lock */
     struct slab *cur;          /* the slab whose free objects are on the list */
-    struct slab *spare;        /* an empty slab kept for the next one (HEAP_SPARE) */
+    struct slab *spare;        /* empty slabs kept for the next ones (HEAP_SPARE), linked
+                                  through their next, the last emptied first */
+    size_t spares;             /* how many: at most the pool's spares */
     slab_list avail, full;     /* owned slabs, HEAP_AVAIL and HEAP_FULL */
     /* Remote frees of one slab, gathered before one push onto its
      * thread_free (REMOTE_BATCH). */
@@ -267,6 +269,7 @@ struct pk_pool {
                          owned index (any but the plain size classes) */
     size_t hot_list;  /* objects of other slabs a thread's list may hold (HOT_LIST), 0 for
                          pools whose short path lists none but HOT_FREES' */
+    size_t spares;    /* empty slabs a heap keeps (HEAP_SPARE: 1, more for slabs of one slot) */
     uint64_t rng;     /* hardened pools: the order of fresh slots of direct calls
                          (under lock), and the seed of each heap's own */
     struct pk_pool *prev, *next; /* the list of live pools, under the pool list's lock;
@@ -304,6 +307,11 @@ struct pk_pool {
     uint64_t allocs, slabs_released, bytes_released;
     /* Touched by any thread without the lock (atomic). */
     uint64_t remote_frees;
+    /* Set at the first remote free into one of the pool's slabs, never
+     * cleared: until then no full slab can hold a freed slot, and a heap
+     * short of a slab looks at none of its full ones (heap.c, FULL_SCAN).
+     * Written once, so remote frees do not share its line for ever. */
+    bool remote_any;
     /* Objects on the slabs' thread_free lists: this plus each heap's pushed
      * minus its collected (owner-only counters, so remote frees contend on
      * no pool-wide word); direct pushes, collections of the pool's own
