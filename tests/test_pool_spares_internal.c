@@ -6,13 +6,16 @@
  * Objects of 1 MiB (one per slab): the main thread allocates more than its
  * list, its spares and its current slab can take back, frees them all, and
  * allocates again; while the spares last, no slab comes from the pool, and
- * they come in the reverse order of their emptying. Then a pool of 64-byte
- * objects keeps one spare. Exit 0: passed. */
+ * they come in the reverse order of their emptying; the thread's trim, and
+ * a thread's exit then a trim, give every spare back. Then a pool of
+ * 64-byte objects keeps one spare. Exit 0: passed. */
 #include "pool/pool_internal.h"
 
 #include <poolkit/poolkit.h>
 
 #include "check.h"
+
+#include <pthread.h>
 
 #define BIG ((size_t)1 << 20)
 #define MORE 3
@@ -21,6 +24,29 @@
  * and one without (pool_types.h): the test reads slabs' owners only. */
 static heap *owner_of(const void *obj) {
     return __atomic_load_n(&slab_of((uintptr_t)obj)->owner, __ATOMIC_RELAXED);
+}
+
+/* On a thread of its own: as many objects as the list, the spares and
+ * more take, all freed, so the thread ends with its spares full. */
+static void *fill_and_free(void *arg) {
+    pk_pool *pool = arg;
+    size_t n = pool->hot_list + pool->spares + MORE + 1;
+    void *objs[64];
+    CHECK(n <= sizeof objs / sizeof objs[0], "too many objects for the test: %zu", n);
+    for (size_t i = 0; i < n; i++) {
+        objs[i] = pk_pool_alloc(pool);
+        CHECK(objs[i] != NULL, "alloc %zu failed", i);
+    }
+    for (size_t i = 0; i < n; i++) pk_pool_free(pool, objs[i]);
+    heap *h = tc_slot_of(pool)->heap;
+    CHECK(h && h->spares == pool->spares, "the thread ends with %zu spares", h ? h->spares : 0);
+    return NULL;
+}
+
+static void run_on_thread(void *(*fn)(void *), void *arg) {
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, fn, arg) == 0, "pthread_create failed");
+    CHECK(pthread_join(t, NULL) == 0, "pthread_join failed");
 }
 
 int main(void) {
@@ -83,6 +109,23 @@ int main(void) {
     }
     CHECK(taken == spares, "%zu of %zu spares came out in order", taken, spares);
     while (i > 0) pk_pool_free(pool, objs[--i]);
+
+    /* The spares go back with the rest at the thread's trim: nothing of
+     * the pool stays reserved. */
+    CHECK(h->spares > 0, "the frees left no spare to give back");
+    pk_pool_trim(pool);
+    pk_pool_stats st;
+    pk_pool_stats_get(pool, &st);
+    CHECK(st.live == 0 && st.bytes_reserved == 0, "after the trim: %zu live, %zu bytes reserved", st.live,
+          st.bytes_reserved);
+
+    /* A thread that empties slabs past its list and exits leaves its
+     * spares to the pool, which the next trim gives back. */
+    run_on_thread(fill_and_free, pool);
+    pk_pool_trim(pool);
+    pk_pool_stats_get(pool, &st);
+    CHECK(st.live == 0 && st.bytes_reserved == 0, "after a thread's exit and a trim: %zu live, %zu bytes reserved",
+          st.live, st.bytes_reserved);
     pk_pool_destroy(pool);
     free(objs);
 
