@@ -210,12 +210,13 @@ PK_API size_t pk_collect(int force);
  * the owner collects when it next needs memory); a slab whose last object
  * comes home by its owner's own free stays as the heap's spare, the spare
  * before it going back to the pool (one spare per thread and pool; where a
- * slab holds one object, objects over 64 KiB, up to 4 MiB of spares, at
+ * slab holds one object, objects over 32 KiB, up to 4 MiB of spares, at
  * most 16). On pools of objects over 1 KiB, up to 64 objects (at most 8
  * MiB) the thread freed into its other slabs, on its slot list until it
- * allocates them again, refills, trims or exits. Also up to 63 objects per thread and pool freed into other threads' slabs,
- * waiting to go home (sent when that thread frees into another slab,
- * refills, trims or exits), and, on pk_alloc's size classes, the blocks of
+ * allocates them again, refills, trims or exits. Also up to 63 objects per
+ * thread and pool freed into other threads' slabs, waiting to go home
+ * (sent when that thread frees into another slab, refills, trims or
+ * exits), and, on pk_alloc's size classes, the blocks of
  * the thread's other slabs its pk_free put on the class's list, at most 64
  * of them (64 KiB) since the list was last empty or drained, or 256 (256
  * KiB) while its allocations take back most of what it frees, until it

@@ -144,10 +144,9 @@ static inline size_t policy_own_frees(size_t slot) {
  * empties a slab, and every allocation past the list takes one: there the
  * heap keeps up to SPARE_BYTES of such slabs (at least one, at most
  * SPARES_MAX), the last emptied first out, so a pattern that frees and
- * allocates big objects around its cap takes no lock (the typed-pool
- * study's, bench/bench_pattern.c: 1 MiB objects took the pool's lock in
- * one call of four). The spares go back to the pool at the thread's trim
- * or exit: per thread per pool, one empty slab, or SPARE_BYTES of slabs of
+ * allocates big objects around its cap (the typed-pool study's,
+ * bench/bench_pattern.c) takes the pool's lock only past them. The spares
+ * go back to the pool at the thread's trim or exit: per thread per pool, one empty slab, or SPARE_BYTES of slabs of
  * one object, stay out of the purge's reach. */
 #define SPARE_BYTES ((size_t)4 << 20)
 #define SPARES_MAX 16
@@ -174,8 +173,8 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * full slab is looked at in turn (a producer whose objects come back from
  * consumers finds them). A pool no thread has freed into remotely yet
  * (pk_pool.remote_any) has none to find: its heaps look at none, for each
- * look moves a slab on its list (two records of other slabs written), the
- * most of a call's time for objects of a slab each. */
+ * look moves a slab on its list, writing the records of two other slabs
+ * (for objects of a slab each, two regions' headers, out of cache). */
 #define FULL_SCAN 4
 
 /* A heap that asks the pool for a slab when the pool has only full ones

@@ -121,6 +121,10 @@ void heap_take_slab(pk_pool *p, heap *h, slab *s) {
     else slab_list_append(&h->full, s, HEAP_FULL);
 }
 
+_Static_assert(SPARE_BYTES == (size_t)4 << 20 && SPARES_MAX == 16 && HOT_LIST == 64 &&
+                   HOT_LIST_BYTES == (size_t)8 << 20,
+               "pool.h (pk_set_purge_delay) and docs/design.md name the spares' and the thread list's bounds");
+
 /* The heap's spares (HEAP_SPARE): push s, on no list; pop the last pushed. */
 static void spare_push(heap *h, slab *s) {
     s->list = SLAB_NOWHERE;
