@@ -65,6 +65,17 @@ static void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
     BUMP(h->pend_n, 1);
 }
 
+bool free_foreign(tc_slot *c, slab *s, void *obj) {
+    heap *h = c->heap;
+    if (!h) return false;
+    pk_pool *p = h->pool;
+    heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+    if (!owner || __atomic_load_n(&s->pool, __ATOMIC_RELAXED) != p || !slab_has_slot(s, (uintptr_t)obj))
+        return false;
+    free_remote(p, h, s, obj);
+    return true;
+}
+
 /* ---- The owner's frees. ---- */
 
 /* A free into one of the pool's own slabs (its thread gone): the heap takes

@@ -30,14 +30,15 @@ static inline tc_slot *slot_of_handle(const pk_pool *p) {
  * was full, or empties) or gives the slab list's head again, which the
  * caller sends to heap_free_owned with the slab found; FREE_LIBRARY for
  * anything else, which the library's paths check and report. plain: known
- * plain, with a current slab (cur set). */
-enum { FREE_LIBRARY, FREE_DONE, FREE_EDGE };
+ * plain, with a current slab (cur set). FREE_FOREIGN: a slab another heap
+ * (or none) holds, none of whose other fields were read. */
+enum { FREE_LIBRARY, FREE_DONE, FREE_EDGE, FREE_FOREIGN };
 static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
     heap *h = c->heap;
     uintptr_t x = (uintptr_t)obj;
     /* owner first: only a slab's owner reads its other fields here */
-    if (unlikely(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h) || unlikely(!slab_has_slot(s, x)))
-        return FREE_LIBRARY;
+    if (unlikely(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h)) return FREE_FOREIGN;
+    if (unlikely(!slab_has_slot(s, x))) return FREE_LIBRARY;
     if (plain) {
         /* HOT_FREES: the list is empty (its slab used up), so the next
          * allocation takes this object while it is in cache, and no slab
@@ -85,6 +86,14 @@ static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
     return FREE_DONE;
 }
 
+/* obj, whose place is s's, a slab that c's heap does not own: onto the
+ * heap's pending chain for s's owner (a remote free, as the dispatch would
+ * send it, without finding the slab again) if another heap holds s and obj
+ * is one of its pool's slots; false for anything else (a slab of the
+ * pool's own, which the dispatch may adopt; another pool's; no slot), which
+ * the library's dispatch takes and reports. */
+bool free_foreign(tc_slot *c, slab *s, void *obj);
+
 /* The short path: the owner's free of an object of one of its slabs that
  * is not the current one (free_into_slab), after the region map says a
  * region lies at the address, so that its record, found by masking
@@ -102,7 +111,8 @@ static inline bool free_short(tc_slot *c, void *obj, uintptr_t cur, bool plain) 
     slab *s = slab_of(x);
     int done = free_into_slab(c, s, obj, plain);
     if (done == FREE_EDGE) heap_free_owned(c->heap, s, obj);
-    return done != FREE_LIBRARY;
+    else if (done == FREE_FOREIGN) return free_foreign(c, s, obj);
+    return done == FREE_DONE || done == FREE_EDGE;
 }
 
 /* A free by a thread with a heap for p in slot c, obj already checked to
