@@ -11,6 +11,10 @@
  *                                 thread's current one (the library's
  *                                 short path, pk__pool_free_other), no
  *                                 allocation in the loop
+ *   remote   kernel_pool_other    the same loop, by a thread with a heap of
+ *                                 its own, over objects a live thread
+ *                                 made (remote frees: the pending chain,
+ *                                 pushed home every REMOTE_BATCH)
  *   otherloop kernel_other_loop  the other mode's loop over the same
  *                                 objects, freeing none (its own cost)
  *   frontother kernel_frontend_other N pk_free calls, by their owner, of
@@ -43,6 +47,8 @@
 #include <poolkit/alloc.h>
 #include <poolkit/object.h>
 #include <poolkit/pool.h>
+
+#include <pthread.h>
 
 #define ICOUNT_LOOP(ALLOC, FREE)                 \
     for (size_t i = 0; i < n; i++) {             \
@@ -113,7 +119,46 @@ BENCH_KERNEL void *kernel_grow(char *p, size_t n) {
     return p;
 }
 
+/* The remote mode's owner: makes the objects, then lives until the frees
+ * are done (its slabs stay its own: the frees are remote ones). */
+typedef struct remote_owner {
+    pk_pool *pool;
+    void **objs;
+    size_t n;
+    pthread_barrier_t made, freed;
+} remote_owner;
+
+static void *remote_owner_run(void *arg) {
+    remote_owner *o = arg;
+    for (size_t i = 0; i < o->n; i++) o->objs[i] = pk_pool_alloc(o->pool);
+    pthread_barrier_wait(&o->made);
+    pthread_barrier_wait(&o->freed);
+    return NULL;
+}
+
+static int run_remote(size_t n, size_t size) {
+    remote_owner o;
+    o.pool = pk_pool_create(&(pk_pool_config){.name = "remote", .size = size});
+    o.n = n;
+    o.objs = malloc(n * sizeof *o.objs);
+    if (!o.pool || !o.objs) return 1;
+    void *mine = pk_pool_alloc(o.pool); /* this thread's heap and current slab */
+    pthread_t t;
+    pthread_barrier_init(&o.made, NULL, 2);
+    pthread_barrier_init(&o.freed, NULL, 2);
+    if (pthread_create(&t, NULL, remote_owner_run, &o) != 0) return 1;
+    pthread_barrier_wait(&o.made);
+    kernel_pool_other(o.pool, o.objs, n);
+    pthread_barrier_wait(&o.freed);
+    pthread_join(t, NULL);
+    pk_pool_free(o.pool, mine);
+    free(o.objs);
+    pk_pool_destroy(o.pool);
+    return 0;
+}
+
 static int run_mode(const char *mode, size_t n, size_t size) {
+    if (strcmp(mode, "remote") == 0) return run_remote(n, size);
     if (strcmp(mode, "grow") == 0) {
         (void)size;
         pk_free(kernel_grow(pk_alloc(PK_ALLOC_CLASS_MAX), n));
@@ -186,7 +231,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|otherloop|frontother|frontend N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|remote|otherloop|frontother|frontend N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;
