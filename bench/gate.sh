@@ -36,12 +36,14 @@
 #                 included; no address map. Target 30 (mimalloc's local free
 #                 into a page other than the current one is about 20, with
 #                 none of these checks): printed, not met
-#   a remote free <= 84 per free (measured 83), likewise: a thread with a
+#   a remote free <= 87 per free (measured 86), likewise: a thread with a
 #                 heap of its own frees objects a live thread made; the
 #                 short path finds the slab's record, another owner, and
 #                 with it (pool_free.c, free_foreign: the pool, the slot
 #                 grid) chains the object for its slab, one
-#                 compare-and-swap home per REMOTE_BATCH
+#                 compare-and-swap home per REMOTE_BATCH; 3 of them read
+#                 the pool's HOT_FOREIGN switch (policy.h), off in this
+#                 pool of fewer slabs than its bound
 #   pk_free into another of the thread's slabs of its class <= 49 per free
 #                 (measured 48.58), likewise: the push onto the class's list
 #                 (the owned index, below) and the drains that send the
@@ -126,7 +128,7 @@ TARGET_LOCAL=12
 GATE_OTHER=58
 TARGET_OTHER=30
 GATE_FRONTOTHER=49
-GATE_REMOTE=84
+GATE_REMOTE=87
 GATE_FRONTEND=40
 GATE_OBJPAIR=75
 GATE_RETAIN=29

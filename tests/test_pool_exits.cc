@@ -11,7 +11,9 @@
  *   allocated from the pool once, frees what they left: the slab count
  *   stays where the first generations put it;
  * - the larson shape: each generation takes over the previous one's live
- *   set, replaces objects at random and exits: the same; and with slabs of
+ *   set, replaces objects at random and exits: the same; over more slabs
+ *   than HOT_FOREIGN_SLABS (frees into the main thread's slabs listed by
+ *   the freeing thread), one thread or two at a time; and with slabs of
  *   one object, two freed before two are made (the second free remote,
  *   into a full slab of the pool's among many that hold a live object);
  * - threads that exit with every object live, freed by a thread that never
@@ -106,11 +108,14 @@ TEST(PoolExits, GenerationsPassingObjectsThroughASharedArrayKeepTheSlabCountBoun
     EXPECT_EQ(stats_of(p.get()).live, 0u);
 }
 
-TEST(PoolExits, GenerationsHandingOverTheirLiveSetKeepTheSlabCountBounded) {
-    PoolPtr p = make_pool(kSize, 0, 0, "larson");
-    const size_t gens = scaled(100, 20), live = 3000, steps = 3000;
+/* The larson shape: the main thread fills a live set of `live` objects,
+ * then each of `gens` threads in turn replaces `steps` of them at random
+ * and exits: the slab count stays bounded and every object comes home. */
+static void larson_generations(const char *name, size_t gens, size_t live, size_t steps, size_t slabs_at_least) {
+    PoolPtr p = make_pool(kSize, 0, 0, name);
     std::vector<void *> set = alloc_n(p.get(), live); /* the first live set, the main thread's */
     ASSERT_EQ(set.size(), live);
+    ASSERT_GE(slabs_of(p.get()), slabs_at_least);
     SlabCounts counts = generations(p.get(), gens, steps, [&](std::mt19937_64 &rng) {
         size_t k = rng() % live;
         pk_pool_free(p.get(), set[k]);
@@ -119,6 +124,49 @@ TEST(PoolExits, GenerationsHandingOverTheirLiveSetKeepTheSlabCountBounded) {
     });
     EXPECT_TRUE(counts.bounded());
     free_all(p.get(), set);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+TEST(PoolExits, GenerationsHandingOverTheirLiveSetKeepTheSlabCountBounded) {
+    larson_generations("larson", scaled(100, 20), 3000, 3000, 1);
+}
+
+TEST(PoolExits, GenerationsHandingOverALiveSetLargerThanTheCachesKeepTheSlabCountBounded) {
+    /* over more slabs than HOT_FOREIGN_SLABS (policy.h), so that a free
+     * into a slab the main thread holds goes onto the freeing thread's list
+     * and comes back at its next allocation */
+    larson_generations("larson, large", scaled(24, 8), 40000, 20000, 17);
+}
+
+TEST(PoolExits, TwoThreadsAtATimeHandingOverLargeLiveSetsKeepTheSlabCountBounded) {
+    /* The lab's steady state: two sets the main thread filled, two threads
+     * at a time each replacing objects of its own set while the other
+     * frees into the same slabs of the main thread's, then handing the
+     * sets to the next two */
+    PoolPtr p = make_pool(kSize, 0, 0, "larson, two at a time");
+    const size_t gens = scaled(12, 4), live = 30000, steps = scaled(20000, 2000);
+    std::vector<void *> sets[2] = {alloc_n(p.get(), live), alloc_n(p.get(), live)};
+    ASSERT_TRUE(sets[0].size() == live && sets[1].size() == live);
+    SlabCounts counts;
+    for (size_t g = 0; g < gens; g++) {
+        std::thread t[2];
+        for (int i = 0; i < 2; i++)
+            t[i] = std::thread([&, i, g] {
+                std::mt19937_64 rng(2 * g + (size_t)i + 1);
+                std::vector<void *> &set = sets[i];
+                for (size_t k = 0; k < steps; k++) {
+                    size_t j = rng() % live;
+                    pk_pool_free(p.get(), set[j]);
+                    set[j] = pk_pool_alloc(p.get());
+                    ASSERT_NE(set[j], nullptr);
+                }
+            });
+        for (auto &th : t) th.join();
+        if (g + 1 == gens / 4) counts.early = slabs_of(p.get());
+    }
+    counts.end = slabs_of(p.get());
+    EXPECT_TRUE(counts.bounded());
+    for (auto &set : sets) free_all(p.get(), set);
     EXPECT_EQ(stats_of(p.get()).live, 0u);
 }
 

@@ -423,3 +423,191 @@ TEST(AllocFreeShortPath, ASlabFreedAtRandomRestartsInAddressOrder) {
 }
 
 } // namespace
+
+/* ---- frees into slabs another live thread holds (HOT_FOREIGN, policy.h) ---- */
+
+namespace {
+
+constexpr size_t kForeignSize = 64;
+constexpr size_t kForeignBudget = 64; /* HOT_FOREIGN */
+constexpr size_t kForeignSlabs = 16;  /* HOT_FOREIGN_SLABS */
+
+/* A pool whose slabs the main thread holds, `slabs` of them full. */
+std::vector<void *> fill_slabs(pk_pool *p, size_t slabs) {
+    std::vector<void *> objs = alloc_n(p, slabs * (SLAB_BYTES / kForeignSize));
+    EXPECT_GE(stats_of(p).slabs, slabs);
+    return objs;
+}
+
+/* fn on a thread of its own that has a current slab of p (one object
+ * allocated first, freed last), joined. */
+template <class Fn>
+void on_a_thread_with_a_slab(pk_pool *p, Fn fn) {
+    std::thread t([&] {
+        void *mine = pk_pool_alloc(p);
+        ASSERT_NE(mine, nullptr);
+        fn();
+        pk_pool_free(p, mine);
+    });
+    t.join();
+}
+
+} // namespace
+
+/* A server whose live set outgrows the caches: the thread that frees an
+ * object the main thread made takes it back at its next allocation, in the
+ * order freed last, first out. */
+TEST(PoolFreeForeign, ALiveThreadsObjectsFreedHereAreTheNextAllocationsInALargePool) {
+    PoolPtr p = make_pool(kForeignSize, 0, 0, "foreign, large");
+    std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
+    on_a_thread_with_a_slab(p.get(), [&] {
+        for (size_t round = 0; round < 3; round++) {
+            const size_t at[3] = {100 + round, 5000 + round, 10000 + round};
+            void *freed[3];
+            for (int i = 0; i < 3; i++) pk_pool_free(p.get(), freed[i] = objs[at[i]]);
+            for (int i = 2; i >= 0; i--) {
+                objs[at[i]] = pk_pool_alloc(p.get()); /* the set stays whole whatever comes */
+                EXPECT_EQ(objs[at[i]], freed[i]) << round << ", " << i;
+            }
+        }
+    });
+    EXPECT_EQ(stats_of(p.get()).live, objs.size());
+    free_all(p.get(), objs);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+/* Below HOT_FOREIGN_SLABS the object goes home, so that the freeing
+ * thread's set moves into its own slabs. */
+TEST(PoolFreeForeign, InASmallPoolTheObjectGoesHome) {
+    PoolPtr p = make_pool(kForeignSize, 0, 0, "foreign, small");
+    std::vector<void *> objs = fill_slabs(p.get(), 2);
+    ASSERT_LT(stats_of(p.get()).slabs, kForeignSlabs);
+    on_a_thread_with_a_slab(p.get(), [&] {
+        pk_pool_free(p.get(), objs[100]);
+        void *next = pk_pool_alloc(p.get());
+        EXPECT_NE(next, objs[100]);
+        objs[100] = next;
+    });
+    free_all(p.get(), objs);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+/* Onto a list that is not empty, at most HOT_FOREIGN such objects before
+ * the list is next found empty: the rest go home, so a thread that only
+ * frees keeps no more of other threads' objects off their slabs. */
+TEST(PoolFreeForeign, AtMostTheBudgetGoesOntoAListThatIsNotEmpty) {
+    PoolPtr p = make_pool(kForeignSize, 0, 0, "foreign, budget");
+    std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
+    const size_t n = kForeignBudget + 10;
+    on_a_thread_with_a_slab(p.get(), [&] {
+        void *own = pk_pool_alloc(p.get()); /* freed back: the list is not empty */
+        ASSERT_NE(own, nullptr);
+        pk_pool_free(p.get(), own);
+        std::vector<void *> freed;
+        for (size_t i = 0; i < n; i++) freed.push_back(objs[i * 97]);
+        for (void *o : freed) pk_pool_free(p.get(), o);
+        for (size_t i = 0; i < n; i++) {
+            void *got = pk_pool_alloc(p.get());
+            if (i < kForeignBudget) EXPECT_EQ(got, freed[kForeignBudget - 1 - i]) << i;
+            else if (i == kForeignBudget) EXPECT_EQ(got, own);
+            else EXPECT_EQ(std::count(freed.begin(), freed.end(), got), 0) << i << ": went home";
+            objs[i * 97] = got; /* every freed one replaced: the set stays whole */
+        }
+    });
+    EXPECT_EQ(stats_of(p.get()).live, objs.size());
+    free_all(p.get(), objs);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+/* Objects on the list of a thread that exits go home (remote frees): live
+ * falls by as many, and the main thread's slabs get them back. */
+TEST(PoolFreeForeign, ObjectsListedByAThreadThatExitsGoHome) {
+    PoolPtr p = make_pool(kForeignSize, 0, 0, "foreign, exit");
+    std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
+    const pk_pool_stats before = stats_of(p.get());
+    const size_t k = 5;
+    on_a_thread_with_a_slab(p.get(), [&] {
+        for (size_t i = 0; i < k; i++) pk_pool_free(p.get(), objs[1000 + i]);
+    });
+    pk_pool_stats after = stats_of(p.get());
+    EXPECT_EQ(after.live, before.live - k);
+    /* onto their slabs' remote frees, for the slabs' owner to collect, never
+     * onto a list another thread may be taking objects from */
+    EXPECT_EQ(after.remote_frees, before.remote_frees + k);
+    objs.erase(objs.begin() + 1000, objs.begin() + 1000 + k);
+    free_all(p.get(), objs);
+    pk_collect(1);
+    pk_pool_stats st = stats_of(p.get());
+    EXPECT_EQ(st.live, 0u);
+    EXPECT_EQ(st.slabs, 0u) << "a slab kept a listed object after its thread exited";
+}
+
+TEST(PoolFreeForeignDeathTest, AnObjectFreedTwiceInARowIsReported) {
+    PoolPtr p = make_pool(kForeignSize, 0, 0, "foreign, twice");
+    std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
+    void *volatile o = objs[300];
+    PKTEST_EXPECT_REPORT(on_a_thread_with_a_slab(p.get(),
+                                                 [&] {
+                                                     pk_pool_free(p.get(), o);
+                                                     pk_pool_free(p.get(), o);
+                                                 }),
+                         "what=double free");
+    free_all(p.get(), objs);
+}
+
+/* Objects allocated onto mine until the thread's list of p is empty: a
+ * refill shows in stats' taken, which counts what it took onto the list. */
+void empty_the_list(pk_pool *p, std::vector<void *> &mine) {
+    uint64_t before = stats_of(p).taken;
+    for (size_t i = 0; i < 4 * SLAB_BYTES / kForeignSize; i++) {
+        mine.push_back(pk_pool_alloc(p));
+        uint64_t now = stats_of(p).taken;
+        if (now == before) continue;
+        for (uint64_t k = 1; k < now - before; k++) mine.push_back(pk_pool_alloc(p));
+        return;
+    }
+    ADD_FAILURE() << "no refill seen";
+}
+
+/* A hardened list takes one such object, onto an empty list only, as the
+ * end (the one object of another slab its links may lead to): the next
+ * allocation returns it; a second before it goes home. */
+TEST(PoolFreeForeign, AHardenedListTakesOneOntoAnEmptyList) {
+    PoolPtr p = make_pool(kForeignSize, 0, PK_POOL_HARDENED, "foreign, hardened");
+    std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
+    on_a_thread_with_a_slab(p.get(), [&] {
+        std::vector<void *> mine;
+        empty_the_list(p.get(), mine);
+        for (int round = 0; round < 3; round++) {
+            void *x = objs[200 + round];
+            pk_pool_free(p.get(), x);
+            objs[200 + round] = pk_pool_alloc(p.get());
+            EXPECT_EQ(objs[200 + round], x) << round;
+        }
+        void *x = objs[300], *y = objs[301];
+        pk_pool_free(p.get(), x);
+        pk_pool_free(p.get(), y); /* the list holds x: y goes home */
+        objs[300] = pk_pool_alloc(p.get());
+        objs[301] = pk_pool_alloc(p.get());
+        EXPECT_EQ(objs[300], x);
+        EXPECT_NE(objs[301], y);
+        free_all(p.get(), mine);
+    });
+    free_all(p.get(), objs);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+TEST(PoolFreeForeignDeathTest, AnObjectFreedTwiceInARowIsReportedOnAHardenedList) {
+    PoolPtr p = make_pool(kForeignSize, 0, PK_POOL_HARDENED, "foreign, hardened, twice");
+    std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
+    void *volatile o = objs[300];
+    PKTEST_EXPECT_REPORT(on_a_thread_with_a_slab(p.get(),
+                                                 [&] {
+                                                     std::vector<void *> mine;
+                                                     empty_the_list(p.get(), mine);
+                                                     pk_pool_free(p.get(), o);
+                                                     pk_pool_free(p.get(), o);
+                                                 }),
+                         "what=double free");
+    free_all(p.get(), objs);
+}

@@ -107,6 +107,26 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
     return n < 1 ? 1 : n > HOT_LIST ? HOT_LIST : n;
 }
 
+/* HOT_FOREIGN: a free into a slab another live thread's heap holds goes
+ * onto the freeing thread's list, not home to that slab, where the pool
+ * spans HOT_FOREIGN_SLABS slabs or more, while the list is empty, and then
+ * for at most HOT_FOREIGN more such frees before the list is next found
+ * empty: the thread's next allocations take the objects back while they
+ * are in cache, as a thread cache of freed objects does (jemalloc's and
+ * tcmalloc's). A server whose live set outgrows the caches and whose
+ * objects pass between threads (larson: a main thread fills the sets, each
+ * worker frees what another made) would otherwise refill from slabs whose
+ * free objects lie cold all over the set, a cache miss an allocation.
+ * Below the bound a pool's slabs stay in cache, and an object sent home
+ * once lets the freeing thread's set move into its own slabs, whose frees
+ * the inline path serves; an object kept would take the short path at
+ * every free. The objects so listed stay counted out on their slabs until
+ * the thread allocates them, trims or exits, when they go home as remote
+ * frees (heap.c, free_home_hot). Hardened lists take one, onto an empty
+ * list only (HOT_FREES' rule). */
+#define HOT_FOREIGN 64
+#define HOT_FOREIGN_SLABS 16
+
 /* OWN_FREES: pk_free pushes an object of any slab the thread's heap of
  * its class owns onto the class's list (the owned index, pool_types.h),
  * not only one of the current slab: one path whatever the slab, so a free

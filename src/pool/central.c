@@ -37,6 +37,13 @@ static void emptied(pk_pool *p, slab *s) {
     s->empty_tick = p->tick_no;
 }
 
+/* HOT_FOREIGN's switch (policy.h), as the slab count crosses its bound:
+ * written only then, so that the frees that read it keep their line. */
+static void count_foreign(pk_pool *p) {
+    bool on = p->hot_foreign && p->slabs_total >= HOT_FOREIGN_SLABS;
+    if (on != p->foreign_on) __atomic_store_n(&p->foreign_on, on, __ATOMIC_RELAXED);
+}
+
 /* A new slab of the pool, counted, on the list of all its slabs and on no
  * other yet; NULL with errno ENOMEM. */
 static slab *new_slab(pk_pool *p) {
@@ -44,6 +51,7 @@ static slab *new_slab(pk_pool *p) {
     if (!s) return NULL;
     track_close(s->objects, (size_t)s->capacity * p->geo.slot);
     p->slabs_total++;
+    count_foreign(p);
     p->bytes_reserved += s->span;
     gauge_add(&pool_bytes, (long)s->span);
     p->slab_free += s->capacity;
@@ -338,6 +346,7 @@ static size_t release_slab(pk_pool *p, slab *s, bool cache) {
     if (s->all_next) s->all_next->all_prev = s->all_prev;
     if (s->list != SLAB_LOST) p->slab_free -= s->capacity - s->used;
     p->slabs_total--;
+    count_foreign(p);
     p->bytes_reserved -= bytes;
     gauge_add(&pool_bytes, -(long)bytes);
     p->slabs_released++;

@@ -27,7 +27,8 @@
  *   - slabs and bytes count the owned slabs and their spans; the heap's
  *     list holds objects of its current slab, no more than it has out, and
  *     at most HOT_FREES, or the pool's hot_list (HOT_LIST), of its other
- *     owned slabs;
+ *     owned slabs, and at most HOT_FOREIGN + 1 of slabs other heaps hold
+ *     (pool_free.c, free_foreign_home);
  *   - pend_n is the length of the pending chain, whose objects all belong
  *     to pend_slab, which the heap does not own;
  *   - slabs move between heap and pool only under the pool's lock
@@ -60,6 +61,7 @@ heap *heap_get(pk_pool *p, tc_slot *c) {
     c->low = plain ? 0 : p->slab_low;
     c->secret = p->list_at == LIST_HARDENED ? p->hard.secret : 0;
     h->own_budget = h->own_room = (intptr_t)p->own_frees;
+    h->foreign_room = HOT_FOREIGN;
     h->rng = (p->hard.secret ^ (uintptr_t)h) * 0x9E3779B97F4A7C15ull | 1; /* read-only after creation */
     pool_lock(p);
     h->next = p->heaps;
@@ -185,7 +187,10 @@ static NO_TSAN bool hot_object(const heap *h, const char *obj) {
     uintptr_t x = (uintptr_t)obj;
     if (!region_holds(x)) return false;
     const slab *s = slab_of(x);
-    long idx = s->owner == h && s != h->cur ? slab_slot_index(s, obj) : -1;
+    heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+    /* an owned slab's (HOT_FREES, HOT_LIST), or another heap's (HOT_FOREIGN) */
+    bool ours = owner == h ? s != h->cur : h->pool->hot_foreign && __atomic_load_n(&s->pool, __ATOMIC_RELAXED) == h->pool;
+    long idx = ours ? slab_slot_index(s, obj) : -1;
     return idx >= 0 && (uint32_t)idx < s->bump;
 }
 
@@ -213,7 +218,8 @@ static NO_TSAN size_t own_pushed(const heap *h) {
     return pushed > 0 ? (size_t)pushed : 0;
 }
 static size_t hot_most_of(const pk_pool *p, size_t pushed, size_t budget) {
-    return (p->hot_list ? p->hot_list + HOT_FREES : HOT_FREES) + (pushed > budget ? pushed : budget + 1);
+    return (p->hot_list ? p->hot_list + HOT_FREES : HOT_FREES) + (p->hot_foreign ? HOT_FOREIGN + 1 : 0) +
+           (pushed > budget ? pushed : budget + 1);
 }
 static size_t hot_most(const pk_pool *p, const heap *h) { return hot_most_of(p, own_pushed(h), own_budget(h)); }
 _Static_assert(OWN_FREES == 64 && OWN_FREES_BYTES == (size_t)64 << 10 && OWN_FREES_REUSED == 4,
@@ -389,6 +395,10 @@ void heap_own_drain(pk_pool *p, heap *h) {
  * only goes onto the slab's list. */
 static void free_home_hot(pk_pool *p, heap *h, void *obj, bool list_moves) {
     slab *s = slab_of((uintptr_t)obj);
+    if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) != h) {
+        remote_push_one(p, s, obj);
+        return;
+    }
     if (list_moves) {
         heap_free_home(p, h, s, obj, 0);
         return;
@@ -629,6 +639,7 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
         /* the list holds none of another slab's objects now: HOT_LIST's
          * budget is whole again */
         h->hot_obj = NULL;
+        h->foreign_room = HOT_FOREIGN;
         h->hot_room = p->hot_list;
         h->hot_bar = p->hot_list ? UINTPTR_MAX : 0;
         own_restart(h);

@@ -65,6 +65,43 @@ static void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
     BUMP(h->pend_n, 1);
 }
 
+/* obj, a slot of s, a slab another heap holds: a remote free, or, where
+ * HOT_FOREIGN (policy.h) is on (the pool holds HOT_FOREIGN_SLABS slabs or
+ * more), onto the thread's list while the list is empty or the budget
+ * lasts (a hardened list: while it is empty). Apart from free_foreign, so
+ * that the short path that takes it keeps no frame (the instruction gate's
+ * remote and owner's other-slab counts). */
+static PK_NOINLINE void free_foreign_home(tc_slot *c, heap *h, slab *s, void *obj) {
+    pk_pool *p = h->pool;
+    if (__atomic_load_n(&p->foreign_on, __ATOMIC_RELAXED) && h->cur) {
+        if (c->secret) {
+            /* a hardened list the inline paths serve: onto it only when it
+             * is empty, as the end, the one object of another slab it may
+             * hold (HOT_FREES' rule: pool_free.h, free_into_slab) */
+            void *head = __atomic_load_n(&c->hhead, __ATOMIC_RELAXED);
+            if (unlikely(obj == head)) check_report_double_free(p, obj); /* freed again */
+            if (!head) {
+                *(uintptr_t *)obj = link_encode_with(c->secret, obj, 0);
+                h->hot_obj = obj;
+                __atomic_store_n(&c->hhead, obj, __ATOMIC_RELAXED);
+                return;
+            }
+        } else {
+            void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+            if (!head) h->foreign_room = HOT_FOREIGN; /* the list holds no such object now */
+            else if (unlikely(obj == head)) check_report_double_free(p, obj); /* freed again */
+            else if (h->foreign_room) h->foreign_room--;
+            else head = obj; /* the budget is spent: home */
+            if (head != obj) {
+                *(void **)obj = head;
+                __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
+                return;
+            }
+        }
+    }
+    free_remote(p, h, s, obj);
+}
+
 bool free_foreign(tc_slot *c, slab *s, void *obj) {
     heap *h = c->heap;
     if (!h) return false;
@@ -72,7 +109,7 @@ bool free_foreign(tc_slot *c, slab *s, void *obj) {
     heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
     if (!owner || __atomic_load_n(&s->pool, __ATOMIC_RELAXED) != p || !slab_has_slot(s, (uintptr_t)obj))
         return false;
-    free_remote(p, h, s, obj);
+    free_foreign_home(c, h, s, obj);
     return true;
 }
 

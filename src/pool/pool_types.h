@@ -200,6 +200,8 @@ typedef struct heap {
      * an empty list only). One compare, as the test for an empty list. */
     uintptr_t hot_bar;
     size_t hot_room;
+    size_t foreign_room;       /* HOT_FOREIGN: objects of other heaps' slabs it may still
+                                  push onto a non-empty list before the list is next empty */
     struct slab *warm;         /* the owned slab its owner last freed an object into, left
                                   on its list, or NULL: next_slab's first pick; cleared when
                                   the slab leaves the heap (count_out) */
@@ -269,6 +271,11 @@ struct pk_pool {
                          owned index (any but the plain size classes) */
     size_t hot_list;  /* objects of other slabs a thread's list may hold (HOT_LIST), 0 for
                          pools whose short path lists none but HOT_FREES' */
+    bool hot_foreign; /* HOT_FOREIGN: the short path lists frees into slabs other
+                         heaps hold too (plain pools the inline paths serve, but the
+                         size classes: pk_free's lists are OWN_FREES') */
+    bool foreign_on;  /* hot_foreign, and the pool holds HOT_FOREIGN_SLABS slabs or more:
+                         written under the lock as the count crosses it, read racily */
     size_t spares;    /* empty slabs a heap keeps (HEAP_SPARE: 1, more for slabs of one slot) */
     uint64_t rng;     /* hardened pools: the order of fresh slots of direct calls
                          (under lock), and the seed of each heap's own */
