@@ -15,6 +15,12 @@
  *                                 its own, over objects a live thread
  *                                 made (remote frees: the pending chain,
  *                                 pushed home every REMOTE_BATCH)
+ *   listed   kernel_pool_replace  N frees and allocations in turn, by a
+ *                                 thread with a heap of its own, of
+ *                                 objects a live thread made in a pool
+ *                                 past HOT_FOREIGN_SLABS (policy.h): each
+ *                                 free goes onto the thread's list and the
+ *                                 allocation takes it back
  *   otherloop kernel_other_loop  the other mode's loop over the same
  *                                 objects, freeing none (its own cost)
  *   frontother kernel_frontend_other N pk_free calls, by their owner, of
@@ -70,12 +76,21 @@ BENCH_KERNEL void kernel_object_retain(void *obj, size_t n);
 BENCH_KERNEL void kernel_pool_other(pk_pool *pool, void **objs, size_t n);
 BENCH_KERNEL void kernel_frontend(size_t size, size_t n);
 BENCH_KERNEL void kernel_other_loop(void **objs, size_t n);
+BENCH_KERNEL void kernel_pool_replace(pk_pool *pool, void **objs, size_t n);
 BENCH_KERNEL void kernel_frontend_other(void **objs, size_t n);
 
 BENCH_KERNEL void kernel_frontend(size_t size, size_t n) { ICOUNT_LOOP(pk_alloc(size), pk_free(p)) }
 
 BENCH_KERNEL void kernel_pool_other(pk_pool *pool, void **objs, size_t n) {
     for (size_t i = 0; i < n; i++) pk_pool_free(pool, objs[i]);
+}
+
+BENCH_KERNEL void kernel_pool_replace(pk_pool *pool, void **objs, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        pk_pool_free(pool, objs[i]);
+        objs[i] = pk_pool_alloc(pool);
+        BENCH_ESCAPE(objs[i]);
+    }
 }
 
 BENCH_KERNEL void kernel_other_loop(void **objs, size_t n) {
@@ -136,11 +151,15 @@ static void *remote_owner_run(void *arg) {
     return NULL;
 }
 
-static int run_remote(size_t n, size_t size) {
+/* listed: the owner makes objects enough for the pool to pass
+ * HOT_FOREIGN_SLABS (sixteen 64 KiB slabs) whatever n, and this thread
+ * frees and allocates in turn over the first n. */
+static int run_remote(size_t n, size_t size, int listed) {
     remote_owner o;
     o.pool = pk_pool_create(&(pk_pool_config){.name = "remote", .size = size});
-    o.n = n;
-    o.objs = malloc(n * sizeof *o.objs);
+    size_t made = listed ? n + 20 * (65536 / size) : n;
+    o.n = made;
+    o.objs = malloc(made * sizeof *o.objs);
     if (!o.pool || !o.objs) return 1;
     void *mine = pk_pool_alloc(o.pool); /* this thread's heap and current slab */
     pthread_t t;
@@ -148,9 +167,11 @@ static int run_remote(size_t n, size_t size) {
     pthread_barrier_init(&o.freed, NULL, 2);
     if (pthread_create(&t, NULL, remote_owner_run, &o) != 0) return 1;
     pthread_barrier_wait(&o.made);
-    kernel_pool_other(o.pool, o.objs, n);
+    if (listed) kernel_pool_replace(o.pool, o.objs, n);
+    else kernel_pool_other(o.pool, o.objs, n);
     pthread_barrier_wait(&o.freed);
     pthread_join(t, NULL);
+    for (size_t i = listed ? 0 : n; i < made; i++) pk_pool_free(o.pool, o.objs[i]);
     pk_pool_free(o.pool, mine);
     free(o.objs);
     pk_pool_destroy(o.pool);
@@ -158,7 +179,7 @@ static int run_remote(size_t n, size_t size) {
 }
 
 static int run_mode(const char *mode, size_t n, size_t size) {
-    if (strcmp(mode, "remote") == 0) return run_remote(n, size);
+    if (strcmp(mode, "remote") == 0 || strcmp(mode, "listed") == 0) return run_remote(n, size, mode[0] == 'l');
     if (strcmp(mode, "grow") == 0) {
         (void)size;
         pk_free(kernel_grow(pk_alloc(PK_ALLOC_CLASS_MAX), n));
@@ -231,7 +252,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|remote|otherloop|frontother|frontend N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|remote|listed|otherloop|frontother|frontend N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;

@@ -46,7 +46,7 @@ slab *free_slab_of(pk_pool *p, void *obj) {
 
 /* ---- Remote frees. ---- */
 
-static void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
+static PK_NOINLINE void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
     BUMP(h->remote_frees, 1);
     /* a thread that only frees has no refills: it tells the pool's peak
      * estimate every REMOTE_BATCH frees instead */
