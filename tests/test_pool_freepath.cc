@@ -597,6 +597,27 @@ TEST(PoolFreeForeign, AHardenedListTakesOneOntoAnEmptyList) {
     EXPECT_EQ(stats_of(p.get()).live, 0u);
 }
 
+/* The one object a hardened list holds of another heap's slab goes home
+ * with the list at the thread's exit: the walk that checks every listed
+ * object accepts it, and no other of that slab. */
+TEST(PoolFreeForeign, AHardenedListsObjectGoesHomeAtItsThreadsExit) {
+    PoolPtr p = make_pool(kForeignSize, 0, PK_POOL_HARDENED, "foreign, hardened, exit");
+    std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
+    const pk_pool_stats before = stats_of(p.get());
+    std::vector<void *> mine;
+    on_a_thread_with_a_slab(p.get(), [&] {
+        empty_the_list(p.get(), mine);
+        pk_pool_free(p.get(), objs[400]);
+    });
+    pk_pool_stats after = stats_of(p.get());
+    EXPECT_EQ(after.live, before.live - 1 + mine.size());
+    EXPECT_EQ(after.remote_frees, before.remote_frees + 1);
+    objs.erase(objs.begin() + 400);
+    free_all(p.get(), objs);
+    free_all(p.get(), mine);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
 TEST(PoolFreeForeignDeathTest, AnObjectFreedTwiceInARowIsReportedOnAHardenedList) {
     PoolPtr p = make_pool(kForeignSize, 0, PK_POOL_HARDENED, "foreign, hardened, twice");
     std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);

@@ -188,8 +188,12 @@ static NO_TSAN bool hot_object(const heap *h, const char *obj) {
     if (!region_holds(x)) return false;
     const slab *s = slab_of(x);
     heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
-    /* an owned slab's (HOT_FREES, HOT_LIST), or another heap's (HOT_FOREIGN) */
-    bool ours = owner == h ? s != h->cur : h->pool->hot_foreign && __atomic_load_n(&s->pool, __ATOMIC_RELAXED) == h->pool;
+    /* an owned slab's (HOT_FREES, HOT_LIST), or another heap's (HOT_FOREIGN:
+     * on a hardened list only the one object its links may lead to) */
+    const pk_pool *p = h->pool;
+    bool ours = owner == h ? s != h->cur
+                           : p->hot_foreign && __atomic_load_n(&s->pool, __ATOMIC_RELAXED) == p &&
+                                 (!p->hardened || obj == h->hot_obj);
     long idx = ours ? slab_slot_index(s, obj) : -1;
     return idx >= 0 && (uint32_t)idx < s->bump;
 }
