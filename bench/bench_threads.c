@@ -32,6 +32,8 @@
  * 2-core machine, --quick a third of that.
  *
  * Usage: bench_threads [--reps N] [--quick] [--only steady|scratch|batches|pools]
+ *                      [--gens N] [--rounds N]   (the steady state's generations and
+ *                      rounds per thread per generation)
  */
 #include "harness.h"
 
@@ -81,11 +83,14 @@ static void row(int c, const bench_series *s, const bench_series *ratio, const c
 static int steady(void) {
     static const long lives[] = {1000, 100000};
     static const unsigned lo[] = {16, 64}, hi[] = {128, 64};
-    long rounds = o.quick ? 60000 : 200000;
-    int gens = o.quick ? 2 : 3;
+    /* --gens and --rounds: a long run, whose peak RSS growth must not grow
+     * with the generations while the live sets do not */
+    long rounds = bench_arg_long(&o, "--rounds", o.quick ? 60000 : 200000);
+    int gens = (int)bench_arg_long(&o, "--gens", o.quick ? 2 : 3);
     /* ratio: to mimalloc; hard: the hardened pool to the default one */
-    bench_series t[4][NALL], ratio[4][NALL], hard[4];
+    bench_series t[4][NALL], ratio[4][NALL], hard[4], rss[4][NALL];
     memset(t, 0, sizeof t);
+    memset(rss, 0, sizeof rss);
     memset(ratio, 0, sizeof ratio);
     memset(hard, 0, sizeof hard);
     for (int rep = -1; rep < o.reps; rep++) {
@@ -99,6 +104,7 @@ static int steady(void) {
                                        rep < 0 ? rounds / 10 : rounds, gens, out) != 0)
                     continue;
                 v[c] = out[0];
+                if (rep >= 0) bench_add(&rss[p][c], out[1] / 1024);
             }
             if (rep < 0) continue;
             for (int c = 0; c < NALL; c++) {
@@ -116,6 +122,10 @@ static int steady(void) {
         printf("  live %ld, %s\n", lives[p / 2], p % 2 ? "64 B" : "16-128 B (a pool per 16-byte class)");
         for (int c = 0; c < NALL; c++)
             row2(c, &t[p][c], c == C_MI ? NULL : &ratio[p][c], c == C_HARD ? &hard[p] : NULL, "ns");
+        printf("    peak RSS growth, MiB (median):");
+        for (int c = 0; c < NALL; c++)
+            if (rss[p][c].n) printf(" %s %.1f;", cont[c].subject, bench_median(&rss[p][c]));
+        printf("\n");
         double r = bench_median(&ratio[p][C_POOL]);
         pass &= ratio[p][C_POOL].n > 0 && r <= 0.8;
         size_t n = strlen(line);

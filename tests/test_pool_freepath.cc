@@ -452,6 +452,38 @@ void on_a_thread_with_a_slab(pk_pool *p, Fn fn) {
     t.join();
 }
 
+/* Objects allocated onto mine until the thread's list of p is empty: a
+ * refill shows in stats' taken, which counts what it took onto the list. */
+void empty_the_list(pk_pool *p, std::vector<void *> &mine) {
+    uint64_t before = stats_of(p).taken;
+    for (size_t i = 0; i < 4 * SLAB_BYTES / kForeignSize; i++) {
+        mine.push_back(pk_pool_alloc(p));
+        uint64_t now = stats_of(p).taken;
+        if (now == before) continue;
+        for (uint64_t k = 1; k < now - before; k++) mine.push_back(pk_pool_alloc(p));
+        return;
+    }
+    ADD_FAILURE() << "no refill seen";
+}
+
+/* A free of an object a live thread made, given twice in a row by a thread
+ * whose list was empty (so the first goes onto it): reported, on a pool of
+ * `flags`. */
+void expect_foreign_double_free_reported(unsigned flags, const char *name) {
+    PoolPtr p = make_pool(kForeignSize, 0, flags, name);
+    std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
+    void *volatile o = objs[300];
+    PKTEST_EXPECT_REPORT(on_a_thread_with_a_slab(p.get(),
+                                                 [&] {
+                                                     std::vector<void *> mine;
+                                                     empty_the_list(p.get(), mine);
+                                                     pk_pool_free(p.get(), o);
+                                                     pk_pool_free(p.get(), o);
+                                                 }),
+                         "what=double free");
+    free_all(p.get(), objs);
+}
+
 } // namespace
 
 /* A server whose live set outgrows the caches: the thread that frees an
@@ -543,30 +575,7 @@ TEST(PoolFreeForeign, ObjectsListedByAThreadThatExitsGoHome) {
 }
 
 TEST(PoolFreeForeignDeathTest, AnObjectFreedTwiceInARowIsReported) {
-    PoolPtr p = make_pool(kForeignSize, 0, 0, "foreign, twice");
-    std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
-    void *volatile o = objs[300];
-    PKTEST_EXPECT_REPORT(on_a_thread_with_a_slab(p.get(),
-                                                 [&] {
-                                                     pk_pool_free(p.get(), o);
-                                                     pk_pool_free(p.get(), o);
-                                                 }),
-                         "what=double free");
-    free_all(p.get(), objs);
-}
-
-/* Objects allocated onto mine until the thread's list of p is empty: a
- * refill shows in stats' taken, which counts what it took onto the list. */
-void empty_the_list(pk_pool *p, std::vector<void *> &mine) {
-    uint64_t before = stats_of(p).taken;
-    for (size_t i = 0; i < 4 * SLAB_BYTES / kForeignSize; i++) {
-        mine.push_back(pk_pool_alloc(p));
-        uint64_t now = stats_of(p).taken;
-        if (now == before) continue;
-        for (uint64_t k = 1; k < now - before; k++) mine.push_back(pk_pool_alloc(p));
-        return;
-    }
-    ADD_FAILURE() << "no refill seen";
+    expect_foreign_double_free_reported(0, "foreign, twice");
 }
 
 /* A hardened list takes one such object, onto an empty list only, as the
@@ -619,16 +628,5 @@ TEST(PoolFreeForeign, AHardenedListsObjectGoesHomeAtItsThreadsExit) {
 }
 
 TEST(PoolFreeForeignDeathTest, AnObjectFreedTwiceInARowIsReportedOnAHardenedList) {
-    PoolPtr p = make_pool(kForeignSize, 0, PK_POOL_HARDENED, "foreign, hardened, twice");
-    std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
-    void *volatile o = objs[300];
-    PKTEST_EXPECT_REPORT(on_a_thread_with_a_slab(p.get(),
-                                                 [&] {
-                                                     std::vector<void *> mine;
-                                                     empty_the_list(p.get(), mine);
-                                                     pk_pool_free(p.get(), o);
-                                                     pk_pool_free(p.get(), o);
-                                                 }),
-                         "what=double free");
-    free_all(p.get(), objs);
+    expect_foreign_double_free_reported(PK_POOL_HARDENED, "foreign, hardened, twice");
 }

@@ -61,7 +61,6 @@ heap *heap_get(pk_pool *p, tc_slot *c) {
     c->low = plain ? 0 : p->slab_low;
     c->secret = p->list_at == LIST_HARDENED ? p->hard.secret : 0;
     h->own_budget = h->own_room = (intptr_t)p->own_frees;
-    h->foreign_room = HOT_FOREIGN;
     h->rng = (p->hard.secret ^ (uintptr_t)h) * 0x9E3779B97F4A7C15ull | 1; /* read-only after creation */
     pool_lock(p);
     h->next = p->heaps;

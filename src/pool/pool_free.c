@@ -76,14 +76,11 @@ static PK_NOINLINE void free_foreign_home(tc_slot *c, heap *h, slab *s, void *ob
     if (__atomic_load_n(&p->foreign_on, __ATOMIC_RELAXED) && h->cur) {
         if (c->secret) {
             /* a hardened list the inline paths serve: onto it only when it
-             * is empty, as the end, the one object of another slab it may
-             * hold (HOT_FREES' rule: pool_free.h, free_into_slab) */
+             * is empty (HOT_FREES' rule) */
             void *head = __atomic_load_n(&c->hhead, __ATOMIC_RELAXED);
             if (unlikely(obj == head)) check_report_double_free(p, obj); /* freed again */
             if (!head) {
-                *(uintptr_t *)obj = link_encode_with(c->secret, obj, 0);
-                h->hot_obj = obj;
-                __atomic_store_n(&c->hhead, obj, __ATOMIC_RELAXED);
+                hot_push_hardened(c, h, obj);
                 return;
             }
         } else {

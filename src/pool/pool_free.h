@@ -33,6 +33,18 @@ static inline tc_slot *slot_of_handle(const pk_pool *p) {
  * plain, with a current slab (cur set). FREE_FOREIGN: a slab another heap
  * (or none) holds, none of whose other fields were read. */
 enum { FREE_LIBRARY, FREE_DONE, FREE_EDGE, FREE_FOREIGN };
+
+/* obj onto c's hardened list, which is empty, as its end: the one object
+ * of another slab such a list holds (HOT_FREES, HOT_FOREIGN), which the
+ * inline allocation takes back, and a link to which from an object of the
+ * current slab freed after it sends that allocation to the library, which
+ * accepts a link to hot_obj alone (heap.c, hot_link). */
+static inline void hot_push_hardened(tc_slot *c, heap *h, void *obj) {
+    *(uintptr_t *)obj = link_encode_with(c->secret, obj, 0);
+    h->hot_obj = obj;
+    __atomic_store_n(&c->hhead, obj, __ATOMIC_RELAXED);
+}
+
 static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
     heap *h = c->heap;
     uintptr_t x = (uintptr_t)obj;
@@ -57,18 +69,13 @@ static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
         }
         if (unlikely(obj == head)) return FREE_LIBRARY; /* freed again: reported */
     } else if (c->secret) {
-        /* HOT_FREES on a hardened list: onto it only when it is empty, its
-         * link encoded as the end, so the inline allocation, which follows a
-         * link only within the current slab or to the end, takes it back;
-         * a link to it from an object of the current slab freed after it
-         * sends that allocation to the library, which accepts a link to
-         * hot_obj alone (heap.c, hot_link) */
+        /* HOT_FREES on a hardened list: onto it only when it is empty (the
+         * inline allocation follows a link only within the current slab or
+         * to the end) */
         void *head = __atomic_load_n(&c->hhead, __ATOMIC_RELAXED);
         if (unlikely(obj == head)) return FREE_LIBRARY; /* freed again: reported */
         if (!head && h->cur) {
-            *(uintptr_t *)obj = link_encode_with(c->secret, obj, 0);
-            h->hot_obj = obj;
-            __atomic_store_n(&c->hhead, obj, __ATOMIC_RELAXED);
+            hot_push_hardened(c, h, obj);
             return FREE_DONE;
         }
     }
