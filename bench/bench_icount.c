@@ -15,6 +15,10 @@
  *                                 its own, over objects a live thread
  *                                 made (remote frees: the pending chain,
  *                                 pushed home every REMOTE_BATCH)
+ *   consumer kernel_pool_other    the remote loop, by a thread that
+ *                                 allocates nothing from the pool (no
+ *                                 current slab: every free reaches the
+ *                                 library, the chain's slab known)
  *   listed   kernel_pool_replace  N frees and allocations in turn, by a
  *                                 thread with a heap of its own, of
  *                                 objects a live thread made in a pool
@@ -153,15 +157,16 @@ static void *remote_owner_run(void *arg) {
 
 /* listed: the owner makes objects enough for the pool to pass
  * HOT_FOREIGN_SLABS (sixteen 64 KiB slabs) whatever n, and this thread
- * frees and allocates in turn over the first n. */
-static int run_remote(size_t n, size_t size, int listed) {
+ * frees and allocates in turn over the first n; consumer: this thread
+ * allocates nothing from the pool. */
+static int run_remote(size_t n, size_t size, int listed, int consumer) {
     remote_owner o;
     o.pool = pk_pool_create(&(pk_pool_config){.name = "remote", .size = size});
     size_t made = listed ? n + 20 * (65536 / size) : n;
     o.n = made;
     o.objs = malloc(made * sizeof *o.objs);
     if (!o.pool || !o.objs) return 1;
-    void *mine = pk_pool_alloc(o.pool); /* this thread's heap and current slab */
+    void *mine = consumer ? NULL : pk_pool_alloc(o.pool); /* this thread's heap and current slab */
     pthread_t t;
     pthread_barrier_init(&o.made, NULL, 2);
     pthread_barrier_init(&o.freed, NULL, 2);
@@ -172,14 +177,15 @@ static int run_remote(size_t n, size_t size, int listed) {
     pthread_barrier_wait(&o.freed);
     pthread_join(t, NULL);
     for (size_t i = listed ? 0 : n; i < made; i++) pk_pool_free(o.pool, o.objs[i]);
-    pk_pool_free(o.pool, mine);
+    if (mine) pk_pool_free(o.pool, mine);
     free(o.objs);
     pk_pool_destroy(o.pool);
     return 0;
 }
 
 static int run_mode(const char *mode, size_t n, size_t size) {
-    if (strcmp(mode, "remote") == 0 || strcmp(mode, "listed") == 0) return run_remote(n, size, mode[0] == 'l');
+    if (strcmp(mode, "remote") == 0 || strcmp(mode, "listed") == 0 || strcmp(mode, "consumer") == 0)
+        return run_remote(n, size, mode[0] == 'l', mode[0] == 'c');
     if (strcmp(mode, "grow") == 0) {
         (void)size;
         pk_free(kernel_grow(pk_alloc(PK_ALLOC_CLASS_MAX), n));
@@ -252,7 +258,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|remote|listed|otherloop|frontother|frontend N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|remote|consumer|listed|otherloop|frontother|frontend N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;

@@ -593,12 +593,17 @@ TEST(PoolFreeForeign, AHardenedListTakesOneOntoAnEmptyList) {
             objs[200 + round] = pk_pool_alloc(p.get());
             EXPECT_EQ(objs[200 + round], x) << round;
         }
-        void *x = objs[300], *y = objs[301];
+        void *x = objs[300], *y = objs[301], *z = objs[302];
         pk_pool_free(p.get(), x);
-        pk_pool_free(p.get(), y); /* the list holds x: y goes home */
+        pk_pool_free(p.get(), y); /* the list holds x: y goes home (a chain waits for its slab) */
         objs[300] = pk_pool_alloc(p.get());
-        objs[301] = pk_pool_alloc(p.get());
         EXPECT_EQ(objs[300], x);
+        /* the list empty again, with no refill (which sends the chain): z, of
+         * the slab the chain waits for, goes onto the list all the same */
+        pk_pool_free(p.get(), z);
+        objs[302] = pk_pool_alloc(p.get());
+        EXPECT_EQ(objs[302], z);
+        objs[301] = pk_pool_alloc(p.get());
         EXPECT_NE(objs[301], y);
         free_all(p.get(), mine);
     });

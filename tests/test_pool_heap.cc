@@ -358,6 +358,21 @@ TEST(PoolHeap, ObjectsOfAnExitedThreadFreedElsewhereLeaveNoLiveObjectOrSlab) {
     EXPECT_EQ(s.slabs, 0u) << "the exited thread's slabs stayed after every object came home";
 }
 
+/* The objects of a slab of a pool of 64-byte objects, counted on a pool
+ * of the same kind: allocated until one lies in another slab. */
+size_t objects_per_slab() {
+    PoolPtr probe = make_pool(64, 0, 0, "probe");
+    std::vector<void *> v;
+    for (void *o; (o = pk_pool_alloc(probe.get())) != nullptr; v.push_back(o))
+        if (!v.empty() && block_of(o) != block_of(v[0])) {
+            pk_pool_free(probe.get(), o);
+            break;
+        }
+    const size_t n = v.size();
+    free_all(probe.get(), v); /* empties v */
+    return n;
+}
+
 /* A thread fills `slabs` slabs and exits with every object out, while
  * this thread holds `home` objects of the slab at `home_slab`, freed into
  * its pending chain (fewer than a batch) before the exit: the chain goes
@@ -369,17 +384,7 @@ struct CameHomeAfterExit {
 
     /* "" when made; else why not. */
     std::string make(size_t slabs, size_t home_slab, size_t home) {
-        {   /* a slab's objects, counted on a pool of the same kind */
-            PoolPtr probe = make_pool(64, 0, 0, "probe");
-            std::vector<void *> v;
-            for (void *o; (o = pk_pool_alloc(probe.get())) != nullptr; v.push_back(o))
-                if (!v.empty() && block_of(o) != block_of(v[0])) {
-                    pk_pool_free(probe.get(), o);
-                    break;
-                }
-            per_slab = v.size();
-            free_all(probe.get(), v);
-        }
+        per_slab = objects_per_slab();
         pool = make_pool(64, 0, 0, "camehome");
         std::vector<void *> objs;
         Gate made, leave;
@@ -448,6 +453,48 @@ TEST(PoolHeap, ObjectsThatCameHomeToAnExitedThreadsFullSlabAreFreeToVisitAndDest
             errs = cap.errors();
         }
         EXPECT_TRUE(errs.empty()) << "slab " << home_slab << ": " << errs[0].message;
+    }
+}
+
+/* A thread that only frees sends its pending chain home as the chain
+ * reaches REMOTE_BATCH (64) objects, not later: the owner, whose slab the
+ * objects fill, finds them at its next refill while that thread lives on.
+ * One fewer waits in the chain, and the refill takes a new slab. The
+ * thread frees an object of a third thread's slab first, so that the
+ * chain's count and the thread's count of remote frees (every 64th of
+ * which takes the long way) differ. */
+TEST(PoolHeap, AThreadThatOnlyFreesSendsEachFullBatchHome) {
+    const size_t batch = 64; /* REMOTE_BATCH */
+    const size_t per_slab = objects_per_slab();
+    ASSERT_GT(per_slab, batch);
+    for (size_t freed : {batch - 1, batch}) {
+        PoolPtr p = make_pool(64, 0, 0, "batch");
+        std::vector<void *> objs = alloc_n(p.get(), per_slab); /* this thread's current slab, used up */
+        ASSERT_EQ(distinct_blocks(objs), 1u);
+        Gate made, done, leave;
+        void *third = nullptr;
+        std::thread c([&] {
+            third = pk_pool_alloc(p.get());
+            made.open();
+            leave.wait();
+        });
+        made.wait();
+        std::thread b([&] {
+            pk_pool_free(p.get(), third);
+            for (size_t i = 0; i < freed; i++) pk_pool_free(p.get(), objs[i]);
+            done.open();
+            leave.wait();
+        });
+        done.wait();
+        void *o = pk_pool_alloc(p.get()); /* a refill: the current slab's remote frees first */
+        bool back = std::count(objs.begin(), objs.begin() + long(freed), o) > 0;
+        EXPECT_EQ(back, freed == batch) << freed << " freed by a thread that lives on";
+        leave.open();
+        b.join();
+        c.join();
+        pk_pool_free(p.get(), o);
+        objs.erase(objs.begin(), objs.begin() + long(freed));
+        free_all(p.get(), objs);
     }
 }
 

@@ -394,6 +394,38 @@ TEST(PoolShortPathDeathTest, AnInteriorPointerIntoALiveThreadsSlabIsReported) {
     pk_pool_free(p.get(), mine);
 }
 
+/* A thread that only frees (no current slab) sends a live thread's
+ * objects home by its pending chain, and an object of the slab the chain
+ * waits for joins it without the record's look-up (pool_free.c,
+ * free_pending): the pointer must still start a slot. Here the chain
+ * waits for the owner's slab (its first object freed) when an interior
+ * pointer of its second object comes. */
+TEST(PoolShortPathDeathTest, AnInteriorPointerIntoTheSlabAChainWaitsForIsReported) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    PoolPtr p = make_pool(64, 0, 0, "chain");
+    std::atomic<void *> first{nullptr}, second{nullptr};
+    std::atomic<bool> done{false};
+    std::thread owner([&] {
+        void *a = pk_pool_alloc(p.get());
+        second.store(pk_pool_alloc(p.get()));
+        first.store(a);
+        while (!done.load()) std::this_thread::yield();
+    });
+    while (!first.load()) std::this_thread::yield();
+    pk_pool_free(p.get(), first.load()); /* this thread's heap, no current slab, a chain for the owner's slab */
+    pk_pool_stats st;
+    pk_pool_stats_get(p.get(), &st);
+    EXPECT_EQ(st.remote_frees, 1u);
+    char *inner = static_cast<char *>(second.load()) + 8;
+    PKTEST_EXPECT_REPORT({ pk_pool_free(p.get(), inner); },
+                         "HANDLER severity=FATAL what=interior pointer pool=chain ptr=0x[0-9a-f]*8\n");
+    pk_pool_free(p.get(), second.load()); /* onto the chain */
+    pk_pool_stats_get(p.get(), &st);
+    EXPECT_EQ(st.remote_frees, 2u);
+    done.store(true);
+    owner.join();
+}
+
 /* ======================================================================
  * A pool used after pk_pool_destroy
  * ==================================================================== */

@@ -46,7 +46,9 @@ slab *free_slab_of(pk_pool *p, void *obj) {
 
 /* ---- Remote frees. ---- */
 
-static PK_NOINLINE void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
+/* A remote free that starts a chain, ends one (REMOTE_BATCH), tells the
+ * pool's peak estimate, or gives the chain's head again (reported). */
+static PK_NOINLINE void free_remote_edge(pk_pool *p, heap *h, slab *s, void *obj) {
     BUMP(h->remote_frees, 1);
     /* a thread that only frees has no refills: it tells the pool's peak
      * estimate every REMOTE_BATCH frees instead */
@@ -63,6 +65,24 @@ static PK_NOINLINE void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
     h->pend_slab = s;
     h->pend_head = h->pend_tail = obj;
     BUMP(h->pend_n, 1);
+}
+
+/* obj onto the pending chain of its slab s, the chain's slab: a push and
+ * two counts; the rest apart (free_remote_edge), so that this path keeps
+ * no frame (the instruction gate's remote count). */
+static PK_NOINLINE void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
+    uint64_t n = h->remote_frees + 1;
+    size_t k = h->pend_n + 1;
+    void *head = h->pend_head;
+    if (likely(h->pend_slab == s) && likely(obj != head) && likely((n & (REMOTE_BATCH - 1)) != 0) &&
+        likely(k < REMOTE_BATCH)) {
+        __atomic_store_n(&h->remote_frees, n, __ATOMIC_RELAXED);
+        link_store(p, obj, (uintptr_t)head);
+        h->pend_head = obj;
+        __atomic_store_n(&h->pend_n, k, __ATOMIC_RELAXED);
+        return;
+    }
+    free_remote_edge(p, h, s, obj);
 }
 
 /* obj, a slot of s, a slab another heap holds: a remote free, or, where
@@ -235,8 +255,28 @@ static PK_NOINLINE void free_dispatch(pk_pool *p, void *obj, void *caller) {
     pool_free_generic(p, obj);
 }
 
+/* A thread with no current slab (one that only frees: a consumer) and an
+ * object of the slab its pending chain waits for: onto the chain, without
+ * the region map or the record's look-up. That slab is the pool's (the
+ * heap is), its record lives (the chain's objects are counted out on it),
+ * and free_short would find the same slab and send the object the same
+ * way, while another live heap owns it (checked, as free_foreign does):
+ * with no current slab, nothing is listed (free_foreign_home). */
+static inline bool free_pending(pk_pool *p, tc_slot *c, void *obj) {
+    heap *h = c->heap;
+    if (!h || h->cur || (c->low && !c->secret)) return false;
+    slab *s = h->pend_slab;
+    if (!s || !slab_has_slot(s, (uintptr_t)obj)) return false;
+    heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+    if (!owner || owner == h) return false;
+    free_remote(p, h, s, obj);
+    return true;
+}
+
 void pk__pool_free_slow(pk_pool *p, void *obj) {
-    if (likely(free_short(slot_of_handle(p), obj, 0, false))) return;
+    tc_slot *c = slot_of_handle(p);
+    if (free_pending(p, c, obj)) return;
+    if (likely(free_short(c, obj, 0, false))) return;
     free_dispatch(p, obj, __builtin_return_address(0));
 }
 
