@@ -456,13 +456,42 @@ TEST(PoolHeap, ObjectsThatCameHomeToAnExitedThreadsFullSlabAreFreeToVisitAndDest
     }
 }
 
+/* A thread that allocates one object of p and lives on, and a thread
+ * that frees that object, then the first n of objs, and lives on, until
+ * finish(): the second only frees, and its chains go home out of step
+ * with its count of remote frees (every 64th of which takes the long
+ * way). */
+struct OnlyFrees {
+    Gate made, freed, leave;
+    void *third = nullptr;
+    std::thread c, b;
+    OnlyFrees(pk_pool *p, const std::vector<void *> &objs, size_t n) {
+        c = std::thread([this, p] {
+            third = pk_pool_alloc(p);
+            made.open();
+            leave.wait();
+        });
+        made.wait();
+        b = std::thread([this, p, &objs, n] {
+            pk_pool_free(p, third);
+            for (size_t i = 0; i < n; i++) pk_pool_free(p, objs[i]);
+            freed.open();
+            leave.wait();
+        });
+        freed.wait();
+    }
+    void finish() {
+        leave.open();
+        b.join();
+        c.join();
+    }
+};
+
 /* A thread that only frees sends its pending chain home as the chain
  * reaches REMOTE_BATCH (64) objects, not later: the owner, whose slab the
  * objects fill, finds them at its next refill while that thread lives on.
- * One fewer waits in the chain, and the refill takes a new slab. The
- * thread frees an object of a third thread's slab first, so that the
- * chain's count and the thread's count of remote frees (every 64th of
- * which takes the long way) differ. */
+ * One fewer waits in the chain, and the refill takes a new slab
+ * (OnlyFrees: its chains out of step with its count). */
 TEST(PoolHeap, AThreadThatOnlyFreesSendsEachFullBatchHome) {
     const size_t batch = 64; /* REMOTE_BATCH */
     const size_t per_slab = objects_per_slab();
@@ -471,31 +500,33 @@ TEST(PoolHeap, AThreadThatOnlyFreesSendsEachFullBatchHome) {
         PoolPtr p = make_pool(64, 0, 0, "batch");
         std::vector<void *> objs = alloc_n(p.get(), per_slab); /* this thread's current slab, used up */
         ASSERT_EQ(distinct_blocks(objs), 1u);
-        Gate made, done, leave;
-        void *third = nullptr;
-        std::thread c([&] {
-            third = pk_pool_alloc(p.get());
-            made.open();
-            leave.wait();
-        });
-        made.wait();
-        std::thread b([&] {
-            pk_pool_free(p.get(), third);
-            for (size_t i = 0; i < freed; i++) pk_pool_free(p.get(), objs[i]);
-            done.open();
-            leave.wait();
-        });
-        done.wait();
+        OnlyFrees t(p.get(), objs, freed);
         void *o = pk_pool_alloc(p.get()); /* a refill: the current slab's remote frees first */
         bool back = std::count(objs.begin(), objs.begin() + long(freed), o) > 0;
         EXPECT_EQ(back, freed == batch) << freed << " freed by a thread that lives on";
-        leave.open();
-        b.join();
-        c.join();
+        t.finish();
         pk_pool_free(p.get(), o);
         objs.erase(objs.begin(), objs.begin() + long(freed));
         free_all(p.get(), objs);
     }
+}
+
+/* A thread that only frees has no refills, where a heap tells the pool's
+ * peak estimate what it holds: it tells it every REMOTE_BATCH (64) remote
+ * frees instead. Here it frees all that the owner made (OnlyFrees) and
+ * lives on while the owner makes as many again: the peak stays about one
+ * set (with the owner's list), not two. */
+TEST(PoolHeap, AThreadThatOnlyFreesKeepsThePeakEstimateTrue) {
+    const size_t n = 4096;
+    PoolPtr p = make_pool(64, 0, 0, "peak");
+    std::vector<void *> objs = alloc_n(p.get(), n);
+    OnlyFrees t(p.get(), objs, n);
+    objs = alloc_n(p.get(), n);
+    pk_pool_stats st = stats_of(p.get());
+    EXPECT_EQ(st.live, n);
+    EXPECT_LT(st.peak_live, n + n / 2) << "the frees of a thread that only frees were never counted";
+    t.finish();
+    free_all(p.get(), objs);
 }
 
 /* ======================================================================
