@@ -25,6 +25,14 @@
  *                                 past HOT_FOREIGN_SLABS (policy.h): each
  *                                 free goes onto the thread's list and the
  *                                 allocation takes it back
+ *   hardedge kernel_pool_other    N frees, by their owner, each of an
+ *                                 object of a different full slab of a
+ *                                 PK_POOL_HARDENED pool (the first free
+ *                                 into a used-up slab, which moves it from
+ *                                 the heap's full list to avail: a random
+ *                                 replacement's usual free once refills
+ *                                 have taken every slab's free list), no
+ *                                 allocation in the loop
  *   otherloop kernel_other_loop  the other mode's loop over the same
  *                                 objects, freeing none (its own cost)
  *   frontother kernel_frontend_other N pk_free calls, by their owner, of
@@ -183,7 +191,36 @@ static int run_remote(size_t n, size_t size, int listed, int consumer) {
     return 0;
 }
 
+/* hardedge: slabs enough for n full ones besides the current one, then
+ * the first object met of each 64 KiB slab but the last (pool.h's
+ * PK__SLAB_MASK: the hardened carve's order within a slab is its own, but
+ * a heap fills one slab before the next). */
+static int run_hardedge(size_t n, size_t size) {
+    pk_pool *pool = pk_pool_create(&(pk_pool_config){.name = "hardedge", .size = size, .flags = PK_POOL_HARDENED});
+    size_t total = (n + 2) * (65536 / size + 1), k = 0;
+    void **objs = malloc(total * sizeof *objs), **pick = malloc(n * sizeof *pick);
+    char *picked = calloc(total, 1);
+    if (!pool || !objs || !pick || !picked) return 1;
+    uintptr_t last = 0;
+    for (size_t i = 0; i < total; i++) {
+        objs[i] = pk_pool_alloc(pool);
+        uintptr_t slab = (uintptr_t)objs[i] >> 16;
+        if (slab != last && k < n) pick[k++] = objs[i], picked[i] = 1;
+        last = slab;
+    }
+    if (k < n) return 1;
+    kernel_pool_other(pool, pick, n);
+    for (size_t i = 0; i < total; i++)
+        if (!picked[i]) pk_pool_free(pool, objs[i]);
+    free(picked);
+    free(pick);
+    free(objs);
+    pk_pool_destroy(pool);
+    return 0;
+}
+
 static int run_mode(const char *mode, size_t n, size_t size) {
+    if (strcmp(mode, "hardedge") == 0) return run_hardedge(n, size);
     if (strcmp(mode, "remote") == 0 || strcmp(mode, "listed") == 0 || strcmp(mode, "consumer") == 0)
         return run_remote(n, size, mode[0] == 'l', mode[0] == 'c');
     if (strcmp(mode, "grow") == 0) {
@@ -258,7 +295,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|remote|consumer|listed|otherloop|frontother|frontend N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|hardedge|remote|consumer|listed|otherloop|frontother|frontend N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;

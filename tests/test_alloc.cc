@@ -581,6 +581,24 @@ TEST(AllocMisuseDeathTest, AnObjectOfADefaultUsersPoolIsReportedAfterAClassFree)
         "what=foreign pointer pool=users.*\n.*an object of pool 'users', which pk_alloc did not make");
 }
 
+/* free(a); free(a) of a block of an older slab, after the program freed
+ * hundreds of that slab's blocks: the first free lists it (OWN_FREES, the
+ * head of the class's list), the drains sent the others home, so its slab
+ * has a free list of its own; the second free, past pk_free's short path,
+ * must see the list's head before it pushes onto that slab's list, or the
+ * block is handed out twice. */
+TEST(AllocMisuseDeathTest, AnOlderSlabsBlockFreedTwiceInARowIsReported) {
+    PKTEST_EXPECT_REPORT(
+        {
+            std::vector<void *> blocks(5000);
+            for (void *&b : blocks) b = pk_alloc(64);
+            for (size_t i = 1; i < 400; i++) pk_free(blocks[i]);
+            pk_free(blocks[500]);
+            pk_free(blocks[500]);
+        },
+        "what=double free pool=pk_alloc 64 ptr=");
+}
+
 TEST(AllocMisuseDeathTest, AMappedBlockFreedTwiceIsReported) {
     PKTEST_EXPECT_REPORT(
         {

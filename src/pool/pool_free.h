@@ -26,10 +26,13 @@ static inline tc_slot *slot_of_handle(const pk_pool *p) {
  * slab the heap adopted from a thread gone is one of its slabs like any
  * other. The object goes onto its own slab's list, as mimalloc's free
  * pushes onto its page's: a push and a count, no list move. FREE_DONE if
- * done; on a plain pool, FREE_EDGE for a free that changes lists (its slab
- * was full, or empties) or gives the slab list's head again, which the
- * caller sends to heap_free_owned with the slab found; FREE_LIBRARY for
- * anything else, which the library's paths check and report. plain: known
+ * done; FREE_EDGE for a free that changes lists (its slab was full, or
+ * empties) or gives the slab list's head again, which the caller sends to
+ * heap_free_owned with the slab found (the library's path would find the
+ * same slab again and take the same steps); on a caller that passed no
+ * current slab word, not for an object of the current slab, whose list is
+ * the thread's; FREE_LIBRARY for anything else, which the library's paths
+ * check and report. plain: known
  * plain, with a current slab (cur set). FREE_FOREIGN: a slab another heap
  * (or none) holds, none of whose other fields were read. */
 enum { FREE_LIBRARY, FREE_DONE, FREE_EDGE, FREE_FOREIGN };
@@ -78,12 +81,19 @@ static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
             hot_push_hardened(c, h, obj);
             return FREE_DONE;
         }
+    } else if (unlikely(obj == __atomic_load_n(&c->head, __ATOMIC_RELAXED))) {
+        /* a plain list's head freed again, by a caller that passed no
+         * current slab word (pool_free_at: pk_free's second try, after its
+         * own short path saw the head): the list holds objects of other
+         * slabs too (HOT_FREES, OWN_FREES), so the head may be one of s */
+        return FREE_LIBRARY;
     }
     void *f = s->free;
     uint32_t used = s->used;
     /* a full slab (no free list: it moves to avail), the last object home
      * (the slab empties), the list's head given again (reported) */
-    if (unlikely(!f) || unlikely(used <= 1) || unlikely(obj == f)) return plain ? FREE_EDGE : FREE_LIBRARY;
+    if (unlikely(!f) || unlikely(used <= 1) || unlikely(obj == f))
+        return plain || s != h->cur ? FREE_EDGE : FREE_LIBRARY;
     uintptr_t secret = c->secret;
     *(uintptr_t *)obj = plain || !secret ? (uintptr_t)f : link_encode_with(secret, obj, (uintptr_t)f);
     h->warm = s;
