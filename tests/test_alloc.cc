@@ -599,6 +599,83 @@ TEST(AllocMisuseDeathTest, AnOlderSlabsBlockFreedTwiceInARowIsReported) {
         "what=double free pool=pk_alloc 64 ptr=");
 }
 
+/* Four blocks of a class of one block a slab, whose list takes one block
+ * of another slab before its drain (OWN_FREES_BYTES): the second of two
+ * such frees, of b[1] and then of the block at offset `at` into b[0],
+ * makes the drain due. */
+void drain_at_second_free(size_t at) {
+    void *b[4];
+    for (void *&x : b) x = pk_alloc(60000);
+    char *volatile second = static_cast<char *>(b[0]) + at;
+    pk_free(b[1]);
+    pk_free(second);
+    if (at == 0) pk_free(second);
+}
+
+/* The same when the first free is the one that makes the list's drain
+ * due: the block it freed must stay the list's head, where sent home it
+ * would be pushed again unseen. */
+TEST(AllocMisuseDeathTest, ABlockWhoseFreeDrainedTheListFreedAgainIsReported) {
+    PKTEST_EXPECT_REPORT(drain_at_second_free(0), "what=double free pool=pk_alloc 65536 ptr=");
+}
+
+/* The block that stays the list's head through the drain is checked as the
+ * drain checks the others: an interior pointer, which pk_free pushes on
+ * its slab's ownership alone, is reported there, not handed out. */
+TEST(AllocMisuseDeathTest, AnInteriorPointerWhoseFreeDrainedTheListIsReported) {
+    PKTEST_EXPECT_REPORT(drain_at_second_free(64), "what=interior pointer pool=pk_alloc 65536 ptr=");
+}
+
+/* The double free the default mode promises to report, after any history:
+ * a random run of pk_alloc and pk_free (one size most of the time, any
+ * class or a mapped block otherwise; frees of random live blocks, the
+ * last one a third of the time), then free(a); free(a) of a random live
+ * block. Each history runs in a forked child whose handler exits with 7 on
+ * the report: "double free", or for a mapped block, whose mapping the
+ * first free gave back, "foreign pointer"; one that ends otherwise names
+ * its seed. */
+bool twice_mapped;
+int free_twice_after(uint64_t seed, size_t ops) {
+    pk_set_error_handler(
+        [](const pk_error *e, void *) {
+            bool said = e->what && (std::strcmp(e->what, "double free") == 0 ||
+                                    (twice_mapped && std::strcmp(e->what, "foreign pointer") == 0));
+            _exit(e->severity == PK_FATAL && said ? 7 : 8);
+        },
+        nullptr);
+    static const size_t sizes[] = {8, 16, 48, 64, 100, 256, 1000, 4096, 10000, 60000, 300000};
+    constexpr size_t kinds = sizeof sizes / sizeof sizes[0];
+    Rng rng(seed);
+    size_t size = sizes[rng.below(kinds)], n = 0;
+    static void *live[20000];
+    for (size_t i = 0, steps = ops / 2 + rng.below(ops); i < steps; i++) {
+        if ((n == 0 || rng.chance(55)) && n < 20000) {
+            live[n++] = pk_alloc(rng.chance(25) ? sizes[rng.below(kinds)] : size);
+        } else {
+            size_t k = rng.chance(33) ? n - 1 : rng.below(n);
+            pk_free(live[k]);
+            live[k] = live[--n];
+        }
+    }
+    if (n == 0) live[n++] = pk_alloc(size);
+    void *a = live[rng.below(n)];
+    twice_mapped = pk_usable_size(a) > PK_ALLOC_CLASS_MAX;
+    pk_free(a);
+    pk_free(a);
+    return 0;
+}
+
+TEST(AllocMisuse, ABlockFreedTwiceInARowIsReportedAfterAnyHistory) {
+    const size_t histories = slow_tool() ? 20 : 300, ops = slow_tool() ? 2000 : 20000;
+    for (uint64_t seed = 1; seed <= histories; seed++) {
+        int st = fork_and_wait([&] { return free_twice_after(seed, ops); }, child_time_limit());
+        ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 7)
+            << "history " << seed << " (free_twice_after(" << seed << ", " << ops << ")): "
+            << (WIFEXITED(st) ? WEXITSTATUS(st) == 0 ? "the second free was not reported" : "another report"
+                              : "a signal with no report");
+    }
+}
+
 TEST(AllocMisuseDeathTest, AMappedBlockFreedTwiceIsReported) {
     PKTEST_EXPECT_REPORT(
         {

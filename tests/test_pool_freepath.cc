@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -262,28 +263,24 @@ TEST(AllocFreeOwnPath, SlabsGivenBackLeaveTheIndex) {
  * those pushed since the last one still listed (the allocations took them
  * back), up to four times, and 64 again after a drain that finds most. A
  * block freed and allocated again by turns is such a pattern: each push is
- * taken back at once. `returned` counts the blocks that reached their
- * slabs, so it says whether a drain ran. */
+ * taken back at once. A drain keeps the block freed last as the list's
+ * head (a double free of it is then the head freed again) and counts it
+ * for the next drain, which sends it home with the others. `returned`
+ * counts the blocks that reached their slabs, so it says whether a drain
+ * ran. */
 constexpr size_t kBudgetSize = 192; /* a class no other test here uses */
 constexpr size_t kBudget = 64;
 
-/* A block of another slab freed and allocated again by turns until two
- * drains ran: the budget is four times the pool's, all of it left. A drain
- * sends the block just pushed home, and the allocation after it takes one
- * of the current slab (objs keeps the blocks live); the next turns take
- * the next block of `other`. */
-void grow_budget(std::vector<void *> &objs, const std::vector<void *> &other) {
-    size_t drains = 0, k = 0;
-    for (size_t turns = 0; drains < 2; turns++) {
-        ASSERT_LT(turns, 8 * kBudget) << "two drains never ran";
-        ASSERT_LT(k, other.size());
-        void *b = other[k];
+/* b, a block of another slab, freed and allocated again by turns: each
+ * drain meets b alone of the pushes (the allocations took the others
+ * back), so the budget doubles at each. From room pushes left before the
+ * next drain, (room + 1) + 2 * kBudget turns make two drains, after which
+ * the budget is four times the pool's, all of it left but the kept b. */
+void grow_budget(void *b, size_t room) {
+    for (size_t turns = 0; turns < room + 1 + 2 * kBudget; turns++) {
         pk_free(b);
         void *q = pk_alloc(kBudgetSize);
-        if (q == b) continue;
-        drains++;
-        *std::find(objs.begin(), objs.end(), b) = q;
-        k++;
+        ASSERT_EQ(q, b) << "the block freed last was not the list's head at turn " << turns;
     }
 }
 
@@ -316,9 +313,9 @@ void budget_case(size_t n, const BudgetBody &body) {
 }
 
 TEST(AllocFreeOwnPath, ABudgetGrowsWhileTheAllocationsTakeThePushedBlocksBack) {
-    budget_case(4 * kBudget - 1, [](pk_pool *p, std::vector<void *> &objs, const std::vector<std::vector<void *>> &slabs,
+    budget_case(4 * kBudget - 1, [](pk_pool *p, std::vector<void *> &, const std::vector<std::vector<void *>> &slabs,
                                     const std::vector<void *> &gone) {
-        grow_budget(objs, slabs[0]);
+        grow_budget(slabs[0][0], kBudget); /* a thread that has freed nothing: the whole budget left */
         std::vector<void *> order(gone);
         shuffle(order, 7);
         uint64_t returned = stats_of(p).returned;
@@ -328,19 +325,22 @@ TEST(AllocFreeOwnPath, ABudgetGrowsWhileTheAllocationsTakeThePushedBlocksBack) {
 }
 
 TEST(AllocFreeOwnPath, ADrainThatFindsMostOfWhatWasPushedRestoresTheBudget) {
-    budget_case(6 * kBudget + 3, [](pk_pool *p, std::vector<void *> &objs, const std::vector<std::vector<void *>> &slabs,
+    budget_case(6 * kBudget + 1, [](pk_pool *p, std::vector<void *> &, const std::vector<std::vector<void *>> &slabs,
                                     const std::vector<void *> &gone) {
-        auto drain_at = [&](size_t from, size_t n, const char *what) {
+        /* n blocks freed: the last makes the drain due, which sends home
+         * the others and, carried, the block the drain before kept, if it
+         * is still listed */
+        auto drain_at = [&](size_t from, size_t n, size_t carried, const char *what) {
             uint64_t returned = stats_of(p).returned;
             for (size_t i = from; i < from + n - 1; i++) pk_free(gone[i]);
             EXPECT_EQ(stats_of(p).returned, returned) << "a drain before " << what;
             pk_free(gone[from + n - 1]);
-            EXPECT_EQ(stats_of(p).returned, returned + n) << "no drain at " << what;
+            EXPECT_EQ(stats_of(p).returned, returned + n - 1 + carried) << "no drain at " << what;
         };
-        drain_at(0, kBudget + 1, "the first budget"); /* a thread that only frees keeps it */
-        grow_budget(objs, slabs[0]);
-        drain_at(kBudget + 1, 4 * kBudget + 1, "the grown budget"); /* that drain finds them all */
-        drain_at(5 * kBudget + 2, kBudget + 1, "the first budget again");
+        drain_at(0, kBudget + 1, 0, "the first budget"); /* a thread that only frees keeps it */
+        grow_budget(slabs[0][0], kBudget - 1);           /* its first drain sends gone[kBudget] home */
+        drain_at(kBudget + 1, 4 * kBudget, 0, "the grown budget"); /* that drain finds them all */
+        drain_at(5 * kBudget + 1, kBudget, 1, "the first budget again");
     });
 }
 
@@ -385,12 +385,17 @@ void emptied_slab_order(bool in_order, const AllocFn &alloc, const FreeFn &relea
     std::vector<void *> objs;
     for (size_t i = 0; i < 2 * per_slab + 1; i++) objs.push_back(alloc());
     auto slabs = full_slabs(objs, per_slab);
-    ASSERT_GE(slabs.size(), 1u);
+    ASSERT_GE(slabs.size(), 2u);
     std::vector<void *> first = slabs[0];
     std::vector<void *> order = first;
     std::sort(order.begin(), order.end());
     if (!in_order) shuffle(order, 11);
     for (void *o : order) release(o); /* the slab empties: the heap's spare */
+    /* and, where pk_free lists them (OWN_FREES), once they went home: a
+     * drain is due within 65 blocks of another slab, and keeps only the
+     * block freed last listed */
+    std::set<void *> extra(slabs[1].begin(), slabs[1].begin() + 65);
+    for (void *o : extra) release(o);
     /* the current slab's list, then the spare */
     std::vector<void *> again, from_first;
     for (size_t i = 0; i < 2 * per_slab && from_first.size() < 64; i++) {
@@ -405,7 +410,7 @@ void emptied_slab_order(bool in_order, const AllocFn &alloc, const FreeFn &relea
     else EXPECT_TRUE(ascending) << "a slab freed at random was not restarted in address order";
     for (void *q : again) release(q);
     for (void *q : objs)
-        if (block_of(q) != block_of(first[0])) release(q);
+        if (block_of(q) != block_of(first[0]) && !extra.count(q)) release(q);
 }
 
 TEST(PoolFreeShortPath, ASlabFreedInAddressOrderKeepsItsList) {

@@ -341,6 +341,21 @@ void heap_own_drain(pk_pool *p, heap *h) {
     size_t most = (h->cur ? h->cur->capacity : 0) + hot_most_of(p, pushed, budget);
     own_run r = {NULL, 0, NULL, NULL, 0};
     own_restart(h); /* now: what is pushed while the runs go home counts for the next drain */
+    /* The object freed last stays the list's head (checked, as the walk
+     * checks each): freed again, it is then the head freed again, which
+     * pk_free refuses, where sent home it would have been pushed again
+     * unseen and handed out twice (a pool whose budget is one object
+     * drains at every such free). It counts for the next drain. */
+    char *keep = NULL;
+    if (obj && ((uintptr_t)obj | (SLAB_BYTES - 1)) != cur) {
+        uintptr_t x = (uintptr_t)obj;
+        slab *s = region_holds(x) ? slab_of(x) : NULL;
+        if (unlikely(!s || s->owner != h || !slab_grid_has(slab_grid_of(s), x))) report_unlisted(p, NULL, obj);
+        keep = prev = obj;
+        obj = *(char **)obj;
+        due -= due > 0;
+        most -= most > 0;
+    }
     /* The walk goes until it has met them all (pushes and pops are at the
      * head, so they lie above the objects listed before, with the frees
      * of other paths, which keep no count, among them), or to the list's
@@ -388,8 +403,13 @@ void heap_own_drain(pk_pool *p, heap *h) {
         *(char **)last = obj;
         obj = first;
     }
+    if (keep) {
+        *(char **)keep = obj;
+        obj = keep;
+    }
     list_set(h, obj, h->count); /* the count of an inline-served list is not kept */
     own_adapt(p, h, pushed, pushed - due);
+    h->own_room -= keep != NULL;
 }
 
 /* obj, an object of another owned slab that was on h's list (HOT_FREES),
