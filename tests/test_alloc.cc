@@ -627,10 +627,11 @@ TEST(AllocMisuseDeathTest, AnInteriorPointerWhoseFreeDrainedTheListIsReported) {
 }
 
 /* The double free the default mode promises to report, after any history:
- * a random run of pk_alloc and pk_free (one size most of the time, any
+ * a random run of pk_alloc and frees (one size most of the time, any
  * class or a mapped block otherwise; frees of random live blocks, the
- * last one a third of the time), then free(a); free(a) of a random live
- * block. Each history runs in a forked child whose handler exits with 7 on
+ * last one a third of the time, by pk_free or pk_free_sized), then two
+ * frees of a random live block, each by either call. Each history runs in
+ * a forked child whose handler exits with 7 on
  * the report: "double free", or for a mapped block, whose mapping the
  * first free gave back, "foreign pointer"; one that ends otherwise names
  * its seed. */
@@ -648,20 +649,28 @@ int free_twice_after(uint64_t seed, size_t ops) {
     Rng rng(seed);
     size_t size = sizes[rng.below(kinds)], n = 0;
     static void *live[20000];
+    static size_t len[20000];
+    auto release = [&](size_t k) {
+        if (rng.chance(50)) pk_free(live[k]);
+        else pk_free_sized(live[k], len[k]);
+    };
     for (size_t i = 0, steps = ops / 2 + rng.below(ops); i < steps; i++) {
         if ((n == 0 || rng.chance(55)) && n < 20000) {
-            live[n++] = pk_alloc(rng.chance(25) ? sizes[rng.below(kinds)] : size);
+            len[n] = rng.chance(25) ? sizes[rng.below(kinds)] : size;
+            live[n] = pk_alloc(len[n]);
+            n++;
         } else {
             size_t k = rng.chance(33) ? n - 1 : rng.below(n);
-            pk_free(live[k]);
+            release(k);
             live[k] = live[--n];
+            len[k] = len[n];
         }
     }
-    if (n == 0) live[n++] = pk_alloc(size);
-    void *a = live[rng.below(n)];
-    twice_mapped = pk_usable_size(a) > PK_ALLOC_CLASS_MAX;
-    pk_free(a);
-    pk_free(a);
+    if (n == 0) len[n] = size, live[n++] = pk_alloc(size);
+    size_t k = rng.below(n);
+    twice_mapped = pk_usable_size(live[k]) > PK_ALLOC_CLASS_MAX;
+    release(k);
+    release(k);
     return 0;
 }
 

@@ -460,14 +460,14 @@ TEST(AllocLargeKept, AGatherTheSystemRefusesGivesItsPiecesBack) {
 
 void free_sized_40(void *p) { pk_free_sized(p, 40); }
 
-/* The same for an object whose slab has free slots already, freed by
- * pk_free_sized (the short path's case, which changes the slab's list
- * without a call into the pool's slow path): inside the library it waits
- * too. */
-TEST(AllocReentry, AFreeOfAnotherSlabsObjectWithFreeSlotsWaitsToo) {
+/* pk_free_sized of a block of another slab the thread owns lists it as
+ * pk_free does (the owned index's push: no slab's list changed, so a
+ * second free of it by either call is the head freed again), inside the
+ * library too. */
+TEST(AllocReentry, ASizedFreeOfAnotherSlabsObjectGoesOntoTheListInsideTheLibraryToo) {
     std::vector<void *> objs;
     for (int i = 0; i < 4000; i++) objs.push_back(pk_alloc(40));
-    pk_free_sized(objs[1], 40); /* the first slab now has a free slot */
+    pk_free_sized(objs[1], 40); /* listed below the victim */
     inner_block = nullptr;
     live_inside = SIZE_MAX;
     victim = objs[0];
@@ -479,9 +479,11 @@ TEST(AllocReentry, AFreeOfAnotherSlabsObjectWithFreeSlotsWaitsToo) {
     pk_free(pk_alloc(30000)); /* a class of its own, made now (the other test made 9000's) */
     fork_test_hook = nullptr;
     ASSERT_NE(inner_block, nullptr);
-    EXPECT_EQ(live_inside, before) << "the free inside the library went into the pool at once";
-    EXPECT_EQ(stats_of(victim_pool).live, before - 1) << "the deferred free was not sent at the outer call's end";
+    EXPECT_EQ(live_inside, before - 1) << "the sized free inside the library did not go onto the thread's list";
+    EXPECT_EQ(stats_of(victim_pool).live, before - 1);
+    EXPECT_EQ(pk_alloc(40), victim) << "the next allocation of the class did not take the block back";
     pk_free(inner_block);
+    pk_free(victim);
     for (size_t i = 2; i < objs.size(); i++) pk_free(objs[i]);
 }
 

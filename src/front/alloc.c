@@ -465,28 +465,35 @@ static PK_NOINLINE void own_drain(tc_slot *c) {
  * else goes on to free_slow. No guess of the class (the one freed into
  * last, say) comes first: with mixed sizes it fails about half the time, a
  * mispredicted branch each (docs/alloc.md, "How fast"). */
-void pk_free(void *ptr) {
+/* A block of a slab the thread's heap of its class owns (the owned index,
+ * pool_types.h), current or not: onto the class's list, one path whatever
+ * the slab (OWN_FREES), unless it is the list's head (freed again): whether
+ * it went. want: the class's slot the caller requires (pk_free_sized's),
+ * or NULL for any. A heap that owns a slab has a current one (heap.c,
+ * refill), so the slot's list is set up. */
+static inline __attribute__((always_inline)) bool own_push(char *table, void *ptr, const tc_slot *want) {
     uintptr_t x = (uintptr_t)ptr, word = x | (SLAB_BYTES - 1);
-    /* A block of a slab the thread's heap of its class owns (the owned
-     * index, pool_types.h), current or not: onto the class's list, one
-     * path whatever the slab (OWN_FREES), unless it is the list's head
-     * (freed again). A heap that owns a slab has a current one (heap.c,
-     * refill), so the slot's list is set up. */
-    char *table = pk__tc_table;
     const own_entry *e = own_entry_at(table, x);
     if (likely(__atomic_load_n(&e->word, __ATOMIC_RELAXED) == word)) {
         tc_slot *c = (tc_slot *)(table + __atomic_load_n(&e->slot, __ATOMIC_RELAXED));
         uintptr_t cur = __atomic_load_n(&c->cur, __ATOMIC_RELAXED);
         void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
-        if (likely(ptr != head)) {
+        if (likely(ptr != head) && (!want || c == want)) {
             heap *h = c->heap;
             *(void **)ptr = head;
             __atomic_store_n(&c->head, ptr, __ATOMIC_RELAXED);
             h->own_room -= word != cur; /* an object of another slab (stats read it racily: heap.c) */
             if (unlikely(h->own_room < 0)) own_drain(c);
-            return;
+            return true;
         }
     }
+    return false;
+}
+
+void pk_free(void *ptr) {
+    uintptr_t x = (uintptr_t)ptr;
+    char *table = pk__tc_table;
+    if (likely(own_push(table, ptr, NULL))) return;
     if (unlikely(!region_holds(x))) {
         free_slow(NULL, ptr, __builtin_return_address(0));
         return;
@@ -521,6 +528,11 @@ void pk__free_sized_slow(void *ptr, size_t size) {
     pk__link *c = NULL;
     uintptr_t cur = 0;
     if (want && pk__pool_free_try(want, ptr, &c, &cur)) return;
+    /* a block of another slab of the size's class: listed as pk_free lists
+     * it, so that a second free of it by either call is the head freed
+     * again, never a push onto its slab's list that pk_free's push would
+     * not see */
+    if (c && own_push(pk__tc_table, ptr, (const tc_slot *)c)) return;
     slab *s = alloc_slab_of(ptr);
     pk_pool *p = s ? alloc_pool_in(s) : NULL;
     if (likely(p == want && cur != 0 && depth == 0)) { /* the short path, as pk_free's */
