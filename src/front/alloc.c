@@ -522,17 +522,13 @@ void alloc_free_missed(pk_pool *p, void *ptr, pk__link *c, uintptr_t cur) {
     class_free(p, ptr, __builtin_return_address(0));
 }
 
-void pk__free_sized_slow(void *ptr, size_t size) {
-    if (!ptr) return;
+/* pk_free_sized past its inline path and the owned index's push. */
+static PK_NOINLINE void free_sized_rest(void *ptr, size_t size) {
     pk_pool *want = size <= PK_ALLOC_CLASS_MAX ? class_pool_made(alloc_class_of(size)) : NULL;
     pk__link *c = NULL;
     uintptr_t cur = 0;
     if (want && pk__pool_free_try(want, ptr, &c, &cur)) return;
-    /* a block of another slab of the size's class: listed as pk_free lists
-     * it, so that a second free of it by either call is the head freed
-     * again, never a push onto its slab's list that pk_free's push would
-     * not see */
-    if (c && own_push(pk__tc_table, ptr, (const tc_slot *)c)) return;
+    if (c && own_push(pk__tc_table, ptr, (const tc_slot *)c)) return; /* a size over the inline path's */
     slab *s = alloc_slab_of(ptr);
     pk_pool *p = s ? alloc_pool_in(s) : NULL;
     if (likely(p == want && cur != 0 && depth == 0)) { /* the short path, as pk_free's */
@@ -556,6 +552,18 @@ void pk__free_sized_slow(void *ptr, size_t size) {
         return;
     }
     free_other(ptr, p, "pk_free_sized");
+}
+
+void pk__free_sized_slow(void *ptr, size_t size) {
+    if (!ptr) return;
+    /* A block of another slab the owned index names for the size's class
+     * (its slot as the inline path finds it): listed as pk_free lists it,
+     * so that a second free of it by either call is the head freed again,
+     * never a push onto its slab's list that pk_free's push would not see;
+     * apart from the rest, so that this path keeps no frame. */
+    if (likely(size <= PK__ALLOC_SMALL_MAX) && own_push(pk__tc_table, ptr, (const tc_slot *)pk__alloc_small_slot(size)))
+        return;
+    free_sized_rest(ptr, size);
 }
 
 #ifndef PK__HAVE_INLINE
