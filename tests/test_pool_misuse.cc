@@ -233,6 +233,26 @@ TEST(PoolDefaultDeathTest, DoubleFreeIntoAnotherSlabWithAFreeBetweenIsReportedBy
         double_free_of("twice", d.t));
 }
 
+/* A thread's remote free that fills its pending chain (REMOTE_BATCH, 64)
+ * sends the chain home at once, that object at its head, at the head of
+ * the slab's remote list; the same object freed again by that thread
+ * would start a new chain and cut the one home short (its link), and is
+ * reported there. The owner lives on and collects nothing meanwhile. */
+TEST(PoolDefaultDeathTest, ARemoteFreeThatEndedAChainFreedAgainIsReported) {
+    PKTEST_EXPECT_REPORT(
+        {
+            alarm(10);
+            PoolPtr p = make_pool(64, 0, 0, "chain");
+            std::vector<void *> objs = alloc_n(p.get(), 64);
+            std::thread([&] {
+                for (void *o : objs) pk_pool_free(p.get(), o);
+                pk_pool_free(p.get(), objs.back());
+            }).join();
+            std::fprintf(stderr, "no report\n");
+        },
+        "HANDLER severity=FATAL what=double free pool=chain ptr=");
+}
+
 /* A pool with a limit takes objects from its slabs' lists under its lock:
  * an object freed twice with another between loops its slab's list, and
  * the objects a bulk allocation takes come out of that loop, t and u again

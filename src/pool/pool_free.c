@@ -62,6 +62,11 @@ static PK_NOINLINE void free_remote_edge(pk_pool *p, heap *h, slab *s, void *obj
         return;
     }
     if (h->pend_slab) remote_flush(p, h);
+    /* an object at the head of its slab's remote list is free already: the
+     * head of the chain this thread sent home last (the object it freed
+     * last, when that chain ended full), or of another thread's, freed
+     * again; a chain started with it would cut the one home short */
+    if (unlikely(obj == __atomic_load_n(&s->thread_free, __ATOMIC_RELAXED))) check_report_double_free(p, obj);
     h->pend_slab = s;
     h->pend_head = h->pend_tail = obj;
     BUMP(h->pend_n, 1);
