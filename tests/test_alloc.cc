@@ -685,6 +685,22 @@ TEST(AllocMisuse, ABlockFreedTwiceInARowIsReportedAfterAnyHistory) {
     }
 }
 
+/* A realloc that moves a block frees it; the stale pointer given to
+ * pk_realloc again, for a size its class holds, would come back as it is,
+ * live and on the class's list at once: reported, as its free would be. */
+TEST(AllocMisuseDeathTest, ReallocOfTheBlockAReallocFreedIsReported) {
+    PKTEST_EXPECT_REPORT(
+        {
+            void *a = pk_alloc(100);
+            void *b = pk_realloc(a, 400);
+            void *c = pk_realloc(a, 100);
+            pk_free(b);
+            pk_free(c);
+        },
+        "what=double free pool=pk_alloc 112 ptr=.*\n.*pk_realloc\\(0x[0-9a-f]+, 100\\): the block \\(pool 'pk_alloc "
+        "112'\\) was freed already");
+}
+
 TEST(AllocMisuseDeathTest, AMappedBlockFreedTwiceIsReported) {
     PKTEST_EXPECT_REPORT(
         {

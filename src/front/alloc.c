@@ -637,8 +637,17 @@ static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
     }
     if (likely(alloc_owns(p, ptr))) {
         /* In place only within the class, so pk_free_sized's size is always
-         * the last one given: a shrink to another class moves too. */
-        if (size <= PK_ALLOC_CLASS_MAX && class_pool_made(alloc_class_of(size)) == p) return ptr;
+         * the last one given: a shrink to another class moves too. Not the
+         * block freed last (its class's list's head, as a free checks): a
+         * stale pointer handed back would be live and free at once (a move
+         * frees it, and that free reports it). */
+        if (size <= PK_ALLOC_CLASS_MAX && class_pool_made(alloc_class_of(size)) == p) {
+            if (unlikely(ptr == __atomic_load_n(&tc_slot_of(p)->head, __ATOMIC_RELAXED)))
+                error_report(PK_FATAL, "double free", p->name, ptr,
+                             "pk_realloc(%p, %zu): the block (pool '%s') was freed already", ptr, size,
+                             pool_name(p));
+            return ptr;
+        }
         return moved(ptr, p->size, size);
     }
     size_t n = usable_or_report(ptr, p, "pk_realloc");
