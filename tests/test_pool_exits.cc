@@ -69,6 +69,29 @@ SlabCounts generations(pk_pool *p, size_t gens, size_t steps, Step step) {
     return counts;
 }
 
+/* A slab a thread's exit left to the pool remembers the object that thread
+ * freed last there (a second free of it is reported: test_pool_misuse.cc);
+ * once a heap took the slab again and handed that object out, the slab
+ * leaving that heap (here its trim) forgets it: another thread's free of
+ * the live object is no double free. */
+TEST(PoolExits, AnObjectHandedOutAgainFromASlabAnExitLeftIsFreedWithoutAReport) {
+    PoolPtr p = make_pool(64, 0, 0, "left");
+    std::vector<void *> objs;
+    void *a = nullptr;
+    std::thread([&] {
+        objs = alloc_n(p.get(), 10);
+        a = objs[3];
+        pk_pool_free(p.get(), a);
+    }).join();
+    void *again = pk_pool_alloc(p.get()); /* the slab the exit left, its list's head first */
+    ASSERT_EQ(again, a) << "the refill did not take the slab the exit left";
+    pk_pool_trim(p.get()); /* this thread's slabs go to the pool, `again` live */
+    std::thread([&] { pk_pool_free(p.get(), again); }).join(); /* reported, were it remembered */
+    EXPECT_EQ(stats_of(p.get()).live, 9u);
+    objs.erase(objs.begin() + 3);
+    free_all(p.get(), objs);
+}
+
 TEST(PoolExits, GenerationsPassingObjectsThroughASharedArrayKeepTheSlabCountBounded) {
     PoolPtr p = make_pool(kSize, 0, 0, "mstress");
     void *mine = pk_pool_alloc(p.get()); /* the main thread refills once: it may adopt one slab */

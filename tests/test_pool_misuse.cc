@@ -253,6 +253,28 @@ TEST(PoolDefaultDeathTest, ARemoteFreeThatEndedAChainFreedAgainIsReported) {
         "HANDLER severity=FATAL what=double free pool=chain ptr=");
 }
 
+/* An object freed by a thread that then exited (its list went home with
+ * it, that object at the head of its slab's list, the slab the pool's)
+ * and freed again by another thread, which may not take the slab over
+ * (it has not refilled): reported, where it went onto a chain for the
+ * slab unseen. */
+TEST(PoolDefaultDeathTest, AnObjectFreedByAThreadThatExitedFreedAgainIsReported) {
+    PKTEST_EXPECT_REPORT(
+        {
+            alarm(10);
+            PoolPtr p = make_pool(64, 0, 0, "exited");
+            void *a = nullptr;
+            std::thread([&] {
+                std::vector<void *> objs = alloc_n(p.get(), 10);
+                a = objs[3];
+                pk_pool_free(p.get(), a);
+            }).join();
+            pk_pool_free(p.get(), a);
+            std::fprintf(stderr, "no report\n");
+        },
+        "HANDLER severity=FATAL what=double free pool=exited ptr=");
+}
+
 /* A pool with a limit takes objects from its slabs' lists under its lock:
  * an object freed twice with another between loops its slab's list, and
  * the objects a bulk allocation takes come out of that loop, t and u again

@@ -62,6 +62,13 @@ typedef struct slab {
     /* Other threads' frees land here (one atomic push per run): a line of
      * its own, apart from the owner's. */
     _Alignas(64) void *thread_free;
+    /* The head of its free list when it last left a heap (the object that
+     * heap's thread freed last there, as its list went home, before other
+     * threads' frees were collected onto it): freed while the slab is still
+     * the pool's, that object is free already. Read only while no heap owns
+     * the slab (a heap that takes it hands its objects out); relaxed
+     * atomics, since any thread's free reads it. */
+    void *left_head;
     uintptr_t slot;           /* bytes per slot */
     struct slab *prev, *next; /* in the list named by `list` */
     struct slab *all_prev, *all_next; /* every slab of the pool, under its lock */

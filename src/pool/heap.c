@@ -80,7 +80,8 @@ static own_entry *own_entry_of(const pk_pool *p, const heap *h, const slab *s) {
     return own_entry_at((char *)h->slot - s->table_slot, (uintptr_t)s->base);
 }
 
-static void count_in(const pk_pool *p, heap *h, const slab *s) {
+static void count_in(const pk_pool *p, heap *h, slab *s) {
+    __atomic_store_n(&s->left_head, NULL, __ATOMIC_RELAXED); /* the heap hands its objects out now */
     h->slabs++;
     h->bytes += s->span;
     BUMP(h->resident, slab_touched(p, s));
@@ -698,7 +699,11 @@ static void heap_clear(heap *h, tc_slot *c) {
     memset(c, 0, sizeof *c);
 }
 
+/* s to the pool as its heap is given back: its left_head is its free
+ * list's head, taken before other threads' frees are collected onto it
+ * (a slab that leaves a heap another way keeps none: count_in cleared it). */
 static void abandon_slab(pk_pool *p, heap *h, slab *s) {
+    __atomic_store_n(&s->left_head, s->free, __ATOMIC_RELAXED);
     collect_into(p, h, s);
     to_pool(p, h, s);
 }

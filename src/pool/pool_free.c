@@ -170,6 +170,10 @@ void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now) {
     }
     heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
     if (owner != h) {
+        /* the pool's slab: the object its last heap's thread freed last
+         * there, freed again (that thread exited, say), is free already */
+        if (!owner && unlikely(obj == __atomic_load_n(&s->left_head, __ATOMIC_RELAXED)))
+            check_report_double_free(p, obj);
         if (owner || s->lost || !h->may_adopt || !adopt(p, h, s)) {
             free_remote(p, h, s, obj);
             return;
