@@ -453,18 +453,6 @@ static PK_NOINLINE void own_drain(tc_slot *c) {
     leave();
 }
 
-/* First the thread's owned index (a block of any slab its heap of the
- * class owns: onto the class's list, a push the inline paths could make,
- * so inside the library too). Else the slab's record from the address (the
- * region map's bit, then the record by masking), once: the class's slot in
- * the thread's table from it, the inline free (an object of the thread's
- * current slab the index did not name), then, for an object of another slab
- * the thread owns, the short path with the record in hand (pool_free.h,
- * free_into_slab), as the typed pool's own miss takes it, unless the call
- * comes from inside the library (see "Re-entry": it waits). Everything
- * else goes on to free_slow. No guess of the class (the one freed into
- * last, say) comes first: with mixed sizes it fails about half the time, a
- * mispredicted branch each (docs/alloc.md, "How fast"). */
 /* A block of a slab the thread's heap of its class owns (the owned index,
  * pool_types.h), current or not: onto the class's list, one path whatever
  * the slab (OWN_FREES), unless it is the list's head (freed again): whether
@@ -490,10 +478,21 @@ static inline __attribute__((always_inline)) bool own_push(char *table, void *pt
     return false;
 }
 
+/* First the thread's owned index (a block of any slab its heap of the
+ * class owns: onto the class's list, a push the inline paths could make,
+ * so inside the library too). Else the slab's record from the address (the
+ * region map's bit, then the record by masking), once: the class's slot in
+ * the thread's table from it, the inline free (an object of the thread's
+ * current slab the index did not name), then, for an object of another slab
+ * the thread owns, the short path with the record in hand (pool_free.h,
+ * free_into_slab), as the typed pool's own miss takes it, unless the call
+ * comes from inside the library (see "Re-entry": it waits). Everything
+ * else goes on to free_slow. No guess of the class (the one freed into
+ * last, say) comes first: with mixed sizes it fails about half the time, a
+ * mispredicted branch each (docs/alloc.md, "How fast"). */
 void pk_free(void *ptr) {
     uintptr_t x = (uintptr_t)ptr;
-    char *table = pk__tc_table;
-    if (likely(own_push(table, ptr, NULL))) return;
+    if (likely(own_push(pk__tc_table, ptr, NULL))) return;
     if (unlikely(!region_holds(x))) {
         free_slow(NULL, ptr, __builtin_return_address(0));
         return;
