@@ -701,6 +701,21 @@ TEST(AllocMisuseDeathTest, ReallocOfTheBlockAReallocFreedIsReported) {
         "112'\\) was freed already");
 }
 
+/* pk_collect(1) gives the thread's lists and slabs back: the block freed
+ * last goes home at the head of its slab's list, which remembers it
+ * (slab.left_head), and freed again it is reported there. */
+TEST(AllocMisuseDeathTest, ABlockFreedAgainAfterACollectIsReported) {
+    PKTEST_EXPECT_REPORT(
+        {
+            std::vector<void *> blocks(100);
+            for (void *&b : blocks) b = pk_alloc(48);
+            pk_free(blocks[40]);
+            pk_collect(1);
+            pk_free(blocks[40]);
+        },
+        "what=double free pool=pk_alloc 48 ptr=");
+}
+
 TEST(AllocMisuseDeathTest, AMappedBlockFreedTwiceIsReported) {
     PKTEST_EXPECT_REPORT(
         {
