@@ -3,6 +3,7 @@
  * here, what only these cover: a double free found among thousands of
  * frees, stack pointers, the default handler's line, a handler that
  * returns, and the pools that check on their slow paths. */
+#include "child.h"
 #include "support.h"
 
 #include <sys/wait.h>
@@ -788,5 +789,69 @@ TEST(PoolImpossibleRequest, NearlySizeMaxObjectsAreRefusedWithEinval) {
             EXPECT_EQ(errno, EINVAL) << "size " << size << " flags " << flags;
             if (p) pk_pool_destroy(p);
         }
+    }
+}
+
+/* Double frees across threads, after random histories: a thread makes n
+ * objects (of a typed pool or the front end, sizes from 16 B to 60,000 B)
+ * and lives on or exits; this thread frees a random share of them, in
+ * random order, with allocations and frees of its own between, then frees
+ * one left twice in a row: remote frees, chains that end full, slabs of an
+ * exited thread, the front end's lists. Each history in a forked child
+ * whose handler exits with 7 on a fatal report. */
+namespace {
+struct CrossHistory {
+    pk_pool *p = nullptr;
+    bool front = false, stays = false;
+    size_t size = 0, made = 0;
+    std::vector<void *> objs;
+    void release(void *o) const {
+        if (front) pk_free(o);
+        else pk_pool_free(p, o);
+    }
+    void *take() const { return front ? pk_alloc(size) : pk_pool_alloc(p); }
+};
+
+int free_twice_across_threads(uint64_t seed) {
+    pk_set_error_handler([](const pk_error *e, void *) { _exit(e->severity == PK_FATAL ? 7 : 8); }, nullptr);
+    static const size_t sizes[] = {16, 64, 256, 4096, 10000, 60000};
+    Rng rng(seed);
+    CrossHistory h;
+    h.size = sizes[rng.below(6)];
+    h.front = rng.chance(50);
+    h.stays = rng.chance(50);
+    h.made = 10 + rng.below(5000);
+    PoolPtr pool = h.front ? nullptr : make_pool(h.size, 0, 0, "across");
+    h.p = pool.get();
+    Gate made, done;
+    std::thread maker([&] {
+        for (size_t i = 0; i < h.made; i++) h.objs.push_back(h.take());
+        made.open();
+        if (h.stays) done.wait();
+    });
+    made.wait();
+    if (!h.stays) maker.join();
+    size_t n = h.objs.size();
+    for (size_t i = 0, frees = rng.below(n); i < frees; i++) {
+        size_t k = rng.below(n);
+        h.release(h.objs[k]);
+        h.objs[k] = h.objs[--n];
+        if (rng.chance(25)) h.release(h.take());
+    }
+    void *a = h.objs[rng.below(n)];
+    h.release(a);
+    h.release(a);
+    _exit(0); /* not reported; no destructor runs (a maker that waits, the pool's live objects) */
+}
+}  // namespace
+
+TEST(PoolDefaultMisuse, AnObjectFreedTwiceAcrossThreadsIsReportedAfterAnyHistory) {
+    const uint64_t histories = slow_tool() ? 10 : 200;
+    for (uint64_t seed = 1; seed <= histories; seed++) {
+        int st = fork_and_wait([&] { return free_twice_across_threads(seed); }, child_time_limit());
+        ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 7)
+            << "history " << seed << " (free_twice_across_threads(" << seed << ")): "
+            << (WIFEXITED(st) ? WEXITSTATUS(st) == 0 ? "the second free was not reported" : "another exit"
+                              : "a signal with no report");
     }
 }
