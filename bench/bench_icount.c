@@ -40,6 +40,12 @@
  *                                 the thread's current one (pk_free's
  *                                 owned index, its drains included), no
  *                                 allocation in the loop
+ *   frontrandom kernel_frontend_other the frontother loop over the same
+ *                                 objects in a random order (a fixed
+ *                                 seed): a teardown in random order,
+ *                                 whose drains meet runs of about one
+ *                                 block and send the next frees straight
+ *                                 home (OWN_DIRECT, policy.h)
  *   frontend kernel_frontend      pk_alloc and pk_free (unsized) of one size
  *   object   kernel_object        pk_new, pk_retain and two pk_release (not
  *                                 gated: a figure for the README, the cost
@@ -249,7 +255,8 @@ static int run_mode(const char *mode, size_t n, size_t size) {
         kernel_frontend(size, n);
         return 0;
     }
-    if (strcmp(mode, "other") == 0 || strcmp(mode, "otherloop") == 0 || strcmp(mode, "frontother") == 0) {
+    if (strcmp(mode, "other") == 0 || strcmp(mode, "otherloop") == 0 || strcmp(mode, "frontother") == 0 ||
+        strcmp(mode, "frontrandom") == 0) {
         /* n objects of older slabs, then a slab's worth more, so that every
          * one of the n lies in a slab other than the current one */
         int front = mode[0] == 'f';
@@ -258,6 +265,14 @@ static int run_mode(const char *mode, size_t n, size_t size) {
         void **objs = malloc(total * sizeof *objs);
         for (size_t i = 0; (front || pool) && objs && i < total; i++)
             objs[i] = front ? pk_alloc(size) : pk_pool_alloc(pool);
+        uint64_t rng = 0x5eed;
+        for (size_t i = n; objs && mode[5] == 'r' && i > 1; i--) { /* Fisher-Yates over the n */
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            size_t j = (size_t)(rng % i);
+            void *t = objs[i - 1];
+            objs[i - 1] = objs[j];
+            objs[j] = t;
+        }
         if (front) kernel_frontend_other(objs, n);
         else if (mode[5] == 'l') kernel_other_loop(objs, n);
         else kernel_pool_other(pool, objs, n);
@@ -295,7 +310,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|hardedge|remote|consumer|listed|otherloop|frontother|frontend N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|hardedge|remote|consumer|listed|otherloop|frontother|frontrandom|frontend N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;

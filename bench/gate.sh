@@ -61,12 +61,18 @@
 #                 free goes onto the thread's list (HOT_FOREIGN) and the
 #                 inline allocation takes it back
 #   pk_free into another of the thread's slabs of its class <= 50 per free
-#                 (measured 49.40), likewise: the push onto the class's list
+#                 (measured 49.65), likewise: the push onto the class's list
 #                 (the owned index, below) and the drains that send the
 #                 blocks home, in runs of one slab (OWN_FREES, policy.h),
 #                 each keeping the block freed last as the list's head,
 #                 checked (48.70 before: a double free of that block went
 #                 home unseen)
+#   pk_free into another of the thread's slabs of its class in random
+#                 order <= 70 per free (measured 67.75; 146 when every
+#                 free pushed and the drains sent the blocks home one at a
+#                 time): the frontother loop over its objects shuffled, so
+#                 after the first drain each block goes home alone, from
+#                 the owned index to its slab's list (OWN_DIRECT, policy.h)
 #   pk_alloc+pk_free (unsized, one size) <= 40 per pair (measured 38 with
 #                 gcc 12; target 40, met): pk_alloc inline, 10 (the size's
 #                 slot offset from a table, the slot's list popped);
@@ -156,6 +162,7 @@ TARGET_LOCAL=12
 GATE_OTHER=58
 TARGET_OTHER=30
 GATE_FRONTOTHER=50
+GATE_FRONTRANDOM=70
 GATE_REMOTE=75
 GATE_CONSUMER=73
 GATE_LISTED=75
@@ -210,7 +217,7 @@ count() {
 }
 
 echo "== instruction-count gate: alloc+free pair, object size $SIZE B"
-echo "command: valgrind --tool=callgrind --toggle-collect='$TOGGLE' $bin MODE N $SIZE   (MODE in empty default local hardened frontend grow, N in $N1 $N2; otherloop other frontother remote consumer listed, N in $N1_OTHER $N2_OTHER; hardedge, N in $N1_EDGE $N2_EDGE with $SIZE_EDGE; objpair retain with $OBJ_SIZE in place of $SIZE)"
+echo "command: valgrind --tool=callgrind --toggle-collect='$TOGGLE' $bin MODE N $SIZE   (MODE in empty default local hardened frontend grow, N in $N1 $N2; otherloop other frontother frontrandom remote consumer listed, N in $N1_OTHER $N2_OTHER; hardedge, N in $N1_EDGE $N2_EDGE with $SIZE_EDGE; objpair retain with $OBJ_SIZE in place of $SIZE)"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores, $(valgrind --version)"
 
 declare -A per
@@ -237,7 +244,7 @@ for mode in objpair retain; do
 done
 
 declare -A per_free
-for mode in otherloop other frontother remote consumer listed; do
+for mode in otherloop other frontother frontrandom remote consumer listed; do
     o1=$(count "$mode" "$N1_OTHER") || exit 1
     o2=$(count "$mode" "$N2_OTHER") || exit 1
     per_free[$mode]=$(awk -v a="$o1" -v b="$o2" -v n1="$N1_OTHER" -v n2="$N2_OTHER" 'BEGIN {printf "%.2f", (b - a) / (n2 - n1)}')
@@ -252,6 +259,7 @@ printf '  %-10s I(N=%s) = %s   I(N=%s) = %s   -> %s instructions per free\n' \
 net_other=$(awk -v a="${per_free[other]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
 net_hardedge=$(awk -v a="${per_free[hardedge]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
 net_frontother=$(awk -v a="${per_free[frontother]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
+net_frontrandom=$(awk -v a="${per_free[frontrandom]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
 net_remote=$(awk -v a="${per_free[remote]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
 net_consumer=$(awk -v a="${per_free[consumer]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
 net_listed=$(awk -v a="${per_free[listed]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
@@ -306,6 +314,8 @@ check_free "pk_pool default, the owner's free into another of its slabs (one sho
     "target <= $TARGET_OTHER: $(awk -v v="$net_other" -v t="$TARGET_OTHER" 'BEGIN {print (v <= t) ? "met" : "not met"}'), the slabs that fill and empty on the way included"
 check_free "pk_free of an object of another of the thread's slabs of its class" "$net_frontother" "$GATE_FRONTOTHER" \
     "onto the class's list by the owned index, the drains that send the blocks home in runs of one slab included"
+check_free "pk_free of an object of another of the thread's slabs of its class, in random order" "$net_frontrandom" "$GATE_FRONTRANDOM" \
+    "a teardown in random order: after the first drain, which met runs of about one block, each block straight home to its slab (OWN_DIRECT)"
 check_free "pk_pool default, a free of an object a live thread made (a remote free)" "$net_remote" "$GATE_REMOTE" \
     "the short path's record to the pending chain, its push home every 64 included"
 check_free "pk_pool default, a consumer's free of an object a live thread made (no current slab)" "$net_consumer" "$GATE_CONSUMER" \

@@ -11,8 +11,11 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <random>
+#include <set>
 #include <thread>
 
 /* These tests hand the front end what a program must not (a pointer after
@@ -597,6 +600,52 @@ TEST(AllocMisuseDeathTest, AnOlderSlabsBlockFreedTwiceInARowIsReported) {
             pk_free(blocks[500]);
         },
         "what=double free pool=pk_alloc 64 ptr=");
+}
+
+/* A teardown in random order over four slabs of a class: after the first
+ * drain met runs of about one block, pk_free sends the blocks of other
+ * slabs straight home (OWN_DIRECT, policy.h); then `what` on a live block
+ * of an older slab. */
+void free_random_then(void (*what)(char *)) {
+    std::vector<void *> blocks(5000);
+    for (void *&b : blocks) b = pk_alloc(64);
+    std::vector<void *> some(blocks.begin(), blocks.begin() + 4000);
+    std::shuffle(some.begin(), some.end(), std::mt19937(7));
+    for (size_t i = 0; i < 1000; i++)
+        if (some[i] != blocks[2000]) pk_free(some[i]);
+    what(static_cast<char *>(blocks[2000]));
+}
+
+/* The block went onto its slab's list, as its head: freed again, it is
+ * that list's head given again. */
+TEST(AllocMisuseDeathTest, ABlockFreedTwiceInARowInARandomTeardownIsReported) {
+    PKTEST_EXPECT_REPORT(free_random_then([](char *b) {
+                             pk_free(b);
+                             pk_free(b);
+                         }),
+                         "what=double free pool=pk_alloc 64 ptr=");
+}
+
+/* The owned index vouches for the slab, not the slot: checked on the way
+ * home. */
+TEST(AllocMisuseDeathTest, AnInteriorPointerInARandomTeardownIsReported) {
+    PKTEST_EXPECT_REPORT(free_random_then([](char *b) {
+                             char *volatile inside = b + 8;
+                             pk_free(inside);
+                         }),
+                         "what=interior pointer pool=pk_alloc 64 ptr=");
+}
+
+/* And the blocks so sent home are handed out again, each once. */
+TEST(AllocMisuse, ARandomTeardownLeavesEveryBlockFreeOnce) {
+    std::vector<void *> blocks(5000);
+    for (void *&b : blocks) b = pk_alloc(64);
+    std::vector<void *> order(blocks);
+    std::shuffle(order.begin(), order.end(), std::mt19937(11));
+    for (void *b : order) pk_free(b);
+    std::set<void *> again;
+    for (size_t i = 0; i < blocks.size(); i++) EXPECT_TRUE(again.insert(pk_alloc(64)).second) << i;
+    for (void *b : again) pk_free(b);
 }
 
 /* Four blocks of a class of one block a slab, whose list takes one block

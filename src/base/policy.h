@@ -155,6 +155,18 @@ static inline size_t policy_own_frees(size_t slot) {
     return n < 1 ? 1 : n > OWN_FREES ? OWN_FREES : n;
 }
 
+/* OWN_DIRECT: a drain that found every object pushed since the last one
+ * still listed (no allocation took one back: a thread tearing down what it
+ * made) and met them in runs shorter than OWN_DIRECT_RUN objects of one
+ * slab on average (freed in random order) makes pk_free send the next
+ * objects of other slabs straight home, as the typed pools' short path
+ * does, until the list next runs dry: a push, then a drain that walks the
+ * object again and sends it home alone, cost about twice that
+ * (docs/results.md, "Teardown in random order"). Frees in the order the
+ * blocks were made keep the list: the drain sends them home a slab's run
+ * at a time. */
+#define OWN_DIRECT_RUN 2
+
 /* HEAP_SPARE: a heap keeps the last slab its own frees emptied (one slab,
  * restarted as below) for its next slab, and gives the one before to the
  * pool: a working set that moves across a slab's edge, or objects few to a

@@ -459,6 +459,46 @@ static PK_NOINLINE void own_drain(tc_slot *c) {
  * it went. want: the class's slot the caller requires (pk_free_sized's),
  * or NULL for any. A heap that owns a slab has a current one (heap.c,
  * refill), so the slot's list is set up. */
+/* OWN_DIRECT (policy.h): ptr, a block of another slab h owns (the owned
+ * index: its record is mapped), home to its slab as the short path sends a
+ * typed pool's (pool_free.h, free_into_slab), with fewer stores: a
+ * teardown's frees of cold blocks keep their misses in flight only while
+ * the stores that wait behind them fit the processor's buffer. */
+static void own_home(tc_slot *c, heap *h, void *ptr) {
+    uintptr_t x = (uintptr_t)ptr;
+    slab *s = slab_of(x);
+    if (unlikely(!slab_has_slot(s, x))) {
+        class_free(alloc_pool_in(s), ptr, __builtin_return_address(0)); /* reported */
+        return;
+    }
+    void *f = s->free;
+    uint32_t used = s->used;
+    /* its slab full or emptied, or the slab list's head freed again */
+    if (unlikely(!f) || unlikely(used <= 1) || unlikely(ptr == f)) {
+        class_free_edge(c, s, ptr);
+        return;
+    }
+    *(void **)ptr = f;
+    s->free = ptr;
+    s->used = used - 1;
+    h->short_frees++;
+}
+
+/* own_push's block, where OWN_FREES' count (own_room, counted down for it)
+ * has run out: home (OWN_DIRECT: the block is of another slab, the count
+ * was 0 and is again), or pushed and the drain made (due). */
+static PK_NOINLINE void own_full(tc_slot *c, void *ptr, void *head) {
+    heap *h = c->heap;
+    if (h->own_direct && h->own_room == -1 && !depth) {
+        h->own_room = 0;
+        own_home(c, h, ptr);
+        return;
+    }
+    *(void **)ptr = head;
+    __atomic_store_n(&c->head, ptr, __ATOMIC_RELAXED);
+    own_drain(c);
+}
+
 static inline __attribute__((always_inline)) bool own_push(char *table, void *ptr, const tc_slot *want) {
     uintptr_t x = (uintptr_t)ptr, word = x | (SLAB_BYTES - 1);
     const own_entry *e = own_entry_at(table, x);
@@ -468,10 +508,13 @@ static inline __attribute__((always_inline)) bool own_push(char *table, void *pt
         void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
         if (likely(ptr != head) && (!want || c == want)) {
             heap *h = c->heap;
+            h->own_room -= word != cur; /* an object of another slab (stats read it racily: heap.c) */
+            if (unlikely(h->own_room < 0)) {
+                own_full(c, ptr, head);
+                return true;
+            }
             *(void **)ptr = head;
             __atomic_store_n(&c->head, ptr, __ATOMIC_RELAXED);
-            h->own_room -= word != cur; /* an object of another slab (stats read it racily: heap.c) */
-            if (unlikely(h->own_room < 0)) own_drain(c);
             return true;
         }
     }

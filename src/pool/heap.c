@@ -230,7 +230,10 @@ _Static_assert(OWN_FREES == 64 && OWN_FREES_BYTES == (size_t)64 << 10 && OWN_FRE
                "pool.h (pk_set_purge_delay) and docs/alloc.md name OWN_FREES' bounds");
 /* The list is empty, or holds no object of another slab that pk_free
  * pushed: OWN_FREES' count starts again. */
-static void own_restart(heap *h) { h->own_room = h->own_budget; }
+static void own_restart(heap *h) {
+    h->own_room = h->own_budget;
+    h->own_direct = false;
+}
 
 /* OWN_FREES_REUSED (policy.h): after a drain that met `found` of the
  * `pushed` objects of other slabs pushed since the last one, the budget
@@ -341,6 +344,7 @@ void heap_own_drain(pk_pool *p, heap *h) {
     size_t budget = (size_t)h->own_budget, pushed = budget - (size_t)h->own_room, due = pushed; /* the owner's: plain */
     size_t most = (h->cur ? h->cur->capacity : 0) + hot_most_of(p, pushed, budget);
     own_run r = {NULL, 0, NULL, NULL, 0};
+    size_t runs = 0;
     own_restart(h); /* now: what is pushed while the runs go home counts for the next drain */
     /* The object freed last stays the list's head (checked, as the walk
      * checks each): freed again, it is then the head freed again, which
@@ -376,6 +380,7 @@ void heap_own_drain(pk_pool *p, heap *h) {
         }
         if (word != r.word) { /* a run of another slab starts */
             if (r.n) home_run(p, h, r.s, r.head, r.tail, r.n, 0);
+            runs++;
             uintptr_t x = (uintptr_t)obj;
             r.s = region_holds(x) ? slab_of(x) : NULL;
             if (unlikely(!r.s || r.s->owner != h)) report_unlisted(p, prev, obj);
@@ -411,6 +416,11 @@ void heap_own_drain(pk_pool *p, heap *h) {
     list_set(h, obj, h->count); /* the count of an inline-served list is not kept */
     own_adapt(p, h, pushed, pushed - due);
     h->own_room -= keep != NULL;
+    if (due == 0 && runs * OWN_DIRECT_RUN > pushed) {
+        /* OWN_DIRECT: the kept head stays, uncounted (pk_free compares it) */
+        h->own_direct = true;
+        h->own_room = 0;
+    }
 }
 
 /* obj, an object of another owned slab that was on h's list (HOT_FREES),

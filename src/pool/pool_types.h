@@ -216,6 +216,9 @@ typedef struct heap {
      * allocations took most of what was pushed (heap.c, own_adapt). */
     intptr_t own_room;
     intptr_t own_budget;
+    bool own_direct;           /* OWN_DIRECT: pk_free sends objects of other owned slabs home,
+                                  own_room 0 between its frees; until the next drain, refill
+                                  or trim (heap.c, own_restart) */
     void *hot_obj;             /* hardened pools: the object of another owned slab last
                                   put onto the empty list (HOT_FREES), until the next
                                   refill (an abandon clears the heap); the library's
