@@ -103,6 +103,7 @@ size_t central_take(pk_pool *p, size_t n, void **list, bool all) {
         while (got < n && s->used < s->capacity) {
             if (!s->free) { /* fresh slots; one at a time for debug pools (fills, live bits) */
                 size_t k = slab_carve(&p->carve, &p->rng, s, p->debug ? 1 : n - got, list);
+                if (unlikely(!k)) check_report_lost_count(p, s); /* no slot, yet fewer than all out */
                 if (unlikely(p->debug)) check_debug_take(p, s, *list, false);
                 got += k;
                 continue;

@@ -56,6 +56,14 @@ void check_report_double_free(pk_pool *p, void *obj) {
     abort();
 }
 
+void check_report_lost_count(pk_pool *p, const slab *s) {
+    error_report(PK_FATAL, "corrupted free list", p->name, s->objects,
+                 "a slab of pool '%s' (its objects from %p) counts %u of its %u objects handed out, yet has "
+                 "no free one left: most likely a double free of one of its objects",
+                 pool_name(p), (void *)s->objects, s->used, s->capacity);
+    abort();
+}
+
 /* Reports obj, given to pool p, as not one of its object slots, naming the
  * fault from what the address map says it is. A pointer that came from a
  * hardened pool's link (holder: the free object that held it) is a

@@ -17,6 +17,10 @@ slab *check_free(pk_pool *p, void *obj);
 slab *check_handed_out(pk_pool *p, void *obj, const void *holder);
 /* Reports obj as freed twice (a second push of the head of a list). */
 PK_COLD __attribute__((noreturn)) void check_report_double_free(pk_pool *p, void *obj);
+/* Reports slab s, whose count says objects are free where its free list
+ * and its fresh slots are used up: an object of it came home twice (its
+ * count went down twice), which a take would otherwise loop on. */
+PK_COLD __attribute__((noreturn)) void check_report_lost_count(pk_pool *p, const slab *s);
 /* Debug pools: the whole check of a pointer given to free (live bit,
  * red zone, fills), under the pool's lock. */
 void check_debug_free(pk_pool *p, void *obj);

@@ -159,6 +159,7 @@ void heap_slab_emptied(pk_pool *p, heap *h, slab *s, uint64_t now) {
 static void install(pk_pool *p, heap *h, slab *s) {
     size_t n = s->bump - s->used; /* its free list's length */
     void *head = s->free;
+    if (unlikely(!head && n)) check_report_lost_count(p, s); /* an object came home twice */
     s->free = NULL;
     s->used = s->bump;
     s->list = HEAP_CUR;
