@@ -484,18 +484,19 @@ static void own_home(tc_slot *c, heap *h, void *ptr) {
     h->short_frees++;
 }
 
-/* own_push's block, where OWN_FREES' count (own_room, counted down for it)
- * has run out: home (OWN_DIRECT: the block is of another slab, the count
- * was 0 and is again), or pushed and the drain made (due). */
+/* own_push's block, where OWN_FREES' count (own_room) has run out: home
+ * (OWN_DIRECT: a block of another slab, the count 0, left so: such frees
+ * store nothing to it, whose store each next free's read would wait on),
+ * or pushed, counted and the drain made (due). */
 static PK_NOINLINE void own_full(tc_slot *c, void *ptr, void *head) {
     heap *h = c->heap;
-    if (h->own_direct && h->own_room == -1 && !depth) {
-        h->own_room = 0;
+    if (h->own_direct && h->own_room == 0 && !depth) {
         own_home(c, h, ptr);
         return;
     }
     *(void **)ptr = head;
     __atomic_store_n(&c->head, ptr, __ATOMIC_RELAXED);
+    h->own_room--;
     own_drain(c);
 }
 
@@ -508,13 +509,14 @@ static inline __attribute__((always_inline)) bool own_push(char *table, void *pt
         void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
         if (likely(ptr != head) && (!want || c == want)) {
             heap *h = c->heap;
-            h->own_room -= word != cur; /* an object of another slab (stats read it racily: heap.c) */
-            if (unlikely(h->own_room < 0)) {
+            intptr_t room = h->own_room - (word != cur); /* a block of another slab counts */
+            if (unlikely(room < 0)) {
                 own_full(c, ptr, head);
                 return true;
             }
             *(void **)ptr = head;
             __atomic_store_n(&c->head, ptr, __ATOMIC_RELAXED);
+            h->own_room = room; /* stats read it racily: heap.c */
             return true;
         }
     }
