@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <set>
 #include <thread>
@@ -685,7 +686,7 @@ TEST(AllocMisuseDeathTest, AnInteriorPointerWhoseFreeDrainedTheListIsReported) {
  * first free gave back, "foreign pointer"; one that ends otherwise names
  * its seed. */
 bool twice_mapped;
-int free_twice_after(uint64_t seed, size_t ops) {
+void exit_7_on_the_report() {
     pk_set_error_handler(
         [](const pk_error *e, void *) {
             bool said = e->what && (std::strcmp(e->what, "double free") == 0 ||
@@ -693,6 +694,10 @@ int free_twice_after(uint64_t seed, size_t ops) {
             _exit(e->severity == PK_FATAL && said ? 7 : 8);
         },
         nullptr);
+}
+
+int free_twice_after(uint64_t seed, size_t ops) {
+    exit_7_on_the_report();
     static const size_t sizes[] = {8, 16, 48, 64, 100, 256, 1000, 4096, 10000, 60000, 300000};
     constexpr size_t kinds = sizeof sizes / sizeof sizes[0];
     Rng rng(seed);
@@ -723,15 +728,68 @@ int free_twice_after(uint64_t seed, size_t ops) {
     return 0;
 }
 
-TEST(AllocMisuse, ABlockFreedTwiceInARowIsReportedAfterAnyHistory) {
-    const size_t histories = slow_tool() ? 20 : 300, ops = slow_tool() ? 2000 : 20000;
-    for (uint64_t seed = 1; seed <= histories; seed++) {
-        int st = fork_and_wait([&] { return free_twice_after(seed, ops); }, child_time_limit());
+/* Histories 1 to n of `history` (named `what`), each in a forked child
+ * that must exit with 7 (exit_7_on_the_report). */
+void expect_each_reported(const char *what, uint64_t n, const std::function<int(uint64_t)> &history) {
+    for (uint64_t seed = 1; seed <= n; seed++) {
+        int st = fork_and_wait([&] { return history(seed); }, child_time_limit());
         ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 7)
-            << "history " << seed << " (free_twice_after(" << seed << ", " << ops << ")): "
+            << "history " << seed << " (" << what << "(" << seed << ")): "
             << (WIFEXITED(st) ? WEXITSTATUS(st) == 0 ? "the second free was not reported" : "another report"
                               : "a signal with no report");
     }
+}
+
+TEST(AllocMisuse, ABlockFreedTwiceInARowIsReportedAfterAnyHistory) {
+    const size_t histories = slow_tool() ? 20 : 300, ops = slow_tool() ? 2000 : 20000;
+    expect_each_reported("free_twice_after", histories, [&](uint64_t seed) { return free_twice_after(seed, ops); });
+}
+
+/* The same after a teardown in random order (OWN_DIRECT, policy.h: the
+ * frees of other slabs' blocks go straight home once a drain found that
+ * none was taken back): a few hundred to 20,000 blocks of one size, some
+ * of another class, freed in random order by either call down to a random
+ * share (a few allocations between), then two frees of a random block left,
+ * each by either call. */
+int free_twice_after_teardown(uint64_t seed) {
+    exit_7_on_the_report();
+    static const size_t sizes[] = {8, 16, 48, 64, 100, 256, 1000, 4096, 10000};
+    constexpr size_t kinds = sizeof sizes / sizeof sizes[0];
+    Rng rng(seed);
+    size_t size = sizes[rng.below(kinds)];
+    std::vector<void *> live;
+    std::vector<size_t> len;
+    for (size_t i = 0, n = 500 + rng.below(20000); i < n; i++) {
+        len.push_back(rng.chance(25) ? sizes[rng.below(kinds)] : size);
+        live.push_back(pk_alloc(len.back()));
+    }
+    for (size_t i = live.size(); i > 1; i--) {
+        size_t j = rng.below(i);
+        std::swap(live[i - 1], live[j]);
+        std::swap(len[i - 1], len[j]);
+    }
+    auto release = [&](size_t k) {
+        if (rng.chance(50)) pk_free(live[k]);
+        else pk_free_sized(live[k], len[k]);
+    };
+    for (size_t keep = 1 + rng.below(live.size() / 3 + 1); live.size() > keep;) {
+        release(live.size() - 1);
+        live.pop_back();
+        len.pop_back();
+        if (rng.chance(3)) {
+            live.insert(live.begin(), pk_alloc(size));
+            len.insert(len.begin(), size);
+        }
+    }
+    size_t k = rng.below(live.size());
+    twice_mapped = pk_usable_size(live[k]) > PK_ALLOC_CLASS_MAX;
+    release(k);
+    release(k);
+    return 0;
+}
+
+TEST(AllocMisuse, ABlockFreedTwiceInARowIsReportedAfterARandomTeardown) {
+    expect_each_reported("free_twice_after_teardown", slow_tool() ? 20 : 200, free_twice_after_teardown);
 }
 
 /* A realloc that moves a block frees it; the stale pointer given to
