@@ -453,17 +453,12 @@ static PK_NOINLINE void own_drain(tc_slot *c) {
     leave();
 }
 
-/* A block of a slab the thread's heap of its class owns (the owned index,
- * pool_types.h), current or not: onto the class's list, one path whatever
- * the slab (OWN_FREES), unless it is the list's head (freed again): whether
- * it went. want: the class's slot the caller requires (pk_free_sized's),
- * or NULL for any. A heap that owns a slab has a current one (heap.c,
- * refill), so the slot's list is set up. */
 /* OWN_DIRECT (policy.h): ptr, a block of another slab h owns (the owned
  * index: its record is mapped), home to its slab as the short path sends a
- * typed pool's (pool_free.h, free_into_slab), with fewer stores: a
- * teardown's frees of cold blocks keep their misses in flight only while
- * the stores that wait behind them fit the processor's buffer. */
+ * typed pool's (pool_free.h, free_into_slab), with fewer stores: in a
+ * teardown every block is a cold line, and the fewer stores a free makes
+ * behind it, the more frees run ahead (docs/results.md, "Teardown in
+ * random order"). */
 static void own_home(tc_slot *c, heap *h, void *ptr) {
     uintptr_t x = (uintptr_t)ptr;
     slab *s = slab_of(x);
@@ -500,6 +495,12 @@ static PK_NOINLINE void own_full(tc_slot *c, void *ptr, void *head) {
     own_drain(c);
 }
 
+/* A block of a slab the thread's heap of its class owns (the owned index,
+ * pool_types.h), current or not: onto the class's list, one path whatever
+ * the slab (OWN_FREES; another slab's home while OWN_DIRECT holds), unless
+ * it is the list's head (freed again): whether it went. want: the class's slot the caller requires (pk_free_sized's),
+ * or NULL for any. A heap that owns a slab has a current one (heap.c,
+ * refill), so the slot's list is set up. */
 static inline __attribute__((always_inline)) bool own_push(char *table, void *ptr, const tc_slot *want) {
     uintptr_t x = (uintptr_t)ptr, word = x | (SLAB_BYTES - 1);
     const own_entry *e = own_entry_at(table, x);
