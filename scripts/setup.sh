@@ -106,7 +106,7 @@ probe() { # PACKAGE: true if what the package gives us is present
         sqlite3) [ -x /usr/bin/sqlite3 ] ;;
         libxml2-utils) [ -x /usr/bin/xmllint ] ;;
         perl) [ -x /usr/bin/perl ] ;;
-        libpython3.11-testsuite) [ -f /usr/lib/python3.11/test/libregrtest/main.py ] ;;
+        libpython3.11-testsuite) [ -f /usr/lib/python3.11/test/test_dict.py ] ;; # libregrtest comes with the stdlib
         *) return 1 ;;
     esac
 }
