@@ -33,7 +33,9 @@ static const struct size_case {
 } sizes[] = {
     {"small", 1, {20000, 250000, 1000000, 2500000}, {3.25, 0.48, 0.43}, 1248859, 154},
     {"medium", 8192, {8000, 100000, 400000, 1000000}, {8.70, 1.92, 0.42}, 499709, 154},
-    {"big", 1048576, {200, 2500, 10000, 25000}, {224.03, 169.42, 2.60}, 12589, 146},
+    /* ten times the study's rounds past smoke: its 25,000 take a quarter
+     * of a millisecond, too short to time (bench/bench_pattern.c) */
+    {"big", 1048576, {200, 25000, 100000, 250000}, {224.03, 169.42, 2.60}, 12589, 146},
 };
 #define NSIZES 3
 

@@ -238,20 +238,114 @@ TEST(BigObjects, AFreedMiBObjectIsTheNextAllocatedWithNoPageRequest) {
     free_all(p.get(), objs);
 }
 
+/* Objects of 1 MiB the thread's list may hold: HOT_LIST_BYTES (policy.h;
+ * src/pool/heap.c asserts it). */
+static const size_t listed_mib = 32;
+/* Free objects on the thread's list (stats: taken - returned - live). */
+static size_t listed(pk_pool *p) {
+    pk_pool_stats s = stats_of(p);
+    return (size_t)(s.taken - s.returned - s.live);
+}
+
 /* What the thread's list keeps of other slabs is out of the purge's reach
- * until the thread refills or trims, so it is bounded in bytes: of 40 freed
- * 1 MiB objects, at most 8 MiB stay listed, with the one the list may
- * always hold (HOT_FREES) and the current slab's own; the rest go home to
- * their slabs. */
+ * until the thread refills or trims, so it is bounded in bytes: of 48 freed
+ * 1 MiB objects, at most HOT_LIST_BYTES' stay listed, with the current
+ * slab's own; the rest go home to their slabs. */
 TEST(BigObjects, TheThreadsListKeepsAtMostItsBytesBudgetOfFreedObjects) {
     PurgeDelay delay(60000);
     PoolPtr p = make_pool(1 << 20);
-    std::vector<void *> objs = alloc_n(p.get(), 40);
-    ASSERT_EQ(objs.size(), 40u);
+    std::vector<void *> objs = alloc_n(p.get(), listed_mib + 16);
+    ASSERT_EQ(objs.size(), listed_mib + 16);
     free_all(p.get(), objs);
-    pk_pool_stats s = stats_of(p.get());
-    EXPECT_EQ(s.live, 0u);
-    EXPECT_LE(s.taken - s.returned, 10u) << "objects left on the thread's list";
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+    EXPECT_LE(listed(p.get()), listed_mib + 1) << "objects left on the thread's list";
+}
+
+/* The list's bound counts the objects it holds, not the frees since the
+ * last refill: objects the allocations took back make room for as many
+ * frees. A budget of frees sent the second half home. */
+TEST(BigObjects, ObjectsTakenBackFromTheListMakeRoomForMoreFrees) {
+    PurgeDelay delay(60000);
+    PoolPtr p = make_pool(1 << 20);
+    size_t half = listed_mib / 2;
+    std::vector<void *> objs = alloc_n(p.get(), 2 * listed_mib);
+    ASSERT_EQ(objs.size(), 2 * listed_mib);
+    for (size_t i = 0; i < listed_mib; i++) pk_pool_free(p.get(), objs[i]);
+    ASSERT_EQ(listed(p.get()), listed_mib) << "the list holds its bound";
+    for (size_t i = 0; i < half; i++) objs[i] = pk_pool_alloc(p.get());
+    EXPECT_EQ(listed(p.get()), listed_mib - half) << "taken back from the list";
+    for (size_t i = listed_mib; i < listed_mib + half; i++) pk_pool_free(p.get(), objs[i]);
+    EXPECT_EQ(listed(p.get()), listed_mib) << "as many frees listed as objects were taken back";
+    for (size_t i = listed_mib; i < listed_mib + half; i++) objs[i] = pk_pool_alloc(p.get());
+    for (size_t i = 0; i < half; i++) std::swap(objs[i], objs[listed_mib + i]);
+    objs.erase(objs.begin() + (long)half, objs.begin() + (long)listed_mib);
+    free_all(p.get(), objs);
+}
+
+/* Each object of another slab on the list carries its count in its second
+ * word, under a key: an object the list holds that the count did not put
+ * there (the current slab's, freed inline) and whose second word the user
+ * set to its own address reads as none, so a count without the key let
+ * the next frees list past the bound. */
+TEST(BigObjects, AnObjectPointingAtItselfDoesNotResetTheListsCount) {
+    PurgeDelay delay(60000);
+    PoolPtr p = make_pool(1 << 20);
+    std::vector<void *> objs = alloc_n(p.get(), 2 * listed_mib + 1);
+    ASSERT_EQ(objs.size(), 2 * listed_mib + 1);
+    void *cur = objs.back(); /* the last refill's: the current slab */
+    objs.pop_back();
+    for (size_t i = 0; i < listed_mib; i++) pk_pool_free(p.get(), objs[i]);
+    static_cast<void **>(cur)[1] = cur;
+    pk_pool_free(p.get(), cur);
+    for (size_t i = listed_mib; i < 2 * listed_mib; i++) pk_pool_free(p.get(), objs[i]);
+    EXPECT_LE(listed(p.get()), listed_mib + 1);
+}
+
+/* However frees and allocations interleave, the list never holds more than
+ * its bound; nor where each freed object's second word holds what a count
+ * with no key would read as "none under it" (its own address). */
+TEST(BigObjects, TheListsBoundHoldsUnderRandomFreesAndAllocations) {
+    PurgeDelay delay(60000);
+    for (bool self : {false, true}) {
+        PoolPtr p = make_pool(1 << 20);
+        std::vector<void *> open;
+        uint64_t rng = 0x5eed;
+        size_t most = 0;
+        for (int step = 0; step < (int)scaled(4000, 1000); step++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            if ((rng >> 32) % 100 < (open.size() < 100 ? 40u : 60u) && !open.empty()) {
+                size_t i = (size_t)(rng % open.size());
+                if (self) static_cast<void **>(open[i])[1] = open[i];
+                pk_pool_free(p.get(), open[i]);
+                open[i] = open.back();
+                open.pop_back();
+            } else {
+                void *o = pk_pool_alloc(p.get());
+                ASSERT_NE(o, nullptr);
+                open.push_back(o);
+            }
+            most = std::max(most, listed(p.get()));
+        }
+        EXPECT_LE(most, listed_mib + 1) << (self ? "objects pointing at themselves" : "objects as allocated");
+        EXPECT_GE(most, listed_mib / 2) << "the list held freed objects";
+        free_all(p.get(), open);
+    }
+}
+
+/* The typed-pool study's pattern over 1 MiB objects (a slab each): the
+ * list is the free list of what the thread freed last, so an allocation
+ * takes a slab (stats' taken) only where the pattern passes its live set's
+ * peak. With a budget of frees per refill (eight objects), 18% did. */
+TEST(BigObjects, AMiBPatternTakesASlabAtFewAllocations) {
+    PurgeDelay delay(60000);
+    PoolPtr p = make_pool(1 << 20);
+    Pattern pat;
+    pat.run(p.get(), 20000);
+    uint64_t taken0 = stats_of(p.get()).taken;
+    size_t allocs = pat.run(p.get(), scaled(40000, 20000));
+    uint64_t taken = stats_of(p.get()).taken - taken0;
+    EXPECT_LT(taken * 50, allocs) << taken << " slabs taken for " << allocs << " allocations";
+    pat.finish(p.get());
 }
 
 /* More 1 MiB objects freed than the thread's list keeps: their mappings stay

@@ -211,7 +211,7 @@ PK_API size_t pk_collect(int force);
  * comes home by its owner's own free stays as the heap's spare, the spare
  * before it going back to the pool (one spare per thread and pool; where a
  * slab holds one object, objects over 32 KiB, up to 4 MiB of spares, at
- * most 16). On pools of objects over 1 KiB, up to 64 objects (at most 8
+ * most 16). On pools of objects over 1 KiB, up to 64 objects (at most 32
  * MiB) the thread freed into its other slabs, on its slot list until it
  * allocates them again, refills, trims or exits. Also up to 63 objects per
  * thread and pool freed into other threads' slabs, waiting to go home

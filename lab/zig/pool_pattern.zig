@@ -35,7 +35,8 @@ pub const Size = struct {
 pub const sizes = [_]Size{
     .{ .name = "small", .bytes = 1, .rounds_full = 2_500_000 },
     .{ .name = "medium", .bytes = 8 * 1024, .rounds_full = 1_000_000 },
-    .{ .name = "big", .bytes = 1024 * 1024, .rounds_full = 25_000 },
+    // ten times the study's rounds, as the C side's (lab/exp_pool_pattern.c)
+    .{ .name = "big", .bytes = 1024 * 1024, .rounds_full = 250_000 },
 };
 
 /// The subjects of this experiment, in the order of the result lines.

@@ -91,16 +91,32 @@ static inline size_t policy_extend_hardened(size_t slot) {
  * refilled from another slab at about every fourth allocation, and a freed
  * 1 MiB object (a slab of its own) went to the heap's spare and the pool's
  * lock (tests/test_pool_memory.cc, BigObjects). The free objects the
- * pattern leaves listed stay under HOT_LIST (bench/bench_pattern.c). The count is a budget the heap renews at each
- * refill (its list then holds no object of another slab) and each such
- * free onto a non-empty list spends: the inline allocation keeps no count.
+ * pattern leaves listed stay under HOT_LIST (bench/bench_pattern.c).
  * Those objects stay off their slabs, out of the purge's reach until the
- * thread refills, trims or exits (pk_collect), so the budget is bounded in
- * bytes too: HOT_LIST_BYTES per thread per pool (at least one object), on
- * top of the HOT_FREES one. A pattern that frees and allocates around its
- * cap needs only the last few objects it freed. */
+ * thread refills, trims or exits (pk_collect), so the bound is in bytes
+ * too: HOT_LIST_BYTES per thread per pool (at least one object), on top
+ * of the HOT_FREES one; at 1 MiB, eight objects sent the pattern home and
+ * back at 5% of its calls, 32 at 0.17% (its live set wanders by more than
+ * eight). Where pk_free pushes onto the list too (the size classes: its own
+ * count, OWN_FREES), the bound is a budget the heap renews at each refill
+ * (its list then holds no object of another slab) and each such free onto
+ * a non-empty list spends: the inline allocation keeps no count.
+ *
+ * HOT_COUNT: elsewhere the short path counts the objects listed, not the
+ * frees: a budget of frees runs out in a few dozen at random, and then
+ * sends every free home to its slab and refills the next allocation from
+ * another while the list holds a few objects (1 MiB objects, a budget of
+ * eight: 18% of the frees home, 18% of the allocations refilled). Each
+ * object of another slab the short path lists carries in its second word
+ * how many such objects the list held under it (keyed by a value the heap
+ * changes at each refill, so that neither what the user wrote there nor a
+ * count from before passes), so the list's head says how many lie under
+ * it now; a head that carries none (an object of the current slab, or the
+ * list's only one) leaves the last count, an upper bound (one for the
+ * only one). The slots are over 1 KiB (HOT_LIST's), so the second word is
+ * theirs. */
 #define HOT_LIST 64
-#define HOT_LIST_BYTES ((size_t)8 << 20)
+#define HOT_LIST_BYTES ((size_t)32 << 20)
 static inline size_t policy_hot_list(size_t capacity, size_t slot) {
     if (!(capacity == 1 || SLAB_BYTES / slot < HOT_LIST)) return 0;
     size_t n = HOT_LIST_BYTES / slot;

@@ -62,6 +62,8 @@ heap *heap_get(pk_pool *p, tc_slot *c) {
     c->secret = p->list_at == LIST_HARDENED ? p->hard.secret : 0;
     h->own_budget = h->own_room = (intptr_t)p->own_frees;
     h->rng = (p->hard.secret ^ (uintptr_t)h) * 0x9E3779B97F4A7C15ull | 1; /* read-only after creation */
+    h->hot_count = p->hot_list && !p->own_frees;
+    h->hot_key = h->rng * 0x9E3779B97F4A7C15ull; /* not what a user writes */
     pool_lock(p);
     h->next = p->heaps;
     if (p->heaps) p->heaps->prev = h;
@@ -124,8 +126,9 @@ void heap_take_slab(pk_pool *p, heap *h, slab *s) {
 }
 
 _Static_assert(SPARE_BYTES == (size_t)4 << 20 && SPARES_MAX == 16 && HOT_LIST == 64 &&
-                   HOT_LIST_BYTES == (size_t)8 << 20,
-               "pool.h (pk_set_purge_delay) and docs/design.md name the spares' and the thread list's bounds");
+                   HOT_LIST_BYTES == (size_t)32 << 20,
+               "pool.h (pk_set_purge_delay), docs/design.md and tests/test_pool_memory.cc name the spares' and "
+               "the thread list's bounds");
 
 /* The heap's spares (HEAP_SPARE): push s, on no list; pop the last pushed. */
 static void spare_push(heap *h, slab *s) {
@@ -677,6 +680,9 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
         h->foreign_room = HOT_FOREIGN;
         h->hot_room = p->hot_list;
         h->hot_bar = p->hot_list ? UINTPTR_MAX : 0;
+        /* HOT_COUNT: from 0, and no count written before passes */
+        h->hot_n = 0;
+        h->hot_key += 0x9E3779B97F4A7C15ull;
         own_restart(h);
         note_peak(p, h, false);
         HEAP_VALIDATE(p, h);

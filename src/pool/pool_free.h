@@ -48,6 +48,30 @@ static inline void hot_push_hardened(tc_slot *c, heap *h, void *obj) {
     __atomic_store_n(&c->hhead, obj, __ATOMIC_RELAXED);
 }
 
+/* HOT_COUNT (policy.h): whether obj, an object of another owned slab, may
+ * go onto h's list, whose head is head (not NULL): whether the list holds
+ * fewer than most such objects. A head the short path listed says how
+ * many it was (its second word: the count before it, keyed); one that is
+ * the list's only object, at most itself; any other, hot_n, the count
+ * after the last listing (taken back or not since). */
+static inline bool hot_admit(heap *h, void *head, void *obj, size_t most) {
+    uintptr_t *w = (uintptr_t *)head;
+    track_open(w, 2 * sizeof *w);
+    uintptr_t i = w[1] ^ (uintptr_t)head ^ h->hot_key;
+    size_t n = i < most ? i + 1 : w[0] ? h->hot_n : 1;
+    track_close(w, 2 * sizeof *w);
+    if (n >= most) {
+        h->hot_n = n;
+        return false;
+    }
+    w = (uintptr_t *)obj + 1;
+    track_open(w, sizeof *w);
+    *w = n ^ (uintptr_t)obj ^ h->hot_key;
+    track_close(w, sizeof *w);
+    h->hot_n = n + 1;
+    return true;
+}
+
 static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
     heap *h = c->heap;
     uintptr_t x = (uintptr_t)obj;
@@ -64,7 +88,9 @@ static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
         if ((uintptr_t)head <= h->hot_bar) {
             if (head) {
                 if (unlikely(obj == head)) return FREE_LIBRARY; /* freed again: reported */
-                if (--h->hot_room == 0) h->hot_bar = 0;
+                if (h->hot_count) {
+                    if (!hot_admit(h, head, obj, h->hot_room)) goto home;
+                } else if (--h->hot_room == 0) h->hot_bar = 0;
             }
             *(void **)obj = head;
             __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
@@ -88,6 +114,7 @@ static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
          * slabs too (HOT_FREES, OWN_FREES), so the head may be one of s */
         return FREE_LIBRARY;
     }
+home:;
     void *f = s->free;
     uint32_t used = s->used;
     /* a full slab (no free list: it moves to avail), the last object home

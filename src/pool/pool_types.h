@@ -200,6 +200,16 @@ typedef struct heap {
      * an empty list only). One compare, as the test for an empty list. */
     uintptr_t hot_bar;
     size_t hot_room;
+    /* HOT_COUNT (policy.h): on pools whose lists only the heap's paths and
+     * the inline ones touch (not pk_free's), hot_room is a bound on a count
+     * instead of a budget (never spent; hot_bar stays UINTPTR_MAX): hot_n
+     * bounds the objects of other owned slabs
+     * on the list, each of which carries its place in that count in its
+     * second word, keyed by hot_key (which changes as the count restarts,
+     * at each refill). */
+    bool hot_count;
+    size_t hot_n;
+    uintptr_t hot_key;
     size_t foreign_room;       /* HOT_FOREIGN: objects of other heaps' slabs it may still
                                   push onto a non-empty list before the list is next empty */
     struct slab *warm;         /* the owned slab its owner last freed an object into, left
