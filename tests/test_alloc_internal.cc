@@ -160,16 +160,21 @@ TEST(AllocLargeKept, AMappingKeptPastTheCountItWasGivenMakesRoomForItself) {
     for (char *m : rest) os_unmap(m, MiB);
 }
 
+/* A mapping of the test's, total bytes long, of which the pieces (offset,
+ * length) are kept, in that order, with no bound; gaps between them, not
+ * kept, so that none joins another. */
+char *keep_pieces(size_t total, std::initializer_list<std::pair<size_t, size_t>> pieces) {
+    char *m = static_cast<char *>(os_map(total, 0));
+    const fit_bound any = {SIZE_MAX / 2, LARGE_KEEP_COUNT};
+    for (const auto &piece : pieces)
+        if (m) os_unmap_later_fit(m + piece.first, piece.second, any);
+    return m;
+}
+
 TEST(AllocLargeKept, ARequestTakesTheFrontOfTheSmallestKeptMappingThatHoldsIt) {
     KeptBlocks kept;
-    /* pieces of 1, 3 and 2 MiB of one mapping of the test's, with gaps
-     * between them that are not kept, so none joins another */
-    char *m = static_cast<char *>(os_map(12 * MiB, 0));
+    char *m = keep_pieces(12 * MiB, {{0, MiB}, {2 * MiB, 3 * MiB}, {6 * MiB, 2 * MiB}});
     ASSERT_NE(m, nullptr);
-    const fit_bound any = {SIZE_MAX / 2, LARGE_KEEP_COUNT};
-    os_unmap_later_fit(m, MiB, any);
-    os_unmap_later_fit(m + 2 * MiB, 3 * MiB, any);
-    os_unmap_later_fit(m + 6 * MiB, 2 * MiB, any);
     char *p = static_cast<char *>(os_map_fit(MiB + MiB / 2));
     EXPECT_EQ(p, m + 6 * MiB) << "not the smallest mapping long enough";
     EXPECT_EQ(kept_bytes(), 4 * MiB + MiB / 2) << "the rest of the one taken did not wait on";
@@ -177,6 +182,49 @@ TEST(AllocLargeKept, ARequestTakesTheFrontOfTheSmallestKeptMappingThatHoldsIt) {
     os_unmap(m + 5 * MiB, MiB);
     os_unmap(p, MiB + MiB / 2);
     os_unmap(m + 8 * MiB, 4 * MiB);
+}
+
+/* The mapping kept last is looked at first, for a request of its length
+ * only: a longer one kept last does not pass the smallest. */
+TEST(AllocLargeKept, TheMappingKeptLastServesARequestOfItsLengthOnly) {
+    KeptBlocks kept;
+    char *m = keep_pieces(12 * MiB, {{0, MiB}, {2 * MiB, 2 * MiB}, {5 * MiB, 2 * MiB}, {8 * MiB, 4 * MiB}});
+    ASSERT_NE(m, nullptr);
+    char *p = static_cast<char *>(os_map_fit(2 * MiB));
+    EXPECT_TRUE(p == m + 2 * MiB || p == m + 5 * MiB) << "not a mapping of the request's length";
+    char *q = static_cast<char *>(os_map_fit(MiB));
+    EXPECT_EQ(q, m) << "the longer mapping kept last passed the smallest";
+    EXPECT_EQ(kept_bytes(), 6 * MiB);
+    os_unmap(m + MiB, MiB);
+    os_unmap(m + 4 * MiB, MiB);
+    os_unmap(m + 7 * MiB, MiB);
+    os_unmap(p, 2 * MiB);
+    os_unmap(q, MiB); /* the pieces still kept go at the test's end */
+}
+
+/* A block aligned past a page takes its pages from inside a kept mapping
+ * that holds it aligned, what lies either side waiting on: the mapping a
+ * block of the same shape left, its pieces joined back, serves the next
+ * with no system call. */
+TEST(AllocLargeKept, AnAlignedBlockTakesItsPagesFromInsideAKeptMapping) {
+    KeptBlocks kept;
+    const size_t align = 2 * MiB, len = 3 * MiB;
+    char *m = static_cast<char *>(os_map(16 * MiB, 0));
+    ASSERT_NE(m, nullptr);
+    char *a = reinterpret_cast<char *>(align_up(reinterpret_cast<uintptr_t>(m), align));
+    const fit_bound any = {SIZE_MAX / 2, LARGE_KEEP_COUNT};
+    char *piece = a + MiB; /* not aligned; holds an aligned block of len */
+    os_unmap_later_fit(piece, 6 * MiB, any);
+    char *p = static_cast<char *>(os_fit_take_aligned(len, align));
+    EXPECT_EQ(p, a + align) << "not the aligned block inside the kept mapping";
+    EXPECT_EQ(kept_bytes(), 3 * MiB) << "the front and the tail did not wait on";
+    EXPECT_EQ(os_fit_take_aligned(len, align), nullptr) << "a request no kept mapping holds aligned";
+    char *front = static_cast<char *>(os_map_fit(MiB));
+    char *tail = static_cast<char *>(os_map_fit(2 * MiB));
+    EXPECT_EQ(front, piece);
+    EXPECT_EQ(tail, a + align + len);
+    EXPECT_EQ(kept_bytes(), 0u);
+    os_unmap(m, 16 * MiB);
 }
 
 TEST(AllocLargeKept, ThePiecesKeptFollowTheLiveBlocksWithinTheirBounds) {

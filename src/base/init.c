@@ -6,8 +6,9 @@
  * function here at load time (a constructor that runs before any default-
  * priority constructor of the program, so before any static-initialization
  * code can make a pool), and the lower layers only announce events. Each
- * hook is idempotent (pthread_once), so announcing an event again costs a
- * load and a predicted branch per hook.
+ * hook is idempotent (pthread_once), and once every hook has returned from
+ * an announcement, announcing the event again is one load (done): a large
+ * block's allocation announces at every call.
  *
  * An event may come before a hook is registered: the malloc library makes
  * pools for the allocations the C library and the dynamic loader make
@@ -28,6 +29,10 @@ void (*fork_test_hook)(hook_point point, void *lock);
 static void (*hooks[INIT_EVENTS][INIT_HOOKS_MAX])(void);
 static int hook_count[INIT_EVENTS];
 static bool announced[INIT_EVENTS];
+/* Every hook registered for the event has run to its end since it was
+ * announced; a thread that finds it unset runs them (pthread_once waits
+ * for another thread's run in progress). */
+static bool done[INIT_EVENTS];
 
 void init_on(init_event e, void (*fn)(void)) {
     if (hook_count[e] < INIT_HOOKS_MAX) hooks[e][hook_count[e]++] = fn;
@@ -35,6 +40,8 @@ void init_on(init_event e, void (*fn)(void)) {
 }
 
 void init_announce(init_event e) {
+    if (likely(__atomic_load_n(&done[e], __ATOMIC_ACQUIRE))) return;
     if (!__atomic_load_n(&announced[e], __ATOMIC_RELAXED)) __atomic_store_n(&announced[e], true, __ATOMIC_RELEASE);
     for (int i = 0; i < hook_count[e]; i++) hooks[e][i]();
+    __atomic_store_n(&done[e], true, __ATOMIC_RELEASE);
 }

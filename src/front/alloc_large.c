@@ -210,6 +210,13 @@ static fit_bound bound_now(void) {
 static char *fit_aligned(size_t len, size_t align, bool zero) {
     size_t page = os_page_size(), span = len + align - page;
     if (align > len) return os_map(len, align);
+    /* a kept mapping that holds the block aligned, as one a block of the
+     * same shape left (its pieces either side joined back to it): one
+     * look-up, and no pieces to give back */
+    char *kept = os_fit_take_aligned(len, align);
+    if (kept && zero && len <= LARGE_ZERO_REUSE_MAX) memset(kept, 0, len);
+    else if (kept && zero) os_zero_pages(kept, len);
+    if (kept) return kept;
     char *m = zero ? os_map_fit_zero(span, span <= LARGE_ZERO_REUSE_MAX) : os_map_fit(span);
     if (!m) return NULL;
     char *base = (char *)align_up((uintptr_t)m, align);

@@ -204,7 +204,11 @@ static void *map_fit(size_t size, size_t *dirty) {
     size_t pieces = 0, got = 0, extra = 0;
     pthread_mutex_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
-    size_t best = fit_best(size, NULL);
+    /* the fit added last first: of the request's length, it is the
+     * smallest that holds it, with no scan (a program that frees and
+     * allocates blocks of one length takes back the one it freed last,
+     * in cache) */
+    size_t best = fit_count && fits[fit_count - 1].len == size ? fit_count - 1 : fit_best(size, NULL);
     if (best < fit_count) {
         f = fit_take_front(best, size);
     } else {
@@ -234,6 +238,30 @@ void *os_map_fit_zero(size_t size, bool clear) {
     if (p && clear) memset(p, 0, dirty);
     else if (p) os_zero_pages(p, dirty);
     return p;
+}
+
+void *os_fit_take_aligned(size_t len, size_t align) {
+    char *got = NULL;
+    pthread_mutex_lock(&retain_lock);
+    fork_test_point(HOOK_RETAINED, &retain_lock);
+    for (size_t i = fit_count; i-- > 0 && !got;) {
+        fit *f = &fits[i];
+        uintptr_t base = (uintptr_t)f->base, at = align_up(base, align);
+        if (at - base > f->len || f->len - (at - base) < len) continue;
+        size_t front = at - base, tail = f->len - front - len;
+        if (!front) {
+            fit_take_front(i, len);
+        } else {
+            /* the front waits on in the entry; the tail, a second one */
+            if (tail && fit_count >= LARGE_KEEP_COUNT) continue;
+            f->len = front;
+            __atomic_store_n(&fit_bytes, fit_bytes - len - tail, __ATOMIC_RELAXED);
+            if (tail) fit_add((fit){(char *)at + len, tail, f->since});
+        }
+        got = (char *)at;
+    }
+    pthread_mutex_unlock(&retain_lock);
+    return got;
 }
 
 bool os_fit_claim(void *at, size_t len) {
