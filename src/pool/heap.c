@@ -62,7 +62,10 @@ heap *heap_get(pk_pool *p, tc_slot *c) {
     c->secret = p->list_at == LIST_HARDENED ? p->hard.secret : 0;
     h->own_budget = h->own_room = (intptr_t)p->own_frees;
     h->rng = (p->hard.secret ^ (uintptr_t)h) * 0x9E3779B97F4A7C15ull | 1; /* read-only after creation */
-    h->hot_count = p->hot_list && !p->own_frees;
+    /* not the size classes, whose lists pk_free pushes onto too (OWN_FREES,
+     * or, in tool builds, the library's paths), and whose blocks the
+     * object layer and the hardened front end write their own words into */
+    h->hot_count = p->hot_list && !p->geo.table_slot;
     h->hot_key = h->rng * 0x9E3779B97F4A7C15ull; /* not what a user writes */
     pool_lock(p);
     h->next = p->heaps;

@@ -201,7 +201,7 @@ typedef struct heap {
     uintptr_t hot_bar;
     size_t hot_room;
     /* HOT_COUNT (policy.h): on pools whose lists only the heap's paths and
-     * the inline ones touch (not pk_free's), hot_room is a bound on a count
+     * the inline ones touch (not the size classes'), hot_room is a bound on a count
      * instead of a budget (never spent; hot_bar stays UINTPTR_MAX): hot_n
      * bounds the objects of other owned slabs
      * on the list, each of which carries its place in that count in its
