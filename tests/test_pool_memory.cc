@@ -300,6 +300,22 @@ TEST(BigObjects, AnObjectPointingAtItselfDoesNotResetTheListsCount) {
     EXPECT_LE(listed(p.get()), listed_mib + 1);
 }
 
+/* The object freed onto an empty list is counted too: under the current
+ * slab's object (freed inline, carrying no count), the count starts from
+ * it. Uncounted, it let one more object onto the list past the bound. */
+TEST(BigObjects, TheFirstObjectOntoAnEmptyListIsCounted) {
+    PurgeDelay delay(60000);
+    PoolPtr p = make_pool(1 << 20);
+    std::vector<void *> objs = alloc_n(p.get(), 2 * listed_mib + 1);
+    ASSERT_EQ(objs.size(), 2 * listed_mib + 1);
+    void *cur = objs.back(); /* the last refill's: the current slab */
+    objs.pop_back();
+    pk_pool_free(p.get(), objs[0]);
+    pk_pool_free(p.get(), cur);
+    for (size_t i = 1; i < objs.size(); i++) pk_pool_free(p.get(), objs[i]);
+    EXPECT_EQ(listed(p.get()), listed_mib + 1) << "the bound's objects and the current slab's";
+}
+
 /* However frees and allocations interleave, the list never holds more than
  * its bound; nor where each freed object's second word holds what a count
  * with no key would read as "none under it" (its own address). */

@@ -111,10 +111,11 @@ static inline size_t policy_extend_hardened(size_t slot) {
  * how many such objects the list held under it (keyed by a value the heap
  * changes at each refill, so that neither what the user wrote there nor a
  * count from before passes), so the list's head says how many lie under
- * it now; a head that carries none (an object of the current slab, or the
- * list's only one) leaves the last count, an upper bound (one for the
- * only one). The slots are over 1 KiB (HOT_LIST's), so the second word is
- * theirs. */
+ * it now, the first onto an empty list counted one; a head that carries
+ * none (an object of the current slab) leaves the last count, an upper
+ * bound. The list then holds at most the bound's objects of other slabs,
+ * the HOT_FREES one among them. The slots are over 1 KiB (HOT_LIST's), so
+ * the second word is theirs. */
 #define HOT_LIST 64
 #define HOT_LIST_BYTES ((size_t)32 << 20)
 static inline size_t policy_hot_list(size_t capacity, size_t slot) {

@@ -184,6 +184,7 @@ void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now) {
     if (h->cur && (!head || (h->hot_room && !p->hardened &&
                              (!h->hot_count || hot_admit(h, head, obj, h->hot_room))))) {
         if (head && !h->hot_count && --h->hot_room == 0) h->hot_bar = 0;
+        if (!head && h->hot_count) hot_first(h, obj);
         if (p->hardened) h->hot_obj = obj;
         link_store(p, obj, (uintptr_t)head);
         list_set(h, obj, h->count + 1);

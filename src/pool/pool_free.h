@@ -48,12 +48,23 @@ static inline void hot_push_hardened(tc_slot *c, heap *h, void *obj) {
     __atomic_store_n(&c->hhead, obj, __ATOMIC_RELAXED);
 }
 
-/* HOT_COUNT (policy.h): whether obj, an object of another owned slab, may
- * go onto h's list, whose head is head (not NULL): whether the list holds
- * fewer than most such objects. A head the short path listed says how
- * many it was (its second word: the count before it, keyed); one that is
- * the list's only object, at most itself; any other, hot_n, the count
- * after the last listing (taken back or not since). */
+/* HOT_COUNT (policy.h): obj, an object of another owned slab, goes onto
+ * h's empty list: the first counted. */
+static inline void hot_first(heap *h, void *obj) {
+    uintptr_t *w = (uintptr_t *)obj + 1;
+    track_open(w, sizeof *w);
+    *w = (uintptr_t)obj ^ h->hot_key;
+    track_close(w, sizeof *w);
+    h->hot_n = 1;
+}
+
+/* HOT_COUNT: whether obj, an object of another owned slab, may go onto
+ * h's list, whose head is head (not NULL): whether the list holds fewer
+ * than most such objects. A head the short path listed says how many it
+ * was (its second word: the count before it, keyed); one that is the
+ * list's only object, at most itself; any other (an object of the current
+ * slab), hot_n, the count after the last listing (taken back or not
+ * since). */
 static inline bool hot_admit(heap *h, void *head, void *obj, size_t most) {
     uintptr_t *w = (uintptr_t *)head;
     track_open(w, 2 * sizeof *w);
@@ -91,6 +102,8 @@ static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
                 if (h->hot_count) {
                     if (!hot_admit(h, head, obj, h->hot_room)) goto home;
                 } else if (--h->hot_room == 0) h->hot_bar = 0;
+            } else if (h->hot_count) {
+                hot_first(h, obj);
             }
             *(void **)obj = head;
             __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
