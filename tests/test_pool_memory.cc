@@ -281,6 +281,15 @@ TEST(BigObjects, ObjectsTakenBackFromTheListMakeRoomForMoreFrees) {
     free_all(p.get(), objs);
 }
 
+/* 2 * listed_mib objects of 1 MiB allocated, each a refill's, then one
+ * more, *cur: the current slab's. */
+static std::vector<void *> alloc_then_current(pk_pool *p, void **cur) {
+    std::vector<void *> objs = alloc_n(p, 2 * listed_mib + 1);
+    *cur = objs.size() == 2 * listed_mib + 1 ? objs.back() : nullptr;
+    if (*cur) objs.pop_back();
+    return objs;
+}
+
 /* Each object of another slab on the list carries its count in its second
  * word, under a key: an object the list holds that the count did not put
  * there (the current slab's, freed inline) and whose second word the user
@@ -289,10 +298,9 @@ TEST(BigObjects, ObjectsTakenBackFromTheListMakeRoomForMoreFrees) {
 TEST(BigObjects, AnObjectPointingAtItselfDoesNotResetTheListsCount) {
     PurgeDelay delay(60000);
     PoolPtr p = make_pool(1 << 20);
-    std::vector<void *> objs = alloc_n(p.get(), 2 * listed_mib + 1);
-    ASSERT_EQ(objs.size(), 2 * listed_mib + 1);
-    void *cur = objs.back(); /* the last refill's: the current slab */
-    objs.pop_back();
+    void *cur;
+    std::vector<void *> objs = alloc_then_current(p.get(), &cur);
+    ASSERT_NE(cur, nullptr);
     for (size_t i = 0; i < listed_mib; i++) pk_pool_free(p.get(), objs[i]);
     static_cast<void **>(cur)[1] = cur;
     pk_pool_free(p.get(), cur);
@@ -306,10 +314,9 @@ TEST(BigObjects, AnObjectPointingAtItselfDoesNotResetTheListsCount) {
 TEST(BigObjects, TheFirstObjectOntoAnEmptyListIsCounted) {
     PurgeDelay delay(60000);
     PoolPtr p = make_pool(1 << 20);
-    std::vector<void *> objs = alloc_n(p.get(), 2 * listed_mib + 1);
-    ASSERT_EQ(objs.size(), 2 * listed_mib + 1);
-    void *cur = objs.back(); /* the last refill's: the current slab */
-    objs.pop_back();
+    void *cur;
+    std::vector<void *> objs = alloc_then_current(p.get(), &cur);
+    ASSERT_NE(cur, nullptr);
     pk_pool_free(p.get(), objs[0]);
     pk_pool_free(p.get(), cur);
     for (size_t i = 1; i < objs.size(); i++) pk_pool_free(p.get(), objs[i]);
