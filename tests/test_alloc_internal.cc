@@ -215,10 +215,10 @@ TEST(AllocLargeKept, AnAlignedBlockTakesItsPagesFromInsideAKeptMapping) {
     const fit_bound any = {SIZE_MAX / 2, LARGE_KEEP_COUNT};
     char *piece = a + MiB; /* not aligned; holds an aligned block of len */
     os_unmap_later_fit(piece, 6 * MiB, any);
-    char *p = static_cast<char *>(os_fit_take_aligned(len, align));
+    char *p = static_cast<char *>(os_fit_take_aligned(len, align, false, false));
     EXPECT_EQ(p, a + align) << "not the aligned block inside the kept mapping";
     EXPECT_EQ(kept_bytes(), 3 * MiB) << "the front and the tail did not wait on";
-    EXPECT_EQ(os_fit_take_aligned(len, align), nullptr) << "a request no kept mapping holds aligned";
+    EXPECT_EQ(os_fit_take_aligned(len, align, false, false), nullptr) << "a request no kept mapping holds aligned";
     char *front = static_cast<char *>(os_map_fit(MiB));
     char *tail = static_cast<char *>(os_map_fit(2 * MiB));
     EXPECT_EQ(front, piece);

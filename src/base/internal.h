@@ -146,8 +146,9 @@ void *os_map_fit_zero(size_t size, bool clear);
 /* len bytes (a multiple of the page size) at a multiple of align (a power
  * of two past the page size) from a kept mapping that holds them so, the
  * newest that does, what lies either side of them waiting on; NULL where
- * none does (or no room is left for a second piece). Not zero. */
-void *os_fit_take_aligned(size_t len, size_t align);
+ * none does (or no room is left for a second piece). With zero, zero as
+ * os_map_fit_zero makes them (clear: cleared, else given back). */
+void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear);
 /* Takes the len bytes at `at` out of the fits if a kept mapping starts
  * there and holds them (a block shrunk in place grows back over its own
  * tail, its pages still faulted in): true if it did. */

@@ -213,9 +213,7 @@ static char *fit_aligned(size_t len, size_t align, bool zero) {
     /* a kept mapping that holds the block aligned, as one a block of the
      * same shape left (its pieces either side joined back to it): one
      * look-up, and no pieces to give back */
-    char *kept = os_fit_take_aligned(len, align);
-    if (kept && zero && len <= LARGE_ZERO_REUSE_MAX) memset(kept, 0, len);
-    else if (kept && zero) os_zero_pages(kept, len);
+    char *kept = os_fit_take_aligned(len, align, zero, len <= LARGE_ZERO_REUSE_MAX);
     if (kept) return kept;
     char *m = zero ? os_map_fit_zero(span, span <= LARGE_ZERO_REUSE_MAX) : os_map_fit(span);
     if (!m) return NULL;

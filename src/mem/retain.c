@@ -232,15 +232,21 @@ void *os_map_fit(size_t size) {
     return map_fit(size, &dirty);
 }
 
-void *os_map_fit_zero(size_t size, bool clear) {
-    size_t dirty;
-    void *p = map_fit(size, &dirty);
+/* The first dirty bytes of p, kept memory, zero: cleared, or given back
+ * to come back zero (os_map_fit_zero says when). */
+static void *zero_kept(void *p, size_t dirty, bool clear) {
     if (p && clear) memset(p, 0, dirty);
     else if (p) os_zero_pages(p, dirty);
     return p;
 }
 
-void *os_fit_take_aligned(size_t len, size_t align) {
+void *os_map_fit_zero(size_t size, bool clear) {
+    size_t dirty;
+    void *p = map_fit(size, &dirty);
+    return zero_kept(p, dirty, clear);
+}
+
+void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear) {
     char *got = NULL;
     pthread_mutex_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
@@ -261,7 +267,7 @@ void *os_fit_take_aligned(size_t len, size_t align) {
         got = (char *)at;
     }
     pthread_mutex_unlock(&retain_lock);
-    return got;
+    return zero ? zero_kept(got, len, clear) : got;
 }
 
 bool os_fit_claim(void *at, size_t len) {

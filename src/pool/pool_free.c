@@ -179,12 +179,10 @@ void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now) {
             return;
         }
     }
-    /* HOT_FREES, and HOT_LIST but on hardened lists, whose links lead
-     * within the current slab but for the one hot object (hot_obj) */
-    if (h->cur && (!head || (h->hot_room && !p->hardened &&
-                             (!h->hot_count || hot_admit(h, head, obj, h->hot_room))))) {
-        if (head && !h->hot_count && --h->hot_room == 0) h->hot_bar = 0;
-        if (!head && h->hot_count) hot_first(h, obj);
+    /* HOT_FREES, and HOT_LIST but on hardened lists (their hot_list is 0),
+     * whose links lead within the current slab but for the one hot object
+     * (hot_obj) */
+    if (h->cur && hot_takes(h, head, obj)) {
         if (p->hardened) h->hot_obj = obj;
         link_store(p, obj, (uintptr_t)head);
         list_set(h, obj, h->count + 1);

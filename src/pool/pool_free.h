@@ -48,38 +48,48 @@ static inline void hot_push_hardened(tc_slot *c, heap *h, void *obj) {
     __atomic_store_n(&c->hhead, obj, __ATOMIC_RELAXED);
 }
 
-/* HOT_COUNT (policy.h): obj, an object of another owned slab, goes onto
- * h's empty list: the first counted. */
-static inline void hot_first(heap *h, void *obj) {
+/* HOT_COUNT (policy.h): obj goes onto h's list with n objects of other
+ * slabs under it: its second word says so, keyed. */
+static inline void hot_mark(heap *h, void *obj, size_t n) {
     uintptr_t *w = (uintptr_t *)obj + 1;
-    track_open(w, sizeof *w);
-    *w = (uintptr_t)obj ^ h->hot_key;
-    track_close(w, sizeof *w);
-    h->hot_n = 1;
-}
-
-/* HOT_COUNT: whether obj, an object of another owned slab, may go onto
- * h's list, whose head is head (not NULL): whether the list holds fewer
- * than most such objects. A head the short path listed says how many it
- * was (its second word: the count before it, keyed); one that is the
- * list's only object, at most itself; any other (an object of the current
- * slab), hot_n, the count after the last listing (taken back or not
- * since). */
-static inline bool hot_admit(heap *h, void *head, void *obj, size_t most) {
-    uintptr_t *w = (uintptr_t *)head;
-    track_open(w, 2 * sizeof *w);
-    uintptr_t i = w[1] ^ (uintptr_t)head ^ h->hot_key;
-    size_t n = i < most ? i + 1 : w[0] ? h->hot_n : 1;
-    track_close(w, 2 * sizeof *w);
-    if (n >= most) {
-        h->hot_n = n;
-        return false;
-    }
-    w = (uintptr_t *)obj + 1;
     track_open(w, sizeof *w);
     *w = n ^ (uintptr_t)obj ^ h->hot_key;
     track_close(w, sizeof *w);
     h->hot_n = n + 1;
+}
+
+/* HOT_COUNT: the objects of other slabs on h's list, whose head is head
+ * (not NULL), at most: a head the short path listed says how many (its
+ * second word: the count under it, keyed); one that is the list's only
+ * object, at most itself; any other (an object of the current slab),
+ * hot_n, the count after the last listing (taken back or not since). */
+static inline size_t hot_listed(const heap *h, void *head) {
+    uintptr_t *w = (uintptr_t *)head;
+    track_open(w, 2 * sizeof *w);
+    uintptr_t i = w[1] ^ (uintptr_t)head ^ h->hot_key;
+    size_t n = i < h->hot_room ? i + 1 : w[0] ? h->hot_n : 1;
+    track_close(w, 2 * sizeof *w);
+    return n;
+}
+
+/* HOT_FREES and HOT_LIST (policy.h): whether obj, an object of another
+ * slab h owns (not the list's head), may go onto h's list, whose head is
+ * head: onto an empty list always; onto another while the list holds
+ * fewer than hot_room such objects (HOT_COUNT) or the budget lasts (its
+ * count spent, hot_bar cleared as it runs out). The caller pushes it. */
+static inline bool hot_takes(heap *h, void *head, void *obj) {
+    if (!head) {
+        if (h->hot_count) hot_mark(h, obj, 0);
+        return true;
+    }
+    if (h->hot_count) {
+        size_t n = hot_listed(h, head);
+        if (n < h->hot_room) hot_mark(h, obj, n);
+        else h->hot_n = n;
+        return n < h->hot_room;
+    }
+    if (!h->hot_room) return false;
+    if (--h->hot_room == 0) h->hot_bar = 0;
     return true;
 }
 
@@ -97,14 +107,8 @@ static inline int free_into_slab(tc_slot *c, slab *s, void *obj, bool plain) {
          * test for an empty list). */
         void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
         if ((uintptr_t)head <= h->hot_bar) {
-            if (head) {
-                if (unlikely(obj == head)) return FREE_LIBRARY; /* freed again: reported */
-                if (h->hot_count) {
-                    if (!hot_admit(h, head, obj, h->hot_room)) goto home;
-                } else if (--h->hot_room == 0) h->hot_bar = 0;
-            } else if (h->hot_count) {
-                hot_first(h, obj);
-            }
+            if (unlikely(obj == head && head)) return FREE_LIBRARY; /* freed again: reported */
+            if (!hot_takes(h, head, obj)) goto home;
             *(void **)obj = head;
             __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
             return FREE_DONE;
