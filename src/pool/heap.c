@@ -685,6 +685,7 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
         h->hot_bar = p->hot_list ? UINTPTR_MAX : 0;
         /* HOT_COUNT: from 0, and no count written before passes */
         h->hot_n = 0;
+        h->hot_stop = NULL;
         h->hot_key += 0x9E3779B97F4A7C15ull;
         own_restart(h);
         note_peak(p, h, false);

@@ -56,6 +56,7 @@ static inline void hot_mark(heap *h, void *obj, size_t n) {
     *w = n ^ (uintptr_t)obj ^ h->hot_key;
     track_close(w, sizeof *w);
     h->hot_n = n + 1;
+    h->hot_stop = NULL;
 }
 
 /* HOT_COUNT: the objects of other slabs on h's list, whose head is head
@@ -83,9 +84,11 @@ static inline bool hot_takes(heap *h, void *head, void *obj) {
         return true;
     }
     if (h->hot_count) {
-        size_t n = hot_listed(h, head);
+        /* refused at this head before: the list has not shrunk since (a
+         * teardown's frees past the bound, one compare each) */
+        size_t n = head == h->hot_stop ? h->hot_room : hot_listed(h, head);
         if (n < h->hot_room) hot_mark(h, obj, n);
-        else h->hot_n = n;
+        else h->hot_stop = head;
         return n < h->hot_room;
     }
     if (!h->hot_room) return false;

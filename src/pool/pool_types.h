@@ -210,6 +210,8 @@ typedef struct heap {
     bool hot_count;
     size_t hot_n;
     uintptr_t hot_key;
+    void *hot_stop; /* the head at which the count last refused, until the next listing
+                       or refill: a free finding it there is refused at once */
     size_t foreign_room;       /* HOT_FOREIGN: objects of other heaps' slabs it may still
                                   push onto a non-empty list before the list is next empty */
     struct slab *warm;         /* the owned slab its owner last freed an object into, left
