@@ -202,7 +202,13 @@ PK_API size_t pk_collect(int force);
  * object of another slab, a pool without thread heaps, pk_new's refill),
  * any pool or arena create or destroy, trim, stats, reserve or bulk call.
  * An alloc or free the inline fast path serves runs no library code and
- * returns nothing. PK_POOL_LOCAL pools return theirs on their own thread's
+ * returns nothing. The delay is the least wait: a pool whose program, after
+ * a silence gave its memory back, made at least half of it again before
+ * its next silence (a program that works in bursts) has its own delay
+ * doubled until it exceeds twice that silence, at most 16 times the delay
+ * set, so its next bursts find their memory still there; a return whose
+ * memory was not made again halves it. The mappings of freed large blocks
+ * and of destroyed pools and arenas adapt their delay the same way. PK_POOL_LOCAL pools return theirs on their own thread's
  * calls only, arenas their spares on their own reset or rewind. What stays:
  * the slabs each thread's heap owns, until that thread calls pk_pool_trim or
  * exits: its current slab (whose free objects are its slot list) and its

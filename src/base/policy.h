@@ -252,6 +252,19 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define PURGE_DELAY_DEFAULT_MS 500
 #define PURGE_DELAY_MAX_MS 86400000L
 
+/* IDLE_ADAPT: a pool that makes again, before its next silence, at least
+ * half the slabs an idle return gave back had them taken too early: the
+ * program repeats its work after silences about that long (a batch between
+ * sleeps, a server between bursts), and each return cost it a page fault a
+ * page at its next burst, where glibc, jemalloc, mimalloc and tcmalloc kept
+ * the memory over silences of 0.7 s (docs/results.md, "Bursts after a
+ * silence"). That pool's idle delay then doubles until it is over twice
+ * the silence that led to the return, at most IDLE_SHIFT_MAX times (8 s at
+ * the default delay); a return whose slabs were not made again halves it,
+ * once per such return. The ticks while the program runs keep the delay
+ * in force: only the return after a silence adapts. */
+#define IDLE_SHIFT_MAX 4
+
 /* The tick interval, for a delay d > 0: half the delay (at least 1 ms).
  * Each pool ticks at most once per interval on its own calls, and once per
  * interval process-wide any call that reaches the library sweeps every

@@ -23,6 +23,9 @@
  *   what leaves is gathered GONE_BATCH at a time and unmapped outside the
  *   lock.
  *
+ * The delay they wait adapts (IDLE_ADAPT, policy.h; judge_purge below):
+ * a purge by age followed by as much mapped afresh lengthens it.
+ *
  * Reused memory is not zero (callers that need zeros clear what they use
  * or ask for fresh pages). Tool builds keep nothing, so that Valgrind and
  * ASan see every mapping fresh. */
@@ -63,6 +66,16 @@ static fit_bound last_bound;
 /* When the oldest entry was retained (at most): a tick before it has
  * waited the delay has nothing to do and takes no lock. */
 static uint64_t oldest;
+/* IDLE_ADAPT (policy.h) for what is kept here: the bytes the last purge by
+ * age gave back (0 once judged), the bytes mapped fresh by then, the age of
+ * the oldest it gave back, and the doublings of the delay they wait
+ * (written under the lock, read by the tick without it). fresh: bytes
+ * mapped where nothing kept served (relaxed atomic). */
+static size_t purged;
+static uint64_t purged_mark, purged_age, fresh;
+static unsigned keep_shift;
+
+static void note_fresh(size_t bytes) { __atomic_fetch_add(&fresh, bytes, __ATOMIC_RELAXED); }
 
 void *os_map_reuse_near(void *want, size_t size, size_t align) {
     pthread_mutex_lock(&retain_lock);
@@ -74,7 +87,9 @@ void *os_map_reuse_near(void *want, size_t size, size_t align) {
         __atomic_store_n(&held, held - size, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&retain_lock);
-    return r ? (void *)r : os_map_near(want, size, align);
+    if (r) return r;
+    note_fresh(size);
+    return os_map_near(want, size, align);
 }
 
 void *os_map_reuse(size_t size, size_t align) { return os_map_reuse_near(NULL, size, align); }
@@ -222,6 +237,7 @@ static void *map_fit(size_t size, size_t *dirty) {
     *dirty = f.base ? size : got;
     if (f.base) return f.base;
     void *p = gather(piece, pieces, size, extra);
+    note_fresh(p ? size - got : size);
     if (p) return p;
     *dirty = 0;
     return os_map(size, 0);
@@ -414,10 +430,40 @@ static size_t release_older(uint64_t before) {
     return bytes;
 }
 
+/* IDLE_ADAPT: the last purge by age judged, under the lock, once more is
+ * due to go: as much mapped fresh since as it gave back (half at least)
+ * raises the shift until the delay is over twice the age of the oldest it
+ * took, else the shift falls by one. Returns the delay then in force. */
+static uint64_t judge_purge(uint64_t base) {
+    pthread_mutex_lock(&retain_lock);
+    unsigned shift = keep_shift;
+    if (purged) {
+        if (2 * (__atomic_load_n(&fresh, __ATOMIC_RELAXED) - purged_mark) >= purged) {
+            while (shift < IDLE_SHIFT_MAX && base << shift <= 2 * purged_age) shift++;
+        } else if (shift) {
+            shift--;
+        }
+        purged = 0;
+        __atomic_store_n(&keep_shift, shift, __ATOMIC_RELAXED); /* read with no lock by the tick */
+    }
+    pthread_mutex_unlock(&retain_lock);
+    return base << shift;
+}
+
 void os_retain_tick(uint64_t now) {
-    uint64_t delay = (uint64_t)options_purge_delay_ms();
-    if (!os_retained_bytes() || now < __atomic_load_n(&oldest, __ATOMIC_RELAXED) + delay) return;
-    release_older(now - delay + 1);
+    uint64_t base = (uint64_t)options_purge_delay_ms();
+    uint64_t first = __atomic_load_n(&oldest, __ATOMIC_RELAXED);
+    if (!os_retained_bytes() || now < first + (base << __atomic_load_n(&keep_shift, __ATOMIC_RELAXED))) return;
+    uint64_t delay = judge_purge(base);
+    if (now < first + delay) return;
+    size_t bytes = release_older(now - delay + 1);
+    pthread_mutex_lock(&retain_lock);
+    if (bytes) {
+        purged = bytes;
+        purged_mark = __atomic_load_n(&fresh, __ATOMIC_RELAXED);
+        purged_age = now - first;
+    }
+    pthread_mutex_unlock(&retain_lock);
 }
 
 size_t os_retain_release(void) { return release_older(UINT64_MAX); }

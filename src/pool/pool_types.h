@@ -321,6 +321,13 @@ struct pk_pool {
     uint64_t tick_ms;     /* when the last purge tick ran */
     uint64_t used_ms;     /* when the last call for the pool's own work held the lock */
     uint32_t tick_no;     /* purge ticks so far; empty slabs remember it */
+    /* IDLE_ADAPT (policy.h): the slabs the last idle return gave back (0
+     * once judged), the slabs made by then (slabs_total + slabs_released),
+     * its time and the silence before it, and the doublings of the pool's
+     * idle delay. */
+    size_t idle_gone, idle_mark;
+    uint64_t idle_ms, idle_gap;
+    uint32_t idle_shift;
     uint64_t remote_seen; /* the remote frees counted when the pool's own slabs
                              were last all collected for a heap (heap.c) */
     size_t peak_out;

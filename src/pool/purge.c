@@ -20,10 +20,44 @@ static bool idle_for_delay(const pk_pool *p, uint64_t now, uint64_t delay) {
     return delay && now > p->used_ms && now - p->used_ms >= delay;
 }
 
+/* pool.h and README.md: at most 16 times the delay set; design.md and
+ * policy.h: 8 s at the default. */
+_Static_assert(IDLE_SHIFT_MAX == 4 && (PURGE_DELAY_DEFAULT_MS << IDLE_SHIFT_MAX) == 8000,
+               "the longest adapted delay the docs give");
+
+/* The slabs the pool has made so far (released ones included). */
+static size_t slabs_made(const pk_pool *p) { return p->slabs_total + (size_t)p->slabs_released; }
+
+/* IDLE_ADAPT (policy.h): the pool's idle delay, base doubled idle_shift
+ * times; at the first silence of base that follows a use after an idle
+ * return, that return is judged first: its slabs made again (at least half
+ * of them) raise the shift until the delay is over twice the silence that
+ * led to it, else the shift falls by one. */
+static uint64_t idle_delay(pk_pool *p, uint64_t now, uint64_t base) {
+    if (p->idle_gone && p->used_ms >= p->idle_ms && idle_for_delay(p, now, base)) {
+        if (2 * (slabs_made(p) - p->idle_mark) >= p->idle_gone) {
+            while (p->idle_shift < IDLE_SHIFT_MAX && base << p->idle_shift <= 2 * p->idle_gap) p->idle_shift++;
+        } else if (p->idle_shift) {
+            p->idle_shift--;
+        }
+        p->idle_gone = 0;
+    }
+    return base << p->idle_shift;
+}
+
 /* Every empty slab goes back (their memory sat unused for the delay). */
 static void release_idle(pk_pool *p, uint64_t now) {
+    uint64_t before = p->slabs_released;
     central_collect_own(p);
     if (p->lists[SLAB_EMPTY].head) central_release_empty(p, true, 0);
+    /* a second look in the same silence (a sweep's, then the pool's own
+     * call) finds nothing more and leaves the first one's figures */
+    if (p->slabs_released != before) {
+        p->idle_gone = (size_t)(p->slabs_released - before);
+        p->idle_mark = slabs_made(p);
+        p->idle_ms = now;
+        p->idle_gap = now - p->used_ms;
+    }
     /* The next interval starts now. */
     p->tick_ms = now;
     p->tick_no++;
@@ -31,13 +65,14 @@ static void release_idle(pk_pool *p, uint64_t now) {
 
 void purge_note_use(pk_pool *p, uint64_t now) {
     ASSERT_POOL_LOCKED(p);
-    if (idle_for_delay(p, now, (uint64_t)options_purge_delay_ms())) release_idle(p, now);
+    uint64_t base = (uint64_t)options_purge_delay_ms();
+    if (idle_for_delay(p, now, idle_delay(p, now, base))) release_idle(p, now);
     if (now > p->used_ms) p->used_ms = now;
 }
 
 void purge_tick(pk_pool *p, uint64_t now) {
     ASSERT_POOL_LOCKED(p);
-    uint64_t delay = (uint64_t)options_purge_delay_ms();
+    uint64_t delay = idle_delay(p, now, (uint64_t)options_purge_delay_ms());
     if (idle_for_delay(p, now, delay)) {
         release_idle(p, now);
         return;
@@ -47,4 +82,11 @@ void purge_tick(pk_pool *p, uint64_t now) {
     central_collect_own(p);
     central_release_empty(p, false, p->tick_no - 1); /* empty since the last tick */
     p->tick_no++;
+}
+
+uint32_t purge_idle_shift(pk_pool *p) {
+    pool_lock(p);
+    uint32_t s = p->idle_shift;
+    pool_unlock(p);
+    return s;
 }

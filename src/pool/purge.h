@@ -16,6 +16,10 @@ void purge_note_use(pk_pool *p, uint64_t now);
  * once per interval, slabs empty since the last tick go back. Runs on the
  * pool's calls and on sweeps; caller holds the lock. */
 void purge_tick(pk_pool *p, uint64_t now);
+/* IDLE_ADAPT (policy.h): how many times the pool's idle delay has doubled
+ * (takes the lock; for white-box tests, whose build may lay the pool's
+ * record out otherwise). */
+uint32_t purge_idle_shift(pk_pool *p);
 /* The lock for a call for the pool's own work. */
 static inline void pool_lock_for_use(pk_pool *p, uint64_t now) {
     pool_lock(p);
