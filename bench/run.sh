@@ -25,6 +25,8 @@
 # pair's instruction count beside.
 # About 4 minutes on a quiet 2-core machine (the working sets take about 1.5
 # of them; twice that under heavy load); --quick takes about a third of that.
+# After the programs, shapes run as programs of their own with and without
+# libpoolkit-malloc.so: malloc-large's and bursts after silences.
 # Timing targets are reported, not enforced (a shared machine is noisy): the
 # exit status is non-zero only when a program fails to run. The gate that
 # fails `make test` is bench/gate.sh.
@@ -103,6 +105,36 @@ echo
 large_preloaded "$@" 2>&1 | tee -a "$log"
 if [ "${PIPESTATUS[0]}" != 0 ]; then
     echo "!! the preloaded malloc-large run failed" | tee -a "$log"
+    status=1
+fi
+
+# Bursts after silences preloaded: the same program with and without
+# libpoolkit-malloc.so, a shape at a time; the target: from the third burst
+# on, poolkit faults in at most a hundredth of what its first burst did
+# (the memory stays over the silences) and takes at most glibc's time.
+bursts_preloaded() {
+    local prog lib silence=700 bursts=5 shape g p
+    prog=$(find_prog malloc_bursts) || { echo "== malloc_bursts: not built"; return 1; }
+    lib=$(ls "$build"/libpoolkit-malloc.so.* "$build"/src/libpoolkit-malloc.so.* 2>/dev/null | head -n 1)
+    [ -n "$lib" ] || { echo "== malloc_bursts: libpoolkit-malloc.so not built"; return 1; }
+    local -a shapes=("1000000 32" "10000 4000" "40 1048576")
+    for arg in "$@"; do [ "$arg" = --quick ] && shapes=("1000000 32") && bursts=4; done
+    echo "== bursts after silences of $silence ms, preloaded: $bursts bursts a run, each block written in full"
+    for shape in "${shapes[@]}"; do
+        echo "commands: $prog $shape $silence $bursts; LD_PRELOAD=$lib $prog $shape $silence $bursts"
+        g=$("$prog" $shape "$silence" "$bursts" | tail -n 1) || return 1
+        p=$(LD_PRELOAD="$lib" "$prog" $shape "$silence" "$bursts" | tail -n 1) || return 1
+        echo "  glibc:   $g"
+        echo "  poolkit: $p"
+        # "bursts: C x S B, silences of M ms: burst 1 T ms F faults, burst 2 T ms F faults,
+        # bursts 3-N T ms F faults (mean)": burst 1's faults are field 14, the rest's time 24, faults 26.
+        echo "$p $g" | awk '{n = 28; printf "target: bursts of %s x %s B after silences, preloaded: bursts 3-%s %.0f faults (first burst %s; target <= 1%%), %.2fx glibc time (target <= 1x)  -> %s\n", $2, $4, substr($23, 3), $26, $14, $24 / $(n + 24), ($26 <= $14 / 100 && $24 <= $(n + 24)) ? "PASS" : "FAIL"}'
+    done
+}
+echo
+bursts_preloaded "$@" 2>&1 | tee -a "$log"
+if [ "${PIPESTATUS[0]}" != 0 ]; then
+    echo "!! the preloaded bursts runs failed" | tee -a "$log"
     status=1
 fi
 

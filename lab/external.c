@@ -130,22 +130,19 @@ static int run_capture(char *const argv[], int limit_s, char **out, char *err, s
     if (pipe(po) || pipe(pe)) return 127;
     fflush(stdout);
     fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) return 127;
-    if (pid == 0) {
-        setpgid(0, 0);
-        dup2(po[1], 1);
-        dup2(pe[1], 2);
-        close(po[0]);
-        close(pe[0]);
-        close(po[1]);
-        close(pe[1]);
-        execv(argv[0], argv);
-        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
+    int from[2] = {po[1], pe[1]}, to[2] = {1, 2};
+    fcntl(po[0], F_SETFD, FD_CLOEXEC); /* the read ends stay the parent's */
+    fcntl(pe[0], F_SETFD, FD_CLOEXEC);
+    pid_t pid = lab_spawn(argv[0], argv, from, to, 2, -1, 1);
     close(po[1]);
     close(pe[1]);
+    if (pid < 0) {
+        snprintf(err, errlen, "cannot run %s: %s\n", argv[0], strerror(errno));
+        close(po[0]);
+        close(pe[0]);
+        *out = calloc(1, 1); /* no output: the callers read it as text */
+        return 127;
+    }
     size_t cap = 65536, used = 0;
     char *buf = malloc(cap);
     size_t elen = 0;

@@ -293,7 +293,17 @@ int lab_in_child(lab_child_fn fn, void *arg, double *out, int n);
  * to it (up to len - 1 bytes, until its end) into line, closes it, and
  * reaps the child; returns waitpid's status (pid < 0: one of exit 127). */
 int lab_child_report(pid_t pid, int pipe_fds[2], char *line, size_t len);
-/* One measurement in a fresh pk-lab process: forks, execs this program as
+/* Starts path with argv, the child's descriptor to[i] a copy of from[i]
+ * (i < n, each from[i] then closed in the child, as is close_fd when it is
+ * not -1), in a process group of its own when group: posix_spawn, which
+ * copies no page table (glibc starts the child as vfork does). A fork
+ * would turn every page of pk-lab's own in-process rows copy-on-write, and
+ * their next repetition would fault each page in again: the external
+ * programs run between the repetitions of autorelease-sweep made its
+ * 1,000,000-per-pool row 2.5-4x slower so. The pid, or -1 with errno. */
+pid_t lab_spawn(const char *path, char *const argv[], const int *from, const int *to, int n, int close_fd,
+                int group);
+/* One measurement in a fresh pk-lab process: starts (lab_spawn) this program as
  * `pk-lab child EXPERIMENT ARG...` (its lab_experiment's child) with a
  * pipe on LAB_CHILD_FD, and reads the one line the child writes there into
  * line (up to len - 1 bytes). A forked child alone would inherit what the

@@ -5,6 +5,7 @@
 #include "lab.h"
 
 #include <errno.h>
+#include <spawn.h>
 #include <libgen.h>
 #include <math.h>
 #include <poolkit/poolkit.h>
@@ -154,6 +155,33 @@ int lab_child_row_ready(lab_row *row, int available, const char *why, int ok) {
     return row->available;
 }
 
+pid_t lab_spawn(const char *path, char *const argv[], const int *from, const int *to, int n, int close_fd,
+                int group) {
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    if (posix_spawn_file_actions_init(&fa) != 0) return -1;
+    if (posix_spawnattr_init(&at) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return -1;
+    }
+    int rc = 0;
+    if (close_fd >= 0) rc |= posix_spawn_file_actions_addclose(&fa, close_fd);
+    for (int i = 0; i < n; i++) {
+        rc |= posix_spawn_file_actions_adddup2(&fa, from[i], to[i]);
+        if (from[i] != to[i]) rc |= posix_spawn_file_actions_addclose(&fa, from[i]);
+    }
+    if (group) rc |= posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP) | posix_spawnattr_setpgroup(&at, 0);
+    pid_t pid = -1;
+    if (rc == 0) rc = posix_spawn(&pid, path, &fa, &at, argv, environ);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    return pid;
+}
+
 int lab_fresh_child(const char *experiment, int nargs, const char *const *args, char *line, size_t len) {
     enum { MAX_ARGS = 16 };
     const char *argv[MAX_ARGS + 4] = {"pk-lab", "child", experiment};
@@ -163,14 +191,8 @@ int lab_fresh_child(const char *experiment, int nargs, const char *const *args, 
     for (int i = 0; i < nargs; i++) argv[3 + i] = args[i];
     fflush(stdout);
     fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        if (fds[1] != LAB_CHILD_FD && (dup2(fds[1], LAB_CHILD_FD) != LAB_CHILD_FD || close(fds[1]) != 0))
-            _exit(126);
-        execv("/proc/self/exe", (char *const *)argv);
-        _exit(127);
-    }
+    int to = LAB_CHILD_FD;
+    pid_t pid = lab_spawn("/proc/self/exe", (char *const *)argv, &fds[1], &to, 1, fds[0], 0);
     int status = lab_child_report(pid, fds, line, len);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 && line[0] ? 0 : -1;
 }
