@@ -261,8 +261,8 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * silence"). That pool's idle delay then doubles until it is over twice
  * the silence that led to the return, at most IDLE_SHIFT_MAX times (8 s at
  * the default delay); a return whose slabs were not made again halves it,
- * once per such return. The ticks while the program runs keep the delay
- * in force: only the return after a silence adapts. */
+ * once per such return. The pool's ticks follow its delay (half of it
+ * apart), so slabs emptied late in a burst wait as long. */
 #define IDLE_SHIFT_MAX 4
 
 /* The tick interval, for a delay d > 0: half the delay (at least 1 ms).
