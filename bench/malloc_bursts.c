@@ -13,8 +13,13 @@
  *   build/bench/malloc_bursts 1000000 32 700 6
  *   LD_PRELOAD=build/libpoolkit-malloc.so.0 build/bench/malloc_bursts 1000000 32 700 6
  *
- * Usage: malloc_bursts [COUNT (1000000) SIZE (32) SILENCE_MS (700) BURSTS (6)]
+ * With THREADS 1, each burst runs in a thread of its own, which ends after
+ * it (a thread per request or per batch): an allocator that gives back at
+ * a thread's exit what the next thread makes again faults it in again.
+ *
+ * Usage: malloc_bursts [COUNT (1000000) SIZE (32) SILENCE_MS (700) BURSTS (6) THREADS (0)]
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,14 +44,30 @@ static void sleep_ms(long ms) {
     }
 }
 
+static long count;
+static size_t size;
+static char **blocks;
+
+/* One burst; NULL, or a pointer to say that malloc failed. */
+static void *burst(void *arg) {
+    for (long i = 0; i < count; i++) {
+        blocks[i] = malloc(size);
+        if (!blocks[i]) return arg;
+        memset(blocks[i], (int)i, size);
+    }
+    for (long i = count; i-- > 0;) free(blocks[i]);
+    return NULL;
+}
+
 int main(int argc, char **argv) {
-    long count = argc > 1 ? atol(argv[1]) : 1000000;
-    size_t size = argc > 2 ? (size_t)atol(argv[2]) : 32;
+    count = argc > 1 ? atol(argv[1]) : 1000000;
+    size = argc > 2 ? (size_t)atol(argv[2]) : 32;
     long silence = argc > 3 ? atol(argv[3]) : 700;
     int bursts = argc > 4 ? atoi(argv[4]) : 6;
-    char **blocks = malloc((size_t)count * sizeof *blocks);
+    int threads = argc > 5 ? atoi(argv[5]) : 0;
+    blocks = malloc((size_t)count * sizeof *blocks);
     if (count < 1 || size < 1 || silence < 0 || bursts < 3 || !blocks) {
-        fprintf(stderr, "usage: %s [COUNT SIZE SILENCE_MS BURSTS (at least 3)]\n", argv[0]);
+        fprintf(stderr, "usage: %s [COUNT SIZE SILENCE_MS BURSTS (at least 3) THREADS (0 or 1)]\n", argv[0]);
         return 2;
     }
     double rest_ms = 0, first_ms[2] = {0, 0};
@@ -55,15 +76,15 @@ int main(int argc, char **argv) {
         if (b) sleep_ms(silence);
         long f0 = minflt();
         double t0 = now_ms();
-        for (long i = 0; i < count; i++) {
-            blocks[i] = malloc(size);
-            if (!blocks[i]) {
-                perror("malloc");
-                return 1;
-            }
-            memset(blocks[i], (int)i, size);
+        void *failed = NULL;
+        pthread_t worker;
+        if (!threads) failed = burst(&failed);
+        else if (pthread_create(&worker, NULL, burst, &failed) != 0 || pthread_join(worker, &failed) != 0)
+            failed = &worker;
+        if (failed) {
+            fprintf(stderr, "malloc_bursts: a burst failed (malloc or pthread_create)\n");
+            return 1;
         }
-        for (long i = count; i-- > 0;) free(blocks[i]);
         double t = now_ms() - t0;
         long f = minflt() - f0;
         printf("  burst %d: %.2f ms, %ld minor faults\n", b + 1, t, f);
@@ -72,9 +93,9 @@ int main(int argc, char **argv) {
     }
     int rest = bursts - 2;
     printf("bursts: %ld x %zu B, silences of %ld ms: burst 1 %.2f ms %ld faults, burst 2 %.2f ms %ld faults, "
-           "bursts 3-%d %.2f ms %.0f faults (mean)\n",
+           "bursts 3-%d %.2f ms %.0f faults (mean)%s\n",
            count, size, silence, first_ms[0], first_faults[0], first_ms[1], first_faults[1], bursts,
-           rest_ms / rest, (double)rest_faults / rest);
+           rest_ms / rest, (double)rest_faults / rest, threads ? ", a thread each" : "");
     free(blocks);
     return 0;
 }

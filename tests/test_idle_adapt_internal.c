@@ -14,6 +14,13 @@
  *   a silence past the grown delay: they go back; a burst of a sixteenth,
  *   a silence: that return's slabs were not made again (a few of them), so
  *   the shift falls by one.
+ * - threads that come and go (a pool of 960 B objects, a delay of
+ *   THREAD_DELAY_MS): a thread allocates the burst, frees it and exits;
+ *   the first exit gives back the surplus (the pool keeps no more empty
+ *   slabs than slabs in use); the next thread makes it again, so its exit
+ *   and the next keep it; ticks while the program uses the pool a little
+ *   give the kept slabs back, and the exit after that gives back the
+ *   surplus again; kept once more, a silence past the delay does the same.
  * The calls are stats calls, which poll the sweep (a silence is judged at
  * the first one after the pool's next use: its burst). Exit 0:
  * both passed (a tool build keeps no mapping: there the pool's story
@@ -24,6 +31,7 @@
 
 #include <poolkit/poolkit.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -33,6 +41,7 @@
 #define BLOCK ((size_t)1 << 20)
 #define OBJECTS 4000
 #define OBJECT 960
+#define THREAD_DELAY_MS 500
 
 static int failures;
 
@@ -132,12 +141,67 @@ static void pool_story(void) {
     pk_pool_destroy(p);
 }
 
+static void *thread_burst_body(void *p) {
+    burst((pk_pool *)p, OBJECTS);
+    return NULL;
+}
+
+/* A thread that allocates the burst, frees it and exits. */
+static void thread_burst(pk_pool *p) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, thread_burst_body, p) == 0) pthread_join(t, NULL);
+}
+
+/* Threads that come and go, each making what the last one freed: the
+ * surplus the first exit gives back is made again by the next thread, so
+ * later exits keep it; a silence that gives it back unused turns that off.
+ * A delay long enough that no tick falls between the bursts. */
+static void thread_story(void) {
+    long was = pk_set_purge_delay(THREAD_DELAY_MS);
+    pk_pool_config c = {.name = "idle-adapt-threads", .size = OBJECT};
+    pk_pool *p = pk_pool_create(&c);
+    CHECK(p != NULL, "pk_pool_create failed");
+    if (!p) return;
+    thread_burst(p);
+    size_t full = (size_t)OBJECTS * OBJECT;
+    CHECK(reserved(p) <= full / 4, "the first exit kept %zu bytes of a %zu-byte burst", reserved(p), full);
+    thread_burst(p); /* made again: judged at its exit */
+    CHECK(reserved(p) >= full * 3 / 4, "the exit after a thread made the surplus again kept only %zu of %zu bytes",
+          reserved(p), full);
+    thread_burst(p);
+    CHECK(reserved(p) >= full * 3 / 4, "the next exit kept only %zu of %zu bytes", reserved(p), full);
+    /* the program runs on, using the pool a little (a few slabs each
+     * time, so that each use takes the pool's lock: no silence): its ticks
+     * give back the kept slabs unused, and the next exit gives the surplus
+     * back */
+    for (int i = 0; i < 8; i++) {
+        burst(p, OBJECTS / 16);
+        sleep_ms(THREAD_DELAY_MS / 5);
+    }
+    CHECK(reserved(p) <= full / 4, "ticks over %d ms left %zu of %zu bytes", 8 * THREAD_DELAY_MS / 5, reserved(p),
+          full);
+    thread_burst(p);
+    CHECK(reserved(p) <= full / 4, "an exit after ticks gave the kept slabs back kept %zu of %zu bytes",
+          reserved(p), full);
+    thread_burst(p); /* made again: kept */
+    CHECK(reserved(p) >= full * 3 / 4, "the exit after the surplus was made again kept only %zu of %zu bytes",
+          reserved(p), full);
+    sleep_ms(THREAD_DELAY_MS + THREAD_DELAY_MS / 4);
+    CHECK(reserved(p) <= full / 4, "a silence past the delay left %zu of %zu bytes", reserved(p), full);
+    thread_burst(p); /* the silence gave the kept slabs back unused: exits give the surplus back again */
+    CHECK(reserved(p) <= full / 4, "an exit after the kept slabs went unused kept %zu of %zu bytes", reserved(p),
+          full);
+    pk_pool_destroy(p);
+    pk_set_purge_delay(was);
+}
+
 int main(void) {
     pk_set_purge_delay(DELAY_MS);
     if (!TRACK_ENABLED) kept_mappings();
     pool_story();
+    thread_story();
     if (failures) return 1;
-    printf("idle delays adapt: %s\n", TRACK_ENABLED ? "a pool's slabs (no mapping kept in a tool build)"
-                                                     : "kept mappings and a pool's slabs");
+    printf("idle delays adapt: %s, and threads' exits\n",
+           TRACK_ENABLED ? "a pool's slabs (no mapping kept in a tool build)" : "kept mappings and a pool's slabs");
     return 0;
 }

@@ -765,8 +765,9 @@ void heap_thread_exit(pk_pool *p, tc_slot *c) {
      * thread may ask for again, and the purge tick that would give them back
      * runs only on a call that reaches the library: the threads left may
      * never make one (their lists serve them). So the pool keeps no more
-     * empty slabs than slabs in use, now. */
-    central_release_surplus(p);
+     * empty slabs than slabs in use, now, unless the threads that come
+     * after make them again (purge_thread_exit). */
+    purge_thread_exit(p);
     POOL_VALIDATE(p);
     pool_unlock(p);
 }

@@ -328,6 +328,11 @@ struct pk_pool {
     size_t idle_gone, idle_mark;
     uint64_t idle_ms, idle_gap;
     uint32_t idle_shift;
+    /* The same for the surplus a thread's exit gives back (purge.c,
+     * purge_thread_exit): its slabs (0 once judged), the slabs made by
+     * then, and whether exits keep it (it came back). */
+    size_t exit_gone, exit_mark;
+    bool exit_keep;
     uint64_t remote_seen; /* the remote frees counted when the pool's own slabs
                              were last all collected for a heap (heap.c) */
     size_t peak_out;

@@ -57,6 +57,7 @@ static void release_idle(pk_pool *p, uint64_t now) {
         p->idle_mark = slabs_made(p);
         p->idle_ms = now;
         p->idle_gap = now - p->used_ms;
+        p->exit_keep = false; /* what exits kept waited the delay unused */
     }
     /* The next interval starts now. */
     p->tick_ms = now;
@@ -80,8 +81,24 @@ void purge_tick(pk_pool *p, uint64_t now) {
     if (now - p->tick_ms < PURGE_INTERVAL_MS(delay)) return;
     p->tick_ms = now;
     central_collect_own(p);
-    central_release_empty(p, false, p->tick_no - 1); /* empty since the last tick */
+    /* empty since the last tick; what exits kept among them was not needed */
+    if (central_release_empty(p, false, p->tick_no - 1)) p->exit_keep = false;
     p->tick_no++;
+}
+
+void purge_thread_exit(pk_pool *p) {
+    ASSERT_POOL_LOCKED(p);
+    if (p->exit_gone) {
+        p->exit_keep = 2 * (slabs_made(p) - p->exit_mark) >= p->exit_gone;
+        p->exit_gone = 0;
+    }
+    if (p->exit_keep) return;
+    uint64_t before = p->slabs_released;
+    central_release_surplus(p);
+    if (p->slabs_released != before) {
+        p->exit_gone = (size_t)(p->slabs_released - before);
+        p->exit_mark = slabs_made(p);
+    }
 }
 
 uint32_t purge_idle_shift(pk_pool *p) {

@@ -16,6 +16,12 @@ void purge_note_use(pk_pool *p, uint64_t now);
  * once per interval, slabs empty since the last tick go back. Runs on the
  * pool's calls and on sweeps; caller holds the lock. */
 void purge_tick(pk_pool *p, uint64_t now);
+/* A thread's heap of the pool was given back at its exit: the pool keeps
+ * no more empty slabs than slabs in use (central_release_surplus), unless
+ * the surplus the last exit gave back was made again since (IDLE_ADAPT,
+ * policy.h: threads that come and go, each needing what the last one
+ * freed), until a tick finds kept slabs unused. Caller holds the lock. */
+void purge_thread_exit(pk_pool *p);
 /* IDLE_ADAPT (policy.h): how many times the pool's idle delay has doubled
  * (takes the lock; for white-box tests, whose build may lay the pool's
  * record out otherwise). */
