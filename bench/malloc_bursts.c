@@ -23,30 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static long minflt(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_minflt;
-}
-
-static void sleep_ms(long ms) {
-    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&t, &t) != 0) {
-    }
-}
+#include "plain_bursts.h"
 
 static long count;
 static size_t size;
 static char **blocks;
+static int threads;
 
 /* One burst; NULL, or a pointer to say that malloc failed. */
 static void *burst(void *arg) {
@@ -59,43 +42,32 @@ static void *burst(void *arg) {
     return NULL;
 }
 
+/* One burst, on this thread or a thread of its own; non-zero if it failed. */
+static int run_burst(void *unused) {
+    (void)unused;
+    void *failed = NULL;
+    pthread_t worker;
+    if (!threads) failed = burst(&failed);
+    else if (pthread_create(&worker, NULL, burst, &failed) != 0 || pthread_join(worker, &failed) != 0)
+        failed = &worker;
+    if (failed) fprintf(stderr, "malloc_bursts: a burst failed (malloc or pthread_create)\n");
+    return failed != NULL;
+}
+
 int main(int argc, char **argv) {
     count = argc > 1 ? atol(argv[1]) : 1000000;
     size = argc > 2 ? (size_t)atol(argv[2]) : 32;
     long silence = argc > 3 ? atol(argv[3]) : 700;
     int bursts = argc > 4 ? atoi(argv[4]) : 6;
-    int threads = argc > 5 ? atoi(argv[5]) : 0;
+    threads = argc > 5 ? atoi(argv[5]) : 0;
     blocks = malloc((size_t)count * sizeof *blocks);
     if (count < 1 || size < 1 || silence < 0 || bursts < 3 || !blocks) {
         fprintf(stderr, "usage: %s [COUNT SIZE SILENCE_MS BURSTS (at least 3) THREADS (0 or 1)]\n", argv[0]);
         return 2;
     }
-    double rest_ms = 0, first_ms[2] = {0, 0};
-    long rest_faults = 0, first_faults[2] = {0, 0};
-    for (int b = 0; b < bursts; b++) {
-        if (b) sleep_ms(silence);
-        long f0 = minflt();
-        double t0 = now_ms();
-        void *failed = NULL;
-        pthread_t worker;
-        if (!threads) failed = burst(&failed);
-        else if (pthread_create(&worker, NULL, burst, &failed) != 0 || pthread_join(worker, &failed) != 0)
-            failed = &worker;
-        if (failed) {
-            fprintf(stderr, "malloc_bursts: a burst failed (malloc or pthread_create)\n");
-            return 1;
-        }
-        double t = now_ms() - t0;
-        long f = minflt() - f0;
-        printf("  burst %d: %.2f ms, %ld minor faults\n", b + 1, t, f);
-        if (b < 2) first_ms[b] = t, first_faults[b] = f;
-        else rest_ms += t, rest_faults += f;
-    }
-    int rest = bursts - 2;
-    printf("bursts: %ld x %zu B, silences of %ld ms: burst 1 %.2f ms %ld faults, burst 2 %.2f ms %ld faults, "
-           "bursts 3-%d %.2f ms %.0f faults (mean)%s\n",
-           count, size, silence, first_ms[0], first_faults[0], first_ms[1], first_faults[1], bursts,
-           rest_ms / rest, (double)rest_faults / rest, threads ? ", a thread each" : "");
+    char what[64];
+    snprintf(what, sizeof what, "%ld x %zu B", count, size);
+    int rc = plain_bursts("bursts", what, silence, bursts, threads ? ", a thread each" : "", run_burst, NULL);
     free(blocks);
-    return 0;
+    return rc;
 }

@@ -8,6 +8,8 @@
  *   of three delays, a call: the mappings go back; the same burst again,
  *   the same silence, a call: they stay; a silence past the longest delay
  *   the adaptation allows: they go back.
+ * - kept places (a pool a burst, destroyed): the same story for the
+ *   places a destroyed pool's slabs leave backed.
  * - a pool (objects of 960 B): a burst, a silence, a call: the slabs go
  *   back; a burst, a silence, a call: the pool's delay has grown past twice
  *   that silence (its shift: purge_idle_shift) and the slabs stay;
@@ -27,6 +29,7 @@
  * alone). */
 // POOLKIT_TEST_LABELS: novalgrind
 #include "pool/purge.h"
+#include "mem/region.h"
 #include "base/track.h"
 
 #include <poolkit/poolkit.h>
@@ -141,6 +144,36 @@ static void pool_story(void) {
     pk_pool_destroy(p);
 }
 
+/* A pool a burst: made, filled, emptied and destroyed; its slabs' places
+ * stay backed for the delay (the next pool's slabs take them). */
+static void pool_per_burst(void) {
+    pk_pool_config c = {.name = "idle-adapt-request", .size = OBJECT};
+    pk_pool *p = pk_pool_create(&c);
+    CHECK(p != NULL, "pk_pool_create failed");
+    if (!p) return;
+    burst(p, OBJECTS);
+    pk_pool_destroy(p);
+}
+
+static void places_story(void) {
+    pool_per_burst();
+    size_t full = region_kept_bytes();
+    CHECK(full >= (size_t)OBJECTS * OBJECT * 3 / 4, "a destroyed pool's places were not kept: %zu bytes", full);
+    sleep_ms(3 * DELAY_MS);
+    call();
+    CHECK(region_kept_bytes() == 0, "the first silence left %zu bytes of places kept", region_kept_bytes());
+    pool_per_burst(); /* places taken unbacked: the return was too early */
+    sleep_ms(3 * DELAY_MS);
+    call();
+    CHECK(region_kept_bytes() >= full * 3 / 4,
+          "the same silence after the places came back gave them back again (%zu bytes kept of %zu)",
+          region_kept_bytes(), full);
+    sleep_ms((DELAY_MS << IDLE_SHIFT_MAX) + 2 * DELAY_MS);
+    call();
+    CHECK(region_kept_bytes() == 0, "a silence past the longest delay left %zu bytes of places kept",
+          region_kept_bytes());
+}
+
 static void *thread_burst_body(void *p) {
     burst((pk_pool *)p, OBJECTS);
     return NULL;
@@ -197,11 +230,15 @@ static void thread_story(void) {
 
 int main(void) {
     pk_set_purge_delay(DELAY_MS);
-    if (!TRACK_ENABLED) kept_mappings();
+    if (!TRACK_ENABLED) {
+        kept_mappings();
+        places_story();
+    }
     pool_story();
     thread_story();
     if (failures) return 1;
     printf("idle delays adapt: %s, and threads' exits\n",
-           TRACK_ENABLED ? "a pool's slabs (no mapping kept in a tool build)" : "kept mappings and a pool's slabs");
+           TRACK_ENABLED ? "a pool's slabs (no mapping kept in a tool build)"
+                         : "kept mappings, kept places and a pool's slabs");
     return 0;
 }

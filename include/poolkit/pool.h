@@ -208,7 +208,8 @@ PK_API size_t pk_collect(int force);
  * doubled until it exceeds twice that silence, at most 16 times the delay
  * set, so its next bursts find their memory still there; a return whose
  * memory was not made again halves it. The mappings of freed large blocks
- * and of destroyed pools and arenas adapt their delay the same way. A
+ * and of destroyed pools and arenas, and the backed places a destroyed
+ * pool's slabs leave (for the next pool's), adapt their delay the same way. A
  * thread's exit gives back at once the empty slabs beyond those in use,
  * unless the threads after it made what the last exit gave back again:
  * then exits keep them, for the purge delay like any empty slab. PK_POOL_LOCAL pools return theirs on their own thread's

@@ -9,6 +9,7 @@
  * a region with no slab left, which no live object is.
  */
 #include "mem/region.h"
+#include "base/adapt.h"
 #include "base/track.h"
 
 #include <errno.h>
@@ -42,6 +43,10 @@ static region *open_regions; /* under lock */
 static uintptr_t reuse[REUSE_ADDRESSES];
 static size_t reuse_n;
 static size_t kept_bytes;    /* under lock; read without it */
+/* IDLE_ADAPT (policy.h, base/adapt.h) for the kept places, in bytes of
+ * places taken unbacked (fresh), both under lock. */
+static idle_adapt placing;
+static uint64_t fresh;
 
 static region *region_at(uintptr_t x) { return (region *)(x & ~(uintptr_t)(REGION_BYTES - 1)); }
 static size_t place_of(const struct slab *s) { return ((uintptr_t)s & (SLAB_BYTES - 1)) / RECORD_BYTES; }
@@ -132,6 +137,8 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
         *warm = true;
         r->kept &= ~bit;
         __atomic_store_n(&kept_bytes, kept_bytes - SLAB_BYTES, __ATOMIC_RELAXED);
+    } else {
+        fresh += SLAB_BYTES;
     }
     r->free &= ~bit;
     if (!r->free) open_remove(r);
@@ -234,10 +241,35 @@ static size_t release_kept(uint64_t before) {
     return bytes;
 }
 
+/* When the place kept longest was kept (UINT64_MAX: none). Under lock. */
+static uint64_t kept_oldest(void) {
+    uint64_t first = UINT64_MAX;
+    for (region *r = open_regions; r; r = r->next)
+        for (uint64_t k = r->kept; k; k &= k - 1) {
+            uint64_t t = kept_since(r)[__builtin_ctzll(k)];
+            if (t < first) first = t;
+        }
+    return first;
+}
+
+/* The places kept for the delay go back; the delay adapts as retain.c's:
+ * the last return judged once more is due (adapt_judge: the bytes of
+ * places taken unbacked since), the oldest place's age noted with each. */
 void region_tick(uint64_t now) {
-    uint64_t delay = (uint64_t)options_purge_delay_ms();
-    if (!__atomic_load_n(&kept_bytes, __ATOMIC_RELAXED) || now < delay) return;
-    release_kept(now - delay + 1);
+    uint64_t base = (uint64_t)options_purge_delay_ms();
+    if (!__atomic_load_n(&kept_bytes, __ATOMIC_RELAXED) || now < base) return;
+    pthread_mutex_lock(&lock);
+    uint64_t first = kept_oldest(), delay = base << placing.shift;
+    if (first != UINT64_MAX && now >= first + delay) {
+        adapt_judge(&placing, fresh, base);
+        delay = base << placing.shift;
+    }
+    pthread_mutex_unlock(&lock);
+    if (first == UINT64_MAX || now < first + delay) return;
+    size_t bytes = release_kept(now - delay + 1);
+    pthread_mutex_lock(&lock);
+    adapt_gave(&placing, bytes, fresh, now - first);
+    pthread_mutex_unlock(&lock);
 }
 
 size_t region_release_kept(void) { return release_kept(UINT64_MAX); }

@@ -30,6 +30,7 @@
  * or ask for fresh pages). Tool builds keep nothing, so that Valgrind and
  * ASan see every mapping fresh. */
 #include "base/internal.h"
+#include "base/adapt.h"
 #include "base/policy.h"
 #include "base/track.h"
 
@@ -66,13 +67,11 @@ static fit_bound last_bound;
 /* When the oldest entry was retained (at most): a tick before it has
  * waited the delay has nothing to do and takes no lock. */
 static uint64_t oldest;
-/* IDLE_ADAPT (policy.h) for what is kept here: the bytes the last purge by
- * age gave back (0 once judged), the bytes mapped fresh by then, the age of
- * the oldest it gave back, and the doublings of the delay they wait
- * (written under the lock, read by the tick without it). fresh: bytes
- * mapped where nothing kept served (relaxed atomic). */
-static size_t purged;
-static uint64_t purged_mark, purged_age, fresh;
+/* IDLE_ADAPT (policy.h, base/adapt.h) for what is kept here, in bytes
+ * mapped where nothing kept served (fresh, a relaxed atomic), under the
+ * lock; keep_shift, its shift as the tick reads it without the lock. */
+static idle_adapt keeping;
+static uint64_t fresh;
 static unsigned keep_shift;
 
 static void note_fresh(size_t bytes) { __atomic_fetch_add(&fresh, bytes, __ATOMIC_RELAXED); }
@@ -430,22 +429,15 @@ static size_t release_older(uint64_t before) {
     return bytes;
 }
 
-/* IDLE_ADAPT: the last purge by age judged, under the lock, once more is
- * due to go: as much mapped fresh since as it gave back (half at least)
- * raises the shift until the delay is over twice the age of the oldest it
- * took, else the shift falls by one. Returns the delay then in force. */
+/* IDLE_ADAPT: the last purge by age judged (adapt_judge), under the lock,
+ * once more is due to go: the bytes mapped fresh since against those it
+ * gave back, the age of the oldest it took. Returns the delay then in
+ * force. */
 static uint64_t judge_purge(uint64_t base) {
     pthread_mutex_lock(&retain_lock);
-    unsigned shift = keep_shift;
-    if (purged) {
-        if (2 * (__atomic_load_n(&fresh, __ATOMIC_RELAXED) - purged_mark) >= purged) {
-            while (shift < IDLE_SHIFT_MAX && base << shift <= 2 * purged_age) shift++;
-        } else if (shift) {
-            shift--;
-        }
-        purged = 0;
-        __atomic_store_n(&keep_shift, shift, __ATOMIC_RELAXED); /* read with no lock by the tick */
-    }
+    adapt_judge(&keeping, __atomic_load_n(&fresh, __ATOMIC_RELAXED), base);
+    unsigned shift = keeping.shift;
+    __atomic_store_n(&keep_shift, shift, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&retain_lock);
     return base << shift;
 }
@@ -458,11 +450,7 @@ void os_retain_tick(uint64_t now) {
     if (now < first + delay) return;
     size_t bytes = release_older(now - delay + 1);
     pthread_mutex_lock(&retain_lock);
-    if (bytes) {
-        purged = bytes;
-        purged_mark = __atomic_load_n(&fresh, __ATOMIC_RELAXED);
-        purged_age = now - first;
-    }
+    adapt_gave(&keeping, bytes, __atomic_load_n(&fresh, __ATOMIC_RELAXED), now - first);
     pthread_mutex_unlock(&retain_lock);
 }
 

@@ -28,6 +28,7 @@
 
 #include <poolkit/pool.h>
 
+#include "base/adapt.h"
 #include "base/policy.h"
 #include "mem/slab.h"
 #include "base/track.h"
@@ -321,13 +322,11 @@ struct pk_pool {
     uint64_t tick_ms;     /* when the last purge tick ran */
     uint64_t used_ms;     /* when the last call for the pool's own work held the lock */
     uint32_t tick_no;     /* purge ticks so far; empty slabs remember it */
-    /* IDLE_ADAPT (policy.h): the slabs the last idle return gave back (0
-     * once judged), the slabs made by then (slabs_total + slabs_released),
-     * its time and the silence before it, and the doublings of the pool's
-     * idle delay. */
-    size_t idle_gone, idle_mark;
-    uint64_t idle_ms, idle_gap;
-    uint32_t idle_shift;
+    /* IDLE_ADAPT (policy.h, base/adapt.h): the pool's idle delay, in
+     * slabs made (slabs_total + slabs_released), and when its last idle
+     * return ran. */
+    idle_adapt idle;
+    uint64_t idle_ms;
     /* The same for the surplus a thread's exit gives back (purge.c,
      * purge_thread_exit): its slabs (0 once judged), the slabs made by
      * then, and whether exits keep it (it came back). */

@@ -26,23 +26,16 @@ _Static_assert(IDLE_SHIFT_MAX == 4 && (PURGE_DELAY_DEFAULT_MS << IDLE_SHIFT_MAX)
                "the longest adapted delay the docs give");
 
 /* The slabs the pool has made so far (released ones included). */
-static size_t slabs_made(const pk_pool *p) { return p->slabs_total + (size_t)p->slabs_released; }
+static uint64_t slabs_made(const pk_pool *p) { return p->slabs_total + p->slabs_released; }
 
-/* IDLE_ADAPT (policy.h): the pool's idle delay, base doubled idle_shift
- * times; at the first silence of base that follows a use after an idle
- * return, that return is judged first: its slabs made again (at least half
- * of them) raise the shift until the delay is over twice the silence that
- * led to it, else the shift falls by one. */
+/* IDLE_ADAPT (policy.h): the pool's idle delay, base doubled p->idle's
+ * shift times; at the first silence of base that follows a use after an
+ * idle return, that return is judged first (adapt_judge: its slabs made
+ * again, at least half of them, raise the shift until the delay is over
+ * twice the silence that led to it, else the shift falls by one). */
 static uint64_t idle_delay(pk_pool *p, uint64_t now, uint64_t base) {
-    if (p->idle_gone && p->used_ms >= p->idle_ms && idle_for_delay(p, now, base)) {
-        if (2 * (slabs_made(p) - p->idle_mark) >= p->idle_gone) {
-            while (p->idle_shift < IDLE_SHIFT_MAX && base << p->idle_shift <= 2 * p->idle_gap) p->idle_shift++;
-        } else if (p->idle_shift) {
-            p->idle_shift--;
-        }
-        p->idle_gone = 0;
-    }
-    return base << p->idle_shift;
+    if (p->used_ms >= p->idle_ms && idle_for_delay(p, now, base)) adapt_judge(&p->idle, slabs_made(p), base);
+    return base << p->idle.shift;
 }
 
 /* Every empty slab goes back (their memory sat unused for the delay). */
@@ -53,10 +46,8 @@ static void release_idle(pk_pool *p, uint64_t now) {
     /* a second look in the same silence (a sweep's, then the pool's own
      * call) finds nothing more and leaves the first one's figures */
     if (p->slabs_released != before) {
-        p->idle_gone = (size_t)(p->slabs_released - before);
-        p->idle_mark = slabs_made(p);
+        adapt_gave(&p->idle, p->slabs_released - before, slabs_made(p), now - p->used_ms);
         p->idle_ms = now;
-        p->idle_gap = now - p->used_ms;
         p->exit_keep = false; /* what exits kept waited the delay unused */
     }
     /* The next interval starts now. */
@@ -89,7 +80,7 @@ void purge_tick(pk_pool *p, uint64_t now) {
 void purge_thread_exit(pk_pool *p) {
     ASSERT_POOL_LOCKED(p);
     if (p->exit_gone) {
-        p->exit_keep = 2 * (slabs_made(p) - p->exit_mark) >= p->exit_gone;
+        p->exit_keep = 2 * (size_t)(slabs_made(p) - p->exit_mark) >= p->exit_gone;
         p->exit_gone = 0;
     }
     if (p->exit_keep) return;
@@ -97,13 +88,13 @@ void purge_thread_exit(pk_pool *p) {
     central_release_surplus(p);
     if (p->slabs_released != before) {
         p->exit_gone = (size_t)(p->slabs_released - before);
-        p->exit_mark = slabs_made(p);
+        p->exit_mark = (size_t)slabs_made(p);
     }
 }
 
 uint32_t purge_idle_shift(pk_pool *p) {
     pool_lock(p);
-    uint32_t s = p->idle_shift;
+    uint32_t s = p->idle.shift;
     pool_unlock(p);
     return s;
 }
