@@ -12,7 +12,8 @@
  *   places a destroyed pool's slabs leave backed.
  * - a pool (objects of 960 B): a burst, a silence, a call: the slabs go
  *   back; a burst, a silence, a call: the pool's delay has grown past twice
- *   that silence (its shift: purge_idle_shift) and the slabs stay;
+ *   that silence (its shift: purge_idle_shift) and the slabs stay, also
+ *   while the program uses the pool a little (its ticks follow the delay);
  *   a silence past the grown delay: they go back; a burst of a sixteenth,
  *   a silence: that return's slabs were not made again (a few of them), so
  *   the shift falls by one.
@@ -133,6 +134,17 @@ static void pool_story(void) {
           DELAY_MS << s, 3 * DELAY_MS);
     CHECK(kept >= full * 3 / 4, "the same silence after the slabs came back gave them back again (%zu of %zu)",
           kept, full);
+    /* the program runs on, using the pool a little (each use takes its
+     * lock): its ticks follow the grown delay, half of it apart, so the
+     * burst's slabs stay over five uses (the set delay's ticks would have
+     * given them back after two of its intervals) */
+    burst(p, OBJECTS);
+    for (int i = 0; i < 5; i++) {
+        burst(p, OBJECTS / 16);
+        sleep_ms(DELAY_MS * 3 / 5);
+    }
+    CHECK(reserved(p) >= full * 3 / 4, "ticks while the pool was used gave back %zu of %zu bytes within %d ms",
+          full - reserved(p), full, 5 * DELAY_MS * 3 / 5);
     sleep_ms((DELAY_MS << s) + 2 * DELAY_MS);
     CHECK(reserved(p) <= full / 4, "a silence past the grown delay (%u ms) left %zu of %zu bytes", DELAY_MS << s,
           reserved(p), full);
