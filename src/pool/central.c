@@ -87,6 +87,9 @@ static slab *slab_for_take(pk_pool *p, bool may_map) {
  * hardened link's check, debug fills and checks). */
 static char *take_freed(pk_pool *p, slab *s) {
     char *obj = s->free;
+    /* the head the slab's last heap left (its free is a double free) is
+     * handed out: live from now on */
+    if (obj == __atomic_load_n(&s->left_head, __ATOMIC_RELAXED)) __atomic_store_n(&s->left_head, NULL, __ATOMIC_RELAXED);
     s->free = (void *)link_load(p, obj);
     check_slab_link(p, s, obj, s->free);
     if (unlikely(p->debug)) check_debug_take(p, s, obj, true);
