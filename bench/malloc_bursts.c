@@ -16,8 +16,13 @@
  * With THREADS 1, each burst runs in a thread of its own, which ends after
  * it (a thread per request or per batch): an allocator that gives back at
  * a thread's exit what the next thread makes again faults it in again.
+ * SIZE may list sizes, "64,48,128": the bursts take them in turn (a program
+ * whose objects change size between phases); an allocator that keeps the
+ * memory one size freed for that size alone holds the sum of the phases,
+ * where the peak resident size (VmHWM, the summary's last figure) could
+ * stay at the largest phase.
  *
- * Usage: malloc_bursts [COUNT (1000000) SIZE (32) SILENCE_MS (700) BURSTS (6) THREADS (0)]
+ * Usage: malloc_bursts [COUNT (1000000) SIZE[,SIZE...] (32) SILENCE_MS (700) BURSTS (6) THREADS (0)]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -27,7 +32,8 @@
 #include "plain_bursts.h"
 
 static long count;
-static size_t size;
+static size_t sizes[7], size; /* the sizes in turn; this burst's */
+static int nsizes, done;
 static char **blocks;
 static int threads;
 
@@ -47,6 +53,7 @@ static int run_burst(void *unused) {
     (void)unused;
     void *failed = NULL;
     pthread_t worker;
+    size = sizes[done++ % nsizes];
     if (!threads) failed = burst(&failed);
     else if (pthread_create(&worker, NULL, burst, &failed) != 0 || pthread_join(worker, &failed) != 0)
         failed = &worker;
@@ -54,19 +61,32 @@ static int run_burst(void *unused) {
     return failed != NULL;
 }
 
+/* "64,48,128" into sizes; 0 if it is not a list of up to 7 sizes. */
+static int parse_sizes(const char *arg) {
+    for (char *at = (char *)arg; nsizes < 7;) {
+        unsigned long v = strtoul(at, &at, 10);
+        if (v < 1) return 0;
+        sizes[nsizes++] = v;
+        if (*at == '\0') return 1;
+        if (*at++ != ',') return 0;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     count = argc > 1 ? atol(argv[1]) : 1000000;
-    size = argc > 2 ? (size_t)atol(argv[2]) : 32;
+    int sizes_ok = parse_sizes(argc > 2 ? argv[2] : "32");
     long silence = argc > 3 ? atol(argv[3]) : 700;
     int bursts = argc > 4 ? atoi(argv[4]) : 6;
     threads = argc > 5 ? atoi(argv[5]) : 0;
     blocks = malloc((size_t)count * sizeof *blocks);
-    if (count < 1 || size < 1 || silence < 0 || bursts < 3 || !blocks) {
-        fprintf(stderr, "usage: %s [COUNT SIZE SILENCE_MS BURSTS (at least 3) THREADS (0 or 1)]\n", argv[0]);
+    if (count < 1 || !sizes_ok || silence < 0 || bursts < 3 || !blocks) {
+        fprintf(stderr, "usage: %s [COUNT SIZE[,SIZE...] (up to 7) SILENCE_MS BURSTS (at least 3) THREADS (0 or 1)]\n",
+                argv[0]);
         return 2;
     }
     char what[64];
-    snprintf(what, sizeof what, "%ld x %zu B", count, size);
+    snprintf(what, sizeof what, "%ld x %s B", count, argc > 2 ? argv[2] : "32");
     int rc = plain_bursts("bursts", what, silence, bursts, threads ? ", a thread each" : "", run_burst, NULL);
     free(blocks);
     return rc;

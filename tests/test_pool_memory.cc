@@ -159,6 +159,43 @@ TEST(PoolRelease, LoopAcrossASlabBoundaryDoesNotThrash) {
     free_all(p.get(), base);
 }
 
+/* A program whose objects change size between phases: the slabs one
+ * pool's freed objects left empty serve the next pool that grows, within
+ * the purge delay, without a page request (SHARE_EMPTY, policy.h): its
+ * memory does not grow while its live objects do not. */
+TEST(PoolRelease, EmptySlabsOfOnePoolServeAnotherThatGrows) {
+    PurgeDelay delay(60000);
+    PoolPtr a = make_pool(64), b = make_pool(48);
+    std::vector<void *> objs = alloc_n(a.get(), 64000); /* about 63 slabs */
+    ASSERT_EQ(objs.size(), 64000u);
+    free_all(a.get(), objs);
+    size_t held = stats_of(a.get()).bytes_reserved;
+    unsigned long requests = pk_fault_requests();
+    objs = alloc_n(b.get(), 64000); /* about 47 slabs */
+    ASSERT_EQ(objs.size(), 64000u);
+    pk_pool_stats sb = stats_of(b.get()), sa = stats_of(a.get());
+    EXPECT_LE(pk_fault_requests() - requests, 2u) << sb.slabs << " slabs made after the first pool's "
+                                                   << held / 65536 << " emptied";
+    EXPECT_LE(sa.bytes_reserved + sb.bytes_reserved, held + (size_t(2) << 16))
+        << "the first pool's emptied slabs and the second's live ones";
+    free_all(b.get(), objs);
+}
+
+/* What pk_pool_reserve made ready stays its pool's: another pool that grows
+ * takes none of it. */
+TEST(PoolRelease, AReserveIsNotSharedWithAnotherPool) {
+    PurgeDelay delay(60000);
+    PoolPtr a = make_pool(64), b = make_pool(64);
+    ASSERT_GE(pk_pool_reserve(a.get(), 64000), 64000u);
+    std::vector<void *> objs = alloc_n(a.get(), 64000); /* its slabs empty again */
+    free_all(a.get(), objs);
+    size_t ready = stats_of(a.get()).slabs;
+    objs = alloc_n(b.get(), 64000);
+    ASSERT_EQ(objs.size(), 64000u);
+    EXPECT_EQ(stats_of(a.get()).slabs, ready);
+    free_all(b.get(), objs);
+}
+
 /* ======================================================================
  * big objects: the thread's list holds the objects freed last (HOT_LIST)
  * ==================================================================== */

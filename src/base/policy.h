@@ -287,6 +287,22 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * moment the slab's last object comes home by its own frees. */
 #define PURGE_INTERVAL_MS(d) ((d) / 2 > 0 ? (d) / 2 : 1)
 
+/* SHARE_EMPTY (central.c): a pool about to map a fresh slab while no
+ * backed place is kept first takes up to SHARE_EMPTY_SLABS of the empty
+ * slabs other pools hold for the purge delay: they become kept places
+ * (region.c), which the new slab and the next ones take without a page
+ * fault, or, past RETAIN_BYTES, go back to the system. A program whose
+ * objects change size between phases (many 64-byte blocks freed, then as
+ * many of 48 bytes) otherwise grew by the second phase while the first's
+ * slabs sat empty in their classes for the delay, where glibc and
+ * mimalloc reuse that memory (bench/run.sh, malloc_bursts with sizes in
+ * turn). Each pool keeps
+ * SHARE_EMPTY_KEEP empty slabs of its own, the ones a pool that fills and
+ * empties around a slab boundary reuses at once; per sweep, one pass over
+ * the pool list (trylocks only) for at most 1 MiB of slabs. */
+#define SHARE_EMPTY_SLABS 16
+#define SHARE_EMPTY_KEEP 1
+
 /* The background purge (sweep.c): a thread that runs the sweep every
  * interval, for programs that go fully idle. It sleeps at most
  * PURGE_BACKGROUND_MAX_SLEEP_MS at a time, so a delay changed by a call is

@@ -9,6 +9,7 @@
 #include "pool/central.h"
 #include "pool/harden.h"
 #include "pool/check.h"
+#include "pool/pool_list.h"
 
 #include <errno.h>
 #include <string.h>
@@ -32,9 +33,20 @@ static void move_slab(pk_pool *p, slab *s, slab_list_id to) {
     slab_list_push(&p->lists[to], s, to);
 }
 
+/* SHARE_EMPTY (policy.h): whether some pool may hold an empty slab another
+ * could take. Set as a slab joins a pool's empty list (read first, so the
+ * line is written only when it changes), cleared by a share that found
+ * fewer than it looked for. */
+static bool empties_held;
+
+static void note_empty(void) {
+    if (!__atomic_load_n(&empties_held, __ATOMIC_RELAXED)) __atomic_store_n(&empties_held, true, __ATOMIC_RELAXED);
+}
+
 static void emptied(pk_pool *p, slab *s) {
     move_slab(p, s, SLAB_EMPTY);
     s->empty_tick = p->tick_no;
+    note_empty();
 }
 
 /* HOT_FOREIGN's switch (policy.h), as the slab count crosses its bound:
@@ -44,9 +56,50 @@ static void count_foreign(pk_pool *p) {
     if (on != p->foreign_on) __atomic_store_n(&p->foreign_on, on, __ATOMIC_RELAXED);
 }
 
+static size_t release_slab(pk_pool *p, slab *s, bool cache);
+
+_Static_assert(SHARE_EMPTY_SLABS * SLAB_BYTES == (size_t)1 << 20, "policy.h: a share takes at most 1 MiB");
+
+/* What a share (share_empties) is after: slabs still to take, and the pool
+ * that asks (whose lock the caller holds: never tried). */
+typedef struct share {
+    pk_pool *asking;
+    size_t left;
+} share;
+
+/* One pool's part of a share: its empty slabs beyond SHARE_EMPTY_KEEP and
+ * its reserve, oldest first, become kept places. Not a pool whose slots
+ * are a mapping of their own (no other pool's slab fits its place), nor one
+ * with a destructor (it would run user code under two pools' locks). */
+static void share_one(pk_pool *q, void *arg) {
+    share *sh = arg;
+    if (q == sh->asking || !sh->left || q->destruct || q->geo.span > SLAB_BYTES) return;
+    slab_list *empty = &q->lists[SLAB_EMPTY];
+    while (sh->left && empty->count > SHARE_EMPTY_KEEP && empty->tail) {
+        slab *s = empty->tail;
+        if (q->slab_free - s->capacity < q->keep_free) break;
+        release_slab(q, s, true);
+        sh->left--;
+    }
+}
+
+/* SHARE_EMPTY (policy.h): p is about to map a fresh slab. Where no backed
+ * place is kept and some pool may hold empty slabs, up to
+ * SHARE_EMPTY_SLABS of them become kept places first, which region_take
+ * hands out before any fresh one. Only tried locks: the pool list's lock
+ * comes before p's, which the caller holds, and another pool's may be held
+ * by a thread that waits for p's. */
+static void share_empties(pk_pool *p) {
+    if (!__atomic_load_n(&empties_held, __ATOMIC_RELAXED) || region_kept_bytes() >= SLAB_BYTES) return;
+    share sh = {p, SHARE_EMPTY_SLABS};
+    __atomic_store_n(&empties_held, false, __ATOMIC_RELAXED);
+    if (!pools_try_each_shared(share_one, &sh) || !sh.left) note_empty(); /* more may wait */
+}
+
 /* A new slab of the pool, counted, on the list of all its slabs and on no
  * other yet; NULL with errno ENOMEM. */
 static slab *new_slab(pk_pool *p) {
+    if (p->geo.span <= SLAB_BYTES) share_empties(p);
     slab *s = slab_create(p, &p->geo);
     if (!s) return NULL;
     track_close(s->objects, (size_t)s->capacity * p->geo.slot);
@@ -308,6 +361,7 @@ void central_slab_from_heap(pk_pool *p, slab *s) {
         central_slab_emptied(p, s);
         slab_list_push(&p->lists[SLAB_EMPTY], s, SLAB_EMPTY);
         s->empty_tick = p->tick_no;
+        note_empty();
         if (options_purge_delay_ms() == 0) central_release(p, false);
     } else {
         slab_list_id to = s->used == s->capacity ? SLAB_FULL : SLAB_PARTIAL;
