@@ -289,6 +289,26 @@ TEST(AllocLargeReuse, AFreedBlockServesAShorterOneWithoutAPageRequest) {
     EXPECT_FALSE(is_mapped(p + 8 * MiB - 1)) << "the rest of the kept mapping was lost, never given back";
 }
 
+/* A block aligned past its length (a page aligned to 64 KiB, 8 KiB to
+ * 1 MiB) has a mapping of its own; freed, that mapping serves the next
+ * block of its shape, as any kept mapping does, instead of a fresh aligned
+ * mapping per block. */
+TEST(AllocLargeReuse, AFreedBlockAlignedPastItsLengthServesTheNextOfItsShape) {
+    KeptBlocks kept;
+    for (size_t align : {size_t(64) << 10, size_t(1) << 20}) {
+        size_t size = align == MiB ? 8192 : 100;
+        void *p = pk_aligned_alloc(align, size);
+        ASSERT_NE(p, nullptr);
+        pk_free(p);
+        unsigned long before = pk_fault_requests();
+        void *q = pk_aligned_alloc(align, size);
+        ASSERT_NE(q, nullptr);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % align, 0u);
+        EXPECT_EQ(pk_fault_requests(), before) << "align " << align << ": a fresh mapping for a block of a freed one's shape";
+        pk_free(q);
+    }
+}
+
 /* A resize within a large block's last page leaves it where it is, and
  * one past it grows the mapping: the in-place answer (remembered per
  * thread for the block last resized, alloc_large.c's large_fits) must not

@@ -204,17 +204,19 @@ static fit_bound bound_now(void) {
  * (zero: cleared as os_map_fit_zero does): a kept mapping of len + align -
  * page bytes, the pages before the aligned start and after its end given
  * back to the fits. A fresh aligned mapping for every such block cost a
- * system call and a fault per page each time. An alignment past len
- * takes a fresh mapping still: its pieces either side, longer than the
- * block, would crowd the fits with lengths few blocks take. */
+ * system call and a fault per page each time. */
 static char *fit_aligned(size_t len, size_t align, bool zero) {
     size_t page = os_page_size(), span = len + align - page;
-    if (align > len) return os_map(len, align);
     /* a kept mapping that holds the block aligned, as one a block of the
      * same shape left (its pieces either side joined back to it): one
      * look-up, and no pieces to give back */
     char *kept = os_fit_take_aligned(len, align, zero, len <= LARGE_ZERO_REUSE_MAX);
     if (kept) return kept;
+    /* An alignment past len takes a fresh aligned mapping, which its block
+     * leaves to the fits for the next block of its shape: its pieces either
+     * side, longer than the block, would crowd the fits with lengths few
+     * blocks take. */
+    if (align > len) return os_map(len, align);
     char *m = zero ? os_map_fit_zero(span, span <= LARGE_ZERO_REUSE_MAX) : os_map_fit(span);
     if (!m) return NULL;
     char *base = (char *)align_up((uintptr_t)m, align);
