@@ -287,6 +287,25 @@ TEST(PoolExits, AThreadThatFreesWhatItMadeAndEndsLeavesNoEmptySlab) {
     EXPECT_GE(s.slabs_released, held);
 }
 
+/* A producer makes objects and ends; a consumer frees them all and ends
+ * (their slabs no heap's, their objects freed remotely): the consumer's
+ * exit brings those frees home and leaves no empty slab, though no thread
+ * reaches the library again (the one left allocates from its own list). */
+TEST(PoolExits, AThreadThatFreesWhatAnEndedThreadMadeAndEndsLeavesNoEmptySlab) {
+    PurgeDelay set(60000);
+    PoolPtr p = make_pool(kSize, 0, 0, "handed over");
+    std::vector<void *> objs;
+    std::thread([&] { objs = alloc_n(p.get(), 6000); }).join(); /* about twelve slabs */
+    ASSERT_EQ(objs.size(), 6000u);
+    size_t held = slabs_of(p.get());
+    ASSERT_GE(held, 10u);
+    std::thread([&] { free_all(p.get(), objs); }).join();
+    pk_pool_stats s = stats_of(p.get());
+    EXPECT_EQ(s.live, 0u);
+    EXPECT_EQ(s.slabs, 0u) << "slabs whose objects a thread gone freed kept with no slab in use (" << held
+                           << " held)";
+}
+
 TEST(PoolExits, AThreadsExitKeepsAsManyEmptySlabsAsThePoolHasInUse) {
     PurgeDelay set(60000);
     PoolPtr p = make_pool(kSize, 0, 0, "in use");

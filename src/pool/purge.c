@@ -85,6 +85,12 @@ void purge_thread_exit(pk_pool *p) {
     }
     if (p->exit_keep) return;
     uint64_t before = p->slabs_released;
+    /* the objects other threads freed into the pool's own slabs (the
+     * slabs of threads gone) come home first: a thread that freed what an
+     * ended thread made, and then ended too, left them uncollected, and
+     * the tick that collects them runs only on a call that reaches the
+     * library */
+    central_collect_own(p);
     central_release_surplus(p);
     if (p->slabs_released != before) {
         p->exit_gone = (size_t)(p->slabs_released - before);
