@@ -296,10 +296,10 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * many of 48 bytes) otherwise grew by the second phase while the first's
  * slabs sat empty in their classes for the delay, where glibc and
  * mimalloc reuse that memory (bench/run.sh, malloc_bursts with sizes in
- * turn). Each pool keeps
- * SHARE_EMPTY_KEEP empty slabs of its own, the ones a pool that fills and
- * empties around a slab boundary reuses at once; per sweep, one pass over
- * the pool list (trylocks only) for at most 1 MiB of slabs. */
+ * turn). Each pool keeps SHARE_EMPTY_KEEP empty slabs of its own, the
+ * ones a pool that fills and empties around a slab boundary reuses at
+ * once; a share is one pass over the pool list (trylocks only) for at
+ * most 1 MiB of slabs. */
 #define SHARE_EMPTY_SLABS 16
 #define SHARE_EMPTY_KEEP 1
 
