@@ -1,6 +1,7 @@
 """The report's section for realprog: real programs with each allocator, through the
 libraries' own allocator hooks and under LD_PRELOAD, a table and a chart per workload,
-and a plain statement of where poolkit wins and where it loses."""
+and a plain statement of where poolkit wins and where it loses: only where every
+repetition agrees, the rest being within the machine's run-to-run spread."""
 
 import math
 
@@ -55,6 +56,38 @@ def _vs(res, kind, w, subject, rss=False):
     return extra(res.find(EXP, subject, kind=kind, workload=w), ("rss_vs_mimalloc" if rss else "vs_mimalloc") + b[1])
 
 
+# A workload counts as a win or a loss only where poolkit's time fell on the
+# same side of the faster mimalloc's in every repetition, and there were at
+# least this many (the default run's): a difference that is not there passes
+# one way by chance once in 2 ** SIGN_REPS (a sign test). The rest lie within
+# the run's spread.
+SIGN_REPS = 5
+
+
+def _rep_ratios(res, kind, w):
+    """poolkit's time over the workload's faster mimalloc's in each repetition (the two rows'
+    samples, in repetition order), or None."""
+    b = _better_mimalloc(res, kind, w)
+    pk, mi = res.find(EXP, PK, kind=kind, workload=w), res.find(EXP, b[0], kind=kind, workload=w) if b else None
+    if value(pk) is None or value(mi) is None:
+        return None
+    a, c = pk.get("samples") or [], mi.get("samples") or []
+    if len(a) != len(c) or not a or not all(isinstance(v, (int, float)) and v > 0 for v in a + c):
+        return None
+    return [x / y for x, y in zip(a, c)]
+
+
+def _side(ratios):
+    """'win', 'loss' or 'spread': where every repetition (at least SIGN_REPS) puts poolkit."""
+    if not ratios or len(ratios) < SIGN_REPS:
+        return "spread"
+    if all(r < 1.0 for r in ratios):
+        return "win"
+    if all(r > 1.0 for r in ratios):
+        return "loss"
+    return "spread"
+
+
 def _geomean(vals):
     vals = [v for v in vals if v]
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
@@ -95,7 +128,7 @@ def realprog(res, charts, outdir):
           "in brackets, the median of the per-repetition ratios to the workload's faster mimalloc "
           "(Debian's 2 or PyPI's 3; for peak RSS, the smaller one's). *output*: every "
           "allocator's output hash equal to glibc's in every repetition.", ""]
-    heads, wins, losses = [], [], []
+    heads, wins, losses, mixed = [], [], [], []
     for kind, title, bound in KINDS:
         names = _workloads(res, kind)
         if not names:
@@ -116,7 +149,12 @@ def realprog(res, charts, outdir):
             body.append([w] + cells + ["–" if same is None else "identical" if same else "**differs**"])
             t = _vs(res, kind, w, PK)
             if t is not None:
-                (wins if t <= 1.0 else losses).append("{} {} {}×".format(kind, w, fmt(t)))
+                reps = _rep_ratios(res, kind, w)
+                side = _side(reps)
+                label = "{} {} {}×".format(kind, w, fmt(t))
+                if side == "spread" and reps:
+                    label += " ({}–{}×)".format(fmt(min(reps)), fmt(max(reps)))
+                {"win": wins, "loss": losses, "spread": mixed}[side].append(label)
             if chartlib.HAVE_MPL:
                 _chart(res, kind, w, charts, outdir)
         md += ["### {}: {}".format(kind, title), "",
@@ -148,13 +186,17 @@ def realprog(res, charts, outdir):
                           "{}; outputs {}".format(times_or_dash(g), "identical" if all(
                               x is not False for x in same_all) else "DIFFER"),
                           "met" if g and g <= 1.0 and all(x is not False for x in same_all) else "not met"))
-    if wins or losses:
-        heads.append(("realprog", "where poolkit wins and loses: its time over the faster mimalloc's per workload",
-                      "–", "wins: {}; loses: {}".format(", ".join(wins) or "none", ", ".join(losses) or "none"),
-                      "reported"))
-        md += ["**Where poolkit wins and loses against the faster mimalloc** (time, same repetition): "
-               "wins (≤ 1×): {}; loses: {}.".format(", ".join(wins) or "none", ", ".join(losses) or "none"),
-               ""]
+    if wins or losses or mixed:
+        said = "wins: {}; loses: {}; within the run's spread: {}".format(
+            ", ".join(wins) or "none", ", ".join(losses) or "none", ", ".join(mixed) or "none")
+        heads.append(("realprog", "where poolkit wins and loses: its time over the faster mimalloc's per workload, "
+                      "a win or a loss only where every repetition (at least {}) agrees".format(SIGN_REPS),
+                      "–", said, "reported"))
+        md += ["**Where poolkit wins and loses against the faster mimalloc** (time; the median of the "
+               "per-repetition ratios, and where the repetitions disagree, their range): a win or a loss "
+               "only where poolkit was faster, or slower, in every repetition (at least {}: a difference "
+               "that is not there passes so by chance once in {}); elsewhere the difference is within this "
+               "machine's run-to-run spread. {}.".format(SIGN_REPS, 2 ** SIGN_REPS, said[0].upper() + said[1:]), ""]
     return md, heads
 
 
