@@ -398,6 +398,31 @@ TEST(PoolShortPathDeathTest, AMallocPointerIsReportedWithoutReadingPastIt) {
     std::free(m);
 }
 
+/* A thread with a heap but no current slab in the pool (it only freed an
+ * object another thread made) reaches the library's slow entry with no
+ * slab word to compare, so the short path must ask the region map of
+ * every pointer: a low address is reported, not read (the record of a
+ * "region" at address 0). Thread-safe style: the thread runs in the
+ * child. */
+TEST(PoolShortPathDeathTest, ALowAddressFreedByAThreadWithNoCurrentSlabIsReported) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    void *low = reinterpret_cast<void *>(static_cast<uintptr_t>(0x40));
+    for (unsigned flags : {0u, static_cast<unsigned>(PK_POOL_HARDENED)}) {
+        PoolPtr p = make_pool(64, 0, flags, "short");
+        void *theirs = pk_pool_alloc(p.get());
+        PKTEST_EXPECT_REPORT(
+            {
+                std::thread t([&] {
+                    pk_pool_free(p.get(), theirs);
+                    pk_pool_free(p.get(), low);
+                });
+                t.join();
+            },
+            "HANDLER severity=FATAL what=foreign pointer pool=short ptr=" + ptr_str(low));
+        pk_pool_free(p.get(), theirs);
+    }
+}
+
 TEST(PoolShortPathDeathTest, AnotherPoolsObjectIsReportedAsWrongPool) {
     TwoOldSlabs t;
     PoolPtr q = make_pool(64, 0, 0, "other");
