@@ -1,9 +1,10 @@
-/* Threads that come and go, after mimalloc-bench's mstress: each iteration
- * starts 2 threads that allocate objects of 8 to 128 B (powers of two; 1% of
- * them 100 to 10,000 times larger), keep some to the end, free most at
- * random, and swap some with a shared array of 1,000 slots, so that objects
- * outlive their thread and are freed by the next ones; the threads exit, and
- * the main thread frees half the array. The live set does not grow with the
+/* Threads that come and go, after mimalloc-bench's mstress: in each
+ * iteration 2 threads, the calling one (which lives on) and a new one,
+ * allocate objects of 8 to 128 B (powers of two; 1% of them 100 to 10,000
+ * times larger), keep some to the end, free most at random, and swap some
+ * with a shared array of 1,000 slots, so that objects outlive their thread
+ * and are freed by the next ones; the new thread exits, and the calling
+ * thread frees half the array. The live set does not grow with the
  * iterations, so neither may memory.
  *
  * The loop is the lab's migrate experiment's (lab_migrate_iteration).

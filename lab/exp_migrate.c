@@ -3,12 +3,13 @@
  * which bench/bench_mstress.c runs over three allocators). Memory must not
  * grow while the live set does not.
  *
- * Each iteration starts 2 threads. Each allocates objects of 8 to 128 B
+ * Each iteration 2 threads work, the main one (which lives on, as in
+ * mstress) and a new one. Each allocates objects of 8 to 128 B
  * (powers of two; 1% of them 100 to 10,000 times larger, every word
  * written and checked at its free), keeps some to its end (retained),
  * frees most of the others at random, and swaps some with a shared array of
  * 1,000 slots, so that objects outlive the thread that made them and are
- * freed by the next iterations' threads; the threads exit, and the main
+ * freed by the next iterations' threads; the new thread exits, and the main
  * thread frees about half the array. The live set is the same from one
  * iteration to the next.
  *

@@ -96,10 +96,13 @@ static void *stress(void *arg) {
 void lab_migrate_iteration(const rp_alloc *a, long sc, uint64_t *r, int last) {
     fe = a;
     scale = sc;
+    /* mstress's own: the calling thread is the first, living on while the
+     * others come and go */
     pthread_t t[THREADS];
-    for (long i = 0; i < THREADS; i++)
+    for (long i = 1; i < THREADS; i++)
         if (pthread_create(&t[i], NULL, stress, (void *)(intptr_t)i) != 0) abort();
-    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    stress((void *)(intptr_t)0);
+    for (int i = 1; i < THREADS; i++) pthread_join(t[i], NULL);
     for (int i = 0; i < TRANSFERS; i++)
         if (chance(50, r) || last) free_items(__atomic_exchange_n(&transfer[i], NULL, __ATOMIC_ACQ_REL));
 }

@@ -131,6 +131,45 @@ TEST(PoolExits, GenerationsPassingObjectsThroughASharedArrayKeepTheSlabCountBoun
     EXPECT_EQ(stats_of(p.get()).live, 0u);
 }
 
+/* mstress itself: the main thread is one of the two that allocate, free
+ * at random and swap objects with the shared array, and it lives on while
+ * the other comes and goes. The objects it swaps out are freed by the next
+ * threads into slabs it owns, which it took from the pool or adopted; the
+ * slab count stays where the first generations put it. */
+TEST(PoolExits, ALongLivedThreadBesideThreadsThatComeAndGoKeepsTheSlabCountBounded) {
+    PoolPtr p = make_pool(kSize, 0, 0, "mstress-main");
+    const size_t gens = scaled(120, 30), per_thread = 3000, transfers = 500;
+    std::vector<std::atomic<void *>> transfer(transfers);
+    for (auto &t : transfer) t.store(nullptr);
+    auto work = [&](uint64_t seed) {
+        std::mt19937_64 rng(seed);
+        std::vector<void *> objs;
+        for (size_t i = 0; i < per_thread; i++) {
+            void *o = pk_pool_alloc(p.get());
+            ASSERT_NE(o, nullptr);
+            if (i % 4 == 0) o = transfer[rng() % transfers].exchange(o); /* another thread's, or none */
+            if (o) objs.push_back(o);
+            if (objs.size() > 64) {
+                size_t k = rng() % objs.size();
+                pk_pool_free(p.get(), objs[k]);
+                objs[k] = objs.back();
+                objs.pop_back();
+            }
+        }
+        free_all(p.get(), objs);
+    };
+    SlabCounts counts;
+    for (size_t g = 0; g < gens; g++) {
+        std::thread([&, g] { work(2 * g + 1); }).join();
+        work(2 * g + 2);
+        if (g + 1 == gens / 4) counts.early = slabs_of(p.get());
+    }
+    counts.end = slabs_of(p.get());
+    EXPECT_TRUE(counts.bounded());
+    for (auto &slot : transfer) free_if(p.get(), slot.exchange(nullptr));
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
 /* The larson shape: the main thread fills a live set of `live` objects,
  * then each of `gens` threads in turn replaces `steps` of them at random
  * and exits: the slab count stays bounded and every object comes home. */

@@ -237,6 +237,22 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * ORPHAN_WALK slab visits per remote free. */
 #define ORPHAN_WALK 4
 
+/* A heap that adopts a slab (pool_free.c, adopt) then collects the remote
+ * frees of every slab it owns, once it owns OWNED_WALK times as many as
+ * after its last such walk (and OWNED_WALK_MIN or more): slabs whose
+ * objects all came home by other threads' frees become its spares or go to
+ * the pool, those that gained free slots go to the front of its avail
+ * list. Its refills look at its full slabs (FULL_SCAN) and the front of
+ * avail only, so a thread that lives on while threads come and go, each
+ * freeing objects of slabs it adopted from the ones before, kept adopting
+ * slabs while those others emptied waited uncollected: its memory grew
+ * with every generation of threads, its live objects level
+ * (mimalloc-bench's mstress, where the main thread is one of the two that
+ * work). A walk so costs at most one slab visit per slab adopted since the
+ * last one. */
+#define OWNED_WALK 2
+#define OWNED_WALK_MIN 16
+
 /* Each thread's table reserves room for TABLE_KEYS pools (a slot and a
  * heap record each, backed a page at a time as keys are used), so a table
  * never moves and the inline fast paths need no bound check. A pool's key

@@ -147,7 +147,9 @@ bool free_foreign(tc_slot *c, slab *s, void *obj) {
  * make into them later, which only a refill does: slabs with no live object
  * kept for the rest of its life. Its other frees are remote, and those
  * slabs stay the pool's, for the next heap that needs a slab (which
- * collects them) or the purge. */
+ * collects them) or the purge. An adoption may walk the heap's slabs
+ * (OWNED_WALK): the threads that free what the adopter made leave its
+ * other slabs empty. */
 static bool adopt(pk_pool *p, heap *h, slab *s) {
     h->may_adopt = false;
     pool_lock(p);
@@ -155,6 +157,7 @@ static bool adopt(pk_pool *p, heap *h, slab *s) {
     if (mine) heap_take_slab(p, h, s);
     POOL_VALIDATE(p);
     pool_unlock(p);
+    if (mine) heap_walk_due(p, h, 0);
     return mine;
 }
 

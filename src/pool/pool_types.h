@@ -218,6 +218,7 @@ typedef struct heap {
     struct slab *warm;         /* the owned slab its owner last freed an object into, left
                                   on its list, or NULL: next_slab's first pick; cleared when
                                   the slab leaves the heap (count_out) */
+    size_t walk_at;            /* owned slabs at which an adoption walks them all (OWNED_WALK) */
     uint64_t short_frees;      /* the short path's frees (pool_free.h), beside warm,
                                   which it writes too */
     uint64_t rng;              /* hardened pools: the order of fresh slots (SHUFFLE) */
