@@ -17,9 +17,13 @@
  *                the block's free, naming the bytes changed (written and
  *                compared by alloc_checks.c, which guarded blocks share)
  *   UNDERFLOW    at free, the check word of the slot before (the last
- *                bytes an underflow writes) must be zero or check. A
- *                slab's first slot is kept back, never handed out, so that
- *                every block has a slot before it in its slab
+ *                bytes an underflow writes) must be zero or check. The
+ *                class pools' slabs start with a slot's length no block
+ *                uses, kept zero (slab_geometry_for's lead), so that every
+ *                block has a slot before it in its slab; holding each
+ *                slab's first slot instead kept every slab from ever
+ *                emptying (a thread that lived on beside threads that
+ *                came and went held more slabs every generation)
  *   ZERO ON FREE a freed block is zeroed; it must still be zero when it
  *                leaves the quarantine and, in its first line (but for
  *                the two words the pool's lists lend, its link and a
@@ -317,16 +321,6 @@ static void check_held_at_exit(void) {
 
 /* ---- class blocks ---- */
 
-/* A block of class pool p that is not its slab's first slot (the slot
- * before every block), from the pool; NULL with errno ENOMEM. */
-static char *block_from_pool(pk_pool *p, void *caller) {
-    for (;;) {
-        char *obj = pool_alloc_at(p, caller);
-        if (!obj) return NULL;
-        slab *s = slab_of((uintptr_t)obj);
-        if (slab_slot_index(s, obj) != 0 || s->capacity == 1) return obj;
-    }
-}
 
 /* obj, from p's lists or the thread's ready stack: the whole block was
  * zero when it left the quarantine; since then its first `from` bytes may
@@ -344,8 +338,7 @@ static inline void check_zero_at_handout(const pk_pool *p, char *obj, size_t fro
 /* Half a ready stack's worth of blocks from the pool in one call, which
  * pays its poll and its lookups once (a program that builds a structure);
  * the words the pool's lists lent are cleared, the rest is checked when
- * each is handed out; the slot before every block is kept back as
- * block_from_pool keeps it. Returns one of them, or NULL. */
+ * each is handed out. Returns one of them, or NULL. */
 static PK_NOINLINE char *refill(hard_ring *r, pk_pool *p, size_t ci) {
     void *got[HARD_READY / 2];
     int saved = errno; /* fewer than asked for is no failure while one came */
@@ -353,8 +346,6 @@ static PK_NOINLINE char *refill(hard_ring *r, pk_pool *p, size_t ci) {
     if (k) errno = saved;
     for (size_t i = 0; i < k; i++) {
         char *obj = got[i];
-        slab *s = slab_of((uintptr_t)obj);
-        if (slab_slot_index(s, obj) == 0 && s->capacity > 1) continue;
         memset(obj, 0, 2 * sizeof(uintptr_t));
         r->ready[ci][r->nready[ci]++] = obj;
     }
@@ -370,7 +361,7 @@ void *hard_class_alloc(pk_pool *p, size_t ci, size_t n, void *caller) {
     } else {
         obj = r && ready_most[ci] >= 2 ? refill(r, p, ci) : NULL;
         if (obj) check_zero_at_handout(p, obj, 0);
-        else if ((obj = block_from_pool(p, caller))) check_zero_at_handout(p, obj, 2 * sizeof(uintptr_t));
+        else if ((obj = pool_alloc_at(p, caller))) check_zero_at_handout(p, obj, 2 * sizeof(uintptr_t));
         else return NULL;
     }
     hard_fill(obj, n, p->size - HARD_TAIL);
@@ -392,7 +383,7 @@ void hard_class_free(pk_pool *p, void *ptr, void *caller) {
     if (!word_checks(p, obj, w, &n)) report_broken_word(p, obj, w);
     if (word_form(w) != PK__FORM_MALLOC) alloc_report_form(p, obj, n, word_form(w), PK__FORM_MALLOC);
     if (hard_changed(obj, n, p->size - HARD_TAIL, &first, &last)) report_overflow(p, obj, n, first, last, "check bytes");
-    if (idx > 0) {
+    if (s->capacity > 1) { /* the lead before the first */
         const char *prev = obj - s->slot;
         uint64_t pw = word_load(p, prev);
         size_t pn;

@@ -17,7 +17,7 @@ slab *slab_lookup(const void *ptr) {
 
 struct pk_pool *slab_owner(const void *ptr) { return slot_owner(ptr); }
 
-bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, slab_geometry *g) {
+bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool lead, bool guard, slab_geometry *g) {
     size_t page = os_page_size();
     /* The record lives apart (region.h), so the slab holds only slots,
      * after a debug pool's live bits. Where slot 0 may start: rounding the
@@ -41,6 +41,7 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, s
         for (; cap > 0; cap--) {
             size_t bits = debug_bits ? align_up((cap + 63) / 64 * 8, 8) : 0;
             header = bits ? align_up(bits, place) : 0;
+            if (lead) header = align_up(header + slot, place);
             if (header + cap * slot <= room) break;
         }
         if (cap > 0) {
@@ -69,7 +70,7 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     slab *s = region_take(g->span, &warm, &base);
     if (!s) return NULL;
     s->base = base;
-    if (g->header && warm) memset(base, 0, g->header); /* a debug pool's live bits */
+    if (g->header && warm) memset(base, 0, g->header); /* a debug pool's live bits, or the lead */
     if (g->guard && !os_protect_none(base + g->span - g->guard, g->guard)) {
         region_give(s, false);
         errno = ENOMEM;

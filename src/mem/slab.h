@@ -123,8 +123,10 @@ typedef struct slab_geometry {
  * fit gets a slab of its own, a page past the object. With `guard`, the
  * span's last page is left out of the slots and made no-access, so a
  * linear overflow past the slab faults before it reaches the next one.
- * False if it cannot fit. */
-bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool guard, slab_geometry *g);
+ * With `lead`, slabs of more than one slot start with a slot's length that
+ * no slot uses, zero (slab_create), so that every slot has one before it
+ * (the hardened front end's underflow check). False if it cannot fit. */
+bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool lead, bool guard, slab_geometry *g);
 
 /* A new empty slab of pool, recorded in the address map. NULL + ENOMEM. */
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g);

@@ -113,7 +113,8 @@ static bool layout(pk_pool *p, const pk_pool_config *c) {
     }
     size_t a = p->align < sizeof(uintptr_t) ? sizeof(uintptr_t) : p->align;
     if (slot > SIZE_MAX / 2) return false;
-    if (!slab_geometry_for(align_up(slot, a), p->align, p->debug, (c->flags & PK_POOL_GUARD) != 0, &p->geo))
+    if (!slab_geometry_for(align_up(slot, a), p->align, p->debug, pool_hard_front(p), (c->flags & PK_POOL_GUARD) != 0,
+                           &p->geo))
         return false;
     if (p->debug) p->geo.site_words = SITE_KINDS * sites_frames();
     return true;
