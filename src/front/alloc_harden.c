@@ -321,7 +321,6 @@ static void check_held_at_exit(void) {
 
 /* ---- class blocks ---- */
 
-
 /* obj, from p's lists or the thread's ready stack: the whole block was
  * zero when it left the quarantine; since then its first `from` bytes may
  * hold the words the pool's lists lend (its link, a chain's mark). The
