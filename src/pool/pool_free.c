@@ -141,7 +141,7 @@ bool free_foreign(tc_slot *c, slab *s, void *obj) {
  * the slab, an ordinary owned slab from then on (its frees take the short
  * path, its free slots serve the heap's next refills), if it has refilled
  * since it last took one (heap.may_adopt). A thread that allocates from the
- * pool so takes slabs no faster than it uses them; a thread that only frees
+ * pool so takes slabs no faster than it refills; a thread that only frees
  * (a main thread freeing what its exited workers left) would otherwise
  * gather every slab it frees into and never collect the frees other threads
  * make into them later, which only a refill does: slabs with no live object
