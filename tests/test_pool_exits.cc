@@ -92,6 +92,27 @@ TEST(PoolExits, AnObjectHandedOutAgainFromASlabAnExitLeftIsFreedWithoutAReport) 
     free_all(p.get(), objs);
 }
 
+/* mstress's worker: n allocations, one in four swapped with a random slot
+ * of the shared array (an older thread's object, or none), frees at random
+ * among the recent ones, and what it still holds freed at its end. */
+void swap_and_free(pk_pool *p, std::vector<std::atomic<void *>> &transfer, uint64_t seed, size_t n) {
+    std::mt19937_64 rng(seed);
+    std::vector<void *> objs;
+    for (size_t i = 0; i < n; i++) {
+        void *o = pk_pool_alloc(p);
+        ASSERT_NE(o, nullptr);
+        if (i % 4 == 0) o = transfer[rng() % transfer.size()].exchange(o);
+        if (o) objs.push_back(o);
+        if (objs.size() > 64) {
+            size_t k = rng() % objs.size();
+            pk_pool_free(p, objs[k]);
+            objs[k] = objs.back();
+            objs.pop_back();
+        }
+    }
+    free_all(p, objs);
+}
+
 TEST(PoolExits, GenerationsPassingObjectsThroughASharedArrayKeepTheSlabCountBounded) {
     PoolPtr p = make_pool(kSize, 0, 0, "mstress");
     void *mine = pk_pool_alloc(p.get()); /* the main thread refills once: it may adopt one slab */
@@ -102,24 +123,7 @@ TEST(PoolExits, GenerationsPassingObjectsThroughASharedArrayKeepTheSlabCountBoun
     std::mt19937_64 main_rng(7);
     SlabCounts counts;
     for (size_t g = 0; g < gens; g++) {
-        std::thread t([&, g] {
-            std::mt19937_64 rng(g + 1);
-            std::vector<void *> objs;
-            for (size_t i = 0; i < per_thread; i++) {
-                void *o = pk_pool_alloc(p.get());
-                ASSERT_NE(o, nullptr);
-                if (i % 4 == 0) o = transfer[rng() % transfers].exchange(o); /* an older thread's, or none */
-                if (o) objs.push_back(o);
-                if (objs.size() > 64) { /* frees at random among the recent ones */
-                    size_t k = rng() % objs.size();
-                    pk_pool_free(p.get(), objs[k]);
-                    objs[k] = objs.back();
-                    objs.pop_back();
-                }
-            }
-            free_all(p.get(), objs);
-        });
-        t.join();
+        std::thread([&, g] { swap_and_free(p.get(), transfer, g + 1, per_thread); }).join();
         for (auto &slot : transfer) /* the main thread frees half of what the threads left */
             if (main_rng() % 2) free_if(p.get(), slot.exchange(nullptr));
         if (g + 1 == gens / 4) counts.early = slabs_of(p.get());
@@ -143,27 +147,10 @@ TEST(PoolExits, ALongLivedThreadBesideThreadsThatComeAndGoKeepsTheSlabCountBound
     const size_t gens = 120, per_thread = 3000, transfers = 500;
     std::vector<std::atomic<void *>> transfer(transfers);
     for (auto &t : transfer) t.store(nullptr);
-    auto work = [&](uint64_t seed) {
-        std::mt19937_64 rng(seed);
-        std::vector<void *> objs;
-        for (size_t i = 0; i < per_thread; i++) {
-            void *o = pk_pool_alloc(p.get());
-            ASSERT_NE(o, nullptr);
-            if (i % 4 == 0) o = transfer[rng() % transfers].exchange(o); /* another thread's, or none */
-            if (o) objs.push_back(o);
-            if (objs.size() > 64) {
-                size_t k = rng() % objs.size();
-                pk_pool_free(p.get(), objs[k]);
-                objs[k] = objs.back();
-                objs.pop_back();
-            }
-        }
-        free_all(p.get(), objs);
-    };
     SlabCounts counts;
     for (size_t g = 0; g < gens; g++) {
-        std::thread([&, g] { work(2 * g + 1); }).join();
-        work(2 * g + 2);
+        std::thread([&, g] { swap_and_free(p.get(), transfer, 2 * g + 1, per_thread); }).join();
+        swap_and_free(p.get(), transfer, 2 * g + 2, per_thread);
         if (g + 1 == gens / 4) counts.early = slabs_of(p.get());
     }
     counts.end = slabs_of(p.get());

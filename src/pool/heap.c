@@ -491,11 +491,13 @@ static void collect_orphans_due(pk_pool *p) {
     central_collect_own(p);
 }
 
-/* OWNED_WALK: every owned slab on avail or full with remote frees waiting
- * has them collected; the emptied ones fill the heap's spares, and go to
- * the pool past them (under one lock); the others go to the front of avail. */
-static void walk_owned(pk_pool *p, heap *h, uint64_t now) {
-    slab *gone = NULL;
+_Static_assert(OWNED_WALK == 2 && OWNED_WALK_MIN == 16, "docs/design.md names the owned walk's bounds");
+
+void heap_walk_due(pk_pool *p, heap *h) {
+    if (h->slabs < h->walk_at || h->slabs < OWNED_WALK_MIN) return;
+    /* each owned slab on avail or full whose remote frees came in: home,
+     * emptied as an owner's free empties it (a spare, the one before to
+     * the pool), else at the front of avail */
     slab_list *lists[2] = {&h->avail, &h->full};
     for (int l = 0; l < 2; l++)
         for (slab *s = lists[l]->head, *next; s; s = next) {
@@ -503,34 +505,9 @@ static void walk_owned(pk_pool *p, heap *h, uint64_t now) {
             if (!__atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) continue;
             collect_into(p, h, s);
             slab_list_remove(lists[l], s);
-            if (s->used) {
-                slab_list_push(&h->avail, s, HEAP_AVAIL);
-                continue;
-            }
-            central_slab_emptied(p, s);
-            s->next = gone;
-            gone = s;
+            if (s->used) slab_list_push(&h->avail, s, HEAP_AVAIL);
+            else heap_slab_emptied(p, h, s, 0);
         }
-    while (gone && h->spares < p->spares) {
-        slab *s = gone;
-        gone = s->next;
-        spare_push(h, s);
-    }
-    if (!gone) return;
-    pool_lock_for_use(p, now ? now : os_now_ms());
-    for (slab *s = gone, *next; s; s = next) {
-        next = s->next;
-        to_pool(p, h, s);
-    }
-    POOL_VALIDATE(p);
-    pool_unlock(p);
-}
-
-_Static_assert(OWNED_WALK == 2 && OWNED_WALK_MIN == 16, "docs/design.md names the owned walk's bounds");
-
-void heap_walk_due(pk_pool *p, heap *h, uint64_t now) {
-    if (h->slabs < h->walk_at || h->slabs < OWNED_WALK_MIN) return;
-    walk_owned(p, h, now);
     h->walk_at = h->slabs * OWNED_WALK;
 }
 

@@ -28,8 +28,8 @@ void heap_note_peak(pk_pool *p, heap *h);
 /* OWNED_WALK (policy.h), after an adoption: where h owns OWNED_WALK times
  * as many slabs as after its last walk, the remote frees of every one
  * collected, the emptied ones to its spares or the pool (whose lock the
- * caller must not hold). now: the time, or 0. */
-void heap_walk_due(pk_pool *p, heap *h, uint64_t now);
+ * caller must not hold). */
+void heap_walk_due(pk_pool *p, heap *h);
 /* s, one of the pool's own (central_adopt took it), joins h's lists. */
 void heap_take_slab(pk_pool *p, heap *h, slab *s);
 /* obj onto the free list of s, an owned slab of h that is not current;

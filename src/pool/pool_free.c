@@ -157,7 +157,7 @@ static bool adopt(pk_pool *p, heap *h, slab *s) {
     if (mine) heap_take_slab(p, h, s);
     POOL_VALIDATE(p);
     pool_unlock(p);
-    if (mine) heap_walk_due(p, h, 0);
+    if (mine) heap_walk_due(p, h);
     return mine;
 }
 
