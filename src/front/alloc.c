@@ -10,12 +10,12 @@
  *
  * Re-entry. As malloc, the front end is also the C library's allocator,
  * and the library it runs on calls the C library: a pool made on first use
- * reads the environment (strdup), registers handlers (pthread_atfork,
- * atexit), a thread's first call sets a pthread key, a debug pool with
- * several frames calls backtrace(), whose first call loads libgcc_s. Each
- * may call malloc or free again, on the same thread, while the library is
- * half-way through a call, where a lock it holds, or a pthread_once in
- * progress, would wait forever. So every slow path runs with the thread's
+ * reads the environment (strdup), registers the fork handlers
+ * (pthread_atfork), a thread's first call sets a pthread key, a debug pool
+ * with several frames calls backtrace(), whose first call loads libgcc_s.
+ * Each may call malloc or free again, on the same thread, while the
+ * library is half-way through a call, where a lock it holds, or a
+ * pthread_once in progress, would wait forever. So every slow path runs with the thread's
  * `depth` raised, and a call that finds it raised never enters the
  * library: an allocation is served from the bootstrap buffer (a static
  * array, bumped and never reused; a block past its end is mapped), a free

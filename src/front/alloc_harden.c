@@ -315,8 +315,14 @@ static void ring_at_thread_exit(void *arg) {
 
 /* At exit the exiting thread's blocks still held are checked (other
  * threads' queues are theirs, checked at their exit). */
-static void check_held_at_exit(void) {
-    if (my_ring) ring_empty(my_ring, false, "at exit, while it waited in the quarantine");
+static bool held_check_due; /* set by hard_setup */
+
+/* A destructor, not atexit: hard_setup runs inside the first hardened
+ * allocation, which may be a malloc the C library makes under the lock
+ * atexit takes (stats.c says when). */
+__attribute__((destructor)) static void check_held_at_exit(void) {
+    if (__atomic_load_n(&held_check_due, __ATOMIC_ACQUIRE) && my_ring)
+        ring_empty(my_ring, false, "at exit, while it waited in the quarantine");
 }
 
 /* ---- class blocks ---- */
@@ -437,5 +443,5 @@ void hard_setup(void (*guarded)(void (*fn)(void *), void *arg)) {
         ready_most[ci] = (unsigned char)(most < HARD_READY ? most : HARD_READY);
     }
     pthread_key_create(&ring_key, ring_at_thread_exit);
-    atexit(check_held_at_exit);
+    __atomic_store_n(&held_check_due, true, __ATOMIC_RELEASE);
 }

@@ -19,6 +19,8 @@
  * serves the allocations the C library and poolkit itself make meanwhile
  * from its bootstrap buffer, and runs the pools' fork handlers (alloc.c).
  */
+#include "base/internal.h"
+
 #include <poolkit/alloc.h>
 
 #include <errno.h>
@@ -32,6 +34,17 @@
  * leave a program's signals alone (options.c). */
 __attribute__((visibility("hidden"))) extern const char malloc_library_marker;
 __attribute__((visibility("hidden"))) const char malloc_library_marker = 1;
+
+/* The pools' fork handlers (pthread_atfork), installed while the library
+ * loads. Installed at the first pool's making instead, as libpoolkit does,
+ * they may be installed inside a malloc the C library makes while it holds
+ * the lock pthread_atfork takes (its table of handlers growing, at a
+ * program's 49th registration before its first malloc), where the install
+ * would wait forever. The exit work needs no registration (destructors). A
+ * malloc the C library or the loader makes before this runs finds no hook
+ * registered yet (init.c), so nothing is installed inside it. No pool is
+ * made here: the address space is laid out as the program's calls make it. */
+__attribute__((constructor)) static void fork_handlers_now(void) { init_announce(INIT_SHARED_STATE); }
 
 EXPORT void *malloc(size_t size) { return pk_alloc(size); }
 

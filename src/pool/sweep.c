@@ -181,19 +181,15 @@ static void *purge_main(void *arg) {
     return NULL;
 }
 
-static void stop_at_exit(void);
+static bool ever_started; /* written under control, read at exit */
 
 /* Caller holds control and no thread runs. Returns 0 or an errno value. */
 static int start_thread(void) {
-    static bool exit_hook;
     if (!wake_made) {
         make_wake();
         wake_made = true;
     }
-    if (!exit_hook) {
-        if (atexit(stop_at_exit) != 0) return ENOMEM;
-        exit_hook = true;
-    }
+    __atomic_store_n(&ever_started, true, __ATOMIC_RELEASE);
     stop = false;
     started = false;
     /* Every signal blocked in the thread (it inherits the mask it is created
@@ -244,7 +240,11 @@ static void stop_thread(bool at_exit) {
     pthread_join(thread, NULL);
 }
 
-static void stop_at_exit(void) {
+/* A destructor, not atexit: the thread may start inside a malloc the C
+ * library makes under the lock atexit takes (stats.c says when). A
+ * process that never started it takes no lock here. */
+__attribute__((destructor)) static void stop_at_exit(void) {
+    if (!__atomic_load_n(&ever_started, __ATOMIC_ACQUIRE)) return;
     pthread_mutex_lock(&control);
     stop_thread(true);
     pthread_mutex_unlock(&control);

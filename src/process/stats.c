@@ -524,12 +524,25 @@ static void report_at_exit(void) {
     if (options_debug()) leak_summary();
 }
 
+static bool report_due; /* set once a pool is made */
+
 static void install(void) {
     /* Read now, so that a malformed value is reported at once. */
     const char *path;
     (void)options_verbose();
     (void)options_stats(&path);
-    atexit(report_at_exit);
+    __atomic_store_n(&report_due, true, __ATOMIC_RELEASE);
+}
+
+/* A destructor, not atexit: the install runs inside the first pool's
+ * making, which under the malloc library may be inside a malloc the C
+ * library makes while it holds the lock atexit takes (its table of exit
+ * functions growing at a program's 33rd registration before its first
+ * malloc); atexit there would wait forever. A destructor needs no
+ * registration, and runs after every exit function, so the report and the
+ * leak summary see what those freed. */
+__attribute__((destructor)) static void report_if_due(void) {
+    if (__atomic_load_n(&report_due, __ATOMIC_ACQUIRE)) report_at_exit();
 }
 
 static void install_once(void) {
