@@ -231,6 +231,63 @@ PKTEST_CHILD(HardReallocShrinkMoves) {
 
 TEST(HardenedFrontEnd, ReallocMovesABlockItShrinks) { EXPECT_CHILD_PASSES("HardReallocShrinkMoves", kHardened); }
 
+/* A buffer grown 16 bytes at a time, as programs build strings: in place
+ * within a slot or a guarded block's mapping, moved past them to room for
+ * half as much again, so it moves a few times per doubling. Moved at every
+ * call, a 32 MiB buffer built so ran for minutes (each move a copy of it
+ * all). */
+PKTEST_CHILD(HardReallocGrowthMovesRarely) {
+    const size_t most = size_t(4) << 20;
+    char *p = nullptr;
+    size_t moves = 0, calls = 0;
+    for (size_t n = 16; n <= most; n += 16, calls++) {
+        char *q = hide(pk_realloc(p, n));
+        CHILD_CHECK(q, "realloc to %zu failed", n);
+        if (q != p) moves++;
+        q[n - 16] = static_cast<char>(n / 16);
+        p = q;
+    }
+    for (size_t n = 16; n <= most; n += 16)
+        CHILD_CHECK(p[n - 16] == static_cast<char>(n / 16), "byte %zu lost in a move", n - 16);
+    std::fprintf(stderr, "%zu moves in %zu calls\n", moves, calls);
+    CHILD_CHECK(moves <= 100, "%zu moves in %zu calls", moves, calls);
+    pk_free(p);
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, ABufferGrownAFewBytesAtATimeMovesRarely) {
+    EXPECT_CHILD_PASSES("HardReallocGrowthMovesRarely", kHardened);
+}
+
+/* Grown in place, the block's checks follow its new size: an overflow of
+ * one byte past it is reported at the free, naming that size. */
+PKTEST_CHILD(HardGrownInPlaceOverflow) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(8));
+    char *q = hide(pk_realloc(p, 12));
+    CHILD_CHECK(q == p, "a block of 8 bytes grown to 12 moved (its slot holds 24)");
+    q[12] = 'A';
+    pk_free(q);
+    return no_report();
+}
+
+PKTEST_CHILD(HardGrownGuardedOverflow) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(kGuarded));
+    char *q = hide(pk_realloc(p, kGuarded + 1));  /* past its pages: moved, with room */
+    char *r = hide(pk_realloc(q, kGuarded + 100)); /* within the room */
+    CHILD_CHECK(q != p && r == q, "moved %d, then in place %d", q != p, r == q);
+    r[kGuarded + 100] = 'A';
+    pk_free(r);
+    return no_report();
+}
+
+TEST(HardenedFrontEnd, ABlockGrownInPlaceIsCheckedAtItsNewSize) {
+    expect_report("HardGrownInPlaceOverflow", "buffer overflow", "of 12 bytes (pool 'pk_alloc 32') was written past "
+                                                                 "its end: bytes 0 to 0 past it changed");
+    expect_report("HardGrownGuardedOverflow", "buffer overflow", "of 262244 bytes was written past its end: bytes 0 to 0");
+}
+
 /* ---- SIZE 0 and GUARDED: faults the handler names ---- */
 
 PKTEST_CHILD(HardWriteOfASizeZeroBlock) {

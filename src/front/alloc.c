@@ -323,7 +323,7 @@ static PK_NOINLINE void *hard_alloc(size_t size, size_t align, void *caller) {
     } else {
         init_announce(INIT_SHARED_STATE); /* the fork handlers cover the block table */
         pool_purge_poll();
-        obj = align <= os_page_size() ? large_alloc_guarded(size, caller) : large_alloc(size, align, true);
+        obj = align <= os_page_size() ? large_alloc_guarded(size, size, caller) : large_alloc(size, align, true);
     }
     leave();
     return obj;
@@ -662,6 +662,24 @@ static void *moved(void *ptr, size_t keep, size_t size) {
     return to;
 }
 
+/* A hardened block grown past its place, into a guarded block with room
+ * for half as much again as it held: a buffer grown a few bytes at a time
+ * then moves once per half again (alloc_large.c), where a move at every
+ * call copied it whole each time (a 32 MiB string built 16 bytes at a time
+ * ran for minutes). */
+static void *moved_guarded(void *ptr, size_t keep, size_t size) {
+    size_t room = keep + keep / 2;
+    depth++;
+    init_announce(INIT_SHARED_STATE); /* the fork handlers cover the block table */
+    pool_purge_poll();
+    void *to = large_alloc_guarded(size, room, __builtin_return_address(0));
+    leave();
+    if (!to) return NULL;
+    memcpy(to, ptr, keep);
+    pk_free(ptr);
+    return to;
+}
+
 static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
     if (!ptr) return pk_alloc(size);
     if (size == 0) { /* as glibc: freed, and NULL */
@@ -673,12 +691,17 @@ static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
      * names it; a large block's set is asked only where the block would
      * leave it (large_realloc keeps the set), not on every resize. */
     if (unlikely(alloc_is_heap(p))) return heap_realloc(p, ptr, size);
-    if (unlikely(alloc_hardened())) { /* always moved (QUARANTINE, alloc_harden.c), but to its own size */
+    if (unlikely(alloc_hardened())) { /* moved unless it grows in place (QUARANTINE, alloc_harden.c) */
         if (!p && large_set_of(ptr)) return heap_realloc(NULL, ptr, size);
+        /* In place only where the class is hard_class_of(size)'s, so that
+         * pk_free_sized's size stays true (an aligned block's may be
+         * larger). */
+        if (alloc_owns(p, ptr) && alloc_hard(p)
+                ? size < HARD_GUARDED_MIN && class_pool_made(hard_class_of(size)) == p && hard_class_grow(p, ptr, size)
+                : !p && large_grow_guarded(ptr, size))
+            return ptr;
         size_t n = usable_or_report(ptr, p, "pk_realloc");
-        bool same = alloc_owns(p, ptr) && n == size && size < HARD_GUARDED_MIN &&
-                    class_pool_made(hard_class_of(size)) == p; /* pk_free_sized's size stays true */
-        return same ? ptr : moved(ptr, n, size);
+        return size > n && size >= HARD_GUARDED_MIN ? moved_guarded(ptr, n, size) : moved(ptr, n, size);
     }
     if (likely(alloc_owns(p, ptr))) {
         /* In place only within the class, so pk_free_sized's size is always

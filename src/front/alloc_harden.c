@@ -34,9 +34,12 @@
  *   QUARANTINE   a freed block waits for HARD_QUARANTINE frees of its
  *                class by the thread that freed it before it may be
  *                handed out again (policy.h): free(p) then malloc(n) does
- *                not give p back, and realloc moves any block whose size
- *                changes; the exiting thread's blocks still waiting at
- *                exit are checked then, another thread's at its exit
+ *                not give p back, and realloc moves any block it shrinks
+ *                or grows past its slot (or its mapping: alloc_large.c),
+ *                so a pointer kept from before meets a freed block; one
+ *                grown within them stays, the caller's pointer the same;
+ *                the exiting thread's blocks still waiting at exit are
+ *                checked then, another thread's at its exit
  *   SIZE 0       a block of size 0 points into a no-access reservation;
  *                the fault handler names it
  *   GUARDED      blocks of HARD_GUARDED_MIN bytes and up: alloc_large.c
@@ -374,6 +377,42 @@ void *hard_class_alloc(pk_pool *p, size_t ci, size_t n, void *caller) {
     return obj;
 }
 
+/* The checks of block obj of slab s at its free or its resize: its check
+ * word (clear: freed already; broken: overwritten), its form, its check
+ * bytes up to byte upto (the slot's end at most), the slot before's word
+ * (an underflow). Returns its size. */
+static inline __attribute__((always_inline)) size_t checked_block(pk_pool *p, const slab *s, char *obj, size_t upto) {
+    uint64_t w = word_load(p, obj);
+    if (!w) report_not_in_use(p, obj);
+    size_t n, first, last, end = p->size - HARD_TAIL;
+    if (!word_checks(p, obj, w, &n)) report_broken_word(p, obj, w);
+    if (word_form(w) != PK__FORM_MALLOC) alloc_report_form(p, obj, n, word_form(w), PK__FORM_MALLOC);
+    if (upto < end) end = upto;
+    if (hard_changed(obj, n, end, &first, &last)) report_overflow(p, obj, n, first, last, "check bytes");
+    if (s->capacity > 1) { /* the lead before the first */
+        const char *prev = obj - s->slot;
+        uint64_t pw = word_load(p, prev);
+        size_t pn;
+        if (pw && !word_checks(p, prev, pw, &pn)) report_underflow(p, obj, prev, pw);
+    }
+    return n;
+}
+
+/* In place, so that a buffer grown a few bytes at a time is not copied at
+ * every call: the pointer stays the caller's, so none goes stale. The
+ * check bytes between the old size and the new are checked now (they
+ * become the block's, which realloc leaves unspecified); those past the
+ * new size hold their pattern still (it is by position) and wait for the
+ * free, so each check byte is read once however many times the block
+ * grows. Only the word changes. */
+bool hard_class_grow(pk_pool *p, void *ptr, size_t size) {
+    slab *s = slab_of((uintptr_t)ptr);
+    if (size >= HARD_GUARDED_MIN || size > p->size - HARD_TAIL || slab_slot_index(s, ptr) < 0) return false;
+    if (size < checked_block(p, s, ptr, size)) return false; /* a shrink moves (QUARANTINE) */
+    word_store(p, ptr, check_word(p, ptr, size));
+    return true;
+}
+
 void hard_class_free(pk_pool *p, void *ptr, void *caller) {
     slab *s = slab_of((uintptr_t)ptr);
     long idx = slab_slot_index(s, ptr);
@@ -382,18 +421,7 @@ void hard_class_free(pk_pool *p, void *ptr, void *caller) {
         return;
     }
     char *obj = ptr;
-    uint64_t w = word_load(p, obj);
-    if (!w) report_not_in_use(p, obj);
-    size_t n, first, last;
-    if (!word_checks(p, obj, w, &n)) report_broken_word(p, obj, w);
-    if (word_form(w) != PK__FORM_MALLOC) alloc_report_form(p, obj, n, word_form(w), PK__FORM_MALLOC);
-    if (hard_changed(obj, n, p->size - HARD_TAIL, &first, &last)) report_overflow(p, obj, n, first, last, "check bytes");
-    if (s->capacity > 1) { /* the lead before the first */
-        const char *prev = obj - s->slot;
-        uint64_t pw = word_load(p, prev);
-        size_t pn;
-        if (pw && !word_checks(p, prev, pw, &pn)) report_underflow(p, obj, prev, pw);
-    }
+    (void)checked_block(p, s, obj, SIZE_MAX);
     memset(obj, 0, p->size - HARD_TAIL);
     word_store(p, obj, 0);
     quarantine(p, alloc_class_of(p->size), obj, caller);

@@ -215,6 +215,11 @@ void *hard_class_alloc(pk_pool *p, size_t ci, size_t n, void *caller);
 /* Checks ptr (of class pool p), zeroes it and quarantines it; reports a
  * double free, an overflow, an underflow. Caller has raised depth. */
 void hard_class_free(pk_pool *p, void *ptr, void *caller);
+/* Block ptr of hardened class pool p grown to size in place, where its
+ * slot holds it (below HARD_GUARDED_MIN): the checks of its free first
+ * (reported there), then its check word says size (true); false for a
+ * shrink, a size its slot cannot hold, or no slot's start. */
+bool hard_class_grow(pk_pool *p, void *ptr, size_t size);
 /* The bytes asked for of a hardened class block. */
 size_t hard_class_request(const pk_pool *p, const void *obj);
 /* Whether obj, a slot of hardened class pool p, holds a block whose check
@@ -228,9 +233,15 @@ void *hard_zero_block(void);
 bool hard_zero_owns(const void *ptr);
 
 /* alloc_large.c's hardened blocks: size bytes between two no-access pages,
- * the rest of the last page check bytes; caller is named in a fault's
- * report. NULL with errno ENOMEM. */
-void *large_alloc_guarded(size_t size, void *caller);
+ * in a mapping of room bytes or more (at least size), the rest of the last
+ * page check bytes; caller is named in a fault's report. NULL with errno
+ * ENOMEM. */
+void *large_alloc_guarded(size_t size, size_t room, void *caller);
+/* A live guarded block of the malloc form grown to size in place, where
+ * its mapping holds it: its check bytes so far checked (reported if
+ * changed), size its new size (true); false for any other pointer or
+ * size, and for a shrink. */
+bool large_grow_guarded(void *ptr, size_t size);
 /* A live guarded block's form and size; false for any other pointer. */
 bool large_form(const void *ptr, unsigned *form, size_t *size);
 /* A live guarded block's form set. */

@@ -26,7 +26,13 @@
  * bytes in the last page's rest (alloc_checks.c, shared with the class
  * blocks); freed, they stay in the table, no-access with their pages given
  * back, until HARD_FREED_BLOCKS later frees, so a fault in one names it
- * (large_explain_fault) and no block takes its addresses at once. They are never kept for reuse nor resized in place.
+ * (large_explain_fault) and no block takes its addresses at once. They are
+ * never kept for reuse. realloc grows one in place within its mapping
+ * (large_grow_guarded); past it, the block moves to a mapping with room
+ * for half as much again (alloc.c), so a buffer grown a few bytes at a
+ * time is copied a bounded number of times per doubling, not at every
+ * call; its bytes past the size asked for are check bytes then, found at
+ * its free, where a block of its exact size faults at the access.
  */
 #include "front/alloc_internal.h"
 #include "front/alloc_checks.h"
@@ -259,13 +265,13 @@ void *large_alloc(size_t size, size_t align, bool zero) { return large_alloc_in(
 
 /* ---- hardened blocks: between no-access pages ---- */
 
-void *large_alloc_guarded(size_t size, void *caller) {
+void *large_alloc_guarded(size_t size, size_t room, void *caller) {
     size_t page = os_page_size();
-    if (size > SIZE_MAX / 2) {
+    if (size > SIZE_MAX / 2 || room > SIZE_MAX / 2) {
         errno = ENOMEM;
         return NULL;
     }
-    size_t len = align_up(size ? size : 1, page), span = len + 2 * page;
+    size_t len = align_up(room > size ? room : size ? size : 1, page), span = len + 2 * page;
     char *base = os_map(span, 0);
     if (!base) {
         errno = ENOMEM;
@@ -333,6 +339,24 @@ static void free_guarded(block *e, block *gone) {
         live--;
         freed_count--;
     }
+}
+
+bool large_grow_guarded(void *ptr, size_t size) {
+    size_t page = os_page_size(), first, last;
+    pthread_mutex_lock(&large_lock);
+    block *e = find((uintptr_t)ptr);
+    bool grows = e && e->size && !e->freed && e->form == PK__FORM_MALLOC && size >= e->size &&
+                 size <= e->len - 2 * page;
+    /* only the check bytes that become the block's: the rest wait for the
+     * free, so a buffer grown a few bytes at a time reads each once */
+    if (grows && hard_changed(ptr, e->size, size, &first, &last)) {
+        block copy = *e;
+        pthread_mutex_unlock(&large_lock);
+        report_guarded_overflow(&copy, first, last);
+    }
+    if (grows) e->size = size; /* the check bytes past it hold their pattern still (by position) */
+    pthread_mutex_unlock(&large_lock);
+    return grows;
 }
 
 bool large_form(const void *ptr, unsigned *form, size_t *size) {
