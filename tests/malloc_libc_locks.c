@@ -8,11 +8,15 @@
  * lock forever: a C++ program with many static objects (node) hung so.
  * The test's time limit turns a hang into a failure.
  *
- * Usage: malloc_libc_locks atexit|atfork
+ * Usage: malloc_libc_locks atexit|atfork|freed|leak
  *   atexit  40 exit functions before any malloc; the last to run (the
  *           first registered) writes how many ran
  *   atfork  200 fork handlers before any malloc; then a fork, whose child
  *           allocates; writes how many handlers ran in the parent
+ *   freed   one block made and freed: debug mode's leak summary at exit
+ *           must name none
+ *   leak    one block of 40 bytes kept: the summary must name it alone
+ *           (its own working memory once counted as two more)
  * Nothing but write(2) prints, so that no stdio buffer allocates first. */
 #include <pthread.h>
 #include <stdio.h>
@@ -24,6 +28,7 @@
 enum { EXIT_FUNCTIONS = 40, FORK_HANDLERS = 200 };
 
 static int ran;
+static void *volatile kept;
 
 static void say(const char *what, int n) {
     char line[64];
@@ -56,6 +61,16 @@ int main(int argc, char **argv) {
         say("fork handlers", ran);
         return 0;
     }
-    if (write(2, "usage: malloc_libc_locks atexit|atfork\n", 39) < 0) return 2;
+    if (argc == 2 && strcmp(argv[1], "freed") == 0) {
+        kept = malloc(40);
+        free(kept);
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "leak") == 0) {
+        kept = malloc(40);
+        return kept ? 0 : 1;
+    }
+    static const char usage[] = "usage: malloc_libc_locks atexit|atfork|freed|leak\n";
+    if (write(2, usage, sizeof usage - 1) < 0) return 2;
     return 2;
 }
