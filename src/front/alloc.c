@@ -15,12 +15,12 @@
  * with several frames calls backtrace(), whose first call loads libgcc_s.
  * Each may call malloc or free again, on the same thread, while the
  * library is half-way through a call, where a lock it holds, or a
- * pthread_once in progress, would wait forever. So every slow path runs with the thread's
- * `depth` raised, and a call that finds it raised never enters the
- * library: an allocation is served from the bootstrap buffer (a static
- * array, bumped and never reused; a block past its end is mapped), a free
- * of a class object waits on the thread's deferred list, sent at the end
- * of the outer call. The inline fast paths need no guard: they touch only
+ * pthread_once in progress, would wait forever. So every slow path runs
+ * with the thread's `depth` raised, and a call that finds it raised never
+ * enters the library: an allocation is served from the bootstrap buffer
+ * (a static array, bumped and never reused; a block past its end is
+ * mapped), a free of a class object waits on the thread's deferred list,
+ * sent at the end of the outer call. The inline fast paths need no guard: they touch only
  * the thread's own slot, and no slow path calls out in the middle of
  * changing it.
  *
