@@ -234,8 +234,7 @@ TEST(HardenedFrontEnd, ReallocMovesABlockItShrinks) { EXPECT_CHILD_PASSES("HardR
 /* A buffer grown 16 bytes at a time, as programs build strings: in place
  * within a slot or a guarded block's mapping, moved past them to room for
  * half as much again, so it moves a few times per doubling. Moved at every
- * call, a 32 MiB buffer built so ran for minutes (each move a copy of it
- * all). */
+ * call, it was copied whole at each of them (quadratic in its length). */
 PKTEST_CHILD(HardReallocGrowthMovesRarely) {
     const size_t most = size_t(4) << 20;
     char *p = nullptr;

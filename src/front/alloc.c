@@ -302,8 +302,10 @@ static void large_poll(void) {
 
 
 /* A hardened block (alloc_harden.c): of size 0, in a class pool with its
- * check word, or guarded in a mapping of its own; always zero. */
-static PK_NOINLINE void *hard_alloc(size_t size, size_t align, void *caller) {
+ * check word, or guarded in a mapping of its own of room bytes or more
+ * (room: size, but where a realloc grows a block: realloc_any); always
+ * zero. */
+static PK_NOINLINE void *hard_alloc(size_t size, size_t room, size_t align, void *caller) {
     if (size == 0 && align <= HARD_ZERO_STEP) {
         void *z = hard_zero_block();
         if (!z) errno = ENOMEM;
@@ -323,7 +325,7 @@ static PK_NOINLINE void *hard_alloc(size_t size, size_t align, void *caller) {
     } else {
         init_announce(INIT_SHARED_STATE); /* the fork handlers cover the block table */
         pool_purge_poll();
-        obj = align <= os_page_size() ? large_alloc_guarded(size, size, caller) : large_alloc(size, align, true);
+        obj = align <= os_page_size() ? large_alloc_guarded(size, room, caller) : large_alloc(size, align, true);
     }
     leave();
     return obj;
@@ -331,7 +333,7 @@ static PK_NOINLINE void *hard_alloc(size_t size, size_t align, void *caller) {
 
 void *pk__alloc_slow(size_t size) {
     if (unlikely(depth != 0)) return boot_alloc(size, 0, false);
-    if (unlikely(alloc_hardened())) return hard_alloc(size, 0, __builtin_return_address(0));
+    if (unlikely(alloc_hardened())) return hard_alloc(size, size, 0, __builtin_return_address(0));
     if (size > PK_ALLOC_CLASS_MAX) return large_from_library(size, 0, false);
     return class_alloc(alloc_class_of(size), __builtin_return_address(0));
 }
@@ -347,7 +349,7 @@ void *pk_calloc(size_t n, size_t size) {
         return NULL;
     }
     if (unlikely(depth != 0)) return boot_alloc(total, 0, true);
-    if (unlikely(alloc_hardened())) return hard_alloc(total, 0, __builtin_return_address(0));
+    if (unlikely(alloc_hardened())) return hard_alloc(total, total, 0, __builtin_return_address(0));
     if (total > PK_ALLOC_CLASS_MAX) return large_from_library(total, 0, true); /* fresh pages */
     void *obj = class_alloc(alloc_class_of(total), __builtin_return_address(0));
     if (obj) memset(obj, 0, total);
@@ -368,7 +370,7 @@ void *pk_aligned_alloc(size_t align, size_t size) {
         return NULL;
     }
     if (unlikely(depth != 0)) return boot_alloc(size, align, false);
-    if (unlikely(alloc_hardened())) return hard_alloc(size, align, __builtin_return_address(0));
+    if (unlikely(alloc_hardened())) return hard_alloc(size, size, align, __builtin_return_address(0));
     size_t want = size < align ? align : size;
     if (align <= SLOT_ALIGN_MAX && want <= PK_ALLOC_CLASS_MAX) {
         size_t ci = alloc_class_aligned(alloc_class_of(want), align);
@@ -653,32 +655,16 @@ size_t pk_usable_size(const void *ptr) {
     return usable_or_report(ptr, alloc_pool_of(ptr), "pk_usable_size");
 }
 
-/* A new block of size bytes with ptr's first `keep` bytes, ptr freed. */
-static void *moved(void *ptr, size_t keep, size_t size) {
-    void *to = pk_alloc(size);
+/* to, a new block of size bytes (NULL: none, ptr kept), given ptr's first
+ * `keep` bytes, ptr freed. */
+static void *move_into(void *to, void *ptr, size_t keep, size_t size) {
     if (!to) return NULL;
     memcpy(to, ptr, keep < size ? keep : size);
     pk_free(ptr);
     return to;
 }
 
-/* A hardened block grown past its place, into a guarded block with room
- * for half as much again as it held: a buffer grown a few bytes at a time
- * then moves once per half again (alloc_large.c), where a move at every
- * call copied it whole each time (a 32 MiB string built 16 bytes at a time
- * ran for minutes). */
-static void *moved_guarded(void *ptr, size_t keep, size_t size) {
-    size_t room = keep + keep / 2;
-    depth++;
-    init_announce(INIT_SHARED_STATE); /* the fork handlers cover the block table */
-    pool_purge_poll();
-    void *to = large_alloc_guarded(size, room, __builtin_return_address(0));
-    leave();
-    if (!to) return NULL;
-    memcpy(to, ptr, keep);
-    pk_free(ptr);
-    return to;
-}
+static void *moved(void *ptr, size_t keep, size_t size) { return move_into(pk_alloc(size), ptr, keep, size); }
 
 static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
     if (!ptr) return pk_alloc(size);
@@ -693,15 +679,18 @@ static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
     if (unlikely(alloc_is_heap(p))) return heap_realloc(p, ptr, size);
     if (unlikely(alloc_hardened())) { /* moved unless it grows in place (QUARANTINE, alloc_harden.c) */
         if (!p && large_set_of(ptr)) return heap_realloc(NULL, ptr, size);
-        /* In place only where the class is hard_class_of(size)'s, so that
-         * pk_free_sized's size stays true (an aligned block's may be
-         * larger). */
-        if (alloc_owns(p, ptr) && alloc_hard(p)
-                ? size < HARD_GUARDED_MIN && class_pool_made(hard_class_of(size)) == p && hard_class_grow(p, ptr, size)
-                : !p && large_grow_guarded(ptr, size))
+        if (alloc_owns(p, ptr) && alloc_hard(p) ? hard_class_grow(p, ptr, size) : !p && large_grow_guarded(ptr, size))
             return ptr;
         size_t n = usable_or_report(ptr, p, "pk_realloc");
-        return size > n && size >= HARD_GUARDED_MIN ? moved_guarded(ptr, n, size) : moved(ptr, n, size);
+        /* Grown past its place: into a guarded block with room for half as
+         * much again, so that a buffer grown a few bytes at a time moves
+         * once per half again (alloc_large.c), where a move at every call
+         * copied it whole each time. */
+        if (size > n && size >= HARD_GUARDED_MIN) {
+            void *to = hard_alloc(size, n + n / 2, 0, __builtin_return_address(0));
+            return move_into(to, ptr, n, size);
+        }
+        return moved(ptr, n, size);
     }
     if (likely(alloc_owns(p, ptr))) {
         /* In place only within the class, so pk_free_sized's size is always

@@ -407,7 +407,10 @@ static inline __attribute__((always_inline)) size_t checked_block(pk_pool *p, co
  * grows. Only the word changes. */
 bool hard_class_grow(pk_pool *p, void *ptr, size_t size) {
     slab *s = slab_of((uintptr_t)ptr);
-    if (size >= HARD_GUARDED_MIN || size > p->size - HARD_TAIL || slab_slot_index(s, ptr) < 0) return false;
+    /* size's class p's (it fits the slot), so that pk_free_sized's size
+     * stays true: an aligned block's class may be larger than its size's */
+    if (size >= HARD_GUARDED_MIN || hard_class_of(size) != alloc_class_of(p->size) || slab_slot_index(s, ptr) < 0)
+        return false;
     if (size < checked_block(p, s, ptr, size)) return false; /* a shrink moves (QUARANTINE) */
     word_store(p, ptr, check_word(p, ptr, size));
     return true;

@@ -215,10 +215,10 @@ void *hard_class_alloc(pk_pool *p, size_t ci, size_t n, void *caller);
 /* Checks ptr (of class pool p), zeroes it and quarantines it; reports a
  * double free, an overflow, an underflow. Caller has raised depth. */
 void hard_class_free(pk_pool *p, void *ptr, void *caller);
-/* Block ptr of hardened class pool p grown to size in place, where its
- * slot holds it (below HARD_GUARDED_MIN): the checks of its free first
+/* Block ptr of hardened class pool p grown to size in place, where size's
+ * class is p's (below HARD_GUARDED_MIN): the checks of its free first
  * (reported there), then its check word says size (true); false for a
- * shrink, a size its slot cannot hold, or no slot's start. */
+ * shrink, a size of another class, or no slot's start. */
 bool hard_class_grow(pk_pool *p, void *ptr, size_t size);
 /* The bytes asked for of a hardened class block. */
 size_t hard_class_request(const pk_pool *p, const void *obj);
