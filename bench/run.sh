@@ -26,8 +26,8 @@
 # About 4 minutes on a quiet 2-core machine (the working sets take about 1.5
 # of them; twice that under heavy load); --quick takes about a third of that.
 # After the programs, shapes run as programs of their own with and without
-# libpoolkit-malloc.so: malloc-large's, bursts after silences and bursts by
-# threads that end.
+# libpoolkit-malloc.so: malloc-large's, buffers grown together by realloc,
+# bursts after silences and bursts by threads that end.
 # Timing targets are reported, not enforced (a shared machine is noisy): the
 # exit status is non-zero only when a program fails to run. The gate that
 # fails `make test` is bench/gate.sh.
@@ -76,6 +76,24 @@ for name in bench_hotloop bench_hotloop_shared bench_spread bench_frontend bench
     fi
 done
 
+# Runs a part of the script: its command's output logged; a failure is
+# named (the first argument) and makes the exit status non-zero.
+part() {
+    local failed=$1
+    shift
+    echo
+    "$@" 2>&1 | tee -a "$log"
+    if [ "${PIPESTATUS[0]}" != 0 ]; then
+        echo "!! $failed" | tee -a "$log"
+        status=1
+    fi
+}
+
+# The median of its arguments (numbers).
+median() {
+    printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
 # The malloc-large shape preloaded: the same program (loop time and minor
 # faults, its own getrusage) with and without libpoolkit-malloc.so, in
 # interleaved pairs; the ratios' medians make a target line as
@@ -98,16 +116,47 @@ large_preloaded() {
         faults="$faults $(echo "$p $g" | awk '{printf "%.4f", $6 / $14}')"
     done
     local mt mf
-    mt=$(printf '%s\n' $times | sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
-    mf=$(printf '%s\n' $faults | sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
+    mt=$(median $times)
+    mf=$(median $faults)
     echo "$mt $mf $pairs" | awk '{printf "target: large blocks 5-25 MiB, preloaded: poolkit %.2fx glibc time (target <= 1.2x), faults %.2fx (target <= 2x) (median of %d pairs)  -> %s\n", $1, $2, $3, ($1 <= 1.2 && $2 <= 2) ? "PASS" : "FAIL"}'
 }
-echo
-large_preloaded "$@" 2>&1 | tee -a "$log"
-if [ "${PIPESTATUS[0]}" != 0 ]; then
-    echo "!! the preloaded malloc-large run failed" | tee -a "$log"
-    status=1
-fi
+part "the preloaded malloc-large run failed" large_preloaded "$@"
+
+# Buffers grown together by realloc, preloaded: the same program with and
+# without libpoolkit-malloc.so in interleaved pairs, and once under each
+# peer the system has (mimalloc, jemalloc: ldconfig's names); the medians
+# of poolkit's ratios to glibc make a target line, with its peak beside
+# the lowest peak of all (poolkit's: its last run's).
+grow_preloaded() {
+    local prog lib pairs=3 args="" i g p pk peer times="" peaks="" low
+    prog=$(find_prog malloc_grow) || { echo "== malloc_grow: not built"; return 1; }
+    lib=$(ls "$build"/libpoolkit-malloc.so.* "$build"/src/libpoolkit-malloc.so.* 2>/dev/null | head -n 1)
+    [ -n "$lib" ] || { echo "== malloc_grow: libpoolkit-malloc.so not built"; return 1; }
+    for arg in "$@"; do [ "$arg" = --quick ] && args="400" && pairs=2; done
+    echo "== buffers grown together by realloc, preloaded: $pairs interleaved pairs"
+    echo "commands: $prog $args; LD_PRELOAD=$lib $prog $args"
+    for i in $(seq "$pairs"); do
+        g=$("$prog" $args) || return 1
+        p=$(LD_PRELOAD="$lib" "$prog" $args) || return 1
+        echo "  glibc:   $g"
+        echo "  poolkit: $p"
+        # "malloc-grow: N buffers by S B to A-B B, T s, F minor faults, peak RSS K KiB, L KiB live":
+        # T is field 10, K field 17.
+        times="$times $(echo "$p $g" | awk '{n = NF / 2; printf "%.4f", $10 / $(n + 10)}')"
+        peaks="$peaks $(echo "$p $g" | awk '{n = NF / 2; printf "%.4f", $17 / $(n + 17)}')"
+        low=$(echo "$g" | awk '{print $17}')
+        pk=$(echo "$p" | awk '{print $17}')
+    done
+    for peer in libmimalloc.so.2 libjemalloc.so.2 libtcmalloc_minimal.so.4; do
+        peer=$(ldconfig -p 2>/dev/null | awk -v n="$peer" '$1 == n {print $NF; exit}')
+        [ -n "$peer" ] || continue
+        g=$(LD_PRELOAD="$peer" "$prog" $args) || continue
+        echo "  $(basename "$peer"): $g"
+        low=$(echo "$g $low" | awk '{print $17 < $NF ? $17 : $NF}')
+    done
+    echo "$(median $times) $(median $peaks) $pk $low $pairs" | awk '{printf "target: buffers grown together by realloc, preloaded: poolkit %.2fx glibc time (target <= 1x), peak RSS %.2fx glibc (median of %d pairs), %.2fx the lowest peak of all (%d vs %d KiB; target <= 1.2x)  -> %s\n", $1, $2, $5, $3 / $4, $3, $4, ($1 <= 1 && $3 <= 1.2 * $4) ? "PASS" : "FAIL"}'
+}
+part "the preloaded malloc-grow runs failed" grow_preloaded "$@"
 
 # Bursts after silences, and bursts each by a thread that ends, preloaded:
 # the same program with and without libpoolkit-malloc.so, a shape at a
@@ -143,12 +192,7 @@ bursts_preloaded() {
         echo "$p $g" | awk '{n = NF / 2; printf "target: bursts of %s x %s B %s, preloaded: bursts 3-%s %.0f faults (first burst %s; target <= 1%%), %.2fx glibc time (target <= 1x)  -> %s\n", $2, $4, (n > 32 ? "by threads that end" : "after silences of " $8 " ms"), substr($23, 3), $26, $14, $24 / $(n + 24), ($26 <= $14 / 100 && $24 <= $(n + 24)) ? "PASS" : "FAIL"}'
     done
 }
-echo
-bursts_preloaded "$@" 2>&1 | tee -a "$log"
-if [ "${PIPESTATUS[0]}" != 0 ]; then
-    echo "!! the preloaded bursts runs failed" | tee -a "$log"
-    status=1
-fi
+part "the preloaded bursts runs failed" bursts_preloaded "$@"
 
 # Hardened against default under the preload: real programs (those
 # installed of python3, perl, sqlite3), each with POOLKIT_HARDENED=0 and =1
@@ -176,16 +220,11 @@ hardened_preloaded() {
             echo "  $name: default $t0 s, hardened $t1 s"
             ratios="$ratios $(echo "$t1 $t0" | awk '{printf "%.4f", $1 / $2}')"
         done
-        printf '%s\n' $ratios | sort -g | awk -v n="$name" -v k="$pairs" '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "target: %s preloaded, POOLKIT_HARDENED=1 <= 1.15x the default: %.2fx (median of %d pairs)  -> %s\n", n, m, k, m <= 1.15 ? "PASS" : "FAIL"}'
+        median $ratios | awk -v n="$name" -v k="$pairs" '{printf "target: %s preloaded, POOLKIT_HARDENED=1 <= 1.15x the default: %.2fx (median of %d pairs)  -> %s\n", n, $1, k, $1 <= 1.15 ? "PASS" : "FAIL"}'
     done
 }
 if [ -x /usr/bin/time ]; then
-    echo
-    hardened_preloaded "$@" 2>&1 | tee -a "$log"
-    if [ "${PIPESTATUS[0]}" != 0 ]; then
-        echo "!! the hardened preloaded runs failed" | tee -a "$log"
-        status=1
-    fi
+    part "the hardened preloaded runs failed" hardened_preloaded "$@"
 fi
 
 echo

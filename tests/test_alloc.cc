@@ -5,6 +5,7 @@
 #include "child.h"
 #include "support.h"
 
+#include <vector>
 #include <poolkit/alloc.h>
 #include <poolkit/fault.h>
 #include <poolkit/stats.h>
@@ -272,6 +273,67 @@ struct KeptBlocks {
     explicit KeptBlocks(long delay_ms = 60000) : delay(delay_ms) { pk_pool_release_cache(); }
     ~KeptBlocks() { pk_pool_release_cache(); } /* before delay puts the old delay back */
 };
+
+/* A block realloc grows past a slab (REALLOC_MAPPED_MIN, policy.h) becomes
+ * a mapped block and stays one while it keeps over that size; shrunk
+ * below it, it is a class block again. Each step keeps the contents. */
+TEST(AllocRealloc, ABlockGrownPastASlabIsMappedUntilItShrinksBelowIt) {
+    size_t small = 40000, grown = 70000, shrunk = 66000, back = 30000;
+    char *p = static_cast<char *>(pk_alloc(small));
+    ASSERT_NE(p, nullptr);
+    fill_pattern(p, small, 11);
+    ASSERT_NE(pk_pool_owner(p), nullptr);
+    char *q = static_cast<char *>(pk_realloc(p, grown));
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(pk_pool_owner(q), nullptr) << "grown past a slab, the block is still a class's";
+    EXPECT_EQ(pk_usable_size(q), page_round(grown));
+    EXPECT_EQ(check_pattern(q, small, 11), small);
+    fill_pattern(q, grown, 12);
+    char *r = static_cast<char *>(pk_realloc(q, shrunk));
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(pk_pool_owner(r), nullptr) << "a mapped block shrunk within the range left it";
+    EXPECT_EQ(pk_usable_size(r), page_round(shrunk));
+    EXPECT_EQ(check_pattern(r, shrunk, 12), shrunk);
+    char *t = static_cast<char *>(pk_realloc(r, back));
+    ASSERT_NE(t, nullptr);
+    EXPECT_NE(pk_pool_owner(t), nullptr) << "shrunk below a slab, the block stayed mapped";
+    EXPECT_EQ(check_pattern(t, back, 12), back);
+    pk_free_sized(t, back);
+    /* a sized free of a grown block of a class's size finds it mapped */
+    char *m = static_cast<char *>(pk_realloc(pk_alloc(100), grown));
+    ASSERT_NE(m, nullptr);
+    EXPECT_NE(report_text(0).find("1 mapped blocks"), std::string::npos) << report_text(0);
+    pk_free_sized(m, grown);
+    EXPECT_NE(report_text(0).find("0 mapped blocks"), std::string::npos) << report_text(0);
+}
+
+/* Buffers grown together by realloc through every class up to past a slab:
+ * what their classes emptied leaves the pools as the mapped blocks take
+ * their place (central_give_empties), past a floor of 16 MiB (policy.h,
+ * GIVE_EMPTY_FLOOR), where it all waited for the purge delay (kept long
+ * here) while the blocks grew with fresh pages. */
+TEST(AllocRealloc, BuffersGrownTogetherLeaveNoEmptySlabsBehind) {
+    KeptBlocks kept;
+    const size_t n = 1000, step = 512, most = 96 * 1024, floor = 16 * MiB;
+    std::vector<char *> b(n, nullptr);
+    for (size_t len = step; len <= most; len += step)
+        for (size_t i = 0; i < n; i++) {
+            b[i] = static_cast<char *>(pk_realloc(b[i], len));
+            ASSERT_NE(b[i], nullptr);
+            b[i][len - 1] = static_cast<char>(i);
+        }
+    pk_process_stats st;
+    pk_stats_get(&st);
+    /* the floor, an empty slab per pool, the thread's lists of free slots
+     * and its spares (policy.h, HOT_LIST, SPARE_BYTES), however many
+     * buffers; not given, what the last classes emptied stayed beside
+     * them, about twice as much here */
+    EXPECT_LT(st.pool_bytes_reserved, floor + n * 64 * 1024 / 2) << report_text(0);
+    for (size_t i = 0; i < n; i++) {
+        EXPECT_EQ(b[i][most - 1], static_cast<char>(i));
+        pk_free(b[i]);
+    }
+}
 
 TEST(AllocLargeReuse, AFreedBlockServesAShorterOneWithoutAPageRequest) {
     KeptBlocks kept;

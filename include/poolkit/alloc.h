@@ -109,8 +109,11 @@ PK_API PK__ALLOCATOR PK__ATTR_SIZE(1) void *pk_zalloc(size_t size);
 /* Resizes ptr's memory to size bytes, keeping its contents up to the
  * smaller of the two sizes: in place when size is of the same class (or,
  * for a mapped block, when the system can resize the mapping), else moved.
- * NULL ptr: pk_alloc(size). size 0: frees ptr and returns NULL. On failure
- * returns NULL with errno ENOMEM and leaves ptr as it was. */
+ * A block grown past 64 KiB becomes a mapped block, whatever its size, and
+ * stays one while it is over 64 KiB, so that a buffer that keeps growing
+ * is moved by the system, not copied. NULL ptr: pk_alloc(size). size 0:
+ * frees ptr and returns NULL. On failure returns NULL with errno ENOMEM
+ * and leaves ptr as it was. */
 PK_API PK__FREED_BY_PK PK__ATTR_SIZE(2) void *pk_realloc(void *ptr, size_t size);
 
 /* pk_realloc of n * size bytes; NULL with errno ENOMEM, ptr left as it

@@ -319,6 +319,22 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define SHARE_EMPTY_SLABS 16
 #define SHARE_EMPTY_KEEP 1
 
+/* GIVE_EMPTY (central_give_empties): a large block about to fault in fresh
+ * pages first takes as many bytes of the pools' empty slabs out of them,
+ * past GIVE_EMPTY_FLOOR of such slabs, which stay for the purge delay: a
+ * program whose buffers grow out of the classes into mapped blocks (all of
+ * them at once: REALLOC_MAPPED_MIN) otherwise held every class's emptied
+ * slabs beside the blocks for the delay; below the floor, threads that
+ * trade blocks of 64 KiB to 1 MiB (bench_large's shared blocks) faulted
+ * in twice as many pages when every fresh block took the empty slabs their
+ * next blocks would reuse. */
+#define GIVE_EMPTY_FLOOR ((size_t)16 << 20)
+/* The pools are looked at once per GIVE_EMPTY_STEP of fresh pages asked
+ * for (a buffer that grows a page at a time asks at every page), for as
+ * much as was asked since: each look tries every pool's lock, the cost of
+ * a few faults, where a step faults in hundreds of pages. */
+#define GIVE_EMPTY_STEP ((size_t)1 << 20)
+
 /* The background purge (sweep.c): a thread that runs the sweep every
  * interval, for programs that go fully idle. It sleeps at most
  * PURGE_BACKGROUND_MAX_SLEEP_MS at a time, so a delay changed by a call is
@@ -379,6 +395,18 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define LARGE_KEEP_COUNT_MIN 32
 #define LARGE_KEEP_FLOOR ((size_t)64 << 20)
 #define LARGE_KEEP_PEAKS 2
+
+/* A block that realloc grows past REALLOC_MAPPED_MIN moves into a mapped
+ * block (alloc_large.c), whatever its size, and stays one while it keeps
+ * over that size: its later growth moves its pages with mremap, no copy,
+ * and a freed mapping serves a block of any length. Grown through the
+ * classes instead, each class it passes above a slab (each slot a mapping
+ * of its own, kept for the purge delay by its class alone) kept one more
+ * copy of it: a thousand buffers grown together by realloc to 256 KiB held
+ * several times their bytes, where glibc, which grows such blocks in its
+ * heap or by mremap, held about their bytes (docs/alloc.md gives the
+ * figures). */
+#define REALLOC_MAPPED_MIN SLAB_BYTES
 
 /* What the kept mappings may hold: bytes and entries. */
 typedef struct fit_bound {

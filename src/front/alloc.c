@@ -666,6 +666,8 @@ static void *move_into(void *to, void *ptr, size_t keep, size_t size) {
 
 static void *moved(void *ptr, size_t keep, size_t size) { return move_into(pk_alloc(size), ptr, keep, size); }
 
+_Static_assert(REALLOC_MAPPED_MIN == 64 * 1024, "alloc.h's pk_realloc and docs/alloc.md name 64 KiB");
+
 static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
     if (!ptr) return pk_alloc(size);
     if (size == 0) { /* as glibc: freed, and NULL */
@@ -675,7 +677,7 @@ static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
     pk_pool *p = alloc_pool_of(ptr);
     /* A heap's block (heap.h) stays in its heap: a class block's pool
      * names it; a large block's set is asked only where the block would
-     * leave it (large_realloc keeps the set), not on every resize. */
+     * leave it (large_resize keeps the set), not on every resize. */
     if (unlikely(alloc_is_heap(p))) return heap_realloc(p, ptr, size);
     if (unlikely(alloc_hardened())) { /* moved unless it grows in place (QUARANTINE, alloc_harden.c) */
         if (!p && large_set_of(ptr)) return heap_realloc(NULL, ptr, size);
@@ -705,22 +707,26 @@ static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
                              pool_name(p));
             return ptr;
         }
+        if (size > p->size && size > REALLOC_MAPPED_MIN) /* REALLOC_MAPPED_MIN (policy.h) */
+            return move_into(large_from_library(size, 0, false), ptr, p->size, size);
         return moved(ptr, p->size, size);
     }
-    size_t n = usable_or_report(ptr, p, "pk_realloc");
-    if (!boot_owns(ptr) && size > PK_ALLOC_CLASS_MAX) {
+    if (!p && size > REALLOC_MAPPED_MIN && !boot_owns(ptr)) { /* a mapped block stays one */
+        bool mine;
         large_poll();
-        return large_realloc(ptr, size);
+        void *to = large_resize(ptr, size, size <= PK_ALLOC_CLASS_MAX, &mine);
+        if (mine) return to;
     }
+    size_t n = usable_or_report(ptr, p, "pk_realloc");
     if (!p && large_set_of(ptr)) return heap_realloc(NULL, ptr, size);
     return moved(ptr, n, size);
 }
 
 void *pk_realloc(void *ptr, size_t size) {
-    /* A large block that stays within its mapping's last page (a buffer
-     * grown a few bytes at a time) is answered first, with no lock while it
-     * is one of the blocks this thread found so last, and no stack frame.
+    /* A mapped block that stays within its mapping's last page (a buffer
+     * grown a few bytes at a time) is answered first, with no lock and no
+     * stack frame while it is one of the blocks this thread found so last.
      * Hardened blocks always move. */
-    if (size > PK_ALLOC_CLASS_MAX && ptr && !alloc_hardened() && large_fits(ptr, size)) return ptr;
+    if (size > REALLOC_MAPPED_MIN && ptr && !alloc_hardened() && large_fits(ptr, size)) return ptr;
     return realloc_any(ptr, size);
 }

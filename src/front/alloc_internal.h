@@ -132,18 +132,17 @@ bool large_free(void *ptr);
 /* Whether ptr is a live block; if so, *usable is its length from ptr. */
 bool large_usable(const void *ptr, size_t *usable);
 /* Whether ptr is a live block, not a guarded one, whose mapping's length
- * is size's page-rounded: resized to size, it stays as it is. For the
- * resizes that stay within a page (buffers grown a few bytes at a time):
- * the table is looked up under its lock (large_fits_locked), and the
- * blocks found to fit are remembered by the thread, the last
- * LARGE_FITS_KEPT of them, each with the sizes its length serves, beside
- * the count of entries taken out of the table (a free or a resize; a
- * guarded block leaving the last freed) when they were found. While that
- * count has not moved, their lengths are the same, so large_fits answers
- * for them with no lock: only a take changes a block, its own free or
- * resize, done by this thread or by another that the program has
- * synchronized with since (so the count's new value is seen), after which
- * its address may name a new block. */
+ * is size's page-rounded: resized to size, it stays as it is; answered
+ * with no lock for the blocks this thread last found so (false for any
+ * other). large_resize remembers the blocks it leaves where they are, the
+ * last LARGE_FITS_KEPT of them, each with the sizes its length serves,
+ * beside the count of entries taken out of the table (a free or a resize;
+ * a guarded block leaving the last freed) when they were found. While that
+ * count has not moved, their lengths are the same: only a take changes a
+ * block, its own free or resize, done by this thread or by another that
+ * the program has synchronized with since (so the count's new value is
+ * seen), after which its address may name a new block. For buffers grown
+ * a few bytes at a time. */
 #define LARGE_FITS_KEPT 4
 typedef struct large_fit {
     uintptr_t ptr;
@@ -156,17 +155,21 @@ typedef struct large_fits_kept {
 } large_fits_kept;
 extern size_t large_takes;
 extern __thread large_fits_kept large_fitted __attribute__((tls_model("initial-exec")));
-bool large_fits_locked(const void *ptr, size_t size);
 static inline bool large_fits(const void *ptr, size_t size) {
     const large_fits_kept *k = &large_fitted;
     if (likely(k->takes == __atomic_load_n(&large_takes, __ATOMIC_ACQUIRE)))
         for (unsigned i = 0; i < LARGE_FITS_KEPT; i++)
             if (k->fit[i].ptr == (uintptr_t)ptr) return size - k->fit[i].min <= k->fit[i].max - k->fit[i].min;
-    return large_fits_locked(ptr, size);
+    return false;
 }
-/* ptr, a live block, resized to size bytes (over PK_ALLOC_CLASS_MAX): in
- * place or moved by the system with its contents; NULL with errno ENOMEM
- * (ptr unchanged). */
+/* ptr resized to size bytes: in place or moved by the system with its
+ * contents, one lock taken where it stays; NULL with errno ENOMEM (ptr
+ * unchanged). *mine false, NULL returned and errno untouched, where ptr is
+ * no live block, or with sets_leave one of a heap's set (its heap resizes
+ * it). */
+void *large_resize(void *ptr, size_t size, bool sets_leave, bool *mine);
+/* large_resize of a live block (ENOMEM for any other); a heap's stays in
+ * its set. */
 void *large_realloc(void *ptr, size_t size);
 /* Blocks live now, their bytes, and the most bytes at once. */
 typedef struct large_stats {

@@ -188,15 +188,6 @@ static void take_locked(block *b, block *out, fit_bound *bound) {
     bytes -= out->len;
 }
 
-/* take_locked for ptr's entry; false when ptr is no live block. */
-static bool take(const void *ptr, block *out, fit_bound *bound) {
-    pthread_mutex_lock(&large_lock);
-    block *b = find((uintptr_t)ptr);
-    if (b) take_locked(b, out, bound);
-    pthread_mutex_unlock(&large_lock);
-    return b != NULL;
-}
-
 /* The bound on the fits now (keep_bound), for pieces given to them
  * outside the lock. */
 static fit_bound bound_now(void) {
@@ -245,6 +236,8 @@ void *large_alloc_in(large_set *set, size_t size, size_t align, bool zero) {
      * it for a zeroed block (pk_calloc), as glibc's and mimalloc's calloc
      * clear reused memory; taking fresh pages instead faulted every page
      * in again, twice where the program reads before it writes. */
+    size_t kept = os_fit_bytes();
+    if (kept < len) central_give_empties(len - kept);
     char *base = align > page ? fit_aligned(len, align, zero)
                  : zero       ? os_map_fit_zero(len, len <= LARGE_ZERO_REUSE_MAX)
                               : os_map_fit(len);
@@ -438,24 +431,17 @@ bool large_usable(const void *ptr, size_t *usable) {
     return b != NULL;
 }
 
-bool large_fits_locked(const void *ptr, size_t size) {
-    if (size > SIZE_MAX / 2) return false;
-    size_t page = os_page_size(), len = align_up(size, page);
-    pthread_mutex_lock(&large_lock);
-    const block *b = find((uintptr_t)ptr);
-    bool fits = b && !b->size && b->len == len;
-    if (fits) {
-        large_fits_kept *k = &large_fitted;
-        if (k->takes != large_takes) { /* what it remembers may have changed */
-            memset(k->fit, 0, sizeof k->fit);
-            k->takes = large_takes;
-            k->next = 0;
-        }
-        k->fit[k->next] = (large_fit){(uintptr_t)ptr, len - page + 1, len};
-        k->next = (k->next + 1) % LARGE_FITS_KEPT;
+/* ptr, a block whose mapping is len bytes, remembered as large_fits
+ * answers for it (alloc_internal.h). Under the lock. */
+static void remember_fit(const void *ptr, size_t len) {
+    large_fits_kept *k = &large_fitted;
+    if (k->takes != large_takes) { /* what it remembers may have changed */
+        memset(k->fit, 0, sizeof k->fit);
+        k->takes = large_takes;
+        k->next = 0;
     }
-    pthread_mutex_unlock(&large_lock);
-    return fits;
+    k->fit[k->next] = (large_fit){(uintptr_t)ptr, len - os_page_size() + 1, len};
+    k->next = (k->next + 1) % LARGE_FITS_KEPT;
 }
 
 /* b's mapping grown to len bytes with its contents, or NULL (b unchanged). */
@@ -464,6 +450,7 @@ static void *grown(const block *b, size_t len, fit_bound bound) {
      * taken back as they are: no system call, no fault; mremap could not
      * grow it in place over them, and moved it to fault fresh pages in. */
     if (os_fit_claim(b->base + b->len, len - b->len)) return b->base;
+    central_give_empties(len - b->len); /* its fresh pages */
     /* A mapping aligned past a page may move to any page: copied then. */
     bool aligned = b->align > os_page_size();
     void *p = aligned ? NULL : os_remap(b->base, b->len, len);
@@ -475,14 +462,22 @@ static void *grown(const block *b, size_t len, fit_bound bound) {
     return fresh;
 }
 
-void *large_realloc(void *ptr, size_t size) {
+void *large_resize(void *ptr, size_t size, bool sets_leave, bool *mine) {
     block b;
     fit_bound bound;
-    if (size > SIZE_MAX / 2 || !take(ptr, &b, &bound)) {
+    size_t len = size > SIZE_MAX / 2 ? 0 : align_up(size, os_page_size());
+    pthread_mutex_lock(&large_lock);
+    block *e = find((uintptr_t)ptr);
+    *mine = e && !(sets_leave && e->set);
+    bool same = *mine && !e->size && e->len == len;
+    if (same) remember_fit(ptr, len); /* the next resize within its last page takes no lock */
+    else if (*mine && len) take_locked(e, &b, &bound);
+    pthread_mutex_unlock(&large_lock);
+    if (!*mine || same) return *mine ? ptr : NULL;
+    if (!len) {
         errno = ENOMEM;
         return NULL;
     }
-    size_t len = align_up(size, os_page_size());
     block to = b;
     if (len > b.len) {
         void *p = grown(&b, len, bound);
@@ -491,7 +486,7 @@ void *large_realloc(void *ptr, size_t size) {
             to.base = p;
             to.len = len;
         }
-    } else if (len < b.len) {
+    } else {
         /* The tail waits among the fits, its pages still faulted in. */
         os_unmap_later_fit(b.base + len, b.len - len, bound);
         to.len = len;
@@ -502,6 +497,13 @@ void *large_realloc(void *ptr, size_t size) {
         return NULL;
     }
     return to.base;
+}
+
+void *large_realloc(void *ptr, size_t size) {
+    bool mine;
+    void *to = large_resize(ptr, size, false, &mine);
+    if (!mine) errno = ENOMEM;
+    return to;
 }
 
 large_set *large_set_of(const void *ptr) {

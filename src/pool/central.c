@@ -59,28 +59,42 @@ static void count_foreign(pk_pool *p) {
 static size_t release_slab(pk_pool *p, slab *s, bool cache);
 
 _Static_assert(SHARE_EMPTY_SLABS * SLAB_BYTES == (size_t)1 << 20, "policy.h: a share takes at most 1 MiB");
+_Static_assert(GIVE_EMPTY_FLOOR == (size_t)16 << 20, "docs/alloc.md names the floor: 16 MiB");
 
-/* What a share (share_empties) is after: slabs still to take, and the pool
- * that asks (whose lock the caller holds: never tried). */
+/* What a share (share_empties, central_give_empties) is after: the bytes
+ * of slabs still to take, whether slabs of huge slots count, and the pool
+ * that asks (whose lock the caller holds: never tried), if any. */
 typedef struct share {
     pk_pool *asking;
     size_t left;
+    bool huge;
 } share;
 
 /* One pool's part of a share: its empty slabs beyond SHARE_EMPTY_KEEP and
- * its reserve, oldest first, become kept places. Not a pool whose slots
- * are a mapping of their own (no other pool's slab fits its place), nor one
- * with a destructor (it would run user code under two pools' locks). */
+ * its reserve, oldest first, become kept places or go back. Not a pool
+ * whose slots are a mapping of their own unless the share takes them (no
+ * other pool's slab fits its place), nor one with a destructor (it would
+ * run user code under two pools' locks). */
 static void share_one(pk_pool *q, void *arg) {
     share *sh = arg;
-    if (q == sh->asking || !sh->left || q->destruct || q->geo.span > SLAB_BYTES) return;
+    if (q == sh->asking || !sh->left || q->destruct || (!sh->huge && q->geo.span > SLAB_BYTES)) return;
     slab_list *empty = &q->lists[SLAB_EMPTY];
     while (sh->left && empty->count > SHARE_EMPTY_KEEP && empty->tail) {
         slab *s = empty->tail;
         if (q->slab_free - s->capacity < q->keep_free) break;
-        release_slab(q, s, true);
-        sh->left--;
+        size_t bytes = release_slab(q, s, true);
+        sh->left = bytes < sh->left ? sh->left - bytes : 0;
     }
+}
+
+/* A share over every pool but the asking one's; cleared first, the flag
+ * is set again where the share ran short of pools (a lock not taken) or
+ * took all it asked for (more may wait). */
+static size_t share_run(share *sh) {
+    size_t asked = sh->left;
+    __atomic_store_n(&empties_held, false, __ATOMIC_RELAXED);
+    if (!pools_try_each_shared(share_one, sh) || !sh->left) note_empty();
+    return asked - sh->left;
 }
 
 /* SHARE_EMPTY (policy.h): p is about to map a fresh slab. Where no backed
@@ -91,9 +105,28 @@ static void share_one(pk_pool *q, void *arg) {
  * by a thread that waits for p's. */
 static void share_empties(pk_pool *p) {
     if (!__atomic_load_n(&empties_held, __ATOMIC_RELAXED) || region_kept_bytes() >= SLAB_BYTES) return;
-    share sh = {p, SHARE_EMPTY_SLABS};
-    __atomic_store_n(&empties_held, false, __ATOMIC_RELAXED);
-    if (!pools_try_each_shared(share_one, &sh) || !sh.left) note_empty(); /* more may wait */
+    share sh = {p, SHARE_EMPTY_SLABS * SLAB_BYTES, false};
+    share_run(&sh);
+}
+
+/* The bytes of q's empty slabs a give may take, added to *arg. */
+static void count_one(pk_pool *q, void *arg) {
+    size_t n = q->lists[SLAB_EMPTY].count;
+    if (!q->destruct && n > SHARE_EMPTY_KEEP) *(size_t *)arg += (n - SHARE_EMPTY_KEEP) * q->geo.span;
+}
+
+/* Fresh bytes of large blocks asked for since the pools were last looked
+ * at (GIVE_EMPTY_STEP). */
+static size_t give_due;
+
+size_t central_give_empties(size_t bytes) {
+    if (!bytes || !__atomic_load_n(&empties_held, __ATOMIC_RELAXED)) return 0;
+    size_t due = __atomic_add_fetch(&give_due, bytes, __ATOMIC_RELAXED), held = 0;
+    if (due < GIVE_EMPTY_STEP) return 0;
+    __atomic_store_n(&give_due, 0, __ATOMIC_RELAXED);
+    if (!pools_try_each_shared(count_one, &held) || held <= GIVE_EMPTY_FLOOR) return 0;
+    share sh = {NULL, due < held - GIVE_EMPTY_FLOOR ? due : held - GIVE_EMPTY_FLOOR, true};
+    return share_run(&sh);
 }
 
 /* A new slab of the pool, counted, on the list of all its slabs and on no

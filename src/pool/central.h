@@ -28,6 +28,15 @@ size_t central_release_empty(pk_pool *p, bool any, uint32_t before);
  * would otherwise wait for a purge tick, which only a call that reaches
  * the library runs. Returns the bytes given back. */
 size_t central_release_surplus(pk_pool *p);
+/* A mapping of `bytes` fresh pages is about to be made outside the pools
+ * (a large block, alloc_large.c): as many bytes of the pools' empty slabs,
+ * beyond SHARE_EMPTY_KEEP each and their reserves, leave them first, to
+ * the kept places within RETAIN_BYTES and the rest to the system, so that
+ * memory emptied in the classes does not wait out the purge delay while
+ * the large blocks that took its objects' place grow (a buffer grown by
+ * realloc leaves the classes: REALLOC_MAPPED_MIN). Any thread, no lock
+ * held; only tried locks. Returns the bytes. */
+size_t central_give_empties(size_t bytes);
 /* Every empty slab beyond the reserve (the reserve too with `all`). */
 size_t central_release(pk_pool *p, bool all);
 /* A slab for a heap to own: one of the pool's partly used slabs, else an

@@ -1,0 +1,72 @@
+/* Buffers grown together by realloc, as a plain C program that knows
+ * nothing of poolkit, for running under LD_PRELOAD=libpoolkit-malloc.so
+ * and without it: BUFFERS buffers (a reader's lines, a server's
+ * connections, a parser's strings), each with a length drawn once from a
+ * quarter of MOST to MOST; round after round each buffer not yet at its
+ * length grows by STEP bytes through realloc and the new bytes are written.
+ * The buffers pass through every size class together, and most leave the
+ * classes for mapped blocks: what an allocator keeps of the places they
+ * left shows in its peak. Single thread, fixed seed.
+ *
+ * Prints one line: the loop's seconds, its minor page faults (getrusage
+ * ru_minflt), the process's peak resident size (VmHWM) and the bytes live
+ * at the end. bench/run.sh runs it with and without the preload:
+ *   build/bench/malloc_grow
+ *   LD_PRELOAD=build/libpoolkit-malloc.so.0 build/bench/malloc_grow
+ *
+ * Usage: malloc_grow [BUFFERS (1000) [MOST (262144) [STEP (256)]]]
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plain_bursts.h" /* its clock, fault count and peak */
+
+int main(int argc, char **argv) {
+    size_t n = argc > 1 ? (size_t)atol(argv[1]) : 1000;
+    size_t most = argc > 2 ? (size_t)atol(argv[2]) : 262144;
+    size_t step = argc > 3 ? (size_t)atol(argv[3]) : 256;
+    if (n == 0 || step == 0 || most < 4 * step) {
+        fprintf(stderr, "usage: malloc_grow [BUFFERS [MOST [STEP]]], MOST at least 4 STEPs\n");
+        return 2;
+    }
+    char **buf = calloc(n, sizeof *buf);
+    size_t *len = calloc(n, sizeof *len), *want = calloc(n, sizeof *want);
+    if (!buf || !len || !want) return 1;
+    uint64_t seed = 42;
+    size_t live = 0;
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u; /* Knuth's MMIX generator */
+        want[i] = most / 4 + (size_t)((seed >> 33) % (most - most / 4 + 1));
+        live += want[i] / step * step;
+    }
+    long f0 = plain_minflt();
+    double t0 = plain_now_ms();
+    for (int grew = 1; grew;) {
+        grew = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (len[i] + step > want[i]) continue;
+            char *p = realloc(buf[i], len[i] + step);
+            if (!p) {
+                perror("realloc");
+                return 1;
+            }
+            memset(p + len[i], (int)i, step);
+            buf[i] = p;
+            len[i] += step;
+            grew = 1;
+        }
+    }
+    double t = (plain_now_ms() - t0) / 1e3;
+    long faults = plain_minflt() - f0, peak = plain_peak_kib();
+    unsigned sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        sum += (unsigned char)(buf[i][len[i] - 1] - (unsigned char)i);
+        free(buf[i]);
+    }
+    printf("malloc-grow: %zu buffers by %zu B to %zu-%zu B, %.3f s, %ld minor faults, peak RSS %ld KiB, "
+           "%zu KiB live%s\n",
+           n, step, most / 4, most, t, faults, peak, live >> 10, sum ? " (?)" : "");
+    return 0;
+}
