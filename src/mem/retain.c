@@ -2,9 +2,9 @@
  * next user reuses them without a system call or a page fault, then given
  * back. Two kinds, under one lock (a leaf):
  *
- * - Whole mappings (huge slabs' regions of destroyed pools, arena chunks),
- *   keyed by size and alignment, for the next pool or arena of the same
- *   shape. Bounded by RETAIN_BYTES process-wide (policy.h), with the slabs'
+ * - Whole mappings (huge slabs' regions, arena chunks), keyed by size and
+ *   alignment, for the next slab or arena of the same shape, or of the
+ *   same alignment and a shorter size (its tail given back). Bounded by RETAIN_BYTES process-wide (policy.h), with the slabs'
  *   places region.c keeps (retain_charge). The first bytes of each mapping
  *   hold its entry while it waits.
  * - Fits: freed large blocks' mappings (alloc_large.c), of any length, in
@@ -79,13 +79,20 @@ static void note_fresh(size_t bytes) { __atomic_fetch_add(&fresh, bytes, __ATOMI
 void *os_map_reuse_near(void *want, size_t size, size_t align) {
     pthread_mutex_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
-    retained **link = &head, *r;
-    while ((r = *link) && (r->size != size || r->align != align)) link = &r->next;
+    /* Its own size first; else a longer one, cut: a huge slab's region
+     * left by one class serves the next of a shorter class without a
+     * fault (objects that change size between phases). */
+    retained **link = &head, **longer = NULL, *r;
+    for (; (r = *link) && (r->size != size || r->align != align); link = &r->next)
+        if (!longer && r->align == align && r->size > size) longer = link;
+    if (!r && longer) r = *(link = longer);
+    size_t have = r ? r->size : 0;
     if (r) {
         *link = r->next;
-        __atomic_store_n(&held, held - size, __ATOMIC_RELAXED);
+        __atomic_store_n(&held, held - have, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&retain_lock);
+    if (have > size) os_unmap((char *)r + size, have - size);
     if (r) return r;
     note_fresh(size);
     return os_map_near(want, size, align);

@@ -33,20 +33,28 @@ static void move_slab(pk_pool *p, slab *s, slab_list_id to) {
     slab_list_push(&p->lists[to], s, to);
 }
 
-/* SHARE_EMPTY (policy.h): whether some pool may hold an empty slab another
- * could take. Set as a slab joins a pool's empty list (read first, so the
- * line is written only when it changes), cleared by a share that found
+/* SHARE_EMPTY, GIVE_EMPTY (policy.h): whether some pool may hold an empty
+ * slab another could take, of a slab's span ([0]) or of a huge slot ([1]).
+ * Set as a slab joins a pool's empty list (read first, so the line is
+ * written only when it changes), cleared by a share of its kind that found
  * fewer than it looked for. */
-static bool empties_held;
+static bool empties_held[2];
 
-static void note_empty(void) {
-    if (!__atomic_load_n(&empties_held, __ATOMIC_RELAXED)) __atomic_store_n(&empties_held, true, __ATOMIC_RELAXED);
+static void note_empty_of(bool huge) {
+    if (!__atomic_load_n(&empties_held[huge], __ATOMIC_RELAXED)) __atomic_store_n(&empties_held[huge], true, __ATOMIC_RELAXED);
+}
+
+static void note_empty(const pk_pool *p) { note_empty_of(p->geo.span > SLAB_BYTES); }
+
+static bool empties_may_wait(bool huge) {
+    return __atomic_load_n(&empties_held[0], __ATOMIC_RELAXED) ||
+           (huge && __atomic_load_n(&empties_held[1], __ATOMIC_RELAXED));
 }
 
 static void emptied(pk_pool *p, slab *s) {
     move_slab(p, s, SLAB_EMPTY);
     s->empty_tick = p->tick_no;
-    note_empty();
+    note_empty(p);
 }
 
 /* HOT_FOREIGN's switch (policy.h), as the slab count crosses its bound:
@@ -68,6 +76,8 @@ typedef struct share {
     pk_pool *asking;
     size_t left;
     bool huge;
+    size_t span_min; /* only pools of slabs this long */
+    bool keep;       /* their places kept for the next slab (else given back) */
 } share;
 
 /* One pool's part of a share: its empty slabs beyond SHARE_EMPTY_KEEP and
@@ -77,12 +87,14 @@ typedef struct share {
  * run user code under two pools' locks). */
 static void share_one(pk_pool *q, void *arg) {
     share *sh = arg;
-    if (q == sh->asking || !sh->left || q->destruct || (!sh->huge && q->geo.span > SLAB_BYTES)) return;
+    if (q == sh->asking || !sh->left || q->destruct || (!sh->huge && q->geo.span > SLAB_BYTES) ||
+        q->geo.span < sh->span_min)
+        return;
     slab_list *empty = &q->lists[SLAB_EMPTY];
     while (sh->left && empty->count > SHARE_EMPTY_KEEP && empty->tail) {
         slab *s = empty->tail;
         if (q->slab_free - s->capacity < q->keep_free) break;
-        size_t bytes = release_slab(q, s, true);
+        size_t bytes = release_slab(q, s, sh->keep);
         sh->left = bytes < sh->left ? sh->left - bytes : 0;
     }
 }
@@ -92,8 +104,12 @@ static void share_one(pk_pool *q, void *arg) {
  * took all it asked for (more may wait). */
 static size_t share_run(share *sh) {
     size_t asked = sh->left;
-    __atomic_store_n(&empties_held, false, __ATOMIC_RELAXED);
-    if (!pools_try_each_shared(share_one, sh) || !sh->left) note_empty();
+    __atomic_store_n(&empties_held[0], false, __ATOMIC_RELAXED);
+    if (sh->huge) __atomic_store_n(&empties_held[1], false, __ATOMIC_RELAXED);
+    if (!pools_try_each_shared(share_one, sh) || !sh->left) { /* more may wait */
+        note_empty_of(false);
+        if (sh->huge) note_empty_of(true);
+    }
     return asked - sh->left;
 }
 
@@ -104,8 +120,8 @@ static size_t share_run(share *sh) {
  * comes before p's, which the caller holds, and another pool's may be held
  * by a thread that waits for p's. */
 static void share_empties(pk_pool *p) {
-    if (!__atomic_load_n(&empties_held, __ATOMIC_RELAXED) || region_kept_bytes() >= SLAB_BYTES) return;
-    share sh = {p, SHARE_EMPTY_SLABS * SLAB_BYTES, false};
+    if (!empties_may_wait(false) || region_kept_bytes() >= SLAB_BYTES) return;
+    share sh = {p, SHARE_EMPTY_SLABS * SLAB_BYTES, false, 0, true};
     share_run(&sh);
 }
 
@@ -119,20 +135,42 @@ static void count_one(pk_pool *q, void *arg) {
  * at (GIVE_EMPTY_STEP). */
 static size_t give_due;
 
-size_t central_give_empties(size_t bytes) {
-    if (!bytes || !__atomic_load_n(&empties_held, __ATOMIC_RELAXED)) return 0;
+/* GIVE_EMPTY (policy.h): `bytes` of fresh pages are about to be faulted
+ * in for a large block, or for a slab of asking's (whose lock the caller
+ * holds), or NULL. */
+static size_t give_empties(pk_pool *asking, size_t bytes) {
+    if (!bytes || !empties_may_wait(true)) return 0;
     size_t due = __atomic_add_fetch(&give_due, bytes, __ATOMIC_RELAXED), held = 0;
     if (due < GIVE_EMPTY_STEP) return 0;
     __atomic_store_n(&give_due, 0, __ATOMIC_RELAXED);
     if (!pools_try_each_shared(count_one, &held) || held <= GIVE_EMPTY_FLOOR) return 0;
-    share sh = {NULL, due < held - GIVE_EMPTY_FLOOR ? due : held - GIVE_EMPTY_FLOOR, true};
-    return share_run(&sh);
+    share sh = {asking, due < held - GIVE_EMPTY_FLOOR ? due : held - GIVE_EMPTY_FLOOR, true, 0, false};
+    size_t asked = sh.left;
+    /* A huge slot's region can take the place of one at least as long
+     * (retain.c cuts it): those first, kept, so that its slabs reuse their
+     * pages; the rest go back at once (kept, they would fill what retain.c
+     * holds with regions no slab asked for). */
+    if (asking && asking->geo.span > SLAB_BYTES) {
+        sh.span_min = asking->geo.span;
+        sh.keep = true;
+        pools_try_each_shared(share_one, &sh);
+        sh.span_min = 0;
+        sh.keep = false;
+    }
+    share_run(&sh);
+    return asked - sh.left;
 }
+
+size_t central_give_empties(size_t bytes) { return give_empties(NULL, bytes); }
 
 /* A new slab of the pool, counted, on the list of all its slabs and on no
  * other yet; NULL with errno ENOMEM. */
 static slab *new_slab(pk_pool *p) {
+    /* A huge slot's slab is a mapping of its own, which no other pool's
+     * empty slab can be: those beyond the floor leave their pools as it
+     * faults its pages in (objects that change size between phases). */
     if (p->geo.span <= SLAB_BYTES) share_empties(p);
+    else give_empties(p, p->geo.span);
     slab *s = slab_create(p, &p->geo);
     if (!s) return NULL;
     track_close(s->objects, (size_t)s->capacity * p->geo.slot);
@@ -394,7 +432,7 @@ void central_slab_from_heap(pk_pool *p, slab *s) {
         central_slab_emptied(p, s);
         slab_list_push(&p->lists[SLAB_EMPTY], s, SLAB_EMPTY);
         s->empty_tick = p->tick_no;
-        note_empty();
+        note_empty(p);
         if (options_purge_delay_ms() == 0) central_release(p, false);
     } else {
         slab_list_id to = s->used == s->capacity ? SLAB_FULL : SLAB_PARTIAL;

@@ -30,12 +30,14 @@ size_t central_release_empty(pk_pool *p, bool any, uint32_t before);
 size_t central_release_surplus(pk_pool *p);
 /* A mapping of `bytes` fresh pages is about to be made outside the pools
  * (a large block, alloc_large.c): as many bytes of the pools' empty slabs,
- * beyond SHARE_EMPTY_KEEP each and their reserves, leave them first, to
- * the kept places within RETAIN_BYTES and the rest to the system, so that
- * memory emptied in the classes does not wait out the purge delay while
- * the large blocks that took its objects' place grow (a buffer grown by
- * realloc leaves the classes: REALLOC_MAPPED_MIN). Any thread, no lock
- * held; only tried locks. Returns the bytes. */
+ * beyond SHARE_EMPTY_KEEP each and their reserves, go back to the system
+ * first, past GIVE_EMPTY_FLOOR of such slabs, so that memory emptied in the
+ * classes does not wait out the purge delay while the large blocks that
+ * took its objects' place grow (a buffer grown by realloc leaves the
+ * classes: REALLOC_MAPPED_MIN). A pool of huge slots does the same as it
+ * maps a slab (central.c, new_slab), keeping the regions of slots at least
+ * as long as its own for its slabs. Any thread, no lock held; only tried
+ * locks. Returns the bytes. */
 size_t central_give_empties(size_t bytes);
 /* Every empty slab beyond the reserve (the reserve too with `all`). */
 size_t central_release(pk_pool *p, bool all);
