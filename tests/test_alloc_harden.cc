@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
 using namespace pktest;
 
 namespace {
@@ -230,6 +232,70 @@ PKTEST_CHILD(HardReallocShrinkMoves) {
 }
 
 TEST(HardenedFrontEnd, ReallocMovesABlockItShrinks) { EXPECT_CHILD_PASSES("HardReallocShrinkMoves", kHardened); }
+
+/* A guarded block shrunk moves too, its pages moved to the new block
+ * (large_shrink_guarded), not copied: a copy faulted in every page of the
+ * new block. The stale pointer faults, named; the new block's check bytes
+ * catch an overflow past its new size at its free. */
+constexpr size_t kShrinkFrom = size_t(8) << 20, kShrinkTo = (size_t(4) << 20) + 100;
+
+static long minor_faults() {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+
+PKTEST_CHILD(HardGuardedShrinkMovesPages) {
+    char *p = hide(pk_alloc(kShrinkFrom));
+    std::memset(p, 'm', kShrinkFrom);
+    long before = minor_faults();
+    char *q = hide(pk_realloc(p, kShrinkTo));
+    long faults = minor_faults() - before;
+    CHILD_CHECK(q && q != p, "the shrunk block stayed");
+    for (size_t i = 0; i < kShrinkTo; i += 4093) CHILD_CHECK(q[i] == 'm', "byte %zu lost", i);
+    CHILD_CHECK(q[kShrinkTo - 1] == 'm', "its last byte lost");
+    CHILD_CHECK(pk_usable_size(q) == kShrinkTo, "usable %zu", pk_usable_size(q));
+    std::fprintf(stderr, "%ld minor faults to shrink %zu bytes to %zu\n", faults, kShrinkFrom, kShrinkTo);
+    CHILD_CHECK(faults < 64, "%ld minor faults: its pages were copied", faults);
+    pk_free(q);
+    /* within its last page: the check bytes it had there move with it */
+    char *r = hide(pk_alloc(kShrinkFrom - 100));
+    std::memset(r, 'n', kShrinkFrom - 100);
+    char *t = hide(pk_realloc(r, kShrinkFrom - 200));
+    CHILD_CHECK(t && t != r && t[kShrinkFrom - 201] == 'n', "shrunk within its last page");
+    pk_free(t);
+    return CHILD_PASS;
+}
+
+PKTEST_CHILD(HardGuardedShrunkStaleWrite) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(kShrinkFrom)), *stale = hide(p);
+    std::memset(p, 'm', kShrinkFrom);
+    char *q = hide(pk_realloc(p, kShrinkTo));
+    CHILD_CHECK(q && q != p, "the shrunk block stayed");
+    stale[100] = 1;
+    return no_report();
+}
+
+PKTEST_CHILD(HardGuardedShrunkOverflow) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *p = hide(pk_alloc(kShrinkFrom));
+    std::memset(p, 'm', kShrinkFrom);
+    char *q = hide(pk_realloc(p, kShrinkTo));
+    q[kShrinkTo] = 'A';
+    pk_free(q);
+    return no_report();
+}
+
+TEST(HardenedFrontEnd, AGuardedBlockShrunkMovesItsPagesNotACopy) {
+    EXPECT_CHILD_PASSES("HardGuardedShrinkMovesPages", kHardened);
+    expect_report("HardGuardedShrunkOverflow", "buffer overflow", "of 4194404 bytes was written past its end: bytes 0 to 0");
+}
+
+TEST(HardenedFrontEnd, AGuardedBlockShrunkLeavesItsOldPlaceNoAccess) {
+    if (!faults_unwatched()) GTEST_SKIP() << "a tool's own fault handler stands first";
+    expect_report("HardGuardedShrunkStaleWrite", "use after free", "byte 100 of the 8388608-byte block");
+}
 
 /* A buffer grown 16 bytes at a time, as programs build strings: in place
  * within a slot or a guarded block's mapping, moved past them to room for

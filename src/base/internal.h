@@ -106,6 +106,11 @@ void *os_remap(void *p, size_t size, size_t new_size);
  * a move: then the range at dst + *moved may be unmapped (mremap unmaps its
  * target first) or still the caller's. */
 bool os_move_pages(void *dst, void *src, size_t len, size_t *moved, bool whole);
+/* Moves the pages of [src, src + len), within one of the system's
+ * mappings, to dst (dst's range, mapped by the caller, is replaced), and
+ * leaves src's range mapped, its pages gone (zero when next touched); false
+ * where the system refuses (Linux before 5.7), nothing changed. */
+bool os_move_pages_keep(void *dst, void *src, size_t len);
 /* The longest front of [p, p + len) (page multiples) within one of the
  * system's mappings: at least a page. */
 size_t os_mapping_front(void *p, size_t len);

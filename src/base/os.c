@@ -218,6 +218,15 @@ bool os_move_pages(void *dst, void *src, size_t len, size_t *moved, bool whole) 
     return true;
 }
 
+#ifndef MREMAP_DONTUNMAP
+#  define MREMAP_DONTUNMAP 4 /* Linux 5.7 */
+#endif
+
+bool os_move_pages_keep(void *dst, void *src, size_t len) {
+    if (fault_due()) return false;
+    return mremap(src, len, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, dst) == dst;
+}
+
 void os_unmap(void *p, size_t size) {
     if (p && size) munmap(p, size);
 }

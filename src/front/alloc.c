@@ -692,6 +692,14 @@ static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
             void *to = hard_alloc(size, n + n / 2, 0, __builtin_return_address(0));
             return move_into(to, ptr, n, size);
         }
+        /* Shrunk and still guarded: its pages move to the new block, where
+         * a copy read and wrote them all. */
+        if (!p && size < n && size >= HARD_GUARDED_MIN) {
+            depth++;
+            void *to = large_shrink_guarded(ptr, size, __builtin_return_address(0));
+            leave();
+            if (to) return to;
+        }
         return moved(ptr, n, size);
     }
     if (likely(alloc_owns(p, ptr))) {

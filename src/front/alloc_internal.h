@@ -245,6 +245,13 @@ void *large_alloc_guarded(size_t size, size_t room, void *caller);
  * changed), size its new size (true); false for any other pointer or
  * size, and for a shrink. */
 bool large_grow_guarded(void *ptr, size_t size);
+/* A guarded block shrunk to size bytes (less than its own): a new guarded
+ * block at another address whose pages are the old one's first pages,
+ * moved, not copied (os_move_pages_keep); the old one freed (its check
+ * bytes checked, no access left), as a shrink that moves it would. NULL
+ * where ptr is no such block or the system refuses the move: nothing
+ * changed then. */
+void *large_shrink_guarded(void *ptr, size_t size, void *caller);
 /* A live guarded block's form and size; false for any other pointer. */
 bool large_form(const void *ptr, unsigned *form, size_t *size);
 /* A live guarded block's form set. */

@@ -153,9 +153,9 @@ static void set_remove(block *e) {
     }
 }
 
-static bool insert(const block *b) {
-    pthread_mutex_lock(&large_lock);
-    fork_test_point(HOOK_LARGE_BLOCKS, &large_lock);
+/* b into the table (and its set); false where there is no room. Under the
+ * lock. */
+static bool insert_locked(const block *b) {
     block *e = free_entry(b->ptr);
     if (!e && room()) e = free_entry(b->ptr);
     bool ok = e != NULL && (!b->set || set_room(b->set));
@@ -172,6 +172,13 @@ static bool insert(const block *b) {
         if (bytes > peak_bytes) peak_bytes = bytes;
         if (bytes > recent_peak) recent_peak = bytes;
     }
+    return ok;
+}
+
+static bool insert(const block *b) {
+    pthread_mutex_lock(&large_lock);
+    fork_test_point(HOOK_LARGE_BLOCKS, &large_lock);
+    bool ok = insert_locked(b);
     pthread_mutex_unlock(&large_lock);
     return ok;
 }
@@ -299,7 +306,7 @@ PK_COLD __attribute__((noreturn)) static void report_guarded_twice(const void *p
  * checked, its pages given back, no access left, the entry kept among the
  * last freed. The oldest of those leaves into *gone (its mapping to be
  * unmapped), or gone->base is NULL. */
-static void free_guarded(block *e, block *gone) {
+static void free_guarded(block *e, block *gone, bool checked) {
     size_t page = os_page_size(), len = e->len - 2 * page, first, last;
     gone->base = NULL;
     if (e->freed) {
@@ -312,7 +319,7 @@ static void free_guarded(block *e, block *gone) {
         pthread_mutex_unlock(&large_lock);
         alloc_report_form(NULL, (void *)copy.ptr, copy.size, copy.form, PK__FORM_MALLOC);
     }
-    if (hard_changed((char *)e->ptr, e->size, len, &first, &last)) {
+    if (!checked && hard_changed((char *)e->ptr, e->size, len, &first, &last)) {
         block copy = *e;
         pthread_mutex_unlock(&large_lock);
         report_guarded_overflow(&copy, first, last);
@@ -350,6 +357,41 @@ bool large_grow_guarded(void *ptr, size_t size) {
     if (grows) e->size = size; /* the check bytes past it hold their pattern still (by position) */
     pthread_mutex_unlock(&large_lock);
     return grows;
+}
+
+void *large_shrink_guarded(void *ptr, size_t size, void *caller) {
+    size_t page = os_page_size(), len = align_up(size, page), first, last;
+    char *base = os_map(len + 2 * page, 0), *to = base + page;
+    if (!base) return NULL;
+    block gone = {.base = NULL}, b;
+    pthread_mutex_lock(&large_lock);
+    /* Room for the new entry first (a move cannot be undone; room() moves
+     * the entries, so before the old one is found). */
+    bool ok = free_entry((uintptr_t)to) || room();
+    block *e = find((uintptr_t)ptr);
+    ok = ok && e && e->size && !e->freed && e->form == PK__FORM_MALLOC && size < e->size;
+    if (ok && hard_changed(ptr, e->size, e->len - 2 * page, &first, &last)) {
+        block copy = *e;
+        pthread_mutex_unlock(&large_lock);
+        report_guarded_overflow(&copy, first, last);
+    }
+    /* the old one's check bytes were read above: the pages that move
+     * leave zero behind */
+    ok = ok && os_protect_none(base, page) && os_protect_none(to + len, page) && os_move_pages_keep(to, ptr, len);
+    if (ok) {
+        free_guarded(e, &gone, true);
+        b = (block){.ptr = (uintptr_t)to, .base = base, .len = len + 2 * page, .align = page, .size = size,
+                    .caller = caller, .form = PK__FORM_MALLOC};
+        insert_locked(&b); /* room was made, under the same lock */
+    }
+    pthread_mutex_unlock(&large_lock);
+    if (gone.base) os_unmap(gone.base, gone.len);
+    if (!ok) {
+        os_unmap(base, len + 2 * page);
+        return NULL;
+    }
+    hard_fill(to, size, len);
+    return to;
 }
 
 bool large_form(const void *ptr, unsigned *form, size_t *size) {
@@ -414,7 +456,7 @@ bool large_free(void *ptr) {
     pthread_mutex_lock(&large_lock);
     block *e = find((uintptr_t)ptr);
     bool guarded = e && e->size; /* a hardened block, between guard pages */
-    if (guarded) free_guarded(e, &gone);
+    if (guarded) free_guarded(e, &gone, false);
     else if (e) take_locked(e, &b, &bound);
     pthread_mutex_unlock(&large_lock);
     if (gone.base) os_unmap(gone.base, gone.len);
