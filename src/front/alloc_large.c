@@ -361,8 +361,9 @@ bool large_grow_guarded(void *ptr, size_t size) {
 
 void *large_shrink_guarded(void *ptr, size_t size, void *caller) {
     size_t page = os_page_size(), len = align_up(size, page), first, last;
-    char *base = os_map(len + 2 * page, 0), *to = base + page;
+    char *base = os_map(len + 2 * page, 0);
     if (!base) return NULL;
+    char *to = base + page;
     block gone = {.base = NULL}, b;
     pthread_mutex_lock(&large_lock);
     /* Room for the new entry first (a move cannot be undone; room() moves
