@@ -319,15 +319,16 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define SHARE_EMPTY_SLABS 16
 #define SHARE_EMPTY_KEEP 1
 
-/* GIVE_EMPTY (central_give_empties): a large block about to fault in fresh
- * pages first takes as many bytes of the pools' empty slabs out of them,
- * past GIVE_EMPTY_FLOOR of such slabs, which stay for the purge delay: a
- * program whose buffers grow out of the classes into mapped blocks (all of
- * them at once: REALLOC_MAPPED_MIN) otherwise held every class's emptied
- * slabs beside the blocks for the delay; below the floor, threads that
- * trade blocks of 64 KiB to 1 MiB (bench_large's shared blocks) faulted
- * in twice as many pages when every fresh block took the empty slabs their
- * next blocks would reuse. */
+/* GIVE_EMPTY (central.c, give_empties): a large block, or a slab of a
+ * huge slot (a region of its own, which no other pool's empty slab can
+ * be), about to fault in fresh pages first takes as many bytes of the
+ * other pools' empty slabs out of them, past GIVE_EMPTY_FLOOR of such
+ * slabs, which stay for the purge delay: a program whose buffers grow out
+ * of the classes into mapped blocks (all of them at once:
+ * REALLOC_MAPPED_MIN), or whose blocks of 64-256 KiB change size between
+ * phases, otherwise held every class's emptied slabs beside what came
+ * next for the delay. The floor keeps the slabs a program that trades
+ * blocks of several sizes reuses at its next ones. */
 #define GIVE_EMPTY_FLOOR ((size_t)16 << 20)
 /* The pools are looked at once per GIVE_EMPTY_STEP of fresh pages asked
  * for (a buffer that grows a page at a time asks at every page), for as

@@ -4,9 +4,10 @@
  *
  * - Whole mappings (huge slabs' regions, arena chunks), keyed by size and
  *   alignment, for the next slab or arena of the same shape, or of the
- *   same alignment and a shorter size (its tail given back). Bounded by RETAIN_BYTES process-wide (policy.h), with the slabs'
- *   places region.c keeps (retain_charge). The first bytes of each mapping
- *   hold its entry while it waits.
+ *   same alignment and a shorter size (its tail given back). Bounded by
+ *   RETAIN_BYTES process-wide (policy.h), with the slabs' places region.c
+ *   keeps (retain_charge). The first bytes of each mapping hold its entry
+ *   while it waits.
  * - Fits: freed large blocks' mappings (alloc_large.c), of any length, in
  *   a table of at most LARGE_KEEP_COUNT entries, under the caller's bound
  *   in bytes and entries (policy.h). A request takes the front of the
