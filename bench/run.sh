@@ -124,7 +124,7 @@ part "the preloaded malloc-large run failed" large_preloaded "$@"
 
 # Buffers grown together by realloc, preloaded: the same program with and
 # without libpoolkit-malloc.so in interleaved pairs, and once under each
-# peer the system has (mimalloc, jemalloc: ldconfig's names); the medians
+# peer the system has (mimalloc, jemalloc, tcmalloc: ldconfig's names); the medians
 # of poolkit's ratios to glibc make a target line, with its peak beside
 # the lowest peak of all (poolkit's: its last run's).
 grow_preloaded() {
