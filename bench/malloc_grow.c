@@ -6,7 +6,13 @@
  * length grows by STEP bytes through realloc and the new bytes are written.
  * The buffers pass through every size class together, and most leave the
  * classes for mapped blocks: what an allocator keeps of the places they
- * left shows in its peak. Single thread, fixed seed.
+ * left shows in its peak. Fixed seed.
+ *
+ * With THREADS, that many threads run one after another, each created
+ * once the last has exited: each frees the buffers the last one grew and
+ * grows as many of its own as above (a server whose workers come and go,
+ * each taking over what the last one left): what an allocator does with
+ * the pages a thread that exited freed shows in its faults and time.
  *
  * Prints one line: the loop's seconds, its minor page faults (getrusage
  * ru_minflt), the process's peak resident size (VmHWM) and the bytes live
@@ -14,8 +20,9 @@
  *   build/bench/malloc_grow
  *   LD_PRELOAD=build/libpoolkit-malloc.so.0 build/bench/malloc_grow
  *
- * Usage: malloc_grow [BUFFERS (1000) [MOST (262144) [STEP (256)]]]
+ * Usage: malloc_grow [BUFFERS (1000) [MOST (262144) [STEP (256) [THREADS (0)]]]]
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,16 +30,47 @@
 
 #include "plain_bursts.h" /* its clock, fault count and peak */
 
+static size_t n, step;
+static char **buf;
+static size_t *len, *want;
+
+/* Every buffer freed, then grown in turn by step bytes to its length. */
+static void *grow_all(void *arg) {
+    (void)arg;
+    for (size_t i = 0; i < n; i++) {
+        free(buf[i]);
+        buf[i] = NULL;
+        len[i] = 0;
+    }
+    for (int grew = 1; grew;) {
+        grew = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (len[i] + step > want[i]) continue;
+            char *p = realloc(buf[i], len[i] + step);
+            if (!p) {
+                perror("realloc");
+                exit(1);
+            }
+            memset(p + len[i], (int)i, step);
+            buf[i] = p;
+            len[i] += step;
+            grew = 1;
+        }
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv) {
-    size_t n = argc > 1 ? (size_t)atol(argv[1]) : 1000;
+    n = argc > 1 ? (size_t)atol(argv[1]) : 1000;
     size_t most = argc > 2 ? (size_t)atol(argv[2]) : 262144;
-    size_t step = argc > 3 ? (size_t)atol(argv[3]) : 256;
-    if (n == 0 || step == 0 || most < 4 * step) {
-        fprintf(stderr, "usage: malloc_grow [BUFFERS [MOST [STEP]]], MOST at least 4 STEPs\n");
+    step = argc > 3 ? (size_t)atol(argv[3]) : 256;
+    long threads = argc > 4 ? atol(argv[4]) : 0;
+    if (n == 0 || step == 0 || most < 4 * step || threads < 0) {
+        fprintf(stderr, "usage: malloc_grow [BUFFERS [MOST [STEP [THREADS]]]], MOST at least 4 STEPs\n");
         return 2;
     }
-    char **buf = calloc(n, sizeof *buf);
-    size_t *len = calloc(n, sizeof *len), *want = calloc(n, sizeof *want);
+    buf = calloc(n, sizeof *buf);
+    len = calloc(n, sizeof *len), want = calloc(n, sizeof *want);
     if (!buf || !len || !want) return 1;
     uint64_t seed = 42;
     size_t live = 0;
@@ -43,19 +81,12 @@ int main(int argc, char **argv) {
     }
     long f0 = plain_minflt();
     double t0 = plain_now_ms();
-    for (int grew = 1; grew;) {
-        grew = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (len[i] + step > want[i]) continue;
-            char *p = realloc(buf[i], len[i] + step);
-            if (!p) {
-                perror("realloc");
-                return 1;
-            }
-            memset(p + len[i], (int)i, step);
-            buf[i] = p;
-            len[i] += step;
-            grew = 1;
+    if (!threads) grow_all(NULL);
+    for (long k = 0; k < threads; k++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, grow_all, NULL) != 0 || pthread_join(t, NULL) != 0) {
+            perror("pthread_create");
+            return 1;
         }
     }
     double t = (plain_now_ms() - t0) / 1e3;
@@ -65,8 +96,10 @@ int main(int argc, char **argv) {
         sum += (unsigned char)(buf[i][len[i] - 1] - (unsigned char)i);
         free(buf[i]);
     }
-    printf("malloc-grow: %zu buffers by %zu B to %zu-%zu B, %.3f s, %ld minor faults, peak RSS %ld KiB, "
+    char how[64] = "";
+    if (threads) snprintf(how, sizeof how, " by %ld threads in turn", threads);
+    printf("malloc-grow: %zu buffers by %zu B to %zu-%zu B%s, %.3f s, %ld minor faults, peak RSS %ld KiB, "
            "%zu KiB live%s\n",
-           n, step, most / 4, most, t, faults, peak, live >> 10, sum ? " (?)" : "");
+           n, step, most / 4, most, how, t, faults, peak, live >> 10, sum ? " (?)" : "");
     return 0;
 }

@@ -158,6 +158,47 @@ grow_preloaded() {
 }
 part "the preloaded malloc-grow runs failed" grow_preloaded "$@"
 
+# The same buffers grown by threads in turn, each created once the last
+# has exited and freeing its buffers (malloc_grow's THREADS): poolkit,
+# glibc and each peer the system has, in interleaved rounds; poolkit's
+# median time against the fastest peer's, its peak against the lowest.
+grow_threads_preloaded() {
+    local prog lib rounds=3 args="300 262144 512 20" i name out peer
+    local -A pre times peak
+    prog=$(find_prog malloc_grow) || { echo "== malloc_grow: not built"; return 1; }
+    lib=$(ls "$build"/libpoolkit-malloc.so.* "$build"/src/libpoolkit-malloc.so.* 2>/dev/null | head -n 1)
+    [ -n "$lib" ] || { echo "== malloc_grow: libpoolkit-malloc.so not built"; return 1; }
+    for arg in "$@"; do [ "$arg" = --quick ] && args="300 262144 512 8" && rounds=2; done
+    pre[poolkit]=$lib
+    pre[glibc]=""
+    for peer in libmimalloc.so.2 libjemalloc.so.2 libtcmalloc_minimal.so.4; do
+        out=$(ldconfig -p 2>/dev/null | awk -v n="$peer" '$1 == n {print $NF; exit}')
+        [ -n "$out" ] && pre[${peer%%.so*}]=$out
+    done
+    echo "== buffers grown by threads in turn, preloaded: $rounds interleaved rounds"
+    echo "commands: $prog $args; LD_PRELOAD=$lib $prog $args"
+    for i in $(seq "$rounds"); do
+        for name in "${!pre[@]}"; do
+            out=$(LD_PRELOAD="${pre[$name]}" "$prog" $args) || return 1
+            echo "  $name: $out"
+            # "... by N threads in turn, T s, F minor faults, peak RSS K KiB, ...": T is field 15, K field 22.
+            times[$name]="${times[$name]} $(echo "$out" | awk '{print $15}')"
+            peak[$name]=$(echo "$out ${peak[$name]:-0}" | awk '{print $NF && $NF < $22 ? $NF : $22}')
+        done
+    done
+    local best="" bt="" low="" lp=""
+    for name in "${!pre[@]}"; do
+        [ "$name" = poolkit ] && continue
+        out=$(median ${times[$name]})
+        if [ -z "$bt" ] || awk -v a="$out" -v b="$bt" 'BEGIN {exit !(a < b)}'; then best=$name bt=$out; fi
+    done
+    for name in "${!pre[@]}"; do
+        if [ -z "$lp" ] || [ "${peak[$name]}" -lt "$lp" ]; then low=$name lp=${peak[$name]}; fi
+    done
+    echo "$(median ${times[poolkit]}) $bt ${peak[poolkit]} $lp $best $low" | awk '{printf "target: buffers grown by threads in turn, preloaded: poolkit %.2fx the fastest other'"'"'s time (%s; target <= 1x), peak RSS %.2fx the lowest (%s, %d vs %d KiB; target <= 1.5x)  -> %s\n", $1 / $2, $5, $3 / $4, $6, $3, $4, ($1 <= $2 && $3 <= 1.5 * $4) ? "PASS" : "FAIL"}'
+}
+part "the preloaded malloc-grow runs by threads failed" grow_threads_preloaded "$@"
+
 # Bursts after silences, and bursts each by a thread that ends, preloaded:
 # the same program with and without libpoolkit-malloc.so, a shape at a
 # time; the target: from the third burst on, poolkit faults in at most a

@@ -11,6 +11,7 @@
 #include <poolkit/stats.h>
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -292,7 +293,7 @@ TEST(AllocRealloc, ABlockGrownPastASlabIsMappedUntilItShrinksBelowIt) {
     char *r = static_cast<char *>(pk_realloc(q, shrunk));
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(pk_pool_owner(r), nullptr) << "a mapped block shrunk within the range left it";
-    EXPECT_EQ(pk_usable_size(r), page_round(shrunk));
+    EXPECT_EQ(pk_usable_size(r), page_round(grown)) << "a shrink by a page left its mapping";
     EXPECT_EQ(check_pattern(r, shrunk, 12), shrunk);
     char *t = static_cast<char *>(pk_realloc(r, back));
     ASSERT_NE(t, nullptr);
@@ -335,6 +336,81 @@ TEST(AllocRealloc, BuffersGrownTogetherLeaveNoEmptySlabsBehind) {
         EXPECT_EQ(b[i][most - 1], static_cast<char>(i));
         pk_free(b[i]);
     }
+}
+
+static long minor_faults() {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+
+/* n buffers grown in turn by step bytes, each to its own length from 64
+ * KiB to 256 KiB, every byte written; the minor faults it took. */
+static long grown_in_turn(std::vector<char *> &b, size_t step) {
+    long before = minor_faults();
+    size_t n = b.size(), most = 0;
+    std::vector<size_t> want(n);
+    for (size_t i = 0; i < n; i++) most = std::max(most, want[i] = 64 * 1024 + (i * 7919) % (192 * 1024));
+    for (size_t len = step; len <= most; len += step)
+        for (size_t i = 0; i < n; i++) {
+            if (len > want[i]) continue;
+            char *to = static_cast<char *>(pk_realloc(b[i], len));
+            if (!to) return -1;
+            b[i] = to;
+            std::memset(to + len - step, static_cast<int>(i), step);
+        }
+    return minor_faults() - before;
+}
+
+/* Buffers grown in turn, all freed, then as many grown again, round
+ * after round (threads that take over from one that exited): a round
+ * grows into the pages the one before freed, kept (alloc_large.c,
+ * retain.c), where it faulted its own in. The kept pieces are as many as
+ * the blocks live lately, not as those live when each left (down to none
+ * at the last free), and a block that moves takes a kept piece that holds
+ * it and its room. The pieces settle in a few rounds (each round's slack,
+ * retain.c, joins them). */
+TEST(AllocRealloc, BuffersGrownAgainAfterAllWereFreedReuseTheirPages) {
+    KeptBlocks kept;
+    const size_t n = 300, step = 512, rounds = 5;
+    std::vector<char *> b(n, nullptr);
+    long faults = 0;
+    size_t bytes = 0;
+    for (size_t r = 0; r < rounds; r++) {
+        bytes = 0;
+        for (char *&p : b) {
+            bytes += p ? pk_usable_size(p) : 0;
+            pk_free(p);
+            p = nullptr;
+        }
+        faults = grown_in_turn(b, step);
+        ASSERT_GE(faults, 0);
+    }
+    /* a tenth of the pages: the classes below a slab, the last pieces */
+    EXPECT_LT(static_cast<size_t>(faults), bytes / page_size() / 10)
+        << faults << " faults in the last round for " << bytes << " bytes";
+    for (char *p : b) pk_free(p);
+}
+
+/* A buffer grown a page at a time in turn with another (which takes the
+ * pages after it) moves once per quarter it grows, not at every page. */
+TEST(AllocRealloc, ABufferGrownAPageAtATimeMovesOncePerQuarter) {
+    KeptBlocks kept;
+    size_t page = page_size(), moves = 0;
+    char *a = nullptr, *b = nullptr;
+    for (size_t len = 128 * 1024; len <= 8 * MiB; len += page) {
+        char *to = static_cast<char *>(pk_realloc(a, len));
+        ASSERT_NE(to, nullptr);
+        moves += a && to != a;
+        a = to;
+        a[len - 1] = 1;
+        ASSERT_NE(b = static_cast<char *>(pk_realloc(b, len)), nullptr);
+        b[len - 1] = 2;
+    }
+    /* grown 64 times over, a quarter at a time: ln 64 / ln 1.25 moves, about 19 */
+    EXPECT_LE(moves, 40u) << "a buffer grown by 2,016 pages moved " << moves << " times";
+    pk_free(a);
+    pk_free(b);
 }
 
 /* Every entry of b a new block of size bytes, written whole with byte. */
@@ -424,11 +500,12 @@ TEST(AllocLargeReuse, AFreedBlockAlignedPastItsLengthServesTheNextOfItsShape) {
     }
 }
 
-/* A resize within a large block's last page leaves it where it is, and
- * one past it grows the mapping: the in-place answer (remembered per
- * thread for the block last resized, alloc_large.c's large_fits) must not
- * outlive the block's length. */
-TEST(AllocLargeReuse, AResizeWithinTheLastPageStaysAndOnePastItGrows) {
+/* A resize within a large block's mapping leaves it where it is, one past
+ * it grows the mapping with room to grow on (a quarter, policy.h
+ * GROW_ROOM_SHIFT), and a shrink past that room gives the tail back: the
+ * in-place answer (remembered per thread for the blocks last resized,
+ * alloc_large.c's large_fits) must not outlive the block's length. */
+TEST(AllocLargeReuse, AResizeWithinTheMappingStaysAndOnePastItGrows) {
     KeptBlocks kept;
     size_t page = page_size(), first = PK_ALLOC_CLASS_MAX + 1, len = page_round(first);
     char *p = static_cast<char *>(pk_alloc(first));
@@ -436,28 +513,32 @@ TEST(AllocLargeReuse, AResizeWithinTheLastPageStaysAndOnePastItGrows) {
     fill_pattern(p, first, 5);
     for (size_t n = first; n <= len; n += 97) ASSERT_EQ(pk_realloc(p, n), p) << n << " bytes moved the block";
     ASSERT_EQ(pk_realloc(p, len), p);
-    EXPECT_EQ(pk_usable_size(p), len);
+    EXPECT_EQ(pk_usable_size(p), len) << "a block allocated has room past its last page";
     char *q = static_cast<char *>(pk_realloc(p, len + 1));
     ASSERT_NE(q, nullptr);
-    EXPECT_EQ(pk_usable_size(q), len + page) << "a resize one byte past the mapping did not grow it";
+    size_t have = pk_usable_size(q);
+    EXPECT_GE(have, len + page) << "a resize one byte past the mapping did not grow it";
+    EXPECT_LE(have, len + page + (len + page) / 4) << "grown past its room";
     EXPECT_EQ(check_pattern(q, first, 5), first);
-    q[len] = 1;
+    q[have - 1] = 1;
+    ASSERT_EQ(pk_realloc(q, have), q);
     ASSERT_EQ(pk_realloc(q, len + 2), q);
-    char *shrunk = static_cast<char *>(pk_realloc(q, first)); /* a page shorter: the tail goes */
+    size_t half = have / 2; /* past the room, over a slab: the tail goes */
+    char *shrunk = static_cast<char *>(pk_realloc(q, half));
     ASSERT_NE(shrunk, nullptr);
-    EXPECT_EQ(pk_usable_size(shrunk), len) << "a shrink by a page was answered in place (remembered)";
-    EXPECT_EQ(check_pattern(shrunk, first, 5), first);
+    EXPECT_EQ(pk_usable_size(shrunk), page_round(half)) << "a shrink by half was answered in place (remembered)";
+    EXPECT_EQ(check_pattern(shrunk, half, 5), half);
     /* likewise when another block was resized last */
     char *other = static_cast<char *>(pk_alloc(first));
     ASSERT_NE(other, nullptr);
     ASSERT_EQ(pk_realloc(other, first + 1), other);
-    shrunk = static_cast<char *>(pk_realloc(shrunk, len + 1));
+    shrunk = static_cast<char *>(pk_realloc(shrunk, have));
     ASSERT_NE(shrunk, nullptr);
     ASSERT_EQ(pk_realloc(other, first + 2), other);
-    shrunk = static_cast<char *>(pk_realloc(shrunk, first));
+    shrunk = static_cast<char *>(pk_realloc(shrunk, half));
     ASSERT_NE(shrunk, nullptr);
-    EXPECT_EQ(pk_usable_size(shrunk), len) << "a shrink by a page was answered in place (looked up)";
-    EXPECT_EQ(check_pattern(shrunk, first, 5), first);
+    EXPECT_EQ(pk_usable_size(shrunk), page_round(half)) << "a shrink by half was answered in place (looked up)";
+    EXPECT_EQ(check_pattern(shrunk, half, 5), half);
     pk_free(other);
     pk_free(shrunk);
 }
@@ -486,14 +567,15 @@ TEST(AllocLargeReuse, AResizeOfABlockAtAFreedOnesAddressSeesItsOwnLength) {
  * trusted after it, though another block is remembered since: the count
  * of takes moved, and what the thread remembered goes with it. (A shrink
  * keeps the block's address in every build, tool builds included, where
- * no freed mapping is kept for a later block.) */
+ * no freed mapping is kept for a later block; one by half is past the
+ * room a mapping keeps in place.) */
 TEST(AllocLargeReuse, ABlockRememberedBeforeItShrankIsNotTrustedAfter) {
-    size_t page = page_size(), longer = PK_ALLOC_CLASS_MAX + 8 * page, shorter = PK_ALLOC_CLASS_MAX + 2 * page;
+    size_t page = page_size(), longer = 4 * PK_ALLOC_CLASS_MAX, shorter = 2 * PK_ALLOC_CLASS_MAX;
     char *other = written_block(shorter + page);
     char *p = written_block(longer);
     ASSERT_NE(other, nullptr);
     ASSERT_NE(p, nullptr);
-    ASSERT_EQ(pk_realloc(other, shorter), other); /* a shrink: what the thread remembers starts afresh */
+    ASSERT_EQ(pk_realloc(other, shorter), other); /* within its room: remembered */
     ASSERT_EQ(pk_realloc(other, shorter - 1), other);
     ASSERT_EQ(pk_realloc(p, longer - 1), p); /* both remembered */
     ASSERT_EQ(pk_realloc(p, shorter), p);    /* shrunk in place: a take */
@@ -504,6 +586,27 @@ TEST(AllocLargeReuse, ABlockRememberedBeforeItShrankIsNotTrustedAfter) {
     EXPECT_GE(pk_usable_size(r), longer) << "the resize took the block's length from before its shrink";
     pk_free(r);
     pk_free(other);
+}
+
+/* A block grown past its mapping, with no kept pages after it, moves into
+ * a kept mapping that holds it and its room (pages faulted in already),
+ * where mremap gave it fresh pages to fault in. */
+TEST(AllocLargeReuse, ABlockThatMustMoveTakesAKeptMappingThatHoldsIt) {
+    KeptBlocks kept;
+    size_t len = MiB;
+    char *a = static_cast<char *>(pk_alloc(len));
+    ASSERT_NE(a, nullptr);
+    fill_pattern(a, len, 3);
+    char *f = written_block(8 * MiB);
+    ASSERT_NE(f, nullptr);
+    pk_free(f);
+    char *b = static_cast<char *>(pk_realloc(a, len + 1));
+    ASSERT_NE(b, nullptr);
+    size_t have = pk_usable_size(b);
+    EXPECT_GT(have, len + page_size()) << "grown with no room";
+    EXPECT_EQ(resident_pages(b, have), have / page_size()) << "its room is fresh pages: the kept mapping was not used";
+    EXPECT_EQ(check_pattern(b, len, 3), len);
+    pk_free(b);
 }
 
 TEST(AllocLargeReuse, ALongerBlockGrowsAKeptMappingAndFaultsInOnlyWhatItLacks) {
@@ -537,6 +640,22 @@ TEST(AllocLargeReuse, AShrunkBlockKeepsItsContentsAndItsTailServesTheNextBlock) 
     std::memset(q, 3, 12 * MiB);
     EXPECT_EQ(resident_pages(r, 4 * MiB), 4 * MiB / page_size());
     pk_free(r);
+    pk_free(q);
+}
+
+/* A block grown over the kept pages after it (its own tail) takes its
+ * room there too, so the next pages it grows into ask nothing. */
+TEST(AllocLargeReuse, ABlockGrownOverItsKeptTailTakesItsRoomThere) {
+    KeptBlocks kept;
+    size_t page = page_size();
+    char *p = written_block(8 * MiB);
+    ASSERT_NE(p, nullptr);
+    ASSERT_EQ(pk_realloc(p, 2 * MiB), p); /* the tail [2, 8) MiB is kept */
+    char *q = static_cast<char *>(pk_realloc(p, 2 * MiB + 1));
+    ASSERT_EQ(q, p) << "grown over its kept tail, it moved";
+    size_t have = pk_usable_size(q);
+    EXPECT_GT(have, 2 * MiB + page) << "it took a page, not its room: the next page it crosses asks again";
+    EXPECT_EQ(resident_pages(q, have), have / page);
     pk_free(q);
 }
 

@@ -110,8 +110,9 @@ PK_API PK__ALLOCATOR PK__ATTR_SIZE(1) void *pk_zalloc(size_t size);
  * smaller of the two sizes: in place when size is of the same class (or,
  * for a mapped block, when the system can resize the mapping), else moved.
  * A block grown past 64 KiB becomes a mapped block, whatever its size, and
- * stays one while it is over 64 KiB, so that a buffer that keeps growing
- * is moved by the system, not copied. NULL ptr: pk_alloc(size). size 0:
+ * stays one while it is over 64 KiB; grown past its mapping, it takes a
+ * quarter again as room, so that a buffer that keeps growing asks for
+ * pages once per quarter, not at every page. NULL ptr: pk_alloc(size). size 0:
  * frees ptr and returns NULL. On failure returns NULL with errno ENOMEM
  * and leaves ptr as it was. */
 PK_API PK__FREED_BY_PK PK__ATTR_SIZE(2) void *pk_realloc(void *ptr, size_t size);
@@ -153,7 +154,8 @@ PK_API PK__FREED_BY_PK PK__ATTR_ALIGN(2) PK__ATTR_SIZE(3) void *pk_realloc_align
 PK_API size_t pk_good_size(size_t size);
 
 /* The bytes usable at ptr (at least the size asked for: its class's size,
- * or a mapped block's page-rounded length); 0 for NULL. */
+ * or a mapped block's length, page-rounded, with the room pk_realloc gave
+ * it); 0 for NULL. */
 PK_API size_t pk_usable_size(const void *ptr);
 
 /* ------------------------------------------------------------------------

@@ -154,10 +154,15 @@ void *os_map_fit_zero(size_t size, bool clear);
  * none does (or no room is left for a second piece). With zero, zero as
  * os_map_fit_zero makes them (clear: cleared, else given back). */
 void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear);
-/* Takes the len bytes at `at` out of the fits if a kept mapping starts
- * there and holds them (a block shrunk in place grows back over its own
- * tail, its pages still faulted in): true if it did. */
-bool os_fit_claim(void *at, size_t len);
+/* size bytes (a multiple of the page size) from the front of the smallest
+ * kept mapping that holds them, the rest waiting on; NULL where none does
+ * (nothing is mapped: os_map_fit's gather is not tried). */
+void *os_fit_take(size_t size);
+/* Takes bytes at `at` out of the fits, at least `least` and at most
+ * `most`, if a kept mapping starts there and holds `least` (a block grows
+ * over the pages kept after it, its own tail or a neighbour's, still
+ * faulted in): how many it took, 0 if none. */
+size_t os_fit_claim(void *at, size_t least, size_t most);
 /* Keeps a page-aligned mapping of len bytes (or part of one) for
  * os_map_fit until the purge delay passes, within bound.count mappings
  * (the smallest unmapped first) of at most bound.bytes together (the

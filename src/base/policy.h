@@ -359,12 +359,15 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * rarely repeat: a mapping kept for its own length alone would leave
  * nearly every block to be faulted in afresh, page by page
  * (bench_large: mimalloc-bench's malloc-large shape). The mappings kept
- * are at most four times as many as the live large blocks, at least
- * LARGE_KEEP_COUNT_MIN, at most LARGE_KEEP_COUNT: a program that replaces
- * some of many live blocks of varied lengths leaves a kept piece in
- * nearly every gap between two of them, so the count follows the live
- * blocks'; a table of a fixed few dozen, the oldest going first, gave back
- * most of what such a program freed, to fault it in again (bench_large's
+ * are at most four times as many as the most large blocks live at once
+ * lately, at least LARGE_KEEP_COUNT_MIN, at most LARGE_KEEP_COUNT: a
+ * program that replaces some of many live blocks of varied lengths leaves
+ * a kept piece in nearly every gap between two of them, so the count
+ * follows the live blocks'; the most lately, not those live now, or a
+ * program that frees them all (a thread that exits, its work done) kept
+ * the last few only, the count falling with each free; a table of a
+ * fixed few dozen, the oldest going first, gave back most of what such a
+ * program freed, to fault it in again (bench_large's
  * "replaced" part). Past the count the smallest goes (the fewest pages to
  * fault in again). Every request and free scans the table, so
  * LARGE_KEEP_COUNT caps that scan, and a program with few blocks scans
@@ -409,13 +412,50 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * figures). */
 #define REALLOC_MAPPED_MIN SLAB_BYTES
 
+/* A mapped block that realloc grows past its mapping takes a quarter
+ * again (GROW_ROOM_SHIFT) where it has to ask the system or move, and a
+ * resize within its mapping that leaves at most that quarter of it unused
+ * stays where it is with no system call (mimalloc keeps a block shrunk
+ * by up to half); a shrink past that gives its tail back. Grown page by
+ * page instead, a buffer grown a few bytes at a time paid a system call
+ * at every page, and one among others grown in turn moved at every page
+ * (its neighbour took the pages after it). The
+ * room's pages are fresh, untouched until the buffer grows into them, so
+ * they cost address space, not memory; a quarter is the classes' step
+ * (alloc_internal.h, ALLOC_PER_DOUBLING), the same slack a block of a
+ * class has. */
+#define GROW_ROOM_SHIFT 2
+/* A mapped block of at most GROW_COPY_MAX bytes that has to move to grow
+ * is copied into a kept mapping that holds it and its room, if one waits,
+ * whose pages are faulted in already; a longer one, and one where none
+ * waits, moves by mremap and faults its room in. Buffers of 64-256 KiB
+ * grown in turn by threads that each take over from one that exited
+ * faulted nearly every page in afresh by mremap while what the last
+ * thread freed waited unused (docs/alloc.md); a copy of a few MiB costs
+ * about what faulting in its room costs, and the bound is that of a
+ * zeroed block's clearing (LARGE_ZERO_REUSE_MAX), the same trade. */
+#define GROW_COPY_MAX LARGE_ZERO_REUSE_MAX
+/* The mapping's length for a block grown to len bytes (page-rounded). */
+static inline size_t policy_grow_to(size_t len, size_t page) {
+    size_t room = (len >> GROW_ROOM_SHIFT) & ~(page - 1);
+    return len + room < len ? len : len + room;
+}
+/* The least size a mapping of len bytes serves in place. */
+static inline size_t policy_grow_least(size_t len, size_t page) {
+    return len - ((len >> GROW_ROOM_SHIFT) & ~(page - 1)) - page + 1;
+}
+/* Whether a mapping of have bytes serves a resize to len (page-rounded). */
+static inline int policy_grow_serves(size_t have, size_t len) {
+    return len <= have && have - len <= have >> GROW_ROOM_SHIFT;
+}
+
 /* What the kept mappings may hold: bytes and entries. */
 typedef struct fit_bound {
     size_t bytes, count;
 } fit_bound;
 
 /* The bound on the kept mappings for a caller that held `peak` bytes in
- * them at most lately and has `live` blocks now: LARGE_KEEP_PEAKS times
+ * them and `live` blocks at most lately: LARGE_KEEP_PEAKS times
  * the peak, at least the floor; four times the live blocks' count (a
  * piece beside each, and more cut from them: twice as many still left a
  * fresh process faulting pages in again, docs/alloc.md), within

@@ -731,10 +731,10 @@ static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
 }
 
 void *pk_realloc(void *ptr, size_t size) {
-    /* A mapped block that stays within its mapping's last page (a buffer
-     * grown a few bytes at a time) is answered first, with no lock and no
-     * stack frame while it is one of the blocks this thread found so last.
-     * Hardened blocks always move. */
+    /* A mapped block that stays within its mapping (a buffer grown a few
+     * bytes at a time, policy.h GROW_ROOM_SHIFT) is answered first, with
+     * no lock and no stack frame while it is one of the blocks this thread
+     * found so last. Hardened blocks always move. */
     if (size > REALLOC_MAPPED_MIN && ptr && !alloc_hardened() && large_fits(ptr, size)) return ptr;
     return realloc_any(ptr, size);
 }

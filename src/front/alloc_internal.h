@@ -131,8 +131,8 @@ void large_free_set(large_set *set);
 bool large_free(void *ptr);
 /* Whether ptr is a live block; if so, *usable is its length from ptr. */
 bool large_usable(const void *ptr, size_t *usable);
-/* Whether ptr is a live block, not a guarded one, whose mapping's length
- * is size's page-rounded: resized to size, it stays as it is; answered
+/* Whether ptr is a live block, not a guarded one, whose mapping serves
+ * size (policy_grow_serves): resized to size, it stays as it is; answered
  * with no lock for the blocks this thread last found so (false for any
  * other). large_resize remembers the blocks it leaves where they are, the
  * last LARGE_FITS_KEPT of them, each with the sizes its length serves,

@@ -13,11 +13,15 @@
  * (retain.c, policy.h LARGE_KEEP_COUNT), and the next block of any length
  * takes it: cut to its length, or grown by mremap, so that blocks of
  * lengths that never repeat still reuse pages already faulted in. What
- * waits is bounded by the most bytes live at once lately (keep_bound). A resize
- * moves the mapping with mremap, so a buffer that grows by doubling is
- * never copied, and a shrink hands its tail to the fits without a system
- * call. Zeroed blocks (pk_calloc) take kept mappings too: cleared, up to
- * LARGE_ZERO_REUSE_MAX, or past it with their pages given back to come
+ * waits is bounded by the most bytes and blocks live at once lately
+ * (keep_bound). A resize past the mapping takes room to grow on
+ * (policy.h GROW_ROOM_SHIFT): from the kept pages after it, else by
+ * mremap, so a buffer that grows by doubling is never copied, or, where
+ * it has to move and is short enough (GROW_COPY_MAX), copied into a kept
+ * mapping that holds it, whose pages are faulted in already. A resize
+ * within the mapping that leaves little of it unused stays; a shrink past
+ * that hands its tail to the fits without a system call. Zeroed blocks
+ * (pk_calloc) take kept mappings too: cleared, up to LARGE_ZERO_REUSE_MAX, or past it with their pages given back to come
  * back zero; a block aligned past a page takes a kept mapping long enough
  * to hold it aligned, what lies either side waiting on.
  *
@@ -57,6 +61,8 @@ typedef struct block {
     bool freed;     /* freed, kept no-access among the last freed */
     unsigned char form; /* malloc, new or new[] (alloc.h's PK__FORM_*) */
 } block;
+_Static_assert(1 << GROW_ROOM_SHIFT == ALLOC_PER_DOUBLING, "policy.h: a mapping's room is the classes' step");
+
 #define TOMB ((uintptr_t)1)
 #define TABLE_MIN 64
 
@@ -64,17 +70,18 @@ static pthread_mutex_t large_lock = PK_SPIN_MUTEX_INITIALIZER;
 static block *table;
 static size_t cap, used, live; /* used counts live entries and tombstones */
 static size_t bytes, peak_bytes;
-/* The most bytes live at once since the fits were last empty: the bound on
- * what they may hold. */
-static size_t recent_peak;
+/* The most bytes and blocks live at once since the fits were last empty:
+ * the bound on what they may hold. */
+static size_t recent_peak, recent_live;
 
 /* What the fits may hold when a block leaves (bytes and live still count
  * it): LARGE_KEEP_PEAKS times the most bytes live at once since nothing
  * waited, at least LARGE_KEEP_FLOOR, in a number of pieces that follows
- * the live blocks' (policy.h says why). Under the lock. */
+ * the most blocks live at once since then (policy.h says why). Under the
+ * lock. */
 static fit_bound keep_bound(void) {
-    if (os_fit_bytes() == 0) recent_peak = bytes;
-    return policy_keep_bound(recent_peak, live);
+    if (os_fit_bytes() == 0) recent_peak = bytes, recent_live = live;
+    return policy_keep_bound(recent_peak, recent_live);
 }
 
 static size_t slot_of(uintptr_t ptr, size_t n) {
@@ -171,6 +178,7 @@ static bool insert_locked(const block *b) {
         bytes += b->len;
         if (bytes > peak_bytes) peak_bytes = bytes;
         if (bytes > recent_peak) recent_peak = bytes;
+        if (live > recent_live) recent_live = live;
     }
     return ok;
 }
@@ -483,22 +491,37 @@ static void remember_fit(const void *ptr, size_t len) {
         k->takes = large_takes;
         k->next = 0;
     }
-    k->fit[k->next] = (large_fit){(uintptr_t)ptr, len - os_page_size() + 1, len};
+    k->fit[k->next] = (large_fit){(uintptr_t)ptr, policy_grow_least(len, os_page_size()), len};
     k->next = (k->next + 1) % LARGE_FITS_KEPT;
 }
 
-/* b's mapping grown to len bytes with its contents, or NULL (b unchanged). */
-static void *grown(const block *b, size_t len, fit_bound bound) {
+/* b's mapping grown to hold len bytes with its contents, or NULL (b
+ * unchanged); *got, its new length: up to policy_grow_to's, room to grow
+ * on, so that a buffer grown a little at a time asks once per step of
+ * that room, not at every page it crosses. */
+static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
+    size_t want = policy_grow_to(len, os_page_size());
     /* Kept pages right after it (its own tail, kept when it shrank) are
      * taken back as they are: no system call, no fault; mremap could not
      * grow it in place over them, and moved it to fault fresh pages in. */
-    if (os_fit_claim(b->base + b->len, len - b->len)) return b->base;
-    central_give_empties(len - b->len); /* its fresh pages */
-    /* A mapping aligned past a page may move to any page: copied then. */
+    size_t more = os_fit_claim(b->base + b->len, len - b->len, want - b->len);
+    *got = b->len + more;
+    if (more) return b->base;
+    *got = want;
+    /* A kept mapping that holds it all, pages faulted in: copied there,
+     * and its own pages wait for the next (GROW_COPY_MAX, policy.h). */
     bool aligned = b->align > os_page_size();
-    void *p = aligned ? NULL : os_remap(b->base, b->len, len);
+    char *kept = aligned || b->len > GROW_COPY_MAX ? NULL : os_fit_take(want);
+    if (kept) {
+        memcpy(kept, b->base, b->len);
+        os_unmap_later_fit(b->base, b->len, bound);
+        return kept;
+    }
+    central_give_empties(want - b->len); /* its fresh pages */
+    /* A mapping aligned past a page may move to any page: copied then. */
+    void *p = aligned ? NULL : os_remap(b->base, b->len, want);
     if (p) return p;
-    char *fresh = aligned ? fit_aligned(len, b->align, false) : os_map_fit(len);
+    char *fresh = aligned ? fit_aligned(want, b->align, false) : os_map_fit(want);
     if (!fresh) return NULL;
     memcpy(fresh, b->base, b->len);
     os_unmap_later_fit(b->base, b->len, bound);
@@ -512,8 +535,8 @@ void *large_resize(void *ptr, size_t size, bool sets_leave, bool *mine) {
     pthread_mutex_lock(&large_lock);
     block *e = find((uintptr_t)ptr);
     *mine = e && !(sets_leave && e->set);
-    bool same = *mine && !e->size && e->len == len;
-    if (same) remember_fit(ptr, len); /* the next resize within its last page takes no lock */
+    bool same = *mine && !e->size && len && policy_grow_serves(e->len, len);
+    if (same) remember_fit(ptr, e->len); /* the next resize it serves takes no lock */
     else if (*mine && len) take_locked(e, &b, &bound);
     pthread_mutex_unlock(&large_lock);
     if (!*mine || same) return *mine ? ptr : NULL;
@@ -522,12 +545,13 @@ void *large_resize(void *ptr, size_t size, bool sets_leave, bool *mine) {
         return NULL;
     }
     block to = b;
+    size_t got = len;
     if (len > b.len) {
-        void *p = grown(&b, len, bound);
+        void *p = grown(&b, len, bound, &got);
         if (p) {
             to.ptr = (uintptr_t)p;
             to.base = p;
-            to.len = len;
+            to.len = got;
         }
     } else {
         /* The tail waits among the fits, its pages still faulted in. */
@@ -535,7 +559,7 @@ void *large_resize(void *ptr, size_t size, bool sets_leave, bool *mine) {
         to.len = len;
     }
     insert(&to); /* into the entry take left, or one as free: it cannot fail */
-    if (to.len != len) {
+    if (to.len != got) {
         errno = ENOMEM;
         return NULL;
     }

@@ -250,6 +250,15 @@ static void *map_fit(size_t size, size_t *dirty) {
     return os_map(size, 0);
 }
 
+void *os_fit_take(size_t size) {
+    pthread_mutex_lock(&retain_lock);
+    fork_test_point(HOOK_RETAINED, &retain_lock);
+    size_t best = fit_best(size, NULL);
+    fit f = best < fit_count ? fit_take_front(best, size) : (fit){NULL, 0, 0};
+    pthread_mutex_unlock(&retain_lock);
+    return f.base;
+}
+
 void *os_map_fit(size_t size) {
     size_t dirty;
     return map_fit(size, &dirty);
@@ -293,17 +302,17 @@ void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear) {
     return zero ? zero_kept(got, len, clear) : got;
 }
 
-bool os_fit_claim(void *at, size_t len) {
-    bool found = false;
+size_t os_fit_claim(void *at, size_t least, size_t most) {
+    size_t got = 0;
     pthread_mutex_lock(&retain_lock);
-    for (size_t i = 0; i < fit_count && !found; i++) {
+    for (size_t i = 0; i < fit_count && !got; i++) {
         fit *f = &fits[i];
-        if (f->base != (char *)at || f->len < len) continue;
-        found = true;
-        fit_take_front(i, len);
+        if (f->base != (char *)at || f->len < least) continue;
+        got = f->len < most ? f->len : most;
+        fit_take_front(i, got);
     }
     pthread_mutex_unlock(&retain_lock);
-    return found;
+    return got;
 }
 
 static void unmap_all(const fit *f, size_t n) {

@@ -203,8 +203,9 @@ static void print_table(FILE *f, const rows *r, const pk_process_stats *t, const
     large_stats ls;
     large_stats_get(&ls);
     fprintf(f, "pk_alloc: %zu size classes made (the pools named \"pk_alloc SIZE\"), %zu mapped blocks "
-               "over %zu KiB: %s (at most %s)\n",
-            alloc_classes_made(), ls.blocks, PK_ALLOC_CLASS_MAX >> 10, human(ls.bytes, b1),
+               "(over %zu KiB, or grown past %zu KiB by realloc): %s (at most %s)\n",
+            alloc_classes_made(), ls.blocks, PK_ALLOC_CLASS_MAX >> 10, (size_t)REALLOC_MAPPED_MIN >> 10,
+            human(ls.bytes, b1),
             human(ls.peak_bytes, b2));
     if (c) {
         fprintf(f, "%-24s %7s %9s\n", "pk_new class", "size", "live");
