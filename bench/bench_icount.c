@@ -58,6 +58,9 @@
  *                                 over the last class by a byte each (the
  *                                 system's resize of its mapping at each
  *                                 page included), gated per call
+ *   growmany kernel_grow_many     the same spread over GROW_MANY blocks in
+ *                                 turn (more than a thread remembers:
+ *                                 the table read without its lock)
  * bench/gate.sh runs each mode under
  *   valgrind --tool=callgrind --toggle-collect='kernel_*'
  * for two values of N and takes the difference, so start-up costs and the
@@ -152,6 +155,18 @@ BENCH_KERNEL void *kernel_grow(char *p, size_t n) {
     return p;
 }
 
+/* Blocks kernel_grow_many grows in turn: more than a thread remembers
+ * (alloc_internal.h, LARGE_FITS_KEPT). */
+#define GROW_MANY 64
+
+BENCH_KERNEL void kernel_grow_many(char **b, size_t n) {
+    for (size_t i = 1; i <= n; i++) {
+        char **p = &b[i % GROW_MANY];
+        *p = pk_realloc(*p, PK_ALLOC_CLASS_MAX + i / GROW_MANY + 1);
+        BENCH_ESCAPE(*p);
+    }
+}
+
 /* The remote mode's owner: makes the objects, then lives until the frees
  * are done (its slabs stay its own: the frees are remote ones). */
 typedef struct remote_owner {
@@ -232,6 +247,13 @@ static int run_mode(const char *mode, size_t n, size_t size) {
     if (strcmp(mode, "grow") == 0) {
         (void)size;
         pk_free(kernel_grow(pk_alloc(PK_ALLOC_CLASS_MAX), n));
+        return 0;
+    }
+    if (strcmp(mode, "growmany") == 0) {
+        char *b[GROW_MANY];
+        for (size_t i = 0; i < GROW_MANY; i++) b[i] = pk_alloc(PK_ALLOC_CLASS_MAX);
+        kernel_grow_many(b, n);
+        for (size_t i = 0; i < GROW_MANY; i++) pk_free(b[i]);
         return 0;
     }
     if (strcmp(mode, "object") == 0 || strcmp(mode, "objpair") == 0 || strcmp(mode, "retain") == 0) {

@@ -97,10 +97,14 @@
 #                 their fast paths is a tail call)
 #   pk_realloc of a block over the last class, grown by a byte a call,
 #                 <= 38 per call (measured 37.2), its loop and the
-#                 mremap at each page included: the blocks this thread
+#                 resize at each quarter included: the blocks this thread
 #                 resized last (a few) and the sizes their lengths serve,
 #                 compared with no lock while no block has left the table
 #                 since
+#   the same spread over 64 blocks in turn <= 200 per call (measured 191;
+#                 325 with the table's lock taken at every call): more
+#                 blocks than a thread remembers, the table read with no
+#                 lock (a sequence count), each block it found remembered
 #   pk_retain <= 29 per call (measured 28), likewise: the same pointer
 #                 check, the tag, the add and one signed compare of the
 #                 word it returns
@@ -177,6 +181,7 @@ GATE_FRONTEND=40
 GATE_OBJPAIR=75
 GATE_RETAIN=29
 GATE_GROW=38
+GATE_GROWMANY=200
 TARGET_FRONTEND=40
 GATE_FLOOR=${GATE_FLOOR:-5}
 # The owner's free of an object of another of its slabs: a loop of frees
@@ -223,31 +228,23 @@ count() {
 }
 
 echo "== instruction-count gate: alloc+free pair, object size $SIZE B"
-echo "command: valgrind --tool=callgrind --toggle-collect='$TOGGLE' $bin MODE N $SIZE   (MODE in empty default local hardened frontend grow, N in $N1 $N2; otherloop other frontother frontrandom remote consumer listed, N in $N1_OTHER $N2_OTHER; hardedge, N in $N1_EDGE $N2_EDGE with $SIZE_EDGE; objpair retain with $OBJ_SIZE in place of $SIZE)"
+echo "command: valgrind --tool=callgrind --toggle-collect='$TOGGLE' $bin MODE N $SIZE   (MODE in empty default local hardened frontend grow growmany, N in $N1 $N2; otherloop other frontother frontrandom remote consumer listed, N in $N1_OTHER $N2_OTHER; hardedge, N in $N1_EDGE $N2_EDGE with $SIZE_EDGE; objpair retain with $OBJ_SIZE in place of $SIZE)"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores, $(valgrind --version)"
 
 declare -A per
-for mode in empty default local hardened frontend; do
-    i1=$(count "$mode" "$N1") || exit 1
-    i2=$(count "$mode" "$N2") || exit 1
-    per[$mode]=$(awk -v a="$i1" -v b="$i2" -v n1="$N1" -v n2="$N2" 'BEGIN {printf "%.3f", (b - a) / (n2 - n1)}')
+# per[MODE]: the instructions an iteration adds from N1 to N2, printed with
+# DIGITS decimals (SIZE, if given, in place of $SIZE).
+measure() { # MODE DIGITS [SIZE]
+    local i1 i2
+    i1=$(count "$1" "$N1" "${3:-$SIZE}") || exit 1
+    i2=$(count "$1" "$N2" "${3:-$SIZE}") || exit 1
+    per[$1]=$(awk -v a="$i1" -v b="$i2" -v n1="$N1" -v n2="$N2" -v d="$2" 'BEGIN {printf "%.*f", d, (b - a) / (n2 - n1)}')
     printf '  %-8s I(N=%s) = %s   I(N=%s) = %s   -> %s instructions per iteration\n' \
-        "$mode" "$N1" "$i1" "$N2" "$i2" "${per[$mode]}"
-done
-
-i1=$(count grow "$N1") || exit 1
-i2=$(count grow "$N2") || exit 1
-per[grow]=$(awk -v a="$i1" -v b="$i2" -v n1="$N1" -v n2="$N2" 'BEGIN {printf "%.2f", (b - a) / (n2 - n1)}')
-printf '  %-8s I(N=%s) = %s   I(N=%s) = %s   -> %s instructions per iteration\n' \
-    grow "$N1" "$i1" "$N2" "$i2" "${per[grow]}"
-
-for mode in objpair retain; do
-    i1=$(count "$mode" "$N1" "$OBJ_SIZE") || exit 1
-    i2=$(count "$mode" "$N2" "$OBJ_SIZE") || exit 1
-    per[$mode]=$(awk -v a="$i1" -v b="$i2" -v n1="$N1" -v n2="$N2" 'BEGIN {printf "%.3f", (b - a) / (n2 - n1)}')
-    printf '  %-8s I(N=%s) = %s   I(N=%s) = %s   -> %s instructions per iteration\n' \
-        "$mode" "$N1" "$i1" "$N2" "$i2" "${per[$mode]}"
-done
+        "$1" "$N1" "$i1" "$N2" "$i2" "${per[$1]}"
+}
+for mode in empty default local hardened frontend; do measure "$mode" 3; done
+for mode in grow growmany; do measure "$mode" 2; done
+for mode in objpair retain; do measure "$mode" 3 "$OBJ_SIZE"; done
 
 declare -A per_free
 for mode in otherloop other frontother frontrandom remote consumer listed; do
@@ -307,7 +304,10 @@ check "pk_retain" "$net_retain" "$GATE_RETAIN" "" \
     "the address map, the count word's tag, one locked add" "per call"
 check "pk_realloc of a block over the last class grown a byte" "${per[grow]}" "$GATE_GROW" "" \
     "the table's count of takes and the thread's last blocks resized compared, no lock" "per call" \
-    "(its loop and the system's resize at each page included)"
+    "(its loop and the system's resize at each quarter included)"
+check "pk_realloc of 64 such blocks in turn" "${per[growmany]}" "$GATE_GROWMANY" "" \
+    "more than the thread remembers: the table read with no lock (a sequence count)" "per call" \
+    "(its loop and the system's resize at each quarter included)"
 check_free() { # label value gate what
     local gate
     gate=$(awk -v v="$2" -v g="$3" -v f="$GATE_FLOOR" 'BEGIN {print (v <= g && v >= f) ? "PASS" : "FAIL"}')

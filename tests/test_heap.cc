@@ -226,6 +226,24 @@ TEST(HeapRealloc, FrontEndResizesKeepTheBlockInItsHeap) {
     pk_heap_destroy(h);
 }
 
+/* A heap's mapped block resized to a class's size leaves its mapping for
+ * the heap's class, though the mapping would serve it in place (a
+ * resize that leaves little of it unused stays, for any other block). */
+TEST(HeapRealloc, AMappedBlockResizedToAClassSizeGoesToTheHeapsClass) {
+    pk_heap *h = pk_heap_create("resize down");
+    size_t big = PK_ALLOC_CLASS_MAX + 16 * 1024, small = PK_ALLOC_CLASS_MAX - 8 * 1024;
+    char *p = static_cast<char *>(pk_heap_alloc(h, big));
+    ASSERT_NE(p, nullptr);
+    ASSERT_EQ(pk_pool_owner(p), nullptr);
+    std::memset(p, 7, small);
+    char *q = static_cast<char *>(pk_realloc(p, small));
+    ASSERT_NE(q, nullptr);
+    EXPECT_NE(pk_pool_owner(q), nullptr) << "a heap's block of a class's size stayed mapped";
+    EXPECT_EQ(pk_heap_of(q), h);
+    EXPECT_EQ(q[small - 1], 7);
+    pk_heap_destroy(h);
+}
+
 TEST(HeapDestroy, FreesEveryBlockLargeOnesIncluded) {
     size_t before = mapped_blocks();
     pk_heap *h = pk_heap_create("whole");

@@ -720,6 +720,7 @@ static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
         return moved(ptr, p->size, size);
     }
     if (!p && size > REALLOC_MAPPED_MIN && !boot_owns(ptr)) { /* a mapped block stays one */
+        if (large_serves(ptr, size, size <= PK_ALLOC_CLASS_MAX)) return ptr;
         bool mine;
         large_poll();
         void *to = large_resize(ptr, size, size <= PK_ALLOC_CLASS_MAX, &mine);

@@ -162,6 +162,13 @@ static inline bool large_fits(const void *ptr, size_t size) {
             if (k->fit[i].ptr == (uintptr_t)ptr) return size - k->fit[i].min <= k->fit[i].max - k->fit[i].min;
     return false;
 }
+/* Whether ptr is a live block, not a guarded one (nor, with sets_leave,
+ * one of a heap's set), whose mapping serves size (policy_grow_serves):
+ * resized to size, it stays as it is. Takes no lock (a sequence count):
+ * any number of blocks, resized by any number of threads, are answered
+ * so; false also where a change to the table ran meanwhile (the caller
+ * asks large_resize then). */
+bool large_serves(const void *ptr, size_t size, bool sets_leave);
 /* ptr resized to size bytes: in place or moved by the system with its
  * contents, one lock taken where it stays; NULL with errno ENOMEM (ptr
  * unchanged). *mine false, NULL returned and errno untouched, where ptr is

@@ -5,7 +5,11 @@
  *
  * The table is open addressing over the blocks' addresses, under one lock:
  * a block costs a system call or two (the mapping, its first touch of each
- * page), beside which the lock is nothing. The lock is a leaf: nothing is
+ * page), beside which the lock is nothing. A resize within a block's
+ * mapping costs no system call, and threads that each grow buffers of
+ * their own a few bytes at a time waited on each other for it: such a
+ * resize reads the table without the lock (large_serves, a sequence
+ * count). The lock is a leaf: nothing is
  * called while it is held but the OS layer's os_map for a larger table,
  * so any thread, a fork's prepare handler included, may take it last.
  *
@@ -97,6 +101,44 @@ __thread large_fits_kept large_fitted __attribute__((tls_model("initial-exec")))
 static uintptr_t freed_ring[HARD_FREED_BLOCKS];
 static size_t freed_next, freed_count;
 
+/* The table's changes, counted for large_serves, which reads it without
+ * the lock (a sequence count): odd while one is under way, so a reader
+ * that sees the same even count before and after its reads read no change.
+ * The fields it reads (ptr, len, size, set) are written with atomic
+ * stores; a table replaced is never unmapped (a reader may still hold
+ * it): it waits, its pages given back, to serve again as a table of its
+ * size (retired, one a size; one replaced while another of its size waits
+ * stays mapped, given back, unused: the tables double, so what stays is
+ * address space less than twice the table in use). Under the lock. */
+static unsigned long table_seq;
+static block *retired[sizeof(size_t) * 8];
+
+static void change_begin(void) {
+    __atomic_store_n(&table_seq, table_seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void change_end(void) { __atomic_store_n(&table_seq, table_seq + 1, __ATOMIC_RELEASE); }
+
+static void entry_put(block *e, const block *b) {
+    e->base = b->base;
+    e->align = b->align;
+    e->at = b->at;
+    e->caller = b->caller;
+    e->freed = b->freed;
+    e->form = b->form;
+    __atomic_store_n(&e->len, b->len, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->size, b->size, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->set, b->set, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->ptr, b->ptr, __ATOMIC_RELAXED);
+}
+
+static void entry_gone(block *e) {
+    change_begin();
+    __atomic_store_n(&e->ptr, TOMB, __ATOMIC_RELAXED);
+    change_end();
+}
+
 static block *find(uintptr_t ptr) {
     if (!table) return NULL;
     for (size_t i = slot_of(ptr, cap);; i = (i + 1) & (cap - 1)) {
@@ -108,19 +150,29 @@ static block *find(uintptr_t ptr) {
 /* The table rebuilt twice as large (or as large, to clear tombstones), for
  * an insert that would fill three quarters of it. Under the lock. */
 static bool room(void) {
-    size_t n = cap ? cap : TABLE_MIN;
+    size_t n = cap ? cap : TABLE_MIN, page = os_page_size();
     if ((live + 1) * 2 > n) n *= 2;
-    block *t = os_map(align_up(n * sizeof(block), os_page_size()), 0);
+    unsigned k = (unsigned)__builtin_ctzl(n);
+    block *t = retired[k] ? retired[k] : os_map(align_up(n * sizeof(block), page), 0);
     if (!t) return false;
+    retired[k] = NULL;
+    change_begin();
     for (size_t i = 0; i < cap; i++) {
         if (table[i].ptr <= TOMB) continue;
         size_t j = slot_of(table[i].ptr, n);
         while (t[j].ptr) j = (j + 1) & (n - 1);
-        t[j] = table[i];
+        entry_put(&t[j], &table[i]);
     }
-    if (table) os_unmap(table, align_up(cap * sizeof(block), os_page_size()));
-    table = t;
-    cap = n;
+    block *old = table;
+    size_t old_cap = cap;
+    /* cap after table: a reader that sees the new cap sees the new table */
+    __atomic_store_n(&table, t, __ATOMIC_RELEASE);
+    __atomic_store_n(&cap, n, __ATOMIC_RELEASE);
+    if (old) { /* zero (its pages given back), as a table taken from retired must be */
+        os_zero_pages(old, align_up(old_cap * sizeof(block), page));
+        retired[__builtin_ctzl(old_cap)] = old;
+    }
+    change_end();
     used = live;
     return true;
 }
@@ -168,7 +220,9 @@ static bool insert_locked(const block *b) {
     bool ok = e != NULL && (!b->set || set_room(b->set));
     if (ok) {
         if (e->ptr == 0) used++;
-        *e = *b;
+        change_begin();
+        entry_put(e, b);
+        change_end();
         if (b->set) {
             e->at = b->set->n;
             b->set->ptrs[b->set->n++] = b->ptr;
@@ -197,7 +251,7 @@ static void take_locked(block *b, block *out, fit_bound *bound) {
     __atomic_store_n(&large_takes, large_takes + 1, __ATOMIC_RELEASE);
     *out = *b;
     if (b->set) set_remove(b);
-    b->ptr = TOMB;
+    entry_gone(b);
     *bound = keep_bound();
     live--;
     bytes -= out->len;
@@ -343,7 +397,7 @@ static void free_guarded(block *e, block *gone, bool checked) {
     if (o) {
         *gone = *o;
         __atomic_store_n(&large_takes, large_takes + 1, __ATOMIC_RELEASE);
-        o->ptr = TOMB;
+        entry_gone(o);
         live--;
         freed_count--;
     }
@@ -362,7 +416,7 @@ bool large_grow_guarded(void *ptr, size_t size) {
         pthread_mutex_unlock(&large_lock);
         report_guarded_overflow(&copy, first, last);
     }
-    if (grows) e->size = size; /* the check bytes past it hold their pattern still (by position) */
+    if (grows) __atomic_store_n(&e->size, size, __ATOMIC_RELAXED); /* the check bytes past it hold their pattern still (by position) */
     pthread_mutex_unlock(&large_lock);
     return grows;
 }
@@ -483,12 +537,14 @@ bool large_usable(const void *ptr, size_t *usable) {
 }
 
 /* ptr, a block whose mapping is len bytes, remembered as large_fits
- * answers for it (alloc_internal.h). Under the lock. */
-static void remember_fit(const void *ptr, size_t len) {
+ * answers for it (alloc_internal.h) while the count of takes stays at
+ * `takes`: read under the lock, or before a read of the table without it
+ * (large_serves), so that a take since makes it go. */
+static void remember_fit(const void *ptr, size_t len, size_t takes) {
     large_fits_kept *k = &large_fitted;
-    if (k->takes != large_takes) { /* what it remembers may have changed */
+    if (k->takes != takes) { /* what it remembers may have changed */
         memset(k->fit, 0, sizeof k->fit);
-        k->takes = large_takes;
+        k->takes = takes;
         k->next = 0;
     }
     k->fit[k->next] = (large_fit){(uintptr_t)ptr, policy_grow_least(len, os_page_size()), len};
@@ -528,6 +584,34 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
     return fresh;
 }
 
+bool large_serves(const void *ptr, size_t size, bool sets_leave) {
+    size_t len = size > SIZE_MAX / 2 ? 0 : align_up(size, os_page_size()), have = 0;
+    size_t takes = __atomic_load_n(&large_takes, __ATOMIC_ACQUIRE);
+    unsigned long seq = __atomic_load_n(&table_seq, __ATOMIC_ACQUIRE);
+    size_t n = __atomic_load_n(&cap, __ATOMIC_ACQUIRE);
+    block *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    if ((seq & 1) || !t) return false; /* a change under way, or no block yet */
+    bool serves = false;
+    /* at most n entries: a table read while it changed need not hold an empty one */
+    for (size_t i = slot_of((uintptr_t)ptr, n), k = 0; k < n; i = (i + 1) & (n - 1), k++) {
+        uintptr_t at = __atomic_load_n(&t[i].ptr, __ATOMIC_RELAXED);
+        if (at == (uintptr_t)ptr) {
+            have = __atomic_load_n(&t[i].len, __ATOMIC_RELAXED);
+            serves = !__atomic_load_n(&t[i].size, __ATOMIC_RELAXED) && len && policy_grow_serves(have, len) &&
+                     !(sets_leave && __atomic_load_n(&t[i].set, __ATOMIC_RELAXED));
+            break;
+        }
+        if (!at) break;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    serves = serves && __atomic_load_n(&table_seq, __ATOMIC_RELAXED) == seq;
+    /* ptr's own entry changes only by a take of ptr, which is this
+     * thread's call now or ordered before it: the count read first keeps
+     * what it remembers no longer than the length read */
+    if (serves) remember_fit(ptr, have, takes);
+    return serves;
+}
+
 void *large_resize(void *ptr, size_t size, bool sets_leave, bool *mine) {
     block b;
     fit_bound bound;
@@ -536,7 +620,7 @@ void *large_resize(void *ptr, size_t size, bool sets_leave, bool *mine) {
     block *e = find((uintptr_t)ptr);
     *mine = e && !(sets_leave && e->set);
     bool same = *mine && !e->size && len && policy_grow_serves(e->len, len);
-    if (same) remember_fit(ptr, e->len); /* the next resize it serves takes no lock */
+    if (same) remember_fit(ptr, e->len, large_takes); /* the next resize it serves takes no lock */
     else if (*mine && len) take_locked(e, &b, &bound);
     pthread_mutex_unlock(&large_lock);
     if (!*mine || same) return *mine ? ptr : NULL;
