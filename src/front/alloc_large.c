@@ -104,8 +104,10 @@ static size_t freed_next, freed_count;
 /* The table's changes, counted for large_serves, which reads it without
  * the lock (a sequence count): odd while one is under way, so a reader
  * that sees the same even count before and after its reads read no change.
- * The fields it reads (ptr, len, size, set) are written with atomic
- * stores; a table replaced is never unmapped (a reader may still hold
+ * The fields it reads (ptr, len, size, set) are written with release
+ * stores and read with acquire loads (no fence: ThreadSanitizer takes
+ * none), so a reader that reads any of a change sees the count it began
+ * with; a table replaced is never unmapped (a reader may still hold
  * it): it waits, its pages given back, to serve again as a table of its
  * size (retired, one a size; one replaced while another of its size waits
  * stays mapped, given back, unused: the tables double, so what stays is
@@ -113,10 +115,7 @@ static size_t freed_next, freed_count;
 static unsigned long table_seq;
 static block *retired[sizeof(size_t) * 8];
 
-static void change_begin(void) {
-    __atomic_store_n(&table_seq, table_seq + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-}
+static void change_begin(void) { __atomic_store_n(&table_seq, table_seq + 1, __ATOMIC_RELAXED); }
 
 static void change_end(void) { __atomic_store_n(&table_seq, table_seq + 1, __ATOMIC_RELEASE); }
 
@@ -127,15 +126,15 @@ static void entry_put(block *e, const block *b) {
     e->caller = b->caller;
     e->freed = b->freed;
     e->form = b->form;
-    __atomic_store_n(&e->len, b->len, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->size, b->size, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->set, b->set, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->ptr, b->ptr, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->len, b->len, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->size, b->size, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->set, b->set, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->ptr, b->ptr, __ATOMIC_RELEASE);
 }
 
 static void entry_gone(block *e) {
     change_begin();
-    __atomic_store_n(&e->ptr, TOMB, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->ptr, TOMB, __ATOMIC_RELEASE);
     change_end();
 }
 
@@ -416,7 +415,7 @@ bool large_grow_guarded(void *ptr, size_t size) {
         pthread_mutex_unlock(&large_lock);
         report_guarded_overflow(&copy, first, last);
     }
-    if (grows) __atomic_store_n(&e->size, size, __ATOMIC_RELAXED); /* the check bytes past it hold their pattern still (by position) */
+    if (grows) __atomic_store_n(&e->size, size, __ATOMIC_RELEASE); /* the check bytes past it hold their pattern still (by position) */
     pthread_mutex_unlock(&large_lock);
     return grows;
 }
@@ -594,16 +593,15 @@ bool large_serves(const void *ptr, size_t size, bool sets_leave) {
     bool serves = false;
     /* at most n entries: a table read while it changed need not hold an empty one */
     for (size_t i = slot_of((uintptr_t)ptr, n), k = 0; k < n; i = (i + 1) & (n - 1), k++) {
-        uintptr_t at = __atomic_load_n(&t[i].ptr, __ATOMIC_RELAXED);
+        uintptr_t at = __atomic_load_n(&t[i].ptr, __ATOMIC_ACQUIRE);
         if (at == (uintptr_t)ptr) {
-            have = __atomic_load_n(&t[i].len, __ATOMIC_RELAXED);
-            serves = !__atomic_load_n(&t[i].size, __ATOMIC_RELAXED) && len && policy_grow_serves(have, len) &&
-                     !(sets_leave && __atomic_load_n(&t[i].set, __ATOMIC_RELAXED));
+            have = __atomic_load_n(&t[i].len, __ATOMIC_ACQUIRE);
+            serves = !__atomic_load_n(&t[i].size, __ATOMIC_ACQUIRE) && len && policy_grow_serves(have, len) &&
+                     !(sets_leave && __atomic_load_n(&t[i].set, __ATOMIC_ACQUIRE));
             break;
         }
         if (!at) break;
     }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
     serves = serves && __atomic_load_n(&table_seq, __ATOMIC_RELAXED) == seq;
     /* ptr's own entry changes only by a take of ptr, which is this
      * thread's call now or ordered before it: the count read first keeps
