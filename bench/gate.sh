@@ -101,7 +101,7 @@
 #                 resized last (a few) and the sizes their lengths serve,
 #                 compared with no lock while no block has left the table
 #                 since
-#   the same spread over 64 blocks in turn <= 200 per call (measured 191;
+#   the same spread over 64 blocks in turn <= 200 per call (measured 195;
 #                 325 with the table's lock taken at every call): more
 #                 blocks than a thread remembers, the table read with no
 #                 lock (a sequence count), each block it found remembered

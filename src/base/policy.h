@@ -431,9 +431,9 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * waits, moves by mremap and faults its room in. Buffers of 64-256 KiB
  * grown in turn by threads that each take over from one that exited
  * faulted nearly every page in afresh by mremap while what the last
- * thread freed waited unused (docs/alloc.md); a copy of a few MiB costs
- * about what faulting in its room costs, and the bound is that of a
- * zeroed block's clearing (LARGE_ZERO_REUSE_MAX), the same trade. */
+ * thread freed waited unused (docs/alloc.md); blocks of a few MiB grown
+ * so ran faster copied than moved and faulted in, and the bound is that
+ * of a zeroed block's clearing (LARGE_ZERO_REUSE_MAX), the same trade. */
 #define GROW_COPY_MAX LARGE_ZERO_REUSE_MAX
 /* The mapping's length for a block grown to len bytes (page-rounded). */
 static inline size_t policy_grow_to(size_t len, size_t page) {
