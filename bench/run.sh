@@ -182,7 +182,7 @@ grow_threads_preloaded() {
             out=$(LD_PRELOAD="${pre[$name]}" "$prog" $args) || return 1
             echo "  $name: $out"
             # "... by N threads in turn, T s, F minor faults, peak RSS K KiB, ...": T is field 15, K field 22.
-            times[$name]="${times[$name]} $(echo "$out" | awk '{print $15}')"
+            times[$name]="${times[$name]:-} $(echo "$out" | awk '{print $15}')"
             peak[$name]=$(echo "$out ${peak[$name]:-0}" | awk '{print $NF && $NF < $22 ? $NF : $22}')
         done
     done
