@@ -9,9 +9,10 @@
  * mapping costs no system call, and threads that each grow buffers of
  * their own a few bytes at a time waited on each other for it: such a
  * resize reads the table without the lock (large_serves, a sequence
- * count). The lock is a leaf: nothing is
- * called while it is held but the OS layer's os_map for a larger table,
- * so any thread, a fork's prepare handler included, may take it last.
+ * count). The lock is a leaf: nothing is called while it is held but the
+ * OS layer's os_map for a larger table and os_zero_pages for the one it
+ * replaces, so any thread, a fork's prepare handler included, may take it
+ * last.
  *
  * A freed block's mapping waits for the purge delay among the kept fits
  * (retain.c, policy.h LARGE_KEEP_COUNT), and the next block of any length
@@ -25,9 +26,10 @@
  * mapping that holds it, whose pages are faulted in already. A resize
  * within the mapping that leaves little of it unused stays; a shrink past
  * that hands its tail to the fits without a system call. Zeroed blocks
- * (pk_calloc) take kept mappings too: cleared, up to LARGE_ZERO_REUSE_MAX, or past it with their pages given back to come
- * back zero; a block aligned past a page takes a kept mapping long enough
- * to hold it aligned, what lies either side waiting on.
+ * (pk_calloc) take kept mappings too: cleared, up to LARGE_ZERO_REUSE_MAX,
+ * or past it with their pages given back to come back zero; a block
+ * aligned past a page takes a kept mapping long enough to hold it aligned,
+ * what lies either side waiting on.
  *
  * The hardened front end's guarded blocks (large_alloc_guarded) are
  * mappings of their own too, with a no-access page on each side and check
@@ -415,7 +417,8 @@ bool large_grow_guarded(void *ptr, size_t size) {
         pthread_mutex_unlock(&large_lock);
         report_guarded_overflow(&copy, first, last);
     }
-    if (grows) __atomic_store_n(&e->size, size, __ATOMIC_RELEASE); /* the check bytes past it hold their pattern still (by position) */
+    /* the check bytes past it hold their pattern still (by position) */
+    if (grows) __atomic_store_n(&e->size, size, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&large_lock);
     return grows;
 }
