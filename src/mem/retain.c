@@ -219,21 +219,25 @@ static void *gather(fit *piece, size_t n, size_t size, size_t extra) {
     return to;
 }
 
+/* The front size bytes of the smallest fit that holds them, out of the
+ * table (the rest waits on), or a fit with no base. The fit added last
+ * first: of the request's length, it is the smallest that holds it, with
+ * no scan (a program that frees and allocates blocks of one length takes
+ * back the one it freed last, in cache). Under the lock. */
+static fit take_best(size_t size) {
+    size_t best = fit_count && fits[fit_count - 1].len == size ? fit_count - 1 : fit_best(size, NULL);
+    return best < fit_count ? fit_take_front(best, size) : (fit){NULL, 0, 0};
+}
+
 /* size bytes as os_map_fit gives them; *dirty gets how many at the front
  * may hold what a last user wrote (the rest are fresh, zero pages). */
 static void *map_fit(size_t size, size_t *dirty) {
-    fit f = {NULL, 0, 0}, piece[GATHER_PIECES];
+    fit f, piece[GATHER_PIECES];
     size_t pieces = 0, got = 0, extra = 0;
     pthread_mutex_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
-    /* the fit added last first: of the request's length, it is the
-     * smallest that holds it, with no scan (a program that frees and
-     * allocates blocks of one length takes back the one it freed last,
-     * in cache) */
-    size_t best = fit_count && fits[fit_count - 1].len == size ? fit_count - 1 : fit_best(size, NULL);
-    if (best < fit_count) {
-        f = fit_take_front(best, size);
-    } else {
+    f = take_best(size);
+    if (!f.base) {
         pieces = choose_pieces(size, piece, &got);
         /* LARGE_FIT_SLACK, where pieces wait but none held the request
          * (with none, the program has used none lately: the purge took them) */
@@ -253,8 +257,7 @@ static void *map_fit(size_t size, size_t *dirty) {
 void *os_fit_take(size_t size) {
     pthread_mutex_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
-    size_t best = fit_best(size, NULL);
-    fit f = best < fit_count ? fit_take_front(best, size) : (fit){NULL, 0, 0};
+    fit f = take_best(size);
     pthread_mutex_unlock(&retain_lock);
     return f.base;
 }
