@@ -672,6 +672,61 @@ TEST(AllocLargeReuse, BlocksFreedSideBySideServeOneAsLongAsBoth) {
     pk_free(q);
 }
 
+/* Buffers sized for the worst case and written in their first bytes only:
+ * each block that starts at a new place in a kept mapping writes one more
+ * of its pages, and without a limit on that residue what is kept filled
+ * with written pages while the blocks live stayed the same
+ * (LARGE_RESIDUE_MAX, policy.h). */
+TEST(AllocLargeReuse, BlocksWrittenInPartDoNotFillWhatIsKeptWithPages) {
+    KeptBlocks kept;
+    std::vector<char *> live(16, nullptr);
+    Rng rng(7);
+    const int rounds = 40000;
+    size_t at_quarter = 0;
+    for (int r = 0; r < rounds; r++) {
+        char *&b = live[static_cast<size_t>(r) % live.size()];
+        pk_free(b);
+        b = static_cast<char *>(pk_alloc(MiB + rng.below(7 * MiB)));
+        ASSERT_NE(b, nullptr);
+        std::memset(b, 1, 64);
+        if (r == rounds / 4) at_quarter = rss_bytes();
+    }
+    size_t end = rss_bytes();
+    for (char *b : live) pk_free(b);
+    EXPECT_LE(end, at_quarter + 8 * MiB) << "resident " << at_quarter / 1024 << " KiB a quarter in, " << end / 1024
+                                          << " KiB at the end, the same blocks live";
+    /* what was given back is taken as zero pages: zeroed blocks from it
+     * hold no byte those blocks wrote */
+    for (char *&b : live) {
+        size_t len = MiB + rng.below(7 * MiB);
+        b = static_cast<char *>(pk_calloc(1, len));
+        ASSERT_NE(b, nullptr);
+        for (size_t at = 0; at < len; at += page_size() / 2) ASSERT_EQ(b[at], 0) << at << " bytes into " << len;
+    }
+    for (char *b : live) pk_free(b);
+}
+
+/* An aligned block cut from the middle of a kept mapping leaves its tail
+ * kept with what it held: a zeroed block taken there is cleared. */
+TEST(AllocLargeReuse, TheTailAnAlignedBlockLeavesIsClearedForAZeroedOne) {
+    KeptBlocks kept;
+    char *p = written_block(8 * MiB, 0x5a);
+    ASSERT_NE(p, nullptr);
+    pk_free(p);
+    void *front = pk_alloc(300 * 1024); /* off the 64 KiB grid */
+    void *aligned = pk_aligned_alloc(64 * 1024, MiB);
+    ASSERT_NE(aligned, nullptr);
+    char *rest = static_cast<char *>(aligned) + MiB;
+    size_t left = static_cast<size_t>(p + 8 * MiB - rest);
+    char *z = static_cast<char *>(pk_calloc(1, left));
+    ASSERT_NE(z, nullptr);
+    EXPECT_EQ(z, rest) << "the zeroed block did not take the tail (the test sees nothing)";
+    EXPECT_TRUE(all_bytes(z, left, 0));
+    pk_free(z);
+    pk_free(aligned);
+    pk_free(front);
+}
+
 TEST(AllocLargeReuse, ReleaseCacheGivesKeptBlocksBack) {
     KeptBlocks kept;
     char *p = written_block(8 * MiB);

@@ -142,6 +142,18 @@ bool os_commit(void *p, size_t size) {
 
 void os_zero_pages(void *p, size_t size) { madvise(p, size, MADV_DONTNEED); }
 
+size_t os_resident_pages(void *p, size_t size, size_t pages) {
+    unsigned char vec[1024];
+    size_t page = os_page_size(), n = size / page, resident = 0;
+    if (n > pages) n = pages;
+    for (size_t at = 0; at < n; at += sizeof vec) {
+        size_t k = n - at < sizeof vec ? n - at : sizeof vec;
+        if (mincore((char *)p + at * page, k * page, vec) != 0) return 0;
+        for (size_t i = 0; i < k; i++) resident += vec[i] & 1;
+    }
+    return resident;
+}
+
 void os_decommit(void *p, size_t size) {
     /* Its pages go back (zero when committed again), and a stray access
      * faults. */

@@ -400,6 +400,29 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define LARGE_KEEP_FLOOR ((size_t)64 << 20)
 #define LARGE_KEEP_PEAKS 2
 
+/* Residue in the kept pieces (retain.c): a kept piece serves the fronts
+ * of blocks of other lengths, so a program whose large blocks are written
+ * in part (a buffer sized for the worst case) writes a page at each new
+ * front, and the pieces' resident pages grew for as long as it ran, up to
+ * the bytes kept, its live blocks the same (bench_heapchurn; figures in
+ * docs/alloc.md). A block freed with some of its first LARGE_SPARSE_PAGES
+ * pages resident, but fewer than 1/2^LARGE_SPARSE_SHIFT of them, leaves
+ * residue (one free in LARGE_SPARSE_EVERY of each thread looks: mincore
+ * is a system call);
+ * once about LARGE_RESIDUE_MAX bytes of it came, the pieces that hold any
+ * have their pages given back, the address space kept, one at each free
+ * that follows. Blocks written in full leave none: their pages are what
+ * the next block reuses without a fault. Neither the time the pieces
+ * waited (jemalloc's decay) nor the bytes handed out since tells residue
+ * from pages in use: the residue is reused all the time, each block
+ * carrying what it was handed back to the pieces, and by the bytes handed
+ * out, blocks written in full were faulted in again (bench_large's
+ * replaced blocks). */
+#define LARGE_SPARSE_SHIFT 2
+#define LARGE_SPARSE_PAGES 256
+#define LARGE_SPARSE_EVERY 64
+#define LARGE_RESIDUE_MAX ((size_t)4 << 20)
+
 /* A block that realloc grows past REALLOC_MAPPED_MIN moves into a mapped
  * block (alloc_large.c), whatever its size, and stays one while it keeps
  * over that size: its later growth moves its pages with mremap, no copy,

@@ -22,7 +22,10 @@
  *   the smallest goes (the fewest pages to fault in again), past the
  *   bound in bytes the oldest. No entry is written into the memory kept:
  *   what leaves is gathered GONE_BATCH at a time and unmapped outside the
- *   lock.
+ *   lock. Pages one block wrote that stay resident under the next ones,
+ *   which do not write them (residue: LARGE_RESIDUE_MAX, policy.h), go
+ *   back in rounds, the address space kept; a fit that holds zero pages
+ *   only is not cleared again for a zeroed block.
  *
  * The delay they wait adapts (IDLE_ADAPT, policy.h; judge_purge below):
  * a purge by age followed by as much mapped afresh lengthens it.
@@ -48,7 +51,14 @@ typedef struct fit {
     char *base;
     size_t len;
     uint64_t since;
+    /* CLEAN when every page is one the system zeroes (fresh, or given
+     * back since); WRITTEN when a user may have written some; else the
+     * round in which residue came (LARGE_RESIDUE_MAX) */
+    uint64_t dirty;
 } fit;
+
+#define CLEAN UINT64_MAX
+#define WRITTEN (UINT64_MAX - 1)
 
 /* What leaves the fits at once under the lock, on the stack, before the
  * lock is dropped to unmap it. */
@@ -61,6 +71,16 @@ static retained *head;
 static size_t held;
 static fit fits[LARGE_KEEP_COUNT];
 static size_t fit_count, fit_bytes;
+/* LARGE_RESIDUE_MAX: the bytes of residue since the round began, and the
+ * round: fits whose residue came in an earlier one are due; decaying
+ * while some may be (the frees in between scan no table). */
+static size_t residue;
+static uint64_t round_no;
+static bool decaying;
+/* A thread's own count: no cache line shared between threads that free
+ * (the default model: large frees only, and no static TLS taken from a
+ * program that opens the library with dlopen). */
+static __thread unsigned frees_seen;
 /* The bound the front end gave with its last piece (os_unmap_later_fit,
  * relaxed atomics: written before the lock is taken): map_fit's slack
  * keeps to it. */
@@ -135,7 +155,7 @@ static fit fit_remove(size_t i) {
  * table: the rest waits on, with its stamp. Under the lock. */
 static fit fit_take_front(size_t i, size_t len) {
     if (fits[i].len == len) return fit_remove(i);
-    fit f = {fits[i].base, len, fits[i].since};
+    fit f = {fits[i].base, len, fits[i].since, fits[i].dirty};
     fits[i].base += len;
     fits[i].len -= len;
     __atomic_store_n(&fit_bytes, fit_bytes - len, __ATOMIC_RELAXED);
@@ -192,7 +212,7 @@ static bool slack_fits(size_t len) {
 static void keep_slack(char *p, size_t len) {
     pthread_mutex_lock(&retain_lock);
     bool keep = slack_fits(len);
-    if (keep) fit_add((fit){p, len, os_now_ms()});
+    if (keep) fit_add((fit){p, len, os_now_ms(), CLEAN});
     pthread_mutex_unlock(&retain_lock);
     if (!keep) os_unmap(p, len);
 }
@@ -226,7 +246,7 @@ static void *gather(fit *piece, size_t n, size_t size, size_t extra) {
  * back the one it freed last, in cache). Under the lock. */
 static fit take_best(size_t size) {
     size_t best = fit_count && fits[fit_count - 1].len == size ? fit_count - 1 : fit_best(size, NULL);
-    return best < fit_count ? fit_take_front(best, size) : (fit){NULL, 0, 0};
+    return best < fit_count ? fit_take_front(best, size) : (fit){NULL, 0, 0, CLEAN};
 }
 
 /* size bytes as os_map_fit gives them; *dirty gets how many at the front
@@ -245,7 +265,7 @@ static void *map_fit(size_t size, size_t *dirty) {
         if (pieces && slack / LARGE_FIT_SLACK == size && slack_fits(slack)) extra = slack;
     }
     pthread_mutex_unlock(&retain_lock);
-    *dirty = f.base ? size : got;
+    *dirty = f.base ? (f.dirty == CLEAN ? 0 : size) : got;
     if (f.base) return f.base;
     void *p = gather(piece, pieces, size, extra);
     note_fresh(p ? size - got : size);
@@ -283,6 +303,7 @@ void *os_map_fit_zero(size_t size, bool clear) {
 
 void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear) {
     char *got = NULL;
+    bool was_clean = false;
     pthread_mutex_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
     for (size_t i = fit_count; i-- > 0 && !got;) {
@@ -290,6 +311,7 @@ void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear) {
         uintptr_t base = (uintptr_t)f->base, at = align_up(base, align);
         if (at - base > f->len || f->len - (at - base) < len) continue;
         size_t front = at - base, tail = f->len - front - len;
+        was_clean = f->dirty == CLEAN;
         if (!front) {
             fit_take_front(i, len);
         } else {
@@ -297,12 +319,12 @@ void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear) {
             if (tail && fit_count >= LARGE_KEEP_COUNT) continue;
             f->len = front;
             __atomic_store_n(&fit_bytes, fit_bytes - len - tail, __ATOMIC_RELAXED);
-            if (tail) fit_add((fit){(char *)at + len, tail, f->since});
+            if (tail) fit_add((fit){(char *)at + len, tail, f->since, f->dirty});
         }
         got = (char *)at;
     }
     pthread_mutex_unlock(&retain_lock);
-    return zero ? zero_kept(got, len, clear) : got;
+    return zero && !was_clean ? zero_kept(got, len, clear) : got;
 }
 
 size_t os_fit_claim(void *at, size_t least, size_t most) {
@@ -316,6 +338,30 @@ size_t os_fit_claim(void *at, size_t least, size_t most) {
     }
     pthread_mutex_unlock(&retain_lock);
     return got;
+}
+
+/* LARGE_RESIDUE_MAX (policy.h): a fit whose residue came in an earlier
+ * round than this one, out of the table, or a fit with no base. Under the
+ * lock. */
+static fit decay_due(void) {
+    for (size_t i = 0; decaying && i < fit_count; i++)
+        if (fits[i].dirty < round_no) return fit_remove(i);
+    decaying = false;
+    return (fit){NULL, 0, 0, CLEAN};
+}
+
+/* Gives the pages of f, out of the table, back and keeps its address space
+ * among the fits again, clean, where the bound still has room for it (in
+ * the while, other frees may have filled it). Not under the lock: the
+ * system call sends every thread's processor a flush. */
+static void decay(fit f) {
+    os_zero_pages(f.base, f.len);
+    f.dirty = CLEAN;
+    pthread_mutex_lock(&retain_lock);
+    bool keep = slack_fits(f.len);
+    if (keep) fit_add(f);
+    pthread_mutex_unlock(&retain_lock);
+    if (!keep) os_unmap(f.base, f.len);
 }
 
 static void unmap_all(const fit *f, size_t n) {
@@ -345,8 +391,19 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     }
     fit gone[GONE_BATCH];
     size_t n_gone = 0;
-    fit f = {p, len, os_now_ms()};
+    /* LARGE_SPARSE_SHIFT: residue, or pages the next block reuses; one
+     * free in LARGE_SPARSE_EVERY looks (a system call) */
+    size_t sample = len / os_page_size() < LARGE_SPARSE_PAGES ? len / os_page_size() : LARGE_SPARSE_PAGES;
+    bool look = frees_seen++ % LARGE_SPARSE_EVERY == 0;
+    size_t resident = look ? os_resident_pages(p, len, sample) : 0;
+    bool sparse = look && resident && resident < sample >> LARGE_SPARSE_SHIFT;
+    fit f = {p, len, os_now_ms(), WRITTEN};
     pthread_mutex_lock(&retain_lock);
+    if (sparse) {
+        f.dirty = round_no;
+        residue += resident * os_page_size() * LARGE_SPARSE_EVERY;
+        if (residue >= LARGE_RESIDUE_MAX) residue = 0, round_no++, decaying = true;
+    }
     for (size_t i = 0; i < fit_count;) {
         fit *k = &fits[i];
         if (k->base + k->len != f.base && f.base + f.len != k->base) {
@@ -357,14 +414,15 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
         if (joined.base < f.base) f.base = joined.base;
         f.len += joined.len;
         if (joined.since < f.since) f.since = joined.since;
+        if (joined.dirty < f.dirty) f.dirty = joined.dirty;
     }
     /* Room for it; joined past the bound alone, its front is kept to the
      * bound and the rest goes (a longest mapping, kept whole, would
      * otherwise take every neighbour it joined with it). */
-    fit cut = {NULL, 0, 0};
+    fit cut = {NULL, 0, 0, CLEAN};
     if (f.len > bound) {
         size_t keep_len = bound & ~(os_page_size() - 1);
-        cut = (fit){f.base + keep_len, f.len - keep_len, 0};
+        cut = (fit){f.base + keep_len, f.len - keep_len, 0, CLEAN};
         f.len = keep_len;
     }
     bool keep = f.len > 0;
@@ -383,17 +441,19 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
         size_t over = full ? SIZE_MAX : align_up(fit_bytes + f.len - bound, os_page_size());
         if (over < fits[v].len) {
             fits[v].len -= over;
-            gone[n_gone++] = (fit){fits[v].base + fits[v].len, over, 0};
+            gone[n_gone++] = (fit){fits[v].base + fits[v].len, over, 0, CLEAN};
             __atomic_store_n(&fit_bytes, fit_bytes - over, __ATOMIC_RELAXED);
         } else {
             gone[n_gone++] = fit_remove(v);
         }
     }
     if (keep) fit_add(f);
+    fit stale = decay_due();
     pthread_mutex_unlock(&retain_lock);
     if (!keep) os_unmap(f.base, f.len);
     if (cut.len) os_unmap(cut.base, cut.len);
     unmap_all(gone, n_gone);
+    if (stale.base) decay(stale);
 }
 
 /* ---- the purge ---- */
