@@ -369,9 +369,13 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * fixed few dozen, the oldest going first, gave back most of what such a
  * program freed, to fault it in again (bench_large's
  * "replaced" part). Past the count the smallest goes (the fewest pages to
- * fault in again). Every request and free scans the table, so
- * LARGE_KEEP_COUNT caps that scan, and a program with few blocks scans
- * few pieces. What waits holds at most the larger of
+ * fault in again). The table finds a length and a neighbour by an
+ * index (mem/fits.h), not by a look at every piece, so LARGE_KEEP_COUNT
+ * bounds its memory, not a scan: a program that replaces some of
+ * thousands of live blocks keeps a piece in each gap (when every request
+ * and free scanned the table, its cap of a few hundred pieces left such a
+ * program to fault most of its blocks in afresh). What waits holds at
+ * most the larger of
  * LARGE_KEEP_FLOOR and LARGE_KEEP_PEAKS times the most bytes of large
  * blocks live at once since the fits were last empty, so what waits grows
  * with what the program uses (as glibc raises its trim threshold to twice
@@ -387,7 +391,7 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * pass the peak of what is live, and a bound of the peak alone cut what
  * the next round takes; LARGE_KEEP_PEAKS times it lets one round's pieces
  * wait for the next (bench_large's vectors). */
-#define LARGE_KEEP_COUNT 512
+#define LARGE_KEEP_COUNT 4096
 /* A request no kept piece holds maps LARGE_FIT_SLACK times its length
  * more, fresh pages that wait among the fits (within their bound, given
  * back after the purge delay like any): the pieces kept then grow until

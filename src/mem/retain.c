@@ -9,8 +9,9 @@
  *   keeps (retain_charge). The first bytes of each mapping hold its entry
  *   while it waits.
  * - Fits: freed large blocks' mappings (alloc_large.c), of any length, in
- *   a table of at most LARGE_KEEP_COUNT entries, under the caller's bound
- *   in bytes and entries (policy.h). A request takes the front of the
+ *   a table of at most LARGE_KEEP_COUNT entries indexed by length and by
+ *   address (mem/fits.h), under the caller's bound in bytes and entries
+ *   (policy.h). A request takes the front of the
  *   smallest that holds it (the rest waits on); where none does, a fresh
  *   mapping whose front takes the pages of the longest few, moved there
  *   by mremap (gather: no copy, no fault), so that a block longer than any
@@ -37,6 +38,7 @@
 #include "base/adapt.h"
 #include "base/policy.h"
 #include "base/track.h"
+#include "mem/fits.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -47,16 +49,9 @@ typedef struct retained {
     uint64_t since; /* os_now_ms() when it was retained */
 } retained;
 
-typedef struct fit {
-    char *base;
-    size_t len;
-    uint64_t since;
-    /* CLEAN when every page is one the system zeroes (fresh, or given
-     * back since); WRITTEN when a user may have written some; else the
-     * round in which residue came (LARGE_RESIDUE_MAX) */
-    uint64_t dirty;
-} fit;
-
+/* A fit's dirty: CLEAN when every page is one the system zeroes (fresh,
+ * or given back since); WRITTEN when a user may have written some; else
+ * the round in which residue came (LARGE_RESIDUE_MAX). */
 #define CLEAN UINT64_MAX
 #define WRITTEN (UINT64_MAX - 1)
 
@@ -69,8 +64,6 @@ typedef struct fit {
 static pthread_mutex_t retain_lock = PK_SPIN_MUTEX_INITIALIZER;
 static retained *head;
 static size_t held;
-static fit fits[LARGE_KEEP_COUNT];
-static size_t fit_count, fit_bytes;
 /* LARGE_RESIDUE_MAX: the bytes of residue since the round began, and the
  * round: fits whose residue came in an earlier one are due; decaying
  * while some may be (the frees in between scan no table). */
@@ -143,48 +136,25 @@ void os_unmap_later(void *p, size_t size, size_t align) {
 
 /* ---- fits: freed large blocks' mappings of any length ---- */
 
-/* Takes fits[i] out of the table. Under the lock. */
-static fit fit_remove(size_t i) {
-    fit f = fits[i];
-    fits[i] = fits[--fit_count];
-    __atomic_store_n(&fit_bytes, fit_bytes - f.len, __ATOMIC_RELAXED);
+static fit piece_of(char *base, size_t len, uint64_t since, uint64_t dirty) {
+    fit f = {base, len, since, dirty, 0, 0};
     return f;
 }
 
-/* The first len bytes of fits[i] (len at most its length) out of the
- * table: the rest waits on, with its stamp. Under the lock. */
-static fit fit_take_front(size_t i, size_t len) {
-    if (fits[i].len == len) return fit_remove(i);
-    fit f = {fits[i].base, len, fits[i].since, fits[i].dirty};
-    fits[i].base += len;
-    fits[i].len -= len;
-    __atomic_store_n(&fit_bytes, fit_bytes - len, __ATOMIC_RELAXED);
+/* The first len bytes of fit i (len at most its length) out of the table:
+ * the rest waits on, with its stamp. Under the lock. */
+static inline __attribute__((always_inline)) fit fit_take_front(size_t i, size_t len) {
+    fit *k = &fit_table[i];
+    if (k->len == len) return fits_remove(i);
+    fit f = piece_of(k->base, len, k->since, k->dirty);
+    fits_resize(i, k->base + len, k->len - len);
     return f;
 }
 
 /* Puts f in the table (room for it made). Under the lock. */
-static void fit_add(fit f) {
+static inline __attribute__((always_inline)) void fit_add(fit f) {
     if (!head && !fit_count) __atomic_store_n(&oldest, f.since, __ATOMIC_RELAXED);
-    fits[fit_count++] = f;
-    __atomic_store_n(&fit_bytes, fit_bytes + f.len, __ATOMIC_RELAXED);
-}
-
-/* The smallest fit that holds need bytes, or fit_count; with longest, the
- * longest fit there too (any, if the table is empty). The lengths met so
- * far are kept in registers (a compare with the entry the index names
- * loads it again at each step), and a length too short becomes SIZE_MAX
- * without a branch (lengths at random either side of the request defeat
- * the branch predictor): a full table costs a few cycles an entry. Under
- * the lock. */
-static size_t fit_best(size_t need, size_t *longest) {
-    size_t best = fit_count, best_len = SIZE_MAX, most = 0, most_len = 0;
-    for (size_t i = 0; i < fit_count; i++) {
-        size_t len = fits[i].len, holds = len | -(size_t)(len < need);
-        if (holds < best_len) best_len = holds, best = i;
-        if (longest && len > most_len) most_len = len, most = i;
-    }
-    if (longest) *longest = most;
-    return best;
+    fits_add(f);
 }
 
 /* The fits to gather into one mapping for a request no fit holds: while
@@ -195,8 +165,8 @@ static size_t choose_pieces(size_t size, fit *piece, size_t *got) {
     size_t n = 0;
     *got = 0;
     while (*got < size && n < GATHER_PIECES && fit_count) {
-        size_t need = size - *got, longest, best = fit_best(need, &longest);
-        piece[n] = best < fit_count ? fit_take_front(best, need) : fit_remove(longest);
+        size_t need = size - *got, best = fits_best(need);
+        piece[n] = best != FIT_NONE ? fit_take_front(best, need) : fits_remove(fits_longest());
         *got += piece[n++].len;
     }
     return n;
@@ -212,7 +182,7 @@ static bool slack_fits(size_t len) {
 static void keep_slack(char *p, size_t len) {
     pthread_mutex_lock(&retain_lock);
     bool keep = slack_fits(len);
-    if (keep) fit_add((fit){p, len, os_now_ms(), CLEAN});
+    if (keep) fit_add(piece_of(p, len, os_now_ms(), CLEAN));
     pthread_mutex_unlock(&retain_lock);
     if (!keep) os_unmap(p, len);
 }
@@ -245,8 +215,8 @@ static void *gather(fit *piece, size_t n, size_t size, size_t extra) {
  * no scan (a program that frees and allocates blocks of one length takes
  * back the one it freed last, in cache). Under the lock. */
 static fit take_best(size_t size) {
-    size_t best = fit_count && fits[fit_count - 1].len == size ? fit_count - 1 : fit_best(size, NULL);
-    return best < fit_count ? fit_take_front(best, size) : (fit){NULL, 0, 0, CLEAN};
+    size_t best = fit_count && fit_table[fit_count - 1].len == size ? fit_count - 1 : fits_best(size);
+    return best != FIT_NONE ? fit_take_front(best, size) : piece_of(NULL, 0, 0, CLEAN);
 }
 
 /* size bytes as os_map_fit gives them; *dirty gets how many at the front
@@ -306,20 +276,19 @@ void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear) {
     bool was_clean = false;
     pthread_mutex_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
-    for (size_t i = fit_count; i-- > 0 && !got;) {
-        fit *f = &fits[i];
+    size_t i = fits_aligned(len, align);
+    if (i != FIT_NONE) {
+        fit *f = &fit_table[i];
         uintptr_t base = (uintptr_t)f->base, at = align_up(base, align);
-        if (at - base > f->len || f->len - (at - base) < len) continue;
         size_t front = at - base, tail = f->len - front - len;
         was_clean = f->dirty == CLEAN;
         if (!front) {
             fit_take_front(i, len);
         } else {
             /* the front waits on in the entry; the tail, a second one */
-            if (tail && fit_count >= LARGE_KEEP_COUNT) continue;
-            f->len = front;
-            __atomic_store_n(&fit_bytes, fit_bytes - len - tail, __ATOMIC_RELAXED);
-            if (tail) fit_add((fit){(char *)at + len, tail, f->since, f->dirty});
+            fit rest = piece_of((char *)at + len, tail, f->since, f->dirty);
+            fits_resize(i, f->base, front);
+            if (tail) fit_add(rest);
         }
         got = (char *)at;
     }
@@ -330,10 +299,9 @@ void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear) {
 size_t os_fit_claim(void *at, size_t least, size_t most) {
     size_t got = 0;
     pthread_mutex_lock(&retain_lock);
-    for (size_t i = 0; i < fit_count && !got; i++) {
-        fit *f = &fits[i];
-        if (f->base != (char *)at || f->len < least) continue;
-        got = f->len < most ? f->len : most;
+    size_t i = fits_starting(at);
+    if (i != FIT_NONE && fit_table[i].len >= least) {
+        got = fit_table[i].len < most ? fit_table[i].len : most;
         fit_take_front(i, got);
     }
     pthread_mutex_unlock(&retain_lock);
@@ -345,9 +313,9 @@ size_t os_fit_claim(void *at, size_t least, size_t most) {
  * lock. */
 static fit decay_due(void) {
     for (size_t i = 0; decaying && i < fit_count; i++)
-        if (fits[i].dirty < round_no) return fit_remove(i);
+        if (fit_table[i].dirty < round_no) return fits_remove(i);
     decaying = false;
-    return (fit){NULL, 0, 0, CLEAN};
+    return piece_of(NULL, 0, 0, CLEAN);
 }
 
 /* Gives the pages of f, out of the table, back and keeps its address space
@@ -372,12 +340,10 @@ static void unmap_all(const fit *f, size_t n) {
  * fewest pages lost) or past the bound (the oldest). Under the lock;
  * fit_count > 0. */
 static size_t fit_victim(bool full) {
+    if (full) return fits_shortest();
     size_t v = 0;
-    uint64_t least = full ? fits[0].len : fits[0].since;
-    for (size_t i = 1; i < fit_count; i++) {
-        uint64_t key = full ? fits[i].len : fits[i].since;
-        if (key < least) least = key, v = i;
-    }
+    for (size_t i = 1; i < fit_count; i++)
+        if (fit_table[i].since < fit_table[v].since) v = i;
     return v;
 }
 
@@ -397,20 +363,15 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     bool look = frees_seen++ % LARGE_SPARSE_EVERY == 0;
     size_t resident = look ? os_resident_pages(p, len, sample) : 0;
     bool sparse = look && resident && resident < sample >> LARGE_SPARSE_SHIFT;
-    fit f = {p, len, os_now_ms(), WRITTEN};
+    fit f = piece_of(p, len, os_now_ms(), WRITTEN);
     pthread_mutex_lock(&retain_lock);
     if (sparse) {
         f.dirty = round_no;
         residue += resident * os_page_size() * LARGE_SPARSE_EVERY;
         if (residue >= LARGE_RESIDUE_MAX) residue = 0, round_no++, decaying = true;
     }
-    for (size_t i = 0; i < fit_count;) {
-        fit *k = &fits[i];
-        if (k->base + k->len != f.base && f.base + f.len != k->base) {
-            i++;
-            continue;
-        }
-        fit joined = fit_remove(i);
+    for (size_t i = 0; (i = fits_beside(f.base, f.len, i)) != FIT_NONE;) {
+        fit joined = fits_remove(i);
         if (joined.base < f.base) f.base = joined.base;
         f.len += joined.len;
         if (joined.since < f.since) f.since = joined.since;
@@ -419,10 +380,10 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     /* Room for it; joined past the bound alone, its front is kept to the
      * bound and the rest goes (a longest mapping, kept whole, would
      * otherwise take every neighbour it joined with it). */
-    fit cut = {NULL, 0, 0, CLEAN};
+    fit cut = piece_of(NULL, 0, 0, CLEAN);
     if (f.len > bound) {
         size_t keep_len = bound & ~(os_page_size() - 1);
-        cut = (fit){f.base + keep_len, f.len - keep_len, 0, CLEAN};
+        cut = piece_of(f.base + keep_len, f.len - keep_len, 0, CLEAN);
         f.len = keep_len;
     }
     bool keep = f.len > 0;
@@ -439,12 +400,12 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
         /* past the count, the whole entry goes; past the bound, only as
          * much of it as the bound wants (its tail) */
         size_t over = full ? SIZE_MAX : align_up(fit_bytes + f.len - bound, os_page_size());
-        if (over < fits[v].len) {
-            fits[v].len -= over;
-            gone[n_gone++] = (fit){fits[v].base + fits[v].len, over, 0, CLEAN};
-            __atomic_store_n(&fit_bytes, fit_bytes - over, __ATOMIC_RELAXED);
+        if (over < fit_table[v].len) {
+            size_t left = fit_table[v].len - over;
+            gone[n_gone++] = piece_of(fit_table[v].base + left, over, 0, CLEAN);
+            fits_resize(v, fit_table[v].base, left);
         } else {
-            gone[n_gone++] = fit_remove(v);
+            gone[n_gone++] = fits_remove(v);
         }
     }
     if (keep) fit_add(f);
@@ -471,10 +432,10 @@ static size_t release_older(uint64_t before) {
         n_fits = 0;
         left = UINT64_MAX;
         for (size_t i = 0; i < fit_count;) {
-            if (n_fits < GONE_BATCH && (before == UINT64_MAX || fits[i].since < before)) {
-                gone_fits[n_fits++] = fit_remove(i);
+            if (n_fits < GONE_BATCH && (before == UINT64_MAX || fit_table[i].since < before)) {
+                gone_fits[n_fits++] = fits_remove(i);
             } else {
-                if (fits[i].since < left) left = fits[i].since;
+                if (fit_table[i].since < left) left = fit_table[i].since;
                 i++;
             }
         }
