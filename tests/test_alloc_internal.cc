@@ -171,6 +171,30 @@ char *keep_pieces(size_t total, std::initializer_list<std::pair<size_t, size_t>>
     return m;
 }
 
+/* A freed block between two kept pieces joins both, also where its first
+ * join takes the table under the size that keeps the index (fits.c): the
+ * look for the second one then starts over, piece by piece. The right
+ * piece is kept first (it stays at the table's front) and the left last;
+ * short pieces between them in the table, apart in memory, are taken
+ * back down to where the next removal drops the index. */
+TEST(AllocLargeKept, ABlockBetweenTwoKeptPiecesJoinsBothWhenItsFirstJoinDropsTheIndex) {
+    KeptBlocks kept;
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), side = 2 * page, fillers = 70;
+    const fit_bound any = {SIZE_MAX / 2, LARGE_KEEP_COUNT};
+    char *m = static_cast<char *>(os_map(3 * side, 0));
+    char *f = static_cast<char *>(os_map(2 * fillers * page, 0)); /* every other page kept */
+    ASSERT_TRUE(m && f);
+    os_unmap_later_fit(m + 2 * side, side, any); /* the right piece */
+    for (size_t i = 0; i < fillers; i++) os_unmap_later_fit(f + 2 * i * page, page, any);
+    os_unmap_later_fit(m, side, any); /* the left piece */
+    for (size_t i = 0; i < fillers - 30; i++) ASSERT_NE(os_fit_take(page), nullptr); /* 32 pieces left */
+    ASSERT_EQ(kept_bytes(), 2 * side + 30 * page) << "the table is not where the next removal drops the index";
+    os_unmap_later_fit(m + side, side, any); /* the block between them */
+    EXPECT_EQ(os_fit_take(3 * side), m) << "the block did not join both its neighbours";
+    os_unmap(m, 3 * side);
+    os_unmap(f, 2 * fillers * page);
+}
+
 TEST(AllocLargeKept, ARequestTakesTheFrontOfTheSmallestKeptMappingThatHoldsIt) {
     KeptBlocks kept;
     char *m = keep_pieces(12 * MiB, {{0, MiB}, {2 * MiB, 3 * MiB}, {6 * MiB, 2 * MiB}});

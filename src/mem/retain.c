@@ -371,7 +371,9 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
         if (residue >= LARGE_RESIDUE_MAX) residue = 0, round_no++, decaying = true;
     }
     for (size_t i = 0; (i = fits_beside(f.base, f.len, i)) != FIT_NONE;) {
+        bool looked = !fit_indexed; /* else a look after a drop starts at the top */
         fit joined = fits_remove(i);
+        if (!looked) i = 0;
         if (joined.base < f.base) f.base = joined.base;
         f.len += joined.len;
         if (joined.since < f.since) f.since = joined.since;
