@@ -122,7 +122,7 @@ size_t fits_shortest(void) {
     return b < BINS ? bin_pick(b, 0, false) : FIT_NONE;
 }
 
-/* The first piece of bins [from, to) that holds_aligned, or FIT_NONE. */
+/* The first piece of bins [from, to) that fits_hold_aligned, or FIT_NONE. */
 static size_t bins_aligned(size_t from, size_t to, size_t len, size_t align) {
     for (size_t b = bin_from(from); b < to; b = bin_from(b + 1))
         for (uint32_t k = bin_head[b]; k; k = fit_table[k - 1].next)
