@@ -92,9 +92,9 @@ bool os_commit(void *p, size_t size);
 /* Gives a private mapping's pages back: zero when next touched. */
 void os_zero_pages(void *p, size_t size);
 void os_decommit(void *p, size_t size);
-/* How many of the first pages of [p, p + size) (page aligned), at most
- * `pages` of them, are resident now (0 where the system will not say). */
-size_t os_resident_pages(void *p, size_t size, size_t pages);
+/* How many of the n pages from p (page aligned, mapped) are resident now
+ * (0 where the system will not say). */
+size_t os_resident_pages(void *p, size_t n);
 /* A mapping from os_map resized to new_size bytes (page multiples), moved
  * with its contents where it cannot grow in place; NULL when the system
  * refuses (p unchanged). The address it returns is page-aligned only. */

@@ -142,10 +142,9 @@ bool os_commit(void *p, size_t size) {
 
 void os_zero_pages(void *p, size_t size) { madvise(p, size, MADV_DONTNEED); }
 
-size_t os_resident_pages(void *p, size_t size, size_t pages) {
+size_t os_resident_pages(void *p, size_t n) {
     unsigned char vec[1024];
-    size_t page = os_page_size(), n = size / page, resident = 0;
-    if (n > pages) n = pages;
+    size_t page = os_page_size(), resident = 0;
     for (size_t at = 0; at < n; at += sizeof vec) {
         size_t k = n - at < sizeof vec ? n - at : sizeof vec;
         if (mincore((char *)p + at * page, k * page, vec) != 0) return 0;

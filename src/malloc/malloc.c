@@ -9,8 +9,7 @@
  * it instead of libpoolkit, never both). Every function is a call of the
  * front end: the malloc family's semantics on glibc, its limits in
  * docs/malloc.md (what glibc's malloc does that this does not: mallopt,
- * mallinfo, malloc_stats and malloc_trim stay glibc's and see nothing of
- * this heap; malloc hooks do not exist; a pointer glibc's own malloc
+ * mallinfo and malloc_stats stay glibc's and see nothing of this heap; malloc hooks do not exist; a pointer glibc's own malloc
  * handed out before this library was loaded cannot be freed here).
  *
  * The global operator new and delete are new.c's, beside these.
@@ -22,6 +21,7 @@
 #include "base/internal.h"
 
 #include <poolkit/alloc.h>
+#include <poolkit/pool.h>
 
 #include <errno.h>
 #include <malloc.h>
@@ -97,3 +97,13 @@ EXPORT void *pvalloc(size_t size) {
 }
 
 EXPORT size_t malloc_usable_size(void *ptr) { return pk_usable_size(ptr); }
+
+/* What a program asks for when it calls it (after a spike, before it goes
+ * idle): the free memory back to the system now, not after the purge delay.
+ * pad, glibc's room left at the top of its heap, has nothing to apply to:
+ * no slab is the top of anything. Other threads' caches stay theirs
+ * (pk_collect). */
+EXPORT int malloc_trim(size_t pad) {
+    (void)pad;
+    return pk_collect(1) > 0;
+}

@@ -361,7 +361,7 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
      * free in LARGE_SPARSE_EVERY looks (a system call) */
     size_t sample = len / os_page_size() < LARGE_SPARSE_PAGES ? len / os_page_size() : LARGE_SPARSE_PAGES;
     bool look = frees_seen++ % LARGE_SPARSE_EVERY == 0;
-    size_t resident = look ? os_resident_pages(p, len, sample) : 0;
+    size_t resident = look ? os_resident_pages(p, sample) : 0;
     bool sparse = look && resident && resident < sample >> LARGE_SPARSE_SHIFT;
     fit f = piece_of(p, len, os_now_ms(), WRITTEN);
     pthread_mutex_lock(&retain_lock);
