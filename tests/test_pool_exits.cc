@@ -1,15 +1,17 @@
 /* Threads that come and go (design.md, "Threads that exit"): a thread's
  * slabs go back to the pool when it exits, the next thread that needs a
  * slab of the pool takes them (the objects freed into them meanwhile
- * collected), a thread that frees into one of them adopts it only if it
- * has refilled since it last adopted one, and a slab with no live object
- * left is reused or, after the purge delay, given back, whoever freed its
- * objects.
+ * collected), a thread that frees into one of them adopts it only if its
+ * last refill left it short of a slab and it has adopted none since, and
+ * a slab with no live object left is reused or, after the purge delay,
+ * given back, whoever freed its objects.
  *
  * - the mstress shape: generations of threads that allocate, pass objects
  *   through a shared array and exit, while the main thread, which
  *   allocated from the pool once, frees what they left: the slab count
- *   stays where the first generations put it;
+ *   stays where the first generations put it; and so it does where the
+ *   main thread allocates, frees and swaps too, as mstress's does, and
+ *   frees half of what the array holds after each generation;
  * - the larson shape: each generation takes over the previous one's live
  *   set, replaces objects at random and exits: the same; over more slabs
  *   than HOT_FOREIGN_SLABS (frees into the main thread's slabs listed by
@@ -151,6 +153,33 @@ TEST(PoolExits, ALongLivedThreadBesideThreadsThatComeAndGoKeepsTheSlabCountBound
     for (size_t g = 0; g < gens; g++) {
         std::thread([&, g] { swap_and_free(p.get(), transfer, 2 * g + 1, per_thread); }).join();
         swap_and_free(p.get(), transfer, 2 * g + 2, per_thread);
+        if (g + 1 == gens / 4) counts.early = slabs_of(p.get());
+    }
+    counts.end = slabs_of(p.get());
+    EXPECT_TRUE(counts.bounded());
+    for (auto &slot : transfer) free_if(p.get(), slot.exchange(nullptr));
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+/* mstress as mimalloc-bench runs it: as above, and after each generation
+ * the main thread frees about half of what the shared array holds, into
+ * slabs the exited threads left to the pool. A heap that adopted one of
+ * those at each refill while it had slabs of its own to take next held
+ * ever more of them, emptied by the next threads' frees and never
+ * collected (heap.c, may_adopt): the slab count grew with the
+ * generations (9 after a quarter of them, 15 at the end; now 3 and 3). */
+TEST(PoolExits, ALongLivedThreadFreeingWhatThreadsThatComeAndGoLeftKeepsTheSlabCountBounded) {
+    PoolPtr p = make_pool(16, 0, 0, "mstress-main-frees");
+    const size_t gens = 200, per_thread = 2000, transfers = 1000;
+    std::vector<std::atomic<void *>> transfer(transfers);
+    for (auto &t : transfer) t.store(nullptr);
+    std::mt19937_64 main_rng(11);
+    SlabCounts counts;
+    for (size_t g = 0; g < gens; g++) {
+        std::thread([&, g] { swap_and_free(p.get(), transfer, 2 * g + 1, per_thread); }).join();
+        swap_and_free(p.get(), transfer, 2 * g + 2, per_thread / 2);
+        for (auto &slot : transfer)
+            if (main_rng() % 2) free_if(p.get(), slot.exchange(nullptr));
         if (g + 1 == gens / 4) counts.early = slabs_of(p.get());
     }
     counts.end = slabs_of(p.get());

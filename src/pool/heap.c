@@ -511,6 +511,19 @@ void heap_walk_due(pk_pool *p, heap *h) {
     h->walk_at = h->slabs * OWNED_WALK;
 }
 
+/* Whether h's next refill that needs a slab would find none of its own
+ * with slots touched before (next_slab's order: the spare, then the front
+ * of avail) and go on to the pool. Only then may a free adopt a slab
+ * (pool_free.c, adopt), which takes the pool's slab's place: a heap that
+ * adopted one at every refill while it had its own to take next (a thread
+ * that lives on beside threads that come and go, freeing what they left:
+ * mstress's main thread) gathered slabs faster than it used them, and the
+ * next threads' frees into them waited on their thread_free, uncollected,
+ * for as long as it lived. */
+static bool short_of_slab(const heap *h) {
+    return !h->spare && !(h->avail.head && has_touched_free(h->avail.head));
+}
+
 /* The next slab to allocate from, owned and on no list: the spare, the
  * slab the owner last freed into (warm) if it is on avail, one of the
  * heap's own with free slots (the front of avail), a full one whose remote
@@ -696,7 +709,7 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
             errno = ENOMEM;
             return NULL;
         }
-        h->may_adopt = true;
+        h->may_adopt = short_of_slab(h);
         /* the list holds none of another slab's objects now: HOT_LIST's
          * budget is whole again */
         h->hot_obj = NULL;

@@ -5,9 +5,9 @@
  *     goes onto its list; of another slab it owns, onto that slab's own
  *     list, the slab moving from full to avail, or, once its last object
  *     is home, becoming the heap's spare (heap.c, heap_free_home); of a slab of a thread
- *     gone (the pool's own), the heap adopts the slab first if it has
- *     refilled since it last adopted one (else the object goes as a
- *     remote free, below); of a slab
+ *     gone (the pool's own), the heap adopts the slab first if its last
+ *     refill left it short of a slab and it has adopted none since (else
+ *     the object goes as a remote free, below); of a slab
  *     another heap owns, it gathers in a pending chain that goes home by
  *     one atomic push per run (REMOTE_BATCH, remote.c), for the owner to
  *     collect.
@@ -139,9 +139,10 @@ bool free_foreign(tc_slot *c, slab *s, void *obj) {
 
 /* A free into one of the pool's own slabs (its thread gone): the heap takes
  * the slab, an ordinary owned slab from then on (its frees take the short
- * path, its free slots serve the heap's next refills), if it has refilled
- * since it last took one (heap.may_adopt). A thread that allocates from the
- * pool so takes slabs no faster than it refills; a thread that only frees
+ * path, its free slots serve the heap's next refills), if its last refill
+ * left it short of a slab and it has taken none since (heap.may_adopt). A
+ * thread that allocates from the pool so takes slabs no faster than it
+ * needs them (heap.c, short_of_slab); a thread that only frees
  * (a main thread freeing what its exited workers left) would otherwise
  * gather every slab it frees into and never collect the frees other threads
  * make into them later, which only a refill does: slabs with no live object

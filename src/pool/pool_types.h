@@ -193,7 +193,9 @@ typedef struct heap {
     uint64_t remote_frees;     /* its frees into slabs it does not own */
     uint64_t collected;        /* remote frees taken off its slabs' thread_free */
     uint64_t pushed;           /* remote frees it pushed onto other slabs' thread_free */
-    bool may_adopt;            /* it refilled since it last adopted a slab (pool_free.c) */
+    bool may_adopt;            /* its last refill left it short of a slab (heap.c,
+                                  short_of_slab) and it has adopted none since
+                                  (pool_free.c) */
     /* HOT_LIST (policy.h): the short path puts an owner's free of another
      * owned slab onto a non-empty list while (uintptr_t)head <= hot_bar:
      * hot_bar is UINTPTR_MAX while hot_room, the objects it may still so
