@@ -141,7 +141,7 @@ endforeach()
 #    operator new and delete (their mangled names: _Znw, _Zna, _Zdl, _Zda),
 #    nothing else.
 set(malloc_family malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign
-    valloc pvalloc malloc_usable_size)
+    valloc pvalloc malloc_usable_size malloc_trim)
 find_program(NM nm)
 if(NM)
     foreach(check "libpoolkit.a;-g;--defined-only" "libpoolkit.so;-D;--defined-only"
