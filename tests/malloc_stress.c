@@ -231,7 +231,7 @@ static size_t resident_bytes(void) {
 }
 
 #define TRIM_BYTES ((size_t)48 << 20)
-#define TRIM_LEFT ((size_t)12 << 20) /* what may stay: a quarter */
+#define TRIM_LEFT (TRIM_BYTES / 4) /* what may stay */
 
 /* 48 MiB of blocks of 64 B to 3 KiB and of 300 KiB, written and freed, then
  * malloc_trim: the memory is back within a quarter of it. It returns 1 when

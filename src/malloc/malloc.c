@@ -9,8 +9,9 @@
  * it instead of libpoolkit, never both). Every function is a call of the
  * front end: the malloc family's semantics on glibc, its limits in
  * docs/malloc.md (what glibc's malloc does that this does not: mallopt,
- * mallinfo and malloc_stats stay glibc's and see nothing of this heap; malloc hooks do not exist; a pointer glibc's own malloc
- * handed out before this library was loaded cannot be freed here).
+ * mallinfo and malloc_stats stay glibc's and see nothing of this heap;
+ * malloc hooks do not exist; a pointer glibc's own malloc handed out
+ * before this library was loaded cannot be freed here).
  *
  * The global operator new and delete are new.c's, beside these.
  *
