@@ -1,9 +1,9 @@
 /* The kept pieces' table: storage, the bins by length, the tables by
  * address (fits.h states the invariants). A table of a few pieces is read
- * by a look at each, which costs less than the index's upkeep (figures in
- * docs/alloc.md): the index is built once the table passes INDEX_FROM
- * pieces and dropped below INDEX_UNTIL, the gap between them so that a
- * table near one bound does not build and drop it at each call. */
+ * by a look at each, which costs less than the index's upkeep: the index
+ * is built once the table passes INDEX_FROM pieces and dropped below
+ * INDEX_UNTIL, the gap between them so that a table near one bound does
+ * not build and drop it at each call. */
 #include "mem/fits.h"
 
 #define INDEX_FROM FITS_INDEX_FROM
