@@ -40,8 +40,26 @@ static inline unsigned char pattern_byte(size_t i) { return (unsigned char)(patt
  * compare: a call to the C library's memcmp a line at a time cost more
  * than its vector loop saved on the blocks most programs free (a few
  * lines). */
+/* The bytes at and past from in from's word, as a mask of that word: the
+ * head of the check bytes, filled or compared in one word where the word
+ * ends within them (a block's slack ends on a word). The bytes before from
+ * are the block's, kept as they are: the caller owns the block. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HEAD_WORD 1
+static inline uint64_t head_mask(size_t from) { return ~(uint64_t)0 << (8 * (from & 7)); }
+#else
+#define HEAD_WORD 0
+static inline uint64_t head_mask(size_t from) { return (void)from, 0; }
+#endif
+
 void hard_fill(char *b, size_t from, size_t to) {
     size_t i = from;
+    if (HEAD_WORD && (i & 7) && (i | 7) < to) {
+        hard_word *w = (hard_word *)(b + (i & ~(size_t)7));
+        uint64_t m = head_mask(i);
+        *w = (*w & ~m) | (pattern & m);
+        i = (i | 7) + 1;
+    }
     for (; i < to && (i & 7); i++) b[i] = (char)pattern_byte(i);
     for (; i + 8 <= to; i += 8) *(hard_word *)(b + i) = pattern;
     for (; i < to; i++) b[i] = (char)pattern_byte(i);
@@ -49,6 +67,11 @@ void hard_fill(char *b, size_t from, size_t to) {
 
 bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *last) {
     size_t i = from;
+    if (HEAD_WORD && (i & 7) && (i | 7) < to) {
+        if ((*(const hard_word *)(b + (i & ~(size_t)7)) ^ pattern) & head_mask(i)) goto head; /* which: below */
+        i = (i | 7) + 1;
+    }
+head:
     for (; i < to && (i & 7); i++)
         if ((unsigned char)b[i] != pattern_byte(i)) goto found;
     const uint64_t pat = pattern;

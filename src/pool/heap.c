@@ -702,33 +702,66 @@ void *heap_alloc_lean(pk_pool *p, heap *h) {
     return obj;
 }
 
-void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
-    heap *h = heap_get(p, c);
-    if (!tc_head(h->list)) {
-        if (!refill(p, h, now)) {
-            errno = ENOMEM;
-            return NULL;
-        }
-        h->may_adopt = short_of_slab(h);
-        /* the list holds none of another slab's objects now: HOT_LIST's
-         * budget is whole again */
-        h->hot_obj = NULL;
-        h->foreign_room = HOT_FOREIGN;
-        h->hot_room = p->hot_list;
-        h->hot_bar = p->hot_list ? UINTPTR_MAX : 0;
-        /* HOT_COUNT: from 0, and no count written before passes */
-        h->hot_n = 0;
-        h->hot_stop = NULL;
-        h->hot_key += 0x9E3779B97F4A7C15ull;
-        own_restart(h);
-        note_peak(p, h, false);
-        HEAP_VALIDATE(p, h);
+/* h's list, empty, refilled (the next objects of its current slab, or the
+ * next slab) and its per-refill state reset; false with errno ENOMEM. */
+static bool list_refill(pk_pool *p, heap *h, uint64_t now) {
+    if (!refill(p, h, now)) {
+        errno = ENOMEM;
+        return false;
     }
-    char *obj = tc_head(h->list);
+    h->may_adopt = short_of_slab(h);
+    /* the list holds none of another slab's objects now: HOT_LIST's
+     * budget is whole again */
+    h->hot_obj = NULL;
+    h->foreign_room = HOT_FOREIGN;
+    h->hot_room = p->hot_list;
+    h->hot_bar = p->hot_list ? UINTPTR_MAX : 0;
+    /* HOT_COUNT: from 0, and no count written before passes */
+    h->hot_n = 0;
+    h->hot_stop = NULL;
+    h->hot_key += 0x9E3779B97F4A7C15ull;
+    own_restart(h);
+    note_peak(p, h, false);
+    HEAP_VALIDATE(p, h);
+    return true;
+}
+
+/* The head of h's list, whose link is checked on a hardened pool (it leads
+ * within the current slab, to the hot object, or to the end); *count
+ * follows. */
+static inline char *list_pop(pk_pool *p, heap *h, char *obj, size_t *count) {
     char *next = (char *)link_load(p, obj);
     if (p->hardened && next && !hot_link(h, next)) harden_check_slab_link(p, h->cur, obj, next);
-    list_set(h, next, h->count - 1);
+    --*count;
+    return next;
+}
+
+void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now) {
+    heap *h = heap_get(p, c);
+    if (!tc_head(h->list) && !list_refill(p, h, now)) return NULL;
+    char *obj = tc_head(h->list);
+    size_t count = h->count;
+    char *next = list_pop(p, h, obj, &count);
+    list_set(h, next, count);
     return obj;
+}
+
+size_t heap_alloc_bulk(pk_pool *p, tc_slot *c, void **objs, size_t n, uint64_t now) {
+    heap *h = heap_get(p, c);
+    size_t i = 0;
+    while (i < n) {
+        if (!tc_head(h->list) && !list_refill(p, h, now)) break;
+        /* the list's run popped with its head and count in registers, and
+         * stored once */
+        char *obj = tc_head(h->list);
+        size_t count = h->count;
+        do {
+            objs[i++] = obj;
+            obj = list_pop(p, h, obj, &count);
+        } while (obj && i < n);
+        list_set(h, obj, count);
+    }
+    return i;
 }
 
 /* ---- Whole heaps. ---- */

@@ -12,6 +12,9 @@ heap *heap_get(pk_pool *p, tc_slot *c);
 /* The calling thread's allocation when its list is empty: the next objects
  * of its current slab, or the next slab. NULL with errno ENOMEM. */
 void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now);
+/* heap_alloc's n times over (pk_pool_alloc_bulk): objs gets as many as
+ * came, the count returned (fewer: errno ENOMEM). */
+size_t heap_alloc_bulk(pk_pool *p, tc_slot *c, void **objs, size_t n, uint64_t now);
 /* The hardened lean path's allocation (pool_slow.c): the list's head if
  * its link decodes to a slot of the current slab, or to the end; a link
  * elsewhere is reported; NULL on an empty list. */

@@ -1,6 +1,8 @@
 /* Bulk calls (pk_pool_alloc_bulk, pk_pool_free_bulk): on pools with heaps,
- * the single-object heap path in a loop (no lock unless a slab changes
- * hands); on direct pools, the pool's lock once for the whole call.
+ * the thread's heap found once, its list popped a run at a time
+ * (heap_alloc_bulk) and each object freed by the single-object path (no
+ * lock unless a slab changes hands); on direct pools, the pool's lock once
+ * for the whole call.
  *
  * Invariants: as the single-object paths (pool_slow.c, heap.c).
  */
@@ -17,8 +19,7 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
     uint64_t now = pool_purge_poll();
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     if (c) {
-        for (; i < n; i++)
-            if (!(objs[i] = heap_alloc(p, c, now))) break;
+        i = heap_alloc_bulk(p, c, objs, n, now);
     } else if (n) {
         pool_lock_for_use(p, now);
         size_t want = n;
@@ -50,11 +51,12 @@ void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
     uint64_t now = pool_purge_poll();
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     if (c || p->cached) {
+        heap *h = c && n ? heap_get(p, c) : NULL;
         for (size_t i = 0; i < n; i++) {
             if (unlikely(!objs[i])) null_given(p);
             slab *s = c ? free_slab_of(p, objs[i]) : check_free(p, objs[i]);
             track_takeback(p, objs[i]);
-            if (c) free_checked(p, c, s, objs[i], now);
+            if (c) free_checked_in(p, h, s, objs[i], now);
             else remote_push_one(p, s, objs[i]); /* an exiting thread */
         }
         return;

@@ -163,7 +163,10 @@ static bool adopt(pk_pool *p, heap *h, slab *s) {
 }
 
 void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now) {
-    heap *h = heap_get(p, c);
+    free_checked_in(p, heap_get(p, c), s, obj, now);
+}
+
+void free_checked_in(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) {
     void *head = tc_head(h->list);
     /* the head of the thread's list freed again */
     if (unlikely(obj == head)) check_report_double_free(p, obj);

@@ -183,6 +183,9 @@ static inline bool free_short(tc_slot *c, void *obj, uintptr_t cur, bool plain) 
  * be a slot of s; now: the time if the caller read it, else 0 (read only if
  * a slab goes back to the pool). */
 void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now);
+/* free_checked with the heap in hand (heap_get's for the slot: a bulk
+ * free finds it once). */
+void free_checked_in(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now);
 /* The slab of pool p whose slot starts at obj, from its record, or the
  * address map's report. */
 slab *free_slab_of(pk_pool *p, void *obj);
