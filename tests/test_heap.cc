@@ -297,6 +297,29 @@ TEST(HeapCreate, AHeapAfterADestroyStartsEmptyUnderItsOwnName) {
     }
 }
 
+/* The records of destroyed heaps come back last destroyed first, so that
+ * each keeps serving one kind of heap (blockheap.c, "spare heaps"): a
+ * program's big heap, destroyed last of a round, gets its own record and
+ * its pools' empty slabs back at the next round's start. */
+TEST(HeapCreate, TheHeapDestroyedLastIsTheFirstMadeAgain) {
+    pk_heap *a = pk_heap_create("spare a");
+    pk_heap *b = pk_heap_create("spare b");
+    pk_heap *c = pk_heap_create("spare c");
+    ASSERT_TRUE(a && b && c);
+    pk_heap_destroy(a);
+    pk_heap_destroy(b);
+    pk_heap_destroy(c);
+    pk_heap *d = pk_heap_create("spare d");
+    pk_heap *e = pk_heap_create("spare e");
+    EXPECT_EQ(d, c);
+    EXPECT_EQ(e, b);
+    pk_heap_destroy(d); /* now the top again: the next is d's record */
+    pk_heap *f = pk_heap_create("spare f");
+    EXPECT_EQ(f, c);
+    pk_heap_destroy(e);
+    pk_heap_destroy(f);
+}
+
 TEST(HeapCreate, RejectsAnUnknownFlag) {
     errno = 0;
     EXPECT_EQ(pk_heap_create_ex("x", 1u << 20), nullptr);

@@ -187,8 +187,16 @@ static void free_all(pk_heap *h, bool keep) {
  * DEAD_KEPT). */
 static pk_heap *spare[SPARE_HEAPS];
 
+/* The spares are a stack, as near as a table without a lock allows: a put
+ * takes the lowest free place, a take the highest held one, so the heap
+ * destroyed last comes back first and each record keeps serving heaps of
+ * one kind. A record's pools keep empty slabs for the purge delay, sized
+ * for the heap that last used it: taken from the lowest place, a program's
+ * one big heap and its small per-request ones traded records every round,
+ * and every record's pools came to hold a big heap's slabs. A race leaves
+ * a hole at worst, which the next take from the top closes. */
 static pk_heap *spare_take(void) {
-    for (size_t i = 0; i < SPARE_HEAPS; i++) {
+    for (size_t i = SPARE_HEAPS; i-- > 0;) {
         if (!__atomic_load_n(&spare[i], __ATOMIC_RELAXED)) continue;
         pk_heap *h = __atomic_exchange_n(&spare[i], NULL, __ATOMIC_ACQ_REL);
         if (h) return h;
