@@ -34,12 +34,6 @@ void hard_pattern_setup(void) {
 
 static inline unsigned char pattern_byte(size_t i) { return (unsigned char)(pattern >> (8 * (i & 7))); }
 
-/* The pattern's bytes sit at offsets from the block's start, which is
- * aligned to a word at least; b[from, to) is filled or compared a word at
- * a time from the first word boundary, four words to a test where they
- * compare: a call to the C library's memcmp a line at a time cost more
- * than its vector loop saved on the blocks most programs free (a few
- * lines). */
 /* The bytes at and past from in from's word, as a mask of that word: the
  * head of the check bytes, filled or compared in one word where the word
  * ends within them (a block's slack ends on a word). The bytes before from
@@ -52,6 +46,12 @@ static inline uint64_t head_mask(size_t from) { return ~(uint64_t)0 << (8 * (fro
 static inline uint64_t head_mask(size_t from) { return (void)from, 0; }
 #endif
 
+/* The pattern's bytes sit at offsets from the block's start, which is
+ * aligned to a word at least; b[from, to) is filled or compared a word at
+ * a time: those before the first word boundary as one word (head_mask),
+ * then whole words, four to a test where they compare: a call to the C
+ * library's memcmp a line at a time cost more than its vector loop saved
+ * on the blocks most programs free (a few lines). */
 void hard_fill(char *b, size_t from, size_t to) {
     size_t i = from;
     if (HEAD_WORD && (i & 7) && (i | 7) < to) {
