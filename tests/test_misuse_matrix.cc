@@ -142,6 +142,19 @@ int run_case(const std::string &name) {
         for (int i = 0; i < 16; i++) touch(pk_pool_alloc(p));
         pk_pool_free(p, a);
         pk_pool_destroy(p);
+    } else if (name == "OverflowIntoAFreeNeighbourThenABulkAllocation") {
+        /* as above, the allocations in one bulk call, which follows the
+         * list as the inline allocation does */
+        char *a = static_cast<char *>(pk_pool_alloc(p));
+        char *b = static_cast<char *>(pk_pool_alloc(p));
+        pk_pool_free(p, b);
+        std::memset(a + 64, 'A', 8);
+        touch(a);
+        void *got[16];
+        size_t n = pk_pool_alloc_bulk(p, got, 16);
+        for (size_t i = 0; i < n; i++) touch(got[i]);
+        pk_pool_free(p, a);
+        pk_pool_destroy(p);
     } else if (name == "WriteAfterFree") {
         void *keep = pk_pool_alloc(p);
         char *t = static_cast<char *>(pk_pool_alloc(p));
@@ -259,6 +272,7 @@ const Expect kMatrix[] = {
     /* default mode: the allocation that follows the broken link faults,
      * and the fault handler names the list */
     {"OverflowIntoAFreeNeighbour", {"corrupted free list", "corrupted free list", "buffer overflow"}, true},
+    {"OverflowIntoAFreeNeighbourThenABulkAllocation", {"corrupted free list", "corrupted free list", "buffer overflow"}, true},
     {"WriteAfterFree", {"corrupted free list", "corrupted free list", "write after free"}, true},
     {"FreeOfAnInteriorPointer", {"interior pointer", "interior pointer", "interior pointer"}},
     {"ReleaseOfAMallocBlock", {"foreign pointer", "foreign pointer", "foreign pointer"}},

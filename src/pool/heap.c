@@ -751,13 +751,16 @@ size_t heap_alloc_bulk(pk_pool *p, tc_slot *c, void **objs, size_t n, uint64_t n
     size_t i = 0;
     while (i < n) {
         if (!tc_head(h->list) && !list_refill(p, h, now)) break;
-        /* the list's run popped with its head and count in registers, and
-         * stored once */
+        /* the list's run popped with its count in a register, stored
+         * once; the head is stored at each pop, as heap_alloc's, so that a
+         * fault on a link a default pool does not check finds the broken
+         * link at the list's head (crash.c) */
         char *obj = tc_head(h->list);
         size_t count = h->count;
         do {
             objs[i++] = obj;
             obj = list_pop(p, h, obj, &count);
+            __atomic_store_n(&h->list->head, obj, __ATOMIC_RELAXED);
         } while (obj && i < n);
         list_set(h, obj, count);
     }
