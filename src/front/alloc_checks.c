@@ -67,11 +67,10 @@ void hard_fill(char *b, size_t from, size_t to) {
 
 bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *last) {
     size_t i = from;
-    if (HEAD_WORD && (i & 7) && (i | 7) < to) {
-        if ((*(const hard_word *)(b + (i & ~(size_t)7)) ^ pattern) & head_mask(i)) goto head; /* which: below */
+    /* a head that changed is left to the byte loop, which finds which byte */
+    if (HEAD_WORD && (i & 7) && (i | 7) < to &&
+        !((*(const hard_word *)(b + (i & ~(size_t)7)) ^ pattern) & head_mask(i)))
         i = (i | 7) + 1;
-    }
-head:
     for (; i < to && (i & 7); i++)
         if ((unsigned char)b[i] != pattern_byte(i)) goto found;
     const uint64_t pat = pattern;
