@@ -481,13 +481,13 @@ TEST(AllocLargeReuse, AFreedBlockServesAShorterOneWithoutAPageRequest) {
     EXPECT_FALSE(is_mapped(p + 8 * MiB - 1)) << "the rest of the kept mapping was lost, never given back";
 }
 
-/* A block aligned past its length (a page aligned to 64 KiB, 8 KiB to
- * 1 MiB) has a mapping of its own; freed, that mapping serves the next
- * block of its shape, as any kept mapping does, instead of a fresh aligned
- * mapping per block. */
+/* A block aligned past its length and past a slab (a page aligned to
+ * 128 KiB, 8 KiB to 1 MiB) has a mapping of its own; freed, that mapping
+ * serves the next block of its shape, as any kept mapping does, instead of
+ * a fresh aligned mapping per block. */
 TEST(AllocLargeReuse, AFreedBlockAlignedPastItsLengthServesTheNextOfItsShape) {
     KeptBlocks kept;
-    for (size_t align : {size_t(64) << 10, size_t(1) << 20}) {
+    for (size_t align : {size_t(128) << 10, size_t(1) << 20}) {
         size_t size = align == MiB ? 8192 : 100;
         void *p = pk_aligned_alloc(align, size);
         ASSERT_NE(p, nullptr);

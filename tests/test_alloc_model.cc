@@ -187,4 +187,44 @@ TEST_P(AllocModelTest, LargeWorkingSetMatchesTheModel) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, AllocModelTest, ::testing::Values(1, 2, 3));
 
+/* Blocks aligned past a page, up to a slab's 64 KiB, come from the classes
+ * whose slots are laid out so aligned (a power-of-two class), many to a
+ * mapping: one mapping a block would fail at vm.max_map_count's 65,530
+ * live, where glibc, jemalloc and mimalloc go on. Debug mode's slots carry
+ * a redzone, so no class is aligned past a page there, and hardened mode
+ * puts every block of 64 KiB and up between guard pages: those blocks keep
+ * a mapping each (docs/alloc.md says so), and only their alignment and
+ * contents are checked. */
+TEST(AllocAlignedPastAPage, ManyLiveBlocksShareTheirMappings) {
+    const size_t n = scaled(2000, 300);
+    const bool debug = env_on("POOLKIT_DEBUG"), hardened = !debug && env_on("POOLKIT_HARDENED");
+    for (size_t align : {size_t(8192), size_t(16384), size_t(65536)}) {
+        for (size_t size : {size_t(1), size_t(100), align / 2 + 1, align}) {
+            std::vector<char *> live;
+            size_t before = mapping_count();
+            for (size_t i = 0; i < n; i++) {
+                char *p = static_cast<char *>(pk_aligned_alloc(align, size));
+                ASSERT_NE(p, nullptr) << "align " << align << " size " << size << " block " << i;
+                ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % align, 0u) << "align " << align << " size " << size;
+                ASSERT_GE(pk_usable_size(p), size);
+                p[size - 1] = static_cast<char>(i >> 8);
+                p[0] = static_cast<char>(i);
+                live.push_back(p);
+            }
+            size_t grew = mapping_count() - before;
+            if (!debug && !(hardened && size >= 65536)) {
+                EXPECT_LT(grew, n / 4) << "align " << align << " size " << size << ": " << n
+                                       << " blocks took " << grew << " mappings";
+            }
+            for (size_t i = 0; i < n; i++) {
+                ASSERT_EQ(live[i][0], static_cast<char>(i));
+                if (size > 1) {
+                    ASSERT_EQ(live[i][size - 1], static_cast<char>(i >> 8));
+                }
+                pk_free(live[i]);
+            }
+        }
+    }
+}
+
 } // namespace

@@ -365,6 +365,30 @@ TEST(HeapAlloc, AlignmentsAndErrors) {
     pk_heap_destroy(h);
 }
 
+/* A heap's blocks aligned past a page share mappings as pk_alloc's do
+ * (test_alloc_model.cc's AllocAlignedPastAPage); in debug mode each keeps a
+ * mapping of its own. */
+TEST(HeapAlloc, ManyBlocksAlignedPastAPageShareTheirMappings) {
+    pk_heap *h = pk_heap_create("aligned");
+    const size_t n = scaled(2000, 300);
+    size_t before = mapping_count();
+    std::vector<char *> live;
+    for (size_t i = 0; i < n; i++) {
+        char *p = static_cast<char *>(pk_heap_aligned_alloc(h, 16384, 100));
+        ASSERT_NE(p, nullptr) << i;
+        ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % 16384, 0u);
+        EXPECT_EQ(pk_heap_of(p), h);
+        p[99] = 1;
+        live.push_back(p);
+    }
+    size_t grew = mapping_count() - before;
+    if (!env_on("POOLKIT_DEBUG")) {
+        EXPECT_LT(grew, n / 4) << n << " blocks took " << grew << " mappings";
+    }
+    for (size_t i = 0; i < n; i += 2) pk_heap_free(h, live[i]);
+    pk_heap_destroy(h); /* the rest with the heap */
+}
+
 TEST(HeapStats, TheReportListsTheHeapsPoolsUnderItsName) {
     pk_heap *h = pk_heap_create("request-42");
     void *p = pk_heap_alloc(h, 40);

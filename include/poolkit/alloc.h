@@ -133,7 +133,9 @@ PK_API PK__ALLOCATOR PK__ATTR_SIZE2(1, 2) void *pk_calloc(size_t n, size_t size)
 /* size bytes aligned to align, a power of two (else NULL with errno
  * EINVAL); any size, including one that is not a multiple of align.
  * Alignments up to 4096 come from a class whose size is a multiple of the
- * alignment, larger ones from a mapping of their own. */
+ * alignment; up to 64 KiB, from a power-of-two class, whose slots lie so
+ * aligned (in debug mode, whose slots carry a redzone, from a mapping of
+ * their own); larger ones from a mapping of their own. */
 PK_API PK__ALLOCATOR PK__ATTR_ALIGN(1) PK__ATTR_SIZE(2) void *pk_aligned_alloc(size_t align, size_t size);
 
 /* pk_aligned_alloc's block, zeroed. */

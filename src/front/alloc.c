@@ -312,15 +312,19 @@ static PK_NOINLINE void *hard_alloc(size_t size, size_t room, size_t align, void
         return z;
     }
     size_t ci = PK__ALLOC_CLASSES;
-    if (size < HARD_GUARDED_MIN && align <= SLOT_ALIGN_MAX) {
+    if (size < HARD_GUARDED_MIN && align <= SLAB_BYTES) {
         ci = hard_class_of(size);
         if (align > 1) ci = alloc_class_aligned(ci, align); /* a division: aligned calls only */
     }
     depth++;
     void *obj;
+    pk_pool *p = NULL;
     if (ci < PK__ALLOC_CLASSES) {
-        pk_pool *p = class_pool_made(ci);
+        p = class_pool_made(ci);
         if (unlikely(!p)) p = class_pool_make(ci);
+        if (p && !alloc_pool_aligns(p, align)) ci = PK__ALLOC_CLASSES;
+    }
+    if (ci < PK__ALLOC_CLASSES) {
         obj = p ? hard_class_alloc(p, ci, size, caller) : NULL;
     } else {
         init_announce(INIT_SHARED_STATE); /* the fork handlers cover the block table */
@@ -364,6 +368,17 @@ size_t alloc_class_aligned(size_t ci, size_t align) {
     return ci;
 }
 
+/* Whether class ci's slots are aligned to align, its pool made to ask. */
+static PK_NOINLINE bool class_aligns(size_t ci, size_t align) {
+    pk_pool *p = class_pool_made(ci);
+    if (!p) {
+        depth++;
+        p = class_pool_make(ci);
+        leave();
+    }
+    return p && alloc_pool_aligns(p, align);
+}
+
 void *pk_aligned_alloc(size_t align, size_t size) {
     if (!is_pow2(align)) {
         errno = EINVAL;
@@ -372,9 +387,10 @@ void *pk_aligned_alloc(size_t align, size_t size) {
     if (unlikely(depth != 0)) return boot_alloc(size, align, false);
     if (unlikely(alloc_hardened())) return hard_alloc(size, size, align, __builtin_return_address(0));
     size_t want = size < align ? align : size;
-    if (align <= SLOT_ALIGN_MAX && want <= PK_ALLOC_CLASS_MAX) {
+    if (align <= SLAB_BYTES && want <= PK_ALLOC_CLASS_MAX) {
         size_t ci = alloc_class_aligned(alloc_class_of(want), align);
-        if (ci < PK__ALLOC_CLASSES) return class_alloc(ci, __builtin_return_address(0));
+        if (ci < PK__ALLOC_CLASSES && (align <= SLOT_ALIGN_MAX || class_aligns(ci, align)))
+            return class_alloc(ci, __builtin_return_address(0));
     }
     return large_from_library(size, align, false);
 }

@@ -99,8 +99,18 @@ static inline bool alloc_is_heap(const pk_pool *p) { return p && (p->flags & POO
 pk_pool *alloc_pool_create(const pk_pool_config *c);
 void alloc_pool_destroy(pk_pool *p);
 /* The first class from ci on whose size is a multiple of align, or
- * PK__ALLOC_CLASSES if none. */
+ * PK__ALLOC_CLASSES if none. Its slots are aligned to align up to
+ * SLOT_ALIGN_MAX; past it, only where its pool says so (alloc_pool_aligns). */
 size_t alloc_class_aligned(size_t ci, size_t align);
+
+/* Whether every slot of class pool p is aligned to align (a power of two
+ * from alloc_class_aligned). Past a page, as p's slabs lay their slots
+ * out: a power-of-two class up to SLAB_BYTES without a debug pool's
+ * redzone. A block aligned past a page had a mapping of its own before:
+ * 65,530 of them live (Linux's vm.max_map_count) and the next failed. */
+static inline bool alloc_pool_aligns(const pk_pool *p, size_t align) {
+    return align <= SLOT_ALIGN_MAX || slab_slot_align(&p->geo) >= align;
+}
 
 /* ---- alloc_large.c: blocks over PK_ALLOC_CLASS_MAX, each its own mapping ---- */
 

@@ -324,9 +324,11 @@ void *pk_heap_aligned_alloc(pk_heap *h, size_t align, size_t size) {
         return NULL;
     }
     size_t want = size < align ? align : size;
-    if (align <= SLOT_ALIGN_MAX && want <= PK_ALLOC_CLASS_MAX) {
+    if (align <= SLAB_BYTES && want <= PK_ALLOC_CLASS_MAX) {
         size_t ci = alloc_class_aligned(alloc_class_of(want), align);
-        if (ci < PK__ALLOC_CLASSES) return class_alloc(h, ci, __builtin_return_address(0));
+        pk_pool *p = ci < PK__ALLOC_CLASSES ? pool_made(h, ci) : NULL;
+        if (ci < PK__ALLOC_CLASSES && !p) p = pool_make(h, ci);
+        if (p && alloc_pool_aligns(p, align)) return alloc_from_pool(p, __builtin_return_address(0));
     }
     return alloc_large_in(&h->large, size, align, false);
 }

@@ -128,6 +128,16 @@ typedef struct slab_geometry {
  * (the hardened front end's underflow check). False if it cannot fit. */
 bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool lead, bool guard, slab_geometry *g);
 
+/* The alignment every slot laid out by g has: slot 0 starts header bytes
+ * past a SLAB_BYTES-aligned base and each next one a slot further, so the
+ * largest power of two dividing SLAB_BYTES, header and (where a slab holds
+ * more than one) slot. At least g->align, and past SLOT_ALIGN_MAX where the
+ * layout happens to give it: a power-of-two slot with no header. */
+static inline size_t slab_slot_align(const slab_geometry *g) {
+    size_t bits = SLAB_BYTES | g->header | (g->capacity > 1 ? g->slot : 0);
+    return bits & -bits;
+}
+
 /* A new empty slab of pool, recorded in the address map. NULL + ENOMEM. */
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g);
 /* Removes the slab from the address map and gives its place back, kept
