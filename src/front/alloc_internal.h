@@ -106,8 +106,8 @@ size_t alloc_class_aligned(size_t ci, size_t align);
 /* Whether every slot of class pool p is aligned to align (a power of two
  * from alloc_class_aligned). Past a page, as p's slabs lay their slots
  * out: a power-of-two class up to SLAB_BYTES without a debug pool's
- * redzone. A block aligned past a page had a mapping of its own before:
- * 65,530 of them live (Linux's vm.max_map_count) and the next failed. */
+ * redzone. Such blocks share slabs rather than take a mapping each, which
+ * Linux bounds (vm.max_map_count): a program with that many live failed. */
 static inline bool alloc_pool_aligns(const pk_pool *p, size_t align) {
     return align <= SLOT_ALIGN_MAX || slab_slot_align(&p->geo) >= align;
 }
