@@ -194,10 +194,10 @@ inline bool env_on(const char *name) {
  * bounds (vm.max_map_count, 65,530 by default), so an allocator that maps
  * each block alone fails past that many live blocks. 0 where it cannot be
  * read. */
-inline size_t mapping_count() {
+inline long mapping_count() {
     FILE *f = std::fopen("/proc/self/maps", "r");
     if (!f) return 0;
-    size_t n = 0;
+    long n = 0;
     for (int c; (c = std::fgetc(f)) != EOF;) n += c == '\n';
     std::fclose(f);
     return n;
