@@ -660,6 +660,54 @@ TEST(PoolHardenedDeathTest, DoubleFreeIsReportedAsTheLikelyCauseNamingTheObject)
     pk_pool_free(p.get(), keep);
 }
 
+/* A write after free that moves a link of the thread's list off the
+ * slots its slab has handed out (into a slot's middle, far away, or to a
+ * slot not handed out yet) is reported when the list goes home at the
+ * thread's exit, the bad link named, never followed. */
+TEST(PoolDefaultDeathTest, AThreadsListBrokenByAWriteAfterFreeIsReportedAtItsExit) {
+    if (tool_watches_free_objects()) GTEST_SKIP() << "writes to freed memory on purpose";
+    static char elsewhere[64];
+    enum { INTERIOR, FAR, UNHANDED };
+    for (int to : {INTERIOR, FAR, UNHANDED}) {
+        PKTEST_EXPECT_REPORT(
+            {
+                alarm(10);
+                PoolPtr p = make_pool(64, 0, 0, "broken");
+                std::thread([&] {
+                    std::vector<void *> objs = alloc_n(p.get(), 10); /* of a page's 64 slots handed out */
+                    pk_pool_free(p.get(), objs[3]);
+                    pk_pool_free(p.get(), objs[5]); /* the list's head, linked to objs[3] */
+                    /* UNHANDED: a slot of the same slab past the page handed out */
+                    char *bad = to == INTERIOR ? static_cast<char *>(objs[3]) + 8
+                                : to == FAR    ? elsewhere
+                                               : static_cast<char *>(objs[9]) + 100 * 64;
+                    std::memcpy(objs[5], &bad, sizeof bad); /* a plain pool's link is its first word */
+                }).join();
+                std::fprintf(stderr, "no report\n");
+            },
+            "what=corrupted free list.*\n.*which is not a free slot of its slab");
+    }
+}
+
+/* An object freed twice with another between loops the thread's list:
+ * reported when the list goes home at the thread's exit, never walked for
+ * ever. */
+TEST(PoolDefaultDeathTest, AThreadsListLoopedByADoubleFreeIsReportedAtItsExit) {
+    PKTEST_EXPECT_REPORT(
+        {
+            alarm(10);
+            PoolPtr p = make_pool(64, 0, 0, "looped");
+            std::thread([&] {
+                std::vector<void *> objs = alloc_n(p.get(), 10);
+                pk_pool_free(p.get(), objs[3]);
+                pk_pool_free(p.get(), objs[5]);
+                pk_pool_free(p.get(), objs[3]); /* not the list's head: the inline free takes it */
+            }).join();
+            std::fprintf(stderr, "no report\n");
+        },
+        "what=corrupted free list pool=looped [^\n]*\nMESSAGE [^\n]*most likely a double free of object");
+}
+
 TEST(PoolHardenedDeathTest, WriteAfterFreeIsReportedAsTheLikelyCauseNamingTheObject) {
     if (tool_watches_free_objects()) GTEST_SKIP() << "writes to freed memory on purpose";
     PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hardpool");

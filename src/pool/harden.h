@@ -83,11 +83,17 @@ static inline uintptr_t link_encode(const pk_pool *p, const void *obj, uintptr_t
 static inline uintptr_t link_decode(const pk_pool *p, const void *obj, uintptr_t stored) {
     return link_decode_with(p->hard.secret, obj, stored);
 }
-static inline uintptr_t link_load(const pk_pool *p, void *obj) {
-    uintptr_t *l = link_of(p, obj);
+/* The word at link_off in obj as stored (a plain pool's link), for a
+ * loop that holds the offset apart. */
+static inline uintptr_t link_load_plain(void *obj, size_t link_off) {
+    uintptr_t *l = (uintptr_t *)((char *)obj + link_off);
     track_open(l, sizeof *l);
     uintptr_t v = *l;
     track_close(l, sizeof *l);
+    return v;
+}
+static inline uintptr_t link_load(const pk_pool *p, void *obj) {
+    uintptr_t v = link_load_plain(obj, p->link_off);
     return p->hardened ? link_decode(p, obj, v) : v;
 }
 static inline void link_store(const pk_pool *p, void *obj, uintptr_t v) {

@@ -255,6 +255,17 @@ static void own_adapt(const pk_pool *p, heap *h, size_t pushed, size_t found) {
     h->own_budget = to;
 }
 
+/* Whether obj starts one of the first `handed` bytes' slots of s (those
+ * it has handed out), g being s's grid: a multiply and two compares where
+ * the grid is set (slab_grid_set; the bound keeps the offset in the range
+ * where the grid is exact), a division where it is not. */
+static inline bool slot_handed(const slab *s, slab_grid g, uintptr_t handed, const char *obj) {
+    uintptr_t off = (uintptr_t)obj - g.objects;
+    if (likely(g.limit)) return off < handed && off * g.mul < g.limit;
+    long idx = slab_slot_index(s, obj);
+    return idx >= 0 && (uint32_t)idx < s->bump;
+}
+
 /* The heap's list goes back onto the current slab's free list (the
  * objects of other owned slabs listed, HOT_FREES and HOT_LIST, come back
  * linked in *hot for the caller to send home: home_hot); the slab is left
@@ -266,14 +277,33 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     slab *s = h->cur;
     size_t n = 0, met = 0, hots = 0, hot_max = hot_most(p, h), most = (size_t)s->capacity + hot_max; /* n: the inline paths keep no count */
     char *first = NULL, *last = NULL, *head = tc_head(h->list);
+    /* the slab's bounds held apart from its record, which the link stores
+     * below could otherwise alias */
+    const slab_grid g = slab_grid_of(s);
+    const uintptr_t handed = (uintptr_t)s->bump * s->slot;
+    char *obj = head, *prev = NULL;
     *hot = NULL;
-    for (char *obj = head, *prev = NULL, *next; obj; prev = obj, obj = next) {
+    if (!p->hardened && g.limit) {
+        /* The run of the slab's own slots from the head, as the inline
+         * paths and extend leave it: read, never rewritten, with nothing
+         * in the loop a load could wait on but the link itself. The walk
+         * below takes over at the first object of another slab (or no
+         * slot), or at the bound on a loop. */
+        const size_t link_off = p->link_off;
+        while (obj && met < most && slot_handed(s, g, handed, obj)) {
+            met++;
+            prev = obj;
+            obj = (char *)link_load_plain(obj, link_off);
+        }
+        if ((n = met) != 0) first = head, last = prev;
+    }
+    for (char *next; obj; prev = obj, obj = next) {
         /* no more than the slab's slots and the hot object: a loop (an
          * object freed twice with others between) is reported, never
          * walked for ever */
         if (unlikely(++met > most)) report_list_overrun(p, s, head, *hot, "the thread's free list");
-        long idx = slab_slot_index(s, obj); /* checked before its link is read */
-        if (unlikely(idx < 0 || (uint32_t)idx >= s->bump)) {
+        /* checked before its link is read: a slot the slab has handed out */
+        if (unlikely(!slot_handed(s, g, handed, obj))) {
             if (hots < hot_max && hot_object(h, obj)) {
                 next = (char *)link_load(p, obj);
                 link_store(p, obj, (uintptr_t)*hot);
@@ -285,8 +315,9 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
         }
         next = (char *)link_load(p, obj);
         n++;
-        if (last) link_store(p, last, (uintptr_t)obj);
-        else first = obj;
+        /* last's link already leads here unless a hot object came between */
+        if (!last) first = obj;
+        else if (unlikely(last != prev)) link_store(p, last, (uintptr_t)obj);
         last = obj;
     }
     if (last) {
