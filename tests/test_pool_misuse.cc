@@ -674,10 +674,10 @@ TEST(PoolDefaultDeathTest, AThreadsListBrokenByAWriteAfterFreeIsReportedAtItsExi
                 alarm(10);
                 PoolPtr p = make_pool(64, 0, 0, "broken");
                 std::thread([&] {
-                    std::vector<void *> objs = alloc_n(p.get(), 10); /* of a page's 64 slots handed out */
+                    std::vector<void *> objs = alloc_n(p.get(), 10); /* of the first page's slots handed out */
                     pk_pool_free(p.get(), objs[3]);
                     pk_pool_free(p.get(), objs[5]); /* the list's head, linked to objs[3] */
-                    /* UNHANDED: a slot of the same slab past the page handed out */
+                    /* UNHANDED: a slot of the same slab past the first page */
                     char *bad = to == INTERIOR ? static_cast<char *>(objs[3]) + 8
                                 : to == FAR    ? elsewhere
                                                : static_cast<char *>(objs[9]) + 100 * 64;

@@ -255,15 +255,40 @@ static void own_adapt(const pk_pool *p, heap *h, size_t pushed, size_t found) {
     h->own_budget = to;
 }
 
-/* Whether obj starts one of the first `handed` bytes' slots of s (those
- * it has handed out), g being s's grid: a multiply and two compares where
- * the grid is set (slab_grid_set; the bound keeps the offset in the range
- * where the grid is exact), a division where it is not. */
+/* Whether x starts one of the first `handed` bytes' slots of the slab
+ * whose grid g is set (slab_grid_set): the bound keeps the offset in the
+ * range where the grid is exact. */
+static inline bool grid_handed(slab_grid g, uintptr_t handed, uintptr_t x) {
+    return x - g.objects < handed && slab_grid_has(g, x);
+}
+
+/* Whether obj starts one of the slots s has handed out (the first
+ * `handed` bytes' worth), g being s's grid: a multiply and two compares
+ * where the grid is set, a division where it is not. */
 static inline bool slot_handed(const slab *s, slab_grid g, uintptr_t handed, const char *obj) {
-    uintptr_t off = (uintptr_t)obj - g.objects;
-    if (likely(g.limit)) return off < handed && off * g.mul < g.limit;
+    if (likely(g.limit)) return grid_handed(g, handed, (uintptr_t)obj);
     long idx = slab_slot_index(s, obj);
     return idx >= 0 && (uint32_t)idx < s->bump;
+}
+
+/* The run of a plain pool's list from *obj that are slots g's slab has
+ * handed out (`handed` bytes' worth), as the inline paths and extend leave
+ * a thread's list: read, never rewritten, at most `most` of them. Returns
+ * their count, *obj left at the first object past the run and *last at
+ * the run's last. A call of its own, so that its few words stay in
+ * registers, where the checked walk's many would spill them. */
+static PK_NOINLINE size_t plain_run(slab_grid g, uintptr_t handed, size_t link_off, size_t most, char **obj,
+                                    char **last) {
+    size_t k = 0;
+    char *o = *obj, *l = *last;
+    while (o && k < most && grid_handed(g, handed, (uintptr_t)o)) {
+        k++;
+        l = o;
+        o = (char *)link_load_plain(o, link_off);
+    }
+    *obj = o;
+    *last = l;
+    return k;
 }
 
 /* The heap's list goes back onto the current slab's free list (the
@@ -283,19 +308,9 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     const uintptr_t handed = (uintptr_t)s->bump * s->slot;
     char *obj = head, *prev = NULL;
     *hot = NULL;
-    if (!p->hardened && g.limit) {
-        /* The run of the slab's own slots from the head, as the inline
-         * paths and extend leave it: read, never rewritten, with nothing
-         * in the loop a load could wait on but the link itself. The walk
-         * below takes over at the first object of another slab (or no
-         * slot), or at the bound on a loop. */
-        const size_t link_off = p->link_off;
-        while (obj && met < most && slot_handed(s, g, handed, obj)) {
-            met++;
-            prev = obj;
-            obj = (char *)link_load_plain(obj, link_off);
-        }
-        if ((n = met) != 0) first = head, last = prev;
+    if (!p->hardened && g.limit) { /* the checked walk below takes over where the run ends */
+        n = met = plain_run(g, handed, p->link_off, most, &obj, &prev);
+        if (n) first = head, last = prev;
     }
     for (char *next; obj; prev = obj, obj = next) {
         /* no more than the slab's slots and the hot object: a loop (an
