@@ -190,6 +190,11 @@ struct OtherSlabDoubleFree {
     }
 };
 
+void free_bulk_of(pk_pool *p, std::initializer_list<void *> objs) {
+    std::vector<void *> v(objs);
+    pk_pool_free_bulk(p, v.data(), v.size());
+}
+
 std::string double_free_of(const char *pool, const void *obj) {
     return "HANDLER severity=FATAL what=corrupted free list pool=" + std::string(pool) + " ptr=" + ptr_str(obj) +
            "\nMESSAGE [^\n]*most likely a double free of object " + ptr_str(obj) + " of pool '" + pool + "'";
@@ -220,6 +225,37 @@ TEST(PoolDefaultDeathTest, DoubleFreeOfTheHotObjectWithAFreeBetweenIsReportedAtO
             std::fprintf(stderr, "no report\n");
         },
         "HANDLER severity=FATAL what=double free pool=twice ptr=" + ptr_str(d.t));
+}
+
+/* pk_pool_free_bulk sends the objects of one slab that follow each other
+ * home in one move: each is checked against the run before it, the thread
+ * list's head and the slab list's head, as single frees would be. h goes
+ * onto the thread's empty list first (HOT_FREES), t home too with
+ * t_home, then objs in one call. */
+static void bulk_free_after(OtherSlabDoubleFree &d, bool t_home, std::initializer_list<void *> objs) {
+    alarm(10);
+    pk_pool_free(d.p.get(), d.h);
+    if (t_home) pk_pool_free(d.p.get(), d.t); /* the head of its slab's list */
+    free_bulk_of(d.p.get(), objs);
+    std::fprintf(stderr, "no report\n");
+}
+
+TEST(PoolDefaultDeathTest, ABulkFreeOfAnObjectTwiceInARowIsReported) {
+    OtherSlabDoubleFree d;
+    PKTEST_EXPECT_REPORT(bulk_free_after(d, false, {d.t, d.u, d.u}),
+                         "HANDLER severity=FATAL what=double free pool=twice ptr=" + ptr_str(d.u));
+}
+
+TEST(PoolDefaultDeathTest, ABulkFreeOfTheThreadListsHeadWithinARunIsReported) {
+    OtherSlabDoubleFree d; /* h, of t's and u's slab, is the thread list's head */
+    PKTEST_EXPECT_REPORT(bulk_free_after(d, false, {d.t, d.u, d.h}),
+                         "HANDLER severity=FATAL what=double free pool=twice ptr=" + ptr_str(d.h));
+}
+
+TEST(PoolDefaultDeathTest, ABulkFreeWhoseRunStartsAtItsSlabListsHeadIsReported) {
+    OtherSlabDoubleFree d;
+    PKTEST_EXPECT_REPORT(bulk_free_after(d, true, {d.t, d.u}),
+                         "HANDLER severity=FATAL what=double free pool=twice ptr=" + ptr_str(d.t));
 }
 
 TEST(PoolDefaultDeathTest, DoubleFreeIntoAnotherSlabWithAFreeBetweenIsReportedByDestroy) {

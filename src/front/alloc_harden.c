@@ -251,7 +251,7 @@ static void release(hard_ring *r, size_t ci, pk_pool *p, void *obj, void *caller
         /* the newer half back to the pool in one call, which pays its
          * poll and its lookups once (a program that frees what it built) */
         unsigned half = ready_most[ci] / 2u;
-        pk_pool_free_bulk(p, &r->ready[ci][half], r->nready[ci] - half);
+        pool_free_bulk_checked(p, &r->ready[ci][half], r->nready[ci] - half);
         r->nready[ci] = (unsigned char)half;
     }
     r->ready[ci][r->nready[ci]++] = obj;

@@ -56,6 +56,11 @@ void check_report_double_free(pk_pool *p, void *obj) {
     abort();
 }
 
+void check_report_null(pk_pool *p) {
+    error_report(PK_FATAL, "null pointer", p->name, NULL, "NULL given to pool '%s'", pool_name(p));
+    abort();
+}
+
 void check_report_lost_count(pk_pool *p, const slab *s) {
     error_report(PK_FATAL, "corrupted free list", p->name, s->objects,
                  "a slab of pool '%s' (its objects from %p) counts %u of its %u objects handed out, yet has "

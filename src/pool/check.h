@@ -17,6 +17,9 @@ slab *check_free(pk_pool *p, void *obj);
 slab *check_handed_out(pk_pool *p, void *obj, const void *holder);
 /* Reports obj as freed twice (a second push of the head of a list). */
 PK_COLD __attribute__((noreturn)) void check_report_double_free(pk_pool *p, void *obj);
+/* Reports NULL given to a free of pool p (free(NULL) is a no-op; a pool's
+ * free of it is not). */
+PK_COLD __attribute__((noreturn)) void check_report_null(pk_pool *p);
 /* Reports slab s, whose count says objects are free where its free list
  * and its fresh slots are used up: an object of it came home twice (its
  * count went down twice), which a take would otherwise loop on. */

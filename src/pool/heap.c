@@ -349,11 +349,9 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     return s;
 }
 
-/* k objects of s (an owned slab, not current), linked from head to tail,
- * onto its free list: the moves of heap_free_home, once. A run whose head
- * is the list's, or longer than the slab has out, holds an object freed
- * twice (reported, naming the run's head). */
-static void home_run(pk_pool *p, heap *h, slab *s, void *head, void *tail, uint32_t k, uint64_t now) {
+/* A run whose head is the list's, or longer than the slab has out, holds
+ * an object freed twice (reported, naming the run's head). */
+void heap_free_home_run(pk_pool *p, heap *h, slab *s, void *head, void *tail, uint32_t k, uint64_t now) {
     void *f = s->free;
     if (unlikely(head == f || s->used < k)) check_report_double_free(p, head);
     link_store(p, tail, (uintptr_t)f);
@@ -372,14 +370,16 @@ static void home_run(pk_pool *p, heap *h, slab *s, void *head, void *tail, uint3
     }
 }
 
-void heap_free_home(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) { home_run(p, h, s, obj, obj, 1, now); }
+void heap_free_home(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) {
+    heap_free_home_run(p, h, s, obj, obj, 1, now);
+}
 
 void heap_free_owned(heap *h, slab *s, void *obj) { heap_free_home(h->pool, h, s, obj, 0); }
 
 /* The drain's run: objects of one slab (word: its base | SLAB_BYTES - 1)
- * met one after another, sent home together (home_run), as a program
- * freeing a slab's objects in a row (in the order it made them, or the
- * reverse) makes them. */
+ * met one after another, sent home together (heap_free_home_run), as a
+ * program freeing a slab's objects in a row (in the order it made them, or
+ * the reverse) makes them. */
 typedef struct own_run {
     slab *s;
     uintptr_t word;
@@ -432,7 +432,7 @@ void heap_own_drain(pk_pool *p, heap *h) {
             continue;
         }
         if (word != r.word) { /* a run of another slab starts */
-            if (r.n) home_run(p, h, r.s, r.head, r.tail, r.n, 0);
+            if (r.n) heap_free_home_run(p, h, r.s, r.head, r.tail, r.n, 0);
             runs++;
             uintptr_t x = (uintptr_t)obj;
             r.s = region_holds(x) ? slab_of(x) : NULL;
@@ -457,7 +457,7 @@ void heap_own_drain(pk_pool *p, heap *h) {
         due -= k;
         most -= k;
     }
-    if (r.n) home_run(p, h, r.s, r.head, r.tail, r.n, 0);
+    if (r.n) heap_free_home_run(p, h, r.s, r.head, r.tail, r.n, 0);
     if (last) {
         *(char **)last = obj;
         obj = first;

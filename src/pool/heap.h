@@ -39,6 +39,9 @@ void heap_take_slab(pk_pool *p, heap *h, slab *s);
  * the slab moves from full to avail, or, with its last object home, becomes
  * a spare of the heap (heap_slab_emptied). */
 void heap_free_home(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now);
+/* k objects of s (as heap_free_home's), linked from head to tail, onto its
+ * free list: heap_free_home's moves, once. */
+void heap_free_home_run(pk_pool *p, heap *h, slab *s, void *head, void *tail, uint32_t k, uint64_t now);
 /* The owner's free of obj, a slot of s, one of h's slabs that is not the
  * current one, with the HOT_FREES case and the thread's list's head
  * ruled out (the short path's FREE_EDGE, pool_free.h): heap_free_home, a

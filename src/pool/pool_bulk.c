@@ -1,7 +1,8 @@
 /* Bulk calls (pk_pool_alloc_bulk, pk_pool_free_bulk): on pools with heaps,
  * the thread's heap found once, its list popped a run at a time
- * (heap_alloc_bulk) and each object freed by the single-object path (no
- * lock unless a slab changes hands); on direct pools, the pool's lock once
+ * (heap_alloc_bulk) and each object freed as by the single-object path,
+ * a run of objects bound home to one slab moved at once (no lock unless a
+ * slab changes hands); on direct pools, the pool's lock once
  * for the whole call.
  *
  * Invariants: as the single-object paths (pool_slow.c, heap.c).
@@ -41,30 +42,28 @@ size_t pk_pool_alloc_bulk(pk_pool *p, void **objs, size_t n) {
     return i;
 }
 
-static void null_given(pk_pool *p) {
-    error_report(PK_FATAL, "null pointer", p->name, NULL, "NULL given to pool '%s'", pool_name(p));
-}
-
-void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
-    pool_check_live(p, "pk_pool_free_bulk", n ? objs[0] : NULL);
-    if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
+/* trusted: objs are slots of p's slabs, each handed out and not freed
+ * since, as the caller has checked (pool_free_bulk_checked). */
+static void free_bulk(pk_pool *p, void **objs, size_t n, bool trusted) {
     uint64_t now = pool_purge_poll();
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
-    if (c || p->cached) {
-        heap *h = c && n ? heap_get(p, c) : NULL;
+    if (c) {
+        if (n) free_checked_bulk(p, heap_get(p, c), objs, n, trusted, now);
+        return;
+    }
+    if (p->cached) { /* an exiting thread: no heap, so home at once */
         for (size_t i = 0; i < n; i++) {
-            if (unlikely(!objs[i])) null_given(p);
-            slab *s = c ? free_slab_of(p, objs[i]) : check_free(p, objs[i]);
+            if (unlikely(!objs[i])) check_report_null(p);
+            slab *s = check_free(p, objs[i]);
             track_takeback(p, objs[i]);
-            if (c) free_checked_in(p, h, s, objs[i], now);
-            else remote_push_one(p, s, objs[i]); /* an exiting thread */
+            remote_push_one(p, s, objs[i]);
         }
         return;
     }
     if (!n) return;
     pool_lock_for_use(p, now);
     for (size_t i = 0; i < n; i++) {
-        if (unlikely(!objs[i])) null_given(p);
+        if (unlikely(!objs[i])) check_report_null(p);
         track_takeback(p, objs[i]);
         if (p->debug) check_debug_free(p, objs[i]);
         central_give(p, check_handed_out(p, objs[i], NULL), objs[i]);
@@ -74,3 +73,11 @@ void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
     POOL_VALIDATE(p);
     pool_unlock(p);
 }
+
+void pk_pool_free_bulk(pk_pool *p, void **objs, size_t n) {
+    pool_check_live(p, "pk_pool_free_bulk", n ? objs[0] : NULL);
+    if (unlikely(p->debug)) sites_capture(__builtin_return_address(0));
+    free_bulk(p, objs, n, false);
+}
+
+void pool_free_bulk_checked(pk_pool *p, void **objs, size_t n) { free_bulk(p, objs, n, true); }

@@ -166,14 +166,17 @@ void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now) {
     free_checked_in(p, heap_get(p, c), s, obj, now);
 }
 
-void free_checked_in(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) {
+/* free_checked_in's decision: obj listed, sent to another owner, or to
+ * the heap through an adoption (true), or for its slab's free list, h's
+ * and not current (false: the caller sends it home). */
+static inline bool free_checked_away(pk_pool *p, heap *h, slab *s, void *obj) {
     void *head = tc_head(h->list);
     /* the head of the thread's list freed again */
     if (unlikely(obj == head)) check_report_double_free(p, obj);
     if (s == h->cur) {
         link_store(p, obj, (uintptr_t)head);
         list_set(h, obj, h->count + 1);
-        return;
+        return true;
     }
     heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
     if (owner != h) {
@@ -183,7 +186,7 @@ void free_checked_in(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) {
             check_report_double_free(p, obj);
         if (owner || s->lost || !h->may_adopt || !adopt(p, h, s)) {
             free_remote(p, h, s, obj);
-            return;
+            return true;
         }
     }
     /* HOT_FREES, and HOT_LIST but on hardened lists (their hot_list is 0),
@@ -193,9 +196,46 @@ void free_checked_in(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) {
         if (p->hardened) h->hot_obj = obj;
         link_store(p, obj, (uintptr_t)head);
         list_set(h, obj, h->count + 1);
-        return;
+        return true;
     }
-    heap_free_home(p, h, s, obj, now);
+    return false;
+}
+
+void free_checked_in(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now) {
+    if (!free_checked_away(p, h, s, obj)) heap_free_home(p, h, s, obj, now);
+}
+
+void free_checked_bulk(pk_pool *p, heap *h, void **objs, size_t n, bool trusted, uint64_t now) {
+    for (size_t i = 0; i < n;) {
+        char *obj = objs[i++];
+        if (unlikely(!obj)) check_report_null(p);
+        slab *s = trusted ? slab_of((uintptr_t)obj) : free_slab_of(p, obj);
+        track_takeback(p, obj);
+        if (free_checked_away(p, h, s, obj)) continue;
+        if (i == n || ((uintptr_t)objs[i] ^ (uintptr_t)obj) >> GRANULE_SHIFT) {
+            heap_free_home(p, h, s, obj, now);
+            continue;
+        }
+        /* Home, with the objects of its slab that follow it (an object of
+         * its granule is one of its slab's, as slab_of says): what
+         * free_checked_away decided for the first holds for them, since
+         * nothing it reads changes; each is checked as the first was.
+         * Freed again: the slab list's head, the run's, the thread list's,
+         * or more objects than the slab has out. */
+        if (unlikely(obj == s->free)) check_report_double_free(p, obj);
+        char *head = obj;
+        uint32_t k = 1;
+        while (i < n && (((uintptr_t)objs[i] ^ (uintptr_t)obj) >> GRANULE_SHIFT) == 0) {
+            char *next = objs[i++];
+            if (!trusted) (void)free_slab_of(p, next);
+            track_takeback(p, next);
+            if (unlikely(next == head || next == tc_head(h->list) || k >= s->used)) check_report_double_free(p, next);
+            link_store(p, next, (uintptr_t)head);
+            head = next;
+            k++;
+        }
+        heap_free_home_run(p, h, s, head, obj, k, now);
+    }
 }
 
 /* ---- The hardened lean path (pool_slow.c says which pools take it). ---- */
@@ -246,8 +286,7 @@ void pool_free_generic(pk_pool *p, void *obj) {
             return;
         }
         pool_check_live(p, "pk_pool_free", obj);
-        if (unlikely(!obj))
-            error_report(PK_FATAL, "null pointer", p->name, obj, "NULL given to pool '%s'", pool_name(p));
+        if (unlikely(!obj)) check_report_null(p);
         free_direct(p, obj, pool_purge_poll());
         return;
     }

@@ -186,6 +186,10 @@ void free_checked(pk_pool *p, tc_slot *c, slab *s, void *obj, uint64_t now);
 /* free_checked with the heap in hand (heap_get's for the slot: a bulk
  * free finds it once). */
 void free_checked_in(pk_pool *p, heap *h, slab *s, void *obj, uint64_t now);
+/* free_checked_in of each of n objects (not NULL: reported) of h's
+ * thread, each checked (free_slab_of) unless trusted; a run of them that
+ * go home to one slab goes in one move (heap_free_home_run). */
+void free_checked_bulk(pk_pool *p, heap *h, void **objs, size_t n, bool trusted, uint64_t now);
 /* The slab of pool p whose slot starts at obj, from its record, or the
  * address map's report. */
 slab *free_slab_of(pk_pool *p, void *obj);

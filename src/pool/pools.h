@@ -25,6 +25,10 @@ size_t pool_reserve(pk_pool *p, size_t n);
  * end, alloc.c): caller is the user's call site, which debug pools record.
  * The frees' dispatch is pool_free.h's. */
 void *pool_alloc_at(pk_pool *p, void *caller);
+/* pk_pool_free_bulk of objects the caller has checked: each a slot of one
+ * of p's slabs, handed out and not freed since (the hardened front end's
+ * blocks, whose check words said so), so that only their runs are found. */
+void pool_free_bulk_checked(pk_pool *p, void **objs, size_t n);
 /* A region's reset (pool_calls.c; heap.h's pk_heap_reset): every object of
  * p freed at once, unread, and its slabs kept, empty, for the next ones;
  * every thread's cache of p forgotten (the calling thread's, when it is
