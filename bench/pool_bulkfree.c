@@ -1,11 +1,12 @@
-/* Bulk frees in the order objects were made, or in a shuffled one: each
- * round allocates COUNT objects of SIZE bytes one at a time, shuffles the
- * array or not, and frees it BATCH objects a pk_pool_free_bulk call. The
+/* Bulk frees in the order objects were made, or in another: each
+ * round allocates COUNT objects of SIZE bytes one at a time, puts them in
+ * ORDER's order, and frees them BATCH objects a pk_pool_free_bulk call. The
  * instruction counts at two COUNTs, under valgrind --tool=callgrind,
  * differ by the work of the objects between them (docs/results.md,
  * "Hardened pools"); the program prints nothing.
  *
- * Usage: pool_bulkfree COUNT ORDER (0 as made, 1 shuffled) [HARDENED (1)]
+ * Usage: pool_bulkfree COUNT ORDER (0 as made, 1 shuffled, 2 two objects of
+ *        each half in turn, 3 one of each) [HARDENED (1)]
  *        [SIZE (64) BATCH (64) ROUNDS (3)]
  */
 #include <poolkit/pool.h>
@@ -13,6 +14,21 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* The first half's objects and the second half's in turn, run objects of
+ * each at a time (the halves' slabs differ once a half fills a slab). */
+static void interleave(void **objs, size_t n, size_t run) {
+    void **copy = malloc(n * sizeof *copy);
+    if (!copy) exit(1);
+    size_t half = n / 2 / run * run, a = 0, b = half, k = 0;
+    for (size_t i = 0; i < n; i++) copy[i] = objs[i];
+    while (a < half) {
+        for (size_t j = 0; j < run; j++) objs[k++] = copy[a++];
+        for (size_t j = 0; j < run; j++) objs[k++] = copy[b++];
+    }
+    while (b < n) objs[k++] = copy[b++];
+    free(copy);
+}
 
 int main(int argc, char **argv) {
     if (argc < 3) {
@@ -30,12 +46,13 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < n; i++)
             if (!(objs[i] = pk_pool_alloc(p))) return 1;
         /* a fixed multiplicative shuffle: the same order in every run */
-        for (size_t i = n; shuffled && i-- > 1;) {
+        for (size_t i = n; shuffled == 1 && i-- > 1;) {
             size_t j = (size_t)((i * UINT64_C(2654435761)) % (i + 1));
             void *t = objs[i];
             objs[i] = objs[j];
             objs[j] = t;
         }
+        if (shuffled >= 2) interleave(objs, n, shuffled == 2 ? 2 : 1);
         for (size_t i = 0; i < n; i += batch) pk_pool_free_bulk(p, objs + i, n - i < batch ? n - i : batch);
     }
     pk_pool_destroy(p);
