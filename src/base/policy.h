@@ -572,8 +572,12 @@ static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
  * goes back to its pool at once), so that a program's steady alloc and
  * free of one size never calls into the pool: what a thread holds this
  * way is bounded by the classes below HARD_GUARDED_MIN, a few hundred KiB
- * at most per thread. */
-#define HARD_READY 16
+ * at most per thread. A stack refills, and overflows, half of it at a
+ * time, so each call into the pool (its purge poll, the thread's slot,
+ * the bulk call's set-up) is shared by that many blocks: the small
+ * classes, which HARD_READY_BYTES bounds least, hold enough that the
+ * calls' fixed cost is small beside a block's checks. */
+#define HARD_READY 64
 #define HARD_READY_BYTES ((size_t)16 << 10)
 /* Requests of at least HARD_GUARDED_MIN bytes get a mapping of their own
  * with a no-access page on each side, so an overflow or underflow faults
