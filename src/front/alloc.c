@@ -335,9 +335,27 @@ static PK_NOINLINE void *hard_alloc(size_t size, size_t room, size_t align, void
     return obj;
 }
 
+/* hard_alloc of a request that a class serves (neither 0 bytes nor
+ * HARD_GUARDED_MIN, no alignment asked), its pool made: the class's
+ * allocation with the guard raised, without hard_alloc's other cases or
+ * the frame they need, which every small hardened malloc paid. */
+static inline void *hard_alloc_small(size_t size, void *caller) {
+    if (likely(size - 1 < HARD_GUARDED_MIN - 1)) {
+        size_t ci = hard_class_of(size);
+        pk_pool *p = ci < PK__ALLOC_CLASSES ? class_pool_made(ci) : NULL;
+        if (likely(p != NULL)) {
+            depth++;
+            void *obj = hard_class_alloc(p, ci, size, caller);
+            leave();
+            return obj;
+        }
+    }
+    return hard_alloc(size, size, 0, caller);
+}
+
 void *pk__alloc_slow(size_t size) {
     if (unlikely(depth != 0)) return boot_alloc(size, 0, false);
-    if (unlikely(alloc_hardened())) return hard_alloc(size, size, 0, __builtin_return_address(0));
+    if (unlikely(alloc_hardened())) return hard_alloc_small(size, __builtin_return_address(0));
     if (size > PK_ALLOC_CLASS_MAX) return large_from_library(size, 0, false);
     return class_alloc(alloc_class_of(size), __builtin_return_address(0));
 }
@@ -353,7 +371,7 @@ void *pk_calloc(size_t n, size_t size) {
         return NULL;
     }
     if (unlikely(depth != 0)) return boot_alloc(total, 0, true);
-    if (unlikely(alloc_hardened())) return hard_alloc(total, total, 0, __builtin_return_address(0));
+    if (unlikely(alloc_hardened())) return hard_alloc_small(total, __builtin_return_address(0));
     if (total > PK_ALLOC_CLASS_MAX) return large_from_library(total, 0, true); /* fresh pages */
     void *obj = class_alloc(alloc_class_of(total), __builtin_return_address(0));
     if (obj) memset(obj, 0, total);

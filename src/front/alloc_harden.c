@@ -149,11 +149,6 @@ void hard_class_set_form(const pk_pool *p, void *obj, size_t n, unsigned form) {
     word_store(p, obj, check_word_as(p, obj, n, form));
 }
 
-size_t hard_class_of(size_t size) {
-    size_t want = size + HARD_TAIL < HARD_MIN_SLOT ? HARD_MIN_SLOT : size + HARD_TAIL;
-    return alloc_class_of(want);
-}
-
 /* ---- reports ---- */
 
 PK_COLD __attribute__((noreturn)) static void report_overflow(const pk_pool *p, const void *obj, size_t n,

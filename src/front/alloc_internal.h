@@ -227,7 +227,10 @@ static inline bool alloc_hard(const pk_pool *p) { return pool_hard_front(p); }
  * this file starts outside any call of the front end's (a thread's exit). */
 void hard_setup(void (*guarded)(void (*fn)(void *), void *arg));
 /* The class whose hardened block holds size bytes and the check word. */
-size_t hard_class_of(size_t size);
+static inline size_t hard_class_of(size_t size) {
+    size_t want = size + HARD_TAIL < HARD_MIN_SLOT ? HARD_MIN_SLOT : size + HARD_TAIL;
+    return alloc_class_of(want);
+}
 /* A block of n bytes from class pool p (class ci), checked, its slack and
  * word set: the calling thread's ready block of the class first, else the
  * pool's; NULL with errno ENOMEM. Caller has raised depth. */
