@@ -489,6 +489,25 @@ void expect_foreign_double_free_reported(unsigned flags, const char *name) {
     free_all(p.get(), objs);
 }
 
+/* The owner's free of an object of another of its slabs, given twice in a
+ * row while its list was empty (the first goes onto it: HOT_FREES, and on
+ * a hardened list its one such object): reported, on a pool of `flags`. */
+void expect_owner_double_free_reported(unsigned flags, const char *name) {
+    PoolPtr p = make_pool(kForeignSize, 0, flags, name);
+    std::vector<void *> objs = fill_slabs(p.get(), 4);
+    void *volatile o = objs[300];
+    PKTEST_EXPECT_REPORT(
+        {
+            std::vector<void *> mine;
+            empty_the_list(p.get(), mine);
+            pk_pool_free(p.get(), o);
+            pk_pool_free(p.get(), o);
+            std::fprintf(stderr, "no report\n");
+        },
+        "what=double free");
+    free_all(p.get(), objs);
+}
+
 } // namespace
 
 /* A server whose live set outgrows the caches: the thread that frees an
@@ -639,4 +658,12 @@ TEST(PoolFreeForeign, AHardenedListsObjectGoesHomeAtItsThreadsExit) {
 
 TEST(PoolFreeForeignDeathTest, AnObjectFreedTwiceInARowIsReportedOnAHardenedList) {
     expect_foreign_double_free_reported(PK_POOL_HARDENED, "foreign, hardened, twice");
+}
+
+TEST(PoolFreeOwnerDeathTest, AnObjectOfAnotherSlabFreedTwiceInARowIsReported) {
+    expect_owner_double_free_reported(0, "owner, twice");
+}
+
+TEST(PoolFreeOwnerDeathTest, AnObjectOfAnotherSlabFreedTwiceInARowIsReportedOnAHardenedList) {
+    expect_owner_double_free_reported(PK_POOL_HARDENED, "owner, hardened, twice");
 }
