@@ -86,10 +86,12 @@ static inline bool hot_takes(heap *h, void *head, void *obj) {
     if (h->hot_count) {
         /* refused at this head before: the list has not shrunk since (a
          * teardown's frees past the bound, one compare each) */
-        size_t n = head == h->hot_stop ? h->hot_room : hot_listed(h, head);
-        if (n < h->hot_room) hot_mark(h, obj, n);
+        size_t room = h->hot_room; /* read once: hot_mark's store into obj may alias it */
+        size_t n = head == h->hot_stop ? room : hot_listed(h, head);
+        bool takes = n < room;
+        if (takes) hot_mark(h, obj, n);
         else h->hot_stop = head;
-        return n < h->hot_room;
+        return takes;
     }
     if (!h->hot_room) return false;
     if (--h->hot_room == 0) h->hot_bar = 0;
