@@ -9,7 +9,7 @@
  * object waits until the outer call ends. Here the test point inside the
  * class lock (alloc.c, made for the fork tests) stands for the C library:
  * it allocates and frees while the library makes a class's pool. */
-#include "support.h"
+#include "child.h"
 
 #include <poolkit/alloc.h>
 #include <poolkit/stats.h>
@@ -66,6 +66,38 @@ TEST(AllocReentry, CallsFromInsideTheLibraryNeverEnterThePools) {
     EXPECT_NE(pk_pool_owner(grown), nullptr);
     pk_free(grown);
     for (void *o : objs) pk_free(o);
+}
+
+/* The same guard in the hardened front end, whose frees pk_free sends to
+ * the checks with the slab in hand: a free from inside the library waits
+ * too. A hardened free zeroes the block at once, a waiting one leaves all
+ * but its first word (the deferred list's link) as the caller wrote it. */
+char *hard_victim;
+int hard_victim_byte = -1;
+
+void hard_reenter(hook_point point, void *) {
+    if (point != HOOK_ALLOC_CLASSES || hard_victim_byte >= 0) return;
+    pk_free(hard_victim);
+    hard_victim_byte = static_cast<unsigned char>(hard_victim[16]);
+}
+
+PKTEST_CHILD(HardFreeFromInsideTheLibraryWaits) {
+    hard_victim = static_cast<char *>(pk_alloc(40));
+    CHILD_CHECK(hard_victim != nullptr, "no block");
+    std::memset(hard_victim, 0xAB, 40);
+    fork_test_hook = hard_reenter;
+    pk_free(pk_alloc(9000)); /* makes the 10240-byte class's pool: the hook runs inside */
+    fork_test_hook = nullptr;
+    CHILD_CHECK(hard_victim_byte == 0xAB, "the free inside the library ran at once (byte 16 read %d, not 0xAB)",
+                hard_victim_byte);
+    CHILD_CHECK(hard_victim[16] == 0, "the waiting free was not made at the outer call's end (byte 16 %d)",
+                static_cast<unsigned char>(hard_victim[16]));
+    return CHILD_PASS;
+}
+
+TEST(AllocReentry, HardenedFreesFromInsideTheLibraryWait) {
+    ChildResult r = run_child("HardFreeFromInsideTheLibraryWaits", kHardened);
+    EXPECT_TRUE(r.passed()) << r.describe();
 }
 
 /* ---- the bounds on freed large blocks kept for reuse ---- */

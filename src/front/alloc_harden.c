@@ -412,7 +412,10 @@ bool hard_class_grow(pk_pool *p, void *ptr, size_t size) {
 }
 
 void hard_class_free(pk_pool *p, void *ptr, void *caller) {
-    slab *s = slab_of((uintptr_t)ptr);
+    hard_class_free_in(p, slab_of((uintptr_t)ptr), ptr, caller);
+}
+
+void hard_class_free_in(pk_pool *p, slab *s, void *ptr, void *caller) {
     long idx = slab_slot_index(s, ptr);
     if (idx < 0) { /* not a slot's start: the pool's own checks say what it is */
         pool_free_at(p, ptr, caller);

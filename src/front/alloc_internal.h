@@ -238,6 +238,9 @@ void *hard_class_alloc(pk_pool *p, size_t ci, size_t n, void *caller);
 /* Checks ptr (of class pool p), zeroes it and quarantines it; reports a
  * double free, an overflow, an underflow. Caller has raised depth. */
 void hard_class_free(pk_pool *p, void *ptr, void *caller);
+/* hard_class_free of ptr, whose slab's record s the caller found (the
+ * slab that holds ptr's address: p's spans are whole granules). */
+void hard_class_free_in(pk_pool *p, slab *s, void *ptr, void *caller);
 /* Block ptr of hardened class pool p grown to size in place, where size's
  * class is p's (below HARD_GUARDED_MIN): the checks of its free first
  * (reported there), then its check word says size (true); false for a
