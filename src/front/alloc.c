@@ -451,27 +451,28 @@ static void class_free(pk_pool *p, void *ptr, void *caller) {
     leave();
 }
 
-/* A hardened front end's free of ptr, whose slab's record is s, outside
- * the library: when s is a class pool's whose spans are whole granules (s
- * is then ptr's slab, as alloc_owns would find), hard_class_free with the
- * record in hand, without free_slow's and class_free's steps to it, which
- * every hardened free paid; false for anything else, which free_slow
- * takes. */
-static inline bool hard_free_small(slab *s, void *ptr, void *caller) {
-    pk_pool *p = alloc_pool_in(s);
-    if (!p || !alloc_hard(p) || depth != 0 || /* alloc_hard: a class pool's */
-        (p->geo.span & (((size_t)1 << GRANULE_SHIFT) - 1)) != 0)
-        return false;
-    depth++;
-    hard_class_free_in(p, s, ptr, caller);
-    leave();
-    return true;
-}
-
 static PK_NOINLINE void free_slow(pk_pool *p, void *ptr, void *caller) {
     if (!ptr) return;
     if (likely(alloc_owns(p, ptr))) class_free(p, ptr, caller);
     else free_other(ptr, p, "pk_free");
+}
+
+/* A free of ptr, whose slab's record is s, by pk_free in hardened mode,
+ * outside the library: a block of a hardened class pool whose spans are
+ * whole granules (s is then ptr's slab, as alloc_owns would find) goes to
+ * hard_class_free with the record in hand, without free_slow's and
+ * class_free's steps to it, which every hardened free paid; anything
+ * else to free_slow. Out of pk_free, so that a default mode's slow frees
+ * pay one compare of the mode for it. */
+static PK_NOINLINE void hard_free_at(slab *s, void *ptr, void *caller) {
+    pk_pool *p = alloc_pool_in(s);
+    if (!p || !alloc_hard(p) || depth != 0 || !alloc_whole_granules(p)) { /* alloc_hard: a class pool's */
+        free_slow(p, ptr, caller);
+        return;
+    }
+    depth++;
+    hard_class_free_in(p, s, ptr, caller);
+    leave();
 }
 
 /* A free that changes its slab's lists (heap_free_owned), by the owner of
@@ -587,7 +588,7 @@ static inline __attribute__((always_inline)) bool own_push(char *table, void *pt
  * free_into_slab), as the typed pool's own miss takes it, unless the call
  * comes from inside the library (see "Re-entry": it waits); a block of a
  * hardened class pool, to its checks with the record in hand
- * (hard_free_small). Everything else goes on to free_slow. No guess of
+ * (hard_free_at). Everything else goes on to free_slow. No guess of
  * the class (the one freed into last, say) comes first: with mixed sizes
  * it fails about half the time, a mispredicted branch each (docs/alloc.md,
  * "How fast"). */
@@ -612,7 +613,8 @@ void pk_free(void *ptr) {
     } else if (likely(__atomic_load_n(&c->cur, __ATOMIC_RELAXED) != 0 && depth == 0)) {
         /* a plain list with a current slab (pool.h) */
         if (likely(class_free_short(c, s, ptr))) return;
-    } else if (hard_free_small(s, ptr, __builtin_return_address(0))) {
+    } else if (unlikely(__atomic_load_n(&alloc_mode, __ATOMIC_RELAXED) == ALLOC_MODE_HARDENED)) {
+        hard_free_at(s, ptr, __builtin_return_address(0));
         return;
     }
     free_slow(alloc_pool_in(s), ptr, __builtin_return_address(0));

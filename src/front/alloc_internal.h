@@ -82,12 +82,17 @@ static inline pk_pool *alloc_pool_of(const void *ptr) {
 /* Whether p, alloc_pool_of(ptr), is a class pool (not NULL). */
 static inline bool alloc_is_class(const pk_pool *p) { return p && (p->flags & POOL_SIZE_CLASS); }
 
+/* Whether p's slabs span whole granules, so that no other slab shares one
+ * and the record found from a pointer's address is its slab's. */
+static inline bool alloc_whole_granules(const pk_pool *p) {
+    return (p->geo.span & (((size_t)1 << GRANULE_SHIFT) - 1)) == 0;
+}
 /* Whether p, alloc_pool_of(ptr), is a class pool and ptr may be one of its
  * objects: the grid is checked only where ptr's granule may be shared, the
  * rest by the pool's own free path. */
 static inline bool alloc_owns(const pk_pool *p, const void *ptr) {
     if (!alloc_is_class(p)) return false;
-    return (p->geo.span & (((size_t)1 << GRANULE_SHIFT) - 1)) == 0 || slab_owner(ptr) == p;
+    return alloc_whole_granules(p) || slab_owner(ptr) == p;
 }
 
 /* Whether p, alloc_pool_of(ptr), is one of a pk_heap's class pools. */
