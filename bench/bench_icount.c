@@ -61,6 +61,18 @@
  *   growmany kernel_grow_many     the same spread over GROW_MANY blocks in
  *                                 turn (more than a thread remembers:
  *                                 the table read without its lock)
+ *   pattern  kernel_pattern       N rounds of the typed-pool study's random
+ *                                 fill pattern (the lab's own loop,
+ *                                 LAB_PATTERN_LOOP: a free of a random
+ *                                 open object and an allocation, at about
+ *                                 128 open) over a default pool of SIZE-byte
+ *                                 objects; per round, not gated: the
+ *                                 instructions behind bench_pattern's net
+ *                                 time, so a change to the owner's free
+ *                                 into another slab can be weighed there
+ *                                 exactly
+ *   patternloop kernel_pattern_loop the same loop over one static buffer
+ *                                 (the lab's empty loop), to subtract
  * bench/gate.sh runs each mode under
  *   valgrind --tool=callgrind --toggle-collect='kernel_*'
  * for two values of N and takes the difference, so start-up costs and the
@@ -70,6 +82,7 @@
  * Usage: bench_icount MODE N [SIZE]   (SIZE defaults to 64 bytes)
  * Run without arguments it times the three kernels natively, for a look. */
 #include "harness.h"
+#include "kernels.h" /* LAB_PATTERN_LOOP alone: no K_NAME */
 
 #include <poolkit/alloc.h>
 #include <poolkit/object.h>
@@ -99,6 +112,8 @@ BENCH_KERNEL void kernel_frontend(size_t size, size_t n);
 BENCH_KERNEL void kernel_other_loop(void **objs, size_t n);
 BENCH_KERNEL void kernel_pool_replace(pk_pool *pool, void **objs, size_t n);
 BENCH_KERNEL void kernel_frontend_other(void **objs, size_t n);
+BENCH_KERNEL void kernel_pattern(pk_pool *pool, size_t size, long rounds);
+BENCH_KERNEL void kernel_pattern_loop(size_t size, long rounds);
 
 BENCH_KERNEL void kernel_frontend(size_t size, size_t n) { ICOUNT_LOOP(pk_alloc(size), pk_free(p)) }
 
@@ -120,6 +135,27 @@ BENCH_KERNEL void kernel_other_loop(void **objs, size_t n) {
 
 BENCH_KERNEL void kernel_frontend_other(void **objs, size_t n) {
     for (size_t i = 0; i < n; i++) pk_free(objs[i]);
+}
+
+#define PATTERN_ALLOC(c, sz) ((void)(sz), pk_pool_alloc((pk_pool *)(c)))
+#define PATTERN_FREE(c, p, sz) pk_pool_free((pk_pool *)(c), (p))
+#define PATTERN_NO_ALLOC(c, sz) ((void)(sz), (void *)(c))
+#define PATTERN_NO_FREE(c, p, sz) BENCH_ESCAPE(p)
+
+BENCH_KERNEL void kernel_pattern(pk_pool *pool, size_t size, long rounds) {
+    lab_pattern_stats st;
+    double ns;
+    LAB_PATTERN_LOOP(PATTERN_ALLOC, PATTERN_FREE, pool, size, rounds, &st, ns);
+    BENCH_ESCAPE(&st);
+    (void)ns;
+}
+
+BENCH_KERNEL void kernel_pattern_loop(size_t size, long rounds) {
+    lab_pattern_stats st;
+    double ns;
+    LAB_PATTERN_LOOP(PATTERN_NO_ALLOC, PATTERN_NO_FREE, empty_target, size, rounds, &st, ns);
+    BENCH_ESCAPE(&st);
+    (void)ns;
 }
 
 BENCH_KERNEL void kernel_empty(size_t n) { ICOUNT_LOOP(empty_target, (void)0) }
@@ -303,6 +339,13 @@ static int run_mode(const char *mode, size_t n, size_t size) {
         if (pool) pk_pool_destroy(pool);
         return 0;
     }
+    if (strcmp(mode, "pattern") == 0 || strcmp(mode, "patternloop") == 0) {
+        pk_pool *pool = pk_pool_create(&(pk_pool_config){.name = mode, .size = size});
+        if (pool && mode[7] == 'l') kernel_pattern_loop(size, (long)n);
+        else if (pool) kernel_pattern(pool, size, (long)n);
+        if (pool) pk_pool_destroy(pool);
+        return pool ? 0 : -1;
+    }
     unsigned flags;
     if (strcmp(mode, "default") == 0)
         flags = 0;
@@ -332,7 +375,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|hardedge|remote|consumer|listed|otherloop|frontother|frontrandom|frontend N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|hardedge|remote|consumer|listed|otherloop|frontother|frontrandom|frontend|pattern|patternloop N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;
