@@ -144,8 +144,51 @@ PKTEST_CHILD(HardWriteAfterFree) {
     return no_report();
 }
 
-TEST(HardenedFrontEnd, AWriteAfterFreeIsReportedWhenTheBlockLeavesTheQuarantine) {
-    expect_report("HardWriteAfterFree", "write after free", "byte 40 of it changed, found when it left the quarantine");
+TEST(HardenedFrontEnd, AWriteAfterFreeInTheQuarantineIsReportedWhenTheBlockIsHandedOutAgain) {
+    expect_report("HardWriteAfterFree", "write after free", "byte 40 of it changed, found when it was handed out again");
+}
+
+/* A write at byte at of an n-byte block after it left the quarantine,
+ * while it waits on the thread's ready stack, then its handout. */
+static int write_while_ready(size_t n, size_t at) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *t = hide(pk_alloc(n)), *stale = hide(t), *later[8];
+    for (char *&b : later) b = hide(pk_alloc(n));
+    pk_free(t);
+    for (char *b : later) pk_free(b); /* t leaves the quarantine and waits to be handed out */
+    stale[at] = 'W';
+    pk_free(hide(pk_alloc(n)));
+    return no_report();
+}
+
+/* Past the first line, which a block its pool gave back is checked in
+ * alone: one the quarantine let go is checked whole when it is handed out,
+ * so a write while it waited on the thread's ready stack is found too. */
+PKTEST_CHILD(HardWriteAfterFreePastTheFirstLine) { return write_while_ready(256, 200); }
+
+TEST(HardenedFrontEnd, AWriteAfterFreePastTheFirstLineIsReportedWhenTheBlockIsHandedOutAgain) {
+    expect_report("HardWriteAfterFreePastTheFirstLine", "write after free",
+                  "byte 200 of it changed, found when it was handed out again");
+}
+
+/* The ready stack of the 256-byte class holds 64 blocks: freed 41st (after
+ * 40 others, and 8 more to let it go), the block is in the stack's newer
+ * half when it fills, which goes back to the pool, where no one would
+ * check it past its first line. */
+PKTEST_CHILD(HardWriteAfterFreeSentBackToItsPool) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *t = hide(pk_alloc(256)), *stale = hide(t), *others[80];
+    for (char *&b : others) b = hide(pk_alloc(256));
+    for (int i = 0; i < 40; i++) pk_free(others[i]);
+    pk_free(t);
+    stale[200] = 'W';
+    for (int i = 40; i < 80; i++) pk_free(others[i]);
+    return no_report();
+}
+
+TEST(HardenedFrontEnd, AWriteAfterFreeIsReportedWhenTheBlockGoesBackToItsPool) {
+    expect_report("HardWriteAfterFreeSentBackToItsPool", "write after free",
+                  "byte 200 of it changed, found when it went back to its pool");
 }
 
 PKTEST_CHILD(HardWriteAfterFreeInAThread) {
@@ -158,16 +201,7 @@ TEST(HardenedFrontEnd, AWriteAfterFreeIsReportedAtItsThreadsExit) {
     expect_report("HardWriteAfterFreeInAThread", "write after free", "byte 40 of it changed, found at its thread's exit");
 }
 
-PKTEST_CHILD(HardWriteAfterTheQuarantine) {
-    pk_set_error_handler(print_fields_handler, nullptr);
-    char *t = hide(pk_alloc(64)), *stale = hide(t), *later[8];
-    for (char *&b : later) b = hide(pk_alloc(64));
-    pk_free(t);
-    for (char *b : later) pk_free(b); /* t leaves the quarantine, checked, and waits to be handed out */
-    stale[0] = 'W';
-    pk_free(hide(pk_alloc(64)));
-    return no_report();
-}
+PKTEST_CHILD(HardWriteAfterTheQuarantine) { return write_while_ready(64, 0); }
 
 TEST(HardenedFrontEnd, AWriteAfterFreeIntoItsFirstWordIsReportedWhenTheBlockIsHandedOutAgain) {
     expect_report("HardWriteAfterTheQuarantine", "write after free", "byte 0 of it changed, found when it was handed out again");

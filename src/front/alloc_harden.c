@@ -24,13 +24,14 @@
  *                slab's first slot instead kept every slab from ever
  *                emptying (a thread that lived on beside threads that
  *                came and went held more slabs every generation)
- *   ZERO ON FREE a freed block is zeroed; it must still be zero when it
- *                leaves the quarantine and, in its first line (but for
- *                the two words the pool's lists lend, its link and a
- *                chain's mark, when it comes from its pool), when it is
- *                handed out again: a write after free is reported there. Fresh slots are zeroed when carved where
- *                their place held another slab's bytes (slab.c, carve_how's
- *                scrub)
+ *   ZERO ON FREE a freed block is zeroed; it must still be zero, whole,
+ *                when it is handed out again or goes back to its pool
+ *                after the quarantine let it go, and in its first line
+ *                (but for the two words the pool's lists lend, its link
+ *                and a chain's mark) when its pool gives it back: a write
+ *                after free is reported there. Fresh slots are zeroed
+ *                when carved where their place held another slab's bytes
+ *                (slab.c, carve_how's scrub)
  *   QUARANTINE   a freed block waits for HARD_QUARANTINE frees of its
  *                class by the thread that freed it before it may be
  *                handed out again (policy.h): free(p) then malloc(n) does
@@ -202,22 +203,28 @@ PK_COLD __attribute__((noreturn)) static void report_written_free(const pk_pool 
 /* ---- the quarantine and the thread's ready blocks ---- */
 
 /* One first-in first-out queue per class and thread: a block leaves after
- * HARD_QUARANTINE frees of its class by the thread that freed it, so a
- * write after free meets the check on its way out within that many frees
- * of the same size. Checked, it then waits on the thread's ready stack of
- * its class (HARD_READY, policy.h), which the thread's next allocations of
- * the class take first, so that a steady alloc and free never reach the
- * pool. Each thread's queues and stacks are its own (no lock, no atomic),
- * in pages mapped at its first free, found through one initial-exec word;
- * at the thread's exit (a key's destructor) its blocks are checked and go
- * back to their pools, and the pages to the system. A ready block is zero
- * whole (the stack is not in the block), so it is checked from its first
- * byte when handed out. */
+ * HARD_QUARANTINE frees of its class by the thread that freed it, then
+ * waits on the thread's ready stack of its class (HARD_READY, policy.h),
+ * which the thread's next allocations of the class take first, so that a
+ * steady alloc and free never reach the pool. A block the quarantine let
+ * go is checked whole once, on its way out of the stack: handed out again
+ * or sent back to its pool (so a write after free, in the quarantine or
+ * on the stack, is found before anyone else holds the block), one read
+ * of it where a check as it left the quarantine too would read it twice.
+ * The stack's
+ * bottom entries may be blocks its pool gave (a refill: `from_pool`),
+ * whose rest was checked when they went back to the pool, or is fresh:
+ * only their first line is checked when they are handed out. Each
+ * thread's queues and stacks are its own (no lock, no atomic), in pages
+ * mapped at its first free, found through one initial-exec word; at the
+ * thread's exit (a key's destructor) its blocks are checked and go back
+ * to their pools, and the pages to the system. */
 typedef struct hard_ring {
     void *held[PK__ALLOC_CLASSES][HARD_QUARANTINE];
     void *ready[PK__ALLOC_CLASSES][HARD_READY];
-    unsigned char next[PK__ALLOC_CLASSES];   /* held's oldest */
-    unsigned char nready[PK__ALLOC_CLASSES]; /* ready's count */
+    unsigned char next[PK__ALLOC_CLASSES];      /* held's oldest */
+    unsigned char nready[PK__ALLOC_CLASSES];    /* ready's count */
+    unsigned char from_pool[PK__ALLOC_CLASSES]; /* ready's bottom entries a refill gave, at most nready */
 } hard_ring;
 _Static_assert(HARD_QUARANTINE <= 256 && HARD_READY <= 255, "a queue's next slot and a stack's count fit a byte");
 
@@ -233,21 +240,30 @@ static PK_NOINLINE hard_ring *ring_make(void) {
     return r;
 }
 
-/* A block out of the quarantine, still zero, to the thread's ready stack
- * of class ci, or back to its pool when that is full. */
-static void release(hard_ring *r, size_t ci, pk_pool *p, void *obj, void *caller) {
+/* Block obj of p, zero whole since its free unless written after it. */
+static inline void check_zero(const pk_pool *p, const char *obj, const char *when) {
     size_t at = first_nonzero(obj, 0, p->size);
-    if (at != p->size) report_written_free(p, obj, at, "when it left the quarantine");
+    if (at != p->size) report_written_free(p, obj, at, when);
+}
+
+/* A block out of the quarantine, unchecked, to the thread's ready stack of
+ * class ci, or back to its pool when that is full, checked. */
+static void release(hard_ring *r, size_t ci, pk_pool *p, void *obj, void *caller) {
     if (unlikely(r->nready[ci] >= ready_most[ci])) {
         if (ready_most[ci] < 2) {
+            check_zero(p, obj, "when it left the quarantine");
             pool_free_at(p, obj, caller);
             return;
         }
         /* the newer half back to the pool in one call, which pays its
-         * poll and its lookups once (a program that frees what it built) */
+         * poll and its lookups once (a program that frees what it built);
+         * those the quarantine let go checked first */
         unsigned half = ready_most[ci] / 2u;
+        for (unsigned i = half > r->from_pool[ci] ? half : r->from_pool[ci]; i < r->nready[ci]; i++)
+            check_zero(p, r->ready[ci][i], "when it went back to its pool");
         pool_free_bulk_checked(p, &r->ready[ci][half], r->nready[ci] - half);
         r->nready[ci] = (unsigned char)half;
+        if (r->from_pool[ci] > half) r->from_pool[ci] = (unsigned char)half;
     }
     r->ready[ci][r->nready[ci]++] = obj;
 }
@@ -288,7 +304,7 @@ static void ring_empty(hard_ring *r, bool give_back, const char *when) {
     for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {
         for (size_t i = 0; i < HARD_QUARANTINE; i++) ring_check(&r->held[ci][i], give_back, when);
         for (size_t i = 0; i < r->nready[ci]; i++) ring_check(&r->ready[ci][i], give_back, when);
-        if (give_back) r->nready[ci] = 0;
+        if (give_back) r->nready[ci] = r->from_pool[ci] = 0;
     }
 }
 
@@ -325,12 +341,12 @@ __attribute__((destructor)) static void check_held_at_exit(void) {
 
 /* ---- class blocks ---- */
 
-/* obj, from p's lists or the thread's ready stack: the whole block was
- * zero when it left the quarantine; since then its first `from` bytes may
- * hold the words the pool's lists lend (its link, a chain's mark). The
- * line after them is checked (the commonest write after free lands near a
- * block's start), not the whole block a second time; then the whole block
- * is zero. */
+/* obj, from p's lists or a refill: the whole block was zero when it went
+ * back to the pool (checked then) or is fresh; since then its first `from`
+ * bytes may hold the words the pool's lists lend (its link, a chain's
+ * mark). The line after them is checked (the commonest write after free
+ * lands near a block's start), not the whole block a second time; then the
+ * whole block is zero. */
 static inline void check_zero_at_handout(const pk_pool *p, char *obj, size_t from) {
     size_t end = p->size < LINE ? p->size : LINE;
     size_t at = first_nonzero(obj, from, end);
@@ -352,15 +368,23 @@ static PK_NOINLINE char *refill(hard_ring *r, pk_pool *p, size_t ci) {
         memset(obj, 0, 2 * sizeof(uintptr_t));
         r->ready[ci][r->nready[ci]++] = obj;
     }
-    return r->nready[ci] ? r->ready[ci][--r->nready[ci]] : NULL;
+    if (!r->nready[ci]) return NULL;
+    r->from_pool[ci] = --r->nready[ci]; /* the stack was empty: all of it */
+    return r->ready[ci][r->nready[ci]];
 }
 
 void *hard_class_alloc(pk_pool *p, size_t ci, size_t n, void *caller) {
     hard_ring *r = my_ring;
     char *obj;
     if (likely(r && r->nready[ci])) {
-        obj = r->ready[ci][--r->nready[ci]];
-        check_zero_at_handout(p, obj, 0);
+        unsigned i = --r->nready[ci];
+        obj = r->ready[ci][i];
+        if (likely(i >= r->from_pool[ci])) {
+            check_zero(p, obj, "when it was handed out again"); /* the quarantine let it go unchecked */
+        } else {
+            r->from_pool[ci] = (unsigned char)i;
+            check_zero_at_handout(p, obj, 0);
+        }
     } else {
         obj = r && ready_most[ci] >= 2 ? refill(r, p, ci) : NULL;
         if (obj) check_zero_at_handout(p, obj, 0);
