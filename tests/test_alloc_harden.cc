@@ -135,6 +135,19 @@ TEST(HardenedFrontEnd, ADoubleFreeWithAFreeBetweenIsReportedAtTheSecondFree) {
     expect_report("HardInterleavedDoubleFree", "double free", "freed already");
 }
 
+/* A pointer into a block, not its start: the class pool's own checks name
+ * it, before any of the block's words is read as a check word. */
+PKTEST_CHILD(HardInteriorFree) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *t = hide(pk_alloc(64));
+    pk_free(t + 16);
+    return no_report();
+}
+
+TEST(HardenedFrontEnd, AFreeOfAPointerIntoABlockIsReportedAsSuch) {
+    expect_report("HardInteriorFree", "interior pointer", "is not the start of one of its objects");
+}
+
 /* ---- ZERO ON FREE and QUARANTINE ---- */
 
 PKTEST_CHILD(HardWriteAfterFree) {

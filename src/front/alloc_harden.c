@@ -440,8 +440,10 @@ void hard_class_free(pk_pool *p, void *ptr, void *caller) {
 }
 
 void hard_class_free_in(pk_pool *p, slab *s, void *ptr, void *caller) {
-    long idx = slab_slot_index(s, ptr);
-    if (idx < 0) { /* not a slot's start: the pool's own checks say what it is */
+    /* the grid's multiply (exact: s is ptr's region's record), the index
+     * only where it says no */
+    if (unlikely(!slab_has_slot(s, (uintptr_t)ptr)) && slab_slot_index(s, ptr) < 0) {
+        /* not a slot's start: the pool's own checks say what it is */
         pool_free_at(p, ptr, caller);
         return;
     }

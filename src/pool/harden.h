@@ -168,9 +168,7 @@ static inline bool hard_near(const pk_pool *p, uintptr_t x, uintptr_t cur) {
  * (NULL); anything else was written by someone else and is reported, never
  * followed (central.c, on every take and at a slab's release). */
 static inline void harden_check_slab_link(pk_pool *p, slab *s, void *from, void *next) {
-    (void)p;
-    long idx = next ? slab_slot_index(s, next) : 0;
-    if (!next || (idx >= 0 && (uint32_t)idx < s->bump)) return;
+    if (!next || slab_slot_handed(s, next)) return;
     report_bad_link(p, from, next, "not a free slot of its slab");
 }
 
