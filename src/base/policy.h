@@ -563,11 +563,12 @@ static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
  * before its pool may hand it out again, so a use after free does not land
  * in the block's next owner at once (Scudo's and hardened_malloc's
  * quarantines), and a write after free is found before anyone holds the
- * block again (alloc_harden.c checks it then). What waits is bounded by the classes
- * that go to pools (below HARD_GUARDED_MIN): a few MiB at most. */
+ * block again (alloc_harden.c checks it then). What waits is bounded by
+ * the classes that go to pools (below HARD_GUARDED_MIN): a few MiB at
+ * most. */
 #define HARD_QUARANTINE 8
-/* A block that leaves a thread's quarantine waits for that
- * thread's next allocation of its class among at most HARD_READY others of
+/* A block that leaves a thread's quarantine waits for that thread's next
+ * allocation of its class among at most HARD_READY others of
  * the class, HARD_READY_BYTES of them at most (a class too large for one
  * goes back to its pool at once), so that a program's steady alloc and
  * free of one size never calls into the pool: what a thread holds this

@@ -211,10 +211,10 @@ PK_COLD __attribute__((noreturn)) static void report_written_free(const pk_pool 
  * or sent back to its pool (so a write after free, in the quarantine or
  * on the stack, is found before anyone else holds the block), one read
  * of it where a check as it left the quarantine too would read it twice.
- * The stack's
- * bottom entries may be blocks its pool gave (a refill: `from_pool`),
- * whose rest was checked when they went back to the pool, or is fresh:
- * only their first line is checked when they are handed out. Each
+ * The stack's bottom entries may be blocks its pool gave (a refill:
+ * `from_pool`), whose rest was checked when they went back to the pool,
+ * or is fresh: only their first line is checked when they are handed
+ * out. Each
  * thread's queues and stacks are its own (no lock, no atomic), in pages
  * mapped at its first free, found through one initial-exec word; at the
  * thread's exit (a key's destructor) its blocks are checked and go back
