@@ -568,12 +568,12 @@ static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
  * most. */
 #define HARD_QUARANTINE 8
 /* A block that leaves a thread's quarantine waits for that thread's next
- * allocation of its class among at most HARD_READY others of
- * the class, HARD_READY_BYTES of them at most (a class too large for one
- * goes back to its pool at once), so that a program's steady alloc and
- * free of one size never calls into the pool: what a thread holds this
- * way is bounded by the classes below HARD_GUARDED_MIN, a few hundred KiB
- * at most per thread. A stack refills, and overflows, half of it at a
+ * allocation of its class among at most HARD_READY others of the class,
+ * HARD_READY_BYTES of them at most (a class too large for one goes back
+ * to its pool at once), so that a program's steady alloc and free of one
+ * size never calls into the pool: what a thread holds this way is bounded
+ * by the classes below HARD_GUARDED_MIN, a few hundred KiB at most per
+ * thread. A stack refills, and overflows, half of it at a
  * time, so each call into the pool (its purge poll, the thread's slot,
  * the bulk call's set-up) is shared by that many blocks: the small
  * classes, which HARD_READY_BYTES bounds least, hold enough that the

@@ -214,11 +214,10 @@ PK_COLD __attribute__((noreturn)) static void report_written_free(const pk_pool 
  * The stack's bottom entries may be blocks its pool gave (a refill:
  * `from_pool`), whose rest was checked when they went back to the pool,
  * or is fresh: only their first line is checked when they are handed
- * out. Each
- * thread's queues and stacks are its own (no lock, no atomic), in pages
- * mapped at its first free, found through one initial-exec word; at the
- * thread's exit (a key's destructor) its blocks are checked and go back
- * to their pools, and the pages to the system. */
+ * out. Each thread's queues and stacks are its own (no lock, no atomic),
+ * in pages mapped at its first free, found through one initial-exec word;
+ * at the thread's exit (a key's destructor) its blocks are checked and go
+ * back to their pools, and the pages to the system. */
 typedef struct hard_ring {
     void *held[PK__ALLOC_CLASSES][HARD_QUARANTINE];
     void *ready[PK__ALLOC_CLASSES][HARD_READY];
@@ -440,9 +439,7 @@ void hard_class_free(pk_pool *p, void *ptr, void *caller) {
 }
 
 void hard_class_free_in(pk_pool *p, slab *s, void *ptr, void *caller) {
-    /* the grid's multiply (exact: s is ptr's region's record), the index
-     * only where it says no */
-    if (unlikely(!slab_has_slot(s, (uintptr_t)ptr)) && slab_slot_index(s, ptr) < 0) {
+    if (unlikely(!slab_starts_slot(s, ptr))) { /* s is ptr's region's record */
         /* not a slot's start: the pool's own checks say what it is */
         pool_free_at(p, ptr, caller);
         return;

@@ -206,16 +206,18 @@ static inline long slab_slot_index(const slab *s, const void *ptr) {
     return idx * s->slot == off ? (long)idx : -1;
 }
 
-/* Whether ptr starts one of s's slots handed out since the slab was last
- * empty (an index below bump): the grid's multiply and the bound, exact
- * for any ptr (a pointer the grid places by chance, 2^32 or more from slot
- * 0, is past the bound); the index only where the grid says no (a slab
- * whose limit is 0, or no such slot, which the caller reports). */
+/* Whether ptr, within 2^32 of s's slot 0 (an address of s's region),
+ * starts one of s's slots: the grid's multiply, the index only where the
+ * grid says no (a slab whose limit is 0, or no slot there). */
+static inline bool slab_starts_slot(const slab *s, const void *ptr) {
+    return likely(slab_has_slot(s, (uintptr_t)ptr)) || slab_slot_index(s, ptr) >= 0;
+}
+
+/* Whether ptr, any address, starts one of s's slots handed out since the
+ * slab was last empty (an index below bump): a pointer the grid places by
+ * chance, 2^32 or more from slot 0, is past the bound. */
 static inline bool slab_slot_handed(const slab *s, const void *ptr) {
-    if (likely(slab_has_slot(s, (uintptr_t)ptr)))
-        return (uintptr_t)ptr - (uintptr_t)s->objects < (uintptr_t)s->bump * s->slot;
-    long idx = slab_slot_index(s, ptr);
-    return idx >= 0 && (uint32_t)idx < s->bump;
+    return slab_starts_slot(s, ptr) && (uintptr_t)ptr - (uintptr_t)s->objects < (uintptr_t)s->bump * s->slot;
 }
 
 /* The pointer lookup of every check: whether one of the slots of a live
