@@ -11,6 +11,9 @@
  *                                 thread's current one (the library's
  *                                 short path, pk__pool_free_other), no
  *                                 allocation in the loop
+ *   hardother kernel_pool_other   the other mode's loop over a
+ *                                 PK_POOL_HARDENED pool (its encoded
+ *                                 links: pk__pool_free_slot)
  *   remote   kernel_pool_other    the same loop, by a thread with a heap of
  *                                 its own, over objects a live thread
  *                                 made (remote frees: the pending chain,
@@ -314,11 +317,12 @@ static int run_mode(const char *mode, size_t n, size_t size) {
         return 0;
     }
     if (strcmp(mode, "other") == 0 || strcmp(mode, "otherloop") == 0 || strcmp(mode, "frontother") == 0 ||
-        strcmp(mode, "frontrandom") == 0) {
+        strcmp(mode, "frontrandom") == 0 || strcmp(mode, "hardother") == 0) {
         /* n objects of older slabs, then a slab's worth more, so that every
          * one of the n lies in a slab other than the current one */
         int front = mode[0] == 'f';
-        pk_pool *pool = front ? NULL : pk_pool_create(&(pk_pool_config){.name = mode, .size = size});
+        unsigned flags = mode[0] == 'h' ? PK_POOL_HARDENED : 0;
+        pk_pool *pool = front ? NULL : pk_pool_create(&(pk_pool_config){.name = mode, .size = size, .flags = flags});
         size_t total = n + 65536 / size + 1;
         void **objs = malloc(total * sizeof *objs);
         for (size_t i = 0; (front || pool) && objs && i < total; i++)
@@ -375,7 +379,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|hardedge|remote|consumer|listed|otherloop|frontother|frontrandom|frontend|pattern|patternloop N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|hardother|hardedge|remote|consumer|listed|otherloop|frontother|frontrandom|frontend|pattern|patternloop N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;

@@ -337,9 +337,12 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
 
 PK_API void *pk__pool_alloc_slow(pk_pool *pool);
 PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);
-/* The default inline free's miss, with the thread's slot c for the pool and
- * its word 2. */
+/* The inline free's misses, with the thread's slot c for the pool: where
+ * its word 2, cur, names a default pool's current slab, and where it is 0
+ * (a hardened pool's slot, or one with no current slab: the steps of
+ * pk__pool_free_slow, which finds the slot itself). */
 PK_API void pk__pool_free_other(void *c, void *obj, uintptr_t cur, pk_pool *pool);
+PK_API void pk__pool_free_slot(void *c, void *obj, pk_pool *pool);
 
 /* A program that inlines the fast paths creates its pools through
  * pk__pool_create_abi with the PK_POOL_ABI of the headers it was compiled
@@ -472,7 +475,7 @@ PK__INLINE void pk_pool_free(pk_pool *pool, void *obj) {
         pk__pool_free_other(c, obj, cur, pool);
         return;
     }
-    pk__pool_free_slow(pool, obj);
+    pk__pool_free_slot(c, obj, pool);
 }
 #  undef PK__LOAD
 #  undef PK__STORE

@@ -340,6 +340,22 @@ void pk__pool_free_other(void *c, void *obj, uintptr_t cur, pk_pool *p) {
     free_dispatch(p, obj, __builtin_return_address(0));
 }
 
+void pk__pool_free_slot(void *c, void *obj, pk_pool *p) {
+    tc_slot *t = c;
+    uintptr_t x = (uintptr_t)obj, hcur = __atomic_load_n(&t->hcur, __ATOMIC_RELAXED);
+    if (likely(hcur != 0)) {
+        /* a hardened list with a current slab: its slot has a heap and a
+         * secret, and no pending chain takes the object (free_pending is
+         * for slots with no current slab); the map is read only for an
+         * object of another region than that slab's, as free_short's */
+        if ((((x ^ hcur) >> REGION_SHIFT) == 0 || likely(region_holds(x))) && likely(free_short_in(t, obj, false)))
+            return;
+    } else if (free_pending(p, t, obj) || likely(free_short(t, obj, 0, false))) {
+        return;
+    }
+    free_dispatch(p, obj, __builtin_return_address(0));
+}
+
 void pool_free_at(pk_pool *p, void *obj, void *caller) {
     if (likely(free_short(slot_of_handle(p), obj, 0, false))) return;
     free_dispatch(p, obj, caller);

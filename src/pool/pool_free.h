@@ -160,25 +160,32 @@ home:;
  * the library's dispatch takes and reports. */
 bool free_foreign(tc_slot *c, slab *s, void *obj);
 
+/* free_short's steps once a region is known to lie at obj. */
+static inline bool free_short_in(tc_slot *c, void *obj, bool plain) {
+    slab *s = slab_of((uintptr_t)obj);
+    int done = free_into_slab(c, s, obj, plain);
+    if (done == FREE_EDGE) heap_free_owned(c->heap, s, obj);
+    else if (done == FREE_FOREIGN) return free_foreign(c, s, obj);
+    return done == FREE_DONE || done == FREE_EDGE;
+}
+
 /* The short path: the owner's free of an object of one of its slabs that
  * is not the current one (free_into_slab), after the region map says a
  * region lies at the address, so that its record, found by masking
- * (region.h), may be read. cur: the slot's current slab word; callers with
- * none (hardened pools: 0) ask the map of every pointer, NULL and low
- * addresses included; plain callers have one, and the map is read only
- * for objects of other regions than its slab's. */
+ * (region.h), may be read. cur: the slot's current slab word (plain
+ * callers have one), or 0 (the others: a hardened slot's is its hcur);
+ * the map is read only for objects of other regions than the current
+ * slab's, and for every pointer, NULL and low addresses included, where
+ * there is none. */
 static inline bool free_short(tc_slot *c, void *obj, uintptr_t cur, bool plain) {
     uintptr_t x = (uintptr_t)obj;
     /* plain pools (low 0) store links as they are, hardened ones whose
      * inline paths the slot serves (secret set) encode them (harden.h);
      * the others have something to do per object, in the library */
     if (!plain && unlikely(!c->heap || (c->low && !c->secret))) return false;
-    if ((!plain || ((x ^ cur) >> REGION_SHIFT) != 0) && unlikely(!region_holds(x))) return false;
-    slab *s = slab_of(x);
-    int done = free_into_slab(c, s, obj, plain);
-    if (done == FREE_EDGE) heap_free_owned(c->heap, s, obj);
-    else if (done == FREE_FOREIGN) return free_foreign(c, s, obj);
-    return done == FREE_DONE || done == FREE_EDGE;
+    if (!plain) cur = __atomic_load_n(&c->hcur, __ATOMIC_RELAXED);
+    if (((!plain && !cur) || ((x ^ cur) >> REGION_SHIFT) != 0) && unlikely(!region_holds(x))) return false;
+    return free_short_in(c, obj, plain);
 }
 
 /* A free by a thread with a heap for p in slot c, obj already checked to
