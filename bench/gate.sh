@@ -109,7 +109,7 @@
 #                 check, the tag, the add and one signed compare of the
 #                 word it returns
 #   a HARDENED pool's owner's free into another of its slabs <= 74 per
-#                 free (measured 72.92; 90.92 when the inline free's miss
+#                 free (measured 72.93; 90.92 when the inline free's miss
 #                 called the library without the thread's slot, which it
 #                 found again, asked whether a pending chain took the
 #                 object and read the region map for every pointer): the
