@@ -391,6 +391,41 @@ bool central_adopt(pk_pool *p, heap *h, slab *s) {
     return true;
 }
 
+/* One slab's remote frees, taken from under its owner (another heap's
+ * thread, which may be collecting them, or freeing into the slab,
+ * meanwhile): the exchange gives the chain to one of them whole. Each link
+ * is checked against the slab's slots (its capacity: the count its owner
+ * moves is not read), and a chain longer than the slab is reported. */
+static size_t borrow_chain(pk_pool *p, slab *s, char **list) {
+    char *chain = __atomic_exchange_n(&s->thread_free, NULL, __ATOMIC_ACQUIRE), *last = NULL;
+    size_t n = 0;
+    for (char *obj = chain, *next; obj; last = obj, obj = next) {
+        if (unlikely(++n > s->capacity)) report_list_overrun(p, s, chain, NULL, "a slab's remote-free list");
+        next = (char *)link_load(p, obj);
+        check_slab_link(p, s, obj, next);
+    }
+    if (last) {
+        link_store(p, last, (uintptr_t)*list);
+        *list = chain;
+    }
+    return n;
+}
+
+size_t central_borrow(pk_pool *p, heap *h, size_t want, void **head) {
+    ASSERT_POOL_LOCKED(p);
+    char *list = NULL;
+    size_t n = 0, left = p->slabs_total;
+    slab *s = p->borrow_at ? p->borrow_at : p->all;
+    for (; s && left && n < want; left--) {
+        heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+        if (owner && owner != h && __atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) n += borrow_chain(p, s, &list);
+        s = s->all_next ? s->all_next : p->all;
+    }
+    p->borrow_at = s;
+    *head = list;
+    return n;
+}
+
 /* Whether s's free list runs out of address order: of its first
  * RESTART_SAMPLE links (the last frees), more than 1/RESTART_DISORDER lead
  * away from a neighbouring slot. Read only where the slab is empty, so no
@@ -470,6 +505,7 @@ static size_t release_slab(pk_pool *p, slab *s, bool cache) {
         }
     size_t bytes = s->span;
     if (s->list < SLAB_LISTS) slab_list_remove(&p->lists[s->list], s);
+    if (p->borrow_at == s) p->borrow_at = s->all_next;
     if (s->all_prev) s->all_prev->all_next = s->all_next;
     else p->all = s->all_next;
     if (s->all_next) s->all_next->all_prev = s->all_prev;
