@@ -265,12 +265,13 @@ void central_give(pk_pool *p, slab *s, void *obj) {
 
 /* ---- Slabs between the pool and the heaps; remote frees. ---- */
 
-size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
-    *head = *tail = NULL;
-    if (!__atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) return 0;
-    char *list = __atomic_exchange_n(&s->thread_free, NULL, __ATOMIC_ACQUIRE), *last = NULL;
+/* The remote frees at list, taken off s's thread_free: their count, their
+ * tail in *tail. A chain's mark must name a tail below `handed` (the
+ * slab's bump for its owner; its capacity for a heap that borrows, which
+ * does not read the count the owner moves). */
+static size_t chain_walk(pk_pool *p, slab *s, char *list, uint32_t handed, char **tail) {
+    char *last = NULL;
     size_t n = 0;
-    s->migrated = true;
     if (chains_counted(p)) {
         /* chain by chain: its head says its length and its tail, whose link
          * names the next chain's head (pool_types.h) */
@@ -278,7 +279,7 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
             uintptr_t mark = chain_mark_load(p, obj);
             size_t len = (uint32_t)mark, tail_at = mark >> 32;
             n += len;
-            if (unlikely(len == 0 || len > s->capacity || tail_at >= s->bump))
+            if (unlikely(len == 0 || len > s->capacity || tail_at >= handed))
                 report_corrupted_link(p, obj, (void *)mark, "a remote-free chain mark that no free wrote "
                                                             "(a write after free, or an object freed twice)");
             /* more than the slab holds: an object pushed twice (two threads
@@ -288,7 +289,6 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
             obj = (char *)link_load(p, last);
             check_slab_link(p, s, last, obj); /* the next chain's head */
         }
-        *head = list;
         *tail = last;
         return n;
     }
@@ -300,6 +300,16 @@ size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
         last = obj;
         obj = next;
     }
+    *tail = last;
+    return n;
+}
+
+size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
+    *head = *tail = NULL;
+    if (!__atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) return 0;
+    char *list = __atomic_exchange_n(&s->thread_free, NULL, __ATOMIC_ACQUIRE), *last;
+    s->migrated = true;
+    size_t n = chain_walk(p, s, list, s->bump, &last);
     *head = list;
     *tail = last;
     return n;
@@ -393,17 +403,13 @@ bool central_adopt(pk_pool *p, heap *h, slab *s) {
 
 /* One slab's remote frees, taken from under its owner (another heap's
  * thread, which may be collecting them, or freeing into the slab,
- * meanwhile): the exchange gives the chain to one of them whole. Each link
- * is checked against the slab's slots (its capacity: the count its owner
- * moves is not read), and a chain longer than the slab is reported. */
+ * meanwhile): the exchange gives the chain to one of them whole. Checked
+ * as the owner's collection checks them, against the slab's capacity
+ * rather than the count its owner moves; a pool's non-hardened links are
+ * checked against its slots alone. */
 static size_t borrow_chain(pk_pool *p, slab *s, char **list) {
     char *chain = __atomic_exchange_n(&s->thread_free, NULL, __ATOMIC_ACQUIRE), *last = NULL;
-    size_t n = 0;
-    for (char *obj = chain, *next; obj; last = obj, obj = next) {
-        if (unlikely(++n > s->capacity)) report_list_overrun(p, s, chain, NULL, "a slab's remote-free list");
-        next = (char *)link_load(p, obj);
-        check_slab_link(p, s, obj, next);
-    }
+    size_t n = chain ? chain_walk(p, s, chain, s->capacity, &last) : 0;
     if (last) {
         link_store(p, last, (uintptr_t)*list);
         *list = chain;
