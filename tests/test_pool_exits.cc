@@ -18,11 +18,6 @@
  *   the freeing thread), one thread or two at a time; and with slabs of
  *   one object, two freed before two are made (the second free remote,
  *   into a full slab of the pool's among many that hold a live object);
- * - the larson shape measured from the set the main thread filled: that
- *   thread waits and never refills, so the frees the generations make
- *   into its slabs wait for it, and the generations borrow those slots
- *   rather than fill slabs of their own: no more slabs at the end than
- *   the set filled, but for a current slab and one more;
  * - threads that exit with every object live, freed by a thread that never
  *   refills: the slabs go back after the purge delay;
  * - an adopted slab is the adopter's: its frees are not remote.
@@ -253,38 +248,6 @@ TEST(PoolExits, TwoThreadsAtATimeHandingOverLargeLiveSetsKeepTheSlabCountBounded
     EXPECT_TRUE(counts.bounded());
     for (auto &set : sets) free_all(p.get(), set);
     EXPECT_EQ(stats_of(p.get()).live, 0u);
-}
-
-/* The larson shape again, the slab count held to the one the main thread's
- * set filled: the main thread owns those slabs and, joining, never
- * refills; each generation frees objects of them (remote frees, or onto
- * its own list past HOT_FOREIGN_SLABS) and must take the freed slots back
- * from them rather than fill slabs of its own. */
-static void generations_beside_a_waiting_owner(const char *name, size_t gens, size_t live) {
-    PoolPtr p = make_pool(kSize, 0, 0, name);
-    std::vector<void *> set = alloc_n(p.get(), live);
-    ASSERT_EQ(set.size(), live);
-    const size_t filled = slabs_of(p.get());
-    SlabCounts counts = generations(p.get(), gens, live / 2, [&](std::mt19937_64 &rng) {
-        size_t k = rng() % live;
-        pk_pool_free(p.get(), set[k]);
-        set[k] = pk_pool_alloc(p.get());
-        ASSERT_NE(set[k], nullptr);
-    });
-    EXPECT_LE(counts.end, filled + 2) << "slabs grew with the generations from the " << filled
-                                      << " the main thread's set filled (" << counts.early << " after a quarter)";
-    free_all(p.get(), set);
-    EXPECT_EQ(stats_of(p.get()).live, 0u);
-}
-
-TEST(PoolExits, GenerationsReplacingTheSetOfAThreadThatWaitsReuseItsSlabs) {
-    generations_beside_a_waiting_owner("waiting owner", scaled(60, 20), 3000);
-}
-
-TEST(PoolExits, GenerationsReplacingALargeSetOfAThreadThatWaitsReuseItsSlabs) {
-    /* over more slabs than HOT_FOREIGN_SLABS: most frees into the main
-     * thread's slabs go onto the freeing thread's list, the rest wait */
-    generations_beside_a_waiting_owner("waiting owner, large", scaled(200, 60), 20000);
 }
 
 TEST(PoolExits, GenerationsFreeingMoreThanTheyRefillKeepTheSlabCountBoundedWithSlabsOfOneObject) {

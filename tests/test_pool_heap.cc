@@ -262,87 +262,43 @@ TEST(PoolHeap, OwnerFreesIntoOtherSlabsKeepEveryObjectOnce) {
     EXPECT_EQ(s.taken, s.returned) << "after trim every object taken from a slab came back";
 }
 
-/* The owner, A, makes k objects; another thread, B, frees them all (remote
- * frees, waiting on A's slabs for A's next refill), then makes k of its
- * own, frees them and trims: what B's allocations take is `theirs`, and
- * the owner's next k must come home to its own slabs. */
-struct HomeRun {
-    std::vector<void *> mine, theirs;
-    std::set<void *> mine_set;
+TEST(PoolHeap, RemoteFreesGoHomeToTheOwnerNotToTheFreeingThread) {
+    PoolPtr p = make_pool(64, 0, 0, "home");
+    const size_t k = 4000; /* a few slabs: the owner looks at all of them (FULL_SCAN) */
+    std::vector<void *> mine = alloc_n(p.get(), k); /* main is the owner, A */
+    ASSERT_EQ(mine.size(), k);
+    const std::set<void *> mine_set(mine.begin(), mine.end());
     std::set<uintptr_t> my_blocks;
-    size_t reserved_before_b = 0, reserved_after_b = 0;
-};
+    for (void *o : mine) my_blocks.insert(block_of(o));
 
-static void remote_frees_then_allocations(pk_pool *p, size_t k, bool b_has_slabs, HomeRun &r) {
-    r.mine = alloc_n(p, k); /* main is the owner, A */
-    ASSERT_EQ(r.mine.size(), k);
-    r.mine_set.insert(r.mine.begin(), r.mine.end());
-    for (void *o : r.mine) r.my_blocks.insert(block_of(o));
-    r.reserved_before_b = stats_of(p).bytes_reserved;
+    std::vector<void *> theirs;
     std::thread b([&] {
-        if (b_has_slabs) { /* slabs of B's own, every slot free again */
-            std::vector<void *> own = alloc_n(p, k);
-            free_all(p, own);
-        }
-        for (void *o : r.mine) pk_pool_free(p, o);
-        r.theirs = alloc_n(p, k);
-        r.reserved_after_b = stats_of(p).bytes_reserved;
-        std::vector<void *> copy = r.theirs;
-        free_all(p, copy);
-        pk_pool_trim(p); /* B's waiting frees home, its own empty slabs to the system */
+        for (void *o : mine) pk_pool_free(p.get(), o);
+        theirs = alloc_n(p.get(), k);
+        std::vector<void *> copy = theirs;
+        free_all(p.get(), copy);
+        pk_pool_trim(p.get()); /* B's waiting frees home, its own empty slabs to the system */
     });
     b.join();
-    ASSERT_EQ(r.theirs.size(), k);
-    EXPECT_EQ(stats_of(p).live, 0u);
-}
+    ASSERT_EQ(theirs.size(), k);
+    size_t taken = count_in(theirs, mine_set), in_my_slabs = 0;
+    for (void *o : theirs) in_my_slabs += my_blocks.count(block_of(o));
+    EXPECT_EQ(taken, 0u) << "the freeing thread got the owner's objects back";
+    EXPECT_EQ(in_my_slabs, 0u) << "the freeing thread allocated from the owner's slabs";
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
 
-/* ... and the owner's next k: its own freed objects, in its own slabs,
- * nothing mapped. */
-static void owner_gets_its_objects_back(pk_pool *p, size_t k, const HomeRun &r) {
-    const std::set<void *> &mine_set = r.mine_set;
-    const std::set<uintptr_t> &my_blocks = r.my_blocks;
-
-    size_t reserved = stats_of(p).bytes_reserved;
-    std::vector<void *> again = alloc_n(p, k);
+    size_t reserved = stats_of(p.get()).bytes_reserved;
+    std::vector<void *> again = alloc_n(p.get(), k);
     ASSERT_EQ(again.size(), k);
     size_t back = count_in(again, mine_set), outside = 0;
     for (void *o : again) outside += !my_blocks.count(block_of(o));
     std::printf("owner's second %zu: %zu of its freed objects, %zu outside its slabs\n", k, back, outside);
     EXPECT_EQ(outside, 0u) << "the owner left its own slabs while they held its freed objects";
     EXPECT_GE(back, k / 2) << "the owner did not get its remotely freed objects back";
-    EXPECT_EQ(stats_of(p).bytes_reserved, reserved) << "the owner mapped memory it already had";
-    EXPECT_EQ(stats_of(p).live, k);
-    free_all(p, again);
-    EXPECT_EQ(stats_of(p).live, 0u);
-}
-
-/* B has slabs of its own with free slots: its allocations take those, and
- * the objects it freed into A's slabs wait there for A. */
-TEST(PoolHeap, RemoteFreesGoHomeToTheOwnerNotToTheFreeingThread) {
-    PoolPtr p = make_pool(64, 0, 0, "home");
-    const size_t k = 4000; /* a few slabs: the owner looks at all of them (FULL_SCAN) */
-    HomeRun r;
-    remote_frees_then_allocations(p.get(), k, true, r);
-    size_t taken = count_in(r.theirs, r.mine_set), in_my_slabs = 0;
-    for (void *o : r.theirs) in_my_slabs += r.my_blocks.count(block_of(o));
-    EXPECT_EQ(taken, 0u) << "the freeing thread got the owner's objects back";
-    EXPECT_EQ(in_my_slabs, 0u) << "the freeing thread allocated from the owner's slabs";
-    owner_gets_its_objects_back(p.get(), k, r);
-}
-
-/* B has no slab, nor has the pool one (A holds them all): B takes one, a
- * new one, but rather than hand out its fresh slots while A's slabs hold
- * the slots B freed, B borrows those (BORROW_WALK). They go home to A's
- * slabs when B frees them, and A gets them back. */
-TEST(PoolHeap, AThreadShortOfASlabBorrowsTheSlotsItFreedInAnotherThreadsSlabs) {
-    PoolPtr p = make_pool(64, 0, 0, "borrow");
-    const size_t k = 4000;
-    HomeRun r;
-    remote_frees_then_allocations(p.get(), k, false, r);
-    size_t taken = count_in(r.theirs, r.mine_set);
-    EXPECT_EQ(taken, k) << "the freeing thread took fresh slots while the owner's slabs held the slots it freed";
-    EXPECT_LT(r.reserved_after_b - r.reserved_before_b, k * 64) << "the freeing thread mapped room for its objects";
-    owner_gets_its_objects_back(p.get(), k, r);
+    EXPECT_EQ(stats_of(p.get()).bytes_reserved, reserved) << "the owner mapped memory it already had";
+    EXPECT_EQ(stats_of(p.get()).live, k);
+    free_all(p.get(), again);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
 }
 
 /* ======================================================================

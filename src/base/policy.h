@@ -253,23 +253,6 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define OWNED_WALK 2
 #define OWNED_WALK_MIN 16
 
-/* A heap about to hand out fresh slots (never used: pages to fault in),
- * with no slab of its own or the pool's with a free slot, first borrows
- * the remote frees waiting on slabs other heaps hold (their thread_free),
- * onto its own list: a thread that built a set and then stops calling the
- * pool (a main thread waiting on its workers) never refills, so the slots
- * its workers free in its slabs waited for it while the workers mapped
- * and filled new slabs, up to twice the live set. The borrowed objects
- * stay counted out on their slabs, so their owner's counts hold and a slab
- * lends nothing it could give back. The walk over the pool's slabs starts
- * where the last one stopped, ends once it has a slab's worth or has met
- * every slab, and runs only once the process has made more remote frees
- * since the last walk that met every slab than the pool's slabs over
- * BORROW_WALK: at most BORROW_WALK slab visits per remote free. Pools
- * whose lists take objects of other heaps' slabs (HOT_FOREIGN), not
- * hardened ones (their links must lead within the current slab). */
-#define BORROW_WALK 4
-
 /* Each thread's table reserves room for TABLE_KEYS pools (a slot and a
  * heap record each, backed a page at a time as keys are used), so a table
  * never moves and the inline fast paths need no bound check. A pool's key

@@ -265,13 +265,12 @@ void central_give(pk_pool *p, slab *s, void *obj) {
 
 /* ---- Slabs between the pool and the heaps; remote frees. ---- */
 
-/* The remote frees at list, taken off s's thread_free: their count, their
- * tail in *tail. A chain's mark must name a tail below `handed` (the
- * slab's bump for its owner; its capacity for a heap that borrows, which
- * does not read the count the owner moves). */
-static size_t chain_walk(pk_pool *p, slab *s, char *list, uint32_t handed, char **tail) {
-    char *last = NULL;
+size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
+    *head = *tail = NULL;
+    if (!__atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) return 0;
+    char *list = __atomic_exchange_n(&s->thread_free, NULL, __ATOMIC_ACQUIRE), *last = NULL;
     size_t n = 0;
+    s->migrated = true;
     if (chains_counted(p)) {
         /* chain by chain: its head says its length and its tail, whose link
          * names the next chain's head (pool_types.h) */
@@ -279,7 +278,7 @@ static size_t chain_walk(pk_pool *p, slab *s, char *list, uint32_t handed, char 
             uintptr_t mark = chain_mark_load(p, obj);
             size_t len = (uint32_t)mark, tail_at = mark >> 32;
             n += len;
-            if (unlikely(len == 0 || len > s->capacity || tail_at >= handed))
+            if (unlikely(len == 0 || len > s->capacity || tail_at >= s->bump))
                 report_corrupted_link(p, obj, (void *)mark, "a remote-free chain mark that no free wrote "
                                                             "(a write after free, or an object freed twice)");
             /* more than the slab holds: an object pushed twice (two threads
@@ -289,6 +288,7 @@ static size_t chain_walk(pk_pool *p, slab *s, char *list, uint32_t handed, char 
             obj = (char *)link_load(p, last);
             check_slab_link(p, s, last, obj); /* the next chain's head */
         }
+        *head = list;
         *tail = last;
         return n;
     }
@@ -300,16 +300,6 @@ static size_t chain_walk(pk_pool *p, slab *s, char *list, uint32_t handed, char 
         last = obj;
         obj = next;
     }
-    *tail = last;
-    return n;
-}
-
-size_t central_collect(pk_pool *p, slab *s, void **head, void **tail) {
-    *head = *tail = NULL;
-    if (!__atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) return 0;
-    char *list = __atomic_exchange_n(&s->thread_free, NULL, __ATOMIC_ACQUIRE), *last;
-    s->migrated = true;
-    size_t n = chain_walk(p, s, list, s->bump, &last);
     *head = list;
     *tail = last;
     return n;
@@ -401,37 +391,6 @@ bool central_adopt(pk_pool *p, heap *h, slab *s) {
     return true;
 }
 
-/* One slab's remote frees, taken from under its owner (another heap's
- * thread, which may be collecting them, or freeing into the slab,
- * meanwhile): the exchange gives the chain to one of them whole. Checked
- * as the owner's collection checks them, against the slab's capacity
- * rather than the count its owner moves; a pool's non-hardened links are
- * checked against its slots alone. */
-static size_t borrow_chain(pk_pool *p, slab *s, char **list) {
-    char *chain = __atomic_exchange_n(&s->thread_free, NULL, __ATOMIC_ACQUIRE), *last = NULL;
-    size_t n = chain ? chain_walk(p, s, chain, s->capacity, &last) : 0;
-    if (last) {
-        link_store(p, last, (uintptr_t)*list);
-        *list = chain;
-    }
-    return n;
-}
-
-size_t central_borrow(pk_pool *p, heap *h, size_t want, void **head) {
-    ASSERT_POOL_LOCKED(p);
-    char *list = NULL;
-    size_t n = 0, left = p->slabs_total;
-    slab *s = p->borrow_at ? p->borrow_at : p->all;
-    for (; s && left && n < want; left--) {
-        heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
-        if (owner && owner != h && __atomic_load_n(&s->thread_free, __ATOMIC_RELAXED)) n += borrow_chain(p, s, &list);
-        s = s->all_next ? s->all_next : p->all;
-    }
-    p->borrow_at = s;
-    *head = list;
-    return n;
-}
-
 /* Whether s's free list runs out of address order: of its first
  * RESTART_SAMPLE links (the last frees), more than 1/RESTART_DISORDER lead
  * away from a neighbouring slot. Read only where the slab is empty, so no
@@ -511,7 +470,6 @@ static size_t release_slab(pk_pool *p, slab *s, bool cache) {
         }
     size_t bytes = s->span;
     if (s->list < SLAB_LISTS) slab_list_remove(&p->lists[s->list], s);
-    if (p->borrow_at == s) p->borrow_at = s->all_next;
     if (s->all_prev) s->all_prev->all_next = s->all_next;
     else p->all = s->all_next;
     if (s->all_next) s->all_next->all_prev = s->all_prev;

@@ -52,12 +52,6 @@ slab *central_slab_for_heap(pk_pool *p, struct heap *h, bool may_map);
  * free of an abandoned page). False if s is not the pool's any more. Off
  * the pool's lists and counts like central_slab_for_heap. */
 bool central_adopt(pk_pool *p, struct heap *h, slab *s);
-/* BORROW_WALK (policy.h): the remote frees waiting on slabs other heaps
- * than h hold, from where the last walk stopped, until want or more are
- * taken or every slab was met once: chained at *head, their count
- * returned. They stay counted out on their slabs; h lists them (heap.c,
- * borrow) and accounts them as collected. */
-size_t central_borrow(pk_pool *p, struct heap *h, size_t want, void **head);
 /* A slab a heap gives back (empty, or its thread is leaving), its counts
  * already off the heap's: onto the pool's counts and the list they say. */
 void central_slab_from_heap(pk_pool *p, slab *s);

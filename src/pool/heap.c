@@ -232,11 +232,7 @@ static size_t hot_most_of(const pk_pool *p, size_t pushed, size_t budget) {
     return (p->hot_list ? p->hot_list + HOT_FREES : HOT_FREES) + (p->hot_foreign ? HOT_FOREIGN + 1 : 0) +
            (pushed > budget ? pushed : budget + 1);
 }
-/* with the objects the last refill borrowed (BORROW_WALK), read as
- * own_pushed reads its count: by the owner, or racily by a walk */
-static size_t hot_most(const pk_pool *p, const heap *h) {
-    return hot_most_of(p, own_pushed(h), own_budget(h)) + __atomic_load_n(&h->loan_n, __ATOMIC_RELAXED);
-}
+static size_t hot_most(const pk_pool *p, const heap *h) { return hot_most_of(p, own_pushed(h), own_budget(h)); }
 _Static_assert(OWN_FREES == 64 && OWN_FREES_BYTES == (size_t)64 << 10 && OWN_FREES_REUSED == 4,
                "pool.h (pk_set_purge_delay) and docs/alloc.md name OWN_FREES' bounds");
 /* The list is empty, or holds no object of another slab that pk_free
@@ -347,7 +343,6 @@ static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     BUMP(h->frees, n);
     list_set(h, NULL, 0);
     own_restart(h);
-    __atomic_store_n(&h->loan_n, 0, __ATOMIC_RELAXED);
     list_set_cur(h, NULL, 0);
     h->cur = NULL;
     s->list = SLAB_NOWHERE;
@@ -660,55 +655,9 @@ static bool leaves_when_full(slab *s) {
     return leave;
 }
 
-/* Whether a borrow walk is due (BORROW_WALK): more remote frees since the
- * last one that met every slab than the pool's slabs over BORROW_WALK (a
- * walk that found what it looked for stopped early, and the next goes on
- * from there). The count in *seen. Under the pool's lock. */
-static bool borrow_due(pk_pool *p, uint64_t *seen) {
-    uint64_t n = __atomic_load_n(&p->remote_frees, __ATOMIC_RELAXED);
-    for (const heap *x = p->heaps; x; x = x->next) n += __atomic_load_n(&x->remote_frees, __ATOMIC_RELAXED);
-    *seen = n;
-    /* a heap's count restarts at a reset: then n is below what was seen */
-    return n < p->borrow_seen || (n - p->borrow_seen) * BORROW_WALK >= p->slabs_total;
-}
-
-/* BORROW_WALK (policy.h): h's current slab has no free slot but fresh ones
- * (never handed out: pages to fault in), and h has no other slab with a
- * free slot, nor has the pool one to give: h lists the remote frees
- * waiting on other heaps' slabs instead. They come onto the list as the
- * current slab's remote frees do (refill), and h's walks know them as
- * objects of other heaps' slabs (hot_object), at most loan_n of them. A
- * heap whose look found none looks again once it has taken a slab's worth
- * of objects more: a lock per slab, as a refill from the pool takes. */
-static bool borrow(pk_pool *p, heap *h, uint64_t now) {
-    if (!p->hot_foreign || p->hardened || h->avail.head || h->allocs < h->borrow_at ||
-        !__atomic_load_n(&p->remote_any, __ATOMIC_RELAXED))
-        return false;
-    void *head = NULL;
-    size_t n = 0, want = p->geo.capacity;
-    uint64_t seen;
-    pool_lock_for_use(p, now);
-    if (borrow_due(p, &seen)) {
-        n = central_borrow(p, h, want, &head);
-        if (n < want) p->borrow_seen = seen;
-    }
-    pool_unlock(p);
-    if (!n) {
-        h->borrow_at = h->allocs + want;
-        return false;
-    }
-    BUMP(h->collected, n);
-    BUMP(h->allocs, n);
-    BUMP(h->frees, n);
-    __atomic_store_n(&h->loan_n, n, __ATOMIC_RELAXED);
-    list_set(h, head, n);
-    return true;
-}
-
 /* The list is empty: fill it. False with ENOMEM. */
 static bool refill(pk_pool *p, heap *h, uint64_t now) {
     if (h->pend_slab) remote_flush(p, h); /* what waits goes home now */
-    __atomic_store_n(&h->loan_n, 0, __ATOMIC_RELAXED); /* none on the list now */
     slab *s = h->cur, *next = NULL;
     if (s) {
         void *head, *tail;
@@ -722,7 +671,7 @@ static bool refill(pk_pool *p, heap *h, uint64_t now) {
         }
         if (s->bump < s->high && extend(p, h, s)) return true;
         next = next_slab(p, h, false, now);
-        if (!next && (borrow(p, h, now) || extend(p, h, s))) return true;
+        if (!next && extend(p, h, s)) return true;
         void *hot;
         uninstall(p, h, &hot); /* every slot out, or fresh ones left for later */
         bool leave = leaves_when_full(s);
@@ -744,8 +693,7 @@ static bool refill(pk_pool *p, heap *h, uint64_t now) {
         return false;
     }
     install(p, h, next);
-    if (tc_head(h->list) || (next->bump < next->high && extend(p, h, next))) return true;
-    return borrow(p, h, now) || extend(p, h, next); /* a slab whose slots are all fresh */
+    return tc_head(h->list) || extend(p, h, next);
 }
 
 /* The pool's peak (stats' peak_live): a refill adds what the heap took out

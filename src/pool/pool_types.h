@@ -191,12 +191,8 @@ typedef struct heap {
                                   (the short path counts its own: short_frees);
                                   stats' returned is derived from the slabs' counts */
     uint64_t remote_frees;     /* its frees into slabs it does not own */
-    uint64_t collected;        /* remote frees taken off its slabs' thread_free, or
-                                  borrowed off other heaps' (BORROW_WALK) */
+    uint64_t collected;        /* remote frees taken off its slabs' thread_free */
     uint64_t pushed;           /* remote frees it pushed onto other slabs' thread_free */
-    size_t loan_n;             /* objects of other heaps' slabs its last refill borrowed
-                                  (BORROW_WALK) that its list may still hold */
-    uint64_t borrow_at;        /* allocs at which it may look for such objects again */
     bool may_adopt;            /* its last refill left it short of a slab (heap.c,
                                   short_of_slab) and it has adopted none since
                                   (pool_free.c) */
@@ -341,8 +337,6 @@ struct pk_pool {
     bool exit_keep;
     uint64_t remote_seen; /* the remote frees counted when the pool's own slabs
                              were last all collected for a heap (heap.c) */
-    uint64_t borrow_seen; /* the same at the last borrow walk (BORROW_WALK) */
-    slab *borrow_at;      /* where that walk stopped: the next one starts there */
     size_t peak_out;
     /* The counters of direct calls and of heaps that were folded in
      * (allocs: pk_pool_stats's taken). */
