@@ -7,6 +7,7 @@
  * down for sanitizer and valgrind runs (see support.h). */
 #include "support.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -322,6 +323,72 @@ INSTANTIATE_TEST_SUITE_P(Configs, PoolChurn,
                                            ChurnCase{"Limit", 24, 0, false, 200},
                                            ChurnCase{"Large", 5000, 0, false, 0}),
                          [](const ::testing::TestParamInfo<ChurnCase> &i) { return std::string(i.param.label); });
+
+/* Objects of a slab each (a slot past 64 KiB: heap.c's leaves_when_full
+ * and pool_free.c's adopt move such slabs between heaps), passed between
+ * threads through one array by atomic exchange, so most are freed by
+ * another thread than the one that made them, by generations of threads
+ * that come and go: every object's stamp intact when it is freed, nothing
+ * live at the end, and the pool's slabs bounded whatever the number of
+ * generations while the live set is. */
+TEST(PoolThreads, BlocksOfASlabEachPassedBetweenGenerationsStress) {
+    for (unsigned flags : {0u, unsigned(PK_POOL_HARDENED)}) {
+        const size_t size = 100000, slots = 256;
+        const int threads = 4, generations = 8;
+        const size_t calls = scaled(3000, 200);
+        PoolPtr p = make_pool(size, 0, flags, "passed");
+        ASSERT_NE(p.get(), nullptr);
+        ASSERT_GT(size, size_t(64) << 10) << "one object per slab";
+        std::vector<std::atomic<void *>> slot(slots);
+        std::vector<std::atomic<uint64_t>> key(slots);
+        for (auto &x : slot) x = nullptr;
+        std::atomic<size_t> bad{0};
+        std::vector<size_t> slabs;
+        static char busy_word;
+        void *const busy = &busy_word;
+        for (int g = 0; g < generations; g++) {
+            std::vector<std::thread> ts;
+            for (int t = 0; t < threads; t++)
+                ts.emplace_back([&, g, t] {
+                    Rng rng(static_cast<uint64_t>(g * threads + t) + 1);
+                    for (size_t i = 0; i < calls; i++) {
+                        void *o = pk_pool_alloc(p.get());
+                        if (!o) {
+                            bad++;
+                            continue;
+                        }
+                        /* the slot's key changes with its object: the slot
+                         * holds `busy` meanwhile */
+                        size_t k = rng.below(slots);
+                        uint64_t mine = (uint64_t(g * threads + t) << 40) | i;
+                        stamp(o, size, mine);
+                        void *old;
+                        while ((old = slot[k].exchange(busy)) == busy) std::this_thread::yield();
+                        uint64_t was = key[k].exchange(mine);
+                        slot[k].store(o);
+                        if (old && !stamped(old, size, was)) bad++;
+                        if (old) pk_pool_free(p.get(), old);
+                    }
+                });
+            for (auto &t : ts) t.join();
+            slabs.push_back(stats_of(p.get()).slabs);
+        }
+        for (size_t k = 0; k < slots; k++) {
+            void *o = slot[k].load();
+            if (o && !stamped(o, size, key[k].load())) bad++;
+            if (o) pk_pool_free(p.get(), o);
+        }
+        EXPECT_EQ(bad.load(), 0u) << (flags ? "hardened" : "default");
+        /* each generation's threads end with their spares given back and
+         * the next takes them: the count stays within a few times the live
+         * set (the pool keeps empty slabs for the threads that come next),
+         * whatever the number of generations; a slab lost on the way would
+         * stay out past the trim below */
+        EXPECT_LE(*std::max_element(slabs.begin(), slabs.end()), 4 * slots)
+            << "slabs after each generation: " << ::testing::PrintToString(slabs);
+        expect_empty_after_trim(p.get(), flags ? "passed, hardened" : "passed");
+    }
+}
 
 /* ======================================================================
  * Thread exit
