@@ -55,11 +55,12 @@
 #                 slot grid and the owner's word alone (pool_free.c,
 #                 free_pending), the rest as a remote free; 109 before it,
 #                 through the short path's record and the dispatch
-#   a listed free and its allocation <= 75 per pair (measured 74), likewise:
+#   a listed free and its allocation <= 76 per pair (measured 75), likewise:
 #                 the same thread frees and allocates in turn over objects
 #                 a live thread made in a pool past HOT_FOREIGN_SLABS: the
 #                 free goes onto the thread's list (HOT_FOREIGN) and the
-#                 inline allocation takes it back
+#                 inline allocation takes it back; the list's budget is the
+#                 pool's (a load: slabs of one object list fewer)
 #   pk_free into another of the thread's slabs of its class <= 52 per free
 #                 (measured 51.65), likewise: the push onto the class's list
 #                 (the owned index, below) and the drains that send the
@@ -199,7 +200,7 @@ GATE_FRONTOTHER=52
 GATE_FRONTRANDOM=70
 GATE_REMOTE=75
 GATE_CONSUMER=73
-GATE_LISTED=75
+GATE_LISTED=76
 GATE_HARDEDGE=143
 GATE_HARDOTHER=74
 GATE_FRONTEND=40

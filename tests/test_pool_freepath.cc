@@ -575,6 +575,40 @@ TEST(PoolFreeForeign, AtMostTheBudgetGoesOntoAListThatIsNotEmpty) {
     EXPECT_EQ(stats_of(p.get()).live, 0u);
 }
 
+/* Objects of a slab each (1 MiB) are listed too (a server's buffers passed
+ * between threads): the freeing thread's next allocation takes the last one
+ * freed back; onto a list that is not empty, at most HOT_FOREIGN_BYTES of
+ * them (4 MiB: four) before the list is next found empty, the rest home. */
+TEST(PoolFreeForeign, ObjectsOfASlabEachAreListedWithinTheBytesBudget) {
+    const size_t size = size_t(1) << 20, budget = 4;
+    PoolPtr p = make_pool(size, 0, 0, "foreign, a slab each");
+    std::vector<void *> objs = alloc_n(p.get(), kForeignSlabs + 8);
+    ASSERT_EQ(objs.size(), kForeignSlabs + 8);
+    on_a_thread_with_a_slab(p.get(), [&] {
+        /* onto an empty list: the next allocation */
+        void *o = objs[0];
+        pk_pool_free(p.get(), o);
+        objs[0] = pk_pool_alloc(p.get());
+        EXPECT_EQ(objs[0], o);
+        void *own = pk_pool_alloc(p.get()); /* freed back: the list is not empty */
+        ASSERT_NE(own, nullptr);
+        pk_pool_free(p.get(), own);
+        std::vector<void *> freed(objs.begin() + 1, objs.begin() + 1 + budget + 3);
+        for (void *f : freed) pk_pool_free(p.get(), f);
+        for (size_t i = 0; i < freed.size(); i++) {
+            void *got = pk_pool_alloc(p.get());
+            ASSERT_NE(got, nullptr);
+            if (i < budget) EXPECT_EQ(got, freed[budget - 1 - i]) << i;
+            else if (i == budget) EXPECT_EQ(got, own);
+            else EXPECT_EQ(std::count(freed.begin(), freed.end(), got), 0) << i << ": went home";
+            objs[1 + i] = got; /* every freed one replaced: the set stays whole */
+        }
+    });
+    EXPECT_EQ(stats_of(p.get()).live, objs.size());
+    free_all(p.get(), objs);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
 /* Objects on the list of a thread that exits go home (remote frees): live
  * falls by as many, and the main thread's slabs get them back. */
 TEST(PoolFreeForeign, ObjectsListedByAThreadThatExitsGoHome) {

@@ -143,6 +143,18 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * list only (HOT_FREES' rule). */
 #define HOT_FOREIGN 64
 #define HOT_FOREIGN_SLABS 16
+/* Slots with a slab of their own are listed so too: where threads pass
+ * such blocks to each other, nearly every free is another thread's, and
+ * each block went to the pool with its slab and came back from it, under
+ * the pool's lock, where the freeing thread now takes it back at its next
+ * allocation (docs/design/passed-blocks-prototypes.md). What a list so
+ * holds past its emptying is at most HOT_FOREIGN_BYTES of them (one
+ * object at least). */
+#define HOT_FOREIGN_BYTES ((size_t)4 << 20)
+static inline size_t policy_hot_foreign(size_t slot) {
+    size_t n = HOT_FOREIGN_BYTES / slot;
+    return n < 1 ? 1 : n > HOT_FOREIGN ? HOT_FOREIGN : n;
+}
 
 /* OWN_FREES: pk_free pushes an object of any slab the thread's heap of
  * its class owns onto the class's list (the owned index, pool_types.h),

@@ -759,7 +759,7 @@ static bool list_refill(pk_pool *p, heap *h, uint64_t now) {
     /* the list holds none of another slab's objects now: HOT_LIST's
      * budget is whole again */
     h->hot_obj = NULL;
-    h->foreign_room = HOT_FOREIGN;
+    h->foreign_room = p->foreign_budget;
     h->hot_room = p->hot_list;
     h->hot_bar = p->hot_list ? UINTPTR_MAX : 0;
     /* HOT_COUNT: from 0, and no count written before passes */

@@ -171,9 +171,10 @@ static void choose_path(pk_pool *p) {
     /* pk_free's one path (OWN_FREES) serves the size classes whose lists the
      * inline paths serve as they are */
     if (p->geo.table_slot && p->list_at == LIST_SLOT) p->own_frees = policy_own_frees(p->geo.slot);
-    /* HOT_FOREIGN: pools the inline paths serve with slabs of many objects,
-     * but the size classes (their lists are OWN_FREES') */
-    p->hot_foreign = p->geo.capacity > 1 && !p->geo.table_slot && !p->own_frees &&
+    /* HOT_FOREIGN: pools the inline paths serve, but the size classes
+     * (their lists are OWN_FREES') */
+    p->foreign_budget = policy_hot_foreign(p->geo.slot);
+    p->hot_foreign = !p->geo.table_slot && !p->own_frees &&
                      (p->list_at == LIST_SLOT || p->list_at == LIST_HARDENED);
 }
 

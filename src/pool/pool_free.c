@@ -110,7 +110,7 @@ static PK_NOINLINE void free_foreign_home(tc_slot *c, heap *h, slab *s, void *ob
             }
         } else {
             void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
-            if (!head) h->foreign_room = HOT_FOREIGN; /* the list holds no such object now */
+            if (!head) h->foreign_room = p->foreign_budget; /* the list holds no such object now */
             else if (unlikely(obj == head)) check_report_double_free(p, obj); /* freed again */
             else if (h->foreign_room) h->foreign_room--;
             else head = obj; /* the budget is spent: home */

@@ -290,6 +290,7 @@ struct pk_pool {
                          owned index (any but the plain size classes) */
     size_t hot_list;  /* objects of other slabs a thread's list may hold (HOT_LIST), 0 for
                          pools whose short path lists none but HOT_FREES' */
+    size_t foreign_budget; /* HOT_FOREIGN: what a list takes past its emptying (policy_hot_foreign) */
     bool hot_foreign; /* HOT_FOREIGN: the short path lists frees into slabs other
                          heaps hold too (plain pools the inline paths serve, but the
                          size classes: pk_free's lists are OWN_FREES') */
