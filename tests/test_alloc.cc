@@ -819,6 +819,32 @@ TEST(AllocThreads, ObjectsFreedOnAnotherThreadGoHome) {
     EXPECT_GT(st.remote_frees, 0u);
 }
 
+/* A block of a class whose slabs hold one (128 KiB) that another live
+ * thread made, freed here, is this thread's next block of the class
+ * (HOT_FOREIGN, src/base/policy.h): threads passing buffers to each other
+ * no longer send each block's slab through the pool. */
+TEST(AllocThreads, ABlockOfASlabEachThatAnotherThreadMadeIsTheNextBlockOfItsClass) {
+    const size_t size = size_t(128) << 10;
+    std::vector<void *> made;
+    for (int i = 0; i < 24; i++) made.push_back(pk_alloc(size)); /* more slabs than HOT_FOREIGN_SLABS */
+    std::thread t([&] {
+        void *mine = pk_alloc(size); /* the thread's heap of the class, its slab used up */
+        ASSERT_NE(mine, nullptr);
+        for (int round = 0; round < 3; round++) {
+            void *x = made[round];
+            pk_free(x);
+            made[round] = pk_alloc(size);
+            EXPECT_EQ(made[round], x) << round;
+        }
+        pk_free(mine);
+    });
+    t.join();
+    pk_pool *pool = pk_pool_owner(made[0]);
+    const size_t live = stats_of(pool).live;
+    for (void *m : made) pk_free(m);
+    EXPECT_EQ(stats_of(pool).live, live - made.size()) << "a block lost on the way";
+}
+
 TEST(AllocThreads, ManyThreadsAtOnceNeverShareAnObject) {
     const int threads = 4;
     const size_t rounds = scaled(20000, 200);

@@ -227,8 +227,9 @@ PK_API size_t pk_collect(int force);
  * thread and pool freed into other threads' slabs, waiting to go home
  * (sent when that thread frees into another slab, refills, trims or
  * exits); in a pool of 16 slabs (1 MiB) or more, up to 65 objects per
- * thread freed into slabs other live threads hold, on its slot list until
- * it allocates them again, trims or exits; and, on pk_alloc's size classes, the blocks of
+ * thread (at most 4 MiB of them and one more) freed into slabs other live
+ * threads hold, on its slot list until it allocates them again, trims or
+ * exits; and, on pk_alloc's size classes up to 32 KiB, the blocks of
  * the thread's other slabs its pk_free put on the class's list, at most 64
  * of them (64 KiB) since the list was last empty or drained, or 256 (256
  * KiB) while its allocations take back most of what it frees, until it

@@ -129,9 +129,9 @@ void heap_take_slab(pk_pool *p, heap *h, slab *s) {
 }
 
 _Static_assert(SPARE_BYTES == (size_t)4 << 20 && SPARES_MAX == 16 && HOT_LIST == 64 &&
-                   HOT_LIST_BYTES == (size_t)32 << 20,
-               "pool.h (pk_set_purge_delay), docs/design.md and tests/test_pool_memory.cc name the spares' and "
-               "the thread list's bounds");
+                   HOT_LIST_BYTES == (size_t)32 << 20 && HOT_FOREIGN_BYTES == (size_t)4 << 20,
+               "pool.h (pk_set_purge_delay), docs/design.md, docs/alloc.md and tests/test_pool_memory.cc, "
+               "test_pool_freepath.cc name the spares' and the thread list's bounds");
 
 /* The heap's spares (HEAP_SPARE): push s, on no list; pop the last pushed. */
 static void spare_push(heap *h, slab *s) {

@@ -166,15 +166,20 @@ static void choose_path(pk_pool *p) {
      * heap.c's hot_link), not HOT_LIST's; the link word must be the
      * object's first (the short path's plain branch) */
     _Static_assert(SLAB_BYTES / HOT_LIST == 1024, "HOT_LIST's comment (policy.h) names slots over 1 KiB");
-    if (!p->hardened && p->link_off == 0) p->hot_list = policy_hot_list(p->geo.capacity, p->geo.slot);
+    /* not the size classes' slabs of one object, whose owner's frees go
+     * home (spares, which the purge reaches after the thread's trim or
+     * exit), as pk_free's own path sent them (OWN_FREES, below, is for
+     * slabs of many) */
+    bool class_of_one = p->geo.table_slot && p->geo.capacity == 1;
+    if (!p->hardened && p->link_off == 0 && !class_of_one) p->hot_list = policy_hot_list(p->geo.capacity, p->geo.slot);
     p->spares = policy_spares(p->geo.capacity, p->geo.span);
     /* pk_free's one path (OWN_FREES) serves the size classes whose lists the
      * inline paths serve as they are */
-    if (p->geo.table_slot && p->list_at == LIST_SLOT) p->own_frees = policy_own_frees(p->geo.slot);
-    /* HOT_FOREIGN: pools the inline paths serve, but the size classes
-     * (their lists are OWN_FREES') */
+    if (p->geo.table_slot && p->list_at == LIST_SLOT && !class_of_one) p->own_frees = policy_own_frees(p->geo.slot);
+    /* HOT_FOREIGN: pools the inline paths serve, but the size classes with
+     * slabs of many objects (their lists are OWN_FREES') */
     p->foreign_budget = policy_hot_foreign(p->geo.slot);
-    p->hot_foreign = !p->geo.table_slot && !p->own_frees &&
+    p->hot_foreign = (!p->geo.table_slot || class_of_one) && !p->own_frees &&
                      (p->list_at == LIST_SLOT || p->list_at == LIST_HARDENED);
 }
 
