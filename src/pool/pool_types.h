@@ -293,7 +293,7 @@ struct pk_pool {
     size_t foreign_budget; /* HOT_FOREIGN: what a list takes past its emptying (policy_hot_foreign) */
     bool hot_foreign; /* HOT_FOREIGN: the short path lists frees into slabs other
                          heaps hold too (plain pools the inline paths serve, but the
-                         size classes: pk_free's lists are OWN_FREES') */
+                         size classes of slabs of many: pk_free's lists are OWN_FREES') */
     bool foreign_on;  /* hot_foreign, and the pool holds HOT_FOREIGN_SLABS slabs or more:
                          written under the lock as the count crosses it, read racily */
     size_t spares;    /* empty slabs a heap keeps (HEAP_SPARE: 1, more for slabs of one slot) */
