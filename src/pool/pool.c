@@ -179,8 +179,9 @@ static void choose_path(pk_pool *p) {
     /* HOT_FOREIGN: pools the inline paths serve, but the size classes with
      * slabs of many objects (their lists are OWN_FREES') */
     p->foreign_budget = policy_hot_foreign(p->geo.slot);
-    p->hot_foreign = (!p->geo.table_slot || class_of_one) && !p->own_frees &&
+    p->hot_foreign = (!p->geo.table_slot || class_of_one) &&
                      (p->list_at == LIST_SLOT || p->list_at == LIST_HARDENED);
+    PK_ASSERT_INTERNAL(!(p->hot_foreign && p->own_frees)); /* one list's rule per pool */
 }
 
 
