@@ -277,9 +277,9 @@ static double ring_us(const rp_alloc *a, int zeroed, int calls, int live) {
     for (int i = 0; i < calls; i++) {
         char *p = zeroed ? a->calloc(1, CALLOC_BYTES) : a->aligned(ALIGNED_TO, ALIGNED_BYTES);
         if (!p || (!zeroed && (uintptr_t)p % ALIGNED_TO)) abort();
-        for (size_t k = 0; k < (zeroed ? CALLOC_BYTES : ALIGNED_BYTES); k += 4096) {
-            ring_sum += p[k];
-            p[k] = 1;
+        for (char *q = p; q < p + (zeroed ? CALLOC_BYTES : ALIGNED_BYTES); q = rp_next_page(q)) {
+            ring_sum += *q;
+            *q = 1;
         }
         a->free(ring[i % live]);
         ring[i % live] = p;
@@ -312,7 +312,7 @@ static double shrink_measure(const rp_alloc *a, bench_series *unused) {
         if (!p) abort();
         p = a->realloc(p, SHRINK_BYTES);
         if (!p) abort();
-        for (size_t k = SHRINK_BYTES / 2; k < SHRINK_BYTES; k += 4096) p[k] = (char)i;
+        for (char *q = p + SHRINK_BYTES / 2; q < p + SHRINK_BYTES; q = rp_next_page(q)) *q = (char)i;
     }
     double us = (bench_now_ns() - t0) / 1e3 / SHRINK_PAIRS;
     a->free(p);
@@ -393,7 +393,7 @@ static void *shared_thread(void *arg) {
         size_t len = (SHARED_MIN << k) + (size_t)(j->seed >> 20) % (SHARED_MIN << k);
         char *p = j->a->malloc(len);
         if (!p) abort();
-        for (size_t b = 0; b < len; b += 4096) p[b] = (char)b;
+        for (char *q = p; q < p + len; q = rp_next_page(q)) *q = (char)(uintptr_t)q;
         j->a->free(__atomic_exchange_n(&shared_slot[(j->seed >> 40) % SHARED_SLOTS], p, __ATOMIC_ACQ_REL));
     }
     return NULL;

@@ -227,7 +227,7 @@ long lab_replaced_run(const rp_alloc *a, long warm, long iters, double *ns) {
         size_t at = i < -warm ? (size_t)(i + LAB_REPL_LIVE + warm) : (size_t)(seed >> 40) % LAB_REPL_LIVE;
         char *p = a->malloc(len);
         if (!p) abort();
-        for (size_t b = 0; b < len; b += 4096) p[b] = (char)b;
+        for (char *q = p; q < p + len; q = rp_next_page(q)) *q = (char)(uintptr_t)q;
         a->free(live[at]);
         live[at] = p;
     }

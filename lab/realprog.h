@@ -106,6 +106,19 @@ long lab_large_run(const rp_alloc *a, long iters, double *ns);
 #define LAB_REPL_DOUBLINGS 7
 long lab_replaced_run(const rp_alloc *a, long warm, long iters, double *ns);
 
+/* The pages a loop writes one byte of, to have each page of a block in use:
+ * p itself, then the first byte of each page after it up to p + len
+ * (for (q = p; q < p + len; q = rp_next_page(q))). A loop that wrote at
+ * p + k * RP_PAGE_STEP would write each allocator's pages at the place in
+ * the page where its block starts, and that place alone decides the loop's
+ * time, with no allocator in it (docs/results.md, "Where in its page a
+ * write lands"); so every allocator's blocks are written at the same place
+ * of each page but the first. */
+#define RP_PAGE_STEP 4096
+static inline char *rp_next_page(char *q) {
+    return (char *)(((uintptr_t)q | (RP_PAGE_STEP - 1)) + 1);
+}
+
 /* FNV-1a over bytes, continuing from h (start with RP_HASH_INIT). */
 #define RP_HASH_INIT 0xcbf29ce484222325ull
 static inline uint64_t rp_hash(uint64_t h, const void *p, size_t n) {
