@@ -610,6 +610,131 @@ TEST(AllocLargeReuse, ABlockThatMustMoveTakesAKeptMappingThatHoldsIt) {
     pk_free(b);
 }
 
+/* A block whose pages are mostly never written (a table sized for the
+ * worst case) that grows past its mapping is not copied into a kept
+ * mapping: a copy writes every page, and the block came out resident in
+ * full (GROW_COPY_DENSE_SHIFT, policy.h). */
+TEST(AllocLargeReuse, ABlockWrittenInPartThatMustMoveKeepsOnlyItsWrittenPages) {
+    KeptBlocks kept;
+    const size_t len = 4 * MiB, page = page_size();
+    char *a = static_cast<char *>(pk_alloc(len));
+    ASSERT_NE(a, nullptr);
+    fill_pattern(a, page, 5);
+    fill_pattern(a + len - page, page, 6);
+    char *f = written_block(16 * MiB);
+    ASSERT_NE(f, nullptr);
+    pk_free(f); /* a kept mapping that holds the block grown, its pages resident */
+    char *b = static_cast<char *>(pk_realloc(a, len + 1));
+    ASSERT_NE(b, nullptr);
+    EXPECT_LE(resident_pages(b, len), 8u) << "the block's unwritten pages were copied into the kept mapping";
+    EXPECT_EQ(check_pattern(b, page, 5), page);
+    EXPECT_EQ(check_pattern(b + len - page, page, 6), page);
+    pk_free(b);
+}
+
+/* A zeroed block taken from kept pages is cleared in place where they
+ * are resident (a block written whole left them), and where they are
+ * mostly not (a block written in two bytes left them) given back to come
+ * back zero, so that the few written pages do not make it resident in
+ * full (KEPT_DENSE_SHIFT, policy.h). */
+TEST(AllocLargeReuse, AZeroedBlockIsClearedInPlaceOnlyWhereTheKeptPagesAreResident) {
+    const size_t len = 8 * MiB, page = page_size();
+    for (bool whole : {true, false}) {
+        KeptBlocks kept;
+        char *f = static_cast<char *>(pk_alloc(2 * len));
+        ASSERT_NE(f, nullptr);
+        if (whole) std::memset(f, 3, 2 * len);
+        f[0] = f[len - 1] = f[2 * len - 1] = 3;
+        pk_free(f);
+        char *z = static_cast<char *>(pk_calloc(1, len));
+        ASSERT_NE(z, nullptr);
+        EXPECT_EQ(z, f) << "the zeroed block did not take the kept pages";
+        if (whole) EXPECT_EQ(resident_pages(z, len), len / page) << "resident kept pages were given back";
+        else EXPECT_LE(resident_pages(z, len), 2u) << "kept pages mostly never written were cleared one by one";
+        for (size_t at = 0; at < len; at += page / 2) ASSERT_EQ(z[at], 0) << at;
+        ASSERT_EQ(z[len - 1], 0);
+        pk_free(z);
+    }
+}
+
+/* Whether [p, p + len) spans more than one of the system's mappings:
+ * mremap refuses (EFAULT) to resize such a range. */
+bool spans_mappings(char *p, size_t len) {
+    void *q = mremap(p, len, len + page_size(), 0);
+    if (q != MAP_FAILED) {
+        mremap(p, len + page_size(), len, 0);
+        return false;
+    }
+    return errno == EFAULT;
+}
+
+/* A block of 12 MiB written in three pages, whose pages are two kept
+ * pieces of 4 MiB and fresh ones (gathered: over three mappings); *slack,
+ * the block that took the fresh pages mapped past it to wait among the
+ * kept ones (as long again), so that its growth cannot take them. */
+char *gathered_block(char **slack) {
+    const size_t piece = 4 * MiB;
+    char *a = static_cast<char *>(pk_alloc(piece));
+    char *apart = static_cast<char *>(pk_alloc(piece)); /* keeps a and c from joining */
+    char *c = static_cast<char *>(pk_alloc(piece));
+    if (!a || !apart || !c) return nullptr;
+    a[0] = c[0] = 1;
+    pk_free(a);
+    pk_free(c);
+    char *g = static_cast<char *>(pk_alloc(3 * piece));
+    *slack = static_cast<char *>(pk_alloc(3 * piece));
+    pk_free(apart);
+    if (!g || !*slack) return nullptr;
+    fill_pattern(g, page_size(), 7);
+    fill_pattern(g + 5 * MiB, page_size(), 8);
+    fill_pattern(g + 3 * piece - page_size(), page_size(), 9);
+    return g;
+}
+
+bool gathered_contents_kept(const char *g) {
+    size_t page = page_size();
+    return check_pattern(g, page, 7) == page && check_pattern(g + 5 * MiB, page, 8) == page &&
+           check_pattern(g + 12 * MiB - page, page, 9) == page;
+}
+
+/* Such a block, which mremap refuses to grow, moves by its mappings when
+ * it grows past its length: no copy, so its unwritten pages stay
+ * unwritten (copied, all 3,072 came out resident). */
+TEST(AllocLargeReuse, ABlockOverSeveralMappingsGrowsByMovingItsPages) {
+    KeptBlocks kept;
+    char *slack, *g = gathered_block(&slack);
+    ASSERT_NE(g, nullptr);
+    if (!spans_mappings(g, 12 * MiB)) {
+        pk_free(g);
+        pk_free(slack);
+        GTEST_SKIP() << "the system joined the gathered pieces into one mapping";
+    }
+    char *h = static_cast<char *>(pk_realloc(g, 12 * MiB + 1));
+    ASSERT_NE(h, nullptr);
+    EXPECT_TRUE(gathered_contents_kept(h)) << "the move lost the block's contents";
+    EXPECT_LE(resident_pages(h, 12 * MiB), 16u) << "the block was copied, its unwritten pages with it";
+    pk_free(h);
+    pk_free(slack);
+}
+
+/* ... and where the system refuses a step of the growth (each request and
+ * move in turn), the block is grown some other way or left as it was,
+ * never lost in part. */
+TEST(AllocLargeReuse, ABlockOverSeveralMappingsKeepsItsContentsWhereAGrowthStepFails) {
+    for (long at = 0; at < 8; at++) {
+        KeptBlocks kept;
+        char *slack, *g = gathered_block(&slack);
+        ASSERT_NE(g, nullptr);
+        pk_fault_fail_after(at);
+        char *h = static_cast<char *>(pk_realloc(g, 12 * MiB + 1));
+        pk_fault_fail_after(-1);
+        char *live = h ? h : g;
+        EXPECT_TRUE(gathered_contents_kept(live)) << "a growth refused at request " << at << " lost the contents";
+        pk_free(live);
+        pk_free(slack);
+    }
+}
+
 TEST(AllocLargeReuse, ALongerBlockGrowsAKeptMappingAndFaultsInOnlyWhatItLacks) {
     KeptBlocks kept;
     char *p = written_block(6 * MiB);

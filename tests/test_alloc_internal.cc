@@ -499,9 +499,10 @@ void moves_over_two_mappings(bool whole) {
     ASSERT_TRUE(m && to);
     number_pages(m, len, 0);
     ASSERT_TRUE(second_mapping_at(m + len, len, len / kPage));
-    size_t moved = 0;
-    EXPECT_TRUE(os_move_pages(to, m, 2 * len, &moved, whole));
+    size_t moved = 0, refused = 1;
+    EXPECT_TRUE(os_move_pages(to, m, 2 * len, &moved, &refused, whole));
     EXPECT_EQ(moved, 2 * len);
+    EXPECT_EQ(refused, 0u);
     EXPECT_EQ(misnumbered(to, 2 * len, 0), 0u) << "pages out of place";
     EXPECT_EQ(resident_pages(to, 2 * len), 2 * len / kPage) << "pages faulted in afresh, not moved";
     EXPECT_FALSE(is_mapped_at(m) || is_mapped_at(m + len)) << "the pages stayed where they were";

@@ -106,9 +106,10 @@ void *os_remap(void *p, size_t size, size_t new_size);
  * Linux 6.17 move such a range at once), else, or where whole is false
  * (the tests' way to the older systems' path), one mapping at a time.
  * *moved: the bytes moved before any refusal. False if the system refuses
- * a move: then the range at dst + *moved may be unmapped (mremap unmaps its
- * target first) or still the caller's. */
-bool os_move_pages(void *dst, void *src, size_t len, size_t *moved, bool whole);
+ * a move: then the *refused bytes at dst + *moved may be unmapped (mremap
+ * unmaps its target first), and another thread may map there, or still be
+ * the caller's; src's range from *moved on is as it was. */
+bool os_move_pages(void *dst, void *src, size_t len, size_t *moved, size_t *refused, bool whole);
 /* Moves the pages of [src, src + len), within one of the system's
  * mappings, to dst (dst's range, mapped by the caller, is replaced), and
  * leaves src's range mapped, its pages gone (zero when next touched); false
@@ -171,6 +172,10 @@ size_t os_fit_claim(void *at, size_t least, size_t most);
  * (the smallest unmapped first) of at most bound.bytes together (the
  * oldest unmapped first), or unmaps it now. */
 void os_unmap_later_fit(void *p, size_t len, fit_bound bound);
+/* Whether enough of the pages of [p, p + len) (page-aligned, mapped) are
+ * resident to be written over whole (KEPT_DENSE_SHIFT, policy.h), or len
+ * is at most KEPT_DENSE_MIN. */
+bool os_kept_in_use(void *p, size_t len);
 /* Unmaps what has been retained longer than the delay. */
 void os_retain_tick(uint64_t now_ms);
 /* Unmaps everything retained; returns the bytes. */

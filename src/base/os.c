@@ -205,9 +205,10 @@ static bool remap_target(char *to, size_t n) {
  * before 6.17): from then on each goes one mapping at a time. */
 static bool whole_refused;
 
-bool os_move_pages(void *dst, void *src, size_t len, size_t *moved, bool whole) {
+bool os_move_pages(void *dst, void *src, size_t len, size_t *moved, size_t *refused, bool whole) {
     char *to = dst, *from = src;
     *moved = 0;
+    *refused = 0;
     if (fault_due()) return false;
     whole = whole && !__atomic_load_n(&whole_refused, __ATOMIC_RELAXED);
     while (*moved < len) {
@@ -219,10 +220,16 @@ bool os_move_pages(void *dst, void *src, size_t len, size_t *moved, bool whole) 
          * as every later move does. */
         if (!whole || mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, to) != to) {
             if (whole && errno == EFAULT) __atomic_store_n(&whole_refused, true, __ATOMIC_RELAXED);
-            if (whole && (errno != EFAULT || !remap_target(to, n))) return false;
+            if (whole && (errno != EFAULT || !remap_target(to, n))) {
+                *refused = n;
+                return false;
+            }
             whole = false;
             n = os_mapping_front(from, n);
-            if (mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, to) != to) return false;
+            if (mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, to) != to) {
+                *refused = n;
+                return false;
+            }
         }
         to += n, from += n, *moved += n;
     }

@@ -466,13 +466,15 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define GROW_ROOM_SHIFT 2
 /* A mapped block of at most GROW_COPY_MAX bytes that has to move to grow
  * is copied into a kept mapping that holds it and its room, if one waits,
- * whose pages are faulted in already; a longer one, and one where none
- * waits, moves by mremap and faults its room in. Buffers of 64-256 KiB
- * grown in turn by threads that each take over from one that exited
- * faulted nearly every page in afresh by mremap while what the last
- * thread freed waited unused (docs/alloc.md); blocks of a few MiB grown
- * so ran faster copied than moved and faulted in, and the bound is that
- * of a zeroed block's clearing (LARGE_ZERO_REUSE_MAX), the same trade. */
+ * whose pages are faulted in already, and if the block's own pages are in
+ * use (KEPT_DENSE_SHIFT); a longer one, and one where none waits, moves
+ * by mremap (by its mappings where it spans several) and faults its room
+ * in. Buffers of 64-256 KiB grown in turn by threads that each take over
+ * from one that exited faulted nearly every page in afresh by mremap
+ * while what the last thread freed waited unused (docs/alloc.md); blocks
+ * of a few MiB grown so ran faster copied than moved and faulted in, and
+ * the bound is that of a zeroed block's clearing (LARGE_ZERO_REUSE_MAX),
+ * the same trade. */
 #define GROW_COPY_MAX LARGE_ZERO_REUSE_MAX
 /* The mapping's length for a block grown to len bytes (page-rounded). */
 static inline size_t policy_grow_to(size_t len, size_t page) {
@@ -506,7 +508,8 @@ static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
 }
 
 /* A zeroed large block (pk_calloc) of at most LARGE_ZERO_REUSE_MAX bytes
- * takes a kept mapping and clears it; a longer one takes a kept mapping
+ * takes a kept mapping and clears it (where its pages are resident:
+ * KEPT_DENSE_SHIFT, below); a longer one takes a kept mapping
  * with its pages given back, which the system zeroes as the program
  * touches them, so a huge table that is mostly never used costs none of
  * its length (and what waits still shrinks by it). glibc likewise
@@ -516,6 +519,25 @@ static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
  * glibc's (bench_large's zeroed blocks): each page faulted in anew, twice
  * when read before written. */
 #define LARGE_ZERO_REUSE_MAX ((size_t)32 << 20)
+
+/* Kept pages are written over whole (a block copied into them as it
+ * grows, a zeroed block cleared in them) only where at least
+ * 1/2^KEPT_DENSE_SHIFT of the pages written are resident: writing every
+ * page of a block the program wrote a few pages of (a table sized for
+ * the worst case, mostly never filled) made it resident in full, and the
+ * kept mapping it left later, so that such blocks resized or made again
+ * at random held their whole length in memory where glibc held the pages
+ * written (docs/alloc.md). Where fewer are, a block that grows moves its
+ * pages (mremap: no copy) and a zeroed block gives the kept pages back to
+ * come back zero (the system's cost is per resident page), so the
+ * resident pages stay the ones the program wrote; a program that writes
+ * its blocks whole keeps reusing them as they are. */
+#define KEPT_DENSE_SHIFT 1
+/* Up to KEPT_DENSE_MIN bytes are written over with no look (mincore, a
+ * system call per resize or zeroed block), as before: buffers of 64-256
+ * KiB grown in turn by threads that each take over from one that exited
+ * spent more time in the look than it could spare them (docs/alloc.md). */
+#define KEPT_DENSE_MIN ((size_t)256 << 10)
 
 /* PK_POOL_SHUFFLE pools (hardened, and more): fresh slots go out in an
  * unpredictable order, so one object's address does not tell an attacker

@@ -553,6 +553,33 @@ static void remember_fit(const void *ptr, size_t len, size_t takes) {
     k->next = (k->next + 1) % LARGE_FITS_KEPT;
 }
 
+/* b's pages moved to the front of fresh (want bytes, the caller's) where
+ * mremap refused to grow b's mapping: a block over several of the
+ * system's mappings (a kept piece's pages gathered: retain.c) moves by
+ * them, with no copy and no fault, so its resident pages stay the ones
+ * the program wrote (KEPT_DENSE_SHIFT, policy.h: the caller copies a
+ * block whose pages are in use). Where the system refuses a move
+ * part-way, the block is copied into a mapping taken first for that, from
+ * fresh's front and from b's place: what the refused move aimed at may now
+ * be another thread's, so it stays mapped (retain.c's gather leaves it
+ * too). Where it lies, or NULL, nothing moved, if no mapping could be
+ * taken first. */
+static char *moved_over(char *fresh, const block *b, size_t want, fit_bound bound) {
+    char *spare = os_map(want, 0);
+    if (!spare) return NULL;
+    size_t moved, refused;
+    if (os_move_pages(fresh, b->base, b->len, &moved, &refused, true)) {
+        os_unmap(spare, want);
+        return fresh;
+    }
+    memcpy(spare, fresh, moved);
+    memcpy(spare + moved, b->base + moved, b->len - moved);
+    os_unmap(fresh, moved);
+    os_unmap(fresh + moved + refused, want - moved - refused);
+    os_unmap_later_fit(b->base + moved, b->len - moved, bound);
+    return spare;
+}
+
 /* b's mapping grown to hold len bytes with its contents, or NULL (b
  * unchanged); *got, its new length: up to policy_grow_to's, room to grow
  * on, so that a buffer grown a little at a time asks once per step of
@@ -567,9 +594,11 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
     if (more) return b->base;
     *got = want;
     /* A kept mapping that holds it all, pages faulted in: copied there,
-     * and its own pages wait for the next (GROW_COPY_MAX, policy.h). */
-    bool aligned = b->align > os_page_size();
-    char *kept = aligned || b->len > GROW_COPY_MAX ? NULL : os_fit_take(want);
+     * and its own pages wait for the next (GROW_COPY_MAX, policy.h), if
+     * the block's pages are in use (KEPT_DENSE_SHIFT: a copy writes every
+     * page). */
+    bool aligned = b->align > os_page_size(), dense = !aligned && os_kept_in_use(b->base, b->len);
+    char *kept = dense && b->len <= GROW_COPY_MAX ? os_fit_take(want) : NULL;
     if (kept) {
         memcpy(kept, b->base, b->len);
         os_unmap_later_fit(b->base, b->len, bound);
@@ -581,6 +610,9 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
     if (p) return p;
     char *fresh = aligned ? fit_aligned(want, b->align, false) : os_map_fit(want);
     if (!fresh) return NULL;
+    /* copied where its pages are in use: the kept pages under fresh stay */
+    char *to = aligned || dense ? NULL : moved_over(fresh, b, want, bound);
+    if (to) return to;
     memcpy(fresh, b->base, b->len);
     os_unmap_later_fit(b->base, b->len, bound);
     return fresh;

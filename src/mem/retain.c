@@ -195,8 +195,9 @@ static void keep_slack(char *p, size_t len) {
 static void *gather(fit *piece, size_t n, size_t size, size_t extra) {
     char *to = os_map(size + extra, 0);
     if (to && extra) keep_slack(to + size, extra);
-    size_t at = 0, i = 0, moved = 0;
-    while (to && i < n && os_move_pages(to + at, piece[i].base, piece[i].len, &moved, true)) at += piece[i++].len;
+    size_t at = 0, i = 0, moved = 0, refused;
+    while (to && i < n && os_move_pages(to + at, piece[i].base, piece[i].len, &moved, &refused, true))
+        at += piece[i++].len;
     if (to && i < n) {
         os_unmap(to, at + moved);
         size_t past = at + piece[i].len;
@@ -257,10 +258,17 @@ void *os_map_fit(size_t size) {
     return map_fit(size, &dirty);
 }
 
-/* The first dirty bytes of p, kept memory, zero: cleared, or given back
- * to come back zero (os_map_fit_zero says when). */
+bool os_kept_in_use(void *p, size_t len) {
+    if (len <= KEPT_DENSE_MIN) return true;
+    size_t pages = len / os_page_size();
+    return os_resident_pages(p, pages) >= pages >> KEPT_DENSE_SHIFT;
+}
+
+/* The first dirty bytes of p, kept memory, zero: cleared (os_map_fit_zero
+ * says when, and where most are resident), or given back to come back
+ * zero. */
 static void *zero_kept(void *p, size_t dirty, bool clear) {
-    if (p && clear) memset(p, 0, dirty);
+    if (p && clear && os_kept_in_use(p, dirty)) memset(p, 0, dirty);
     else if (p) os_zero_pages(p, dirty);
     return p;
 }
