@@ -597,8 +597,9 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
      * and its own pages wait for the next (GROW_COPY_MAX, policy.h), if
      * the block's pages are in use (KEPT_DENSE_SHIFT: a copy writes every
      * page). */
-    bool aligned = b->align > os_page_size(), dense = !aligned && os_kept_in_use(b->base, b->len);
-    char *kept = dense && b->len <= GROW_COPY_MAX ? os_fit_take(want) : NULL;
+    bool aligned = b->align > os_page_size(), copies = !aligned && b->len <= GROW_COPY_MAX;
+    bool dense = copies && os_kept_in_use(b->base, b->len);
+    char *kept = dense ? os_fit_take(want) : NULL;
     if (kept) {
         memcpy(kept, b->base, b->len);
         os_unmap_later_fit(b->base, b->len, bound);
@@ -610,7 +611,10 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
     if (p) return p;
     char *fresh = aligned ? fit_aligned(want, b->align, false) : os_map_fit(want);
     if (!fresh) return NULL;
-    /* copied where its pages are in use: the kept pages under fresh stay */
+    /* copied where its pages are in use: the kept pages under fresh stay
+     * (a block past GROW_COPY_MAX is looked at only here, where mremap
+     * refused it) */
+    if (!aligned && !copies) dense = os_kept_in_use(b->base, b->len);
     char *to = aligned || dense ? NULL : moved_over(fresh, b, want, bound);
     if (to) return to;
     memcpy(fresh, b->base, b->len);

@@ -168,9 +168,9 @@ static void choose_path(pk_pool *p) {
     _Static_assert(SLAB_BYTES / HOT_LIST == 1024, "HOT_LIST's comment (policy.h) names slots over 1 KiB");
     /* the size classes' slabs of one object too: without the list, a
      * program that frees its own blocks of 33-256 KiB and makes them again
-     * sent each through its slab, a spare or the pool (100 live, freed in
-     * LIFO phases under the malloc library: 408 ns a block against 191-214);
-     * OWN_FREES, below, is for slabs of many */
+     * sent each through its slab, a spare or the pool (docs/results.md,
+     * "Blocks of a slab each freed by their owner"); OWN_FREES, below, is
+     * for slabs of many */
     bool class_of_one = p->geo.table_slot && p->geo.capacity == 1;
     if (!p->hardened && p->link_off == 0) p->hot_list = policy_hot_list(p->geo.capacity, p->geo.slot);
     p->spares = policy_spares(p->geo.capacity, p->geo.span);
