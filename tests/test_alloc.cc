@@ -613,7 +613,7 @@ TEST(AllocLargeReuse, ABlockThatMustMoveTakesAKeptMappingThatHoldsIt) {
 /* A block whose pages are mostly never written (a table sized for the
  * worst case) that grows past its mapping is not copied into a kept
  * mapping: a copy writes every page, and the block came out resident in
- * full (GROW_COPY_DENSE_SHIFT, policy.h). */
+ * full (KEPT_DENSE_SHIFT, policy.h). */
 TEST(AllocLargeReuse, ABlockWrittenInPartThatMustMoveKeepsOnlyItsWrittenPages) {
     KeptBlocks kept;
     const size_t len = 4 * MiB, page = page_size();
@@ -630,6 +630,49 @@ TEST(AllocLargeReuse, ABlockWrittenInPartThatMustMoveKeepsOnlyItsWrittenPages) {
     EXPECT_EQ(check_pattern(b, page, 5), page);
     EXPECT_EQ(check_pattern(b + len - page, page, 6), page);
     pk_free(b);
+}
+
+/* A block written in its first part only, enough that it grows by a copy
+ * into a kept mapping, is copied where its pages are resident: its other
+ * pages come out zero and not resident, where a copy of every byte made
+ * them resident, and the next copy of the block copied them again. */
+TEST(AllocLargeReuse, ABlockCopiedIntoAKeptMappingKeepsOnlyItsWrittenPages) {
+    KeptBlocks kept;
+    const size_t len = 4 * MiB, written = 3 * MiB, page = page_size();
+    char *a = static_cast<char *>(pk_alloc(len));
+    ASSERT_NE(a, nullptr);
+    fill_pattern(a, written, 5);
+    char *f = written_block(16 * MiB, 0x5a);
+    ASSERT_NE(f, nullptr);
+    pk_free(f); /* a kept mapping that holds the block grown, written in full */
+    char *b = static_cast<char *>(pk_realloc(a, len + 1));
+    ASSERT_NE(b, nullptr);
+    ASSERT_EQ(b, f) << "the block did not move into the kept mapping (the test sees nothing)";
+    /* before a read: a page read maps the system's zero page, which counts */
+    EXPECT_EQ(resident_pages(b, len), written / page) << "the block's unwritten pages were copied";
+    EXPECT_EQ(check_pattern(b, written, 5), written);
+    EXPECT_TRUE(all_bytes(b + written, len - written, 0)) << "what the block never wrote holds the kept mapping's bytes";
+    pk_free(b);
+}
+
+/* Pages that blocks written in part left in kept mappings, which no free's
+ * look saw (past a block's first pages, which were written in full), go
+ * back at the next look at the kept pieces (RESIDUE_LOOK_MS, policy.h);
+ * the pages written in full stay, for the next block. */
+TEST(AllocLargeReuse, ScatteredPagesLeftInAKeptMappingGoBackAtTheNextLook) {
+    KeptBlocks kept;
+    const size_t len = 16 * MiB, page = page_size();
+    char *f = static_cast<char *>(pk_alloc(len));
+    char *g = written_block(MiB);
+    ASSERT_TRUE(f && g);
+    std::memset(f, 1, MiB);
+    for (size_t at = MiB; at < len; at += MiB / 2) f[at] = 2;
+    pk_free(f);
+    ASSERT_TRUE(is_mapped(f)) << "a freed block was not kept";
+    std::this_thread::sleep_for(std::chrono::milliseconds(250)); /* a look is due */
+    pk_free(g);
+    EXPECT_EQ(resident_pages(f, MiB), MiB / page) << "the pages written in full were given back";
+    EXPECT_EQ(resident_pages(f + MiB, len - MiB), 0u) << "the scattered pages stayed resident";
 }
 
 /* A zeroed block taken from kept pages is cleared in place where they

@@ -95,6 +95,17 @@ void os_decommit(void *p, size_t size);
 /* How many of the n pages from p (page aligned, mapped) are resident now
  * (0 where the system will not say). */
 size_t os_resident_pages(void *p, size_t n);
+/* Which of the n pages from p are resident: bit 0 of vec[i] for page i;
+ * false where the system will not say. */
+bool os_resident_map(void *p, size_t n, unsigned char *vec);
+/* The len bytes (a page multiple) of src, page aligned, private and
+ * anonymous, in dst, page aligned, written only where src's pages hold
+ * data (resident, or swapped out: /proc/self/pagemap; all of them where
+ * it cannot be read): dst's pages where src's are zero are given back,
+ * zero as src's read. A copy of a block written in part leaves as few
+ * pages resident as the block had, where memcpy made every page resident
+ * (and the next copy of it, every page again). */
+void os_copy_resident(void *dst, const void *src, size_t len);
 /* A mapping from os_map resized to new_size bytes (page multiples), moved
  * with its contents where it cannot grow in place; NULL when the system
  * refuses (p unchanged). The address it returns is page-aligned only. */

@@ -11,6 +11,9 @@
 #include <poolkit/fault.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -142,12 +145,66 @@ bool os_commit(void *p, size_t size) {
 
 void os_zero_pages(void *p, size_t size) { madvise(p, size, MADV_DONTNEED); }
 
+bool os_resident_map(void *p, size_t n, unsigned char *vec) { return mincore(p, n * os_page_size(), vec) == 0; }
+
+/* Pages of a private anonymous mapping the system says are not resident
+ * are zero unless swapped out: /proc/self/pagemap tells which (bit 62),
+ * and one that became resident since (bit 63). */
+#define PAGEMAP_HOLDS ((UINT64_C(1) << 62) | (UINT64_C(1) << 63))
+
+/* n pages of src, not resident when looked at, into dst: copied where
+ * they hold data (fd: the pagemap, -1 when it cannot be read: copied
+ * all), given back elsewhere. */
+static void copy_absent(int fd, char *dst, const char *src, size_t n) {
+    uint64_t entry[128];
+    size_t page = os_page_size();
+    for (size_t at = 0; at < n;) {
+        size_t k = n - at < 128 ? n - at : 128;
+        off_t where = (off_t)((uintptr_t)(src + at * page) / page * sizeof entry[0]);
+        if (fd < 0 || pread(fd, entry, k * sizeof entry[0], where) != (ssize_t)(k * sizeof entry[0]))
+            for (size_t i = 0; i < k; i++) entry[i] = PAGEMAP_HOLDS;
+        for (size_t i = 0, j; i < k; i = j) {
+            bool holds = entry[i] & PAGEMAP_HOLDS;
+            for (j = i + 1; j < k && (bool)(entry[j] & PAGEMAP_HOLDS) == holds; j++) {}
+            char *d = dst + (at + i) * page;
+            if (holds) memcpy(d, src + (at + i) * page, (j - i) * page);
+            else os_zero_pages(d, (j - i) * page);
+        }
+        at += k;
+    }
+}
+
+void os_copy_resident(void *dst, const void *src, size_t len) {
+    unsigned char vec[1024];
+    size_t page = os_page_size(), pages = len / page;
+    char *to = dst;
+    const char *from = src;
+    int fd = -2; /* opened at the first page not resident */
+    for (size_t at = 0; at < pages; at += sizeof vec) {
+        size_t k = pages - at < sizeof vec ? pages - at : sizeof vec;
+        if (!os_resident_map((void *)(from + at * page), k, vec)) memset(vec, 1, k);
+        for (size_t i = 0, j; i < k; i = j) {
+            bool in = vec[i] & 1;
+            for (j = i + 1; j < k && (vec[j] & 1) == in; j++) {}
+            char *d = to + (at + i) * page;
+            const char *s = from + (at + i) * page;
+            if (in) {
+                memcpy(d, s, (j - i) * page);
+                continue;
+            }
+            if (fd == -2) fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+            copy_absent(fd, d, s, j - i);
+        }
+    }
+    if (fd >= 0) close(fd);
+}
+
 size_t os_resident_pages(void *p, size_t n) {
     unsigned char vec[1024];
     size_t page = os_page_size(), resident = 0;
     for (size_t at = 0; at < n; at += sizeof vec) {
         size_t k = n - at < sizeof vec ? n - at : sizeof vec;
-        if (mincore((char *)p + at * page, k * page, vec) != 0) return 0;
+        if (!os_resident_map((char *)p + at * page, k, vec)) return 0;
         for (size_t i = 0; i < k; i++) resident += vec[i] & 1;
     }
     return resident;

@@ -438,6 +438,26 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define LARGE_SPARSE_PAGES 256
 #define LARGE_SPARSE_EVERY 64
 #define LARGE_RESIDUE_MAX ((size_t)4 << 20)
+/* What one free's look cannot see, the residue of many threads' blocks
+ * in many pieces (a mark spreads only by joins) and residue past a
+ * block's first pages, is found by a look at the pieces themselves every
+ * RESIDUE_LOOK_MS (retain.c, sweep_residue; on a large block's free or
+ * the purge's tick): each piece's pages, RESIDUE_GRANULE_PAGES at a time
+ * (mincore reads page tables, not pages: docs/alloc.md gives its cost).
+ * A granule with more than 1/2^RESIDUE_DENSE_SHIFT of its pages not
+ * resident has its resident ones given back, the address space kept; a
+ * fuller one stays, for the next block to take without a fault: a block
+ * written in full, or in a prefix, leaves its granules full or empty,
+ * while the pages scattered blocks' fronts and ends wrote fill few of
+ * theirs in one interval. Below that, residue that stayed became pages a
+ * granule holds for good: each block handed out over it carries it back
+ * at its free. At most RESIDUE_SWEEP_BYTES are looked at a time, the lock
+ * held over RESIDUE_STEP_BYTES of them at most. */
+#define RESIDUE_LOOK_MS 100
+#define RESIDUE_GRANULE_PAGES 64
+#define RESIDUE_DENSE_SHIFT 3
+#define RESIDUE_SWEEP_BYTES ((size_t)1 << 30)
+#define RESIDUE_STEP_BYTES ((size_t)64 << 20)
 
 /* A block that realloc grows past REALLOC_MAPPED_MIN moves into a mapped
  * block (alloc_large.c), whatever its size, and stays one while it keeps

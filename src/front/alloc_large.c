@@ -601,7 +601,7 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
     bool dense = copies && os_kept_in_use(b->base, b->len);
     char *kept = dense ? os_fit_take(want) : NULL;
     if (kept) {
-        memcpy(kept, b->base, b->len);
+        os_copy_resident(kept, b->base, b->len);
         os_unmap_later_fit(b->base, b->len, bound);
         return kept;
     }
@@ -617,7 +617,7 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
     if (!aligned && !copies) dense = os_kept_in_use(b->base, b->len);
     char *to = aligned || dense ? NULL : moved_over(fresh, b, want, bound);
     if (to) return to;
-    memcpy(fresh, b->base, b->len);
+    os_copy_resident(fresh, b->base, b->len);
     os_unmap_later_fit(b->base, b->len, bound);
     return fresh;
 }

@@ -25,8 +25,9 @@
  *   what leaves is gathered GONE_BATCH at a time and unmapped outside the
  *   lock. Pages one block wrote that stay resident under the next ones,
  *   which do not write them (residue: LARGE_RESIDUE_MAX, policy.h), go
- *   back in rounds, the address space kept; a fit that holds zero pages
- *   only is not cleared again for a zeroed block.
+ *   back in rounds, and by a look at every fit's pages (RESIDUE_LOOK_MS),
+ *   the address space kept; a fit that holds zero pages only is not
+ *   cleared again for a zeroed block.
  *
  * The delay they wait adapts (IDLE_ADAPT, policy.h; judge_purge below):
  * a purge by age followed by as much mapped afresh lengthens it.
@@ -326,18 +327,121 @@ static fit decay_due(void) {
     return piece_of(NULL, 0, 0, CLEAN);
 }
 
+/* *f joined with the fits just before and after it, out of the table:
+ * blocks freed side by side serve a longer one. Under the lock. */
+static void join_beside(fit *f) {
+    for (size_t i = 0; (i = fits_beside(f->base, f->len, i)) != FIT_NONE;) {
+        bool looked = !fit_indexed; /* else a look after a drop starts at the top */
+        fit joined = fits_remove(i);
+        if (!looked) i = 0;
+        if (joined.base < f->base) f->base = joined.base;
+        f->len += joined.len;
+        if (joined.since < f->since) f->since = joined.since;
+        if (joined.dirty < f->dirty) f->dirty = joined.dirty;
+    }
+}
+
+/* f, taken out of the table, among the fits again, joined with what was
+ * freed beside it meanwhile, where the bound still has room for it (other
+ * frees may have filled it); else given back. */
+static void put_back(fit f) {
+    pthread_mutex_lock(&retain_lock);
+    bool keep = slack_fits(f.len);
+    if (keep) join_beside(&f), fit_add(f);
+    pthread_mutex_unlock(&retain_lock);
+    if (!keep) os_unmap(f.base, f.len);
+}
+
 /* Gives the pages of f, out of the table, back and keeps its address space
- * among the fits again, clean, where the bound still has room for it (in
- * the while, other frees may have filled it). Not under the lock: the
- * system call sends every thread's processor a flush. */
+ * among the fits again, clean. Not under the lock: the system call sends
+ * every thread's processor a flush. */
 static void decay(fit f) {
     os_zero_pages(f.base, f.len);
     f.dirty = CLEAN;
+    put_back(f);
+}
+
+/* ---- RESIDUE_LOOK_MS: the look at every kept piece ---- */
+
+#define SPARSE 1u /* a granule with residue */
+#define DENSE 2u  /* a granule in use, or pages the system would not tell of */
+_Static_assert(1024 % RESIDUE_GRANULE_PAGES == 0, "a look's vector holds whole granules");
+
+/* What the granules of [base, base + len) hold (SPARSE, DENSE); with give,
+ * the residue's pages go back, one call for each run of granules between
+ * dense ones. */
+static unsigned look_granules(char *base, size_t len, bool give) {
+    unsigned char vec[1024];
+    size_t page = os_page_size(), pages = len / page, run = 0;
+    unsigned seen = 0, run_seen = 0;
+    for (size_t at = 0; at < pages; at += sizeof vec) {
+        size_t k = pages - at < sizeof vec ? pages - at : sizeof vec;
+        if (!os_resident_map(base + at * page, k, vec)) return seen | DENSE;
+        for (size_t g = 0; g < k; g += RESIDUE_GRANULE_PAGES) {
+            size_t n = k - g < RESIDUE_GRANULE_PAGES ? k - g : RESIDUE_GRANULE_PAGES, r = 0;
+            for (size_t i = 0; i < n; i++) r += vec[g + i] & 1;
+            if (r && r >= n - (n >> RESIDUE_DENSE_SHIFT)) {
+                if (give && run_seen) os_zero_pages(base + run * page, (at + g - run) * page);
+                seen |= DENSE, run_seen = 0, run = at + g + n;
+            } else if (r) {
+                seen |= SPARSE, run_seen = SPARSE;
+                if (!give) return seen;
+            }
+        }
+    }
+    if (give && run_seen) os_zero_pages(base + run * page, (pages - run) * page);
+    return seen;
+}
+
+/* Where the next look starts in the table, so that looks cover a table
+ * longer than one look takes; next_look, when one is due. */
+static size_t look_at;
+static uint64_t next_look;
+
+/* The pieces with residue found from look_at on, out of the table, at most
+ * GONE_BATCH, looking at about *budget bytes (less what it looked at);
+ * *end when the table's end came. */
+static size_t take_residue(fit *taken, size_t *budget, bool *end) {
+    size_t n = 0, step = RESIDUE_STEP_BYTES, i;
     pthread_mutex_lock(&retain_lock);
-    bool keep = slack_fits(f.len);
-    if (keep) fit_add(f);
+    for (i = look_at < fit_count ? look_at : fit_count; i < fit_count && n < GONE_BATCH && step && *budget;) {
+        fit *f = &fit_table[i];
+        size_t looked = f->len < step ? f->len : step;
+        step -= looked;
+        *budget -= looked < *budget ? looked : *budget;
+        if (f->dirty != CLEAN && (look_granules(f->base, f->len, false) & SPARSE)) taken[n++] = fits_remove(i);
+        else i++;
+    }
+    *end = i >= fit_count;
+    look_at = *end ? 0 : i;
     pthread_mutex_unlock(&retain_lock);
-    if (!keep) os_unmap(f.base, f.len);
+    return n;
+}
+
+/* RESIDUE_SWEEP_BYTES of the pieces looked at, their residue given back
+ * (RESIDUE_LOOK_MS). */
+static void sweep_residue(void) {
+    fit taken[GONE_BATCH];
+    size_t budget = RESIDUE_SWEEP_BYTES;
+    bool end = false;
+    while (!end && budget) {
+        size_t n = take_residue(taken, &budget, &end);
+        for (size_t i = 0; i < n; i++) {
+            /* not marked clean: a page swapped out reads as not resident */
+            look_granules(taken[i].base, taken[i].len, true);
+            put_back(taken[i]);
+        }
+    }
+}
+
+/* The look, where RESIDUE_LOOK_MS passed since the last; one thread
+ * looks. */
+static void look_if_due(uint64_t now) {
+    uint64_t due = __atomic_load_n(&next_look, __ATOMIC_RELAXED);
+    if (now >= due && os_fit_bytes() &&
+        __atomic_compare_exchange_n(&next_look, &due, now + RESIDUE_LOOK_MS, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
+        sweep_residue();
 }
 
 static void unmap_all(const fit *f, size_t n) {
@@ -371,22 +475,15 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     bool look = frees_seen++ % LARGE_SPARSE_EVERY == 0;
     size_t resident = look ? os_resident_pages(p, sample) : 0;
     bool sparse = look && resident && resident < sample >> LARGE_SPARSE_SHIFT;
-    fit f = piece_of(p, len, os_now_ms(), WRITTEN);
+    uint64_t now = os_now_ms();
+    fit f = piece_of(p, len, now, WRITTEN);
     pthread_mutex_lock(&retain_lock);
     if (sparse) {
         f.dirty = round_no;
         residue += resident * os_page_size() * LARGE_SPARSE_EVERY;
         if (residue >= LARGE_RESIDUE_MAX) residue = 0, round_no++, decaying = true;
     }
-    for (size_t i = 0; (i = fits_beside(f.base, f.len, i)) != FIT_NONE;) {
-        bool looked = !fit_indexed; /* else a look after a drop starts at the top */
-        fit joined = fits_remove(i);
-        if (!looked) i = 0;
-        if (joined.base < f.base) f.base = joined.base;
-        f.len += joined.len;
-        if (joined.since < f.since) f.since = joined.since;
-        if (joined.dirty < f.dirty) f.dirty = joined.dirty;
-    }
+    join_beside(&f);
     /* Room for it; joined past the bound alone, its front is kept to the
      * bound and the rest goes (a longest mapping, kept whole, would
      * otherwise take every neighbour it joined with it). */
@@ -425,6 +522,7 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     if (cut.len) os_unmap(cut.base, cut.len);
     unmap_all(gone, n_gone);
     if (stale.base) decay(stale);
+    look_if_due(now);
 }
 
 /* ---- the purge ---- */
@@ -495,6 +593,7 @@ static uint64_t judge_purge(uint64_t base) {
 
 void os_retain_tick(uint64_t now) {
     uint64_t base = (uint64_t)options_purge_delay_ms();
+    look_if_due(now);
     uint64_t first = __atomic_load_n(&oldest, __ATOMIC_RELAXED);
     if (!os_retained_bytes() || now < first + (base << __atomic_load_n(&keep_shift, __ATOMIC_RELAXED))) return;
     uint64_t delay = judge_purge(base);
