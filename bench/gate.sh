@@ -47,15 +47,17 @@
 #                 push apart, which keeps the listed path below frameless;
 #                 the push itself keeps no frame either (free_remote: a
 #                 chain's start and end, and the peak's note, apart)
-#   a consumer's remote free <= 73 per free (measured 72.17), likewise: the
+#   a consumer's remote free <= 72 per free (measured 71.29), likewise: the
 #                 remote loop by a thread that allocates nothing from the
 #                 pool, so that its inline free has no slab to compare
 #                 with and calls the library at every free; an object of
 #                 the slab its chain waits for joins the chain on the
 #                 slot grid and the owner's word alone (pool_free.c,
 #                 free_pending), the rest as a remote free; 109 before it,
-#                 through the short path's record and the dispatch
-#   a listed free and its allocation <= 76 per pair (measured 75), likewise:
+#                 through the short path's record and the dispatch; 72.17
+#                 while free_foreign_home's hardened half shared its body
+#   a listed free and its allocation <= 73 per pair (measured 72; 75 while
+#                 free_foreign_home's hardened half shared its body), likewise:
 #                 the same thread frees and allocates in turn over objects
 #                 a live thread made in a pool past HOT_FOREIGN_SLABS: the
 #                 free goes onto the thread's list (HOT_FOREIGN) and the
@@ -199,8 +201,8 @@ TARGET_OTHER=30
 GATE_FRONTOTHER=52
 GATE_FRONTRANDOM=70
 GATE_REMOTE=75
-GATE_CONSUMER=73
-GATE_LISTED=76
+GATE_CONSUMER=72
+GATE_LISTED=73
 GATE_HARDEDGE=143
 GATE_HARDOTHER=74
 GATE_FRONTEND=40

@@ -90,6 +90,17 @@ static PK_NOINLINE void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
     free_remote_edge(p, h, s, obj);
 }
 
+/* free_foreign_home's hardened list (the inline paths serve it): onto it
+ * only when it is empty (HOT_FREES' rule). Apart, so that the default
+ * half keeps no frame. */
+static PK_NOINLINE void foreign_home_hardened(tc_slot *c, heap *h, slab *s, void *obj) {
+    pk_pool *p = h->pool;
+    void *head = __atomic_load_n(&c->hhead, __ATOMIC_RELAXED);
+    if (unlikely(obj == head)) check_report_double_free(p, obj); /* freed again */
+    if (head) free_remote(p, h, s, obj);
+    else hot_push_hardened(c, h, obj);
+}
+
 /* obj, a slot of s, a slab another heap holds: a remote free, or, where
  * HOT_FOREIGN (policy.h) is on (the pool holds HOT_FOREIGN_SLABS slabs or
  * more), onto the thread's list while the list is empty or the budget
@@ -100,25 +111,18 @@ static PK_NOINLINE void free_foreign_home(tc_slot *c, heap *h, slab *s, void *ob
     pk_pool *p = h->pool;
     if (__atomic_load_n(&p->foreign_on, __ATOMIC_RELAXED) && h->cur) {
         if (c->secret) {
-            /* a hardened list the inline paths serve: onto it only when it
-             * is empty (HOT_FREES' rule) */
-            void *head = __atomic_load_n(&c->hhead, __ATOMIC_RELAXED);
-            if (unlikely(obj == head)) check_report_double_free(p, obj); /* freed again */
-            if (!head) {
-                hot_push_hardened(c, h, obj);
-                return;
-            }
-        } else {
-            void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
-            if (!head) h->foreign_room = p->foreign_budget; /* the list holds no such object now */
-            else if (unlikely(obj == head)) check_report_double_free(p, obj); /* freed again */
-            else if (h->foreign_room) h->foreign_room--;
-            else head = obj; /* the budget is spent: home */
-            if (head != obj) {
-                *(void **)obj = head;
-                __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
-                return;
-            }
+            foreign_home_hardened(c, h, s, obj);
+            return;
+        }
+        void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+        if (!head) h->foreign_room = p->foreign_budget; /* the list holds no such object now */
+        else if (unlikely(obj == head)) check_report_double_free(p, obj); /* freed again */
+        else if (h->foreign_room) h->foreign_room--;
+        else head = obj; /* the budget is spent: home */
+        if (head != obj) {
+            *(void **)obj = head;
+            __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
+            return;
         }
     }
     free_remote(p, h, s, obj);
