@@ -27,7 +27,8 @@
 # of them; twice that under heavy load); --quick takes about a third of that.
 # After the programs, shapes run as programs of their own with and without
 # libpoolkit-malloc.so: malloc-large's, buffers grown together by realloc,
-# bursts after silences and bursts by threads that end.
+# threads allocating and freeing in rounds at once, bursts after silences
+# and bursts by threads that end.
 # Timing targets are reported, not enforced (a shared machine is noisy): the
 # exit status is non-zero only when a program fails to run. The gate that
 # fails `make test` is bench/gate.sh.
@@ -122,6 +123,58 @@ large_preloaded() {
 }
 part "the preloaded malloc-large run failed" large_preloaded "$@"
 
+# The peers the system has, a line each: NAME PATH (mimalloc, jemalloc,
+# tcmalloc: ldconfig's names).
+peer_libs() {
+    local peer out
+    for peer in libmimalloc.so.2 libjemalloc.so.2 libtcmalloc_minimal.so.4; do
+        out=$(ldconfig -p 2>/dev/null | awk -v n="$peer" '$1 == n {print $NF; exit}')
+        [ -n "$out" ] && echo "${peer%%.so*} $out"
+    done
+}
+
+# NAME: the caller's prog (the program NAME), lib (libpoolkit-malloc.so)
+# and pre (each allocator by name: poolkit, glibc's "", the peers'
+# libraries); 1 with a line saying so where one is not there.
+preload_set() {
+    local name out
+    prog=$(find_prog "$1") || { echo "== $1: not built"; return 1; }
+    lib=$(ls "$build"/libpoolkit-malloc.so.* "$build"/src/libpoolkit-malloc.so.* 2>/dev/null | head -n 1)
+    [ -n "$lib" ] || { echo "== $1: libpoolkit-malloc.so not built"; return 1; }
+    pre[poolkit]=$lib
+    pre[glibc]=""
+    while read -r name out; do pre[$name]=$out; done < <(peer_libs)
+}
+
+# ARGS ROUNDS TIME_FIELD PEAK_FIELD: the caller's prog with ARGS under each
+# of its pre, in interleaved rounds, each line printed; the line's field
+# TIME_FIELD joins the caller's times[name], and where PEAK_FIELD is not 0
+# the lowest of field PEAK_FIELD is the caller's peak[name].
+preload_rounds() {
+    local args=$1 rounds=$2 tf=$3 pf=$4 i name out
+    echo "commands: $prog $args; LD_PRELOAD=$lib $prog $args"
+    for i in $(seq "$rounds"); do
+        for name in "${!pre[@]}"; do
+            out=$(LD_PRELOAD="${pre[$name]}" "$prog" $args) || return 1
+            echo "  $name: $out"
+            times[$name]="${times[$name]:-} $(echo "$out" | awk -v f="$tf" '{print $f}')"
+            [ "$pf" = 0 ] || peak[$name]=$(echo "$out ${peak[$name]:-0}" | awk -v f="$pf" '{print $NF && $NF < $f ? $NF : $f}')
+        done
+    done
+}
+
+# The fastest of the caller's runs but poolkit's: NAME MEDIAN, from the
+# caller's arrays pre (a name each) and times (each name's times).
+fastest_other() {
+    local name m best="" bt=""
+    for name in "${!pre[@]}"; do
+        [ "$name" = poolkit ] && continue
+        m=$(median ${times[$name]})
+        if [ -z "$bt" ] || awk -v a="$m" -v b="$bt" 'BEGIN {exit !(a < b)}'; then best=$name bt=$m; fi
+    done
+    echo "$best $bt"
+}
+
 # Buffers grown together by realloc, preloaded: the same program with and
 # without libpoolkit-malloc.so in interleaved pairs, and once under each
 # peer the system has (mimalloc, jemalloc, tcmalloc: ldconfig's names); the medians
@@ -147,13 +200,11 @@ grow_preloaded() {
         low=$(echo "$g" | awk '{print $17}')
         pk=$(echo "$p" | awk '{print $17}')
     done
-    for peer in libmimalloc.so.2 libjemalloc.so.2 libtcmalloc_minimal.so.4; do
-        peer=$(ldconfig -p 2>/dev/null | awk -v n="$peer" '$1 == n {print $NF; exit}')
-        [ -n "$peer" ] || continue
+    while read -r _ peer; do
         g=$(LD_PRELOAD="$peer" "$prog" $args) || continue
         echo "  $(basename "$peer"): $g"
         low=$(echo "$g $low" | awk '{print $17 < $NF ? $17 : $NF}')
-    done
+    done < <(peer_libs)
     echo "$(median $times) $(median $peaks) $pk $low $pairs" | awk '{printf "target: buffers grown together by realloc, preloaded: poolkit %.2fx glibc time (target <= 1x), peak RSS %.2fx glibc (median of %d pairs), %.2fx the lowest peak of all (%d vs %d KiB; target <= 1.2x)  -> %s\n", $1, $2, $5, $3 / $4, $3, $4, ($1 <= 1 && $3 <= 1.2 * $4) ? "PASS" : "FAIL"}'
 }
 part "the preloaded malloc-grow runs failed" grow_preloaded "$@"
@@ -163,41 +214,37 @@ part "the preloaded malloc-grow runs failed" grow_preloaded "$@"
 # glibc and each peer the system has, in interleaved rounds; poolkit's
 # median time against the fastest peer's, its peak against the lowest.
 grow_threads_preloaded() {
-    local prog lib rounds=3 args="300 262144 512 20" i name out peer
+    local prog lib rounds=3 args="300 262144 512 20" name
     local -A pre times peak
-    prog=$(find_prog malloc_grow) || { echo "== malloc_grow: not built"; return 1; }
-    lib=$(ls "$build"/libpoolkit-malloc.so.* "$build"/src/libpoolkit-malloc.so.* 2>/dev/null | head -n 1)
-    [ -n "$lib" ] || { echo "== malloc_grow: libpoolkit-malloc.so not built"; return 1; }
+    preload_set malloc_grow || return 1
     for arg in "$@"; do [ "$arg" = --quick ] && args="300 262144 512 8" && rounds=2; done
-    pre[poolkit]=$lib
-    pre[glibc]=""
-    for peer in libmimalloc.so.2 libjemalloc.so.2 libtcmalloc_minimal.so.4; do
-        out=$(ldconfig -p 2>/dev/null | awk -v n="$peer" '$1 == n {print $NF; exit}')
-        [ -n "$out" ] && pre[${peer%%.so*}]=$out
-    done
     echo "== buffers grown by threads in turn, preloaded: $rounds interleaved rounds"
-    echo "commands: $prog $args; LD_PRELOAD=$lib $prog $args"
-    for i in $(seq "$rounds"); do
-        for name in "${!pre[@]}"; do
-            out=$(LD_PRELOAD="${pre[$name]}" "$prog" $args) || return 1
-            echo "  $name: $out"
-            # "... by N threads in turn, T s, F minor faults, peak RSS K KiB, ...": T is field 15, K field 22.
-            times[$name]="${times[$name]:-} $(echo "$out" | awk '{print $15}')"
-            peak[$name]=$(echo "$out ${peak[$name]:-0}" | awk '{print $NF && $NF < $22 ? $NF : $22}')
-        done
-    done
-    local best="" bt="" low="" lp=""
-    for name in "${!pre[@]}"; do
-        [ "$name" = poolkit ] && continue
-        out=$(median ${times[$name]})
-        if [ -z "$bt" ] || awk -v a="$out" -v b="$bt" 'BEGIN {exit !(a < b)}'; then best=$name bt=$out; fi
-    done
+    # "... by N threads in turn, T s, F minor faults, peak RSS K KiB, ...": T is field 15, K field 22.
+    preload_rounds "$args" "$rounds" 15 22 || return 1
+    local best bt low="" lp=""
+    read -r best bt < <(fastest_other)
     for name in "${!pre[@]}"; do
         if [ -z "$lp" ] || [ "${peak[$name]}" -lt "$lp" ]; then low=$name lp=${peak[$name]}; fi
     done
     echo "$(median ${times[poolkit]}) $bt ${peak[poolkit]} $lp $best $low" | awk '{printf "target: buffers grown by threads in turn, preloaded: poolkit %.2fx the fastest other'"'"'s time (%s; target <= 1x), peak RSS %.2fx the lowest (%s, %d vs %d KiB; target <= 1.5x)  -> %s\n", $1 / $2, $5, $3 / $4, $6, $3, $4, ($1 <= $2 && $3 <= 1.5 * $4) ? "PASS" : "FAIL"}'
 }
 part "the preloaded malloc-grow runs by threads failed" grow_threads_preloaded "$@"
+
+# Threads that allocate a batch and free it, round after round, at once
+# (malloc_rounds): poolkit, glibc and each peer the system has, in
+# interleaved rounds; poolkit's median time against the fastest other's.
+rounds_preloaded() {
+    local prog lib rounds=3 args="100 2 200 10000 300" best bt
+    local -A pre times
+    preload_set malloc_rounds || return 1
+    for arg in "$@"; do [ "$arg" = --quick ] && args="40 2 200 10000 300" && rounds=2; done
+    echo "== threads allocating and freeing in rounds at once, preloaded: $rounds interleaved rounds"
+    # "rounds: G generations of T threads, R rounds of C blocks of 16-S B: N ns a pair, ...": N is field 15.
+    preload_rounds "$args" "$rounds" 15 0 || return 1
+    read -r best bt < <(fastest_other)
+    echo "$(median ${times[poolkit]}) $bt" | awk -v b="$best" '{printf "target: threads allocating and freeing in rounds at once, preloaded: poolkit %.2fx the fastest other'"'"'s time (%s, %.2f vs %.2f ns a pair; target <= 1x)  -> %s\n", $1 / $2, b, $1, $2, $1 <= $2 ? "PASS" : "FAIL"}'
+}
+part "the preloaded malloc-rounds runs failed" rounds_preloaded "$@"
 
 # Bursts after silences, and bursts each by a thread that ends, preloaded:
 # the same program with and without libpoolkit-malloc.so, a shape at a

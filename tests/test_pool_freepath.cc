@@ -701,3 +701,78 @@ TEST(PoolFreeOwnerDeathTest, AnObjectOfAnotherSlabFreedTwiceInARowIsReported) {
 TEST(PoolFreeOwnerDeathTest, AnObjectOfAnotherSlabFreedTwiceInARowIsReportedOnAHardenedList) {
     expect_owner_double_free_reported(PK_POOL_HARDENED, "owner, hardened, twice");
 }
+
+/* ---- empty slabs back to the heap that gave them (EMPTY_AFFINITY, policy.h) ---- */
+
+namespace {
+
+/* A thread that runs what it is given, one call at a time, until it is
+ * destroyed: two heaps whose steps interleave in a set order. */
+class Worker {
+  public:
+    Worker() : thread_([this] { loop(); }) {}
+    ~Worker() {
+        run(nullptr);
+        thread_.join();
+    }
+    /* Runs f on the thread and returns when it is done; nullptr ends it. */
+    void run(std::function<void()> f) {
+        std::unique_lock<std::mutex> g(m_);
+        job_ = std::move(f);
+        quit_ = !job_;
+        has_ = true;
+        cv_.notify_all();
+        cv_.wait(g, [this] { return !has_; });
+    }
+
+  private:
+    void loop() {
+        std::unique_lock<std::mutex> g(m_);
+        for (;;) {
+            cv_.wait(g, [this] { return has_; });
+            if (!quit_) {
+                std::function<void()> f = std::move(job_);
+                g.unlock();
+                f();
+                g.lock();
+            }
+            has_ = false;
+            cv_.notify_all();
+            if (quit_) return;
+        }
+    }
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::function<void()> job_;
+    bool has_ = false, quit_ = false;
+    std::thread thread_; /* last: it starts once the rest is made */
+};
+
+} // namespace
+
+/* Two threads each fill a few slabs and free them, one after the other:
+ * each keeps its current slab and a spare, and gives the rest to the pool,
+ * whose empty list then holds the second thread's on top of the first's.
+ * The first thread's next slabs are its own again, not the ones the other
+ * core touched last (without EMPTY_AFFINITY it took the list's head). */
+TEST(PoolHeapSlabs, AThreadTakesBackTheEmptySlabsItGaveThePool) {
+    PoolPtr p = make_pool(64, 0, 0, "affinity");
+    const size_t n = 4 * (SLAB_BYTES / 64);
+    std::vector<void *> mine, theirs, again;
+    Worker a, b;
+    a.run([&] { mine = alloc_n(p.get(), n); });
+    b.run([&] { theirs = alloc_n(p.get(), n); });
+    ASSERT_EQ(mine.size(), n);
+    ASSERT_EQ(theirs.size(), n);
+    std::set<uintptr_t> my_slabs;
+    for (void *o : mine) my_slabs.insert(block_of(o));
+    a.run([&] { free_all(p.get(), mine); });
+    b.run([&] { free_all(p.get(), theirs); });
+    EXPECT_GE(stats_of(p.get()).slabs, 2 * my_slabs.size() - 4) << "the slabs went back to the system";
+    a.run([&] { again = alloc_n(p.get(), n); });
+    size_t other = 0;
+    for (void *o : again) other += my_slabs.count(block_of(o)) == 0;
+    EXPECT_EQ(other, 0u) << "objects of slabs the other thread emptied, of " << n;
+    a.run([&] { free_all(p.get(), again); });
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}

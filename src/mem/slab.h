@@ -80,6 +80,8 @@ typedef struct slab {
     uint32_t list;            /* slab_list_id */
     uintptr_t extent;         /* capacity * slot: a slot's offset from objects is below */
     uint32_t empty_tick;      /* the pool's purge tick when the slab last became empty */
+    const struct heap *left_by; /* the heap that last gave it to the pool (compared only:
+                                   EMPTY_AFFINITY, central.c) */
     bool guarded;             /* its last page is a no-access guard page */
     bool lost;                /* on SLAB_LOST (fork child): set once, never cleared */
     bool warm;                /* its place held another slab's bytes when it was made */

@@ -353,6 +353,15 @@ static void to_heap(pk_pool *p, heap *h, slab *s) {
     __atomic_store_n(&s->owner, h, __ATOMIC_RELAXED);
 }
 
+/* The empty slab h takes: one it gave the pool among the first
+ * EMPTY_AFFINITY (policy.h), else the first; NULL if none. */
+static slab *empty_for(const pk_pool *p, const heap *h) {
+    slab *first = p->lists[SLAB_EMPTY].head, *s = first;
+    for (int i = 0; i < EMPTY_AFFINITY && s; i++, s = s->next)
+        if (s->left_by == h) return s;
+    return first;
+}
+
 slab *central_slab_for_heap(pk_pool *p, heap *h, bool may_map) {
     ASSERT_POOL_LOCKED(p);
     slab *s = p->lists[SLAB_PARTIAL].head;
@@ -368,7 +377,7 @@ slab *central_slab_for_heap(pk_pool *p, heap *h, bool may_map) {
         s = p->lists[SLAB_PARTIAL].head;
     }
     if (s) collect_own(p, s); /* it may have emptied meanwhile: taken all the same */
-    else s = p->lists[SLAB_EMPTY].head;
+    else s = empty_for(p, h);
     if (!s && !may_map) return NULL;
     if (!s) {
         s = slab_for_take(p, true); /* a new one, on PARTIAL */
@@ -425,6 +434,7 @@ void central_slab_from_heap(pk_pool *p, slab *s) {
     ASSERT_POOL_LOCKED(p);
     p->heap_slabs--;
     p->heap_bytes -= s->span;
+    s->left_by = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
     __atomic_store_n(&s->owner, NULL, __ATOMIC_RELAXED);
     p->out += s->used;
     p->slab_free += s->capacity - s->used;
