@@ -212,20 +212,20 @@ static inline size_t policy_own_frees(size_t slot) {
 #define SPARE_BYTES ((size_t)4 << 20)
 #define SPARES_MAX 16
 
-/* EMPTY_AFFINITY: a heap that takes an empty slab from its pool takes one
- * it gave the pool itself if one lies among the first EMPTY_AFFINITY of
- * the pool's empty list (slab.left_by), else the first. Threads that each
- * fill and empty a few slabs of a pool in turn otherwise took each other's
- * (the list is last in, first out, and the two push in turn), so every
- * refill met slots whose lines the other core held last: allocating and
- * freeing 10,000 blocks of 16-316 B in rounds, two threads on two cores
- * ran no faster than one. */
-#define EMPTY_AFFINITY 8
 static inline size_t policy_spares(size_t capacity, size_t span) {
     if (capacity != 1) return 1;
     size_t n = SPARE_BYTES / span;
     return n < 1 ? 1 : n > SPARES_MAX ? SPARES_MAX : n;
 }
+
+/* EMPTY_AFFINITY: a heap that takes an empty slab from its pool takes one
+ * it gave the pool itself if one lies among the first EMPTY_AFFINITY of
+ * the pool's empty list (slab.left_by), else the first. The list is last
+ * in, first out: threads that each fill and empty a few slabs of a pool in
+ * turn otherwise took each other's, and every refill met slots whose lines
+ * the other core held last (docs/results.md, "Empty slabs back to the
+ * thread that emptied them"). */
+#define EMPTY_AFFINITY 8
 
 /* A slab whose objects all came home (the heap's spare, or the pool's); if more than
  * 1/RESTART_DISORDER of the last RESTART_SAMPLE frees on its list landed
