@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t handler_lock PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 static pk_error_handler handler;
 static void *handler_arg;
 

@@ -30,6 +30,19 @@
 #  define PK_SPIN_MUTEX_INITIALIZER PTHREAD_MUTEX_INITIALIZER
 #endif
 
+/* The locks fork's handlers take and release (process/fork.c) lie
+ * together in one section: a page written after a fork is copied, in the
+ * parent and in the child, so the handlers write one page of locks rather
+ * than one in each file's data. A cache line each: no two slow paths that
+ * take different locks share a line. */
+#define PK_FORK_LOCK __attribute__((section("pk_fork_locks"), aligned(64)))
+/* For the same reason a fork's child compares a word before it writes it,
+ * where the forking thread's own state is usually unchanged. */
+#define PK_SET_IF_CHANGED(lvalue, value)           \
+    do {                                           \
+        if ((lvalue) != (value)) (lvalue) = value; \
+    } while (0)
+
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define PK_NOINLINE __attribute__((noinline))

@@ -57,7 +57,7 @@ _Static_assert(ALLOC_CLASSES_ALL == PK__ALLOC_CLASSES + (PK__ALLOC_SMALL_MAX - O
 static pk_pool *class_pools[ALLOC_CLASSES_ALL];
 uint32_t pk__alloc_small_slots[PK__ALLOC_SMALL_MAX / 8 + 1];
 static char class_names[ALLOC_CLASSES_ALL][24];
-static pthread_mutex_t class_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t class_lock PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 
 static pk_pool *class_pool_made(size_t ci) { return __atomic_load_n(&class_pools[ci], __ATOMIC_ACQUIRE); }
 

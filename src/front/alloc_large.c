@@ -72,7 +72,7 @@ _Static_assert(1 << GROW_ROOM_SHIFT == ALLOC_PER_DOUBLING, "policy.h: a mapping'
 #define TOMB ((uintptr_t)1)
 #define TABLE_MIN 64
 
-static pthread_mutex_t large_lock = PK_SPIN_MUTEX_INITIALIZER;
+static pthread_mutex_t large_lock PK_FORK_LOCK = PK_SPIN_MUTEX_INITIALIZER;
 static block *table;
 static size_t cap, used, live; /* used counts live entries and tombstones */
 static size_t bytes, peak_bytes;

@@ -20,7 +20,7 @@
 uint64_t region_bits[((size_t)1 << (REGION_MAP_BITS - REGION_SHIFT)) / 64];
 map_entry *map_l1[1u << MAP_L1_BITS];
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t lock PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 
 /* A region's header, in its record 0. */
 typedef struct region {

@@ -62,7 +62,7 @@ typedef struct retained {
 /* The most fits one request gathers (map_fit). */
 #define GATHER_PIECES 16
 
-static pthread_mutex_t retain_lock = PK_SPIN_MUTEX_INITIALIZER;
+static pthread_mutex_t retain_lock PK_FORK_LOCK = PK_SPIN_MUTEX_INITIALIZER;
 static retained *head;
 static size_t held;
 /* LARGE_RESIDUE_MAX: the bytes of residue since the round began, and the

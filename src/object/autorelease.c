@@ -103,7 +103,7 @@ __thread pk__arp_fast pk__arp __attribute__((tls_model("initial-exec")));
 static __thread arp_thread arp_tls __attribute__((tls_model("initial-exec")));
 
 static pk_pool *page_pool; /* atomic */
-static pthread_mutex_t page_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t page_lock PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static uintptr_t thread_serial; /* atomic */

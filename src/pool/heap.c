@@ -1018,8 +1018,11 @@ void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
         p->heap_bytes -= h->bytes;
         p->allocs += h->allocs;
     }
-    p->heaps = kept;
-    if (kept) kept->prev = kept->next = NULL;
+    PK_SET_IF_CHANGED(p->heaps, kept);
+    if (kept) {
+        PK_SET_IF_CHANGED(kept->prev, NULL);
+        PK_SET_IF_CHANGED(kept->next, NULL);
+    }
     if (kept && kept->pend_slab && __atomic_load_n(&kept->pend_slab->owner, __ATOMIC_RELAXED) != kept &&
         __atomic_load_n(&kept->pend_slab->owner, __ATOMIC_RELAXED) != NULL) {
         /* waiting for a slab about to be lost: its objects stay counted live */
@@ -1027,24 +1030,21 @@ void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
         kept->pend_head = kept->pend_tail = NULL;
         kept->pend_n = 0;
     }
-    /* The slabs of the heaps gone, found by the pool's list of all slabs
-     * (whose owner changes only under the pool's lock). */
+    /* One walk of the pool's list of all slabs (whose owner changes only
+     * under the pool's lock): the slabs of the heaps gone are lost, their
+     * waiting frees with them; and as a thread gone may have counted a
+     * push it had not made yet, the pending total is counted afresh from
+     * the other slabs' lists. */
+    int64_t pending = 0;
     size_t left = p->slabs_total;
     for (slab *s = p->all; s; s = s->all_next) {
         slab_walk_step(p, &left);
         heap *o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
         if (o && o != kept) central_lose_slab(p, s);
-    }
-    /* A thread gone may have counted a push it had not made yet: the
-     * pending total is counted afresh from the lists themselves. */
-    int64_t pending = 0;
-    left = p->slabs_total;
-    for (slab *s = p->all; s; s = s->all_next) {
-        slab_walk_step(p, &left);
-        pending += (int64_t)central_count_remote(p, s);
+        else pending += (int64_t)central_count_remote(p, s);
     }
     if (kept) pending -= (int64_t)(kept->pushed - kept->collected);
-    p->remote_base = pending;
+    PK_SET_IF_CHANGED(p->remote_base, pending);
 }
 
 /* ---- The heap's identities (HEAP_VALIDATE). ---- */

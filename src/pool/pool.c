@@ -206,7 +206,7 @@ static void choose_path(pk_pool *p) {
 #define AREA_BYTES (POOL_RECORD_BYTES * TABLE_KEYS)
 _Static_assert(sizeof(pk_pool) <= POOL_RECORD_BYTES, "a pool record fits its place in the area");
 
-static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t spare_lock PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 static char *area;                     /* under spare_lock */
 static uint32_t free_index[TABLE_KEYS];
 static size_t free_count, next_index = 1; /* indexes never used: [next_index, TABLE_KEYS) */
@@ -219,6 +219,14 @@ static size_t spare_count;
  * than served by whichever pool got its record. Under spare_lock. */
 static pk_pool *quarantine[QUARANTINE_RECORDS];
 static size_t quarantine_next;
+
+/* The pools' locks, by key (pool_types.h says why they are not in the
+ * records); a page of the table is backed when a key on it is first used. */
+typedef struct {
+    pthread_mutex_t m;
+} __attribute__((aligned(64))) pool_lock_slot;
+_Static_assert(sizeof(pool_lock_slot) == 64, "one lock a cache line: no two pools' slow paths share one");
+static pool_lock_slot pool_locks[TABLE_KEYS] __attribute__((aligned(4096))); /* the first keys' locks on one page */
 
 static pk_pool *record_at(size_t index) { return (pk_pool *)(area + index * POOL_RECORD_BYTES); }
 
@@ -413,7 +421,8 @@ pk_pool *(pk_pool_create)(const pk_pool_config *c) {
         errno = EINVAL;
         return NULL;
     }
-    pthread_mutex_init(&p->lock, NULL);
+    p->lock = &pool_locks[p->key].m;
+    pthread_mutex_init(p->lock, NULL);
     choose_path(p);
     p->carve = (carve_how){.link_off = p->link_off, .secret = p->hard.secret, .encode = p->hardened,
                            .shuffle = p->shuffle, .construct = p->construct, .arg = p->arg, .size = p->size,
@@ -528,7 +537,7 @@ void pk_pool_destroy(pk_pool *p) {
     pool_lock(p);
     central_free_all(p);
     pool_unlock(p);
-    pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(p->lock);
     /* Dead from here on: with no cache key (tcache_detach), the inline
      * paths go slow and the slow paths to the direct ones, which check. */
     /* a copy by hand: snprintf was a tenth of a pool's create and destroy

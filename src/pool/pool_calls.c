@@ -18,7 +18,7 @@ size_t pk_pool_trim(pk_pool *p) {
     pool_check_live(p, "pk_pool_trim", NULL);
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     pool_lock(p);
-    fork_test_point(HOOK_POOL, &p->lock);
+    fork_test_point(HOOK_POOL, p->lock);
     size_t before = p->bytes_reserved; /* first: all this call gives back is counted */
     purge_note_use(p, os_now_ms());
     if (c) heap_abandon(p, c); /* set up again on the thread's next slow path */

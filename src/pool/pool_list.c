@@ -4,7 +4,7 @@
 
 #include <poolkit/stats.h> /* pk_pool_foreach */
 
-static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t list_lock PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 static pk_pool *pools;
 
 void pools_add(pk_pool *p) {

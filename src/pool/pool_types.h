@@ -309,7 +309,11 @@ struct pk_pool {
     uint32_t state;
     char dead_name[48];
 
-    pthread_mutex_t lock;
+    /* The pool's lock lies in a table of its own (pool.c), a cache line
+     * each: fork's handlers take and release every pool's lock, and each
+     * page written after a fork is copied, in the parent and the child, so
+     * the locks share pages instead of each taking its record's. */
+    pthread_mutex_t *lock;
 #ifndef NDEBUG
     pthread_t owner;      /* the thread holding lock, for assertions */
 #endif
@@ -371,18 +375,18 @@ struct pk_pool {
 
 static inline void pool_lock(pk_pool *p) {
     if (!p->locked) return;
-    pthread_mutex_lock(&p->lock);
+    pthread_mutex_lock(p->lock);
     POOL_OWNER_SET(p, pthread_self());
 }
 static inline bool pool_trylock(pk_pool *p) {
-    if (pthread_mutex_trylock(&p->lock) != 0) return false;
+    if (pthread_mutex_trylock(p->lock) != 0) return false;
     POOL_OWNER_SET(p, pthread_self());
     return true;
 }
 static inline void pool_unlock(pk_pool *p) {
     if (!p->locked) return;
     POOL_OWNER_SET(p, (pthread_t)0);
-    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(p->lock);
 }
 
 static inline const char *pool_name(const pk_pool *p) { return p->name ? p->name : "(unnamed)"; }

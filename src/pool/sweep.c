@@ -93,8 +93,8 @@ uint64_t pool_purge_poll(void) {
 
 /* ---- the background purge ---- */
 
-static pthread_mutex_t control = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t state = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t control PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t state PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake; /* on CLOCK_MONOTONIC, made by the first start */
 static bool wake_made;      /* under control */
 static bool running;        /* a thread exists; under control */
@@ -302,15 +302,15 @@ static bool ran_before_fork; /* under control, from prepare to the child */
 
 void purge_fork_lock(void) {
     pthread_mutex_lock(&control);
-    ran_before_fork = running;
+    PK_SET_IF_CHANGED(ran_before_fork, running); /* the last fork left its page to be copied */
 }
 
 void purge_fork_unlock(void) { pthread_mutex_unlock(&control); }
 
 void purge_fork_child(void) {
-    running = false;
-    stop = false;
-    started = false;
+    PK_SET_IF_CHANGED(running, false);
+    PK_SET_IF_CHANGED(stop, false);
+    PK_SET_IF_CHANGED(started, false);
     pthread_mutex_init(&state, NULL);
     if (wake_made) make_wake();
     if (ran_before_fork) __atomic_store_n(&start_due, true, __ATOMIC_RELAXED);

@@ -51,7 +51,7 @@ __thread char *pk__tc_table __attribute__((tls_model("initial-exec"), aligned(64
 static __thread thread_rec *self __attribute__((tls_model("initial-exec")));
 static __thread int state __attribute__((tls_model("initial-exec")));
 
-static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t registry PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 static thread_rec *threads, *spare_recs;
 /* Under the registry lock: the pool with heaps of each key (NULL when
  * none), keys below key_high. */
@@ -208,6 +208,9 @@ void tcache_fork_child(void) {
         t->next = spare_recs;
         spare_recs = t;
     }
-    threads = keep;
-    if (keep) keep->prev = keep->next = NULL;
+    PK_SET_IF_CHANGED(threads, keep);
+    if (keep) {
+        PK_SET_IF_CHANGED(keep->prev, NULL);
+        PK_SET_IF_CHANGED(keep->next, NULL);
+    }
 }
