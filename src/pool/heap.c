@@ -1006,12 +1006,14 @@ void heap_sum(const pk_pool *p, heap_sums *out) {
 
 void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
     heap *kept = NULL;
+    bool dropped = false;
     for (heap *h = p->heaps, *next; h; h = next) {
         next = h->next;
         if (h->slot >= mine && h->slot < mine_end) {
             kept = h;
             continue;
         }
+        dropped = true;
         /* Its thread is gone and may have been changing it: only the
          * counters the pool's lock guards are read. */
         p->heap_slabs -= h->slabs;
@@ -1034,10 +1036,14 @@ void heap_fork_child(pk_pool *p, const tc_slot *mine, const tc_slot *mine_end) {
      * under the pool's lock): the slabs of the heaps gone are lost, their
      * waiting frees with them; and as a thread gone may have counted a
      * push it had not made yet, the pending total is counted afresh from
-     * the other slabs' lists. */
+     * the other slabs' lists. With no heap gone and no remote free ever
+     * begun (remote_any is set before a push's release), no slab has
+     * another owner and every list is empty: nothing to walk, where the
+     * walk would read every slab's header (a fork of a large heap). */
     int64_t pending = 0;
     size_t left = p->slabs_total;
-    for (slab *s = p->all; s; s = s->all_next) {
+    bool walk = dropped || __atomic_load_n(&p->remote_any, __ATOMIC_RELAXED);
+    for (slab *s = walk ? p->all : NULL; s; s = s->all_next) {
         slab_walk_step(p, &left);
         heap *o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
         if (o && o != kept) central_lose_slab(p, s);
