@@ -6,9 +6,9 @@
  * pays a fault per pool on each side; malloc_fork_pages.sh compares the
  * counts with the same program's under the C library's malloc.
  *
- *     malloc_fork_pages [FORKS]   prints "parent N.N child N.N us N.N" (faults
- *                                 per fork on each side, microseconds per
- *                                 fork from fork to the child's reaping) */
+ *     malloc_fork_pages [FORKS (64) [LIVE (1000)]]
+ * prints "parent N.N child N.N us N.N": faults per fork on each side,
+ * microseconds per fork from fork to the child's reaping. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -16,13 +16,16 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { LIVE = 1000, MAX_BYTES = 4000 };
+enum { MAX_BYTES = 4000 };
 
 int main(int argc, char **argv) {
     int forks = argc > 1 ? atoi(argv[1]) : 64;
-    static void *live[LIVE];
+    int count = argc > 2 ? atoi(argv[2]) : 1000;
+    if (count < 1) return 2;
+    void **live = malloc(sizeof *live * (size_t)count);
+    if (!live) return 2;
     unsigned s = 1;
-    for (int i = 0; i < LIVE; i++) {
+    for (int i = 0; i < count; i++) {
         s = s * 1103515245u + 12345u;
         live[i] = malloc(16 + (s >> 16) % MAX_BYTES);
         if (!live[i]) return 2;
@@ -45,6 +48,7 @@ int main(int argc, char **argv) {
     double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / forks;
     printf("parent %.1f child %.1f us %.1f\n", (double)(self1.ru_minflt - self0.ru_minflt) / forks,
            (double)(kids1.ru_minflt - kids0.ru_minflt) / forks, us);
-    for (int i = 0; i < LIVE; i++) free(live[i]);
+    for (int i = 0; i < count; i++) free(live[i]);
+    free(live);
     return 0;
 }
