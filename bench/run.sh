@@ -27,8 +27,8 @@
 # of them; twice that under heavy load); --quick takes about a third of that.
 # After the programs, shapes run as programs of their own with and without
 # libpoolkit-malloc.so: malloc-large's, buffers grown together by realloc,
-# threads allocating and freeing in rounds at once, bursts after silences
-# and bursts by threads that end.
+# threads allocating and freeing in rounds at once, a program that forks
+# again and again, bursts after silences and bursts by threads that end.
 # Timing targets are reported, not enforced (a shared machine is noisy): the
 # exit status is non-zero only when a program fails to run. The gate that
 # fails `make test` is bench/gate.sh.
@@ -44,7 +44,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 find_prog() {
     local cand
-    for cand in "$build/bench/$1" "$build/$1"; do
+    for cand in "$build/bench/$1" "$build/$1" "$build/tests/$1"; do
         if [ -x "$cand" ]; then
             echo "$cand"
             return 0
@@ -230,21 +230,40 @@ grow_threads_preloaded() {
 }
 part "the preloaded malloc-grow runs by threads failed" grow_threads_preloaded "$@"
 
-# Threads that allocate a batch and free it, round after round, at once
-# (malloc_rounds): poolkit, glibc and each peer the system has, in
-# interleaved rounds; poolkit's median time against the fastest other's.
-rounds_preloaded() {
-    local prog lib rounds=3 args="100 2 200 10000 300" best bt
+# NAME ARGS QUICK_ARGS FIELD WHAT UNIT [--quick]: the program NAME under
+# poolkit, glibc and each peer the system has, in interleaved rounds (2,
+# with QUICK_ARGS, under --quick), and a target line: poolkit's median of
+# its output's field FIELD (a time in UNIT) against the fastest other's.
+against_fastest() {
+    local name=$1 args=$2 quick=$3 field=$4 what=$5 unit=$6 prog lib rounds=3 best bt
+    shift 6
     local -A pre times
-    preload_set malloc_rounds || return 1
-    for arg in "$@"; do [ "$arg" = --quick ] && args="40 2 200 10000 300" && rounds=2; done
-    echo "== threads allocating and freeing in rounds at once, preloaded: $rounds interleaved rounds"
-    # "rounds: G generations of T threads, R rounds of C blocks of 16-S B: N ns a pair, ...": N is field 15.
-    preload_rounds "$args" "$rounds" 15 0 || return 1
+    preload_set "$name" || return 1
+    for arg in "$@"; do [ "$arg" = --quick ] && args=$quick && rounds=2; done
+    echo "== $what, preloaded: $rounds interleaved rounds"
+    preload_rounds "$args" "$rounds" "$field" 0 || return 1
     read -r best bt < <(fastest_other)
-    echo "$(median ${times[poolkit]}) $bt" | awk -v b="$best" '{printf "target: threads allocating and freeing in rounds at once, preloaded: poolkit %.2fx the fastest other'"'"'s time (%s, %.2f vs %.2f ns a pair; target <= 1x)  -> %s\n", $1 / $2, b, $1, $2, $1 <= $2 ? "PASS" : "FAIL"}'
+    echo "$(median ${times[poolkit]}) $bt" | awk -v b="$best" -v w="$what" -v u="$unit" '{printf "target: %s, preloaded: poolkit %.2fx the fastest other'"'"'s time (%s, %.2f vs %.2f %s; target <= 1x)  -> %s\n", w, $1 / $2, b, $1, $2, u, $1 <= $2 ? "PASS" : "FAIL"}'
+}
+
+# Threads that allocate a batch and free it, round after round, at once
+# (malloc_rounds). "rounds: G generations of T threads, R rounds of C
+# blocks of 16-S B: N ns a pair, ...": N is field 15.
+rounds_preloaded() {
+    against_fastest malloc_rounds "100 2 200 10000 300" "40 2 200 10000 300" 15 \
+        "threads allocating and freeing in rounds at once" "ns a pair" "$@"
 }
 part "the preloaded malloc-rounds runs failed" rounds_preloaded "$@"
+
+# A program holding blocks of some forty classes that forks again and
+# again, each child exiting at once (tests/malloc_fork_pages.c), symbols
+# bound at load: lazy binding in each child would weigh on every allocator
+# alike. "parent P child C us U": U, microseconds a fork, is field 6.
+fork_preloaded() {
+    local -x LD_BIND_NOW=1
+    against_fastest malloc_fork_pages 3000 1000 6 "fork with blocks of forty classes live" "us a fork" "$@"
+}
+part "the preloaded fork runs failed" fork_preloaded "$@"
 
 # Bursts after silences, and bursts each by a thread that ends, preloaded:
 # the same program with and without libpoolkit-malloc.so, a shape at a
