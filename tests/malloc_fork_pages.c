@@ -8,7 +8,9 @@
  *
  *     malloc_fork_pages [FORKS (64) [LIVE (1000)]]
  * prints "parent N.N child N.N us N.N": faults per fork on each side,
- * microseconds per fork from fork to the child's reaping. */
+ * microseconds per fork from fork to the child's reaping. With
+ * MALLOC_FORK_PAGES_PAUSE=S in the environment it waits S seconds after its
+ * allocations, before the forks, for a look at /proc/PID. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -30,6 +32,8 @@ int main(int argc, char **argv) {
         live[i] = malloc(16 + (s >> 16) % MAX_BYTES);
         if (!live[i]) return 2;
     }
+    const char *pause = getenv("MALLOC_FORK_PAGES_PAUSE");
+    if (pause) sleep((unsigned)atoi(pause));
     struct rusage self0, self1, kids0, kids1;
     getrusage(RUSAGE_SELF, &self0);
     getrusage(RUSAGE_CHILDREN, &kids0);

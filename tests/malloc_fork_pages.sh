@@ -7,13 +7,15 @@
 #     malloc_fork_pages.sh PROGRAM LIBPOOLKIT_MALLOC PARENT_MORE CHILD_MORE
 set -eu
 prog=$1 lib=$2 parent_more=$3 child_more=$4
-read -r _ libc_parent _ libc_child _ < <(LD_BIND_NOW=1 "$prog")
-read -r _ pk_parent _ pk_child _ < <(LD_BIND_NOW=1 LD_PRELOAD="$lib" "$prog")
-echo "faults per fork: C library parent $libc_parent child $libc_child; poolkit parent $pk_parent child $pk_child"
-awk -v a="$pk_parent" -v b="$libc_parent" -v m="$parent_more" -v c="$pk_child" -v d="$libc_child" -v n="$child_more" '
-    BEGIN {
+# A run that fails, or prints anything but its one line, fails the test.
+libc=$(LD_BIND_NOW=1 "$prog")
+pk=$(LD_BIND_NOW=1 LD_PRELOAD="$lib" "$prog")
+echo "faults per fork: C library: $libc; poolkit: $pk"
+echo "$libc $pk" | awk -v m="$parent_more" -v n="$child_more" '
+    NF != 12 || $1 != "parent" || $7 != "parent" { print "unexpected output"; exit 1 }
+    {
         bad = 0
-        if (a > b + m) { printf "the parent copies %.1f pages more a fork (at most %d)\n", a - b, m; bad = 1 }
-        if (c > d + n) { printf "the child copies %.1f pages more a fork (at most %d)\n", c - d, n; bad = 1 }
+        if ($8 > $2 + m) { printf "the parent copies %.1f pages more a fork (at most %d)\n", $8 - $2, m; bad = 1 }
+        if ($10 > $4 + n) { printf "the child copies %.1f pages more a fork (at most %d)\n", $10 - $4, n; bad = 1 }
         exit bad
     }'
