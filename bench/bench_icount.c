@@ -28,6 +28,12 @@
  *                                 past HOT_FOREIGN_SLABS (policy.h): each
  *                                 free goes onto the thread's list and the
  *                                 allocation takes it back
+ *   hardlisted kernel_pool_replace the listed mode's loop over a
+ *                                 PK_POOL_HARDENED pool: each free goes
+ *                                 onto the thread's hardened list, over an
+ *                                 object of its current slab, tagged
+ *                                 (HOT_FOREIGN), and the inline allocation
+ *                                 takes it back
  *   hardedge kernel_pool_other    N frees, by their owner, each of an
  *                                 object of a different full slab of a
  *                                 PK_POOL_HARDENED pool (the first free
@@ -227,9 +233,9 @@ static void *remote_owner_run(void *arg) {
  * HOT_FOREIGN_SLABS (sixteen 64 KiB slabs) whatever n, and this thread
  * frees and allocates in turn over the first n; consumer: this thread
  * allocates nothing from the pool. */
-static int run_remote(size_t n, size_t size, int listed, int consumer) {
+static int run_remote(size_t n, size_t size, int listed, int consumer, unsigned flags) {
     remote_owner o;
-    o.pool = pk_pool_create(&(pk_pool_config){.name = "remote", .size = size});
+    o.pool = pk_pool_create(&(pk_pool_config){.name = "remote", .size = size, .flags = flags});
     size_t made = listed ? n + 20 * (65536 / size) : n;
     o.n = made;
     o.objs = malloc(made * sizeof *o.objs);
@@ -282,7 +288,8 @@ static int run_hardedge(size_t n, size_t size) {
 static int run_mode(const char *mode, size_t n, size_t size) {
     if (strcmp(mode, "hardedge") == 0) return run_hardedge(n, size);
     if (strcmp(mode, "remote") == 0 || strcmp(mode, "listed") == 0 || strcmp(mode, "consumer") == 0)
-        return run_remote(n, size, mode[0] == 'l', mode[0] == 'c');
+        return run_remote(n, size, mode[0] == 'l', mode[0] == 'c', 0);
+    if (strcmp(mode, "hardlisted") == 0) return run_remote(n, size, 1, 0, PK_POOL_HARDENED);
     if (strcmp(mode, "grow") == 0) {
         (void)size;
         pk_free(kernel_grow(pk_alloc(PK_ALLOC_CLASS_MAX), n));

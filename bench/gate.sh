@@ -63,6 +63,13 @@
 #                 free goes onto the thread's list (HOT_FOREIGN) and the
 #                 inline allocation takes it back; the list's budget is the
 #                 pool's (a load: slabs of one object list fewer)
+#   a hardened listed free and its allocation <= 103 per pair (measured
+#                 102), likewise over a PK_POOL_HARDENED pool: the free
+#                 goes onto the thread's hardened list over an object of
+#                 its current slab, its link encoded and its second word
+#                 tagged (pool_free.c, foreign_home_hardened), and the
+#                 inline allocation takes it back; the hardened short
+#                 path's dispatch (pk__pool_free_slot) takes 36 of them
 #   pk_free into another of the thread's slabs of its class <= 52 per free
 #                 (measured 51.65), likewise: the push onto the class's list
 #                 (the owned index, below) and the drains that send the
@@ -203,6 +210,7 @@ GATE_FRONTRANDOM=70
 GATE_REMOTE=75
 GATE_CONSUMER=72
 GATE_LISTED=73
+GATE_HARDLISTED=103
 GATE_HARDEDGE=143
 GATE_HARDOTHER=74
 GATE_FRONTEND=40
@@ -258,7 +266,7 @@ count() {
 }
 
 echo "== instruction-count gate: alloc+free pair, object size $SIZE B"
-echo "command: valgrind --tool=callgrind --toggle-collect='$TOGGLE' $bin MODE N $SIZE   (MODE in empty default local hardened frontend grow growmany, N in $N1 $N2; otherloop other hardother frontother frontrandom remote consumer listed, N in $N1_OTHER $N2_OTHER; hardedge, N in $N1_EDGE $N2_EDGE with $SIZE_EDGE; objpair retain with $OBJ_SIZE in place of $SIZE; pattern patternloop with $SIZE_PATTERN)"
+echo "command: valgrind --tool=callgrind --toggle-collect='$TOGGLE' $bin MODE N $SIZE   (MODE in empty default local hardened frontend grow growmany, N in $N1 $N2; otherloop other hardother frontother frontrandom remote consumer listed hardlisted, N in $N1_OTHER $N2_OTHER; hardedge, N in $N1_EDGE $N2_EDGE with $SIZE_EDGE; objpair retain with $OBJ_SIZE in place of $SIZE; pattern patternloop with $SIZE_PATTERN)"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores, $(valgrind --version)"
 
 declare -A per
@@ -278,7 +286,7 @@ for mode in objpair retain; do measure "$mode" 3 "$OBJ_SIZE"; done
 for mode in pattern patternloop; do measure "$mode" 2 "$SIZE_PATTERN"; done
 
 declare -A per_free
-for mode in otherloop other hardother frontother frontrandom remote consumer listed; do
+for mode in otherloop other hardother frontother frontrandom remote consumer listed hardlisted; do
     o1=$(count "$mode" "$N1_OTHER") || exit 1
     o2=$(count "$mode" "$N2_OTHER") || exit 1
     per_free[$mode]=$(awk -v a="$o1" -v b="$o2" -v n1="$N1_OTHER" -v n2="$N2_OTHER" 'BEGIN {printf "%.2f", (b - a) / (n2 - n1)}')
@@ -298,6 +306,7 @@ net_frontrandom=$(awk -v a="${per_free[frontrandom]}" -v e="${per_free[otherloop
 net_remote=$(awk -v a="${per_free[remote]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
 net_consumer=$(awk -v a="${per_free[consumer]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
 net_listed=$(awk -v a="${per_free[listed]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
+net_hardlisted=$(awk -v a="${per_free[hardlisted]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
 
 net_default=$(awk -v a="${per[default]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
 net_local=$(awk -v a="${per[local]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
@@ -364,6 +373,9 @@ check_free "pk_pool default, a consumer's free of an object a live thread made (
     "the inline free's miss, the library's call, the chain's slab and the slot grid, the pending chain's push, its push home every 64 included"
 check_free "pk_pool default, a free of an object a live thread made, listed, and the allocation that takes it back (HOT_FOREIGN)" "$net_listed" "$GATE_LISTED" \
     "the inline free's miss, the short path's record, the push onto the thread's list, the inline allocation"
+check_free "pk_pool HARDENED, a free of an object a live thread made, listed, and the allocation that takes it back (HOT_FOREIGN)" \
+    "$net_hardlisted" "$GATE_HARDLISTED" \
+    "the short path's dispatch, the push onto the hardened list over an object of the current slab (its link encoded, its second word tagged), the inline allocation"
 check_free "pk_pool HARDENED, the owner's free into another of its slabs" "$net_hardother" "$GATE_HARDOTHER" \
     "the inline free's miss with the thread's slot, the region map only for another region than the current slab's, the short path's record, the push encoded onto the slab's list"
 check_free "pk_pool HARDENED, the owner's free into a used-up slab of its own ($SIZE_EDGE-byte objects)" "$net_hardedge" \

@@ -550,9 +550,10 @@ TEST(PoolFreeForeign, InASmallPoolTheObjectGoesHome) {
 
 /* Onto a list that is not empty, at most HOT_FOREIGN such objects before
  * the list is next found empty: the rest go home, so a thread that only
- * frees keeps no more of other threads' objects off their slabs. */
-TEST(PoolFreeForeign, AtMostTheBudgetGoesOntoAListThatIsNotEmpty) {
-    PoolPtr p = make_pool(kForeignSize, 0, 0, "foreign, budget");
+ * frees keeps no more of other threads' objects off their slabs; on a pool
+ * of `flags`. */
+void expect_foreign_budget(unsigned flags, const char *name) {
+    PoolPtr p = make_pool(kForeignSize, 0, flags, name);
     std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
     const size_t n = kForeignBudget + 10;
     on_a_thread_with_a_slab(p.get(), [&] {
@@ -573,6 +574,16 @@ TEST(PoolFreeForeign, AtMostTheBudgetGoesOntoAListThatIsNotEmpty) {
     EXPECT_EQ(stats_of(p.get()).live, objs.size());
     free_all(p.get(), objs);
     EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+TEST(PoolFreeForeign, AtMostTheBudgetGoesOntoAListThatIsNotEmpty) { expect_foreign_budget(0, "foreign, budget"); }
+
+/* A hardened list by the same rule: each object freed onto it after the
+ * first links to another of them, a link out of the current slab that the
+ * library follows (each carries its tag), and the allocations take them
+ * back last freed first, then the thread's own object. */
+TEST(PoolFreeForeign, AtMostTheBudgetGoesOntoAHardenedListThatIsNotEmpty) {
+    expect_foreign_budget(PK_POOL_HARDENED, "foreign, hardened, budget");
 }
 
 /* Objects of a slab each (1 MiB) are listed too (a server's buffers passed
@@ -636,10 +647,13 @@ TEST(PoolFreeForeignDeathTest, AnObjectFreedTwiceInARowIsReported) {
     expect_foreign_double_free_reported(0, "foreign, twice");
 }
 
-/* A hardened list takes one such object, onto an empty list only, as the
- * end (the one object of another slab its links may lead to): the next
- * allocation returns it; a second before it goes home. */
-TEST(PoolFreeForeign, AHardenedListTakesOneOntoAnEmptyList) {
+/* A hardened list takes such an object onto an empty list as the end (the
+ * hot object), and onto one that is not empty as the head: the next
+ * allocations return them, last freed first, whether the inline path
+ * follows the link (into the current slab) or the library does (to
+ * another such object, or to the hot object under objects of the current
+ * slab freed after it). */
+TEST(PoolFreeForeign, AHardenedListTakesThemBackLastFreedFirst) {
     PoolPtr p = make_pool(kForeignSize, 0, PK_POOL_HARDENED, "foreign, hardened");
     std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
     on_a_thread_with_a_slab(p.get(), [&] {
@@ -652,17 +666,19 @@ TEST(PoolFreeForeign, AHardenedListTakesOneOntoAnEmptyList) {
             EXPECT_EQ(objs[200 + round], x) << round;
         }
         void *x = objs[300], *y = objs[301], *z = objs[302];
-        pk_pool_free(p.get(), x);
-        pk_pool_free(p.get(), y); /* the list holds x: y goes home (a chain waits for its slab) */
-        objs[300] = pk_pool_alloc(p.get());
-        EXPECT_EQ(objs[300], x);
-        /* the list empty again, with no refill (which sends the chain): z, of
-         * the slab the chain waits for, goes onto the list all the same */
-        pk_pool_free(p.get(), z);
-        objs[302] = pk_pool_alloc(p.get());
-        EXPECT_EQ(objs[302], z);
+        pk_pool_free(p.get(), x); /* the end */
+        pk_pool_free(p.get(), y); /* over x: a link out of the current slab */
         objs[301] = pk_pool_alloc(p.get());
-        EXPECT_NE(objs[301], y);
+        EXPECT_EQ(objs[301], y);
+        void *own = mine.back(); /* of the current slab, over x */
+        mine.pop_back();
+        pk_pool_free(p.get(), own);
+        pk_pool_free(p.get(), z); /* over own: its link leads into the current slab */
+        EXPECT_EQ(pk_pool_alloc(p.get()), z);
+        EXPECT_EQ(pk_pool_alloc(p.get()), own);
+        EXPECT_EQ(pk_pool_alloc(p.get()), x);
+        objs[302] = z;
+        mine.push_back(own);
         free_all(p.get(), mine);
     });
     free_all(p.get(), objs);
@@ -688,6 +704,33 @@ TEST(PoolFreeForeign, AHardenedListsObjectGoesHomeAtItsThreadsExit) {
     free_all(p.get(), objs);
     free_all(p.get(), mine);
     EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
+/* An object of another heap's slab listed over an object of the current
+ * slab carries its tag in its second word; another object of the current
+ * slab freed over it links to it. A write after free into that word makes
+ * the link one the library no longer follows: the allocation that meets
+ * it reports a corrupted list, where it would hand out whatever slot the
+ * link named (a live object of another thread, with a leaked secret). */
+TEST(PoolFreeForeignDeathTest, AHardenedListsForeignObjectWrittenAfterItsFreeIsReported) {
+    PoolPtr p = make_pool(kForeignSize, 0, PK_POOL_HARDENED, "foreign, hardened, written");
+    std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
+    if (running_under_valgrind()) GTEST_SKIP() << "writes to freed memory on purpose";
+    void *volatile a = objs[500];
+    PKTEST_EXPECT_REPORT(on_a_thread_with_a_slab(p.get(),
+                                                 [&] {
+                                                     void *own = pk_pool_alloc(p.get());
+                                                     void *own2 = pk_pool_alloc(p.get());
+                                                     pk_pool_free(p.get(), own);
+                                                     pk_pool_free(p.get(), a); /* over own: tagged */
+                                                     pk_pool_free(p.get(), own2); /* links to a */
+                                                     static_cast<volatile uintptr_t *>(a)[1] = 0x1234;
+                                                     (void)pk_pool_alloc(p.get());
+                                                     (void)pk_pool_alloc(p.get());
+                                                     std::fprintf(stderr, "no report\n");
+                                                 }),
+                         "what=corrupted free list.*\n.*which is not a free slot of its slab");
+    free_all(p.get(), objs);
 }
 
 TEST(PoolFreeForeignDeathTest, AnObjectFreedTwiceInARowIsReportedOnAHardenedList) {

@@ -139,8 +139,9 @@ static inline size_t policy_hot_list(size_t capacity, size_t slot) {
  * the inline path serves; an object kept would take the short path at
  * every free. The objects so listed stay counted out on their slabs until
  * the thread allocates them, trims or exits, when they go home as remote
- * frees (heap.c, free_home_hot). Hardened lists take one, onto an empty
- * list only (HOT_FREES' rule). */
+ * frees (heap.c, free_home_hot). Hardened lists take them by the same
+ * rule, each past the first tagged (harden.h, hot_tag), which the
+ * library checks before it follows a link to one. */
 #define HOT_FOREIGN 64
 #define HOT_FOREIGN_SLABS 16
 /* Slots with a slab of their own are listed so too: where threads pass

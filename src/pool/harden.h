@@ -83,6 +83,17 @@ static inline uintptr_t link_encode(const pk_pool *p, const void *obj, uintptr_t
 static inline uintptr_t link_decode(const pk_pool *p, const void *obj, uintptr_t stored) {
     return link_decode_with(p->hard.secret, obj, stored);
 }
+/* HOT_FOREIGN on a hardened list (pool_free.c, foreign_home_hardened): an
+ * object of another heap's slab that the short path put onto a list that
+ * was not empty carries in its second word its own address, encoded as a
+ * link under another key (HOT_TAG), so that the library follows a link to
+ * it (heap.c, hot_link) and to no other slot of such a slab: a live
+ * object's second word is the program's. Slots of two words or more. */
+#define HOT_TAG ((uintptr_t)0x5bd1e9955bd1e995ull)
+static inline uintptr_t hot_tag(uintptr_t secret, const void *obj) {
+    return link_encode_with(secret ^ HOT_TAG, (const uintptr_t *)obj + 1, (uintptr_t)obj);
+}
+
 /* The word at link_off in obj as stored (a plain pool's link), for a
  * loop that holds the offset apart. */
 static inline uintptr_t link_load_plain(void *obj, size_t link_off) {

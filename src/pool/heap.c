@@ -188,22 +188,32 @@ static void install(pk_pool *p, heap *h, slab *s) {
 #endif
 
 /* Whether obj, on h's list, is an object of another slab h owns (the
- * HOT_FREES object). Stats ask about another thread's list: its reads race
- * by design there, as racy_list_length's do. */
-static NO_TSAN bool hot_object(const heap *h, const char *obj) {
+ * HOT_FREES object), or of another heap's slab that the short path listed
+ * (HOT_FOREIGN: on a hardened list the hot object, or one it tagged, whose
+ * slab h may have adopted since); with tagged, only one the short path
+ * tagged. Stats ask about another thread's list: its reads race by design
+ * there, as racy_list_length's do. */
+static NO_TSAN bool hot_tagged(const pk_pool *p, const char *obj) {
+    const uintptr_t *w = (const uintptr_t *)obj + 1;
+    track_open(w, sizeof *w);
+    uintptr_t word = *(const volatile uintptr_t *)w;
+    track_close(w, sizeof *w);
+    return word == hot_tag(p->hard.secret, obj);
+}
+static NO_TSAN bool hot_object_of(const heap *h, const char *obj, bool tagged) {
     uintptr_t x = (uintptr_t)obj;
     if (!region_holds(x)) return false;
     const slab *s = slab_of(x);
     heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
-    /* an owned slab's (HOT_FREES, HOT_LIST), or another heap's (HOT_FOREIGN:
-     * on a hardened list only the one object its links may lead to) */
     const pk_pool *p = h->pool;
     bool ours = owner == h ? s != h->cur
-                           : p->hot_foreign && __atomic_load_n(&s->pool, __ATOMIC_RELAXED) == p &&
-                                 (!p->hardened || obj == h->hot_obj);
+                           : p->hot_foreign && __atomic_load_n(&s->pool, __ATOMIC_RELAXED) == p;
     long idx = ours ? slab_slot_index(s, obj) : -1;
-    return idx >= 0 && (uint32_t)idx < s->bump;
+    if (idx < 0 || (uint32_t)idx >= s->bump) return false;
+    if (tagged) return hot_tagged(p, obj);
+    return owner == h || !p->hardened || obj == h->hot_obj || hot_tagged(p, obj);
 }
+static bool hot_object(const heap *h, const char *obj) { return hot_object_of(h, obj, false); }
 
 /* obj, met on a thread's list after prev (NULL: the list's head, which
  * came from a free, so checked as any free of it), is no free slot of the
@@ -732,10 +742,17 @@ static PK_NOINLINE void *lean_refused(pk_pool *p, char *obj, char *next) {
 /* A hardened list's link that leads out of the current slab: to the hot
  * object, the one object of another owned slab such a list holds
  * (HOT_FREES), put on it when it was empty and linked to by the objects of
- * the current slab freed after it. hot_obj stays set after the inline
- * allocation took it, until the next refill: a link to it then is one the
- * secret encoded, which only the library writes. */
-static inline bool hot_link(const heap *h, const void *next) { return next == h->hot_obj && next; }
+ * the current slab freed after it; or to an object of another heap's slab
+ * the short path listed (HOT_FOREIGN: pool_free.c, foreign_home_hardened),
+ * a slot of the pool that slab has handed out whose second word carries
+ * its tag (harden.h, hot_tag). hot_obj stays
+ * set after the inline allocation took it, until the next refill: a link
+ * to it then is one the secret encoded, which only the library writes. A
+ * link the program overwrote decodes to another value (the object's
+ * address is in the encoding), which names no such slot but by chance. */
+static inline bool hot_link(const heap *h, const void *next) {
+    return next && (next == h->hot_obj || hot_object_of(h, (const char *)next, true));
+}
 
 void *heap_alloc_lean(pk_pool *p, heap *h) {
     tc_list *l = h->list;
@@ -777,7 +794,10 @@ static bool list_refill(pk_pool *p, heap *h, uint64_t now) {
  * follows. */
 static inline char *list_pop(pk_pool *p, heap *h, char *obj, size_t *count) {
     char *next = (char *)link_load(p, obj);
-    if (p->hardened && next && !hot_link(h, next)) harden_check_slab_link(p, h->cur, obj, next);
+    /* harden_check_slab_link's check, a link out of the current slab asked
+     * about only once it fails */
+    if (p->hardened && next && !slab_slot_handed(h->cur, next) && !hot_link(h, next))
+        report_bad_link(p, obj, next, "not a free slot of its slab");
     --*count;
     return next;
 }

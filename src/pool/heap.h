@@ -15,9 +15,11 @@ void *heap_alloc(pk_pool *p, tc_slot *c, uint64_t now);
 /* heap_alloc's n times over (pk_pool_alloc_bulk): objs gets as many as
  * came, the count returned (fewer: errno ENOMEM). */
 size_t heap_alloc_bulk(pk_pool *p, tc_slot *c, void **objs, size_t n, uint64_t now);
-/* The hardened lean path's allocation (pool_slow.c): the list's head if
- * its link decodes to a slot of the current slab, or to the end; a link
- * elsewhere is reported; NULL on an empty list. */
+/* The hardened lean path's allocation (pool_slow.c), and a hardened
+ * inline pool's once its inline path refused (HARD_POP): the list's head
+ * if its link decodes to a slot of the current slab, to the end, or to an
+ * object of another slab the list may hold (hot_link); a link elsewhere is
+ * reported; NULL on an empty list. */
 void *heap_alloc_lean(pk_pool *p, heap *h);
 /* s, owned by h and not current, has come to hold no object: kept as the
  * heap's newest spare (HEAP_SPARE); where the heap has as many as the pool

@@ -143,7 +143,7 @@ static void choose_path(pk_pool *p) {
         /* The lean path serves pools the inline paths cannot (a link word
          * past the object); for the others it would only repeat the inline
          * checks that just failed, on every free into another slab. */
-        p->hard.lean = 1;
+        p->hard.lean = HARD_LEAN | HARD_POP;
         /* The fast paths' same-slab checks compare (x | slab_low) with the
          * current slab's word: leaving the slot's alignment bits out of
          * slab_low makes them check that x is aligned as a slot start at no
@@ -154,7 +154,10 @@ static void choose_path(pk_pool *p) {
 #ifdef PK__HAVE_INLINE
         if (p->link_off == 0) {
             p->list_at = LIST_HARDENED;
-            p->hard.lean = 0;
+            /* the inline paths do the rest; a link they refuse, to an
+             * object of another slab the list holds (HOT_FOREIGN), is
+             * popped there with no refill and no clock read */
+            p->hard.lean = HARD_POP;
         }
 #endif
     }

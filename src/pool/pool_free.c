@@ -90,15 +90,32 @@ static PK_NOINLINE void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
     free_remote_edge(p, h, s, obj);
 }
 
-/* free_foreign_home's hardened list (the inline paths serve it): onto it
- * only when it is empty (HOT_FREES' rule). Apart, so that the default
+/* free_foreign_home's hardened list (the inline paths serve it), by the
+ * default list's rule: onto an empty list as its end (hot_obj), and onto
+ * one that is not empty while the budget lasts, its link encoded and its
+ * second word tagged (harden.h, hot_tag). The
+ * inline allocation takes it back when its link leads into the current
+ * slab or ends; where it leads to another such object the library follows
+ * it (heap.c, hot_link). Onto an empty list only, a server's frees of
+ * another live thread's objects went home one by one and each of its
+ * allocations refilled every few calls (the steady state at 100,000 live,
+ * hardened: twice the default pool's time). Apart, so that the default
  * half keeps no frame. */
 static PK_NOINLINE void foreign_home_hardened(tc_slot *c, heap *h, slab *s, void *obj) {
     pk_pool *p = h->pool;
     void *head = __atomic_load_n(&c->hhead, __ATOMIC_RELAXED);
     if (unlikely(obj == head)) check_report_double_free(p, obj); /* freed again */
-    if (head) free_remote(p, h, s, obj);
-    else hot_push_hardened(c, h, obj);
+    if (!head) {
+        h->foreign_room = p->foreign_budget; /* the list holds no such object now */
+        hot_push_hardened(c, h, obj);
+    } else if (h->foreign_room && p->geo.slot >= 2 * sizeof(uintptr_t)) {
+        h->foreign_room--;
+        ((uintptr_t *)obj)[1] = hot_tag(c->secret, obj);
+        *(uintptr_t *)obj = link_encode_with(c->secret, obj, (uintptr_t)head);
+        __atomic_store_n(&c->hhead, obj, __ATOMIC_RELAXED);
+    } else {
+        free_remote(p, h, s, obj);
+    }
 }
 
 /* obj, a slot of s, a slab another heap holds: a remote free, or, where
@@ -306,7 +323,7 @@ static PK_NOINLINE void free_captured(pk_pool *p, void *obj, void *caller) {
 
 static PK_NOINLINE void free_dispatch(pk_pool *p, void *obj, void *caller) {
     heap *h = tc_slot_of(p)->heap;
-    if (p->hard.lean && h && free_lean(p, h, obj)) return;
+    if ((p->hard.lean & HARD_LEAN) && h && free_lean(p, h, obj)) return;
     if (unlikely(p->debug)) {
         free_captured(p, obj, caller);
         return;

@@ -37,11 +37,11 @@ static inline tc_slot *slot_of_handle(const pk_pool *p) {
  * (or none) holds, none of whose other fields were read. */
 enum { FREE_LIBRARY, FREE_DONE, FREE_EDGE, FREE_FOREIGN };
 
-/* obj onto c's hardened list, which is empty, as its end: the one object
- * of another slab such a list holds (HOT_FREES, HOT_FOREIGN), which the
- * inline allocation takes back, and a link to which from an object of the
- * current slab freed after it sends that allocation to the library, which
- * accepts a link to hot_obj alone (heap.c, hot_link). */
+/* obj onto c's hardened list, which is empty, as its end: the object of
+ * another slab such a list holds (HOT_FREES, and HOT_FOREIGN's first),
+ * which the inline allocation takes back, and a link to which from an
+ * object of the current slab freed after it sends that allocation to the
+ * library, which accepts a link to hot_obj (heap.c, hot_link). */
 static inline void hot_push_hardened(tc_slot *c, heap *h, void *obj) {
     *(uintptr_t *)obj = link_encode_with(c->secret, obj, 0);
     h->hot_obj = obj;

@@ -8,7 +8,10 @@
  *     each link is decoded and checked to name a slot of that slab
  *     (hard_near) before it is followed, and a freed pointer of that slab
  *     is checked the same way, with the head freed again reported;
- *     anything else takes the heap path.
+ *     anything else takes the heap path. Its allocation also serves a
+ *     hardened pool of the inline paths where they refused a link out of
+ *     the current slab (HARD_POP: an object of another slab listed,
+ *     HOT_FOREIGN), so that taking it back costs no refill.
  *   - the heap path: the calling thread's heap for the pool (heap.c,
  *     pool_free.c), for every pool with threads' heaps; pools the inline
  *     paths cannot serve (hooks, zeroing, tool builds) come here on every

@@ -115,6 +115,10 @@ _Static_assert(offsetof(tc_slot, cur) - offsetof(tc_slot, head) == offsetof(tc_l
                    offsetof(tc_slot, hcur) - offsetof(tc_slot, hhead) == offsetof(tc_list, cur),
                "a slot's two lists are tc_list views");
 enum { LIST_SLOT, LIST_HARDENED, LIST_HEAP };
+/* pk_pool.hard.lean's bits: the lean free (pool_free.c, free_lean) and the
+ * lean allocation (heap.c, heap_alloc_lean), which pops the list's head
+ * where its link leads within the current slab, to a hot object or ends. */
+enum { HARD_LEAN = 1, HARD_POP = 2 };
 
 /* The library reads and writes lists with relaxed atomics: plain moves on
  * the machine, but visible as such to ThreadSanitizer, since stats read
@@ -235,8 +239,8 @@ typedef struct heap {
     bool own_direct;           /* OWN_DIRECT: pk_free sends objects of other owned slabs home,
                                   own_room 0 between its frees; until the next drain, refill
                                   or trim (heap.c, own_restart) */
-    void *hot_obj;             /* hardened pools: the object of another owned slab last
-                                  put onto the empty list (HOT_FREES), until the next
+    void *hot_obj;             /* hardened pools: the object of another slab last
+                                  put onto the empty list (HOT_FREES, HOT_FOREIGN), until the next
                                   refill (an abandon clears the heap); the library's
                                   checks of the list's links accept a link to it
                                   (heap.c, hot_link) */
@@ -263,8 +267,10 @@ struct pk_pool {
     int list_at;        /* where its threads' lists are: LIST_* */
     struct {
         uintptr_t secret;   /* mixed into stored links (every hardened pool) */
-        uintptr_t lean;     /* nonzero: the lean path (pool_slow.c, pool_free.c)
-                               serves the pool, whose link word is past the object */
+        uintptr_t lean;     /* HARD_LEAN and HARD_POP: the lean path (pool_slow.c,
+                               pool_free.c) serves the pool, whose link word is past
+                               the object; HARD_POP alone: its allocation's pop of a
+                               link the inline path refused (LIST_HARDENED) */
     } hard;
     const char *name;
     size_t size, align;
