@@ -124,13 +124,18 @@ large_preloaded() {
 part "the preloaded malloc-large run failed" large_preloaded "$@"
 
 # The peers the system has, a line each: NAME PATH (mimalloc, jemalloc,
-# tcmalloc: ldconfig's names).
+# tcmalloc: ldconfig's names), and mimalloc 3 (libmimalloc3) where the lab's
+# set-up installed it (PyPI's cmeel-mimalloc in the project's .venv, as
+# pk-lab finds it) or PK_LAB_MIMALLOC3 names its libmimalloc.so.3.
 peer_libs() {
     local peer out
     for peer in libmimalloc.so.2 libjemalloc.so.2 libtcmalloc_minimal.so.4; do
         out=$(ldconfig -p 2>/dev/null | awk -v n="$peer" '$1 == n {print $NF; exit}')
         [ -n "$out" ] && echo "${peer%%.so*} $out"
     done
+    out=${PK_LAB_MIMALLOC3:-}
+    [ -n "$out" ] || out=$(compgen -G "$here/../.venv/lib/python3*/site-packages/cmeel.prefix/lib/libmimalloc.so.3" | head -n 1)
+    if [ -n "$out" ] && [ -f "$out" ]; then echo "libmimalloc3 $out"; fi
 }
 
 # NAME: the caller's prog (the program NAME), lib (libpoolkit-malloc.so)
