@@ -690,8 +690,10 @@ TEST(SafetyHardenedDeathTest, LowTwoBytesOfALinkRewrittenToALiveObjectOfTheSlabA
     expect_encoded_link_followed(k, k.far_in_slab, 2);
 }
 
-/* A live object of the pool in another slab: a thread's list holds only
- * objects of its current slab, so a link out of that slab is reported. */
+/* A live object of the pool in another slab: a link out of the current
+ * slab is followed only to the hot object or to an object of another
+ * heap's slab that carries its tag (a live one's second word is the
+ * program's), so it is reported. */
 TEST(SafetyHardenedDeathTest, EncodedLinkToALiveObjectInAnotherSlabIsReported) {
     MAKE_LEAKED_SECRET(k);
     expect_encoded_link_reported(k, k.other_slab);

@@ -187,12 +187,8 @@ static void install(pk_pool *p, heap *h, slab *s) {
 #  define NO_TSAN
 #endif
 
-/* Whether obj, on h's list, is an object of another slab h owns (the
- * HOT_FREES object), or of another heap's slab that the short path listed
- * (HOT_FOREIGN: on a hardened list the hot object, or one it tagged, whose
- * slab h may have adopted since); with tagged, only one the short path
- * tagged. Stats ask about another thread's list: its reads race by design
- * there, as racy_list_length's do. */
+/* Whether obj, a slot handed out, carries the tag of an object the short
+ * path listed on a hardened list (harden.h, hot_tag). */
 static NO_TSAN bool hot_tagged(const pk_pool *p, const char *obj) {
     const uintptr_t *w = (const uintptr_t *)obj + 1;
     track_open(w, sizeof *w);
@@ -200,6 +196,12 @@ static NO_TSAN bool hot_tagged(const pk_pool *p, const char *obj) {
     track_close(w, sizeof *w);
     return word == hot_tag(p->hard.secret, obj);
 }
+/* Whether obj, on h's list, is an object of another slab h owns (the
+ * HOT_FREES object), or of another heap's slab that the short path listed
+ * (HOT_FOREIGN: on a hardened list the hot object, or one it tagged, whose
+ * slab h may have adopted since); with tagged, only one the short path
+ * tagged. Stats ask about another thread's list: its reads race by design
+ * there, as racy_list_length's do. */
 static NO_TSAN bool hot_object_of(const heap *h, const char *obj, bool tagged) {
     uintptr_t x = (uintptr_t)obj;
     if (!region_holds(x)) return false;

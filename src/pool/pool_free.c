@@ -97,10 +97,9 @@ static PK_NOINLINE void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
  * inline allocation takes it back when its link leads into the current
  * slab or ends; where it leads to another such object the library follows
  * it (heap.c, hot_link). Onto an empty list only, a server's frees of
- * another live thread's objects went home one by one and each of its
- * allocations refilled every few calls (the steady state at 100,000 live,
- * hardened: twice the default pool's time). Apart, so that the default
- * half keeps no frame. */
+ * another live thread's objects went home one by one and its allocations
+ * refilled every few calls (docs/results.md, "A hardened list keeps other
+ * threads' objects"). Apart, so that the default half keeps no frame. */
 static PK_NOINLINE void foreign_home_hardened(tc_slot *c, heap *h, slab *s, void *obj) {
     pk_pool *p = h->pool;
     void *head = __atomic_load_n(&c->hhead, __ATOMIC_RELAXED);
