@@ -621,9 +621,10 @@ TEST(PoolFreeForeign, ObjectsOfASlabEachAreListedWithinTheBytesBudget) {
 }
 
 /* Objects on the list of a thread that exits go home (remote frees): live
- * falls by as many, and the main thread's slabs get them back. */
-TEST(PoolFreeForeign, ObjectsListedByAThreadThatExitsGoHome) {
-    PoolPtr p = make_pool(kForeignSize, 0, 0, "foreign, exit");
+ * falls by as many, and the main thread's slabs get them back; on a pool
+ * of `flags`. */
+void expect_listed_go_home_at_exit(unsigned flags, const char *name) {
+    PoolPtr p = make_pool(kForeignSize, 0, flags, name);
     std::vector<void *> objs = fill_slabs(p.get(), kForeignSlabs + 4);
     const pk_pool_stats before = stats_of(p.get());
     const size_t k = 5;
@@ -641,6 +642,15 @@ TEST(PoolFreeForeign, ObjectsListedByAThreadThatExitsGoHome) {
     pk_pool_stats st = stats_of(p.get());
     EXPECT_EQ(st.live, 0u);
     EXPECT_EQ(st.slabs, 0u) << "a slab kept a listed object after its thread exited";
+}
+
+TEST(PoolFreeForeign, ObjectsListedByAThreadThatExitsGoHome) { expect_listed_go_home_at_exit(0, "foreign, exit"); }
+
+/* On a hardened list the objects listed over objects of the current slab
+ * carry their tags: the walk that sends the list home at the thread's exit
+ * accepts them, each checked, and sends them home. */
+TEST(PoolFreeForeign, ObjectsListedOnAHardenedListGoHomeAtItsThreadsExit) {
+    expect_listed_go_home_at_exit(PK_POOL_HARDENED, "foreign, hardened, exit");
 }
 
 TEST(PoolFreeForeignDeathTest, AnObjectFreedTwiceInARowIsReported) {
