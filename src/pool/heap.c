@@ -199,10 +199,9 @@ static NO_TSAN bool hot_tagged(const pk_pool *p, const char *obj) {
 /* Whether obj, on h's list, is an object of another slab h owns (the
  * HOT_FREES object), or of another heap's slab that the short path listed
  * (HOT_FOREIGN: on a hardened list the hot object, or one it tagged, whose
- * slab h may have adopted since); with tagged, only one the short path
- * tagged. Stats ask about another thread's list: its reads race by design
- * there, as racy_list_length's do. */
-static NO_TSAN bool hot_object_of(const heap *h, const char *obj, bool tagged) {
+ * slab h may have adopted since). Stats ask about another thread's list:
+ * its reads race by design there, as racy_list_length's do. */
+static NO_TSAN bool hot_object(const heap *h, const char *obj) {
     uintptr_t x = (uintptr_t)obj;
     if (!region_holds(x)) return false;
     const slab *s = slab_of(x);
@@ -212,10 +211,8 @@ static NO_TSAN bool hot_object_of(const heap *h, const char *obj, bool tagged) {
                            : p->hot_foreign && __atomic_load_n(&s->pool, __ATOMIC_RELAXED) == p;
     long idx = ours ? slab_slot_index(s, obj) : -1;
     if (idx < 0 || (uint32_t)idx >= s->bump) return false;
-    if (tagged) return hot_tagged(p, obj);
     return owner == h || !p->hardened || obj == h->hot_obj || hot_tagged(p, obj);
 }
-static bool hot_object(const heap *h, const char *obj) { return hot_object_of(h, obj, false); }
 
 /* obj, met on a thread's list after prev (NULL: the list's head, which
  * came from a free, so checked as any free of it), is no free slot of the
@@ -753,7 +750,17 @@ static PK_NOINLINE void *lean_refused(pk_pool *p, char *obj, char *next) {
  * link the program overwrote decodes to another value (the object's
  * address is in the encoding), which names no such slot but by chance. */
 static inline bool hot_link(const heap *h, const void *next) {
-    return next && (next == h->hot_obj || hot_object_of(h, (const char *)next, true));
+    if (!next) return false;
+    if (next == h->hot_obj) return true;
+    /* the tag, read once the address is known to start a slot of the pool:
+     * the short path wrote it, so no slab owner or count need be asked (a
+     * slow allocation in two, where a thread frees its own objects and
+     * other threads' in turn) */
+    uintptr_t x = (uintptr_t)next;
+    if (!region_holds(x)) return false;
+    const slab *s = slab_of(x);
+    return __atomic_load_n(&s->pool, __ATOMIC_RELAXED) == h->pool && slab_starts_slot(s, next) &&
+           hot_tagged(h->pool, (const char *)next);
 }
 
 void *heap_alloc_lean(pk_pool *p, heap *h) {
