@@ -34,6 +34,13 @@
  *                                 object of its current slab, tagged
  *                                 (HOT_FOREIGN), and the inline allocation
  *                                 takes it back
+ *   hardchain kernel_pool_replace_two the hardlisted mode's objects freed
+ *                                 two at a time and allocated back two at
+ *                                 a time: the second free goes onto the
+ *                                 list over the first, so the first
+ *                                 allocation meets a link out of the
+ *                                 current slab to a tagged object, which
+ *                                 the library follows (HARD_POP); per free
  *   hardedge kernel_pool_other    N frees, by their owner, each of an
  *                                 object of a different full slab of a
  *                                 PK_POOL_HARDENED pool (the first free
@@ -120,6 +127,7 @@ BENCH_KERNEL void kernel_pool_other(pk_pool *pool, void **objs, size_t n);
 BENCH_KERNEL void kernel_frontend(size_t size, size_t n);
 BENCH_KERNEL void kernel_other_loop(void **objs, size_t n);
 BENCH_KERNEL void kernel_pool_replace(pk_pool *pool, void **objs, size_t n);
+BENCH_KERNEL void kernel_pool_replace_two(pk_pool *pool, void **objs, size_t n);
 BENCH_KERNEL void kernel_frontend_other(void **objs, size_t n);
 BENCH_KERNEL void kernel_pattern(pk_pool *pool, size_t size, long rounds);
 BENCH_KERNEL void kernel_pattern_loop(size_t size, long rounds);
@@ -135,6 +143,17 @@ BENCH_KERNEL void kernel_pool_replace(pk_pool *pool, void **objs, size_t n) {
         pk_pool_free(pool, objs[i]);
         objs[i] = pk_pool_alloc(pool);
         BENCH_ESCAPE(objs[i]);
+    }
+}
+
+BENCH_KERNEL void kernel_pool_replace_two(pk_pool *pool, void **objs, size_t n) {
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        pk_pool_free(pool, objs[i]);
+        pk_pool_free(pool, objs[i + 1]);
+        objs[i + 1] = pk_pool_alloc(pool);
+        objs[i] = pk_pool_alloc(pool);
+        BENCH_ESCAPE(objs[i]);
+        BENCH_ESCAPE(objs[i + 1]);
     }
 }
 
@@ -233,7 +252,7 @@ static void *remote_owner_run(void *arg) {
  * HOT_FOREIGN_SLABS (sixteen 64 KiB slabs) whatever n, and this thread
  * frees and allocates in turn over the first n; consumer: this thread
  * allocates nothing from the pool. */
-static int run_remote(size_t n, size_t size, int listed, int consumer, unsigned flags) {
+static int run_remote(size_t n, size_t size, int listed, int consumer, unsigned flags, int two) {
     remote_owner o;
     o.pool = pk_pool_create(&(pk_pool_config){.name = "remote", .size = size, .flags = flags});
     size_t made = listed ? n + 20 * (65536 / size) : n;
@@ -246,7 +265,8 @@ static int run_remote(size_t n, size_t size, int listed, int consumer, unsigned 
     pthread_barrier_init(&o.freed, NULL, 2);
     if (pthread_create(&t, NULL, remote_owner_run, &o) != 0) return 1;
     pthread_barrier_wait(&o.made);
-    if (listed) kernel_pool_replace(o.pool, o.objs, n);
+    if (two) kernel_pool_replace_two(o.pool, o.objs, n);
+    else if (listed) kernel_pool_replace(o.pool, o.objs, n);
     else kernel_pool_other(o.pool, o.objs, n);
     pthread_barrier_wait(&o.freed);
     pthread_join(t, NULL);
@@ -288,8 +308,9 @@ static int run_hardedge(size_t n, size_t size) {
 static int run_mode(const char *mode, size_t n, size_t size) {
     if (strcmp(mode, "hardedge") == 0) return run_hardedge(n, size);
     if (strcmp(mode, "remote") == 0 || strcmp(mode, "listed") == 0 || strcmp(mode, "consumer") == 0)
-        return run_remote(n, size, mode[0] == 'l', mode[0] == 'c', 0);
-    if (strcmp(mode, "hardlisted") == 0) return run_remote(n, size, 1, 0, PK_POOL_HARDENED);
+        return run_remote(n, size, mode[0] == 'l', mode[0] == 'c', 0, 0);
+    if (strcmp(mode, "hardlisted") == 0 || strcmp(mode, "hardchain") == 0)
+        return run_remote(n, size, 1, 0, PK_POOL_HARDENED, mode[4] == 'c');
     if (strcmp(mode, "grow") == 0) {
         (void)size;
         pk_free(kernel_grow(pk_alloc(PK_ALLOC_CLASS_MAX), n));

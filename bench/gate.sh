@@ -70,6 +70,12 @@
 #                 tagged (pool_free.c, foreign_home_hardened), and the
 #                 inline allocation takes it back; the hardened short
 #                 path's dispatch (pk__pool_free_slot) takes 36 of them
+#   the same freed and taken back two at a time <= 153 per free (measured
+#                 151.61): the first allocation meets a link out of the
+#                 current slab to the tagged object freed first, which the
+#                 lean allocation follows (HARD_POP); past the list's
+#                 budget the frees go home as remote frees, until the list
+#                 runs dry and a refill renews it (about half of them)
 #   pk_free into another of the thread's slabs of its class <= 52 per free
 #                 (measured 51.65), likewise: the push onto the class's list
 #                 (the owned index, below) and the drains that send the
@@ -211,6 +217,7 @@ GATE_REMOTE=75
 GATE_CONSUMER=72
 GATE_LISTED=73
 GATE_HARDLISTED=103
+GATE_HARDCHAIN=153
 GATE_HARDEDGE=143
 GATE_HARDOTHER=74
 GATE_FRONTEND=40
@@ -266,7 +273,7 @@ count() {
 }
 
 echo "== instruction-count gate: alloc+free pair, object size $SIZE B"
-echo "command: valgrind --tool=callgrind --toggle-collect='$TOGGLE' $bin MODE N $SIZE   (MODE in empty default local hardened frontend grow growmany, N in $N1 $N2; otherloop other hardother frontother frontrandom remote consumer listed hardlisted, N in $N1_OTHER $N2_OTHER; hardedge, N in $N1_EDGE $N2_EDGE with $SIZE_EDGE; objpair retain with $OBJ_SIZE in place of $SIZE; pattern patternloop with $SIZE_PATTERN)"
+echo "command: valgrind --tool=callgrind --toggle-collect='$TOGGLE' $bin MODE N $SIZE   (MODE in empty default local hardened frontend grow growmany, N in $N1 $N2; otherloop other hardother frontother frontrandom remote consumer listed hardlisted hardchain, N in $N1_OTHER $N2_OTHER; hardedge, N in $N1_EDGE $N2_EDGE with $SIZE_EDGE; objpair retain with $OBJ_SIZE in place of $SIZE; pattern patternloop with $SIZE_PATTERN)"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores, $(valgrind --version)"
 
 declare -A per
@@ -286,7 +293,7 @@ for mode in objpair retain; do measure "$mode" 3 "$OBJ_SIZE"; done
 for mode in pattern patternloop; do measure "$mode" 2 "$SIZE_PATTERN"; done
 
 declare -A per_free
-for mode in otherloop other hardother frontother frontrandom remote consumer listed hardlisted; do
+for mode in otherloop other hardother frontother frontrandom remote consumer listed hardlisted hardchain; do
     o1=$(count "$mode" "$N1_OTHER") || exit 1
     o2=$(count "$mode" "$N2_OTHER") || exit 1
     per_free[$mode]=$(awk -v a="$o1" -v b="$o2" -v n1="$N1_OTHER" -v n2="$N2_OTHER" 'BEGIN {printf "%.2f", (b - a) / (n2 - n1)}')
@@ -307,6 +314,7 @@ net_remote=$(awk -v a="${per_free[remote]}" -v e="${per_free[otherloop]}" 'BEGIN
 net_consumer=$(awk -v a="${per_free[consumer]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
 net_listed=$(awk -v a="${per_free[listed]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
 net_hardlisted=$(awk -v a="${per_free[hardlisted]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
+net_hardchain=$(awk -v a="${per_free[hardchain]}" -v e="${per_free[otherloop]}" 'BEGIN {printf "%.2f", a - e}')
 
 net_default=$(awk -v a="${per[default]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
 net_local=$(awk -v a="${per[local]}" -v e="${per[empty]}" 'BEGIN {printf "%.2f", a - e}')
@@ -376,6 +384,8 @@ check_free "pk_pool default, a free of an object a live thread made, listed, and
 check_free "pk_pool HARDENED, a free of an object a live thread made, listed, and the allocation that takes it back (HOT_FOREIGN)" \
     "$net_hardlisted" "$GATE_HARDLISTED" \
     "the short path's dispatch, the push onto the hardened list over an object of the current slab (its link encoded, its second word tagged), the inline allocation"
+check_free "pk_pool HARDENED, the same freed and taken back two at a time" "$net_hardchain" "$GATE_HARDCHAIN" \
+    "the first allocation follows a link out of the current slab to a tagged object (the lean allocation), past the list's budget the frees go home as remote frees"
 check_free "pk_pool HARDENED, the owner's free into another of its slabs" "$net_hardother" "$GATE_HARDOTHER" \
     "the inline free's miss with the thread's slot, the region map only for another region than the current slab's, the short path's record, the push encoded onto the slab's list"
 check_free "pk_pool HARDENED, the owner's free into a used-up slab of its own ($SIZE_EDGE-byte objects)" "$net_hardedge" \
