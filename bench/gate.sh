@@ -56,22 +56,24 @@
 #                 free_pending), the rest as a remote free; 109 before it,
 #                 through the short path's record and the dispatch; 72.17
 #                 while free_foreign_home's hardened half shared its body
-#   a listed free and its allocation <= 73 per pair (measured 72; 75 while
-#                 free_foreign_home's hardened half shared its body), likewise:
+#   a listed free and its allocation <= 70 per pair (measured 69; 72 with a
+#                 compare more after the budget's test, before
+#                 foreign_takes, 75 while free_foreign_home's hardened half shared
+#                 its body), likewise:
 #                 the same thread frees and allocates in turn over objects
 #                 a live thread made in a pool past HOT_FOREIGN_SLABS: the
 #                 free goes onto the thread's list (HOT_FOREIGN) and the
 #                 inline allocation takes it back; the list's budget is the
 #                 pool's (a load: slabs of one object list fewer)
-#   a hardened listed free and its allocation <= 103 per pair (measured
-#                 102), likewise over a PK_POOL_HARDENED pool: the free
+#   a hardened listed free and its allocation <= 101 per pair (measured
+#                 100), likewise over a PK_POOL_HARDENED pool: the free
 #                 goes onto the thread's hardened list over an object of
 #                 its current slab, its link encoded and its second word
 #                 tagged (pool_free.c, foreign_home_hardened), and the
 #                 inline allocation takes it back; the hardened short
 #                 path's dispatch (pk__pool_free_slot) takes 36 of them
-#   the same freed and taken back two at a time <= 153 per free (measured
-#                 151.61): the first allocation meets a link out of the
+#   the same freed and taken back two at a time <= 152 per free (measured
+#                 151.17): the first allocation meets a link out of the
 #                 current slab to the tagged object freed first, which the
 #                 lean allocation follows (HARD_POP); past the list's
 #                 budget the frees go home as remote frees, until the list
@@ -215,9 +217,9 @@ GATE_FRONTOTHER=52
 GATE_FRONTRANDOM=70
 GATE_REMOTE=75
 GATE_CONSUMER=72
-GATE_LISTED=73
-GATE_HARDLISTED=103
-GATE_HARDCHAIN=153
+GATE_LISTED=70
+GATE_HARDLISTED=101
+GATE_HARDCHAIN=152
 GATE_HARDEDGE=143
 GATE_HARDOTHER=74
 GATE_FRONTEND=40

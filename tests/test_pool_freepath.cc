@@ -586,6 +586,30 @@ TEST(PoolFreeForeign, AtMostTheBudgetGoesOntoAHardenedListThatIsNotEmpty) {
     expect_foreign_budget(PK_POOL_HARDENED, "foreign, hardened, budget");
 }
 
+/* A hardened list's objects past its end carry a tag in their second
+ * word: slots of one word (8 B) take the end alone, and a free of another
+ * thread's object onto a list that is not empty goes home, its neighbour's
+ * first word untouched. */
+TEST(PoolFreeForeign, AHardenedListOfOneWordSlotsTakesTheEndAlone) {
+    const size_t size = sizeof(void *);
+    PoolPtr p = make_pool(size, 0, PK_POOL_HARDENED, "foreign, hardened, one word");
+    std::vector<void *> objs = alloc_n(p.get(), (kForeignSlabs + 4) * (SLAB_BYTES / size));
+    ASSERT_GE(stats_of(p.get()).slabs, kForeignSlabs);
+    on_a_thread_with_a_slab(p.get(), [&] {
+        void *own = pk_pool_alloc(p.get()); /* freed back: the list is not empty */
+        ASSERT_NE(own, nullptr);
+        pk_pool_free(p.get(), own);
+        void *o = objs[1000];
+        pk_pool_free(p.get(), o);
+        void *got = pk_pool_alloc(p.get());
+        EXPECT_EQ(got, own);
+        EXPECT_NE(got, o);
+        objs[1000] = got; /* the set stays whole */
+    });
+    free_all(p.get(), objs);
+    EXPECT_EQ(stats_of(p.get()).live, 0u);
+}
+
 /* Objects of a slab each (1 MiB) are listed too (a server's buffers passed
  * between threads): the freeing thread's next allocation takes the last one
  * freed back; onto a list that is not empty, at most HOT_FOREIGN_BYTES of

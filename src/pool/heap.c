@@ -806,7 +806,7 @@ static inline char *list_pop(pk_pool *p, heap *h, char *obj, size_t *count) {
     /* harden_check_slab_link's check, a link out of the current slab asked
      * about only once it fails */
     if (p->hardened && next && !slab_slot_handed(h->cur, next) && !hot_link(h, next))
-        report_bad_link(p, obj, next, "not a free slot of its slab");
+        harden_check_slab_link(p, h->cur, obj, next); /* reports it */
     --*count;
     return next;
 }

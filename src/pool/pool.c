@@ -183,6 +183,9 @@ static void choose_path(pk_pool *p) {
     /* HOT_FOREIGN: pools the inline paths serve, but the size classes with
      * slabs of many objects (their lists are OWN_FREES') */
     p->foreign_budget = policy_hot_foreign(p->geo.slot);
+    /* a hardened list's objects past its end carry a tag in their second
+     * word (harden.h, hot_tag): slots of one word take the end alone */
+    if (p->hardened && p->geo.slot < 2 * sizeof(uintptr_t)) p->foreign_budget = 0;
     p->hot_foreign = (!p->geo.table_slot || class_of_one) &&
                      (p->list_at == LIST_SLOT || p->list_at == LIST_HARDENED);
     PK_ASSERT_INTERNAL(!(p->hot_foreign && p->own_frees)); /* one list's rule per pool */

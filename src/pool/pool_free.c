@@ -90,10 +90,25 @@ static PK_NOINLINE void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
     free_remote_edge(p, h, s, obj);
 }
 
+/* HOT_FOREIGN's rule for both lists: whether obj, of a slab another heap
+ * holds, goes onto the thread's list whose head is head, an empty list
+ * always (it renews the budget), another while the budget lasts; the head
+ * freed again is reported. */
+static inline bool foreign_takes(pk_pool *p, heap *h, const void *head, void *obj) {
+    if (!head) {
+        h->foreign_room = p->foreign_budget; /* the list holds no such object now */
+        return true;
+    }
+    if (unlikely(obj == head)) check_report_double_free(p, obj); /* freed again */
+    if (!h->foreign_room) return false; /* the budget is spent: home */
+    h->foreign_room--;
+    return true;
+}
+
 /* free_foreign_home's hardened list (the inline paths serve it), by the
- * default list's rule: onto an empty list as its end (hot_obj), and onto
- * one that is not empty while the budget lasts, its link encoded and its
- * second word tagged (harden.h, hot_tag). The
+ * same rule: onto an empty list as its end (hot_obj), and onto one that is
+ * not empty with its link encoded and its second word tagged (harden.h,
+ * hot_tag). The
  * inline allocation takes it back when its link leads into the current
  * slab or ends; where it leads to another such object the library follows
  * it (heap.c, hot_link). Onto an empty list only, a server's frees of
@@ -103,18 +118,17 @@ static PK_NOINLINE void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
 static PK_NOINLINE void foreign_home_hardened(tc_slot *c, heap *h, slab *s, void *obj) {
     pk_pool *p = h->pool;
     void *head = __atomic_load_n(&c->hhead, __ATOMIC_RELAXED);
-    if (unlikely(obj == head)) check_report_double_free(p, obj); /* freed again */
-    if (!head) {
-        h->foreign_room = p->foreign_budget; /* the list holds no such object now */
-        hot_push_hardened(c, h, obj);
-    } else if (h->foreign_room && p->geo.slot >= 2 * sizeof(uintptr_t)) {
-        h->foreign_room--;
-        ((uintptr_t *)obj)[1] = hot_tag(c->secret, obj);
-        *(uintptr_t *)obj = link_encode_with(c->secret, obj, (uintptr_t)head);
-        __atomic_store_n(&c->hhead, obj, __ATOMIC_RELAXED);
-    } else {
+    if (!foreign_takes(p, h, head, obj)) {
         free_remote(p, h, s, obj);
+        return;
     }
+    if (!head) {
+        hot_push_hardened(c, h, obj);
+        return;
+    }
+    ((uintptr_t *)obj)[1] = hot_tag(c->secret, obj);
+    *(uintptr_t *)obj = link_encode_with(c->secret, obj, (uintptr_t)head);
+    __atomic_store_n(&c->hhead, obj, __ATOMIC_RELAXED);
 }
 
 /* obj, a slot of s, a slab another heap holds: a remote free, or, where
@@ -131,11 +145,7 @@ static PK_NOINLINE void free_foreign_home(tc_slot *c, heap *h, slab *s, void *ob
             return;
         }
         void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
-        if (!head) h->foreign_room = p->foreign_budget; /* the list holds no such object now */
-        else if (unlikely(obj == head)) check_report_double_free(p, obj); /* freed again */
-        else if (h->foreign_room) h->foreign_room--;
-        else head = obj; /* the budget is spent: home */
-        if (head != obj) {
+        if (foreign_takes(p, h, head, obj)) {
             *(void **)obj = head;
             __atomic_store_n(&c->head, obj, __ATOMIC_RELAXED);
             return;
