@@ -468,6 +468,49 @@ TEST(HardenedFrontEnd, AUseAfterFreeOfALargeBlockFaultsAndIsNamed) {
     expect_report("HardGuardedUseAfterFree", "use after free", "byte 100 of the 262144-byte block");
 }
 
+/* A guarded block's mapping, once HARD_FREED_BLOCKS (64) later frees let
+ * it go, serves the next guarded block that fits it, at its end (against
+ * its last guard page): the returned block is the first one's end less
+ * its own length, zero, usable whole and checked at its free with no
+ * report; the no-access pages before it are named as its underflow. */
+constexpr size_t kFreedBlocks = 64;
+
+char *recycled_block(size_t first, size_t then) {
+    char *a = hide(pk_alloc(first));
+    uintptr_t end = reinterpret_cast<uintptr_t>(a) + first;
+    pk_free(a);
+    for (size_t i = 0; i < kFreedBlocks; i++) pk_free(hide(pk_alloc(kGuarded)));
+    char *b = hide(pk_alloc(then));
+    return reinterpret_cast<uintptr_t>(b) + then == end ? b : nullptr;
+}
+
+PKTEST_CHILD(HardGuardedMappingRecycled) {
+    char *b = recycled_block(kGuarded, kGuarded - (size_t(40) << 10));
+    CHILD_CHECK(b != nullptr, "the next guarded block took a new mapping, not the one freed 65 frees before");
+    size_t n = kGuarded - (size_t(40) << 10);
+    for (size_t i = 0; i < n; i += 4096) CHILD_CHECK(b[i] == 0, "byte %zu of a recycled block", i);
+    std::memset(b, 0x5A, n);
+    pk_free(b);
+    return CHILD_PASS;
+}
+
+PKTEST_CHILD(HardGuardedRecycledUnderflow) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *b = recycled_block(kGuarded, kGuarded - (size_t(40) << 10));
+    if (!b) return CHILD_FAIL;
+    b[-(40 << 10)] = 1; /* in the recycled mapping's spare front, past the page a new one has */
+    return no_report();
+}
+
+TEST(HardenedFrontEnd, AGuardedBlocksMappingServesALaterBlockOnceItLeavesTheFreed) {
+    EXPECT_CHILD_PASSES("HardGuardedMappingRecycled", kHardened);
+}
+
+TEST(HardenedFrontEnd, AnUnderflowIntoARecycledMappingsSpareFrontIsNamed) {
+    if (!faults_unwatched()) GTEST_SKIP() << "a tool's own fault handler stands first";
+    expect_report("HardGuardedRecycledUnderflow", "buffer underflow", "40960 bytes before the 221184-byte block");
+}
+
 TEST(HardenedFrontEnd, AnOverflowIntoALargeBlocksLastPageIsReportedAtItsFree) {
     expect_report("HardGuardedSlackOverflow", "buffer overflow", "bytes 0 to 0 past it changed");
 }

@@ -337,4 +337,24 @@ uint64_t os_now_ms(void) {
 }
 
 bool os_protect_none(void *p, size_t size) { return mprotect(p, size, PROT_NONE) == 0; }
-void os_protect_rw(void *p, size_t size) { mprotect(p, size, PROT_READ | PROT_WRITE); }
+bool os_protect_rw(void *p, size_t size) { return mprotect(p, size, PROT_READ | PROT_WRITE) == 0; }
+
+void *os_map_none(size_t size) {
+    if (fault_injected()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return p;
+}
+
+void os_discard_none(void *p, size_t size) {
+    /* One call where os_decommit makes two: new no-access pages over the
+     * range drop the old ones; where the system refuses (its count of
+     * mappings, say), the two calls. */
+    if (mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) os_decommit(p, size);
+}

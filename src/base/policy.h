@@ -648,12 +648,22 @@ static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
 /* Requests of at least HARD_GUARDED_MIN bytes get a mapping of their own
  * with a no-access page on each side, so an overflow or underflow faults
  * at once and the fault handler names the block: a page or two of
- * address space and three calls to the system are small beside filling
+ * address space and a call to the system or two are small beside filling
  * such a block. Freed, a mapping stays no-access (its pages given back)
  * among the last HARD_FREED_BLOCKS freed, so a use after free faults too
  * and no new block takes its addresses at once. */
 #define HARD_GUARDED_MIN ((size_t)64 << 10)
 #define HARD_FREED_BLOCKS 64
+/* A mapping that leaves the last freed waits, no-access whole, among the
+ * last HARD_RECYCLED to leave, for a guarded block it holds with at most
+ * as much again to spare (the block ends at its last guard page, the
+ * pages before it stay no-access): a call to the system at the block's
+ * allocation and one at its free, where a mapping of its own each time
+ * took six (a map, three protections, a discard, an unmap), which a
+ * program that replaces such blocks paid at every replacement
+ * (bench/bench_mstress.c, generations). Its addresses come back no sooner
+ * than they did: only after HARD_FREED_BLOCKS later frees. */
+#define HARD_RECYCLED 16
 /* Hardened blocks of size 0 point into a no-access reservation of
  * HARD_ZERO_BYTES, a distinct address each (every HARD_ZERO_STEP bytes)
  * until it wraps: any read or write of one faults. */

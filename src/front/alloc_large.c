@@ -36,8 +36,10 @@
  * bytes in the last page's rest (alloc_checks.c, shared with the class
  * blocks); freed, they stay in the table, no-access with their pages given
  * back, until HARD_FREED_BLOCKS later frees, so a fault in one names it
- * (large_explain_fault) and no block takes its addresses at once. They are
- * never kept for reuse. realloc grows one in place within its mapping
+ * (large_explain_fault) and no block takes its addresses at once; then
+ * the mapping waits among the recycled (HARD_RECYCLED) for the next
+ * guarded block it holds, placed against its last guard page. They never
+ * go to the fits. realloc grows one in place within its mapping
  * (large_grow_guarded); past it, the block moves to a mapping with room
  * for half as much again (alloc.c), so a buffer grown a few bytes at a
  * time is copied a bounded number of times per doubling, not at every
@@ -102,6 +104,16 @@ __thread large_fits_kept large_fitted __attribute__((tls_model("initial-exec")))
  * they leave, so a use after free is named. Under the lock. */
 static uintptr_t freed_ring[HARD_FREED_BLOCKS];
 static size_t freed_next, freed_count;
+
+/* The mappings of guarded blocks that left the ring, no-access whole, the
+ * oldest first, for the next guarded blocks (HARD_RECYCLED). Under the
+ * lock. */
+typedef struct guarded_span {
+    char *base;
+    size_t len;
+} guarded_span;
+static guarded_span recycled[HARD_RECYCLED];
+static size_t recycled_n;
 
 /* The table's changes, counted for large_serves, which reads it without
  * the lock (a sequence count): odd while one is under way, so a reader
@@ -328,26 +340,75 @@ void *large_alloc(size_t size, size_t align, bool zero) { return large_alloc_in(
 
 /* ---- hardened blocks: between no-access pages ---- */
 
+/* The bytes from a guarded block's start to the no-access page after it:
+ * its mapping ends there, and begins with at least a page no-access. */
+static size_t guarded_room(const block *e) {
+    return (size_t)(e->base + e->len - os_page_size() - (char *)e->ptr);
+}
+
+/* The smallest recycled mapping that holds span bytes with at most as
+ * much again to spare, out of the list into *out; false if none. Under
+ * the lock. */
+static bool recycled_take(size_t span, guarded_span *out) {
+    size_t best = recycled_n;
+    for (size_t i = 0; i < recycled_n; i++) {
+        size_t len = recycled[i].len;
+        if (len >= span && len / 2 <= span && (best == recycled_n || len < recycled[best].len)) best = i;
+    }
+    if (best == recycled_n) return false;
+    *out = recycled[best];
+    memmove(&recycled[best], &recycled[best + 1], (recycled_n - best - 1) * sizeof recycled[0]);
+    recycled_n--;
+    return true;
+}
+
+/* A guarded mapping of at least span bytes, len of them usable at its end
+ * before its last page: a recycled one, else a new one. NULL with errno
+ * ENOMEM. */
+static char *guarded_map(size_t len, size_t span, size_t *mapped) {
+    guarded_span r;
+    pthread_mutex_lock(&large_lock);
+    bool reuse = recycled_take(span, &r);
+    pthread_mutex_unlock(&large_lock);
+    size_t page = os_page_size();
+    if (reuse) {
+        if (os_protect_rw(r.base + r.len - page - len, len)) {
+            *mapped = r.len;
+            return r.base;
+        }
+        os_unmap(r.base, r.len);
+    }
+    char *base = os_map_none(span);
+    if (base && !os_protect_rw(base + page, len)) {
+        os_unmap(base, span);
+        errno = ENOMEM;
+        base = NULL;
+    }
+    *mapped = span;
+    return base;
+}
+
 void *large_alloc_guarded(size_t size, size_t room, void *caller) {
     size_t page = os_page_size();
     if (size > SIZE_MAX / 2 || room > SIZE_MAX / 2) {
         errno = ENOMEM;
         return NULL;
     }
-    size_t len = align_up(room > size ? room : size ? size : 1, page), span = len + 2 * page;
-    char *base = os_map(span, 0);
-    if (!base) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    char *ptr = base + page;
-    block b = {.ptr = (uintptr_t)ptr, .base = base, .len = span, .align = page, .size = size, .caller = caller,
+    size_t len = align_up(room > size ? room : size ? size : 1, page), span = len + 2 * page, mapped;
+    char *base = guarded_map(len, span, &mapped);
+    if (!base) return NULL;
+    char *ptr = base + mapped - page - len;
+    block b = {.ptr = (uintptr_t)ptr, .base = base, .len = mapped, .align = page, .size = size, .caller = caller,
                .form = PK__FORM_MALLOC};
-    if (!os_protect_none(base, page) || !os_protect_none(ptr + len, page) || !insert(&b)) {
-        os_unmap(base, span);
+    if (!insert(&b)) {
+        os_unmap(base, mapped);
         errno = ENOMEM;
         return NULL;
     }
+    /* Its pages are new, zero: a write before hard_fill's read of the
+     * word the check bytes begin in, so that page faults in once (a read
+     * first maps the zero page, which the write then copies). */
+    if (size < len) ptr[size] = 0;
     hard_fill(ptr, size, len);
     return ptr;
 }
@@ -367,10 +428,10 @@ PK_COLD __attribute__((noreturn)) static void report_guarded_twice(const void *p
 
 /* Guarded block b (its entry e, under the lock) freed: its check bytes
  * checked, its pages given back, no access left, the entry kept among the
- * last freed. The oldest of those leaves into *gone (its mapping to be
- * unmapped), or gone->base is NULL. */
+ * last freed. The oldest of those leaves, its mapping to the recycled,
+ * whose oldest leaves into *gone (to be unmapped), or gone->base is NULL. */
 static void free_guarded(block *e, block *gone, bool checked) {
-    size_t page = os_page_size(), len = e->len - 2 * page, first, last;
+    size_t len = guarded_room(e), first, last;
     gone->base = NULL;
     if (e->freed) {
         block copy = *e;
@@ -387,7 +448,7 @@ static void free_guarded(block *e, block *gone, bool checked) {
         pthread_mutex_unlock(&large_lock);
         report_guarded_overflow(&copy, first, last);
     }
-    os_decommit((void *)e->ptr, len);
+    os_discard_none((void *)e->ptr, len);
     e->freed = true;
     freed_count++; /* still live to the table's sizing until it leaves */
     bytes -= e->len;
@@ -396,8 +457,15 @@ static void free_guarded(block *e, block *gone, bool checked) {
     freed_next = (freed_next + 1) % HARD_FREED_BLOCKS;
     block *o = old ? find(old) : NULL;
     if (o) {
-        *gone = *o;
         __atomic_store_n(&large_takes, large_takes + 1, __ATOMIC_RELEASE);
+        /* its mapping waits among the recycled, the oldest of which leaves */
+        if (recycled_n == HARD_RECYCLED) {
+            gone->base = recycled[0].base;
+            gone->len = recycled[0].len;
+            memmove(&recycled[0], &recycled[1], (HARD_RECYCLED - 1) * sizeof recycled[0]);
+            recycled_n--;
+        }
+        recycled[recycled_n++] = (guarded_span){o->base, o->len};
         entry_gone(o);
         live--;
         freed_count--;
@@ -405,11 +473,10 @@ static void free_guarded(block *e, block *gone, bool checked) {
 }
 
 bool large_grow_guarded(void *ptr, size_t size) {
-    size_t page = os_page_size(), first, last;
+    size_t first, last;
     pthread_mutex_lock(&large_lock);
     block *e = find((uintptr_t)ptr);
-    bool grows = e && e->size && !e->freed && e->form == PK__FORM_MALLOC && size >= e->size &&
-                 size <= e->len - 2 * page;
+    bool grows = e && e->size && !e->freed && e->form == PK__FORM_MALLOC && size >= e->size && size <= guarded_room(e);
     /* only the check bytes that become the block's: the rest wait for the
      * free, so a buffer grown a few bytes at a time reads each once */
     if (grows && hard_changed(ptr, e->size, size, &first, &last)) {
@@ -435,7 +502,7 @@ void *large_shrink_guarded(void *ptr, size_t size, void *caller) {
     bool ok = free_entry((uintptr_t)to) || room();
     block *e = find((uintptr_t)ptr);
     ok = ok && e && e->size && !e->freed && e->form == PK__FORM_MALLOC && size < e->size;
-    if (ok && hard_changed(ptr, e->size, e->len - 2 * page, &first, &last)) {
+    if (ok && hard_changed(ptr, e->size, guarded_room(e), &first, &last)) {
         block copy = *e;
         pthread_mutex_unlock(&large_lock);
         report_guarded_overflow(&copy, first, last);
