@@ -18,6 +18,14 @@ threads (threading), object lifetime and the collector (gc, weakref,
 tracemalloc), and the containers and serializers that allocate most
 (dict, set, list, bytes, deque, json, pickle, re, mmap).
 
+A case that fails only under poolkit is run again alone, in the same mode,
+up to RERUNS times: CPython's signal and thread stress tests race with the
+scheduler (test_signal's StressTest counts the signals that arrive while
+another thread changes the handler, and fails when none arrived), and an
+allocator's speed moves that race. A case that passes on a rerun is listed
+as flaky, with its first failure, and not counted; one that fails every
+time counts.
+
 CPython itself reads freed memory in a few places. glibc leaves a freed
 block as it was, so such a read goes unseen; POOLKIT_HARDENED=1 zeroes it, as
 CPython's debug build fills it with 0xDD, and the read can crash.
@@ -125,7 +133,7 @@ def show(text, lines=25):
     return "".join("    | %s\n" % l for l in tail)
 
 
-def run_mode(mode, lib, tests, futures, jobs, timeout, work):
+def mode_env(mode, lib):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     for k in [k for k in env if k.startswith("POOLKIT_")]:
@@ -133,6 +141,11 @@ def run_mode(mode, lib, tests, futures, jobs, timeout, work):
     env["PYTHONMALLOC"] = "malloc"
     for k, v in MODES[mode].items():
         env[k] = lib if v is None else v
+    return env
+
+
+def run_mode(mode, lib, tests, futures, jobs, timeout, work):
+    env = mode_env(mode, lib)
     files, got, texts = {}, {}, {}
     with open(os.path.join(work, mode + ".log"), "w") as log:
         runs = [(tests, [])]  # no names: the whole suite
@@ -143,6 +156,32 @@ def run_mode(mode, lib, tests, futures, jobs, timeout, work):
             files.update(run_regrtest(env, ["-j%d" % jobs] + extra + names, xml_path, log, timeout))
             got.update(cases(xml_path, texts))
     return files, got, texts
+
+
+# Reruns of a case that failed only under poolkit (the docstring says why).
+RERUNS = 2
+
+
+def rerun_passes(mode, lib, cid, timeout, work):
+    """Whether case cid passes when run alone in mode, within RERUNS tries."""
+    tid = cid.lstrip(".")  # ids start with the empty class name
+    parts = tid.split(".")
+    if len(parts) < 3 or not parts[1].startswith("test_"):
+        return False
+    env = mode_env(mode, lib)
+    with open(os.path.join(work, mode + "-reruns.log"), "a") as log:
+        for i in range(RERUNS):
+            xml_path = os.path.join(work, "%s-rerun-%d.xml" % (mode, i))
+            if os.path.exists(xml_path):
+                os.remove(xml_path)
+            run_regrtest(env, ["-m", tid, parts[1]], xml_path, log, timeout)
+            got = cases(xml_path, {})
+            ok = got.get(cid) == "ok" or got.get(tid) == "ok"
+            print("cpython-tests: %s: %s run again (%d of %d): %s" % (mode, tid, i + 1, RERUNS,
+                                                                     "passed" if ok else "failed"), flush=True)
+            if ok:
+                return True
+    return False
 
 
 BAD = ("failure", "error")
@@ -195,9 +234,11 @@ def main():
                 if why:
                     print("cpython-tests: %s: %s crashed, CPython's (not counted): %s" % (mode, c, why))
                     continue
-                print("cpython-tests: %s: %s %s only under poolkit" % (mode, c, s))
+                flaky = rerun_passes(mode, lib, c, a.timeout, work)
+                print("cpython-tests: %s: %s %s only under poolkit%s" % (
+                    mode, c, s, ", then passed when run again (flaky, not counted)" if flaky else ""))
                 sys.stdout.write(show(texts.get(c, "(no text in the junit file)")))
-                ours += 1
+                ours += 0 if flaky else 1
         for f, s in sorted(files.items()):
             if s in BAD_FILE and ref_files.get(f) not in BAD_FILE and s != "failed":
                 print("cpython-tests: %s: %s %s only under poolkit" % (mode, f, s))
