@@ -658,9 +658,9 @@ static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
  * last HARD_RECYCLED to leave, for a guarded block it holds with at most
  * as much again to spare (the block ends at its last guard page, the
  * pages before it stay no-access): a call to the system at the block's
- * allocation and one at its free, where a mapping of its own each time
- * took six (a map, three protections, a discard, an unmap), which a
- * program that replaces such blocks paid at every replacement
+ * allocation and one at its free, where a mapping of its own for each
+ * block took a map, a protection per guard, a discard and an unmap, which
+ * a program that replaces such blocks paid at every replacement
  * (bench/bench_mstress.c, generations). Its addresses come back no sooner
  * than they did: only after HARD_FREED_BLOCKS later frees. */
 #define HARD_RECYCLED 16
