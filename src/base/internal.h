@@ -149,9 +149,6 @@ bool os_protect_rw(void *p, size_t size);
 /* Address space of size bytes (a page multiple), no access, to be made
  * usable by os_protect_rw; NULL with errno ENOMEM (or an injected fault). */
 void *os_map_none(size_t size);
-/* os_decommit in one system call: the pages of [p, p + size) given back
- * and no access left. */
-void os_discard_none(void *p, size_t size);
 size_t os_page_size(void);
 /* The machine's physical memory in bytes (SIZE_MAX if unknown): a bound on
  * what any request can be given. */

@@ -212,7 +212,11 @@ size_t os_resident_pages(void *p, size_t n) {
 
 void os_decommit(void *p, size_t size) {
     /* Its pages go back (zero when committed again), and a stray access
-     * faults. */
+     * faults: new no-access pages over the range, one call (as a
+     * reservation's, so that they join it again); where the system refuses
+     * (its count of mappings, say), the pages given back, then protected. */
+    if (mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) != MAP_FAILED)
+        return;
     madvise(p, size, MADV_DONTNEED);
     mprotect(p, size, PROT_NONE);
 }
@@ -350,11 +354,4 @@ void *os_map_none(size_t size) {
         return NULL;
     }
     return p;
-}
-
-void os_discard_none(void *p, size_t size) {
-    /* One call where os_decommit makes two: new no-access pages over the
-     * range drop the old ones; where the system refuses (its count of
-     * mappings, say), the two calls. */
-    if (mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) os_decommit(p, size);
 }

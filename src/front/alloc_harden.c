@@ -61,6 +61,7 @@
  */
 #include "front/alloc_internal.h"
 #include "front/alloc_checks.h"
+#include "base/bytes.h"
 #include "base/policy.h"
 #include "pool/pools.h"
 #include "base/sites.h"
@@ -77,25 +78,7 @@ _Static_assert(HARD_GUARDED_MIN + HARD_TAIL <= PK_ALLOC_CLASS_MAX, "a block belo
 
 /* ---- zero checks ---- */
 
-/* As the check bytes (alloc_checks.c), a word at a time, four words to a
- * test: memcmp against zeros a line at a time cost more than it saved on
- * the few lines most freed blocks have. */
 #define LINE 64 /* the bytes handed out again checked zero (a line) */
-
-/* The first byte of b[from, to) that is not zero, or to; from is a
- * multiple of a word (a block's start, its list's words, LINE). */
-static size_t first_nonzero(const char *b, size_t from, size_t to) {
-    size_t i = from;
-    for (; i + 32 <= to; i += 32) {
-        const hard_word *w = (const hard_word *)(b + i);
-        if (w[0] | w[1] | w[2] | w[3]) break;
-    }
-    for (; i + 8 <= to; i += 8)
-        if (*(const hard_word *)(b + i)) break;
-    for (; i < to; i++)
-        if (b[i]) return i;
-    return to;
-}
 
 /* ---- the check word ---- */
 
@@ -241,7 +224,7 @@ static PK_NOINLINE hard_ring *ring_make(void) {
 
 /* Block obj of p, zero whole since its free unless written after it. */
 static inline void check_zero(const pk_pool *p, const char *obj, const char *when) {
-    size_t at = first_nonzero(obj, 0, p->size);
+    size_t at = bytes_first_not(obj, p->size, 0);
     if (at != p->size) report_written_free(p, obj, at, when);
 }
 
@@ -272,7 +255,7 @@ static void release(hard_ring *r, size_t ci, pk_pool *p, void *obj, void *caller
 static inline void quarantine(pk_pool *p, size_t ci, void *obj, void *caller) {
     hard_ring *r = my_ring;
     if (unlikely(!r) && !(r = ring_make())) {
-        size_t at = first_nonzero(obj, 0, p->size);
+        size_t at = bytes_first_not(obj, p->size, 0);
         if (at != p->size) report_written_free(p, obj, at, "when it left the quarantine");
         pool_free_at(p, obj, caller);
         return;
@@ -290,7 +273,7 @@ static void ring_check(void **slot, bool give_back, const char *when) {
     char *obj = *slot;
     if (!obj) return;
     pk_pool *p = alloc_pool_of(obj);
-    size_t at = first_nonzero(obj, 0, p->size);
+    size_t at = bytes_first_not(obj, p->size, 0);
     if (at != p->size) report_written_free(p, obj, at, when);
     if (!give_back) return;
     *slot = NULL;
@@ -348,7 +331,7 @@ __attribute__((destructor)) static void check_held_at_exit(void) {
  * whole block is zero. */
 static inline void check_zero_at_handout(const pk_pool *p, char *obj, size_t from) {
     size_t end = p->size < LINE ? p->size : LINE;
-    size_t at = first_nonzero(obj, from, end);
+    size_t at = from + bytes_first_not(obj + from, end - from, 0);
     if (at != end) report_written_free(p, obj, at, "when it was handed out again");
     if (from) memset(obj, 0, from);
 }

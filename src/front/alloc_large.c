@@ -448,7 +448,7 @@ static void free_guarded(block *e, block *gone, bool checked) {
         pthread_mutex_unlock(&large_lock);
         report_guarded_overflow(&copy, first, last);
     }
-    os_discard_none((void *)e->ptr, len);
+    os_decommit((void *)e->ptr, len);
     e->freed = true;
     freed_count++; /* still live to the table's sizing until it leaves */
     bytes -= e->len;
@@ -491,10 +491,10 @@ bool large_grow_guarded(void *ptr, size_t size) {
 }
 
 void *large_shrink_guarded(void *ptr, size_t size, void *caller) {
-    size_t page = os_page_size(), len = align_up(size, page), first, last;
-    char *base = os_map(len + 2 * page, 0);
+    size_t page = os_page_size(), len = align_up(size, page), mapped, first, last;
+    char *base = guarded_map(len, len + 2 * page, &mapped);
     if (!base) return NULL;
-    char *to = base + page;
+    char *to = base + mapped - page - len;
     block gone = {.base = NULL}, b;
     pthread_mutex_lock(&large_lock);
     /* Room for the new entry first (a move cannot be undone; room() moves
@@ -509,17 +509,17 @@ void *large_shrink_guarded(void *ptr, size_t size, void *caller) {
     }
     /* the old one's check bytes were read above: the pages that move
      * leave zero behind */
-    ok = ok && os_protect_none(base, page) && os_protect_none(to + len, page) && os_move_pages_keep(to, ptr, len);
+    ok = ok && os_move_pages_keep(to, ptr, len);
     if (ok) {
         free_guarded(e, &gone, true);
-        b = (block){.ptr = (uintptr_t)to, .base = base, .len = len + 2 * page, .align = page, .size = size,
+        b = (block){.ptr = (uintptr_t)to, .base = base, .len = mapped, .align = page, .size = size,
                     .caller = caller, .form = PK__FORM_MALLOC};
         insert_locked(&b); /* room was made, under the same lock */
     }
     pthread_mutex_unlock(&large_lock);
     if (gone.base) os_unmap(gone.base, gone.len);
     if (!ok) {
-        os_unmap(base, len + 2 * page);
+        os_unmap(base, mapped);
         return NULL;
     }
     hard_fill(to, size, len);

@@ -4,6 +4,7 @@
  */
 #include "pool/check.h"
 #include "pool/harden.h"
+#include "base/bytes.h"
 #include "base/sites.h"
 
 #include <stdio.h>
@@ -11,29 +12,8 @@
 #include <string.h>
 
 static bool bytes_are(const unsigned char *b, size_t n, unsigned char v, size_t *bad) {
-    /* Words first, four to a test, then the bytes from the first word that
-     * differs (memcpy: a slot's bytes need not start on a word): a byte at
-     * a time, every debug allocation and free of a few hundred bytes spent
-     * more here than in the rest of its path. */
-    const uint64_t pat = 0x0101010101010101ull * v;
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        uint64_t w[4];
-        memcpy(w, b + i, sizeof w);
-        if ((w[0] ^ pat) | (w[1] ^ pat) | (w[2] ^ pat) | (w[3] ^ pat)) break;
-    }
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, b + i, sizeof w);
-        if (w != pat) break;
-    }
-    for (; i < n; i++) {
-        if (b[i] != v) {
-            *bad = i;
-            return false;
-        }
-    }
-    return true;
+    *bad = bytes_first_not(b, n, v);
+    return *bad == n;
 }
 
 /* A debug slot's call sites, or NULL when none are kept. */
