@@ -65,17 +65,15 @@
 #                 free goes onto the thread's list (HOT_FOREIGN) and the
 #                 inline allocation takes it back; the list's budget is the
 #                 pool's (a load: slabs of one object list fewer)
-#   a hardened listed free and its allocation <= 107 per pair (measured
-#                 106; 100 before the inline paths read the thread's stash,
-#                 pool.h: the allocation looks at it first, the miss
-#                 compares it), likewise over a PK_POOL_HARDENED pool: the free
+#   a hardened listed free and its allocation <= 101 per pair (measured
+#                 100), likewise over a PK_POOL_HARDENED pool: the free
 #                 goes onto the thread's hardened list over an object of
 #                 its current slab, its link encoded and its second word
 #                 tagged (pool_free.c, foreign_home_hardened), and the
 #                 inline allocation takes it back; the hardened short
 #                 path's dispatch (pk__pool_free_slot) takes 36 of them
-#   the same freed and taken back two at a time <= 158 per free (measured
-#                 157.17, 151.17 before the stash): the first allocation meets a link out of the
+#   the same freed and taken back two at a time <= 152 per free (measured
+#                 151.17): the first allocation meets a link out of the
 #                 current slab to the tagged object freed first, which the
 #                 lean allocation follows (HARD_POP); past the list's
 #                 budget the frees go home as remote frees, until the list
@@ -128,9 +126,8 @@
 #   pk_retain <= 29 per call (measured 28), likewise: the same pointer
 #                 check, the tag, the add and one signed compare of the
 #                 word it returns
-#   a HARDENED pool's owner's free into another of its slabs <= 77 per
-#                 free (measured 75.93, 72.93 before the miss compared the
-#                 stash; 90.92 when the inline free's miss
+#   a HARDENED pool's owner's free into another of its slabs <= 74 per
+#                 free (measured 72.93; 90.92 when the inline free's miss
 #                 called the library without the thread's slot, which it
 #                 found again, asked whether a pending chain took the
 #                 object and read the region map for every pointer): the
@@ -141,8 +138,8 @@
 #                 another region than that slab's, then the short path
 #                 (the record, owner, the slot grid, the hardened list's
 #                 head, the push encoded onto the slab's list)
-#   a HARDENED pool's owner's free into a used-up slab of its own <= 145
-#                 per free (measured 144.37, 141.37 before the stash; 148 before its miss passed
+#   a HARDENED pool's owner's free into a used-up slab of its own <= 143
+#                 per free (measured 141.37; 148 before its miss passed
 #                 the slot, 272 before the short path took it), 4096-byte
 #                 objects, one free into each of N full
 #                 slabs (64 KiB each, held at once: N 100 and 1100), net of
@@ -162,9 +159,7 @@
 #                 A plain free list spends none here beyond the loop's;
 #                 bench_pattern times the difference (its target: <= 1.3x
 #                 the list's net + 2 ns)
-#   HARDENED pool <= 34 (measured 33 with gcc 12, 46 before the thread's
-#                 stash took the object freed and allocated in turn, pool.h;
-#                 no count is its target:
+#   HARDENED pool <= 47 (measured 46 with gcc 12; no count is its target:
 #                 the count and its ratio to the default pair are printed
 #                 for information, the timed target, <= 1.5x the default
 #                 pool, is bench_hotloop's)
@@ -213,7 +208,7 @@ SIZE=${GATE_SIZE:-64}
 OBJ_SIZE=${GATE_OBJ_SIZE:-32} # objects: header and 16 bytes of fields
 GATE_DEFAULT=21
 GATE_LOCAL=21
-GATE_HARDENED=34
+GATE_HARDENED=47
 TARGET_DEFAULT=20
 TARGET_LOCAL=12
 GATE_OTHER=58
@@ -223,10 +218,10 @@ GATE_FRONTRANDOM=70
 GATE_REMOTE=75
 GATE_CONSUMER=72
 GATE_LISTED=70
-GATE_HARDLISTED=107
-GATE_HARDCHAIN=158
-GATE_HARDEDGE=145
-GATE_HARDOTHER=77
+GATE_HARDLISTED=101
+GATE_HARDCHAIN=152
+GATE_HARDEDGE=143
+GATE_HARDOTHER=74
 GATE_FRONTEND=40
 GATE_OBJPAIR=75
 GATE_RETAIN=29

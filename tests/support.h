@@ -351,12 +351,6 @@ private:
     long old_;
 };
 
-/* A hardened pool's thread keeps one free object of its current slab in
- * its stash, off the list and with no link (pool.h): a test of the list's
- * links fills the stash first, so that the frees after it are linked. The
- * next allocation takes the stashed object back. Nothing for other pools. */
-inline void fill_stash(pk_pool *p) { pk_pool_free(p, pk_pool_alloc(p)); }
-
 /* Up to n objects from p (fewer if it runs out). */
 inline std::vector<void *> alloc_n(pk_pool *p, size_t n) {
     std::vector<void *> v;

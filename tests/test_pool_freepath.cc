@@ -559,19 +559,10 @@ void expect_foreign_budget(unsigned flags, const char *name) {
     on_a_thread_with_a_slab(p.get(), [&] {
         void *own = pk_pool_alloc(p.get()); /* freed back: the list is not empty */
         ASSERT_NE(own, nullptr);
-        /* a hardened thread's stash (pool.h) takes the first object it
-         * frees, off the list: one more first, so that own goes onto it */
-        void *stashed = (flags & PK_POOL_HARDENED) ? pk_pool_alloc(p.get()) : nullptr;
-        if (stashed) pk_pool_free(p.get(), stashed);
         pk_pool_free(p.get(), own);
         std::vector<void *> freed;
         for (size_t i = 0; i < n; i++) freed.push_back(objs[i * 97]);
         for (void *o : freed) pk_pool_free(p.get(), o);
-        if (stashed) {
-            EXPECT_EQ(pk_pool_alloc(p.get()), stashed) << "the stash first";
-            pk_pool_free(p.get(), stashed);
-            EXPECT_EQ(pk_pool_alloc(p.get()), stashed) << "the stash again";
-        }
         for (size_t i = 0; i < n; i++) {
             void *got = pk_pool_alloc(p.get());
             if (i < kForeignBudget) EXPECT_EQ(got, freed[kForeignBudget - 1 - i]) << i;
@@ -579,7 +570,6 @@ void expect_foreign_budget(unsigned flags, const char *name) {
             else EXPECT_EQ(std::count(freed.begin(), freed.end(), got), 0) << i << ": went home";
             objs[i * 97] = got; /* every freed one replaced: the set stays whole */
         }
-        if (stashed) pk_pool_free(p.get(), stashed);
     });
     EXPECT_EQ(stats_of(p.get()).live, objs.size());
     free_all(p.get(), objs);
@@ -714,20 +704,15 @@ TEST(PoolFreeForeign, AHardenedListTakesThemBackLastFreedFirst) {
         pk_pool_free(p.get(), y); /* over x: a link out of the current slab */
         objs[301] = pk_pool_alloc(p.get());
         EXPECT_EQ(objs[301], y);
-        void *stashed = mine.back(); /* into the thread's stash (pool.h), off the list */
-        mine.pop_back();
         void *own = mine.back(); /* of the current slab, over x */
         mine.pop_back();
-        pk_pool_free(p.get(), stashed);
         pk_pool_free(p.get(), own);
         pk_pool_free(p.get(), z); /* over own: its link leads into the current slab */
-        EXPECT_EQ(pk_pool_alloc(p.get()), stashed);
         EXPECT_EQ(pk_pool_alloc(p.get()), z);
         EXPECT_EQ(pk_pool_alloc(p.get()), own);
         EXPECT_EQ(pk_pool_alloc(p.get()), x);
         objs[302] = z;
         mine.push_back(own);
-        mine.push_back(stashed);
         free_all(p.get(), mine);
     });
     free_all(p.get(), objs);
@@ -770,12 +755,10 @@ TEST(PoolFreeForeignDeathTest, AHardenedListsForeignObjectWrittenAfterItsFreeIsR
                                                  [&] {
                                                      void *own = pk_pool_alloc(p.get());
                                                      void *own2 = pk_pool_alloc(p.get());
-                                                     fill_stash(p.get()); /* the frees below linked */
                                                      pk_pool_free(p.get(), own);
                                                      pk_pool_free(p.get(), a); /* over own: tagged */
                                                      pk_pool_free(p.get(), own2); /* links to a */
                                                      static_cast<volatile uintptr_t *>(a)[1] = 0x1234;
-                                                     (void)pk_pool_alloc(p.get()); /* the stash's */
                                                      (void)pk_pool_alloc(p.get());
                                                      (void)pk_pool_alloc(p.get());
                                                      std::fprintf(stderr, "no report\n");

@@ -728,26 +728,16 @@ TEST(PoolHeap, AHardenedListTakesAFreeIntoAnotherSlabWhenEmpty) {
         std::vector<void *> first_slab, second_slab;
         for (void *o : objs) (block_of(o) == second ? second_slab : first_slab).push_back(o);
         ASSERT_GE(first_slab.size(), 3u);
-        ASSERT_GE(second_slab.size(), 3u);
+        ASSERT_GE(second_slab.size(), 2u);
         void *o1 = first_slab[0], *o3 = first_slab[1], *o4 = first_slab[2], *q = second_slab[0], *q2 = second_slab[1];
-        /* The inline paths' pools (not the hook's) keep the first object
-         * of the current slab a thread frees in its stash (pool.h), off
-         * the list: s3 there first, so that the frees below go onto it. */
-        void *s3 = way == 2 ? nullptr : second_slab[2];
         if (way == 1) {
-            pk_pool_free(p.get(), s3);
             pk_pool_free(p.get(), q2);             /* the current slab's: onto the list */
             pk_pool_free(p.get(), o3);             /* not empty: onto its slab's own list */
-            EXPECT_EQ(pk_pool_alloc(p.get()), s3); /* the stash first */
             EXPECT_EQ(pk_pool_alloc(p.get()), q2); /* the list empty again */
         }
-        if (s3) pk_pool_free(p.get(), s3);
         pk_pool_free(p.get(), o1); /* the list is empty: o1 onto it */
         pk_pool_free(p.get(), o4); /* not empty now: onto its slab's own list */
         pk_pool_free(p.get(), q);  /* the current slab's: onto the list, linking to o1 */
-        if (s3) {
-            EXPECT_EQ(pk_pool_alloc(p.get()), s3);
-        }
         void *x = pk_pool_alloc(p.get()), *y = pk_pool_alloc(p.get()), *z = pk_pool_alloc(p.get());
         EXPECT_EQ(x, q);
         EXPECT_EQ(y, o1) << "the object freed onto the empty list comes before any refill";
@@ -765,38 +755,6 @@ TEST(PoolHeap, AHardenedListTakesAFreeIntoAnotherSlabWhenEmpty) {
         pk_set_error_handler(nullptr, nullptr);
         EXPECT_EQ(reports.load(), 0);
     }
-}
-
-/* A hardened thread's stash (pool.h: the first object of its current slab
- * it frees, held off the list) counts as free in the stats, goes home with
- * the list at a trim and at the thread's exit, and its object freed again
- * at once, the list empty, is reported. */
-TEST(PoolHeap, AHardenedThreadsStashIsCountedFreeAndGoesHomeWithTheList) {
-    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hardpool");
-    void *a = pk_pool_alloc(p.get()), *b = pk_pool_alloc(p.get());
-    pk_pool_free(p.get(), a);
-    EXPECT_EQ(stats_of(p.get()).live, 1u);
-    pk_pool_trim(p.get());
-    EXPECT_EQ(stats_of(p.get()).live, 1u) << "the stash's object lost at the trim";
-    pk_pool_free(p.get(), b);
-    EXPECT_EQ(stats_of(p.get()).live, 0u);
-    std::thread([&] { pk_pool_free(p.get(), pk_pool_alloc(p.get())); }).join();
-    EXPECT_EQ(stats_of(p.get()).live, 0u) << "the stash's object lost at the thread's exit";
-}
-
-TEST(PoolHeapDeathTest, HardenedStashFreedAgainOntoAnEmptyListIsADoubleFree) {
-    PoolPtr p = make_pool(64, 0, PK_POOL_HARDENED, "hardpool");
-    std::vector<void *> objs = alloc_n(p.get(), 1024); /* so the list runs dry: the current slab used up */
-    void *o = objs.back();
-    objs.pop_back();
-    PKTEST_EXPECT_REPORT(
-        {
-            pk_pool_free(p.get(), o);
-            pk_pool_free(p.get(), o);
-        },
-        fatal_line("double free", "hardpool", o));
-    for (void *x : objs) pk_pool_free(p.get(), x);
-    pk_pool_free(p.get(), o);
 }
 
 TEST(PoolHeapDeathTest, HardenedFreeOfTheObjectJustFreedIsADoubleFree) {

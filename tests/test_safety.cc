@@ -123,7 +123,6 @@ void expect_forged_link_reported(const pk_pool_config &c, const ForgedThen &then
     PoolPtr p = make_pool(c);
     void *keep = pk_pool_alloc(p.get());
     void *a = pk_pool_alloc(p.get());
-    fill_stash(p.get());
     pk_pool_free(p.get(), a);
     SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
     alignas(64) static char target[256];
@@ -488,8 +487,7 @@ TEST(SafetyHardenedDeathTest, AShuffledPoolIsHardened) {
 
 /* Pool "hard" (64-byte objects, the link word at offset 0) with objects in
  * two slabs, all handed out but x, y and w, freed in the order w, y, x from
- * one list fresh from the slabs (after one more, which the thread's stash
- * takes, so that the next allocation returns it), so that x heads the thread cache's list
+ * one list fresh from the slabs, so that x heads the thread cache's list
  * and links to y, y to w. x and y share a slab; y has a live neighbour in
  * its 256-byte window (reachable by rewriting a link's low byte), and the
  * slab other live objects further away (its low two bytes). The secret is
@@ -530,23 +528,18 @@ struct LeakedSecret {
                     near_y = b;
                 }
         if (!y) return "no two of 64 objects in one 256-byte window";
-        void *stashed = nullptr;
         for (void *o : objs) {
             if (o == y) continue;
             if (!x && o != near_y && same_slab(o, y)) x = o;
             else if (!w && o != near_y && o != x) w = o;
-            else if (!stashed && o != near_y && o != x) stashed = o;
             else if (o != x) live.push_back(o);
         }
-        if (!x || !w || !stashed) return "no x, w or object for the stash";
+        if (!x || !w) return "no x or w";
         for (void *o : live) {
             if (!same_slab(o, y)) other_slab = o;
             else if ((word(o) ^ word(y)) >= 256) far_in_slab = o;
         }
         if (!far_in_slab || !other_slab || same_slab(other_slab, x)) return "no live object far from y";
-        /* the first into the thread's stash (pool.h), which holds one free
-         * object off the list, unlinked: the next three are linked */
-        pk_pool_free(pool.get(), stashed);
         pk_pool_free(pool.get(), w);
         pk_pool_free(pool.get(), y);
         pk_pool_free(pool.get(), x);
@@ -819,7 +812,6 @@ TEST(SafetyHardenedDeathTest, LinearOverflowIntoTheNextSlotsLinkIsReported) {
         PoolPtr p = make_pool(48, 0, PK_POOL_HARDENED, "hard");
         void *keep = pk_pool_alloc(p.get());
         void *a = pk_pool_alloc(p.get());
-        fill_stash(p.get());
         pk_pool_free(p.get(), a);
         SKIP_IF_TOOL_WATCHES(a, sizeof(void *));
         PKTEST_EXPECT_REPORT(
@@ -881,14 +873,12 @@ TEST(SafetyHardenedDeathTest, OverflowOf1To16BytesIntoAFreeListedSlotIsReported)
             PoolPtr p = make_pool(size, 0, PK_POOL_HARDENED, "hard");
             Neighbours k = find_neighbours(p.get(), size);
             ASSERT_NE(k.a, nullptr) << "no two neighbouring slots among 256 objects of " << size << " bytes";
-            fill_stash(p.get());
             pk_pool_free(p.get(), k.c);
             pk_pool_free(p.get(), k.b);
             SKIP_IF_TOOL_WATCHES(k.b, sizeof(void *));
             PKTEST_EXPECT_REPORT(
                 {
                     overflow_into(k.a, size, n);
-                    (void)pk_pool_alloc(p.get()); /* the stash's */
                     void *got = pk_pool_alloc(p.get());
                     std::fprintf(stderr, "no report: %p handed out\n", got);
                 },
@@ -1234,7 +1224,6 @@ TEST_F(SafetyHardenedEnvDeathTest, HardensAPoolCreatedWithoutTheFlag) {
             PoolPtr p = make_pool(64, 0, 0, "plain");
             void *keep = pk_pool_alloc(p.get());
             void *a = pk_pool_alloc(p.get());
-            fill_stash(p.get());
             pk_pool_free(p.get(), a);
             alignas(64) static char elsewhere[256];
             write_word(a, elsewhere + 64);

@@ -299,7 +299,7 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * the caller's (a char store may alias anything) could force them to load
  * again, or that a processor could mistake for the target of such a store.
  *
- * A slot's words 1 to 7 are what the inline paths read (word 0 is the
+ * A slot's words 1 to 6 are what the inline paths read (word 0 is the
  * library's, written once, so that no store of theirs lands on a line's
  * first word, where the table pointer lies in its own line):
  *   1 head    the list allocation pops (each free object's first word links
@@ -312,23 +312,16 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  *             alignment bits)
  *   4 hhead   a hardened pool's list, links stored as
  *             rot32(next ^ secret ^ object); 0 for every other pool
- *   5 hcur    its current slab as in word 2, under word 3's mask; for
- *             the default pools the library's own word, 0 while word 2 is
+ *   5 hcur    its current slab as in word 2, under word 3's mask; 0 for
+ *             every other pool
  *   6 secret  a hardened pool's secret
- *   7 stash   a hardened pool's free object held apart from its list, or
- *             0; 0 for every other pool
  * Allocation pops word 1; a free of an object of the current slab that is
  * not the list's head pushes onto it; anything else goes to the library.
- * The hardened allocation takes the stash, else follows a link only to its
- * current slab, aligned as a slot, or to the end; the hardened free puts an
- * object of its current slab, so aligned, into an empty stash, else pushes
- * it unless it is the stash or the head (freed again). The stash is in the
- * thread's table, where no overflow of an object reaches, so it is neither
- * encoded nor checked again: a program that frees and allocates in turn
- * decodes no link. Everything else, the exact slot grid included, is
- * checked in the library, which puts the stash back onto the list first.
- * Only the owning thread writes a slot; the paths read it with plain
- * loads.
+ * The hardened allocation follows a link only to its current slab, aligned
+ * as a slot, or to the end; the hardened free pushes an object of its
+ * current slab, so aligned, that is not the head (freed again). Everything
+ * else, the exact slot grid included, is checked in the library. Only the
+ * owning thread writes a slot; the paths read it with plain loads.
  *
  * A thread that has not called the library yet points at a table whose
  * slots are all zero, so its first call goes there. Tables never move once
@@ -337,7 +330,7 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
  * Define PK_NO_INLINE before including this header to call the library's
  * exported functions instead.
  */
-#define PK_POOL_ABI 9
+#define PK_POOL_ABI 8
 #define PK__RECORD_SHIFT 12 /* pool records are 4096 bytes apart */
 #define PK__KEY_BITS 16     /* in an area of 65,536 of them */
 #define PK__SLOT_SHIFT 6    /* 64-byte slots */
@@ -404,11 +397,6 @@ static inline __attribute__((always_inline)) void *pk__slot_alloc_try(pk__link *
         PK__STORE(c[1], *PK__REINTERPRET_CAST(const pk__link *, obj));
         return PK__REINTERPRET_CAST(void *, obj);
     }
-    obj = PK__LOAD(c[7]); /* a hardened pool's stash: checked when it was freed */
-    if (__builtin_expect(obj != 0, 1)) {
-        PK__STORE(c[7], 0);
-        return PK__REINTERPRET_CAST(void *, obj);
-    }
     obj = PK__LOAD(c[4]); /* a hardened pool's list: its link must name the current slab, or end */
     if (__builtin_expect(obj != 0, 1)) {
         uintptr_t next = pk__rot32(*PK__REINTERPRET_CAST(const pk__link *, obj)) ^ (PK__LOAD(c[6]) ^ obj);
@@ -445,15 +433,9 @@ static inline __attribute__((always_inline)) int pk__slot_free_try(pk__link *c, 
     /* the current slab, not the head freed again */
     if (__builtin_expect((x | PK__SLAB_MASK) == cur, 1) && __builtin_expect(pk__slot_push(c, obj), 1)) return 1;
     if (cur) return 0; /* a default pool's: an object of another slab, or the head freed again */
-    if (__builtin_expect((x | PK__LOAD(c[3])) == PK__LOAD(c[5]), 1)) { /* a hardened pool's current slab */
-        uintptr_t head = PK__LOAD(c[4]), stash;
-        if (__builtin_expect(x == head, 0)) return 0; /* freed again, or NULL into a slot all zero */
-        stash = PK__LOAD(c[7]);
-        if (__builtin_expect(stash == 0, 1)) {
-            PK__STORE(c[7], x);
-            return 1;
-        }
-        if (__builtin_expect(x != stash, 1)) { /* not freed again */
+    if (__builtin_expect((x | PK__LOAD(c[3])) == PK__LOAD(c[5]), 1)) { /* a hardened pool's current slab, not its head */
+        uintptr_t head = PK__LOAD(c[4]);
+        if (__builtin_expect(x != head, 1)) {
             *PK__STATIC_CAST(pk__link *, obj) = pk__rot32(head ^ PK__LOAD(c[6]) ^ x);
             PK__STORE(c[4], x);
             return 1;

@@ -23,13 +23,6 @@
  *                  the lean path, slot arithmetic for every listed object when
  *                  the thread's list goes home (uninstall), the address
  *                  map on the heap and slab paths
- *   STASH          the first object of the current slab a thread frees
- *                  waits in its slot (pool.h's word 7), unlinked, for the
- *                  next allocation: in the thread's table, which no
- *                  overflow of an object reaches, so neither encoded nor
- *                  checked again; the paths that walk or give back the
- *                  list put it onto the list first (slot_unstash), and it
- *                  freed again is reported (slot_check_stash)
  *   DOUBLE FREE    the head of the thread's list freed again is reported
  *                  (SLUB's "not the head itself"; the default pools' inline
  *                  free refuses it too); a slab's own list is checked at
@@ -119,21 +112,6 @@ static inline void link_store(const pk_pool *p, void *obj, uintptr_t v) {
     track_open(l, sizeof *l);
     *l = p->hardened ? link_encode(p, obj, v) : v;
     track_close(l, sizeof *l);
-}
-
-/* STASH: a hardened slot's stash (pool.h's word 7: a free object of the
- * current slab, checked by the inline free as it pushes) onto the slot's
- * list, encoded as the inline free pushes, so that the library's paths
- * see one list and its checks (the head freed again) hold; nothing where
- * the stash is empty, as it always is for other slots. The owner's call,
- * or another thread's while the owner is quiescent for the pool. */
-static inline void slot_unstash(tc_slot *c) {
-    void *x = __atomic_load_n(&c->stash, __ATOMIC_RELAXED);
-    if (likely(x == NULL)) return;
-    uintptr_t head = (uintptr_t)__atomic_load_n(&c->hhead, __ATOMIC_RELAXED);
-    *(uintptr_t *)x = link_encode_with(c->secret, x, head);
-    __atomic_store_n(&c->hhead, x, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->stash, NULL, __ATOMIC_RELAXED);
 }
 
 /* A remote-free chain's mark (pool_internal.h, chains_counted): in the

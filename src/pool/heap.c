@@ -28,10 +28,7 @@
  *     list holds objects of its current slab, no more than it has out, and
  *     at most HOT_FREES, or the pool's hot_list (HOT_LIST), of its other
  *     owned slabs, and at most HOT_FOREIGN + 1 of slabs other heaps hold
- *     (pool_free.c, free_foreign_home); a hardened slot's stash is empty
- *     or one more free object of the current slab, on no list, which the
- *     library's paths put onto the list before they read it (harden.h,
- *     STASH);
+ *     (pool_free.c, free_foreign_home);
  *   - pend_n is the length of the pending chain, whose objects all belong
  *     to pend_slab, which the heap does not own;
  *   - slabs move between heap and pool only under the pool's lock
@@ -312,7 +309,6 @@ static PK_NOINLINE size_t plain_run(slab_grid g, uintptr_t handed, size_t link_o
  * (the slab's slots and the hot objects). */
 static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     slab *s = h->cur;
-    slot_unstash(h->slot); /* walked and checked with the rest */
     size_t n = 0, met = 0, hots = 0, hot_max = hot_most(p, h), most = (size_t)s->capacity + hot_max; /* n: the inline paths keep no count */
     char *first = NULL, *last = NULL, *head = tc_head(h->list);
     /* the slab's bounds held apart from its record, which the link stores
@@ -979,7 +975,6 @@ void heap_reset_own(pk_pool *p, heap *h) {
     if (h->cur) { /* installed, so used counts what its list holds: none now */
         slab_forget_objects(h->cur);
         list_set(h, NULL, 0);
-        __atomic_store_n(&h->slot->stash, NULL, __ATOMIC_RELAXED);
     }
     own_restart(h);
     /* What waited to go home to another slab went with the reset. */
@@ -1010,7 +1005,6 @@ static NO_TSAN size_t racy_list_length(const pk_pool *p, const heap *h) {
         uintptr_t v = *(volatile uintptr_t *)(x + p->link_off);
         x = p->hardened ? link_decode(p, (void *)x, v) : v;
     }
-    if (p->list_at == LIST_HARDENED && __atomic_load_n(&h->slot->stash, __ATOMIC_RELAXED)) n++; /* STASH */
     return n;
 }
 
@@ -1119,16 +1113,9 @@ bool heap_is_valid(const pk_pool *p, const heap *h) {
             else if (idx < 0 || (uint32_t)idx >= h->cur->bump) break;
             n++;
         }
-        /* STASH (harden.h): a slot of the current slab handed out, on no list */
-        const char *stash = __atomic_load_n(&h->slot->stash, __ATOMIC_RELAXED);
-        if (stash) {
-            long idx = slab_slot_index(h->cur, stash);
-            VALID(p->list_at == LIST_HARDENED && idx >= 0 && (uint32_t)idx < h->cur->bump);
-            n++;
-        }
         VALID(hot <= hot_max && n - hot <= h->cur->used);
     } else {
-        VALID(!tc_head(h->list) && !tc_cur(h->list) && !__atomic_load_n(&h->slot->stash, __ATOMIC_RELAXED));
+        VALID(!tc_head(h->list) && !tc_cur(h->list));
     }
     size_t spares = 0;
     for (const slab *s = h->spare; s && spares <= p->spares; s = s->next, spares++) {

@@ -48,7 +48,6 @@ static void free_bulk(pk_pool *p, void **objs, size_t n, bool trusted) {
     uint64_t now = pool_purge_poll();
     tc_slot *c = p->cached ? tcache_slot(p) : NULL;
     if (c) {
-        for (size_t i = 0; i < n; i++) slot_check_stash(p, c, objs[i]);
         if (n) free_checked_bulk(p, heap_get(p, c), objs, n, trusted, now);
         return;
     }

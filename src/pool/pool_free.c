@@ -301,7 +301,6 @@ void free_direct(pk_pool *p, void *obj, uint64_t now) {
 
 void pool_free_generic(pk_pool *p, void *obj) {
     tc_slot *c = tc_slot_of(p);
-    slot_check_stash(p, c, obj);
     if (likely(obj && c->heap)) {
         slab *s = free_slab_of(p, obj);
         track_takeback(p, obj);
@@ -361,7 +360,6 @@ static inline bool free_pending(pk_pool *p, tc_slot *c, void *obj) {
 
 void pk__pool_free_slow(pk_pool *p, void *obj) {
     tc_slot *c = slot_of_handle(p);
-    slot_check_stash(p, c, obj);
     if (free_pending(p, c, obj)) return;
     if (likely(free_short(c, obj, 0, false))) return;
     free_dispatch(p, obj, __builtin_return_address(0));
@@ -379,11 +377,8 @@ void pk__pool_free_slot(void *c, void *obj, pk_pool *p) {
         /* a hardened list with a current slab: its slot has a heap and a
          * secret, and no pending chain takes the object (free_pending is
          * for slots with no current slab); the map is read only for an
-         * object of another region than that slab's, as free_short's.
-         * The stash freed again goes on (pool_free_generic reports it);
-         * the short path leaves the stash as it is. */
-        if ((((x ^ hcur) >> REGION_SHIFT) == 0 || likely(region_holds(x))) &&
-            likely(obj != __atomic_load_n(&t->stash, __ATOMIC_RELAXED)) && likely(free_short_in(t, obj, false)))
+         * object of another region than that slab's, as free_short's */
+        if ((((x ^ hcur) >> REGION_SHIFT) == 0 || likely(region_holds(x))) && likely(free_short_in(t, obj, false)))
             return;
     } else if (free_pending(p, t, obj) || likely(free_short(t, obj, 0, false))) {
         return;

@@ -7,17 +7,10 @@
 #define POOLKIT_POOL_FREE_H
 
 #include "pool/harden.h"
-#include "pool/check.h"
 #include "pool/heap.h"
 
 /* The calling thread's slot for the pool at handle p, from the handle's
  * bits as pool.h finds it (reads nothing of the pool's record). */
-/* The stash freed again, reported; the stash itself left as it is, so
- * that the list's head stays the one the checks after compare with. */
-static inline void slot_check_stash(pk_pool *p, const tc_slot *c, void *obj) {
-    if (unlikely(obj == __atomic_load_n(&c->stash, __ATOMIC_RELAXED) && obj)) check_report_double_free(p, obj);
-}
-
 static inline tc_slot *slot_of_handle(const pk_pool *p) {
     uintptr_t key_bits = (((uintptr_t)1 << PK__KEY_BITS) - 1) << PK__SLOT_SHIFT;
     return (tc_slot *)(pk__tc_table + (((uintptr_t)p >> (PK__RECORD_SHIFT - PK__SLOT_SHIFT)) & key_bits));

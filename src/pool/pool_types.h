@@ -86,28 +86,20 @@ typedef struct tc_slot {
                           stored as it is, nothing to do per object), whose
                           owner's frees the short path serves (pool_free.c) */
     void *hhead;       /* hardened pools' list (encoded links) */
-    union {
-        uintptr_t hcur;   /* as cur, for hardened pools, with their low */
-        struct slab *rec; /* the record of cur's slab, where cur is this slot's
-                             (the pools whose list is head and cur), else NULL:
-                             pk_free, which has the record of the object's slab
-                             in hand, compares it with this word instead of the
-                             object's address or'ed with the mask with cur (no
-                             copy of the pointer to keep). The inline free reads
-                             the word as hcur only where cur is 0, and rec is
-                             NULL then. */
-    };
+    uintptr_t hcur;    /* as cur, for hardened pools, with their low */
     uintptr_t secret;  /* hardened pools' secret */
-    void *stash;       /* hardened pools: a free object of hcur's slab, checked
-                          as the inline free checks, on no list (pool.h); the
-                          library's paths put it back first (slot_unstash) */
+    struct slab *rec;  /* the record of cur's slab, where cur is this slot's (the
+                          pools whose list is head and cur), else NULL: pk_free,
+                          which has the record of the object's slab in hand,
+                          compares it with this word instead of the object's
+                          address or'ed with the mask with cur (no copy of the
+                          pointer to keep) */
 } tc_slot;
 _Static_assert(sizeof(tc_slot) == (size_t)1 << PK__SLOT_SHIFT, "a slot is a key's share of the table");
 _Static_assert(offsetof(tc_slot, head) == 1 * sizeof(uintptr_t) && offsetof(tc_slot, cur) == 2 * sizeof(uintptr_t) &&
                    offsetof(tc_slot, low) == 3 * sizeof(uintptr_t) && offsetof(tc_slot, hhead) == 4 * sizeof(uintptr_t) &&
-                   offsetof(tc_slot, hcur) == 5 * sizeof(uintptr_t) && offsetof(tc_slot, secret) == 6 * sizeof(uintptr_t) &&
-                   offsetof(tc_slot, stash) == 7 * sizeof(uintptr_t),
-               "pool.h's inline paths read a slot's words 1 to 7 in this order");
+                   offsetof(tc_slot, hcur) == 5 * sizeof(uintptr_t) && offsetof(tc_slot, secret) == 6 * sizeof(uintptr_t),
+               "pool.h's inline paths read a slot's words 1 to 6 in this order");
 _Static_assert(PK__SLAB_MASK == SLAB_BYTES - 1, "pool.h's inline free knows a slab's size");
 
 /* The list a thread allocates from for a pool: two words, its head and its
