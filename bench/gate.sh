@@ -47,15 +47,18 @@
 #                 push apart, which keeps the listed path below frameless;
 #                 the push itself keeps no frame either (free_remote: a
 #                 chain's start and end, and the peak's note, apart)
-#   a consumer's remote free <= 72 per free (measured 71.29), likewise: the
+#   a consumer's remote free <= 65 per free (measured 63.70), likewise: the
 #                 remote loop by a thread that allocates nothing from the
 #                 pool, so that its inline free has no slab to compare
 #                 with and calls the library at every free; an object of
 #                 the slab its chain waits for joins the chain on the
 #                 slot grid and the owner's word alone (pool_free.c,
-#                 free_pending), the rest as a remote free; 109 before it,
-#                 through the short path's record and the dispatch; 72.17
-#                 while free_foreign_home's hardened half shared its body
+#                 free_pending), pushed there in place where the slot is
+#                 plain (71.29 through free_remote, which asked again
+#                 whether the chain was the object's slab's and how the
+#                 pool stores a link); 109 before it, through the short
+#                 path's record and the dispatch; 72.17 while
+#                 free_foreign_home's hardened half shared its body
 #   a listed free and its allocation <= 70 per pair (measured 69; 72 with a
 #                 compare more after the budget's test, before
 #                 foreign_takes, 75 while free_foreign_home's hardened half shared
@@ -216,7 +219,7 @@ TARGET_OTHER=30
 GATE_FRONTOTHER=52
 GATE_FRONTRANDOM=70
 GATE_REMOTE=75
-GATE_CONSUMER=72
+GATE_CONSUMER=65
 GATE_LISTED=70
 GATE_HARDLISTED=101
 GATE_HARDCHAIN=152

@@ -349,11 +349,25 @@ static PK_NOINLINE void free_dispatch(pk_pool *p, void *obj, void *caller) {
  * with no current slab, nothing is listed (free_foreign_home). */
 static inline bool free_pending(pk_pool *p, tc_slot *c, void *obj) {
     heap *h = c->heap;
-    if (!h || h->cur || (c->low && !c->secret)) return false;
+    uintptr_t low = c->low;
+    if (!h || h->cur || (low && !c->secret)) return false;
     slab *s = h->pend_slab;
     if (!s || !slab_has_slot(s, (uintptr_t)obj)) return false;
     heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
     if (!owner || owner == h) return false;
+    /* free_remote's push, where a plain slot (low 0) says the link is the
+     * object's first word, stored as it is, and s is the chain's slab
+     * already: neither asked again */
+    uint64_t n = h->remote_frees + 1;
+    size_t k = h->pend_n + 1;
+    void *head = h->pend_head;
+    if (likely(!low) && likely(obj != head) && likely((n & (REMOTE_BATCH - 1)) != 0) && likely(k < REMOTE_BATCH)) {
+        __atomic_store_n(&h->remote_frees, n, __ATOMIC_RELAXED);
+        *(void **)obj = head;
+        h->pend_head = obj;
+        __atomic_store_n(&h->pend_n, k, __ATOMIC_RELAXED);
+        return true;
+    }
     free_remote(p, h, s, obj);
     return true;
 }
