@@ -36,7 +36,7 @@
 #                 included; no address map. Target 30 (mimalloc's local free
 #                 into a page other than the current one is about 20, with
 #                 none of these checks): printed, not met
-#   a remote free <= 72 per free (measured 71.17; 74.73 when the push
+#   a remote free <= 72 per free (measured 71.17; 74.78 when the push
 #                 went through free_remote, which asked again how the pool
 #                 stores a link), likewise: a thread
 #                 with a heap of its own frees objects a live thread made;
