@@ -7,6 +7,7 @@
  * they were. Set once, before the first hardened block, and read only after.
  */
 #include "front/alloc_checks.h"
+#include "base/bytes.h"
 #include "pool/pools.h"
 
 #include <poolkit/alloc.h>
@@ -73,14 +74,8 @@ bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *
         i = (i | 7) + 1;
     for (; i < to && (i & 7); i++)
         if ((unsigned char)b[i] != pattern_byte(i)) goto found;
-    const uint64_t pat = pattern;
-    for (; i + 32 <= to; i += 32) {
-        const hard_word *w = (const hard_word *)(b + i);
-        if ((w[0] ^ pat) | (w[1] ^ pat) | (w[2] ^ pat) | (w[3] ^ pat)) break;
-    }
-    for (; i + 8 <= to; i += 8)
-        if (*(const hard_word *)(b + i) != pat) break;
-    for (; i < to; i++)
+    /* the pattern's words lie on the block's, which i is on now */
+    for (i = bytes_words_same(b, i, to, pattern); i < to; i++)
         if ((unsigned char)b[i] != pattern_byte(i)) goto found;
     return false;
 found:

@@ -331,7 +331,7 @@ __attribute__((destructor)) static void check_held_at_exit(void) {
  * whole block is zero. */
 static inline void check_zero_at_handout(const pk_pool *p, char *obj, size_t from) {
     size_t end = p->size < LINE ? p->size : LINE;
-    size_t at = from + bytes_first_not(obj + from, end - from, 0);
+    size_t at = bytes_first_not_in(obj, from, end, 0);
     if (at != end) report_written_free(p, obj, at, "when it was handed out again");
     if (from) memset(obj, 0, from);
 }

@@ -72,37 +72,29 @@ static PK_NOINLINE void free_remote_edge(pk_pool *p, heap *h, slab *s, void *obj
     BUMP(h->pend_n, 1);
 }
 
-/* free_remote's push for a caller that knows the chain is obj's slab's
- * and the slot plain (its low 0: the link is the object's first word,
- * stored as it is), so asks neither again: false for what free_remote
- * sends to its edge. */
-static inline bool pend_push_plain(heap *h, void *obj) {
+/* obj onto h's pending chain, whose slab is obj's: a push and two counts;
+ * false for a chain's end, the peak's note and the head freed again
+ * (free_remote_edge's). plain: the caller knows the slot plain (its low 0:
+ * the link is the object's first word, stored as it is), so the pool is
+ * not asked how it stores links. */
+static inline __attribute__((always_inline)) bool pend_push(pk_pool *p, heap *h, void *obj, bool plain) {
     uint64_t n = h->remote_frees + 1;
     size_t k = h->pend_n + 1;
     void *head = h->pend_head;
     if (unlikely(obj == head) || unlikely((n & (REMOTE_BATCH - 1)) == 0) || unlikely(k >= REMOTE_BATCH)) return false;
     __atomic_store_n(&h->remote_frees, n, __ATOMIC_RELAXED);
-    *(void **)obj = head;
+    if (plain) *(void **)obj = head;
+    else link_store(p, obj, (uintptr_t)head);
     h->pend_head = obj;
     __atomic_store_n(&h->pend_n, k, __ATOMIC_RELAXED);
     return true;
 }
 
-/* obj onto the pending chain of its slab s, the chain's slab: a push and
- * two counts; the rest apart (free_remote_edge), so that this path keeps
- * no frame (the instruction gate's remote count). */
+/* obj onto the pending chain of its slab s: the push where the chain is
+ * s's, the rest apart (free_remote_edge), so that this path keeps no
+ * frame (the instruction gate's remote count). */
 static PK_NOINLINE void free_remote(pk_pool *p, heap *h, slab *s, void *obj) {
-    uint64_t n = h->remote_frees + 1;
-    size_t k = h->pend_n + 1;
-    void *head = h->pend_head;
-    if (likely(h->pend_slab == s) && likely(obj != head) && likely((n & (REMOTE_BATCH - 1)) != 0) &&
-        likely(k < REMOTE_BATCH)) {
-        __atomic_store_n(&h->remote_frees, n, __ATOMIC_RELAXED);
-        link_store(p, obj, (uintptr_t)head);
-        h->pend_head = obj;
-        __atomic_store_n(&h->pend_n, k, __ATOMIC_RELAXED);
-        return;
-    }
+    if (likely(h->pend_slab == s) && likely(pend_push(p, h, obj, false))) return;
     free_remote_edge(p, h, s, obj);
 }
 
@@ -167,7 +159,7 @@ static PK_NOINLINE void free_foreign_home(tc_slot *c, heap *h, slab *s, void *ob
             return;
         }
     }
-    if (!c->low && h->pend_slab == s && likely(pend_push_plain(h, obj))) return;
+    if (!c->low && h->pend_slab == s && likely(pend_push(p, h, obj, true))) return;
     free_remote(p, h, s, obj);
 }
 
@@ -372,7 +364,7 @@ static inline bool free_pending(pk_pool *p, tc_slot *c, void *obj) {
     if (!s || !slab_has_slot(s, (uintptr_t)obj)) return false;
     heap *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
     if (!owner || owner == h) return false;
-    if (likely(!low) && likely(pend_push_plain(h, obj))) return true; /* s is the chain's */
+    if (likely(!low) && likely(pend_push(p, h, obj, true))) return true; /* s is the chain's */
     free_remote(p, h, s, obj);
     return true;
 }
