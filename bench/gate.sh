@@ -36,7 +36,7 @@
 #                 included; no address map. Target 30 (mimalloc's local free
 #                 into a page other than the current one is about 20, with
 #                 none of these checks): printed, not met
-#   a remote free <= 72 per free (measured 71.17; 74.78 when the push
+#   a remote free <= 72 per free (measured 71.09; 74.78 when the push
 #                 went through free_remote, which asked again how the pool
 #                 stores a link), likewise: a thread
 #                 with a heap of its own frees objects a live thread made;
@@ -47,11 +47,11 @@
 #                 the pool's HOT_FOREIGN switch (policy.h), off in this
 #                 pool of fewer slabs than its bound, and push onto the
 #                 chain apart, which keeps the listed path below frameless;
-#                 the push keeps no frame either (pend_push_plain where
+#                 the push keeps no frame either (pend_push where
 #                 the slot is plain and the chain the slab's, else
 #                 free_remote; a chain's start and end, and the peak's
 #                 note, apart)
-#   a consumer's remote free <= 65 per free (measured 63.76), likewise: the
+#   a consumer's remote free <= 65 per free (measured 63.68), likewise: the
 #                 remote loop by a thread that allocates nothing from the
 #                 pool, so that its inline free has no slab to compare
 #                 with and calls the library at every free; an object of
