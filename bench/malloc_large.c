@@ -8,13 +8,18 @@
  * same requests.
  *
  * Prints one line: seconds and minor page faults (getrusage ru_minflt) of
- * the loop alone. bench/run.sh runs it both ways, by hand:
+ * the loop alone, and the process's mappings at its end (the lines of
+ * /proc/self/maps, which Linux caps: vm.max_map_count). bench/run.sh runs
+ * it both ways, by hand:
  *   /usr/bin/time -f '%e s %R minor' build/bench/malloc_large
  *   LD_PRELOAD=build/libpoolkit-malloc.so.0 build/bench/malloc_large
  * bench_large runs the same shape through pk_alloc and malloc in one
- * process.
+ * process. Other counts and sizes make other shapes: 10,000 live blocks
+ * of 64 KiB to 256 KiB, the size classes past a slab's place,
+ *   build/bench/malloc_large 200000 10000 65537 262144
  *
- * Usage: malloc_large [ITERATIONS (2000)]
+ * Usage: malloc_large [ITERATIONS (2000) [BUFFERS (20) [MIN_BYTES (5 MiB)
+ *                     [MAX_BYTES (25 MiB)]]]]
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,9 +28,6 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#define BUFFERS 20
-#define MIN_BYTES ((size_t)5 << 20)
-#define MAX_BYTES ((size_t)25 << 20)
 
 static uint64_t next(uint64_t *s) { /* splitmix64 */
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -46,15 +48,31 @@ static long minflt(void) {
     return ru.ru_minflt;
 }
 
+static long mappings(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    long n = 0;
+    for (int c; f && (c = fgetc(f)) != EOF;) n += c == '\n';
+    if (f) fclose(f);
+    return n;
+}
+
 int main(int argc, char **argv) {
     long iters = argc > 1 ? atol(argv[1]) : 2000;
-    char *buf[BUFFERS] = {0};
+    size_t buffers = argc > 2 ? (size_t)atol(argv[2]) : 20;
+    size_t min_bytes = argc > 3 ? (size_t)atol(argv[3]) : (size_t)5 << 20;
+    size_t max_bytes = argc > 4 ? (size_t)atol(argv[4]) : (size_t)25 << 20;
+    if (buffers < 1 || min_bytes < 1 || max_bytes < min_bytes) {
+        fprintf(stderr, "usage: malloc_large [ITERATIONS [BUFFERS [MIN_BYTES [MAX_BYTES]]]]\n");
+        return 2;
+    }
+    char **buf = calloc(buffers, sizeof *buf);
+    if (!buf) return 1;
     uint64_t seed = 42;
     long f0 = minflt();
     double t0 = now_s();
     for (long i = 0; i < iters; i++) {
-        size_t slot = (size_t)(next(&seed) % BUFFERS);
-        size_t size = MIN_BYTES + (size_t)(next(&seed) % (MAX_BYTES - MIN_BYTES + 1));
+        size_t slot = (size_t)(next(&seed) % buffers);
+        size_t size = min_bytes + (size_t)(next(&seed) % (max_bytes - min_bytes + 1));
         char *p = malloc(size);
         if (!p) {
             perror("malloc");
@@ -68,12 +86,14 @@ int main(int argc, char **argv) {
         buf[slot] = p;
     }
     double t = now_s() - t0;
-    long f = minflt() - f0;
+    long f = minflt() - f0, maps = mappings();
     unsigned sum = 0;
-    for (int i = 0; i < BUFFERS; i++) {
+    for (size_t i = 0; i < buffers; i++) {
         if (buf[i]) sum += (unsigned char)buf[i][0];
         free(buf[i]);
     }
-    printf("malloc-large: %ld iterations, %.3f s, %ld minor faults%s\n", iters, t, f, sum ? " (?)" : "");
+    free(buf);
+    printf("malloc-large: %ld iterations, %.3f s, %ld minor faults, %ld mappings%s\n", iters, t, f, maps,
+           sum ? " (?)" : "");
     return 0;
 }

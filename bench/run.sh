@@ -112,9 +112,10 @@ large_preloaded() {
         p=$(LD_PRELOAD="$lib" "$prog" "$iters") || return 1
         echo "  glibc:   $g"
         echo "  poolkit: $p"
-        # "malloc-large: N iterations, T s, F minor faults": T is field 4, F field 6.
-        times="$times $(echo "$p $g" | awk '{printf "%.4f", $4 / $12}')"
-        faults="$faults $(echo "$p $g" | awk '{printf "%.4f", $6 / $14}')"
+        # "malloc-large: N iterations, T s, F minor faults, M mappings": T is
+        # field 4, F field 6, ten fields a line.
+        times="$times $(echo "$p $g" | awk '{printf "%.4f", $4 / $14}')"
+        faults="$faults $(echo "$p $g" | awk '{printf "%.4f", $6 / $16}')"
     done
     local mt mf
     mt=$(median $times)

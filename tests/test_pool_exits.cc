@@ -383,8 +383,8 @@ TEST(PoolExits, AThreadsExitKeepsAsManyEmptySlabsAsThePoolHasInUse) {
     free_all(p.get(), mine);
 }
 
-/* A slab of a huge slot is a mapping of its own length, which no other
- * pool's slab can take: a thread's exit leaves such slabs to the pool's
+/* A slab of a huge slot is a mapping or a run of places of its own, which
+ * no slab of one place can take: a thread's exit leaves such slabs to the pool's
  * next thread (the purge tick gives them back once unused for the delay). */
 TEST(PoolExits, AThreadsExitKeepsTheEmptySlabsOfObjectsOverASlab) {
     PurgeDelay set(60000);

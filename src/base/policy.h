@@ -34,6 +34,16 @@
 #define REGION_SHIFT 22
 #define REGION_BYTES ((size_t)1 << REGION_SHIFT)
 
+/* A slab of a slot too big for a place takes a mapping of its own while
+ * the library holds fewer than HUGE_OWN_MAX of them: the mapping ends where
+ * its slot does, so an overflow past the slot faults at once, in every
+ * mode. Past that, such a slab (up to REGION_RUN_BYTES, region.h) takes a
+ * run of places in a region it shares, so that a program holding many of
+ * them stays far within the system's cap on a process's mappings
+ * (vm.max_map_count, which thread stacks and libraries count against too):
+ * with a mapping each, its allocations would fail at the cap. */
+#define HUGE_OWN_MAX 1024
+
 /* A heap links the never-used slots of its current slab about EXTEND_BYTES
  * at a time (at least one slot): a page, so a slab's memory is touched, and
  * counted resident, only as it is handed out, and a thread that uses a pool
@@ -343,14 +353,14 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define SHARE_EMPTY_KEEP 1
 
 /* GIVE_EMPTY (central.c, give_empties): a large block, or a slab of a
- * huge slot (a region of its own, which no other pool's empty slab can
- * be), about to fault in fresh pages first takes as many bytes of the
- * other pools' empty slabs out of them, past GIVE_EMPTY_FLOOR of such
- * slabs, which stay for the purge delay: a program whose buffers grow out
- * of the classes into mapped blocks (all of them at once:
- * REALLOC_MAPPED_MIN), or whose blocks of 64-256 KiB change size between
- * phases, otherwise held every class's emptied slabs beside what came
- * next for the delay. The floor keeps the slabs a program that trades
+ * huge slot (a region of its own or a run of places, which no other
+ * pool's empty slab of one place can be), about to fault in fresh pages
+ * first takes as many bytes of the other pools' empty slabs out of them,
+ * past GIVE_EMPTY_FLOOR of such slabs, which stay for the purge delay: a
+ * program whose buffers grow out of the classes into mapped blocks (all
+ * of them at once: REALLOC_MAPPED_MIN), or whose blocks of 64-256 KiB
+ * change size between phases, otherwise held every class's emptied slabs
+ * beside what came next for the delay. The floor keeps the slabs a program that trades
  * blocks of several sizes reuses at its next ones. */
 #define GIVE_EMPTY_FLOOR ((size_t)16 << 20)
 /* The pools are looked at once per GIVE_EMPTY_STEP of fresh pages asked

@@ -36,6 +36,7 @@ _Static_assert(sizeof(region) <= RECORD_BYTES, "a region's header fits its recor
 #define ALL_PLACES (~(uint64_t)0 >> (64 - REGION_SLABS) & ~(uint64_t)1)
 
 static region *open_regions; /* under lock */
+static size_t huge_mapped;    /* huge regions mapped (HUGE_OWN_MAX); written under lock */
 /* Addresses of regions given back, tried first for the next ones, so a
  * program that maps and unmaps regions reuses its address space (and the
  * address map's leaves that cover it). Under lock. */
@@ -103,50 +104,74 @@ static struct slab *huge_take(size_t span, bool *warm, char **base) {
     *warm = true;
     pthread_mutex_lock(&lock);
     map_bit(r, true);
+    __atomic_store_n(&huge_mapped, huge_mapped + 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&lock);
     *base = (char *)r + SLAB_BYTES;
     return (struct slab *)((char *)r + RECORD_BYTES);
 }
 
+/* The places of mask that start a run of k of them (bit i: place i). */
+static uint64_t run_starts(uint64_t mask, size_t k) {
+    uint64_t starts = mask;
+    for (size_t j = 1; j < k && starts; j++) starts &= mask >> j;
+    return starts;
+}
+
+/* The bits of the run of k places from place i. */
+static uint64_t run_bits(size_t i, size_t k) { return (~(uint64_t)0 >> (64 - k)) << i; }
+
 struct slab *region_take(size_t span, bool *warm, char **base) {
     *warm = false;
-    if (span > SLAB_BYTES) return huge_take(span, warm, base);
+    if (span > REGION_RUN_BYTES ||
+        (span > SLAB_BYTES && __atomic_load_n(&huge_mapped, __ATOMIC_RELAXED) < HUGE_OWN_MAX))
+        return huge_take(span, warm, base);
+    size_t k = region_places(span);
     pthread_mutex_lock(&lock);
     fork_test_point(HOOK_ADDRESS_MAP, &lock);
     region *r = NULL;
-    for (region *k = open_regions; k; k = k->next) { /* a backed place first: no page to fault in */
-        if (k->kept) {
-            r = k;
+    uint64_t starts = 0;
+    for (region *q = open_regions; q; q = q->next) { /* backed places first: no page to fault in */
+        uint64_t kept = run_starts(q->kept, k);
+        if (kept) {
+            r = q;
+            starts = kept;
             break;
         }
-        if (!r) r = k;
+        if (!r && (starts = run_starts(q->free, k)) != 0) r = q;
     }
-    if (!r && !(r = region_new())) {
+    bool made = !r;
+    if (made) {
+        if (!(r = region_new())) {
+            pthread_mutex_unlock(&lock);
+            errno = ENOMEM;
+            return NULL;
+        }
+        starts = run_starts(r->free, k);
+    }
+    size_t i = (size_t)__builtin_ctzll(starts);
+    uint64_t run = run_bits(i, k), kept = r->kept & run;
+    /* fresh places are a page request too (fault.h), but in a region just
+     * mapped, whose mapping was the request */
+    if (kept != run && !made && !os_request()) {
         pthread_mutex_unlock(&lock);
-        errno = ENOMEM;
         return NULL;
     }
-    if (!r->kept && !os_request()) { /* a fresh place is a page request too (fault.h) */
-        pthread_mutex_unlock(&lock);
-        return NULL;
-    }
-    uint64_t pick = r->kept ? r->kept : r->free;
-    size_t i = (size_t)__builtin_ctzll(pick);
-    uint64_t bit = (uint64_t)1 << i;
-    if (r->kept & bit) {
+    size_t kept_n = (size_t)__builtin_popcountll(kept);
+    if (kept) {
         *warm = true;
-        r->kept &= ~bit;
-        __atomic_store_n(&kept_bytes, kept_bytes - SLAB_BYTES, __ATOMIC_RELAXED);
-    } else {
-        fresh += SLAB_BYTES;
+        r->kept &= ~run;
+        __atomic_store_n(&kept_bytes, kept_bytes - kept_n * SLAB_BYTES, __ATOMIC_RELAXED);
     }
-    r->free &= ~bit;
+    fresh += (k - kept_n) * SLAB_BYTES;
+    r->free &= ~run;
     if (!r->free) open_remove(r);
+    /* the run's other records too: a pointer into its later places reads
+     * one (slab_of), which must name no slab */
     char *s = (char *)r + i * RECORD_BYTES;
-    memset(s, 0, RECORD_BYTES);
+    memset(s, 0, k * RECORD_BYTES);
     *base = (char *)r + i * SLAB_BYTES;
     pthread_mutex_unlock(&lock);
-    if (*warm) retain_uncharge(SLAB_BYTES); /* retain.c's lock comes before this one (fork.c) */
+    if (kept_n) retain_uncharge(kept_n * SLAB_BYTES); /* retain.c's lock comes before this one (fork.c) */
     return (struct slab *)s;
 }
 
@@ -160,12 +185,12 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
 #    define TSAN_BUILD 1
 #  endif
 #endif
-static void place_drop(region *r, size_t i) {
+static void places_drop(region *r, size_t i, size_t k) {
     char *at = (char *)r + i * SLAB_BYTES;
 #ifdef TSAN_BUILD
-    mmap(at, SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    mmap(at, k * SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 #else
-    madvise(at, SLAB_BYTES, MADV_DONTNEED);
+    madvise(at, k * SLAB_BYTES, MADV_DONTNEED);
 #endif
 }
 
@@ -178,30 +203,32 @@ static void region_unlink(region *r) {
 }
 static void region_unmap(region *r) { os_unmap(r, r->bytes); }
 
-void region_give(struct slab *s, bool keep) {
+void region_give(struct slab *s, size_t span, bool keep) {
     region *r = region_at((uintptr_t)s);
     keep = keep && !TRACK_ENABLED && options_purge_delay_ms() > 0;
     if (r->huge) {
         pthread_mutex_lock(&lock);
         map_bit(r, false);
+        __atomic_store_n(&huge_mapped, huge_mapped - 1, __ATOMIC_RELAXED);
         if (!keep && reuse_n < REUSE_ADDRESSES) reuse[reuse_n++] = (uintptr_t)r;
         pthread_mutex_unlock(&lock);
         if (keep) os_unmap_later(r, r->bytes, REGION_BYTES);
         else os_unmap(r, r->bytes);
         return;
     }
-    size_t i = place_of(s);
-    uint64_t bit = (uint64_t)1 << i;
-    keep = keep && retain_charge(SLAB_BYTES);
-    if (!keep) place_drop(r, i); /* before the place is free for another slab */
+    size_t i = place_of(s), k = region_places(span);
+    uint64_t run = run_bits(i, k);
+    keep = keep && retain_charge(k * SLAB_BYTES);
+    if (!keep) places_drop(r, i, k); /* before the places are free for another slab */
     pthread_mutex_lock(&lock);
     if (!r->free) open_add(r);
-    r->free |= bit;
+    r->free |= run;
     bool drop = false;
     if (keep) {
-        r->kept |= bit;
-        __atomic_store_n(&kept_bytes, kept_bytes + SLAB_BYTES, __ATOMIC_RELAXED);
-        kept_since(r)[i] = os_now_ms();
+        r->kept |= run;
+        __atomic_store_n(&kept_bytes, kept_bytes + k * SLAB_BYTES, __ATOMIC_RELAXED);
+        uint64_t now = os_now_ms();
+        for (size_t j = i; j < i + k; j++) kept_since(r)[j] = now;
     } else if (r->free == ALL_PLACES && !r->kept) {
         region_unlink(r);
         drop = true;
@@ -224,7 +251,7 @@ static size_t release_kept(uint64_t before) {
             r->kept &= ~((uint64_t)1 << i);
             __atomic_store_n(&kept_bytes, kept_bytes - SLAB_BYTES, __ATOMIC_RELAXED);
             bytes += SLAB_BYTES;
-            place_drop(r, i);
+            places_drop(r, i, 1);
         }
         if (r->free == ALL_PLACES && !r->kept) {
             region_unlink(r);

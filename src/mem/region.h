@@ -6,9 +6,12 @@
  * region + i * SLAB_BYTES is described by record i, i from 1. So an
  * object's record is its address with the low REGION_SHIFT bits replaced
  * by the slab's index times RECORD_BYTES (slab_of): mimalloc's segments and
- * pages. A slot that does not fit a slab gets a region of its own (huge:
- * one slab, at region + SLAB_BYTES, as long as the slot needs), so every
- * slot starts within its region's first REGION_BYTES and has a record.
+ * pages. A slot that does not fit a place gets a region of its own (huge:
+ * one slab, at region + SLAB_BYTES, as long as the slot needs) or, once
+ * HUGE_OWN_MAX such regions are mapped (policy.h), a run of places in a
+ * shared region (up to REGION_RUN_BYTES: its slab spans them, its record
+ * is the first place's, the run's other records stay zero), so every slot
+ * starts within its region's first REGION_BYTES and has a record.
  *
  * The region map keeps one bit per REGION_BYTES of the address space: set
  * while a region is mapped there, so a pointer is checked before its
@@ -64,15 +67,26 @@ static inline struct slab *slab_of(uintptr_t x) {
 
 /* ---- places ---- */
 
+/* The longest slab a run of places holds: at most a quarter of a region's
+ * places, so a region holds three such runs and small slabs beside them;
+ * the size classes' largest slot (PK_ALLOC_CLASS_MAX) and a typed pool's
+ * 1 MiB objects fit. */
+#define REGION_RUN_BYTES ((size_t)16 * SLAB_BYTES)
+_Static_assert(REGION_RUN_BYTES / SLAB_BYTES <= (REGION_SLABS - 1) / 3, "three runs fit a region's places");
+_Static_assert(REGION_RUN_BYTES == (size_t)1 << 20, "the comment above names 1 MiB");
+
+/* The places a slab of span bytes (at most REGION_RUN_BYTES) takes. */
+static inline size_t region_places(size_t span) { return (span + SLAB_BYTES - 1) / SLAB_BYTES; }
+
 /* A record for a new slab of span bytes, all zero, and in *base the slab's
- * first byte (a place of a region, or a huge region's, for span >
- * SLAB_BYTES); NULL with errno ENOMEM. The slab's memory is zero unless it
- * was kept (*warm set). */
+ * first byte (a place of a region; for span > SLAB_BYTES a huge region's,
+ * or a run of places: HUGE_OWN_MAX); NULL with errno ENOMEM. The
+ * slab's memory is zero unless a place of it was kept (*warm set). */
 struct slab *region_take(size_t span, bool *warm, char **base);
-/* The slab's place back: kept backed for the purge delay with `keep`
- * (within RETAIN_BYTES), else given back now. Its record must not be used
- * afterwards. */
-void region_give(struct slab *s, bool keep);
+/* The places of s, a slab of span bytes, back: kept backed for the purge
+ * delay with `keep` (within RETAIN_BYTES), else given back now. Its record
+ * must not be used afterwards. */
+void region_give(struct slab *s, size_t span, bool keep);
 /* Places kept past the delay go back, and regions left empty (sweep.c's
  * sweep). */
 void region_tick(uint64_t now_ms);

@@ -51,7 +51,8 @@ bool slab_geometry_for(size_t slot, size_t align, bool debug_bits, bool lead, bo
             return true;
         }
     }
-    /* A slab of its own, a page past the object: its slot starts within
+    /* A slab of its own slot, as long as the slot (in pages): a run of
+     * places, or a region of its own (region.h); its slot starts within
      * its first SLAB_BYTES, so masking finds its record. */
     size_t header = debug_bits ? align_up(8, place) : 0;
     g->span = align_up(header + slot, page) + g->guard;
@@ -72,7 +73,7 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     s->base = base;
     if (g->header && warm) memset(base, 0, g->header); /* a debug pool's live bits, or the lead */
     if (g->guard && !os_protect_none(base + g->span - g->guard, g->guard)) {
-        region_give(s, false);
+        region_give(s, g->span, false);
         errno = ENOMEM;
         return NULL;
     }
@@ -124,7 +125,7 @@ void slab_destroy(slab *s, bool cache) {
         os_protect_rw(s->base + s->span - os_page_size(), os_page_size());
         cache = false;
     }
-    region_give(s, cache);
+    region_give(s, s->span, cache);
 }
 
 /* ---- fresh slots ---- */

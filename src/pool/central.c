@@ -146,10 +146,11 @@ static size_t give_empties(pk_pool *asking, size_t bytes) {
     if (!pools_try_each_shared(count_one, &held) || held <= GIVE_EMPTY_FLOOR) return 0;
     share sh = {asking, due < held - GIVE_EMPTY_FLOOR ? due : held - GIVE_EMPTY_FLOOR, true, 0, false};
     size_t asked = sh.left;
-    /* A huge slot's region can take the place of one at least as long
-     * (retain.c cuts it): those first, kept, so that its slabs reuse their
-     * pages; the rest go back at once (kept, they would fill what retain.c
-     * holds with regions no slab asked for). */
+    /* A huge slot's region, or run of places, can take the place of one at
+     * least as long (retain.c cuts a region; region_take takes a run from
+     * kept places): those first, kept, so that its slabs reuse their pages;
+     * the rest go back at once (kept, they would fill what retain.c holds
+     * with memory no slab asked for). */
     if (asking && asking->geo.span > SLAB_BYTES) {
         sh.span_min = asking->geo.span;
         sh.keep = true;
@@ -166,9 +167,10 @@ size_t central_give_empties(size_t bytes) { return give_empties(NULL, bytes); }
 /* A new slab of the pool, counted, on the list of all its slabs and on no
  * other yet; NULL with errno ENOMEM. */
 static slab *new_slab(pk_pool *p) {
-    /* A huge slot's slab is a mapping of its own, which no other pool's
-     * empty slab can be: those beyond the floor leave their pools as it
-     * faults its pages in (objects that change size between phases). */
+    /* A huge slot's slab is a mapping or a run of places of its own, which
+     * no other pool's empty slab of one place can be: those beyond the
+     * floor leave their pools as it faults its pages in (objects that
+     * change size between phases). */
     if (p->geo.span <= SLAB_BYTES) share_empties(p);
     else give_empties(p, p->geo.span);
     slab *s = slab_create(p, &p->geo);
@@ -513,8 +515,8 @@ size_t central_release_empty(pk_pool *p, bool any, uint32_t before) {
 
 size_t central_release_surplus(pk_pool *p) {
     ASSERT_POOL_LOCKED(p);
-    /* A huge slot's slab is a mapping of its own, which no other pool's
-     * slab can take (a kept mapping serves only its own length): the
+    /* A huge slot's slab is a mapping or a run of places of its own, which
+     * no slab of one place can take (a kept one serves a slab as long): the
      * pool's empty list is where it serves the next thread without page
      * faults, so it waits there for the purge tick. */
     if (p->geo.span > SLAB_BYTES) return 0;
