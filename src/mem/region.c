@@ -22,12 +22,30 @@ map_entry *map_l1[1u << MAP_L1_BITS];
 
 static pthread_mutex_t lock PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 
-/* A region's header, in its record 0. */
+/* The lists a region is on, each through a link of its own: the open
+ * regions (a free place), those with a kept place, and the run lists (the
+ * regions whose longest run of free places is as long as the list's index,
+ * RUN_LISTS - 1 for that long or longer), so that a run of k places is
+ * found at the head of the first list from k on that has one, however many
+ * regions hold a few free places apart (a live set of 80 KiB blocks leaves
+ * one in each region). */
+enum { ON_OPEN, ON_KEPT, ON_RUN, ON_LISTS };
+#define RUN_LISTS (REGION_RUN_BYTES / SLAB_BYTES + 1)
+
+typedef struct region_link {
+    struct region *prev, *next;
+} region_link;
+
+/* A region's header, in its record 0. Its first REGION_INERT bytes stay
+ * zero: a pointer into the header's place finds this record as its slab's
+ * (slab_of), which must name no owner, no pool and no slot (slab.h). */
 typedef struct region {
-    struct region *prev, *next; /* the open regions: with a free place */
+    char inert[REGION_INERT];
+    region_link on[ON_LISTS];
     uint64_t free;              /* places with no slab (bit i: place i) */
     uint64_t kept;              /* of those, the ones still backed (since: in their records) */
     size_t bytes;               /* mapped from the region's start */
+    uint32_t run;               /* its run list (0: on none) */
     bool huge;                  /* one slab, as long as its slot needs */
 } region;
 _Static_assert(sizeof(region) <= RECORD_BYTES, "a region's header fits its record 0");
@@ -35,7 +53,9 @@ _Static_assert(sizeof(region) <= RECORD_BYTES, "a region's header fits its recor
 /* Places 1 .. REGION_SLABS - 1. */
 #define ALL_PLACES (~(uint64_t)0 >> (64 - REGION_SLABS) & ~(uint64_t)1)
 
-static region *open_regions; /* under lock */
+static region *open_regions; /* under lock, as the other lists */
+static region *kept_regions;
+static region *run_lists[RUN_LISTS];
 static size_t huge_mapped;    /* huge regions mapped (HUGE_OWN_MAX); written under lock */
 /* Addresses of regions given back, tried first for the next ones, so a
  * program that maps and unmaps regions reuses its address space (and the
@@ -65,18 +85,42 @@ static void map_bit(const region *r, bool on) {
     else __atomic_fetch_and(&region_bits[i / 64], ~bit, __ATOMIC_RELEASE);
 }
 
-static void open_add(region *r) {
-    r->prev = NULL;
-    r->next = open_regions;
-    if (open_regions) open_regions->prev = r;
-    open_regions = r;
+static void list_add(region **head, region *r, int on) {
+    r->on[on].prev = NULL;
+    r->on[on].next = *head;
+    if (*head) (*head)->on[on].prev = r;
+    *head = r;
 }
 
-static void open_remove(region *r) {
-    if (r->prev) r->prev->next = r->next;
-    else open_regions = r->next;
-    if (r->next) r->next->prev = r->prev;
-    r->prev = r->next = NULL;
+static void list_remove(region **head, region *r, int on) {
+    region_link *l = &r->on[on];
+    if (l->prev) l->prev->on[on].next = l->next;
+    else *head = l->next;
+    if (l->next) l->next->on[on].prev = l->prev;
+    l->prev = l->next = NULL;
+}
+
+static void open_add(region *r) { list_add(&open_regions, r, ON_OPEN); }
+static void open_remove(region *r) { list_remove(&open_regions, r, ON_OPEN); }
+
+/* The longest run of set bits in mask. */
+static uint32_t longest_run(uint64_t mask) {
+    uint32_t n = 0;
+    for (; mask; n++) mask &= mask >> 1;
+    return n;
+}
+
+/* r onto the lists its places now say (after a change of free or kept,
+ * which had_kept says it had before). */
+static void lists_note(region *r, bool had_kept) {
+    if (!had_kept && r->kept) list_add(&kept_regions, r, ON_KEPT);
+    else if (had_kept && !r->kept) list_remove(&kept_regions, r, ON_KEPT);
+    uint32_t run = longest_run(r->free);
+    if (run >= RUN_LISTS) run = RUN_LISTS - 1;
+    if (run == r->run) return;
+    if (r->run) list_remove(&run_lists[r->run], r, ON_RUN);
+    if (run) list_add(&run_lists[run], r, ON_RUN);
+    r->run = run;
 }
 
 /* A new region, mapped and on the map; caller holds lock. */
@@ -88,6 +132,7 @@ static region *region_new(void) {
     r->bytes = REGION_BYTES;
     map_bit(r, true);
     open_add(r);
+    lists_note(r, false);
     return r;
 }
 
@@ -130,15 +175,11 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
     fork_test_point(HOOK_ADDRESS_MAP, &lock);
     region *r = NULL;
     uint64_t starts = 0;
-    for (region *q = open_regions; q; q = q->next) { /* backed places first: no page to fault in */
-        uint64_t kept = run_starts(q->kept, k);
-        if (kept) {
-            r = q;
-            starts = kept;
-            break;
-        }
-        if (!r && (starts = run_starts(q->free, k)) != 0) r = q;
-    }
+    for (region *q = kept_regions; q && !r; q = q->on[ON_KEPT].next) /* backed places first: no page to fault in */
+        if ((starts = run_starts(q->kept, k)) != 0) r = q;
+    if (!r && k == 1 && (r = open_regions) != NULL) starts = r->free;
+    for (size_t list = k; !r && list < RUN_LISTS; list++) /* k > 1 */
+        if ((r = run_lists[list]) != NULL) starts = run_starts(r->free, k);
     bool made = !r;
     if (made) {
         if (!(r = region_new())) {
@@ -157,6 +198,7 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
         return NULL;
     }
     size_t kept_n = (size_t)__builtin_popcountll(kept);
+    bool had_kept = r->kept != 0;
     if (kept) {
         *warm = true;
         r->kept &= ~run;
@@ -165,6 +207,7 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
     fresh += (k - kept_n) * SLAB_BYTES;
     r->free &= ~run;
     if (!r->free) open_remove(r);
+    lists_note(r, had_kept);
     /* the run's other records too: a pointer into its later places reads
      * one (slab_of), which must name no slab */
     char *s = (char *)r + i * RECORD_BYTES;
@@ -198,6 +241,8 @@ static void places_drop(region *r, size_t i, size_t k) {
  * caller holds lock, and unmaps it (region_unmap) once it has dropped it. */
 static void region_unlink(region *r) {
     open_remove(r);
+    if (r->run) list_remove(&run_lists[r->run], r, ON_RUN);
+    r->run = 0;
     map_bit(r, false);
     if (reuse_n < REUSE_ADDRESSES) reuse[reuse_n++] = (uintptr_t)r;
 }
@@ -222,6 +267,7 @@ void region_give(struct slab *s, size_t span, bool keep) {
     if (!keep) places_drop(r, i, k); /* before the places are free for another slab */
     pthread_mutex_lock(&lock);
     if (!r->free) open_add(r);
+    bool had_kept = r->kept != 0;
     r->free |= run;
     bool drop = false;
     if (keep) {
@@ -229,7 +275,9 @@ void region_give(struct slab *s, size_t span, bool keep) {
         __atomic_store_n(&kept_bytes, kept_bytes + k * SLAB_BYTES, __ATOMIC_RELAXED);
         uint64_t now = os_now_ms();
         for (size_t j = i; j < i + k; j++) kept_since(r)[j] = now;
-    } else if (r->free == ALL_PLACES && !r->kept) {
+    }
+    lists_note(r, had_kept);
+    if (!keep && r->free == ALL_PLACES && !r->kept) {
         region_unlink(r);
         drop = true;
     }
@@ -243,8 +291,9 @@ static size_t release_kept(uint64_t before) {
     size_t bytes = 0;
     region *gone = NULL;
     pthread_mutex_lock(&lock);
-    for (region *r = open_regions, *next; r; r = next) {
-        next = r->next;
+    for (region *r = kept_regions, *next; r; r = next) {
+        next = r->on[ON_KEPT].next;
+        bool had_kept = r->kept != 0;
         for (uint64_t k = r->kept; k; k &= k - 1) {
             size_t i = (size_t)__builtin_ctzll(k);
             if (before != UINT64_MAX && kept_since(r)[i] >= before) continue;
@@ -253,16 +302,17 @@ static size_t release_kept(uint64_t before) {
             bytes += SLAB_BYTES;
             places_drop(r, i, 1);
         }
+        lists_note(r, had_kept);
         if (r->free == ALL_PLACES && !r->kept) {
             region_unlink(r);
-            r->next = gone; /* unmapped once the lock is dropped */
+            r->on[ON_OPEN].next = gone; /* unmapped once the lock is dropped */
             gone = r;
         }
     }
     pthread_mutex_unlock(&lock);
     if (bytes) retain_uncharge(bytes);
     for (region *r = gone, *next; r; r = next) {
-        next = r->next;
+        next = r->on[ON_OPEN].next;
         region_unmap(r);
     }
     return bytes;
@@ -271,7 +321,7 @@ static size_t release_kept(uint64_t before) {
 /* When the place kept longest was kept (UINT64_MAX: none). Under lock. */
 static uint64_t kept_oldest(void) {
     uint64_t first = UINT64_MAX;
-    for (region *r = open_regions; r; r = r->next)
+    for (region *r = kept_regions; r; r = r->on[ON_KEPT].next)
         for (uint64_t k = r->kept; k; k &= k - 1) {
             uint64_t t = kept_since(r)[__builtin_ctzll(k)];
             if (t < first) first = t;

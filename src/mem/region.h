@@ -40,6 +40,7 @@ _Static_assert(SLAB_BYTES == (size_t)1 << GRANULE_SHIFT,
                "one address-map entry per slab: an entry names one slab");
 #define REGION_SLABS (REGION_BYTES / SLAB_BYTES)
 #define RECORD_BYTES 256
+#define REGION_INERT 64 /* zero bytes that start a region's header (slab.h asserts what they cover) */
 _Static_assert(REGION_SLABS * RECORD_BYTES <= SLAB_BYTES, "a region's records fit its first slab's place");
 _Static_assert(REGION_SLABS <= 64, "a region's places are the bits of a word");
 _Static_assert(SLAB_BYTES == 64 * 1024 && SLAB_BYTES / 64 == 1024 && 4096 / RECORD_BYTES == 16 &&
@@ -59,7 +60,8 @@ static inline bool region_holds(uintptr_t x) {
 }
 
 /* The record of the slab whose place holds x, x in a mapped region (its
- * header's place, index 0, is the region's own header). */
+ * header's place, index 0, is the region's own header, whose first
+ * REGION_INERT bytes read as a record of no slab). */
 static inline struct slab *slab_of(uintptr_t x) {
     uintptr_t base = x & ~(uintptr_t)(REGION_BYTES - 1);
     return (struct slab *)(base + ((x >> GRANULE_SHIFT) & (REGION_SLABS - 1)) * RECORD_BYTES);

@@ -95,6 +95,9 @@ _Static_assert(sizeof(slab) <= RECORD_BYTES, "a slab's record fits its place in 
 _Static_assert(offsetof(slab, thread_free) == 64, "the owner's fields fill the record's first line");
 _Static_assert(offsetof(slab, table_slot) < 64 && offsetof(slab, owner) < 64 && offsetof(slab, grid_mul) < 64,
                "pk_free's reads of the record share its first line");
+_Static_assert(offsetof(slab, owner) + sizeof(void *) <= REGION_INERT && offsetof(slab, pool) + sizeof(void *) <= REGION_INERT &&
+                   offsetof(slab, grid_limit) + sizeof(uint32_t) <= REGION_INERT,
+               "a pointer into a region's header place reads a record with no owner, no pool and no slot");
 
 /* count is stored with relaxed atomics: a heap reads a pool's counts
  * without the lock, as a hint of whether the pool has a slab for it. */
