@@ -360,8 +360,8 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * program whose buffers grow out of the classes into mapped blocks (all
  * of them at once: REALLOC_MAPPED_MIN), or whose blocks of 64-256 KiB
  * change size between phases, otherwise held every class's emptied slabs
- * beside what came next for the delay. The floor keeps the slabs a program that trades
- * blocks of several sizes reuses at its next ones. */
+ * beside what came next for the delay. The floor keeps the slabs a program
+ * that trades blocks of several sizes reuses at its next ones. */
 #define GIVE_EMPTY_FLOOR ((size_t)16 << 20)
 /* The pools are looked at once per GIVE_EMPTY_STEP of fresh pages asked
  * for (a buffer that grows a page at a time asks at every page), for as

@@ -22,14 +22,15 @@ map_entry *map_l1[1u << MAP_L1_BITS];
 
 static pthread_mutex_t lock PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 
-/* The lists a region is on, each through a link of its own: the open
- * regions (a free place), those with a kept place, and the run lists (the
- * regions whose longest run of free places is as long as the list's index,
- * RUN_LISTS - 1 for that long or longer), so that a run of k places is
- * found at the head of the first list from k on that has one, however many
- * regions hold a few free places apart (a live set of 80 KiB blocks leaves
- * one in each region). */
-enum { ON_OPEN, ON_KEPT, ON_RUN, ON_LISTS };
+/* The lists a region is on, each through a link of its own: the regions
+ * with a kept place, and the run lists (the regions whose longest run of
+ * free places is as long as the list's index, RUN_LISTS - 1 for that long
+ * or longer; a region with no free place is on none), so that a run of k
+ * places is found at the head of the first list from k on that has one,
+ * however many regions hold a few free places apart (a live set of 80 KiB
+ * blocks leaves one in each region), and a single place goes where the
+ * free places are fewest in a row. */
+enum { ON_KEPT, ON_RUN, ON_LISTS };
 #define RUN_LISTS (REGION_RUN_BYTES / SLAB_BYTES + 1)
 
 typedef struct region_link {
@@ -53,8 +54,7 @@ _Static_assert(sizeof(region) <= RECORD_BYTES, "a region's header fits its recor
 /* Places 1 .. REGION_SLABS - 1. */
 #define ALL_PLACES (~(uint64_t)0 >> (64 - REGION_SLABS) & ~(uint64_t)1)
 
-static region *open_regions; /* under lock, as the other lists */
-static region *kept_regions;
+static region *kept_regions; /* under lock, as the run lists */
 static region *run_lists[RUN_LISTS];
 static size_t huge_mapped;    /* huge regions mapped (HUGE_OWN_MAX); written under lock */
 /* Addresses of regions given back, tried first for the next ones, so a
@@ -100,9 +100,6 @@ static void list_remove(region **head, region *r, int on) {
     l->prev = l->next = NULL;
 }
 
-static void open_add(region *r) { list_add(&open_regions, r, ON_OPEN); }
-static void open_remove(region *r) { list_remove(&open_regions, r, ON_OPEN); }
-
 /* The longest run of set bits in mask. */
 static uint32_t longest_run(uint64_t mask) {
     uint32_t n = 0;
@@ -131,7 +128,6 @@ static region *region_new(void) {
     r->free = ALL_PLACES;
     r->bytes = REGION_BYTES;
     map_bit(r, true);
-    open_add(r);
     lists_note(r, false);
     return r;
 }
@@ -177,8 +173,7 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
     uint64_t starts = 0;
     for (region *q = kept_regions; q && !r; q = q->on[ON_KEPT].next) /* backed places first: no page to fault in */
         if ((starts = run_starts(q->kept, k)) != 0) r = q;
-    if (!r && k == 1 && (r = open_regions) != NULL) starts = r->free;
-    for (size_t list = k; !r && list < RUN_LISTS; list++) /* k > 1 */
+    for (size_t list = k; !r && list < RUN_LISTS; list++)
         if ((r = run_lists[list]) != NULL) starts = run_starts(r->free, k);
     bool made = !r;
     if (made) {
@@ -206,7 +201,6 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
     }
     fresh += (k - kept_n) * SLAB_BYTES;
     r->free &= ~run;
-    if (!r->free) open_remove(r);
     lists_note(r, had_kept);
     /* the run's other records too: a pointer into its later places reads
      * one (slab_of), which must name no slab */
@@ -237,10 +231,9 @@ static void places_drop(region *r, size_t i, size_t k) {
 #endif
 }
 
-/* An empty region with nothing kept: off the open list and the region map;
+/* An empty region with nothing kept: off its run list and the region map;
  * caller holds lock, and unmaps it (region_unmap) once it has dropped it. */
 static void region_unlink(region *r) {
-    open_remove(r);
     if (r->run) list_remove(&run_lists[r->run], r, ON_RUN);
     r->run = 0;
     map_bit(r, false);
@@ -266,7 +259,6 @@ void region_give(struct slab *s, size_t span, bool keep) {
     keep = keep && retain_charge(k * SLAB_BYTES);
     if (!keep) places_drop(r, i, k); /* before the places are free for another slab */
     pthread_mutex_lock(&lock);
-    if (!r->free) open_add(r);
     bool had_kept = r->kept != 0;
     r->free |= run;
     bool drop = false;
@@ -305,14 +297,14 @@ static size_t release_kept(uint64_t before) {
         lists_note(r, had_kept);
         if (r->free == ALL_PLACES && !r->kept) {
             region_unlink(r);
-            r->on[ON_OPEN].next = gone; /* unmapped once the lock is dropped */
+            r->on[ON_RUN].next = gone; /* unmapped once the lock is dropped */
             gone = r;
         }
     }
     pthread_mutex_unlock(&lock);
     if (bytes) retain_uncharge(bytes);
     for (region *r = gone, *next; r; r = next) {
-        next = r->on[ON_OPEN].next;
+        next = r->on[ON_RUN].next;
         region_unmap(r);
     }
     return bytes;
