@@ -515,6 +515,78 @@ TEST(HardenedFrontEnd, AnOverflowIntoALargeBlocksLastPageIsReportedAtItsFree) {
     expect_report("HardGuardedSlackOverflow", "buffer overflow", "bytes 0 to 0 past it changed");
 }
 
+/* ---- GUARDED past the system's cap on mappings ---- */
+
+/* Each guarded block holds two mappings, and Linux caps a process's at
+ * 65,530 by default: past HARD_GUARDED_MAX (8,192, policy.h) guarded
+ * mappings held, a block that a class serves takes a class block with its
+ * check word, a larger one a plain mapping, so a program holding tens of
+ * thousands of such blocks gets them (it got NULL at about the 32,700th). */
+constexpr size_t kGuardedMax = 8192;
+constexpr size_t kPastCap = kGuardedMax + 4000;
+
+std::vector<char *> blocks_past_the_cap(long *grew) {
+    long before = mapping_count();
+    std::vector<char *> v;
+    for (size_t i = 0; i < kPastCap; i++) {
+        char *p = hide(pk_alloc(70000));
+        if (!p) break;
+        p[0] = 1;
+        p[69999] = 2;
+        v.push_back(p);
+    }
+    *grew = mapping_count() - before;
+    return v;
+}
+
+PKTEST_CHILD(HardGuardedPastTheCap) {
+    long grew;
+    std::vector<char *> v = blocks_past_the_cap(&grew);
+    CHILD_CHECK(v.size() == kPastCap, "pk_alloc(70000) returned NULL after %zu blocks", v.size());
+    /* two a guarded block, and the class slabs of slots past a place
+     * take a mapping each up to HUGE_OWN_MAX (1,024), then share regions */
+    CHILD_CHECK(grew >= long(kGuardedMax) && grew < long(2 * kGuardedMax + 1024 + 500),
+                "%zu blocks of 70,000 bytes took %ld mappings", v.size(), grew);
+    /* past it: a block the classes hold, one past them, zeroed ones, resized ones */
+    for (size_t n : {size_t(65536), size_t(200000), size_t(1) << 20, size_t(5) << 20}) {
+        char *p = hide(pk_calloc(1, n));
+        CHILD_CHECK(p != nullptr, "pk_calloc(1, %zu) past the cap", n);
+        for (size_t i = 0; i < n; i += 4093) CHILD_CHECK(p[i] == 0, "byte %zu of %zu", i, n);
+        CHILD_CHECK(pk_usable_size(p) >= n, "usable %zu of %zu", pk_usable_size(p), n);
+        std::memset(p, 0x5A, n);
+        pk_free(p);
+    }
+    v[0] = hide(pk_realloc(v[0], 150000));
+    v[1] = hide(pk_realloc(v[1], 65600));
+    CHILD_CHECK(v[0] && v[0][0] == 1 && v[0][69999] == 2, "a block grown past the cap kept its bytes");
+    CHILD_CHECK(v[1] && v[1][0] == 1, "a block shrunk past the cap kept its bytes");
+    for (char *p : v) pk_free(p);
+    /* all freed, the guarded mappings held are the last freed and the
+     * recycled: the next blocks are guarded again, a mapping or two each */
+    long before = mapping_count();
+    for (int i = 0; i < 200; i++) v[i] = hide(pk_alloc(70000));
+    long again = mapping_count() - before;
+    CHILD_CHECK(again >= 100, "200 blocks after the rest were freed took %ld mappings: not guarded", again);
+    for (int i = 0; i < 200; i++) pk_free(v[i]);
+    return CHILD_PASS;
+}
+
+PKTEST_CHILD(HardOverflowPastTheCap) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    long grew;
+    std::vector<char *> v = blocks_past_the_cap(&grew);
+    char *p = hide(pk_alloc(70000));
+    p[70000] = 'A'; /* no guard page after it: its check bytes */
+    pk_free(hide(p));
+    return no_report();
+}
+
+TEST(HardenedFrontEnd, BlocksPastTheCapOnGuardedMappingsComeFromTheClassesAndPlainMappings) {
+    if (slow_tool()) GTEST_SKIP() << "twelve thousand mappings counted, beside the tool's own, under a slow tool";
+    EXPECT_CHILD_PASSES("HardGuardedPastTheCap", kHardened);
+    expect_report("HardOverflowPastTheCap", "buffer overflow", "of 70000 bytes (pool 'pk_alloc");
+}
+
 /* ---- the blocks themselves ---- */
 
 PKTEST_CHILD(HardBlocksAreSound) {

@@ -18,6 +18,7 @@
 #ifndef POOLKIT_POLICY_H
 #define POOLKIT_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A slab is SLAB_BYTES of address space aligned to its size (a slot too
@@ -531,9 +532,25 @@ static inline int policy_grow_serves(size_t have, size_t len) {
     return len <= have && have - len <= have >> GROW_ROOM_SHIFT;
 }
 
-/* What the kept mappings may hold: bytes and entries. */
+/* A request no kept piece holds takes the pages of the longest few,
+ * moved into one mapping (retain.c, gather), only while at most
+ * LARGE_GATHER_LIVE_MAX large blocks were live at once lately. A moved
+ * piece stays a mapping of its own, which never merges with its
+ * neighbours (the system keeps the offset it was mapped at), so each
+ * block gathered from pieces holds several of the process's mappings,
+ * which Linux caps (vm.max_map_count): a program holding tens of
+ * thousands of large blocks of lengths that never repeat would get NULL
+ * at the cap, where fresh mappings beside each other merge. The gather
+ * saves the faults of a few live blocks replaced at random (the lab's
+ * large blocks); with many live, the pieces are many too, and most
+ * requests find one that holds them. */
+#define LARGE_GATHER_LIVE_MAX 1024
+
+/* What the kept mappings may hold: bytes and entries; and whether a
+ * request may gather pieces (LARGE_GATHER_LIVE_MAX). */
 typedef struct fit_bound {
     size_t bytes, count;
+    bool gather;
 } fit_bound;
 
 /* The bound on the kept mappings for a caller that held `peak` bytes in
@@ -545,7 +562,7 @@ typedef struct fit_bound {
 static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
     size_t count = live < LARGE_KEEP_COUNT / 4 ? 4 * live : LARGE_KEEP_COUNT;
     return (fit_bound){LARGE_KEEP_PEAKS * peak > LARGE_KEEP_FLOOR ? LARGE_KEEP_PEAKS * peak : LARGE_KEEP_FLOOR,
-                       count > LARGE_KEEP_COUNT_MIN ? count : LARGE_KEEP_COUNT_MIN};
+                       count > LARGE_KEEP_COUNT_MIN ? count : LARGE_KEEP_COUNT_MIN, live <= LARGE_GATHER_LIVE_MAX};
 }
 
 /* A zeroed large block (pk_calloc) of at most LARGE_ZERO_REUSE_MAX bytes
@@ -674,6 +691,17 @@ static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
  * (bench/bench_mstress.c, generations). Its addresses come back no sooner
  * than they did: only after HARD_FREED_BLOCKS later frees. */
 #define HARD_RECYCLED 16
+/* A guarded block holds two of the process's mappings (its pages, and
+ * the no-access pages either side, which merge with a neighbour's), and
+ * Linux caps those (vm.max_map_count, which thread stacks, libraries and
+ * HUGE_OWN_MAX count against too): a program holding many such blocks
+ * got NULL long before memory ran out. So once HARD_GUARDED_MAX guarded
+ * mappings are held (live blocks, the last freed and the recycled), a
+ * request a class serves takes a class block with its check word and
+ * check bytes (an overflow is found at the block's free, not at the
+ * access), a larger one a plain zeroed mapping; the blocks are guarded
+ * again as soon as fewer are held. */
+#define HARD_GUARDED_MAX 8192
 /* Hardened blocks of size 0 point into a no-access reservation of
  * HARD_ZERO_BYTES, a distinct address each (every HARD_ZERO_STEP bytes)
  * until it wraps: any read or write of one faults. */

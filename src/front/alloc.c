@@ -304,7 +304,9 @@ static void large_poll(void) {
 /* A hardened block (alloc_harden.c): of size 0, in a class pool with its
  * check word, or guarded in a mapping of its own of room bytes or more
  * (room: size, but where a realloc grows a block: realloc_any); always
- * zero. */
+ * zero. Past HARD_GUARDED_MAX guarded mappings (policy.h), a block that a
+ * class holds with its check word takes one, a larger one a plain
+ * mapping. */
 static PK_NOINLINE void *hard_alloc(size_t size, size_t room, size_t align, void *caller) {
     if (size == 0 && align <= HARD_ZERO_STEP) {
         void *z = hard_zero_block();
@@ -312,7 +314,8 @@ static PK_NOINLINE void *hard_alloc(size_t size, size_t room, size_t align, void
         return z;
     }
     size_t ci = PK__ALLOC_CLASSES;
-    if (size < HARD_GUARDED_MIN && align <= SLAB_BYTES) {
+    bool guard = align <= os_page_size() && large_may_guard();
+    if (align <= SLAB_BYTES && (size < HARD_GUARDED_MIN || (!guard && size <= PK_ALLOC_CLASS_MAX - HARD_TAIL))) {
         ci = hard_class_of(size);
         if (align > 1) ci = alloc_class_aligned(ci, align); /* a division: aligned calls only */
     }
@@ -329,7 +332,7 @@ static PK_NOINLINE void *hard_alloc(size_t size, size_t room, size_t align, void
     } else {
         init_announce(INIT_SHARED_STATE); /* the fork handlers cover the block table */
         pool_purge_poll();
-        obj = align <= os_page_size() ? large_alloc_guarded(size, room, caller) : large_alloc(size, align, true);
+        obj = guard ? large_alloc_guarded(size, room, caller) : large_alloc(size, align, true);
     }
     leave();
     return obj;

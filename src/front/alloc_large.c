@@ -28,8 +28,9 @@
  * that hands its tail to the fits without a system call. Zeroed blocks
  * (pk_calloc) take kept mappings too: cleared, up to LARGE_ZERO_REUSE_MAX,
  * or past it with their pages given back to come back zero; a block
- * aligned past a page takes a kept mapping long enough to hold it aligned,
- * what lies either side waiting on.
+ * aligned past a page keeps the bytes to its next aligned address and
+ * takes a kept mapping of its shape, else a fresh aligned one
+ * (fit_aligned).
  *
  * The hardened front end's guarded blocks (large_alloc_guarded) are
  * mappings of their own too, with a no-access page on each side and check
@@ -114,6 +115,16 @@ typedef struct guarded_span {
 } guarded_span;
 static guarded_span recycled[HARD_RECYCLED];
 static size_t recycled_n;
+/* The guarded mappings held (HARD_GUARDED_MAX): counted where one is
+ * mapped and where one is unmapped, outside the lock. */
+static size_t guarded_held;
+
+bool large_may_guard(void) { return __atomic_load_n(&guarded_held, __ATOMIC_RELAXED) < HARD_GUARDED_MAX; }
+
+static void guarded_unmap(char *base, size_t len) {
+    os_unmap(base, len);
+    __atomic_fetch_sub(&guarded_held, 1, __ATOMIC_RELAXED);
+}
 
 /* The table's changes, counted for large_serves, which reads it without
  * the lock (a sequence count): odd while one is under way, so a reader
@@ -270,40 +281,28 @@ static void take_locked(block *b, block *out, fit_bound *bound) {
     bytes -= out->len;
 }
 
-/* The bound on the fits now (keep_bound), for pieces given to them
- * outside the lock. */
-static fit_bound bound_now(void) {
-    pthread_mutex_lock(&large_lock);
-    fit_bound bound = keep_bound();
-    pthread_mutex_unlock(&large_lock);
-    return bound;
-}
-
-/* len bytes aligned to align, past a page, from the fits as any block
- * (zero: cleared as os_map_fit_zero does): a kept mapping of len + align -
- * page bytes, the pages before the aligned start and after its end given
- * back to the fits. A fresh aligned mapping for every such block cost a
- * system call and a fault per page each time. */
-static char *fit_aligned(size_t len, size_t align, bool zero) {
-    size_t page = os_page_size(), span = len + align - page;
-    /* a kept mapping that holds the block aligned, as one a block of the
-     * same shape left (its pieces either side joined back to it): one
-     * look-up, and no pieces to give back */
-    char *kept = os_fit_take_aligned(len, align, zero, len <= LARGE_ZERO_REUSE_MAX);
-    if (kept) return kept;
-    /* An alignment past len takes a fresh aligned mapping, which its block
-     * leaves to the fits for the next block of its shape: its pieces either
-     * side, longer than the block, would crowd the fits with lengths few
-     * blocks take. */
-    if (align > len) return os_map(len, align);
-    char *m = zero ? os_map_fit_zero(span, span <= LARGE_ZERO_REUSE_MAX) : os_map_fit(span);
-    if (!m) return NULL;
-    char *base = (char *)align_up((uintptr_t)m, align);
-    size_t front = (size_t)(base - m), tail = span - front - len;
-    fit_bound bound = bound_now();
-    if (front) os_unmap_later_fit(m, front, bound);
-    if (tail) os_unmap_later_fit(base + len, tail, bound);
-    return base;
+/* *len bytes aligned to align, past a page, *len rounded up to a multiple
+ * of align first (zero: cleared as os_map_fit_zero does): a kept mapping
+ * of that shape, else a fresh aligned mapping; NULL if none. The block
+ * keeps the bytes to its next aligned address: blocks of one shape then
+ * tile their addresses, so their mappings merge into one of the process's
+ * mappings, which Linux caps (vm.max_map_count). A mapping cut out of a
+ * longer one, its pieces either side given back, left a hole at each
+ * block once the pieces went, each block a mapping of its own, and a
+ * program holding many got NULL at the cap (docs/alloc.md), where glibc's
+ * blocks, which keep their slack, took none. What a block keeps is
+ * address space, not memory: its pages past the caller's bytes are never
+ * touched. */
+static char *fit_aligned(size_t *len, size_t align, bool zero) {
+    if (align > SIZE_MAX / 4 || *len > SIZE_MAX / 4) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    *len = align_up(*len, align);
+    /* one a block of the same shape left, whole: one look-up, and no
+     * pieces to give back */
+    char *kept = os_fit_take_aligned(*len, align, zero, *len <= LARGE_ZERO_REUSE_MAX);
+    return kept ? kept : os_map(*len, align);
 }
 
 void *large_alloc_in(large_set *set, size_t size, size_t align, bool zero) {
@@ -320,7 +319,7 @@ void *large_alloc_in(large_set *set, size_t size, size_t align, bool zero) {
      * in again, twice where the program reads before it writes. */
     size_t kept = os_fit_bytes();
     if (kept < len) central_give_empties(len - kept);
-    char *base = align > page ? fit_aligned(len, align, zero)
+    char *base = align > page ? fit_aligned(&len, align, zero)
                  : zero       ? os_map_fit_zero(len, len <= LARGE_ZERO_REUSE_MAX)
                               : os_map_fit(len);
     if (!base) {
@@ -376,11 +375,12 @@ static char *guarded_map(size_t len, size_t span, size_t *mapped) {
             *mapped = r.len;
             return r.base;
         }
-        os_unmap(r.base, r.len);
+        guarded_unmap(r.base, r.len);
     }
     char *base = os_map_none(span);
+    if (base) __atomic_fetch_add(&guarded_held, 1, __ATOMIC_RELAXED);
     if (base && !os_protect_rw(base + page, len)) {
-        os_unmap(base, span);
+        guarded_unmap(base, span);
         errno = ENOMEM;
         base = NULL;
     }
@@ -401,7 +401,7 @@ void *large_alloc_guarded(size_t size, size_t room, void *caller) {
     block b = {.ptr = (uintptr_t)ptr, .base = base, .len = mapped, .align = page, .size = size, .caller = caller,
                .form = PK__FORM_MALLOC};
     if (!insert(&b)) {
-        os_unmap(base, mapped);
+        guarded_unmap(base, mapped);
         errno = ENOMEM;
         return NULL;
     }
@@ -492,6 +492,7 @@ bool large_grow_guarded(void *ptr, size_t size) {
 
 void *large_shrink_guarded(void *ptr, size_t size, void *caller) {
     size_t page = os_page_size(), len = align_up(size, page), mapped, first, last;
+    if (!large_may_guard()) return NULL;
     char *base = guarded_map(len, len + 2 * page, &mapped);
     if (!base) return NULL;
     char *to = base + mapped - page - len;
@@ -517,9 +518,9 @@ void *large_shrink_guarded(void *ptr, size_t size, void *caller) {
         insert_locked(&b); /* room was made, under the same lock */
     }
     pthread_mutex_unlock(&large_lock);
-    if (gone.base) os_unmap(gone.base, gone.len);
+    if (gone.base) guarded_unmap(gone.base, gone.len);
     if (!ok) {
-        os_unmap(base, mapped);
+        guarded_unmap(base, mapped);
         return NULL;
     }
     hard_fill(to, size, len);
@@ -584,14 +585,14 @@ bool large_explain_fault(int sig, const void *addr) {
 
 bool large_free(void *ptr) {
     block b = {0}, gone = {0};
-    fit_bound bound = {0, 0};
+    fit_bound bound = {0, 0, false};
     pthread_mutex_lock(&large_lock);
     block *e = find((uintptr_t)ptr);
     bool guarded = e && e->size; /* a hardened block, between guard pages */
     if (guarded) free_guarded(e, &gone, false);
     else if (e) take_locked(e, &b, &bound);
     pthread_mutex_unlock(&large_lock);
-    if (gone.base) os_unmap(gone.base, gone.len);
+    if (gone.base) guarded_unmap(gone.base, gone.len);
     if (b.base) os_unmap_later_fit(b.base, b.len, bound);
     return e != NULL;
 }
@@ -676,7 +677,7 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
     /* A mapping aligned past a page may move to any page: copied then. */
     void *p = aligned ? NULL : os_remap(b->base, b->len, want);
     if (p) return p;
-    char *fresh = aligned ? fit_aligned(want, b->align, false) : os_map_fit(want);
+    char *fresh = aligned ? fit_aligned(got, b->align, false) : os_map_fit(want);
     if (!fresh) return NULL;
     /* copied where its pages are in use: the kept pages under fresh stay
      * (a block past GROW_COPY_MAX is looked at only here, where mremap
@@ -742,8 +743,10 @@ void *large_resize(void *ptr, size_t size, bool sets_leave, bool *mine) {
             to.len = got;
         }
     } else {
-        /* The tail waits among the fits, its pages still faulted in. */
-        os_unmap_later_fit(b.base + len, b.len - len, bound);
+        /* The tail waits among the fits, its pages still faulted in; an
+         * aligned block keeps its slack to an aligned end (fit_aligned). */
+        if (b.align > os_page_size() && align_up(len, b.align) < b.len) len = align_up(len, b.align);
+        if (len < b.len) os_unmap_later_fit(b.base + len, b.len - len, bound);
         to.len = len;
     }
     insert(&to); /* into the entry take left, or one as free: it cannot fail */

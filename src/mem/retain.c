@@ -14,7 +14,8 @@
  *   (policy.h). A request takes the front of the
  *   smallest that holds it (the rest waits on); where none does, a fresh
  *   mapping whose front takes the pages of the longest few, moved there
- *   by mremap (gather: no copy, no fault), so that a block longer than any
+ *   by mremap (gather: no copy, no fault; while the front end's live
+ *   blocks are few, LARGE_GATHER_LIVE_MAX), so that a block longer than any
  *   piece faults in only what they all lack, and as much again mapped
  *   past it waits among the fits (LARGE_FIT_SLACK). A mapping kept
  *   beside another is joined to it, so blocks freed side by side serve a
@@ -77,7 +78,7 @@ static bool decaying;
 static __thread unsigned frees_seen;
 /* The bound the front end gave with its last piece (os_unmap_later_fit,
  * relaxed atomics: written before the lock is taken): map_fit's slack
- * keeps to it. */
+ * keeps to it, and map_fit gathers pieces only where it says so. */
 static fit_bound last_bound;
 /* When the oldest entry was retained (at most): a tick before it has
  * waited the delay has nothing to do and takes no lock. */
@@ -229,7 +230,7 @@ static void *map_fit(size_t size, size_t *dirty) {
     pthread_mutex_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
     f = take_best(size);
-    if (!f.base) {
+    if (!f.base && __atomic_load_n(&last_bound.gather, __ATOMIC_RELAXED)) {
         pieces = choose_pieces(size, piece, &got);
         /* LARGE_FIT_SLACK, where pieces wait but none held the request
          * (with none, the program has used none lately: the purge took them) */
@@ -463,6 +464,7 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     size_t bound = b.bytes, count = b.count < LARGE_KEEP_COUNT ? b.count : LARGE_KEEP_COUNT;
     __atomic_store_n(&last_bound.bytes, bound, __ATOMIC_RELAXED);
     __atomic_store_n(&last_bound.count, count, __ATOMIC_RELAXED);
+    __atomic_store_n(&last_bound.gather, b.gather, __ATOMIC_RELAXED);
     if (TRACK_ENABLED || options_purge_delay_ms() <= 0 || len > bound) {
         os_unmap(p, len);
         return;
