@@ -417,6 +417,29 @@ TEST(AllocLargeKept, ABlockAlignedPastAPageTakesAKeptMapping) {
     EXPECT_EQ(kept_bytes(), len + 8 * MiB);
 }
 
+/* An aligned block resized keeps its bytes and its alignment: shrunk, it
+ * keeps its slack to an aligned end and gives the rest to the fits; grown,
+ * it moves to a mapping of the grown shape. */
+TEST(AllocLargeKept, AnAlignedBlockShrunkAndGrownKeepsItsBytes) {
+    KeptBlocks kept;
+    for (size_t align : {size_t(8) << 10, size_t(128) << 10, size_t(2) << 20}) {
+        size_t n = 3 * MiB + 12345;
+        auto *p = static_cast<unsigned char *>(pk_aligned_alloc(align, n));
+        ASSERT_NE(p, nullptr);
+        for (size_t i = 0; i < n; i += 4093) p[i] = static_cast<unsigned char>(i / 4093);
+        for (size_t to : {MiB + 1, 300000 + size_t(0), 5 * MiB, 70000 + size_t(0)}) {
+            auto *q = static_cast<unsigned char *>(pk_realloc(p, to));
+            ASSERT_NE(q, nullptr) << "pk_realloc(" << n << " aligned to " << align << ", " << to << ")";
+            for (size_t i = 0; i < n && i < to; i += 4093)
+                ASSERT_EQ(q[i], static_cast<unsigned char>(i / 4093)) << "byte " << i << " after a resize to " << to;
+            for (size_t i = n; i < to; i += 4093) q[i] = static_cast<unsigned char>(i / 4093);
+            p = q;
+            n = to;
+        }
+        pk_free(p);
+    }
+}
+
 /* Blocks of one aligned shape tile their addresses (each keeps its bytes
  * to the next aligned address), so their mappings merge: not a mapping
  * each, which the system caps (70,000 of 300,000 bytes aligned to 128 KiB

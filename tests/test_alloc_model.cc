@@ -95,8 +95,12 @@ class AllocModel {
             ASSERT_NO_FATAL_FAILURE(add(pk_alloc(size), size, size <= 8 ? 8 : 16, false));
         } else if (how < 8) {
             ASSERT_NO_FATAL_FAILURE(add(pk_calloc(1, size), size, size <= 8 ? 8 : 16, true));
-        } else {
+        } else if (rng_.chance(90)) {
             size_t align = size_t(1) << rng_.below(14);
+            ASSERT_NO_FATAL_FAILURE(add(pk_aligned_alloc(align, size), size, align, false, true));
+        } else { /* a large block aligned past a page, up to 1 MiB: its own mapping's shape */
+            size = PK_ALLOC_CLASS_MAX + rng_.below(300000);
+            size_t align = size_t(8192) << rng_.below(8);
             ASSERT_NO_FATAL_FAILURE(add(pk_aligned_alloc(align, size), size, align, false, true));
         }
     }

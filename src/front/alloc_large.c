@@ -747,7 +747,7 @@ void *large_resize(void *ptr, size_t size, bool sets_leave, bool *mine) {
          * aligned block keeps its slack to an aligned end (fit_aligned). */
         if (b.align > os_page_size() && align_up(len, b.align) < b.len) len = align_up(len, b.align);
         if (len < b.len) os_unmap_later_fit(b.base + len, b.len - len, bound);
-        to.len = len;
+        to.len = got = len;
     }
     insert(&to); /* into the entry take left, or one as free: it cannot fail */
     if (to.len != got) {
