@@ -17,10 +17,14 @@
  * process. Other counts and sizes make other shapes: 10,000 live blocks
  * of 64 KiB to 256 KiB, the size classes past a slab's place,
  *   build/bench/malloc_large 200000 10000 65537 262144
+ * and with WRITE "ends" (a byte at each end of a block, not every byte),
+ * many live blocks in little memory: the mappings they hold,
+ *   build/bench/malloc_large 300000 40000 262145 1000000 ends
  *
  * Usage: malloc_large [ITERATIONS (2000) [BUFFERS (20) [MIN_BYTES (5 MiB)
- *                     [MAX_BYTES (25 MiB)]]]]
+ *                     [MAX_BYTES (25 MiB) [WRITE (all | ends)]]]]]
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,8 +65,9 @@ int main(int argc, char **argv) {
     size_t buffers = argc > 2 ? (size_t)atol(argv[2]) : 20;
     size_t min_bytes = argc > 3 ? (size_t)atol(argv[3]) : (size_t)5 << 20;
     size_t max_bytes = argc > 4 ? (size_t)atol(argv[4]) : (size_t)25 << 20;
-    if (buffers < 1 || min_bytes < 1 || max_bytes < min_bytes) {
-        fprintf(stderr, "usage: malloc_large [ITERATIONS [BUFFERS [MIN_BYTES [MAX_BYTES]]]]\n");
+    bool ends = argc > 5 && strcmp(argv[5], "ends") == 0;
+    if (buffers < 1 || min_bytes < 1 || max_bytes < min_bytes || (argc > 5 && !ends && strcmp(argv[5], "all"))) {
+        fprintf(stderr, "usage: malloc_large [ITERATIONS [BUFFERS [MIN_BYTES [MAX_BYTES [all|ends]]]]]\n");
         return 2;
     }
     char **buf = calloc(buffers, sizeof *buf);
@@ -81,7 +86,8 @@ int main(int argc, char **argv) {
         /* The barrier keeps the compiler from turning malloc and a zeroing
          * memset into calloc (which a fresh mapping serves untouched). */
         __asm__ __volatile__("" : : "r"(p) : "memory");
-        memset(p, 0, size);
+        if (ends) p[0] = p[size - 1] = 0;
+        else memset(p, 0, size);
         free(buf[slot]);
         buf[slot] = p;
     }
