@@ -45,6 +45,16 @@
  * with a mapping each, its allocations would fail at the cap. */
 #define HUGE_OWN_MAX 1024
 
+/* A guarded pool's slab (PK_POOL_GUARD) ends in a no-access page, which
+ * splits its region's mapping: two of the process's mappings a slab, which
+ * Linux caps (vm.max_map_count). Past SLAB_GUARDS_MAX slabs guarded at
+ * once, a new slab's last page, which its slots leave out still, is left
+ * open: an overflow past it is no longer caught at once, where every
+ * allocation past the system's cap failed, long before memory ran out.
+ * The first slabs of a program stay guarded, and slabs are guarded again
+ * as soon as fewer are. */
+#define SLAB_GUARDS_MAX 8192
+
 /* A heap links the never-used slots of its current slab about EXTEND_BYTES
  * at a time (at least one slot): a page, so a slab's memory is touched, and
  * counted resident, only as it is handed out, and a thread that uses a pool
