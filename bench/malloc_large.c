@@ -20,9 +20,11 @@
  * and with WRITE "ends" (a byte at each end of a block, not every byte),
  * many live blocks in little memory: the mappings they hold,
  *   build/bench/malloc_large 300000 40000 262145 1000000 ends
+ * and with ALIGN, blocks from posix_memalign at that alignment:
+ *   build/bench/malloc_large 300000 70000 300000 300000 ends 131072
  *
  * Usage: malloc_large [ITERATIONS (2000) [BUFFERS (20) [MIN_BYTES (5 MiB)
- *                     [MAX_BYTES (25 MiB) [WRITE (all | ends)]]]]]
+ *                     [MAX_BYTES (25 MiB) [WRITE (all | ends) [ALIGN]]]]]]
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -66,8 +68,10 @@ int main(int argc, char **argv) {
     size_t min_bytes = argc > 3 ? (size_t)atol(argv[3]) : (size_t)5 << 20;
     size_t max_bytes = argc > 4 ? (size_t)atol(argv[4]) : (size_t)25 << 20;
     bool ends = argc > 5 && strcmp(argv[5], "ends") == 0;
-    if (buffers < 1 || min_bytes < 1 || max_bytes < min_bytes || (argc > 5 && !ends && strcmp(argv[5], "all"))) {
-        fprintf(stderr, "usage: malloc_large [ITERATIONS [BUFFERS [MIN_BYTES [MAX_BYTES [all|ends]]]]]\n");
+    size_t align = argc > 6 ? (size_t)atol(argv[6]) : 0;
+    if (buffers < 1 || min_bytes < 1 || max_bytes < min_bytes || (argc > 5 && !ends && strcmp(argv[5], "all")) ||
+        (align & (align - 1)) || (align && align < sizeof(void *))) {
+        fprintf(stderr, "usage: malloc_large [ITERATIONS [BUFFERS [MIN_BYTES [MAX_BYTES [all|ends [ALIGN]]]]]]\n");
         return 2;
     }
     char **buf = calloc(buffers, sizeof *buf);
@@ -78,11 +82,12 @@ int main(int argc, char **argv) {
     for (long i = 0; i < iters; i++) {
         size_t slot = (size_t)(next(&seed) % buffers);
         size_t size = min_bytes + (size_t)(next(&seed) % (max_bytes - min_bytes + 1));
-        char *p = malloc(size);
-        if (!p) {
+        void *m = NULL;
+        if (align ? posix_memalign(&m, align, size) != 0 : (m = malloc(size)) == NULL) {
             perror("malloc");
             return 1;
         }
+        char *p = m;
         /* The barrier keeps the compiler from turning malloc and a zeroing
          * memset into calloc (which a fresh mapping serves untouched). */
         __asm__ __volatile__("" : : "r"(p) : "memory");

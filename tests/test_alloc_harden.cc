@@ -518,10 +518,10 @@ TEST(HardenedFrontEnd, AnOverflowIntoALargeBlocksLastPageIsReportedAtItsFree) {
 /* ---- GUARDED past the system's cap on mappings ---- */
 
 /* Each guarded block holds two mappings, and Linux caps a process's at
- * 65,530 by default: past HARD_GUARDED_MAX (8,192, policy.h) guarded
+ * 65,530 by default: past GUARDS_MAX (8,192, policy.h) guarded
  * mappings held, a block that a class serves takes a class block with its
  * check word, a larger one a plain mapping, so a program holding tens of
- * thousands of such blocks gets them (it got NULL at about the 32,700th). */
+ * thousands of such blocks gets them (it got NULL at the cap). */
 constexpr size_t kGuardedMax = 8192;
 constexpr size_t kPastCap = kGuardedMax + 4000;
 

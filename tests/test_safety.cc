@@ -435,10 +435,9 @@ TEST(SafetyGuard, GuardedPoolsOfEveryLayoutWork) {
 }
 
 /* A guarded slab's no-access page splits its region's mapping, and Linux
- * caps a process's mappings: past SLAB_GUARDS_MAX (8,192, policy.h) slabs
- * guarded at once, new slabs leave their last page open rather than fail
- * (a guarded pool of 32 KiB objects, a slab each, got NULL at the
- * 32,751st). Guards come back once the slabs that held them are gone. */
+ * caps a process's mappings: past GUARDS_MAX (8,192, policy.h) guards held
+ * at once, new slabs leave their last page open rather than fail at the
+ * cap. Guards come back once the slabs that held them are gone. */
 TEST(SafetyGuard, APoolHoldsMoreGuardedSlabsThanTheSystemHasMappingsForTheirGuards) {
     if (slow_tool()) GTEST_SKIP() << "ten thousand slabs' mappings counted beside the tool's own";
     constexpr size_t kGuardsMax = 8192, n = kGuardsMax + 3000;

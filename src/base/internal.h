@@ -146,6 +146,13 @@ size_t os_mapping_front(void *p, size_t len);
 bool os_protect_none(void *p, size_t size);
 /* Undoes it; false if the system refuses (no memory to commit). */
 bool os_protect_rw(void *p, size_t size);
+/* The guards held: no-access pages that split a mapping (a guarded pool's
+ * slab, a hardened guarded block), each about two of the process's
+ * mappings, which Linux caps. Whether fewer than GUARDS_MAX are held
+ * (policy.h): past them a caller goes on without its guard; and the count
+ * changed by delta where one is made or opened again. */
+bool os_guard_room(void);
+void os_guards_add(long delta);
 /* Address space of size bytes (a page multiple), no access, to be made
  * usable by os_protect_rw; NULL with errno ENOMEM (or an injected fault). */
 void *os_map_none(size_t size);

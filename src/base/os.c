@@ -343,6 +343,14 @@ uint64_t os_now_ms(void) {
 bool os_protect_none(void *p, size_t size) { return mprotect(p, size, PROT_NONE) == 0; }
 bool os_protect_rw(void *p, size_t size) { return mprotect(p, size, PROT_READ | PROT_WRITE) == 0; }
 
+/* GUARDS_MAX: relaxed, outside any lock (a few past it in a race are
+ * nothing beside the system's cap). */
+static size_t guards_held;
+
+bool os_guard_room(void) { return __atomic_load_n(&guards_held, __ATOMIC_RELAXED) < GUARDS_MAX; }
+
+void os_guards_add(long delta) { __atomic_fetch_add(&guards_held, (size_t)delta, __ATOMIC_RELAXED); }
+
 void *os_map_none(size_t size) {
     if (fault_injected()) {
         errno = ENOMEM;

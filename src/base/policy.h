@@ -45,15 +45,18 @@
  * with a mapping each, its allocations would fail at the cap. */
 #define HUGE_OWN_MAX 1024
 
-/* A guarded pool's slab (PK_POOL_GUARD) ends in a no-access page, which
- * splits its region's mapping: two of the process's mappings a slab, which
- * Linux caps (vm.max_map_count). Past SLAB_GUARDS_MAX slabs guarded at
- * once, a new slab's last page, which its slots leave out still, is left
- * open: an overflow past it is no longer caught at once, where every
- * allocation past the system's cap failed, long before memory ran out.
- * The first slabs of a program stay guarded, and slabs are guarded again
- * as soon as fewer are. */
-#define SLAB_GUARDS_MAX 8192
+/* A guard page splits its mapping: a guarded pool's slab (PK_POOL_GUARD)
+ * ends in one, a hardened guarded block (HARD_GUARDED_MIN) lies between
+ * two, which merge with a neighbour's; each holds about two of the
+ * process's mappings, which Linux caps (vm.max_map_count, which thread
+ * stacks, libraries and HUGE_OWN_MAX count against too), and a program
+ * holding many got NULL long before memory ran out. Past GUARDS_MAX held
+ * at once (os_guard_room, both kinds together), a slab leaves its last
+ * page open, unused still, and a hardened block that a class serves takes
+ * a class block with its check word and check bytes (an overflow found at
+ * the block's free, not at the access), a larger one a plain zeroed
+ * mapping; guards come back as soon as fewer are held. */
+#define GUARDS_MAX 8192
 
 /* A heap links the never-used slots of its current slab about EXTEND_BYTES
  * at a time (at least one slot): a page, so a slab's memory is touched, and
@@ -701,17 +704,6 @@ static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
  * (bench/bench_mstress.c, generations). Its addresses come back no sooner
  * than they did: only after HARD_FREED_BLOCKS later frees. */
 #define HARD_RECYCLED 16
-/* A guarded block holds two of the process's mappings (its pages, and
- * the no-access pages either side, which merge with a neighbour's), and
- * Linux caps those (vm.max_map_count, which thread stacks, libraries and
- * HUGE_OWN_MAX count against too): a program holding many such blocks
- * got NULL long before memory ran out. So once HARD_GUARDED_MAX guarded
- * mappings are held (live blocks, the last freed and the recycled), a
- * request a class serves takes a class block with its check word and
- * check bytes (an overflow is found at the block's free, not at the
- * access), a larger one a plain zeroed mapping; the blocks are guarded
- * again as soon as fewer are held. */
-#define HARD_GUARDED_MAX 8192
 /* Hardened blocks of size 0 point into a no-access reservation of
  * HARD_ZERO_BYTES, a distinct address each (every HARD_ZERO_STEP bytes)
  * until it wraps: any read or write of one faults. */

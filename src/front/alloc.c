@@ -304,9 +304,8 @@ static void large_poll(void) {
 /* A hardened block (alloc_harden.c): of size 0, in a class pool with its
  * check word, or guarded in a mapping of its own of room bytes or more
  * (room: size, but where a realloc grows a block: realloc_any); always
- * zero. Past HARD_GUARDED_MAX guarded mappings (policy.h), a block that a
- * class holds with its check word takes one, a larger one a plain
- * mapping. */
+ * zero. Past GUARDS_MAX guards held (policy.h), a block that a class
+ * holds with its check word takes one, a larger one a plain mapping. */
 static PK_NOINLINE void *hard_alloc(size_t size, size_t room, size_t align, void *caller) {
     if (size == 0 && align <= HARD_ZERO_STEP) {
         void *z = hard_zero_block();
@@ -314,7 +313,7 @@ static PK_NOINLINE void *hard_alloc(size_t size, size_t room, size_t align, void
         return z;
     }
     size_t ci = PK__ALLOC_CLASSES;
-    bool guard = align <= os_page_size() && large_may_guard();
+    bool guard = align <= os_page_size() && os_guard_room();
     if (align <= SLAB_BYTES && (size < HARD_GUARDED_MIN || (!guard && size <= PK_ALLOC_CLASS_MAX - HARD_TAIL))) {
         ci = hard_class_of(size);
         if (align > 1) ci = alloc_class_aligned(ci, align); /* a division: aligned calls only */

@@ -268,9 +268,6 @@ bool hard_zero_owns(const void *ptr);
  * page check bytes; caller is named in a fault's report. NULL with errno
  * ENOMEM. */
 void *large_alloc_guarded(size_t size, size_t room, void *caller);
-/* Whether fewer than HARD_GUARDED_MAX guarded mappings are held (policy.h):
- * past them a hardened block is a class block or a plain mapping. */
-bool large_may_guard(void);
 /* A live guarded block of the malloc form grown to size in place, where
  * its mapping holds it: its check bytes so far checked (reported if
  * changed), size its new size (true); false for any other pointer or
@@ -280,8 +277,8 @@ bool large_grow_guarded(void *ptr, size_t size);
  * block at another address whose pages are the old one's first pages,
  * moved, not copied (os_move_pages_keep); the old one freed (its check
  * bytes checked, no access left), as a shrink that moves it would. NULL
- * where ptr is no such block, no more mappings may be guarded
- * (large_may_guard) or the system refuses the move: nothing changed
+ * where ptr is no such block, no more guards may be held
+ * (os_guard_room) or the system refuses the move: nothing changed
  * then. */
 void *large_shrink_guarded(void *ptr, size_t size, void *caller);
 /* A live guarded block's form and size; false for any other pointer. */

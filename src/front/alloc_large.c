@@ -115,15 +115,11 @@ typedef struct guarded_span {
 } guarded_span;
 static guarded_span recycled[HARD_RECYCLED];
 static size_t recycled_n;
-/* The guarded mappings held (HARD_GUARDED_MAX): counted where one is
- * mapped and where one is unmapped, outside the lock. */
-static size_t guarded_held;
-
-bool large_may_guard(void) { return __atomic_load_n(&guarded_held, __ATOMIC_RELAXED) < HARD_GUARDED_MAX; }
-
+/* A guarded mapping unmapped: a guard the fewer (os_guard_room, counted
+ * where one is mapped). */
 static void guarded_unmap(char *base, size_t len) {
     os_unmap(base, len);
-    __atomic_fetch_sub(&guarded_held, 1, __ATOMIC_RELAXED);
+    os_guards_add(-1);
 }
 
 /* The table's changes, counted for large_serves, which reads it without
@@ -378,7 +374,7 @@ static char *guarded_map(size_t len, size_t span, size_t *mapped) {
         guarded_unmap(r.base, r.len);
     }
     char *base = os_map_none(span);
-    if (base) __atomic_fetch_add(&guarded_held, 1, __ATOMIC_RELAXED);
+    if (base) os_guards_add(1);
     if (base && !os_protect_rw(base + page, len)) {
         guarded_unmap(base, span);
         errno = ENOMEM;
@@ -492,7 +488,7 @@ bool large_grow_guarded(void *ptr, size_t size) {
 
 void *large_shrink_guarded(void *ptr, size_t size, void *caller) {
     size_t page = os_page_size(), len = align_up(size, page), mapped, first, last;
-    if (!large_may_guard()) return NULL;
+    if (!os_guard_room()) return NULL;
     char *base = guarded_map(len, len + 2 * page, &mapped);
     if (!base) return NULL;
     char *to = base + mapped - page - len;

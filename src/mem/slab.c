@@ -65,12 +65,6 @@ static const map_entry no_entry;
 
 uint64_t map_generation;
 
-/* SLAB_GUARDS_MAX: counted where a guard page is made no-access and where
- * it is opened again, outside any lock. */
-static size_t guards_held;
-
-size_t slab_guards_held(void) { return __atomic_load_n(&guards_held, __ATOMIC_RELAXED); }
-
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     bool warm;
     char *base;
@@ -78,13 +72,13 @@ slab *slab_create(struct pk_pool *pool, const slab_geometry *g) {
     if (!s) return NULL;
     s->base = base;
     if (g->header && warm) memset(base, 0, g->header); /* a debug pool's live bits, or the lead */
-    bool guard = g->guard && slab_guards_held() < SLAB_GUARDS_MAX;
+    bool guard = g->guard && os_guard_room();
     if (guard && !os_protect_none(base + g->span - g->guard, g->guard)) {
         region_give(s, g->span, false);
         errno = ENOMEM;
         return NULL;
     }
-    if (guard) __atomic_fetch_add(&guards_held, 1, __ATOMIC_RELAXED);
+    if (guard) os_guards_add(1);
     s->pool = pool;
     s->warm = warm;
     s->objects = base + g->header;
@@ -131,7 +125,7 @@ void slab_destroy(slab *s, bool cache) {
     __atomic_store_n(&s->owner, NULL, __ATOMIC_RELAXED);
     if (s->guarded) { /* its place serves other slabs next: no guard page there */
         os_protect_rw(s->base + s->span - os_page_size(), os_page_size());
-        __atomic_fetch_sub(&guards_held, 1, __ATOMIC_RELAXED);
+        os_guards_add(-1);
         cache = false;
     }
     region_give(s, s->span, cache);

@@ -144,11 +144,9 @@ static inline size_t slab_slot_align(const slab_geometry *g) {
 }
 
 /* A new empty slab of pool, recorded in the address map, its guard page
- * (g->guard) made no-access while fewer than SLAB_GUARDS_MAX slabs hold
- * one (policy.h). NULL + ENOMEM. */
+ * (g->guard) made no-access while the guards held allow (os_guard_room).
+ * NULL + ENOMEM. */
 slab *slab_create(struct pk_pool *pool, const slab_geometry *g);
-/* The slabs whose guard page is no-access now (SLAB_GUARDS_MAX). */
-size_t slab_guards_held(void);
 /* Removes the slab from the address map and gives its place back, kept
  * for the next slab for the purge delay with `cache` (region.c). */
 void slab_destroy(slab *s, bool cache);
