@@ -5,7 +5,11 @@
 # and in debug mode), their stdout compared byte for byte with the plain
 # run's. Each preloaded run also writes poolkit's report at exit
 # (POOLKIT_STATS), which shows that the program's allocations went through
-# the size classes: a run where the library was not loaded fails.
+# the size classes: a run where the library was not loaded fails. Every
+# run, plain or not, has a limit on its address space (ulimit -v, 256 MiB,
+# RLIMIT_AS: what batch schedulers and sandboxes set), which the plain
+# runs keep well within: the library must need no address space it does
+# not use.
 #
 # Usage: tests/malloc_programs.sh LIB
 # The programs come with scripts/setup.sh (make test's first stage).
@@ -58,11 +62,13 @@ for i in range(30000):
 print(sum(len(v[2]) for v in d.values()), len(sorted(d)))
 PY
 
+limit_kb=262144
+
 # name, then the command (run in $work)
 run_case() {
     local name=$1
     shift
-    (cd "$work" && "$@") >"$work/$name.plain" 2>"$work/$name.plain.err" || {
+    (cd "$work" && ulimit -v $limit_kb && "$@") >"$work/$name.plain" 2>"$work/$name.plain.err" || {
         echo "malloc_programs: $name fails without the library: $(tail -n 1 "$work/$name.plain.err")" >&2
         fail=1
         return
@@ -72,7 +78,7 @@ run_case() {
         env=(LD_PRELOAD="$lib" POOLKIT_STATS=1)
         [ $mode = hardened ] && env+=(POOLKIT_HARDENED=1)
         [ $mode = debug ] && env+=(POOLKIT_DEBUG=1 POOLKIT_DEBUG_FRAMES=4)
-        if ! (cd "$work" && env "${env[@]}" "$@") >"$work/$name.$mode" 2>"$work/$name.$mode.err"; then
+        if ! (cd "$work" && ulimit -v $limit_kb && env "${env[@]}" "$@") >"$work/$name.$mode" 2>"$work/$name.$mode.err"; then
             echo "malloc_programs: $name ($mode) failed: $(grep -m1 poolkit "$work/$name.$mode.err" || tail -n 1 "$work/$name.$mode.err")" >&2
             fail=1
         elif ! grep -q "size classes made" "$work/$name.$mode.err"; then

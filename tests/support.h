@@ -113,17 +113,23 @@ inline size_t scaled(size_t n, size_t lo = 1) {
 /* True when the tests run under a slow tool (any scale below 1). */
 inline bool slow_tool() { return test_scale() < 1.0; }
 
-/* Resident set size of this process in bytes, or 0 if unknown. */
-inline size_t rss_bytes() {
+/* A size /proc/self/status gives this process (field "VmRSS", "VmSize"...)
+ * in bytes, or 0 if unknown. */
+inline size_t status_bytes(const char *field) {
     FILE *f = std::fopen("/proc/self/status", "r");
     if (!f) return 0;
     char line[256];
-    size_t kb = 0;
+    size_t kb = 0, n = std::strlen(field);
     while (std::fgets(line, sizeof line, f))
-        if (std::sscanf(line, "VmRSS: %zu kB", &kb) == 1) break;
+        if (std::strncmp(line, field, n) == 0 && line[n] == ':' && std::sscanf(line + n + 1, "%zu", &kb) == 1) break;
     std::fclose(f);
     return kb * 1024;
 }
+
+/* Resident set size of this process in bytes, or 0 if unknown. */
+inline size_t rss_bytes() { return status_bytes("VmRSS"); }
+/* Its address space (what a limit on it, RLIMIT_AS, counts). */
+inline size_t vm_bytes() { return status_bytes("VmSize"); }
 
 inline size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 

@@ -20,18 +20,6 @@ size_t size_for(size_t i) {
     return sizes[i % (sizeof sizes / sizeof sizes[0])];
 }
 
-/* Virtual size of this process in bytes, or 0 if unknown. */
-size_t vm_size_bytes() {
-    FILE *f = std::fopen("/proc/self/status", "r");
-    if (!f) return 0;
-    char line[256];
-    size_t kb = 0;
-    while (std::fgets(line, sizeof line, f))
-        if (std::sscanf(line, "VmSize: %zu kB", &kb) == 1) break;
-    std::fclose(f);
-    return kb * 1024;
-}
-
 struct LivePool {
     pk_pool *pool;
     size_t size;
@@ -183,7 +171,7 @@ TEST(ManyPools, CreatedAndDestroyedHundredsOfThousandsOfTimesWhileOtherThreadsAl
     for (size_t r = 0; r < rounds; r++) {
         if (r == rounds / 4) {
             rss_warm = rss_bytes();
-            vm_warm = vm_size_bytes();
+            vm_warm = vm_bytes();
         }
         size_t size = size_for(r);
         pk_pool_config c = make_config(size, 0, r % 5 == 0 ? unsigned(PK_POOL_DEBUG) : 0u, "transient");
@@ -211,7 +199,7 @@ TEST(ManyPools, CreatedAndDestroyedHundredsOfThousandsOfTimesWhileOtherThreadsAl
         }
         pk_pool_destroy(p);
     }
-    size_t rss_end = rss_bytes(), vm_end = vm_size_bytes();
+    size_t rss_end = rss_bytes(), vm_end = vm_bytes();
     stop = true;
     for (auto &t : workers) t.join();
     EXPECT_EQ(bad.load(), 0u);

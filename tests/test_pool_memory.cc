@@ -1,7 +1,12 @@
 /* Pools: memory going back: trim, release and destroy. */
+#include "child.h"
 #include "support.h"
 
+#include <poolkit/alloc.h>
 #include <poolkit/fault.h>
+
+#include <pthread.h>
+#include <sys/resource.h>
 
 #include <thread>
 
@@ -546,4 +551,112 @@ TEST(PoolDestroy, ManyPoolsAtOnce) {
         ASSERT_EQ(pk_pool_owner(objs[i]), pools[i].get());
         pk_pool_free(pools[i].get(), objs[i]);
     }
+}
+
+/* ======================================================================
+ * address space: a limit on it (RLIMIT_AS, `ulimit -v`) counts every byte
+ * mapped, used or not
+ * ==================================================================== */
+
+struct SpaceWork {
+    pk_pool *pools[2];
+    pthread_barrier_t *all_in, *go;
+    bool ok;
+};
+
+/* A thread's work: objects of two pools and blocks of every size class
+ * and a few larger, all live while every thread holds its own, then
+ * freed. */
+static void *space_worker(void *arg) {
+    SpaceWork *w = static_cast<SpaceWork *>(arg);
+    void *objs[2][1000], *blocks[64];
+    size_t nb = 0;
+    w->ok = true;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 1000; i++) w->ok &= (objs[k][i] = pk_pool_alloc(w->pools[k])) != nullptr;
+    for (size_t size = 1; size <= (size_t(1) << 20) && nb < 64; size = size * 2 + 1)
+        w->ok &= (blocks[nb++] = pk_alloc(size)) != nullptr;
+    pthread_barrier_wait(w->all_in);
+    pthread_barrier_wait(w->go);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 1000; i++) pk_pool_free(w->pools[k], objs[k][i]);
+    for (size_t i = 0; i < nb; i++) pk_free(blocks[i]);
+    return nullptr;
+}
+
+enum { SPACE_THREADS = 4 };
+
+/* SPACE_THREADS threads (256 KiB stacks) at space_worker's work on a and
+ * b: whether every allocation succeeded; *grown gets the address space
+ * they added while all were live. */
+static bool space_run(pk_pool *a, pk_pool *b, size_t *grown) {
+    pthread_barrier_t all_in, go;
+    pthread_barrier_init(&all_in, nullptr, SPACE_THREADS + 1);
+    pthread_barrier_init(&go, nullptr, SPACE_THREADS + 1);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, size_t(256) << 10);
+    SpaceWork work[SPACE_THREADS];
+    pthread_t t[SPACE_THREADS];
+    size_t before = vm_bytes();
+    int made = 0;
+    for (; made < SPACE_THREADS; made++) {
+        work[made] = SpaceWork{{a, b}, &all_in, &go, false};
+        if (pthread_create(&t[made], &attr, space_worker, &work[made]) != 0) break;
+    }
+    if (made < SPACE_THREADS) std::abort(); /* the barriers would wait for ever */
+    pthread_barrier_wait(&all_in);
+    size_t during = vm_bytes();
+    *grown = during > before ? during - before : 0;
+    pthread_barrier_wait(&go);
+    bool ok = true;
+    for (int i = 0; i < SPACE_THREADS; i++) {
+        pthread_join(t[i], nullptr);
+        ok &= work[i].ok;
+    }
+    pthread_attr_destroy(&attr);
+    pthread_barrier_destroy(&all_in);
+    pthread_barrier_destroy(&go);
+    return ok;
+}
+
+/* Pools, threads and the size classes take address space for what they
+ * use, not for every pool or thread there might be. With 64 MiB more than
+ * the process had, a pool's first objects and four threads (each with
+ * heaps for two pools and the size classes, blocks up to 1 MiB) fit; the
+ * pools' first create had reserved 512 MiB, for the records' whole area.
+ * Then, with no limit (where a thread that cannot map its heap records
+ * serves its calls without them), four threads more add at most 8 MiB
+ * each: a thread's heap records for every key were 24 MiB more. */
+PKTEST_CHILD(PoolsAndThreadsFitALimitOnAddressSpace) {
+    if (PKTEST_ASAN || PKTEST_TSAN || running_under_valgrind())
+        CHILD_SKIP("the tool reserves address space of its own, past any such limit");
+    const size_t room = size_t(64) << 20, per_thread = size_t(8) << 20;
+    struct rlimit was;
+    CHILD_CHECK(getrlimit(RLIMIT_AS, &was) == 0, "getrlimit: %s", std::strerror(errno));
+    size_t base = vm_bytes();
+    CHILD_CHECK(base > 0, "no VmSize in /proc/self/status");
+    struct rlimit rl = {base + room, was.rlim_max};
+    CHILD_CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit: %s", std::strerror(errno));
+    pk_pool_config c64 = make_config(64), c256 = make_config(256);
+    pk_pool *a = pk_pool_create(&c64), *b = pk_pool_create(&c256);
+    CHILD_CHECK(a && b, "pk_pool_create under a limit %zu MiB over the process's %zu MiB: %s", room >> 20,
+                base >> 20, std::strerror(errno));
+    size_t grown = 0;
+    CHILD_CHECK(space_run(a, b, &grown), "a thread got NULL under a limit %zu MiB over the process's %zu MiB",
+                room >> 20, base >> 20);
+    std::printf("address space: %zu MiB at the start, %zu MiB more with the threads under the limit\n",
+                base >> 20, grown >> 20);
+    CHILD_CHECK(setrlimit(RLIMIT_AS, &was) == 0, "setrlimit: %s", std::strerror(errno));
+    CHILD_CHECK(space_run(a, b, &grown), "a thread got NULL");
+    std::printf("%d threads more with no limit: %zu KiB each\n", SPACE_THREADS, grown / SPACE_THREADS >> 10);
+    CHILD_CHECK(grown <= SPACE_THREADS * per_thread, "%d threads added %zu MiB of address space", SPACE_THREADS,
+                grown >> 20);
+    pk_pool_destroy(a);
+    pk_pool_destroy(b);
+    return 0;
+}
+
+TEST(AddressSpace, PoolsAndThreadsFitALimitOnAddressSpace) {
+    EXPECT_CHILD_PASSES("PoolsAndThreadsFitALimitOnAddressSpace", {{"MALLOC_ARENA_MAX", "1"}});
 }

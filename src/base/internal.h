@@ -99,6 +99,9 @@ bool os_request(void);
 /* Address space only: size bytes aligned to align, no access, backed by
  * nothing until os_commit; NULL with errno ENOMEM. */
 void *os_reserve(size_t size, size_t align);
+/* os_reserve's, at an address offset bytes past a multiple of align
+ * (offset below align). */
+void *os_reserve_at(size_t size, size_t align, size_t offset);
 /* Pages of a reservation made usable (zero-filled); false with errno
  * ENOMEM (or an injected fault). os_decommit gives them back, no access. */
 bool os_commit(void *p, size_t size);

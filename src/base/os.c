@@ -122,18 +122,35 @@ void *os_map(size_t size, size_t align) {
     return p;
 }
 
-void *os_reserve(size_t size, size_t align) {
+void *os_reserve_at(size_t size, size_t align, size_t offset) {
+    size_t page = os_page_size();
+    if (align < page) align = page;
+    /* at the hint first: no more address space than the request, even for
+     * a moment (a limit on it, RLIMIT_AS, counts every byte mapped), where
+     * mapping size + align and trimming it would ask for twice as much */
+    if (sizeof(void *) == 8) {
+        void *want = (void *)(hint_take(offset + size, align) + offset);
+        void *p = mmap(want, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == want) return p;
+        if (p != MAP_FAILED) munmap(p, size);
+    }
     size_t span = size + align;
+    if (span < size) {
+        errno = ENOMEM;
+        return NULL;
+    }
     char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw == MAP_FAILED) {
         errno = ENOMEM;
         return NULL;
     }
-    char *p = (char *)align_up((uintptr_t)raw, align);
+    char *p = (char *)(align_up((uintptr_t)raw - offset, align) + offset);
     if (p > raw) munmap(raw, (size_t)(p - raw));
     if (raw + span > p + size) munmap(p + size, (size_t)(raw + span - (p + size)));
     return p;
 }
+
+void *os_reserve(size_t size, size_t align) { return os_reserve_at(size, align, 0); }
 
 bool os_commit(void *p, size_t size) {
     if (fault_injected() || mprotect(p, size, PROT_READ | PROT_WRITE) != 0) {

@@ -300,9 +300,10 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define OWNED_WALK 2
 #define OWNED_WALK_MIN 16
 
-/* Each thread's table reserves room for TABLE_KEYS pools (a slot and a
- * heap record each, backed a page at a time as keys are used), so a table
- * never moves and the inline fast paths need no bound check. A pool's key
+/* Each thread's table has a slot for each of TABLE_KEYS pools (backed a
+ * page at a time as keys are used; its heap records come in chunks as the
+ * thread uses pools: tcache.c), so a table never moves and the inline
+ * fast paths need no bound check. A pool's key
  * is its record's index in the records' area (pool.c): at most
  * TABLE_KEYS - 1 pools exist at once; pk_pool_create fails with ENOMEM
  * beyond. */

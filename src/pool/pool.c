@@ -194,11 +194,16 @@ static void choose_path(pk_pool *p) {
 
 /* ---- Pool records: the area, reuse and the debug quarantine. ---- */
 
-/* Every pool record lies in one area of TABLE_KEYS records POOL_RECORD_BYTES
- * apart, aligned to its size, so that a handle's bits give the record's
- * index, which is the pool's key (pool.h finds the thread's slot from it).
- * The area is reserved once, at the first create, and each record's page
- * is backed when first used. Index 0 is never given out.
+/* Every pool record lies POOL_RECORD_BYTES from the next, in places of an
+ * area of TABLE_KEYS records aligned to its size, so that a handle's bits
+ * give the record's index, which is the pool's key (pool.h finds the
+ * thread's slot from it). The area is reserved a chunk of AREA_CHUNK
+ * records at a time, as pools are made, each chunk at its own place in
+ * some such window of address space (any window: the bits a handle keeps
+ * are the same in each), so that a program with few pools holds little
+ * address space (a limit on it, RLIMIT_AS, counts what is reserved, used
+ * or not); each record's page is backed when first used. Index 0 is never
+ * given out.
  *
  * Records of destroyed pools are kept for the next create (up to
  * SPARE_RECORDS_MAX), so that a pool per request or per tree costs no
@@ -210,10 +215,13 @@ static void choose_path(pk_pool *p) {
  * index to the free indexes. */
 #define POOL_RECORD_BYTES ((size_t)1 << PK__RECORD_SHIFT)
 #define AREA_BYTES (POOL_RECORD_BYTES * TABLE_KEYS)
+#define AREA_CHUNK 1024
+#define CHUNK_BYTES (POOL_RECORD_BYTES * AREA_CHUNK)
 _Static_assert(sizeof(pk_pool) <= POOL_RECORD_BYTES, "a pool record fits its place in the area");
+_Static_assert(TABLE_KEYS % AREA_CHUNK == 0, "the area is whole chunks");
 
 static pthread_mutex_t spare_lock PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
-static char *area;                     /* under spare_lock */
+static char *chunks[TABLE_KEYS / AREA_CHUNK]; /* under spare_lock */
 static uint32_t free_index[TABLE_KEYS];
 static size_t free_count, next_index = 1; /* indexes never used: [next_index, TABLE_KEYS) */
 static pk_pool *spare_records;
@@ -234,7 +242,16 @@ typedef struct {
 _Static_assert(sizeof(pool_lock_slot) == 64, "one lock a cache line: no two pools' slow paths share one");
 static pool_lock_slot pool_locks[TABLE_KEYS] __attribute__((aligned(4096))); /* the first keys' locks on one page */
 
-static pk_pool *record_at(size_t index) { return (pk_pool *)(area + index * POOL_RECORD_BYTES); }
+static pk_pool *record_at(size_t index) {
+    return (pk_pool *)(chunks[index / AREA_CHUNK] + index % AREA_CHUNK * POOL_RECORD_BYTES);
+}
+
+/* The chunk of index's record reserved; caller holds spare_lock. */
+static bool chunk_ready(size_t index) {
+    char **c = &chunks[index / AREA_CHUNK];
+    if (!*c) *c = os_reserve_at(CHUNK_BYTES, AREA_BYTES, index / AREA_CHUNK * CHUNK_BYTES);
+    return *c != NULL;
+}
 
 /* A record's page back to the system and its index to the free ones;
  * caller holds spare_lock. */
@@ -257,10 +274,6 @@ static pk_pool *record_get(void) {
         p->key = key;
         return p;
     }
-    if (!area && !(area = os_reserve(AREA_BYTES, AREA_BYTES))) {
-        pthread_mutex_unlock(&spare_lock);
-        return NULL;
-    }
     size_t index = 0;
     if (!free_count && next_index == TABLE_KEYS) { /* every index taken: the oldest quarantined */
         for (size_t i = 0; i < QUARANTINE_RECORDS && !free_count; i++) {
@@ -271,7 +284,7 @@ static pk_pool *record_get(void) {
     }
     if (free_count) index = free_index[--free_count];
     else if (next_index < TABLE_KEYS) index = next_index++;
-    if (index && !os_commit(record_at(index), POOL_RECORD_BYTES)) {
+    if (index && (!chunk_ready(index) || !os_commit(record_at(index), POOL_RECORD_BYTES))) {
         free_index[free_count++] = (uint32_t)index;
         index = 0;
     }

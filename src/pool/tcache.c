@@ -4,10 +4,15 @@
  * TLS (pk__tc_table); a pool's slot is at a fixed byte offset (its key
  * times the slot size) in every table, and its key is the index of its record in the
  * records' area (pool.c), so the inline paths find the slot from the
- * pool's handle. A table is a reservation of TABLE_KEYS slots, then the
- * owned index (pool_types.h, pk_free's), then TABLE_KEYS heap records
- * (heap.c), that the system backs a page at a time as keys are used, so it
- * never moves and the inline paths need no bound check. A thread that has not registered points at
+ * pool's handle. A table is a mapping of TABLE_KEYS slots, then the
+ * owned index (pool_types.h, pk_free's), then the directory of the
+ * thread's heap records (heap.c), which the system backs a page at a time
+ * as keys are used, so it never moves and the inline paths need no bound
+ * check. The heap records, most of a thread's bytes, are reached only from
+ * a slot's heap word, so they come in chunks of HEAP_CHUNK mapped as the
+ * thread first uses a key of the chunk: a thread holds address space for
+ * the pools it uses, not for every key (a limit on address space,
+ * RLIMIT_AS, counts what is mapped, touched or not). A thread that has not registered points at
  * `unregistered`, a shared table whose slots stay all zero: no list, no
  * current slab, so its first alloc or free goes to the slow path, which
  * registers it. A pool with no heaps (debug, a limit) never has its slot
@@ -30,10 +35,12 @@
 
 _Static_assert(TABLE_KEYS == (size_t)1 << PK__KEY_BITS, "a handle's key bits index the whole table");
 
-#define HEAPS_OFF ((size_t)TABLE_KEYS * sizeof(tc_slot) + OWN_INDEX_BYTES)
-#define TABLE_BYTES (HEAPS_OFF + (size_t)TABLE_KEYS * sizeof(heap))
+#define HEAP_CHUNK 64
+#define DIR_OFF ((size_t)TABLE_KEYS * sizeof(tc_slot) + OWN_INDEX_BYTES)
+#define TABLE_BYTES (DIR_OFF + (size_t)TABLE_KEYS / HEAP_CHUNK * sizeof(heap *))
+_Static_assert(TABLE_KEYS % HEAP_CHUNK == 0, "the directory covers every key");
 _Static_assert(OWN_INDEX_OFF == (size_t)TABLE_KEYS * sizeof(tc_slot) && OWN_INDEX_BYTES % 64 == 0,
-               "the owned index lies between the slots and the heaps");
+               "the owned index lies between the slots and the heap records' directory");
 
 typedef struct thread_rec {
     struct thread_rec *prev, *next;
@@ -68,10 +75,23 @@ void tcache_registry_lock(void) { pthread_mutex_lock(&registry); }
 void tcache_registry_unlock(void) { pthread_mutex_unlock(&registry); }
 
 static void rec_stock(void);
+static heap **heap_dir(tc_slot *table);
+static size_t heap_chunk_bytes(void);
+
+/* The stock table's chunk of heap records for key, so that the thread
+ * that takes the table asks the system for nothing for the pools that
+ * exist when it does (pk_pool_reserve's promise). Caller holds the
+ * registry lock. */
+static void stock_chunk(size_t key) {
+    heap **d = &heap_dir(stock)[key / HEAP_CHUNK];
+    if (!*d) *d = os_map(heap_chunk_bytes(), 0);
+}
 
 /* Caller holds the registry lock. */
 static void table_stock(void) {
-    if (!stock) stock = os_map(TABLE_BYTES, 0);
+    if (stock || !(stock = os_map(TABLE_BYTES, 0))) return;
+    for (size_t k = 1; k < key_high; k++)
+        if (key_pool[k]) stock_chunk(k);
 }
 
 /* What a thread's exit does with each of its heaps (the heap layer's, given
@@ -85,6 +105,7 @@ void tcache_attach(pk_pool *p, void (*on_exit)(pk_pool *p, tc_slot *c)) {
     rec_stock(); /* so the next thread to use a pool need not map a page */
     table_stock();
     key_pool[p->key] = p;
+    if (stock) stock_chunk(p->key);
     if (p->key >= key_high) __atomic_store_n(&key_high, p->key + 1, __ATOMIC_RELAXED); /* the fault handler reads it */
     pthread_mutex_unlock(&registry);
 }
@@ -96,7 +117,27 @@ void tcache_detach(pk_pool *p) {
     p->cached = false;
 }
 
-heap *tcache_heap(size_t key) { return (heap *)((char *)tc_table + HEAPS_OFF) + key; }
+static heap **heap_dir(tc_slot *table) { return (heap **)((char *)table + DIR_OFF); }
+static size_t heap_chunk_bytes(void) { return align_up(HEAP_CHUNK * sizeof(heap), os_page_size()); }
+
+heap *tcache_heap(size_t key) { return heap_dir(tc_table)[key / HEAP_CHUNK] + key % HEAP_CHUNK; }
+
+/* The chunk of the calling thread's heap records that holds key's mapped
+ * (the table is the thread's own: no lock). */
+static bool heap_chunk_ready(size_t key) {
+    heap **d = &heap_dir(tc_table)[key / HEAP_CHUNK];
+    if (likely(*d != NULL)) return true;
+    *d = os_map(heap_chunk_bytes(), 0);
+    return *d != NULL;
+}
+
+/* A table and its heap records back to the system. */
+static void table_unmap(tc_slot *table) {
+    heap **d = heap_dir(table);
+    for (size_t i = 0; i < TABLE_KEYS / HEAP_CHUNK; i++)
+        if (d[i]) os_unmap(d[i], heap_chunk_bytes());
+    os_unmap(table, TABLE_BYTES);
+}
 
 bool tcache_table_range(const tc_slot **lo, const tc_slot **hi) {
     if (state != THREAD_LIVE) return false;
@@ -127,9 +168,9 @@ static void thread_exit(void *arg) {
     pk__tc_table = (char *)unregistered;
     if (!stock) { /* every slot and heap was cleared above; slot 0 was never set up */
         memset(mine, 0, sizeof *mine);
-        stock = mine;
+        stock = mine; /* with its heap records' chunks */
     } else {
-        os_unmap(mine, TABLE_BYTES);
+        table_unmap(mine);
     }
     pthread_mutex_unlock(&registry);
     self = NULL;
@@ -180,6 +221,7 @@ static bool thread_register(void) {
 tc_slot *tcache_slot(pk_pool *p) {
     if (unlikely(state != THREAD_LIVE) && (state == THREAD_EXITING || !thread_register()))
         return NULL;
+    if (unlikely(!heap_chunk_ready(p->key))) return NULL;
     return &tc_table[p->key];
 }
 

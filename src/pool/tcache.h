@@ -20,8 +20,8 @@ bool tcache_table_range(const tc_slot **lo, const tc_slot **hi);
 size_t tcache_keys_used(void);
 /* Threads registered now (they have used a pool and not exited). */
 size_t tcache_live_threads(void);
-/* The heap records of the calling thread's table (beside its slots):
- * heap k serves the pool whose key is k. */
+/* The calling thread's heap record for the pool whose key is key, once
+ * tcache_slot gave that pool's slot (which maps the record's chunk). */
 heap *tcache_heap(size_t key);
 void tcache_registry_lock(void);
 /* The fork child's registry: the forking thread only; caller holds the lock. */
