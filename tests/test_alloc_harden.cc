@@ -763,3 +763,73 @@ PKTEST_CHILD(DefaultUsableIsTheClass) {
 TEST(HardenedFrontEnd, DefaultModeKeepsItsClassesAndItsOrder) {
     EXPECT_CHILD_PASSES("DefaultUsableIsTheClass", {{"POOLKIT_HARDENED", "0"}, {"POOLKIT_DEBUG", "0"}});
 }
+
+/* ---- WARM: a freed guarded block's pages serve the next block its
+ * mapping holds, cleared, with no page fault (HARD_WARM_BYTES) ---- */
+
+/* Eight live guarded blocks of kGuarded bytes replaced in turn, each filled:
+ * the blocks made after the freed ones' mappings came round again (past
+ * the last freed, HARD_FREED_BLOCKS) fault in at most a page in eight,
+ * and every one reads zero before its fill. The pages given back at each
+ * free faulted in every page of every block. */
+PKTEST_CHILD(HardGuardedBlocksReplacedReusePages) {
+    const size_t live = 8, rounds = 400, warmup = 200, pages = kGuarded / page_size();
+    char *slot[live] = {};
+    long before = 0;
+    for (size_t r = 0; r < rounds; r++) {
+        if (r == warmup) before = minor_faults();
+        size_t i = r % live;
+        pk_free(slot[i]);
+        char *p = hide(pk_alloc(kGuarded));
+        CHILD_CHECK(p, "pk_alloc(%zu) failed", kGuarded);
+        for (size_t k = 0; k < kGuarded; k += 512)
+            CHILD_CHECK(p[k] == 0 && p[kGuarded - 1 - k] == 0, "round %zu: byte %zu of a new block not zero", r, k);
+        std::memset(p, 'w', kGuarded);
+        slot[i] = p;
+    }
+    long faults = minor_faults() - before;
+    for (char *p : slot) pk_free(p);
+    std::printf("%zu blocks of %zu KiB replaced: %ld page faults (%zu pages filled)\n", rounds - warmup,
+                kGuarded >> 10, faults, (rounds - warmup) * pages);
+    CHILD_CHECK(faults <= long((rounds - warmup) * pages / 8), "%ld page faults for %zu blocks of %zu pages", faults,
+                rounds - warmup, pages);
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, GuardedBlocksReplacedReuseTheFreedOnesPages) {
+    if (!faults_unwatched()) GTEST_SKIP() << "the tool's own mappings and page faults stand beside the blocks'";
+    EXPECT_CHILD_PASSES("HardGuardedBlocksReplacedReusePages", kHardened);
+}
+
+/* The freed blocks' pages kept resident go back once no guarded block was
+ * freed for the purge delay (on the next sweep, here a small block's slow
+ * path), and at pk_collect(1). */
+PKTEST_CHILD(HardWarmPagesGoBackWhenIdle) {
+    const size_t n = 64;
+    for (int how = 0; how < 2; how++) {
+        std::vector<char *> blocks;
+        for (size_t i = 0; i < n; i++) {
+            blocks.push_back(hide(pk_alloc(kGuarded)));
+            std::memset(blocks.back(), 'i', kGuarded);
+        }
+        for (char *p : blocks) pk_free(p);
+        size_t held = rss_bytes();
+        if (how == 0) {
+            usleep(150 * 1000); /* past POOLKIT_PURGE_DELAY_MS */
+            for (int i = 0; i < 2000; i++) pk_free(pk_alloc(size_t(1) << (4 + i % 12)));
+        } else {
+            pk_collect(1);
+        }
+        size_t after = rss_bytes();
+        std::printf("%s: resident %zu MiB -> %zu MiB\n", how ? "pk_collect(1)" : "idle", held >> 20, after >> 20);
+        CHILD_CHECK(held > after + n * kGuarded / 2, "%s: resident %zu -> %zu bytes with %zu freed blocks of %zu",
+                    how ? "pk_collect(1)" : "idle", held, after, n, kGuarded);
+    }
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, FreedBlocksPagesKeptResidentGoBackWhenIdle) {
+    if (!faults_unwatched()) GTEST_SKIP() << "resident size is the tool's too";
+    EXPECT_CHILD_PASSES("HardWarmPagesGoBackWhenIdle",
+                        {{"POOLKIT_HARDENED", "1"}, {"POOLKIT_DEBUG", "0"}, {"POOLKIT_PURGE_DELAY_MS", "50"}});
+}

@@ -1,6 +1,8 @@
 /* Pools: construct and destruct hooks (object caching), limits and reserves. */
 #include "support.h"
 
+#include <condition_variable>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -283,6 +285,91 @@ TEST(PoolReserve, ReservedObjectsNeedNoPageRequestOnAFreshThread) {
         free_all(p.get(), objs);
     });
     t.join();
+    EXPECT_EQ(requests, 0u) << "a new thread's first allocations asked for pages";
+}
+
+/* A thread's heap records come in chunks of keys (1,024 each) mapped as it
+ * first uses a pool of the chunk: a reserve maps the calling thread's, so
+ * that the allocations it promised ask for nothing. A pool whose key lies
+ * in a chunk this thread never used, its reserve, its allocations. */
+TEST(PoolReserve, ReservedObjectsNeedNoPageRequestInAPoolOfKeysTheThreadNeverUsed) {
+    const size_t chunk = 1024;
+    warm_up_thread();
+    std::vector<PoolPtr> many;
+    auto chunk_of = [&](pk_pool *p) { return (reinterpret_cast<uintptr_t>(p) >> 12 & 0xFFFF) / chunk; };
+    PoolPtr mine = make_pool(64);
+    pk_pool_free(mine.get(), pk_pool_alloc(mine.get()));
+    pk_pool *far = nullptr;
+    for (size_t i = 0; i < 2 * chunk + 8 && !far; i++) {
+        many.push_back(make_pool(64));
+        ASSERT_NE(many.back().get(), nullptr);
+        if (chunk_of(many.back().get()) != chunk_of(mine.get())) far = many.back().get();
+    }
+    ASSERT_NE(far, nullptr) << "no pool in another chunk of keys";
+    ASSERT_GE(pk_pool_reserve(far, 100), 100u);
+    unsigned long before = pk_fault_requests();
+    std::vector<void *> objs = alloc_n(far, 100);
+    EXPECT_EQ(pk_fault_requests() - before, 0u) << "allocations within a reserve asked for pages";
+    free_all(far, objs);
+}
+
+/* The promise holds for pools of every part of the key space: a thread's
+ * heap records come in chunks (1,024 keys each) mapped as it uses them,
+ * and the table kept ready for the next thread gets the chunks of the
+ * pools that exist when it is made, not only of those made after. Pools
+ * of two chunks, one reserve each; while a thread holds the ready table,
+ * a pool of the first chunk is made (the record of one destroyed: its
+ * key), which makes the next ready table, which a new thread takes. */
+TEST(PoolReserve, ReservedObjectsNeedNoPageRequestOnAFreshThreadForPoolsOfManyKeys) {
+    const size_t chunk = 1024;
+    std::vector<PoolPtr> many;
+    pk_pool *first = nullptr, *other = nullptr;
+    /* a pool's key is its handle's bits 12 to 27 (pool.h) */
+    auto chunk_of = [&](pk_pool *p) { return (reinterpret_cast<uintptr_t>(p) >> 12 & 0xFFFF) / chunk; };
+    for (size_t i = 0; i < 2 * chunk + 8 && !other; i++) {
+        many.push_back(make_pool(64));
+        ASSERT_NE(many.back().get(), nullptr);
+        if (!first) first = many.back().get();
+        else if (chunk_of(many.back().get()) != chunk_of(first)) other = many.back().get();
+    }
+    ASSERT_NE(other, nullptr) << "no two pools in different chunks of keys";
+    ASSERT_GE(pk_pool_reserve(first, 100), 100u);
+    ASSERT_GE(pk_pool_reserve(other, 100), 100u);
+    pk_pool *again = many[1].get();
+    ASSERT_EQ(chunk_of(again), chunk_of(first));
+    many[1].reset();
+    std::mutex m;
+    std::condition_variable cv;
+    bool registered = false, done = false;
+    pk_pool *reg = many[2].get(); /* not a reserved pool: the holder would take its slab */
+    std::thread holder([&] {
+        pk_pool_free(reg, pk_pool_alloc(reg)); /* takes the ready table */
+        std::unique_lock<std::mutex> l(m);
+        registered = true;
+        cv.notify_all();
+        cv.wait(l, [&] { return done; });
+    });
+    {
+        std::unique_lock<std::mutex> l(m);
+        cv.wait(l, [&] { return registered; });
+    }
+    PoolPtr last = make_pool(64); /* makes the next ready table */
+    EXPECT_EQ(chunk_of(last.get()), chunk_of(first)) << "the destroyed pool's record was not reused";
+    unsigned long requests = 0;
+    std::thread t([&] {
+        unsigned long before = pk_fault_requests();
+        std::vector<void *> a = alloc_n(first, 100), b = alloc_n(other, 100);
+        requests = pk_fault_requests() - before;
+        free_all(first, a);
+        free_all(other, b);
+    });
+    t.join();
+    {
+        std::lock_guard<std::mutex> l(m);
+        done = true;
+    }
+    cv.notify_all();
+    holder.join();
     EXPECT_EQ(requests, 0u) << "a new thread's first allocations asked for pages";
 }
 

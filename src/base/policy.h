@@ -695,6 +695,18 @@ static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
  * and no new block takes its addresses at once. */
 #define HARD_GUARDED_MIN ((size_t)64 << 10)
 #define HARD_FREED_BLOCKS 64
+/* A freed guarded block's pages stay resident, no-access all the same,
+ * while the freed blocks' so kept come to at most HARD_WARM_BYTES or the
+ * bytes of the large blocks live then, the more (at most as much again as
+ * the program holds, past the floor: a mapping waits HARD_FREED_BLOCKS
+ * frees before it serves again), and are cleared when the mapping serves
+ * the next guarded block. Given back at each free, they cost a program
+ * that replaces such blocks and fills them a page fault for every page of
+ * every block, where a fault costs more than the page's clearing
+ * (docs/design.md, "Guard pages"). Pages kept past the purge
+ * delay go back on the next sweep; the floor is what the default mode
+ * keeps of freed large blocks at least. */
+#define HARD_WARM_BYTES LARGE_KEEP_FLOOR
 /* A mapping that leaves the last freed waits, no-access whole, among the
  * last HARD_RECYCLED to leave, for a guarded block it holds with at most
  * as much again to spare (the block ends at its last guard page, the

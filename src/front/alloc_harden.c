@@ -473,6 +473,7 @@ void hard_setup(void (*guarded)(void (*fn)(void *), void *arg)) {
     run_guarded = guarded;
     hard_pattern_setup();
     crash_explain_with(explain_fault);
+    pool_sweep_with(large_warm_tick);
     for (size_t ci = 0; ci < PK__ALLOC_CLASSES; ci++) {
         size_t most = HARD_READY_BYTES / alloc_class_size(ci);
         ready_most[ci] = (unsigned char)(most < HARD_READY ? most : HARD_READY);

@@ -35,11 +35,16 @@
  * The hardened front end's guarded blocks (large_alloc_guarded) are
  * mappings of their own too, with a no-access page on each side and check
  * bytes in the last page's rest (alloc_checks.c, shared with the class
- * blocks); freed, they stay in the table, no-access with their pages given
- * back, until HARD_FREED_BLOCKS later frees, so a fault in one names it
+ * blocks); freed, they stay in the table, no-access, until
+ * HARD_FREED_BLOCKS later frees, so a fault in one names it
  * (large_explain_fault) and no block takes its addresses at once; then
  * the mapping waits among the recycled (HARD_RECYCLED) for the next
- * guarded block it holds, placed against its last guard page. They never
+ * guarded block it holds, placed against its last guard page. A freed
+ * block's pages stay resident (warm) within a bound (HARD_WARM_BYTES),
+ * else go back at its free; the next block a warm mapping
+ * holds is cleared over them (no page fault), and warm pages go back
+ * whole once no guarded block was freed for the purge delay (large_warm_tick,
+ * on the pools' sweeps). They never
  * go to the fits. realloc grows one in place within its mapping
  * (large_grow_guarded); past it, the block moves to a mapping with room
  * for half as much again (alloc.c), so a buffer grown a few bytes at a
@@ -68,6 +73,7 @@ typedef struct block {
     size_t size;    /* the bytes asked for; 0 for the others */
     void *caller;   /* who allocated it */
     bool freed;     /* freed, kept no-access among the last freed */
+    size_t warm;    /* freed: the bytes at its end still resident (HARD_WARM_BYTES), else 0 */
     unsigned char form; /* malloc, new or new[] (alloc.h's PK__FORM_*) */
 } block;
 _Static_assert(1 << GROW_ROOM_SHIFT == ALLOC_PER_DOUBLING, "policy.h: a mapping's room is the classes' step");
@@ -112,9 +118,14 @@ static size_t freed_next, freed_count;
 typedef struct guarded_span {
     char *base;
     size_t len;
+    size_t warm; /* the bytes before its last page still resident */
 } guarded_span;
 static guarded_span recycled[HARD_RECYCLED];
 static size_t recycled_n;
+/* The freed guarded blocks' bytes still resident, and when a guarded block
+ * was last freed (os_now_ms). Under the lock. */
+static size_t warm_bytes;
+static uint64_t warm_freed_ms;
 /* A guarded mapping unmapped: a guard the fewer (os_guard_room, counted
  * where one is mapped). */
 static void guarded_unmap(char *base, size_t len) {
@@ -146,6 +157,7 @@ static void entry_put(block *e, const block *b) {
     e->at = b->at;
     e->caller = b->caller;
     e->freed = b->freed;
+    e->warm = b->warm;
     e->form = b->form;
     __atomic_store_n(&e->len, b->len, __ATOMIC_RELEASE);
     __atomic_store_n(&e->size, b->size, __ATOMIC_RELEASE);
@@ -352,6 +364,7 @@ static bool recycled_take(size_t span, guarded_span *out) {
     }
     if (best == recycled_n) return false;
     *out = recycled[best];
+    warm_bytes -= out->warm;
     memmove(&recycled[best], &recycled[best + 1], (recycled_n - best - 1) * sizeof recycled[0]);
     recycled_n--;
     return true;
@@ -367,7 +380,13 @@ static char *guarded_map(size_t len, size_t span, size_t *mapped) {
     pthread_mutex_unlock(&large_lock);
     size_t page = os_page_size();
     if (reuse) {
-        if (os_protect_rw(r.base + r.len - page - len, len)) {
+        char *end = r.base + r.len - page;
+        if (os_protect_rw(end - len, len)) {
+            /* the pages the last block left resident: cleared where the
+             * block lies (zero, as fresh pages are), given back before it */
+            size_t clear = r.warm < len ? r.warm : len;
+            memset(end - clear, 0, clear);
+            if (r.warm > len) os_zero_pages(end - r.warm, r.warm - len);
             *mapped = r.len;
             return r.base;
         }
@@ -423,9 +442,11 @@ PK_COLD __attribute__((noreturn)) static void report_guarded_twice(const void *p
 }
 
 /* Guarded block b (its entry e, under the lock) freed: its check bytes
- * checked, its pages given back, no access left, the entry kept among the
- * last freed. The oldest of those leaves, its mapping to the recycled,
- * whose oldest leaves into *gone (to be unmapped), or gone->base is NULL. */
+ * checked (unless the caller did, moving its pages away), no access left,
+ * its pages kept resident (warm) within HARD_WARM_BYTES, else given back,
+ * the entry kept among the last freed. The oldest of those leaves, its
+ * mapping to the recycled, whose oldest leaves into *gone (to be
+ * unmapped), or gone->base is NULL. */
 static void free_guarded(block *e, block *gone, bool checked) {
     size_t len = guarded_room(e), first, last;
     gone->base = NULL;
@@ -444,7 +465,15 @@ static void free_guarded(block *e, block *gone, bool checked) {
         pthread_mutex_unlock(&large_lock);
         report_guarded_overflow(&copy, first, last);
     }
-    os_decommit((void *)e->ptr, len);
+    e->warm = 0;
+    size_t warm_most = bytes > HARD_WARM_BYTES ? bytes : HARD_WARM_BYTES;
+    if (!checked && warm_bytes + len <= warm_most && os_protect_none((void *)e->ptr, len)) {
+        e->warm = len;
+        warm_bytes += len;
+        warm_freed_ms = os_now_ms();
+    } else {
+        os_decommit((void *)e->ptr, len);
+    }
     e->freed = true;
     freed_count++; /* still live to the table's sizing until it leaves */
     bytes -= e->len;
@@ -458,14 +487,33 @@ static void free_guarded(block *e, block *gone, bool checked) {
         if (recycled_n == HARD_RECYCLED) {
             gone->base = recycled[0].base;
             gone->len = recycled[0].len;
+            warm_bytes -= recycled[0].warm;
             memmove(&recycled[0], &recycled[1], (HARD_RECYCLED - 1) * sizeof recycled[0]);
             recycled_n--;
         }
-        recycled[recycled_n++] = (guarded_span){o->base, o->len};
+        recycled[recycled_n++] = (guarded_span){o->base, o->len, o->warm};
         entry_gone(o);
         live--;
         freed_count--;
     }
+}
+
+void large_warm_tick(uint64_t now) {
+    pthread_mutex_lock(&large_lock);
+    if (warm_bytes && now >= warm_freed_ms && now - warm_freed_ms >= (uint64_t)options_purge_delay_ms()) {
+        for (size_t i = 0; i < HARD_FREED_BLOCKS; i++) {
+            block *b = freed_ring[i] ? find(freed_ring[i]) : NULL;
+            if (b && b->warm) os_zero_pages((void *)b->ptr, b->warm);
+            if (b) b->warm = 0;
+        }
+        for (size_t i = 0; i < recycled_n; i++) {
+            guarded_span *r = &recycled[i];
+            if (r->warm) os_zero_pages(r->base + r->len - os_page_size() - r->warm, r->warm);
+            r->warm = 0;
+        }
+        warm_bytes = 0;
+    }
+    pthread_mutex_unlock(&large_lock);
 }
 
 bool large_grow_guarded(void *ptr, size_t size) {

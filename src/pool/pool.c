@@ -328,6 +328,10 @@ static void record_retire(pk_pool *p) {
 }
 
 size_t pool_reserve(pk_pool *p, size_t n) {
+    /* the calling thread's heap record too, so that its next allocations
+     * ask the system for nothing (tcache.c maps a thread's heap records a
+     * chunk at a time, at its first use of a pool of the chunk) */
+    if (p->cached) tcache_prepare(p);
     uint64_t now = pool_purge_poll();
     pool_lock_for_use(p, now);
     size_t ready = central_reserve(p, n);

@@ -50,7 +50,10 @@ static void collect_one(pk_pool *p, void *arg) {
 size_t pk_collect(int force) {
     size_t bytes[2] = {0, force != 0};
     pk_pool_foreach(collect_one, bytes);
-    if (force) bytes[0] += pk_pool_release_cache();
+    if (force) {
+        bytes[0] += pk_pool_release_cache();
+        pool_sweep_release();
+    }
     else pool_purge_poll();
     return bytes[0];
 }

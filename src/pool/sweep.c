@@ -63,10 +63,21 @@ static void tick_one(pk_pool *p, void *arg) {
     POOL_VALIDATE(p);
 }
 
+static void (*sweep_also)(uint64_t now);
+
+void pool_sweep_with(void (*fn)(uint64_t now)) { __atomic_store_n(&sweep_also, fn, __ATOMIC_RELEASE); }
+
+void pool_sweep_release(void) {
+    void (*also)(uint64_t) = __atomic_load_n(&sweep_also, __ATOMIC_ACQUIRE);
+    if (also) also(UINT64_MAX);
+}
+
 /* Returns false when the pool list was busy (the pools not swept). */
 static bool sweep(uint64_t now) {
+    void (*also)(uint64_t) = __atomic_load_n(&sweep_also, __ATOMIC_ACQUIRE);
     os_retain_tick(now);
     region_tick(now);
+    if (also) also(now);
     return pools_try_each_shared(tick_one, &now);
 }
 

@@ -35,7 +35,10 @@
 
 _Static_assert(TABLE_KEYS == (size_t)1 << PK__KEY_BITS, "a handle's key bits index the whole table");
 
-#define HEAP_CHUNK 64
+/* Heap records a chunk (touched a page at a time): a program with fewer
+ * pools maps one chunk per thread, one with every key TABLE_KEYS /
+ * HEAP_CHUNK, few beside the system's cap on a process's mappings. */
+#define HEAP_CHUNK 1024
 #define DIR_OFF ((size_t)TABLE_KEYS * sizeof(tc_slot) + OWN_INDEX_BYTES)
 #define TABLE_BYTES (DIR_OFF + (size_t)TABLE_KEYS / HEAP_CHUNK * sizeof(heap *))
 _Static_assert(TABLE_KEYS % HEAP_CHUNK == 0, "the directory covers every key");
@@ -223,6 +226,10 @@ tc_slot *tcache_slot(pk_pool *p) {
         return NULL;
     if (unlikely(!heap_chunk_ready(p->key))) return NULL;
     return &tc_table[p->key];
+}
+
+void tcache_prepare(pk_pool *p) {
+    if (state == THREAD_LIVE) (void)heap_chunk_ready(p->key);
 }
 
 size_t tcache_keys_used(void) { return __atomic_load_n(&key_high, __ATOMIC_RELAXED); }

@@ -13,6 +13,11 @@ void tcache_detach(pk_pool *p);  /* forgets every thread's slot and heap for the
 /* The calling thread's slot for p, registering the thread and growing its
  * table on first use; NULL when the thread is exiting or out of memory. */
 tc_slot *tcache_slot(pk_pool *p);
+/* The calling thread's heap record for p mapped now, where the thread has
+ * a table (one it takes later comes with the records of the pools that
+ * exist then): pk_pool_reserve's, so that the calls it makes ready ask the
+ * system for nothing. */
+void tcache_prepare(pk_pool *p);
 /* The calling thread's table, [*lo, *hi); false when it has none. */
 bool tcache_table_range(const tc_slot **lo, const tc_slot **hi);
 /* Keys given out so far (every slot from there on was never set up); read
