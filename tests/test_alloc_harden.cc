@@ -833,3 +833,26 @@ TEST(HardenedFrontEnd, FreedBlocksPagesKeptResidentGoBackWhenIdle) {
     EXPECT_CHILD_PASSES("HardWarmPagesGoBackWhenIdle",
                         {{"POOLKIT_HARDENED", "1"}, {"POOLKIT_DEBUG", "0"}, {"POOLKIT_PURGE_DELAY_MS", "50"}});
 }
+
+/* With a purge delay of 0 nothing waits: a freed guarded block's pages go
+ * back at its free (no sweep runs to give them back later). */
+PKTEST_CHILD(HardWarmNoneWithDelayZero) {
+    const size_t n = 64;
+    std::vector<char *> blocks;
+    for (size_t i = 0; i < n; i++) {
+        blocks.push_back(hide(pk_alloc(kGuarded)));
+        std::memset(blocks.back(), 'z', kGuarded);
+    }
+    size_t held = rss_bytes();
+    for (char *p : blocks) pk_free(p);
+    size_t after = rss_bytes();
+    CHILD_CHECK(held > after + n * kGuarded / 2, "resident %zu -> %zu bytes at the frees of %zu blocks of %zu",
+                held, after, n, kGuarded);
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, WithAPurgeDelayOfZeroFreedBlocksPagesGoBackAtTheirFree) {
+    if (!faults_unwatched()) GTEST_SKIP() << "resident size is the tool's too";
+    EXPECT_CHILD_PASSES("HardWarmNoneWithDelayZero",
+                        {{"POOLKIT_HARDENED", "1"}, {"POOLKIT_DEBUG", "0"}, {"POOLKIT_PURGE_DELAY_MS", "0"}});
+}

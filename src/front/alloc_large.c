@@ -466,7 +466,8 @@ static void free_guarded(block *e, block *gone, bool checked) {
         report_guarded_overflow(&copy, first, last);
     }
     e->warm = 0;
-    size_t warm_most = bytes > HARD_WARM_BYTES ? bytes : HARD_WARM_BYTES;
+    /* with a purge delay of 0 nothing waits (no sweep would give it back) */
+    size_t warm_most = options_purge_delay_ms() == 0 ? 0 : bytes > HARD_WARM_BYTES ? bytes : HARD_WARM_BYTES;
     if (!checked && warm_bytes + len <= warm_most && os_protect_none((void *)e->ptr, len)) {
         e->warm = len;
         warm_bytes += len;

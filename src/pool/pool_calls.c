@@ -53,8 +53,9 @@ size_t pk_collect(int force) {
     if (force) {
         bytes[0] += pk_pool_release_cache();
         pool_sweep_release();
+    } else {
+        pool_purge_poll();
     }
-    else pool_purge_poll();
     return bytes[0];
 }
 
