@@ -85,10 +85,13 @@ static uintptr_t hint_take(size_t size, size_t align) {
     return start;
 }
 
-static void *map_at_hint(size_t size, size_t align) {
+/* size bytes offset past a multiple of align, at the hint, with prot and
+ * flags (beside private anonymous), or NULL where the system puts them
+ * elsewhere. */
+static void *map_at_hint(size_t size, size_t align, size_t offset, int prot, int flags) {
     if (sizeof(void *) < 8) return NULL;
-    void *want = (void *)hint_take(size, align);
-    void *p = mmap(want, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *want = (void *)(hint_take(offset + size, align) + offset);
+    void *p = mmap(want, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
     if (p == want) return p;
     if (p != MAP_FAILED) munmap(p, size);
     return NULL;
@@ -102,7 +105,7 @@ void *os_map(size_t size, size_t align) {
         return NULL;
     }
     if (align > page) {
-        void *p = map_at_hint(size, align);
+        void *p = map_at_hint(size, align, 0, PROT_READ | PROT_WRITE, 0);
         if (p) return p;
     }
     size_t span = size + (align > page ? align : 0);
@@ -128,12 +131,8 @@ void *os_reserve_at(size_t size, size_t align, size_t offset) {
     /* at the hint first: no more address space than the request, even for
      * a moment (a limit on it, RLIMIT_AS, counts every byte mapped), where
      * mapping size + align and trimming it would ask for twice as much */
-    if (sizeof(void *) == 8) {
-        void *want = (void *)(hint_take(offset + size, align) + offset);
-        void *p = mmap(want, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == want) return p;
-        if (p != MAP_FAILED) munmap(p, size);
-    }
+    void *hinted = map_at_hint(size, align, offset, PROT_NONE, MAP_NORESERVE);
+    if (hinted) return hinted;
     size_t span = size + align;
     if (span < size) {
         errno = ENOMEM;

@@ -73,7 +73,7 @@ typedef struct block {
     size_t size;    /* the bytes asked for; 0 for the others */
     void *caller;   /* who allocated it */
     bool freed;     /* freed, kept no-access among the last freed */
-    size_t warm;    /* freed: the bytes at its end still resident (HARD_WARM_BYTES), else 0 */
+    bool warm;      /* freed, its pages still resident (HARD_WARM_BYTES) */
     unsigned char form; /* malloc, new or new[] (alloc.h's PK__FORM_*) */
 } block;
 _Static_assert(1 << GROW_ROOM_SHIFT == ALLOC_PER_DOUBLING, "policy.h: a mapping's room is the classes' step");
@@ -465,11 +465,11 @@ static void free_guarded(block *e, block *gone, bool checked) {
         pthread_mutex_unlock(&large_lock);
         report_guarded_overflow(&copy, first, last);
     }
-    e->warm = 0;
+    e->warm = false;
     /* with a purge delay of 0 nothing waits (no sweep would give it back) */
     size_t warm_most = options_purge_delay_ms() == 0 ? 0 : bytes > HARD_WARM_BYTES ? bytes : HARD_WARM_BYTES;
     if (!checked && warm_bytes + len <= warm_most && os_protect_none((void *)e->ptr, len)) {
-        e->warm = len;
+        e->warm = true;
         warm_bytes += len;
         warm_freed_ms = os_now_ms();
     } else {
@@ -492,7 +492,7 @@ static void free_guarded(block *e, block *gone, bool checked) {
             memmove(&recycled[0], &recycled[1], (HARD_RECYCLED - 1) * sizeof recycled[0]);
             recycled_n--;
         }
-        recycled[recycled_n++] = (guarded_span){o->base, o->len, o->warm};
+        recycled[recycled_n++] = (guarded_span){o->base, o->len, o->warm ? guarded_room(o) : 0};
         entry_gone(o);
         live--;
         freed_count--;
@@ -504,8 +504,8 @@ void large_warm_tick(uint64_t now) {
     if (warm_bytes && now >= warm_freed_ms && now - warm_freed_ms >= (uint64_t)options_purge_delay_ms()) {
         for (size_t i = 0; i < HARD_FREED_BLOCKS; i++) {
             block *b = freed_ring[i] ? find(freed_ring[i]) : NULL;
-            if (b && b->warm) os_zero_pages((void *)b->ptr, b->warm);
-            if (b) b->warm = 0;
+            if (b && b->warm) os_zero_pages((void *)b->ptr, guarded_room(b));
+            if (b) b->warm = false;
         }
         for (size_t i = 0; i < recycled_n; i++) {
             guarded_span *r = &recycled[i];

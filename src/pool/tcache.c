@@ -78,23 +78,26 @@ void tcache_registry_lock(void) { pthread_mutex_lock(&registry); }
 void tcache_registry_unlock(void) { pthread_mutex_unlock(&registry); }
 
 static void rec_stock(void);
-static heap **heap_dir(tc_slot *table);
-static size_t heap_chunk_bytes(void);
 
-/* The stock table's chunk of heap records for key, so that the thread
- * that takes the table asks the system for nothing for the pools that
- * exist when it does (pk_pool_reserve's promise). Caller holds the
- * registry lock. */
-static void stock_chunk(size_t key) {
-    heap **d = &heap_dir(stock)[key / HEAP_CHUNK];
-    if (!*d) *d = os_map(heap_chunk_bytes(), 0);
+static heap **heap_dir(tc_slot *table) { return (heap **)((char *)table + DIR_OFF); }
+static size_t heap_chunk_bytes(void) { return align_up(HEAP_CHUNK * sizeof(heap), os_page_size()); }
+
+/* The chunk of table's heap records that holds key's mapped: the calling
+ * thread's own table (no lock), or the stock, under the registry lock, so
+ * that the thread that takes it asks the system for nothing for the pools
+ * that exist when it does (pk_pool_reserve's promise). */
+static bool heap_chunk_ready(tc_slot *table, size_t key) {
+    heap **d = &heap_dir(table)[key / HEAP_CHUNK];
+    if (likely(*d != NULL)) return true;
+    *d = os_map(heap_chunk_bytes(), 0);
+    return *d != NULL;
 }
 
 /* Caller holds the registry lock. */
 static void table_stock(void) {
     if (stock || !(stock = os_map(TABLE_BYTES, 0))) return;
     for (size_t k = 1; k < key_high; k++)
-        if (key_pool[k]) stock_chunk(k);
+        if (key_pool[k]) (void)heap_chunk_ready(stock, k);
 }
 
 /* What a thread's exit does with each of its heaps (the heap layer's, given
@@ -108,7 +111,7 @@ void tcache_attach(pk_pool *p, void (*on_exit)(pk_pool *p, tc_slot *c)) {
     rec_stock(); /* so the next thread to use a pool need not map a page */
     table_stock();
     key_pool[p->key] = p;
-    if (stock) stock_chunk(p->key);
+    if (stock) (void)heap_chunk_ready(stock, p->key);
     if (p->key >= key_high) __atomic_store_n(&key_high, p->key + 1, __ATOMIC_RELAXED); /* the fault handler reads it */
     pthread_mutex_unlock(&registry);
 }
@@ -120,19 +123,7 @@ void tcache_detach(pk_pool *p) {
     p->cached = false;
 }
 
-static heap **heap_dir(tc_slot *table) { return (heap **)((char *)table + DIR_OFF); }
-static size_t heap_chunk_bytes(void) { return align_up(HEAP_CHUNK * sizeof(heap), os_page_size()); }
-
 heap *tcache_heap(size_t key) { return heap_dir(tc_table)[key / HEAP_CHUNK] + key % HEAP_CHUNK; }
-
-/* The chunk of the calling thread's heap records that holds key's mapped
- * (the table is the thread's own: no lock). */
-static bool heap_chunk_ready(size_t key) {
-    heap **d = &heap_dir(tc_table)[key / HEAP_CHUNK];
-    if (likely(*d != NULL)) return true;
-    *d = os_map(heap_chunk_bytes(), 0);
-    return *d != NULL;
-}
 
 /* A table and its heap records back to the system. */
 static void table_unmap(tc_slot *table) {
@@ -224,12 +215,12 @@ static bool thread_register(void) {
 tc_slot *tcache_slot(pk_pool *p) {
     if (unlikely(state != THREAD_LIVE) && (state == THREAD_EXITING || !thread_register()))
         return NULL;
-    if (unlikely(!heap_chunk_ready(p->key))) return NULL;
+    if (unlikely(!heap_chunk_ready(tc_table, p->key))) return NULL;
     return &tc_table[p->key];
 }
 
 void tcache_prepare(pk_pool *p) {
-    if (state == THREAD_LIVE) (void)heap_chunk_ready(p->key);
+    if (state == THREAD_LIVE) (void)heap_chunk_ready(tc_table, p->key);
 }
 
 size_t tcache_keys_used(void) { return __atomic_load_n(&key_high, __ATOMIC_RELAXED); }
