@@ -177,6 +177,24 @@ inline bool aligned_to(const void *p, size_t a) {
     return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0;
 }
 
+/* The front end's classes as <poolkit/alloc.h> describes them, computed
+ * here independently: 8, 16 to 128 by 16, then four per doubling up to
+ * PK_ALLOC_CLASS_MAX (test_alloc.cc checks them against the library). */
+inline std::vector<size_t> alloc_classes() {
+    std::vector<size_t> c = {8};
+    for (size_t s = 16; s <= 128; s += 16) c.push_back(s);
+    for (size_t b = 128; b < PK_ALLOC_CLASS_MAX; b *= 2)
+        for (size_t k = 5; k <= 8; k++) c.push_back(b / 4 * k);
+    return c;
+}
+
+/* The smallest class that holds size, or 0 past the classes. */
+inline size_t alloc_class_for(size_t size) {
+    for (size_t c : alloc_classes())
+        if (c >= size) return c;
+    return 0;
+}
+
 inline std::string ptr_str(const void *p) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%p", p);

@@ -34,22 +34,6 @@ using namespace pktest;
 
 namespace {
 
-/* The classes as the header describes them, computed here independently:
- * 8, 16 to 128 by 16, then four per doubling up to PK_ALLOC_CLASS_MAX. */
-std::vector<size_t> expected_classes() {
-    std::vector<size_t> c = {8};
-    for (size_t s = 16; s <= 128; s += 16) c.push_back(s);
-    for (size_t b = 128; b < PK_ALLOC_CLASS_MAX; b *= 2)
-        for (size_t k = 5; k <= 8; k++) c.push_back(b / 4 * k);
-    return c;
-}
-
-size_t expected_class(size_t size) {
-    for (size_t c : expected_classes())
-        if (c >= size) return c;
-    return 0;
-}
-
 std::string report_text(unsigned flags) {
     char *buf = nullptr;
     size_t len = 0;
@@ -62,19 +46,19 @@ std::string report_text(unsigned flags) {
 }
 
 TEST(AllocClasses, ThereAreAsManyAsTheHeaderSays) {
-    EXPECT_EQ(expected_classes().size(), static_cast<size_t>(PK__ALLOC_CLASSES));
-    EXPECT_EQ(expected_classes().back(), PK_ALLOC_CLASS_MAX);
+    EXPECT_EQ(alloc_classes().size(), static_cast<size_t>(PK__ALLOC_CLASSES));
+    EXPECT_EQ(alloc_classes().back(), PK_ALLOC_CLASS_MAX);
 }
 
 TEST(AllocClasses, EverySizeGetsTheSmallestClassThatHoldsIt) {
     /* every size up to 8 KiB, then a spread of sizes on and beside each class edge */
     std::vector<size_t> sizes;
     for (size_t s = 0; s <= 8192; s++) sizes.push_back(s);
-    for (size_t c : expected_classes())
+    for (size_t c : alloc_classes())
         for (size_t d : {c - 1, c, c + 1})
             if (d > 8192 && d <= PK_ALLOC_CLASS_MAX) sizes.push_back(d);
     for (size_t s : sizes) {
-        size_t want = expected_class(s ? s : 1);
+        size_t want = alloc_class_for(s ? s : 1);
         ASSERT_EQ(pk_good_size(s), want) << "size " << s;
         void *p = pk_alloc(s);
         ASSERT_NE(p, nullptr) << "size " << s;

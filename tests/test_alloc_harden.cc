@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include <limits.h>
+#include <pthread.h>
 #include <sys/resource.h>
 
 using namespace pktest;
@@ -457,6 +459,46 @@ TEST(HardenedFrontEnd, AReadOrWriteOfASizeZeroBlockFaultsAndIsNamed) {
     expect_report("HardWriteOfACallocSizeZeroBlock", "size-0 block used", "a block of size 0");
 }
 
+/* Blocks of size 0 are addresses of a reservation, taken in turn: past
+ * its end they wrap, and skip the addresses of blocks still live (C's
+ * malloc(0) and C++'s new of 0 bytes give a unique pointer each). */
+PKTEST_CHILD(HardSizeZeroBlocksStayUnique) {
+    void *kept[3] = {pk_alloc(0), pk_alloc(0), nullptr};
+    void *first = pk_alloc(0);
+    pk_free(first);
+    kept[2] = pk_alloc(0);
+    /* the reservation's addresses, each block 16 bytes apart */
+    size_t lap = (size_t(64) << 20) / 16;
+    bool wrapped = false;
+    for (size_t i = 0; i < lap + 16; i++) {
+        void *z = pk_alloc(0);
+        CHILD_CHECK(z != nullptr, "pk_alloc(0) failed at %zu", i);
+        for (void *k : kept) CHILD_CHECK(z != k, "pk_alloc(0) #%zu gave %p, a live block's address", i, z);
+        wrapped |= z == first;
+        pk_free(z);
+    }
+    CHILD_CHECK(wrapped, "the addresses did not wrap (a lap of %zu)", lap);
+    for (void *k : kept) pk_free(k);
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, BlocksOfSizeZeroStayUniqueWhileTheyLive) {
+    if (slow_tool()) GTEST_SKIP() << "four million calls, slow under the tool (the plain build runs it)";
+    EXPECT_CHILD_PASSES("HardSizeZeroBlocksStayUnique", kHardened);
+}
+
+PKTEST_CHILD(HardSizeZeroDoubleFree) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    char *z = hide(pk_alloc(0)), *stale = hide(z);
+    pk_free(z);
+    pk_free(stale);
+    return no_report();
+}
+
+TEST(HardenedFrontEnd, ABlockOfSizeZeroFreedTwiceIsReported) {
+    expect_report("HardSizeZeroDoubleFree", "double free", "a block of size 0 freed already");
+}
+
 TEST(HardenedFrontEnd, AnOverflowOfALargeBlockFaultsAtItsGuardAndIsNamed) {
     if (!faults_unwatched()) GTEST_SKIP() << "a tool's own fault handler stands first";
     expect_report("HardGuardedOverflow", "buffer overflow", "0 bytes past the 262144-byte block");
@@ -672,16 +714,70 @@ TEST(HardenedFrontEnd, TheFirstBlockOfASlabIsCheckedAgainstItsLeadNotTheSlabBefo
 
 /* ---- memory: a slab whose blocks all came home empties ---- */
 
-static void add_slabs(pk_pool *pool, void *arg) {
+/* A field of pk_pool_stats summed over every pool. */
+struct PoolsSum {
+    size_t pk_pool_stats::*field;
+    size_t n;
+};
+
+static void add_field(pk_pool *pool, void *arg) {
     pk_pool_stats st;
     pk_pool_stats_get(pool, &st);
-    *static_cast<size_t *>(arg) += st.slabs;
+    auto *sum = static_cast<PoolsSum *>(arg);
+    sum->n += st.*sum->field;
 }
 
-static size_t slabs_now() {
-    size_t n = 0;
-    pk_pool_foreach(add_slabs, &n);
-    return n;
+static size_t pools_sum(size_t pk_pool_stats::*field) {
+    PoolsSum sum = {field, 0};
+    pk_pool_foreach(add_field, &sum);
+    return sum.n;
+}
+
+static size_t slabs_now() { return pools_sum(&pk_pool_stats::slabs); }
+
+static size_t live_now() { return pools_sum(&pk_pool_stats::live); }
+
+/* A thread's block freed in its key destructors' last round: what the C
+ * library does with blocks of its own once the destructors are done (a
+ * thread's TLS of other threads' modules). */
+struct LateFree {
+    pthread_key_t key;
+    int rounds = 0;
+    void *block = nullptr;
+};
+
+static void late_free(void *arg) {
+    auto *f = static_cast<LateFree *>(arg);
+    if (++f->rounds < PTHREAD_DESTRUCTOR_ITERATIONS) {
+        pthread_setspecific(f->key, f); /* another round */
+        return;
+    }
+    pk_free(f->block);
+}
+
+PKTEST_CHILD(HardFreesPastTheLastDestructorRound) {
+    pk_free(pk_alloc(64)); /* the front end set up, its key made before the test's */
+    pthread_key_t key;
+    CHILD_CHECK(pthread_key_create(&key, late_free) == 0, "no key");
+    size_t before = live_now();
+    for (int t = 0; t < 200; t++) {
+        LateFree f;
+        f.key = key;
+        std::thread([&f] {
+            pk_free(pk_alloc(64)); /* the thread's queues made */
+            f.block = pk_alloc(64);
+            pthread_setspecific(f.key, &f);
+        }).join();
+        CHILD_CHECK(f.rounds == PTHREAD_DESTRUCTOR_ITERATIONS, "%d destructor rounds", f.rounds);
+    }
+    size_t after = live_now();
+    CHILD_CHECK(after <= before + 8, "live blocks %zu -> %zu over 200 threads that freed one each at their exit",
+                before, after);
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, ABlockFreedPastAThreadsLastDestructorRoundGoesBack) {
+    EXPECT_CHILD_PASSES("HardFreesPastTheLastDestructorRound", kHardened);
 }
 
 /* mstress's shape: the main thread and a thread that comes and goes each
@@ -730,6 +826,28 @@ PKTEST_CHILD(HardGenerationsBesideALongLivedThread) {
 TEST(HardenedFrontEnd, ALongLivedThreadBesideThreadsThatComeAndGoKeepsTheSlabCountBounded) {
     EXPECT_CHILD_PASSES("HardGenerationsBesideALongLivedThread", kHardened);
 }
+
+/* What pk_good_size says a block of n bytes makes usable, it does: the
+ * check bytes start past it, so writing all of it is no overflow, at every
+ * size up to past the class pools and at sizes mapped alone. */
+PKTEST_CHILD(HardGoodSizeIsUsable) {
+    std::vector<size_t> sizes;
+    for (size_t n = 0; n <= 4200; n++) sizes.push_back(n);
+    for (size_t c : alloc_classes())
+        for (size_t d : {c - 1, c, c + 1}) sizes.push_back(d);
+    for (size_t n : {size_t(100000), size_t(1) << 20, (size_t(5) << 20) + 3}) sizes.push_back(n);
+    for (size_t n : sizes) {
+        size_t good = pk_good_size(n);
+        char *p = hide(static_cast<char *>(pk_alloc(n)));
+        CHILD_CHECK(p != nullptr, "pk_alloc(%zu) failed", n);
+        CHILD_CHECK(pk_usable_size(p) == good, "pk_alloc(%zu): usable %zu, good size %zu", n, pk_usable_size(p), good);
+        std::memset(p, 'g', good);
+        pk_free(p); /* reports an overflow past the usable bytes */
+    }
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, GoodSizeIsWhatABlockMakesUsable) { EXPECT_CHILD_PASSES("HardGoodSizeIsUsable", kHardened); }
 
 PKTEST_CHILD(HardAndDebugBlocks) {
     for (size_t n : {size_t(8), size_t(100), size_t(4096)}) {

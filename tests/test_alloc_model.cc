@@ -153,7 +153,7 @@ class AllocModel {
             if (p) want[p]++;
             else if (!hardened_ || e.second.size != 0 || e.second.align > 16) large++;
         }
-        for (size_t s = 8; s <= PK_ALLOC_CLASS_MAX; s = pk_good_size(s + 1)) {
+        for (size_t s : alloc_classes()) {
             void *probe = pk_alloc(s);
             pk_pool *p = pk_pool_owner(probe);
             pk_free(probe);
@@ -165,7 +165,6 @@ class AllocModel {
             } else {
                 ASSERT_EQ(st.live, want[p]) << where() << ": class " << s << " counts " << st.live << " live";
             }
-            if (s == PK_ALLOC_CLASS_MAX) break;
         }
         ASSERT_EQ(mapped_blocks(), large) << where() << ": mapped blocks";
     }

@@ -401,6 +401,33 @@ TEST(PoolReserve, ReturnsHowManyObjectsAreReadyNow) {
     EXPECT_GE(pk_pool_reserve(p.get(), 0), first);
 }
 
+/* A pool with a limit: what a reserve says is ready is what allocations
+ * can still have, not the free slots its slabs hold past the limit. */
+TEST(PoolReserve, APoolAtItsLimitHasNothingReady) {
+    pk_pool_config c = make_config(64, 0, 0, "limited");
+    c.limit = 10;
+    PoolPtr p = make_pool(c);
+    std::vector<void *> objs = alloc_n(p.get(), 6);
+    ASSERT_EQ(objs.size(), 6u);
+    errno = 0;
+    EXPECT_EQ(pk_pool_reserve(p.get(), 3), 4u) << "the limit leaves room for 4";
+    EXPECT_EQ(errno, 0);
+    errno = 0;
+    EXPECT_EQ(pk_pool_reserve(p.get(), 5), 4u);
+    EXPECT_EQ(errno, ENOMEM);
+    std::vector<void *> more = alloc_n(p.get(), 4);
+    ASSERT_EQ(more.size(), 4u);
+    errno = 0;
+    EXPECT_EQ(pk_pool_reserve(p.get(), 1), 0u);
+    EXPECT_EQ(errno, ENOMEM);
+    errno = 0;
+    EXPECT_EQ(pk_pool_alloc(p.get()), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    free_all(p.get(), more);
+    EXPECT_EQ(pk_pool_reserve(p.get(), 4), 4u);
+    free_all(p.get(), objs);
+}
+
 TEST(PoolReserve, ReservedMemoryIsCountedInBytesReserved) {
     PoolPtr p = make_pool(256);
     size_t before = stats_of(p.get()).bytes_reserved;

@@ -459,6 +459,48 @@ TEST(BigObjects, TrimGivesBackEveryFreedMiBObject) {
  * destroy
  * ==================================================================== */
 
+/* Slabs come and go at new addresses (a big object's slab is a mapping of
+ * its own, and the system or the hint places the next one elsewhere): the
+ * address map's pages that described them go back with them, so a program
+ * that makes and destroys pools of big objects for long, or gives its
+ * blocks back at every phase (malloc_trim), stays the size it was: within
+ * 4 MiB over `rounds` of fn after `warm` of them. */
+template <class Fn> void expect_resident_flat(int warm, int rounds, Fn fn) {
+    if (running_under_valgrind() || PKTEST_ASAN || PKTEST_TSAN) GTEST_SKIP() << "resident size is the tool's here";
+    for (int r = 0; r < warm; r++) ASSERT_NO_FATAL_FAILURE(fn());
+    size_t before = rss_bytes();
+    if (before == 0) GTEST_SKIP() << "no /proc/self/status";
+    for (int r = 0; r < rounds; r++) ASSERT_NO_FATAL_FAILURE(fn());
+    size_t after = rss_bytes();
+    EXPECT_LT(after, before + (size_t(4) << 20)) << "resident " << before << " -> " << after << " bytes";
+}
+
+TEST(PoolDestroy, PoolsOfBigObjectsMadeAndDestroyedForLongKeepTheResidentSize) {
+    std::vector<void *> objs(64);
+    expect_resident_flat(50, 400, [&] {
+        PoolPtr p = make_pool(size_t(1) << 20);
+        for (void *&o : objs) {
+            o = pk_pool_alloc(p.get());
+            ASSERT_NE(o, nullptr);
+            std::memset(o, 1, 64);
+        }
+        for (void *o : objs) pk_pool_free(p.get(), o);
+    });
+}
+
+TEST(PoolDestroy, BlocksGivenBackAtEveryPhaseKeepTheResidentSize) {
+    std::vector<void *> blocks(320);
+    expect_resident_flat(30, 300, [&] {
+        for (void *&b : blocks) {
+            b = pk_alloc(200000);
+            ASSERT_NE(b, nullptr);
+            std::memset(b, 1, 64);
+        }
+        for (void *b : blocks) pk_free(b);
+        pk_collect(1); /* what malloc_trim does */
+    });
+}
+
 TEST(PoolDestroy, WithLiveObjectsReportsAWarningNamingThePoolAndCount) {
     ErrorCapture errors;
     PoolPtr p = make_pool(64, 0, 0, "leaking_pool");

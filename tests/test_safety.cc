@@ -1466,3 +1466,26 @@ TEST_F(SafetyEnvDeathTest, AutoreleaseWithNoPoolIsReportedWithTheClass) {
         },
         ::testing::ExitedWithCode(0), "");
 }
+
+/* Scratch memory with no pool pushed: the warning names the memory handed
+ * out, as the autorelease's names the object. */
+TEST_F(SafetyEnvDeathTest, ScratchMemoryWithNoPoolIsReportedWithItsAddress) {
+    EXPECT_EXIT(
+        {
+            ErrorCapture cap;
+            void *mem = nullptr;
+            std::thread th([&] { mem = pk_scratch(64); }); /* given back at exit */
+            th.join();
+            std::vector<RecordedError> errs = cap.errors();
+            bool found = false;
+            for (const RecordedError &e : errs)
+                found |= e.severity == PK_WARNING && e.what == "autorelease with no pool" && mem &&
+                         e.ptr == mem && e.message.find(ptr_str(mem)) != std::string::npos;
+            if (!found) {
+                std::fprintf(stderr, "no warning naming %p among %zu reports\n", mem, errs.size());
+                std::exit(2);
+            }
+            std::exit(0);
+        },
+        ::testing::ExitedWithCode(0), "");
+}

@@ -152,7 +152,9 @@ PK_API PK__FREED_BY_PK PK__ATTR_ALIGN(2) PK__ATTR_SIZE(3) void *pk_realloc_align
 
 /* The bytes pk_alloc(size) makes usable: size's class, or for a size over
  * PK_ALLOC_CLASS_MAX its page-rounded length (SQLite's xRoundup asks this);
- * 0 when no block of that size can exist. Never allocates. */
+ * in hardened mode (POOLKIT_HARDENED=1) size itself, since check bytes
+ * follow each block's requested bytes; 0 when no block of that size can
+ * exist. Never allocates. */
 PK_API size_t pk_good_size(size_t size);
 
 /* The bytes usable at ptr (at least the size asked for: its class's size,

@@ -272,9 +272,11 @@ PK_API int pk_set_background_purge(int on);
  * freed by a thread into a slab its heap does not own (exact for a pure
  * producer/consumer pair); a slab of a thread that exited, once a thread
  * freeing into it has taken it over, is that thread's own, and its frees
- * into it are not remote. peak_live is the most objects out at once as
- * estimated at each refill (and every 64 remote frees of a thread that only
- * frees), never less than live. */
+ * into it are not remote. Pools without thread heaps (debug pools, pools
+ * with a limit) own no slab per thread and count no remote frees: 0.
+ * peak_live is the most objects out at once as estimated at each refill
+ * (and every 64 remote frees of a thread that only frees), never less
+ * than live. */
 PK_API void pk_pool_stats_get(pk_pool *pool, pk_pool_stats *out);
 
 /* Calls fn on each live object, in address order within a slab. No other

@@ -39,6 +39,7 @@
 
 #include <errno.h>
 #include <stdalign.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct chunk {
@@ -54,7 +55,25 @@ struct pk_arena {
     chunk *spare;      /* freed normal chunks kept for reuse (the spare list), or NULL */
     size_t chunk_size; /* normal chunk size: a multiple of the page size */
     size_t big_bytes;  /* bytes of the chunks of their own (oversized) in the list */
+    uintptr_t live;    /* live_word(a) while the arena lives; 0 once destroyed */
 };
+
+/* The arena's word while it lives, keyed by its address, so that a handle
+ * destroyed already (its chunk kept for the next arena, still mapped) or
+ * one that is no arena is reported, not freed twice: a second destroy put
+ * the home chunk among the kept mappings twice, and two later arenas got
+ * the same memory. */
+static uintptr_t live_word(const pk_arena *a) { return (uintptr_t)a ^ (uintptr_t)0x9e3779b97f4a7c15u; }
+
+static PK_COLD PK_NOINLINE void report_dead(const pk_arena *a, const char *call) {
+    error_report(PK_FATAL, "arena used after destroy", NULL, a,
+                 "%s on arena %p, which was destroyed (or is not an arena)", call, (const void *)a);
+    abort(); /* error_report never returns from a fatal report */
+}
+
+static inline void check_live(const pk_arena *a, const char *call) {
+    if (unlikely(a->live != live_word(a))) report_dead(a, call);
+}
 
 /* Every arena's chunks, for pk_stats_get from any thread: moved only where
  * chunks come and go, never on an allocation. */
@@ -155,6 +174,7 @@ pk_arena *pk_arena_create(size_t chunk_size) {
     a->spare = NULL;
     a->chunk_size = chunk_size;
     a->big_bytes = 0;
+    a->live = live_word(a);
     make_current(a, home, CHUNK_HDR);
     account(1, (long)chunk_size);
     return a;
@@ -177,10 +197,16 @@ static size_t retain_chunks(const pk_arena *a, chunk *c, chunk *stop) {
 
 void pk_arena_destroy(pk_arena *arena) {
     if (!arena) return;
+    check_live(arena, "pk_arena_destroy");
     pool_purge_poll(); /* a call that reaches the library: idle memory goes first */
     chunk *home = home_of(arena);
     size_t bytes = home->size + retain_chunks(arena, arena->spare, NULL) + retain_chunks(arena, arena->cur, home);
     account(-1, -(long)bytes);
+    /* no room and no chunk: the inline paths of a call on the destroyed
+     * handle fail their checks and reach the slow ones, which report it */
+    arena->live = 0;
+    arena->ptr = arena->end = NULL;
+    arena->cur = NULL;
     os_unmap_later(home, home->size, os_page_size()); /* last: the arena lives in it */
 }
 
@@ -237,6 +263,7 @@ static bool grow(pk_arena *a, size_t size, size_t align) {
 }
 
 static PK_NOINLINE void *alloc_slow(pk_arena *a, size_t size, size_t align) {
+    check_live(a, "pk_arena_alloc");
     if (unlikely(!is_pow2(align))) {
         errno = EINVAL;
         return NULL;
@@ -278,6 +305,7 @@ static PK_COLD void bad_mark(pk_arena *a, pk_arena_mark m, const char *why) {
  * freeing anything, so that a reported mark leaves the arena as it was. The
  * walk is O(chunks), which the chunks freed here pay for anyway. */
 static PK_NOINLINE void rewind_slow(pk_arena *a, pk_arena_mark m) {
+    check_live(a, "pk_arena_rewind");
     chunk *c = a->cur;
     if (m.chunk == c) {
         bad_mark(a, m, "it is past the arena's position in its chunk (rewound past, or reset?)");
@@ -315,6 +343,7 @@ void pk_arena_rewind(pk_arena *arena, pk_arena_mark mark) {
  * of normal size, as large as any other chunk that could be kept. The others
  * go to the spare list (oversized ones back to the system). */
 void pk_arena_reset(pk_arena *arena) {
+    check_live(arena, "pk_arena_reset");
     chunk *home = home_of(arena);
     uint64_t now = os_now_ms();
     fit_bound bound = big_bound(arena);
@@ -327,6 +356,7 @@ void pk_arena_reset(pk_arena *arena) {
 }
 
 void pk_arena_stats_get(pk_arena *arena, pk_arena_stats *out) {
+    check_live(arena, "pk_arena_stats_get");
     memset(out, 0, sizeof *out);
     for (chunk *c = arena->cur; c; c = c->prev) {
         out->bytes_used += c == arena->cur ? (size_t)(arena->ptr - (char *)c) : c->top;

@@ -176,8 +176,8 @@ void *os_map_reuse(size_t size, size_t align);
 /* The same, a fresh mapping at want if the system grants it. */
 void *os_map_reuse_near(void *want, size_t size, size_t align);
 /* Keeps the mapping for reuse until the purge delay passes (within
- * RETAIN_BYTES), or unmaps it now. */
-void os_unmap_later(void *p, size_t size, size_t align);
+ * RETAIN_BYTES), or unmaps it now; whether it kept it. */
+bool os_unmap_later(void *p, size_t size, size_t align);
 /* size bytes (a multiple of the page size), page-aligned: part of a freed
  * large block's mapping kept by os_unmap_later_fit (not zero), or one
  * grown to size, or a fresh one from os_map. NULL with errno ENOMEM. */

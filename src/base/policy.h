@@ -718,8 +718,9 @@ static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
  * than they did: only after HARD_FREED_BLOCKS later frees. */
 #define HARD_RECYCLED 16
 /* Hardened blocks of size 0 point into a no-access reservation of
- * HARD_ZERO_BYTES, a distinct address each (every HARD_ZERO_STEP bytes)
- * until it wraps: any read or write of one faults. */
+ * HARD_ZERO_BYTES, every HARD_ZERO_STEP bytes: any read or write of one
+ * faults. Each address is handed out again only once its block is freed
+ * (alloc_harden.c keeps a bit per address), so a live block's is unique. */
 #define HARD_ZERO_BYTES ((size_t)64 << 20)
 #define HARD_ZERO_STEP ((size_t)16)
 

@@ -432,7 +432,7 @@ PK_COLD __attribute__((noreturn)) static void report_foreign(const char *call, c
 /* A pointer that is no class pool's object: a mapped block, the bootstrap
  * buffer's (never reused), or a fault. */
 static void free_other(void *ptr, const pk_pool *p, const char *call) {
-    if (boot_owns(ptr) || hard_zero_owns(ptr)) return;
+    if (boot_owns(ptr) || hard_zero_free(ptr, call)) return;
     if (large_free(ptr)) {
         large_poll();
         return;
@@ -628,6 +628,15 @@ void alloc_free_missed(pk_pool *p, void *ptr, pk__link *c, uintptr_t cur) {
     class_free(p, ptr, __builtin_return_address(0));
 }
 
+/* size's class, or past the classes its page-rounded length (0 for none):
+ * the room a default-mode block of size bytes has, and a heap pool's object
+ * size in either mode. */
+static size_t class_rounded(size_t size) {
+    if (size <= PK_ALLOC_CLASS_MAX) return alloc_class_size(alloc_class_of(size));
+    if (size > SIZE_MAX / 2) return 0;
+    return align_up(size, os_page_size());
+}
+
 /* pk_free_sized past its inline path and the owned index's push. */
 static PK_NOINLINE void free_sized_rest(void *ptr, size_t size) {
     pk_pool *want = size <= PK_ALLOC_CLASS_MAX ? class_pool_made(alloc_class_of(size)) : NULL;
@@ -648,7 +657,7 @@ static PK_NOINLINE void free_sized_rest(void *ptr, size_t size) {
     if (likely(alloc_owns(p, ptr))) {
         if (unlikely(alloc_hard(p)) && size < HARD_GUARDED_MIN) want = class_pool_made(hard_class_of(size));
         /* a heap's object: its class must be size's (its pool is not want) */
-        if (unlikely(p != want) && !(alloc_is_heap(p) && p->size == pk_good_size(size)))
+        if (unlikely(p != want) && !(alloc_is_heap(p) && p->size == class_rounded(size)))
             error_report(PK_FATAL, "wrong size", p->name, ptr,
                          "pk_free_sized(%p, %zu): the object is of class '%s', not of the class of %zu "
                          "bytes (%zu)",
@@ -704,9 +713,10 @@ static size_t usable_or_report(const void *ptr, const pk_pool *p, const char *ca
 }
 
 size_t pk_good_size(size_t size) {
-    if (size <= PK_ALLOC_CLASS_MAX) return alloc_class_size(alloc_class_of(size));
-    if (size > SIZE_MAX / 2) return 0;
-    return align_up(size, os_page_size());
+    /* a hardened block's usable bytes are those asked for: check bytes
+     * follow them (pk_usable_size says as much) */
+    if (unlikely(alloc_hardened()) && size <= SIZE_MAX / 2) return size;
+    return class_rounded(size);
 }
 
 size_t pk_usable_size(const void *ptr) {

@@ -211,6 +211,12 @@ typedef struct hard_ring {
 _Static_assert(HARD_QUARANTINE <= 256 && HARD_READY <= 255, "a queue's next slot and a stack's count fit a byte");
 
 static __thread hard_ring *my_ring __attribute__((tls_model("initial-exec")));
+/* Set once the thread's queues went back at its exit: a free after that
+ * makes none (ring_make), since the key's destructor may not run again
+ * (the C library frees other threads' blocks of its own after the
+ * destructors' last round, and each such free mapped queues and held
+ * blocks that nothing gave back: memory lost per exiting thread). */
+static __thread bool ring_gone __attribute__((tls_model("initial-exec")));
 static pthread_key_t ring_key; /* its destructor empties an exiting thread's queues */
 static unsigned char ready_most[PK__ALLOC_CLASSES]; /* a class's stack bound (hard_setup) */
 
@@ -250,11 +256,11 @@ static void release(hard_ring *r, size_t ci, pk_pool *p, void *obj, void *caller
     r->ready[ci][r->nready[ci]++] = obj;
 }
 
-/* ci: p's class. Without pages for the thread's queues (out of memory)
- * the block goes back at once, checked. */
+/* ci: p's class. Without queues for the thread (out of memory, or past
+ * its exit) the block goes back at once, checked. */
 static inline void quarantine(pk_pool *p, size_t ci, void *obj, void *caller) {
     hard_ring *r = my_ring;
-    if (unlikely(!r) && !(r = ring_make())) {
+    if (unlikely(!r) && (ring_gone || !(r = ring_make()))) {
         size_t at = bytes_first_not(obj, p->size, 0);
         if (at != p->size) report_written_free(p, obj, at, "when it left the quarantine");
         pool_free_at(p, obj, caller);
@@ -302,10 +308,11 @@ static void ring_give_back(void *arg) {
  * whose destructor reads it. */
 static void (*run_guarded)(void (*fn)(void *), void *arg);
 
-/* A later free of the exiting thread's (another key's destructor) maps new
- * queues and sets the key again, which brings this back. */
+/* Later frees of the exiting thread's (other keys' destructors, the C
+ * library's own) go back at once (ring_gone). */
 static void ring_at_thread_exit(void *arg) {
     if (my_ring == arg) my_ring = NULL;
+    ring_gone = true;
     run_guarded(ring_give_back, arg);
 }
 
@@ -436,24 +443,66 @@ void hard_class_free_in(pk_pool *p, slab *s, void *ptr, void *caller) {
 
 /* ---- blocks of size 0 ---- */
 
+/* A block of size 0 is an address of the no-access zone, one of
+ * ZERO_SLOTS; a bit a slot says it is handed out and not freed, so that
+ * the addresses, taken in turn, wrap past the live ones (each block's
+ * address unique while it lives, as malloc(0)'s and new's must be), and a
+ * second free of one is reported. The bits are the zone's only memory
+ * touched: ZERO_SLOTS / 8 bytes at the most. */
+#define ZERO_SLOTS (HARD_ZERO_BYTES / HARD_ZERO_STEP)
+_Static_assert(ZERO_SLOTS % 64 == 0, "the live bits fill whole words");
+
 static char *zero_zone;
+static uint64_t *zero_live;
 static size_t zero_next;
+
+static bool zero_setup(void) {
+    uint64_t *live = __atomic_load_n(&zero_live, __ATOMIC_ACQUIRE);
+    if (!live) {
+        uint64_t *fresh = os_map(ZERO_SLOTS / 8, os_page_size());
+        if (!fresh) return false;
+        if (__atomic_compare_exchange_n(&zero_live, &live, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            live = fresh;
+        else os_unmap(fresh, ZERO_SLOTS / 8);
+    }
+    char *z = NULL;
+    char *fresh = os_reserve(HARD_ZERO_BYTES, os_page_size());
+    if (!fresh) return false;
+    /* published after the bits: hard_zero_owns's callers read them */
+    if (!__atomic_compare_exchange_n(&zero_zone, &z, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        os_unmap(fresh, HARD_ZERO_BYTES);
+    return true;
+}
 
 void *hard_zero_block(void) {
     char *z = __atomic_load_n(&zero_zone, __ATOMIC_ACQUIRE);
-    if (!z) {
-        char *fresh = os_reserve(HARD_ZERO_BYTES, os_page_size());
-        if (!fresh) return NULL;
-        if (__atomic_compare_exchange_n(&zero_zone, &z, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) z = fresh;
-        else os_unmap(fresh, HARD_ZERO_BYTES);
+    if (unlikely(!z)) {
+        if (!zero_setup()) return NULL;
+        z = __atomic_load_n(&zero_zone, __ATOMIC_ACQUIRE);
     }
-    size_t at = __atomic_fetch_add(&zero_next, HARD_ZERO_STEP, __ATOMIC_RELAXED) % HARD_ZERO_BYTES;
-    return z + at;
+    for (size_t tries = 0; tries < ZERO_SLOTS; tries++) {
+        size_t i = __atomic_fetch_add(&zero_next, 1, __ATOMIC_RELAXED) % ZERO_SLOTS;
+        uint64_t bit = (uint64_t)1 << (i % 64);
+        if (!(__atomic_fetch_or(&zero_live[i / 64], bit, __ATOMIC_RELAXED) & bit)) return z + i * HARD_ZERO_STEP;
+    }
+    return NULL; /* every address of the zone lives */
 }
 
 bool hard_zero_owns(const void *ptr) {
     const char *z = __atomic_load_n(&zero_zone, __ATOMIC_ACQUIRE);
     return z && (const char *)ptr >= z && (const char *)ptr < z + HARD_ZERO_BYTES;
+}
+
+bool hard_zero_free(const void *ptr, const char *call) {
+    if (!hard_zero_owns(ptr)) return false;
+    size_t off = (size_t)((const char *)ptr - zero_zone), i = off / HARD_ZERO_STEP;
+    uint64_t bit = (uint64_t)1 << (i % 64);
+    if (off % HARD_ZERO_STEP)
+        error_report(PK_FATAL, "foreign pointer", NULL, ptr,
+                     "%s(%p): a pointer into the reservation of blocks of size 0, not one of them", call, ptr);
+    else if (!(__atomic_fetch_and(&zero_live[i / 64], ~bit, __ATOMIC_RELAXED) & bit))
+        error_report(PK_FATAL, "double free", NULL, ptr, "%s(%p): a block of size 0 freed already", call, ptr);
+    return true;
 }
 
 /* ---- setup and the fault handler's question ---- */

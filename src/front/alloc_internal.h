@@ -262,6 +262,10 @@ void hard_class_set_form(const pk_pool *p, void *obj, size_t n, unsigned form);
 /* A distinct pointer to no bytes (a no-access page), or NULL. */
 void *hard_zero_block(void);
 bool hard_zero_owns(const void *ptr);
+/* A free (call names it) of ptr if it lies in the zone of blocks of size 0:
+ * true, the block freed, or reported (freed already, or no block's
+ * address); false for any other pointer. */
+bool hard_zero_free(const void *ptr, const char *call);
 
 /* alloc_large.c's hardened blocks: size bytes between two no-access pages,
  * in a mapping of room bytes or more (at least size), the rest of the last

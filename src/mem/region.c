@@ -60,7 +60,7 @@ static size_t huge_mapped;    /* huge regions mapped (HUGE_OWN_MAX); written und
 /* Addresses of regions given back, tried first for the next ones, so a
  * program that maps and unmaps regions reuses its address space (and the
  * address map's leaves that cover it). Under lock. */
-#define REUSE_ADDRESSES 64
+#define REUSE_ADDRESSES 1024
 static uintptr_t reuse[REUSE_ADDRESSES];
 static size_t reuse_n;
 static size_t kept_bytes;    /* under lock; read without it */
@@ -248,10 +248,14 @@ void region_give(struct slab *s, size_t span, bool keep) {
         pthread_mutex_lock(&lock);
         map_bit(r, false);
         __atomic_store_n(&huge_mapped, huge_mapped - 1, __ATOMIC_RELAXED);
-        if (!keep && reuse_n < REUSE_ADDRESSES) reuse[reuse_n++] = (uintptr_t)r;
         pthread_mutex_unlock(&lock);
-        if (keep) os_unmap_later(r, r->bytes, REGION_BYTES);
-        else os_unmap(r, r->bytes);
+        bool kept = keep && os_unmap_later(r, r->bytes, REGION_BYTES);
+        if (!keep) os_unmap(r, r->bytes);
+        if (!kept) { /* its address free: the next region's first try */
+            pthread_mutex_lock(&lock);
+            if (reuse_n < REUSE_ADDRESSES) reuse[reuse_n++] = (uintptr_t)r;
+            pthread_mutex_unlock(&lock);
+        }
         return;
     }
     size_t i = place_of(s), k = region_places(span);
@@ -356,8 +360,26 @@ static void entry_store(map_entry *e, const map_entry *v) {
     __atomic_store_n(&e->slab, v->slab, __ATOMIC_RELEASE);
 }
 
+/* The pages of a leaf from the one holding lo to the one holding hi, each
+ * given back if no entry on it is set: its reads then see zeros, an empty
+ * entry, as they did. Slabs move on to new addresses (the system's, or the
+ * hint's, which climbs), so a program that maps and unmaps slabs for long
+ * touched page after page of leaves and kept them all. Under lock, which
+ * every writer holds; a reader reads an entry of the page or zeros, the
+ * same empty entry. */
+static void leaf_pages_drop(const char *lo, const char *hi) {
+    size_t page = os_page_size();
+    for (uintptr_t at = (uintptr_t)lo & ~(uintptr_t)(page - 1); at <= (uintptr_t)hi; at += page) {
+        uint64_t *w = (uint64_t *)at;
+        size_t i = 0;
+        while (i < page / sizeof *w && !__atomic_load_n(&w[i], __ATOMIC_RELAXED)) i++;
+        if (i == page / sizeof *w) os_zero_pages(w, page);
+    }
+}
+
 bool map_set(uintptr_t start, uintptr_t end, const map_entry *value) {
     bool ok = true;
+    const char *lo = NULL, *hi = NULL; /* the entries forgotten in the current leaf */
     pthread_mutex_lock(&lock);
     for (uintptr_t g = start >> GRANULE_SHIFT; g <= (end - 1) >> GRANULE_SHIFT; g++) {
         size_t i1 = (size_t)(g >> MAP_L2_BITS), i2 = (size_t)(g & ((1u << MAP_L2_BITS) - 1));
@@ -372,7 +394,15 @@ bool map_set(uintptr_t start, uintptr_t end, const map_entry *value) {
             __atomic_store_n(&map_l1[i1], leaf, __ATOMIC_RELEASE);
         }
         entry_store(&leaf[i2], value);
+        if (value->slab) continue;
+        if (i2 == 0 && lo) { /* a leaf's first entry: the last leaf's are done */
+            leaf_pages_drop(lo, hi);
+            lo = NULL;
+        }
+        if (!lo) lo = (const char *)&leaf[i2];
+        hi = (const char *)(&leaf[i2] + 1) - 1;
     }
+    if (lo) leaf_pages_drop(lo, hi);
     pthread_mutex_unlock(&lock);
     return ok;
 }

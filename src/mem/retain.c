@@ -116,7 +116,7 @@ void *os_map_reuse_near(void *want, size_t size, size_t align) {
 
 void *os_map_reuse(size_t size, size_t align) { return os_map_reuse_near(NULL, size, align); }
 
-void os_unmap_later(void *p, size_t size, size_t align) {
+bool os_unmap_later(void *p, size_t size, size_t align) {
     bool keep = !TRACK_ENABLED && size >= sizeof(retained) && options_purge_delay_ms() > 0;
     if (keep) {
         retained *r = p;
@@ -134,6 +134,7 @@ void os_unmap_later(void *p, size_t size, size_t align) {
         pthread_mutex_unlock(&retain_lock);
     }
     if (!keep) os_unmap(p, size);
+    return keep;
 }
 
 /* ---- fits: freed large blocks' mappings of any length ---- */

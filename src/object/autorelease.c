@@ -335,7 +335,8 @@ static PK_NOINLINE void pop_hot(arp_thread *t, uintptr_t *at, uintptr_t token) {
 static PK_COLD void report_bad_token(uintptr_t token) {
     error_report(PK_FATAL, "bad autorelease token", NULL, (const void *)token,
                  "token %#lx is not a live autorelease pool of this thread (popped already, "
-                 "popped with an outer pool, or pushed on another thread)",
+                 "popped with an outer pool, pushed on another thread, or an outer pool popped "
+                 "while a pool inside it drains)",
                  (unsigned long)token);
 }
 
@@ -481,6 +482,7 @@ void *pk_scratch(size_t size) {
         arena_count_library(1);
     }
     scratch_rec *r = t->scratch_top;
+    bool implicit = false;
     if (unlikely(!r || r->genhi != pk__arp.genhi)) { /* the first since the last push */
         pk_arena_mark mark = pk_arena_save(t->scratch);
         r = pk_arena_alloc(t->scratch, sizeof *r, 0);
@@ -492,9 +494,11 @@ void *pk_scratch(size_t size) {
         t->scratch_top = r;
         t->scratch_owner = r->owner;
         update_watch(t);
-        if (t->debug && t->outer == 0) warn_implicit("scratch memory", NULL, NULL);
+        implicit = t->debug && t->outer == 0;
     }
-    return pk_arena_alloc(t->scratch, size, 0);
+    void *mem = pk_arena_alloc(t->scratch, size, 0);
+    if (unlikely(implicit) && mem) warn_implicit("scratch memory", mem, NULL); /* names what it hands out */
+    return mem;
 }
 
 /* ---- thread exit and stats ---- */

@@ -548,11 +548,20 @@ static bool reserve_fits(const pk_pool *p, size_t missing) {
     return slabs <= (limit - p->bytes_reserved) / p->geo.span;
 }
 
+/* Of the ready objects, those a pool with a limit may still hand out: the
+ * count pk_pool_reserve promises (allocations past the limit fail,
+ * however many slots are free). */
+static size_t within_limit(const pk_pool *p, size_t ready) {
+    if (!p->limit) return ready;
+    size_t room = p->out < p->limit ? p->limit - p->out : 0;
+    return ready < room ? ready : room;
+}
+
 size_t central_reserve(pk_pool *p, size_t n) {
     size_t ready = p->slab_free;
     if (ready < n && !reserve_fits(p, n - ready)) {
         errno = ENOMEM;
-        return ready;
+        return within_limit(p, ready);
     }
     while (ready < n) {
         if (p->limit && p->out + p->slab_free >= p->limit) break;
@@ -562,6 +571,7 @@ size_t central_reserve(pk_pool *p, size_t n) {
         slab_list_push(&p->lists[SLAB_EMPTY], s, SLAB_EMPTY);
     }
     if (n > p->keep_free) p->keep_free = n < ready ? n : ready;
+    ready = within_limit(p, ready);
     if (ready < n) errno = ENOMEM;
     return ready;
 }
