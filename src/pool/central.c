@@ -472,6 +472,12 @@ void central_lose_slab(pk_pool *p, slab *s) {
     slab_list_push(&p->lists[SLAB_LOST], s, SLAB_LOST);
 }
 
+size_t central_lost_out(const pk_pool *p) {
+    size_t n = 0;
+    for (const slab *s = p->lists[SLAB_LOST].head; s; s = s->next) n += s->used;
+    return n;
+}
+
 static size_t release_slab(pk_pool *p, slab *s, bool cache) {
     check_slab_release(p, s);
     if (p->destruct)

@@ -78,6 +78,10 @@ void central_free_all(pk_pool *p);
 void central_forget_all(pk_pool *p);
 /* Fork child: s, owned by a heap gone with its thread, onto the LOST list. */
 void central_lose_slab(pk_pool *p, slab *s);
+/* The objects counted out in lost slabs (every slot they ever handed out:
+ * which of them a thread gone held free is not known). Caller holds the
+ * pool's lock. */
+size_t central_lost_out(const pk_pool *p);
 /* Fork child: the objects on s's thread_free, counted by a walk that never
  * leaves the slab. */
 size_t central_count_remote(pk_pool *p, slab *s);

@@ -516,11 +516,14 @@ pk_pool *pk__pool_create_abi(const pk_pool_config *c, int abi) {
     return (pk_pool_create)(c);
 }
 
-static void report_leaks(pk_pool *p, size_t live) {
+static void report_leaks(pk_pool *p, size_t live, size_t lost) {
     leak_text t = {.buf = "", .used = 0, .shown = 0};
     pool_each_live_debug(p, add_leak, &t);
-    error_report(PK_WARNING, "leak", p->name, NULL, "pool '%s' destroyed with %zu live object%s%s",
-                 pool_name(p), live, live == 1 ? "" : "s", t.buf);
+    char more[96] = "";
+    if (lost)
+        snprintf(more, sizeof more, " (and %zu in slabs of threads that did not survive a fork, not counted)", lost);
+    error_report(PK_WARNING, "leak", p->name, NULL, "pool '%s' destroyed with %zu live object%s%s%s",
+                 pool_name(p), live, live == 1 ? "" : "s", more, t.buf);
 }
 
 static bool redzone_intact(void *obj, void *const *sites, void *arg) {
@@ -547,12 +550,17 @@ void pk_pool_destroy(pk_pool *p) {
     else heap_abandon_all(p);
     central_collect_own(p);
     size_t live = region ? 0 : p->out;
+    /* a fork child's slabs of the parent's other threads count every slot
+     * out, the free ones those threads held among them: not the program's
+     * leak, and not told apart from its objects, so not reported as one */
+    size_t lost = region ? 0 : central_lost_out(p);
+    live = live > lost ? live - lost : 0;
     POOL_VALIDATE_DEEP(p);
     pool_unlock(p);
     if (p->cached) tcache_detach(p);
     tcache_registry_unlock();
     if (p->debug) pool_each_live_debug(p, redzone_intact, p);
-    if (live && !(p->flags & PK_POOL_REGION)) report_leaks(p, live);
+    if (live && !(p->flags & PK_POOL_REGION)) report_leaks(p, live, lost);
     /* The objects die with the pool: a tool must not report them later, or
      * see their addresses handed out again while it still thinks them live
      * (poolkit reported any leak above). */
