@@ -932,6 +932,11 @@ PKTEST_CHILD(HardWarmPagesGoBackWhenIdle) {
         }
         for (char *p : blocks) pk_free(p);
         size_t held = rss_bytes();
+        pk_process_stats st;
+        pk_stats_get(&st);
+        size_t retained = st.retained_bytes;
+        CHILD_CHECK(retained >= n * kGuarded / 2, "the report's retained bytes, %zu, leave out the %zu freed blocks",
+                    retained, n);
         if (how == 0) {
             usleep(150 * 1000); /* past POOLKIT_PURGE_DELAY_MS */
             for (int i = 0; i < 2000; i++) pk_free(pk_alloc(size_t(1) << (4 + i % 12)));
@@ -942,6 +947,9 @@ PKTEST_CHILD(HardWarmPagesGoBackWhenIdle) {
         std::printf("%s: resident %zu MiB -> %zu MiB\n", how ? "pk_collect(1)" : "idle", held >> 20, after >> 20);
         CHILD_CHECK(held > after + n * kGuarded / 2, "%s: resident %zu -> %zu bytes with %zu freed blocks of %zu",
                     how ? "pk_collect(1)" : "idle", held, after, n, kGuarded);
+        pk_stats_get(&st);
+        CHILD_CHECK(st.retained_bytes + n * kGuarded / 2 <= retained, "%s: retained %zu -> %zu bytes",
+                    how ? "pk_collect(1)" : "idle", retained, st.retained_bytes);
     }
     return CHILD_PASS;
 }

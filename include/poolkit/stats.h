@@ -60,7 +60,9 @@ typedef struct pk_process_stats {
     size_t arena_bytes_reserved_peak; /* the most all arenas' chunks held at once */
     size_t retained_bytes;      /* memory of destroyed pools and arenas, and freed
                                    pk_alloc large blocks, kept for reuse
-                                   (pk_pool_release_cache) */
+                                   (pk_pool_release_cache; hardened mode's freed
+                                   guarded blocks' pages kept resident, which
+                                   pk_collect(1) gives back) */
     size_t autorelease_depth;      /* the calling thread's autorelease pools, pushed and
                                       not yet popped (pk_autorelease_stats_get) */
     size_t autorelease_pending;    /* its entries waiting (objects and deferred calls) */

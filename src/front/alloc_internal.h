@@ -275,6 +275,8 @@ void *large_alloc_guarded(size_t size, size_t room, void *caller);
 /* The pools' sweep (pool_sweep_with): the freed guarded blocks' pages kept
  * resident go back once none was freed for the purge delay. */
 void large_warm_tick(uint64_t now);
+/* The freed guarded blocks' bytes kept resident (pk_stats_get's retained). */
+size_t large_warm_bytes(void);
 /* A live guarded block of the malloc form grown to size in place, where
  * its mapping holds it: its check bytes so far checked (reported if
  * changed), size its new size (true); false for any other pointer or

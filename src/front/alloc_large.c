@@ -123,7 +123,8 @@ typedef struct guarded_span {
 static guarded_span recycled[HARD_RECYCLED];
 static size_t recycled_n;
 /* The freed guarded blocks' bytes still resident, and when a guarded block
- * was last freed (os_now_ms). Under the lock. */
+ * was last freed (os_now_ms). Under the lock (the bytes read without it:
+ * large_warm_bytes). */
 static size_t warm_bytes;
 static uint64_t warm_freed_ms;
 /* A guarded mapping unmapped: a guard the fewer (os_guard_room, counted
@@ -364,7 +365,7 @@ static bool recycled_take(size_t span, guarded_span *out) {
     }
     if (best == recycled_n) return false;
     *out = recycled[best];
-    warm_bytes -= out->warm;
+    __atomic_store_n(&warm_bytes, warm_bytes - out->warm, __ATOMIC_RELAXED);
     memmove(&recycled[best], &recycled[best + 1], (recycled_n - best - 1) * sizeof recycled[0]);
     recycled_n--;
     return true;
@@ -470,7 +471,7 @@ static void free_guarded(block *e, block *gone, bool checked) {
     size_t warm_most = options_purge_delay_ms() == 0 ? 0 : bytes > HARD_WARM_BYTES ? bytes : HARD_WARM_BYTES;
     if (!checked && warm_bytes + len <= warm_most && os_protect_none((void *)e->ptr, len)) {
         e->warm = true;
-        warm_bytes += len;
+        __atomic_store_n(&warm_bytes, warm_bytes + len, __ATOMIC_RELAXED);
         warm_freed_ms = os_now_ms();
     } else {
         os_decommit((void *)e->ptr, len);
@@ -488,7 +489,7 @@ static void free_guarded(block *e, block *gone, bool checked) {
         if (recycled_n == HARD_RECYCLED) {
             gone->base = recycled[0].base;
             gone->len = recycled[0].len;
-            warm_bytes -= recycled[0].warm;
+            __atomic_store_n(&warm_bytes, warm_bytes - recycled[0].warm, __ATOMIC_RELAXED);
             memmove(&recycled[0], &recycled[1], (HARD_RECYCLED - 1) * sizeof recycled[0]);
             recycled_n--;
         }
@@ -498,6 +499,8 @@ static void free_guarded(block *e, block *gone, bool checked) {
         freed_count--;
     }
 }
+
+size_t large_warm_bytes(void) { return __atomic_load_n(&warm_bytes, __ATOMIC_RELAXED); }
 
 void large_warm_tick(uint64_t now) {
     pthread_mutex_lock(&large_lock);
@@ -512,7 +515,7 @@ void large_warm_tick(uint64_t now) {
             if (r->warm) os_zero_pages(r->base + r->len - os_page_size() - r->warm, r->warm);
             r->warm = 0;
         }
-        warm_bytes = 0;
+        __atomic_store_n(&warm_bytes, 0, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&large_lock);
 }

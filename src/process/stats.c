@@ -77,7 +77,7 @@ static void totals_of(const rows *r, pk_process_stats *out) {
     out->arenas = arena_count();
     out->arena_bytes_reserved = __atomic_load_n(&arena_bytes.now, __ATOMIC_RELAXED);
     out->arena_bytes_reserved_peak = __atomic_load_n(&arena_bytes.peak, __ATOMIC_RELAXED);
-    out->retained_bytes = os_retained_bytes();
+    out->retained_bytes = os_retained_bytes() + large_warm_bytes();
     pk_autorelease_stats a;
     pk_autorelease_stats_get(&a);
     out->autorelease_depth = a.depth;
