@@ -777,6 +777,7 @@ PKTEST_CHILD(HardFreesPastTheLastDestructorRound) {
 }
 
 TEST(HardenedFrontEnd, ABlockFreedPastAThreadsLastDestructorRoundGoesBack) {
+    if (PKTEST_TSAN) GTEST_SKIP() << "the tool ends the thread's state in a destructor of its own: later calls fault in it";
     EXPECT_CHILD_PASSES("HardFreesPastTheLastDestructorRound", kHardened);
 }
 
