@@ -239,7 +239,11 @@ static void region_unlink(region *r) {
     map_bit(r, false);
     if (reuse_n < REUSE_ADDRESSES) reuse[reuse_n++] = (uintptr_t)r;
 }
-static void region_unmap(region *r) { os_unmap(r, r->bytes); }
+static void map_drop(uintptr_t start, uintptr_t end);
+static void region_unmap(region *r) {
+    map_drop((uintptr_t)r, (uintptr_t)r + r->bytes);
+    os_unmap(r, r->bytes);
+}
 
 void region_give(struct slab *s, size_t span, bool keep) {
     region *r = region_at((uintptr_t)s);
@@ -249,6 +253,7 @@ void region_give(struct slab *s, size_t span, bool keep) {
         map_bit(r, false);
         __atomic_store_n(&huge_mapped, huge_mapped - 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&lock);
+        map_drop((uintptr_t)r, (uintptr_t)r + r->bytes); /* whether kept or not: retain.c unmaps kept ones later */
         bool kept = keep && os_unmap_later(r, r->bytes, REGION_BYTES);
         if (!keep) os_unmap(r, r->bytes);
         if (!kept) { /* its address free: the next region's first try */
@@ -362,11 +367,8 @@ static void entry_store(map_entry *e, const map_entry *v) {
 
 /* The pages of a leaf from the one holding lo to the one holding hi, each
  * given back if no entry on it is set: its reads then see zeros, an empty
- * entry, as they did. Slabs move on to new addresses (the system's, or the
- * hint's, which climbs), so a program that maps and unmaps slabs for long
- * touched page after page of leaves and kept them all. Under lock, which
- * every writer holds; a reader reads an entry of the page or zeros, the
- * same empty entry. */
+ * entry, as they did. Under lock, which every writer holds; a reader reads
+ * an entry of the page or zeros, the same empty entry. */
 static void leaf_pages_drop(const char *lo, const char *hi) {
     size_t page = os_page_size();
     for (uintptr_t at = (uintptr_t)lo & ~(uintptr_t)(page - 1); at <= (uintptr_t)hi; at += page) {
@@ -377,9 +379,26 @@ static void leaf_pages_drop(const char *lo, const char *hi) {
     }
 }
 
+/* The address map's pages that describe [start, end), given back where no
+ * entry on them is set, as that address space goes back to the system:
+ * slabs move on to new addresses (the system's, or the hint's, which
+ * climbs), so a program that maps and unmaps regions for long touched page
+ * after page of leaves and kept them all. At a region's unmap, not at each
+ * slab's forget: a page describes 6 MiB of slabs, which come and go. */
+static void map_drop(uintptr_t start, uintptr_t end) {
+    uintptr_t mask = ((uintptr_t)1 << MAP_L2_BITS) - 1, last = (end - 1) >> GRANULE_SHIFT;
+    pthread_mutex_lock(&lock);
+    for (uintptr_t g = start >> GRANULE_SHIFT; g <= last;) {
+        uintptr_t leaf_last = g | mask, to = last < leaf_last ? last : leaf_last;
+        const map_entry *leaf = __atomic_load_n(&map_l1[g >> MAP_L2_BITS], __ATOMIC_ACQUIRE);
+        if (leaf) leaf_pages_drop((const char *)&leaf[g & mask], (const char *)(&leaf[to & mask] + 1) - 1);
+        g = to + 1;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
 bool map_set(uintptr_t start, uintptr_t end, const map_entry *value) {
     bool ok = true;
-    const char *lo = NULL, *hi = NULL; /* the entries forgotten in the current leaf */
     pthread_mutex_lock(&lock);
     for (uintptr_t g = start >> GRANULE_SHIFT; g <= (end - 1) >> GRANULE_SHIFT; g++) {
         size_t i1 = (size_t)(g >> MAP_L2_BITS), i2 = (size_t)(g & ((1u << MAP_L2_BITS) - 1));
@@ -394,15 +413,7 @@ bool map_set(uintptr_t start, uintptr_t end, const map_entry *value) {
             __atomic_store_n(&map_l1[i1], leaf, __ATOMIC_RELEASE);
         }
         entry_store(&leaf[i2], value);
-        if (value->slab) continue;
-        if (i2 == 0 && lo) { /* a leaf's first entry: the last leaf's are done */
-            leaf_pages_drop(lo, hi);
-            lo = NULL;
-        }
-        if (!lo) lo = (const char *)&leaf[i2];
-        hi = (const char *)(&leaf[i2] + 1) - 1;
     }
-    if (lo) leaf_pages_drop(lo, hi);
     pthread_mutex_unlock(&lock);
     return ok;
 }
