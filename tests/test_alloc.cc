@@ -259,6 +259,22 @@ struct KeptBlocks {
     ~KeptBlocks() { pk_pool_release_cache(); } /* before delay puts the old delay back */
 };
 
+/* A page no one may use, mapped right after a block's mapping where it is
+ * free: the system places mappings side by side (upward under Valgrind),
+ * and a block followed by a kept mapping grows in place over it, which a
+ * test of a block that must move would take for a move not made. */
+struct Spacer {
+    void *at;
+    explicit Spacer(void *block) {
+        size_t page = page_size();
+        uintptr_t end = (reinterpret_cast<uintptr_t>(block) + pk_usable_size(block) + page - 1) & ~(page - 1);
+        at = mmap(reinterpret_cast<void *>(end), page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    }
+    ~Spacer() {
+        if (at != MAP_FAILED) munmap(at, page_size());
+    }
+};
+
 /* A block realloc grows past a slab (REALLOC_MAPPED_MIN, policy.h) becomes
  * a mapped block and stays one while it keeps over that size; shrunk
  * below it, it is a class block again. Each step keeps the contents. */
@@ -605,6 +621,7 @@ TEST(AllocLargeReuse, ABlockWrittenInPartThatMustMoveKeepsOnlyItsWrittenPages) {
     ASSERT_NE(a, nullptr);
     fill_pattern(a, page, 5);
     fill_pattern(a + len - page, page, 6);
+    Spacer spacer(a); /* f does not follow a: a must move */
     char *f = written_block(16 * MiB);
     ASSERT_NE(f, nullptr);
     pk_free(f); /* a kept mapping that holds the block grown, its pages resident */
@@ -626,6 +643,7 @@ TEST(AllocLargeReuse, ABlockCopiedIntoAKeptMappingKeepsOnlyItsWrittenPages) {
     char *a = static_cast<char *>(pk_alloc(len));
     ASSERT_NE(a, nullptr);
     fill_pattern(a, written, 5);
+    Spacer spacer(a); /* f does not follow a: a must move */
     char *f = written_block(16 * MiB, 0x5a);
     ASSERT_NE(f, nullptr);
     pk_free(f); /* a kept mapping that holds the block grown, written in full */
