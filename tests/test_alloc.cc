@@ -448,6 +448,32 @@ TEST(AllocClasses, APhaseOfBlocksOfOneSizeLeavesNoEmptySlabsToTheNext) {
     for (size_t i = 0; i < n; i++) pk_free(b[i]);
 }
 
+/* A phase of small objects after one of blocks that took a slab each:
+ * what the blocks emptied leaves their pool as the small objects' slabs
+ * fault in fresh pages (central.c, new_slab), past the floor, where it
+ * all waited for the purge delay beside the small objects (a program
+ * that parses big records, then builds a tree of small nodes). */
+TEST(AllocClasses, APhaseOfSmallObjectsLeavesNoEmptySlabsOfBigBlocksBeside) {
+    KeptBlocks kept;
+    pk_collect(1); /* no empty slab of an earlier test in this process */
+    pk_process_stats st;
+    pk_stats_get(&st);
+    const size_t n = 600, big = 100000, small = 48, m = 800000, floor = 16 * MiB, start = st.pool_bytes_reserved;
+    std::vector<char *> b(n, nullptr);
+    ASSERT_TRUE(written_blocks(b, big, 1));
+    for (size_t i = 0; i < n; i++) pk_free(b[i]);
+    size_t before = n * pk_good_size(big);
+    std::vector<char *> o(m, nullptr);
+    ASSERT_TRUE(written_blocks(o, small, 2));
+    pk_stats_get(&st);
+    size_t live = m * pk_usable_size(o[0]);
+    /* the small objects, the floor, a slab per pool kept (SHARE_EMPTY_KEEP)
+     * and the thread's spares; not given, the big blocks' slabs stayed
+     * whole beside them */
+    EXPECT_LT(st.pool_bytes_reserved - start, live * 9 / 8 + floor + before / 4) << report_text(0);
+    for (size_t i = 0; i < m; i++) pk_free(o[i]);
+}
+
 /* The regions of blocks of a longer class that leave their pool as a
  * shorter class's phase faults its slabs in serve that class's slabs, cut
  * (retain.c), with no page request. */

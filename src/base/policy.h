@@ -367,9 +367,11 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define SHARE_EMPTY_SLABS 16
 #define SHARE_EMPTY_KEEP 1
 
-/* GIVE_EMPTY (central.c, give_empties): a large block, or a slab of a
+/* GIVE_EMPTY (central.c, give_empties): a large block, a slab of a
  * huge slot (a region of its own or a run of places, which no other
- * pool's empty slab of one place can be), about to fault in fresh pages
+ * pool's empty slab of one place can be), or a slab of one place that
+ * finds no kept place (a phase of small objects after one of big blocks:
+ * glibc reuses the big blocks' memory), about to fault in fresh pages
  * first takes as many bytes of the other pools' empty slabs out of them,
  * past GIVE_EMPTY_FLOOR of such slabs, which stay for the purge delay: a
  * program whose buffers grow out of the classes into mapped blocks (all

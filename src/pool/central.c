@@ -40,8 +40,15 @@ static void move_slab(pk_pool *p, slab *s, slab_list_id to) {
  * fewer than it looked for. */
 static bool empties_held[2];
 
+/* GIVE_EMPTY: whether a slab emptied since a give last counted too few
+ * empty bytes to give any, so that a program that maps fresh slabs with
+ * few empty ones held (a pool made for each of many requests) does not
+ * look at every pool at each step of them: as many pools as steps. */
+static bool give_armed;
+
 static void note_empty_of(bool huge) {
     if (!__atomic_load_n(&empties_held[huge], __ATOMIC_RELAXED)) __atomic_store_n(&empties_held[huge], true, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&give_armed, __ATOMIC_RELAXED)) __atomic_store_n(&give_armed, true, __ATOMIC_RELAXED);
 }
 
 static void note_empty(const pk_pool *p) { note_empty_of(p->geo.span > SLAB_BYTES); }
@@ -139,11 +146,15 @@ static size_t give_due;
  * in for a large block, or for a slab of asking's (whose lock the caller
  * holds), or NULL. */
 static size_t give_empties(pk_pool *asking, size_t bytes) {
-    if (!bytes || !empties_may_wait(true)) return 0;
+    if (!bytes || !empties_may_wait(true) || !__atomic_load_n(&give_armed, __ATOMIC_RELAXED)) return 0;
     size_t due = __atomic_add_fetch(&give_due, bytes, __ATOMIC_RELAXED), held = 0;
     if (due < GIVE_EMPTY_STEP) return 0;
     __atomic_store_n(&give_due, 0, __ATOMIC_RELAXED);
-    if (!pools_try_each_shared(count_one, &held) || held <= GIVE_EMPTY_FLOOR) return 0;
+    if (!pools_try_each_shared(count_one, &held)) return 0;
+    if (held <= GIVE_EMPTY_FLOOR) {
+        __atomic_store_n(&give_armed, false, __ATOMIC_RELAXED);
+        return 0;
+    }
     share sh = {asking, due < held - GIVE_EMPTY_FLOOR ? due : held - GIVE_EMPTY_FLOOR, true, 0, false};
     size_t asked = sh.left;
     /* A huge slot's region, or run of places, can take the place of one at
@@ -171,8 +182,15 @@ static slab *new_slab(pk_pool *p) {
      * no other pool's empty slab of one place can be: those beyond the
      * floor leave their pools as it faults its pages in (objects that
      * change size between phases). */
-    if (p->geo.span <= SLAB_BYTES) share_empties(p);
-    else give_empties(p, p->geo.span);
+    if (p->geo.span <= SLAB_BYTES) {
+        share_empties(p);
+        /* no kept place to take: its pages are fresh, and other pools'
+         * empty slabs of huge slots, which no slab of one place reuses
+         * whole, leave past the floor as a large block's would make them */
+        if (region_kept_bytes() < SLAB_BYTES) give_empties(p, p->geo.span);
+    } else {
+        give_empties(p, p->geo.span);
+    }
     slab *s = slab_create(p, &p->geo);
     if (!s) return NULL;
     track_close(s->objects, (size_t)s->capacity * p->geo.slot);
