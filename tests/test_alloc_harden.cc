@@ -865,6 +865,38 @@ PKTEST_CHILD(HardAndDebugBlocks) {
     return CHILD_PASS;
 }
 
+/* Freed guarded blocks hold their address space while they wait (named
+ * at a use after free, then recycled); where a limit on the process's
+ * address space (RLIMIT_AS) refuses a new one, they let it go: a block
+ * freed to make room for the next makes it. With room for one 1 MiB block
+ * and a half, each of 50 blocks freed before the next is made; none
+ * fails. */
+PKTEST_CHILD(HardFreedBlocksLetGoUnderALimit) {
+    if (PKTEST_ASAN || PKTEST_TSAN || running_under_valgrind())
+        CHILD_SKIP("the tool reserves address space of its own, past any such limit");
+    const size_t len = size_t(1) << 20;
+    pk_free(pk_alloc(len)); /* the front end's own records, before the limit */
+    struct rlimit was;
+    CHILD_CHECK(getrlimit(RLIMIT_AS, &was) == 0, "getrlimit: %s", std::strerror(errno));
+    size_t base = vm_bytes();
+    CHILD_CHECK(base > 0, "no VmSize in /proc/self/status");
+    struct rlimit rl = {base + len * 3 / 2, was.rlim_max};
+    CHILD_CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit: %s", std::strerror(errno));
+    for (int i = 0; i < 50; i++) {
+        char *p = static_cast<char *>(pk_alloc(len));
+        CHILD_CHECK(p, "block %d of %zu bytes: NULL under a limit %zu KiB over the process's", i, len,
+                    len * 3 / 2 >> 10);
+        p[0] = 1;
+        pk_free(p);
+    }
+    CHILD_CHECK(setrlimit(RLIMIT_AS, &was) == 0, "setrlimit: %s", std::strerror(errno));
+    return CHILD_PASS;
+}
+
+TEST(HardenedFrontEnd, FreedBlocksLetTheirAddressSpaceGoWhereALimitRefusesMore) {
+    EXPECT_CHILD_PASSES("HardFreedBlocksLetGoUnderALimit", kHardened);
+}
+
 TEST(HardenedFrontEnd, DebugModeTakesPrecedenceOverIt) {
     EXPECT_CHILD_PASSES("HardAndDebugBlocks", {{"POOLKIT_HARDENED", "1"}, {"POOLKIT_DEBUG", "1"}});
 }

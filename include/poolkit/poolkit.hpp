@@ -546,7 +546,8 @@ private:
 
 /**
  * @brief The largest object, in bytes, that pk::pool_allocator takes from a
- *        pool; larger ones come from \::operator new.
+ *        pool; larger ones come from the size-class front end (pk_alloc),
+ *        which throws std::bad_alloc where it fails and calls no new_handler.
  */
 inline constexpr std::size_t pool_allocator_max_size = 4096;
 

@@ -371,6 +371,35 @@ static bool recycled_take(size_t span, guarded_span *out) {
     return true;
 }
 
+/* The address space freed guarded blocks hold, let go where the system
+ * refused a new guarded mapping (a limit on the process's address space,
+ * RLIMIT_AS): the recycled mappings, and the freed blocks' own, whose
+ * entries leave (a fault there is named no more). Without it, a program
+ * whose new_handler freed a reserve, or that freed a block to make room
+ * for the next, got NULL at every later call. Whether any went. */
+static bool guarded_let_go(void) {
+    guarded_span go[HARD_FREED_BLOCKS + HARD_RECYCLED];
+    size_t n = 0;
+    pthread_mutex_lock(&large_lock);
+    for (size_t i = 0; i < recycled_n; i++) go[n++] = recycled[i];
+    recycled_n = 0;
+    for (size_t i = 0; i < HARD_FREED_BLOCKS; i++) {
+        block *b = freed_ring[i] ? find(freed_ring[i]) : NULL;
+        freed_ring[i] = 0;
+        if (!b) continue;
+        go[n++] = (guarded_span){b->base, b->len, b->warm ? guarded_room(b) : 0};
+        __atomic_store_n(&large_takes, large_takes + 1, __ATOMIC_RELEASE);
+        entry_gone(b);
+        live--;
+        freed_count--;
+    }
+    for (size_t i = 0; i < n; i++) warm_bytes -= go[i].warm;
+    __atomic_store_n(&warm_bytes, warm_bytes, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&large_lock);
+    for (size_t i = 0; i < n; i++) guarded_unmap(go[i].base, go[i].len);
+    return n > 0;
+}
+
 /* A guarded mapping of at least span bytes, len of them usable at its end
  * before its last page: a recycled one, else a new one. NULL with errno
  * ENOMEM. */
@@ -394,6 +423,7 @@ static char *guarded_map(size_t len, size_t span, size_t *mapped) {
         guarded_unmap(r.base, r.len);
     }
     char *base = os_map_none(span);
+    if (!base && guarded_let_go()) base = os_map_none(span);
     if (base) os_guards_add(1);
     if (base && !os_protect_rw(base + page, len)) {
         guarded_unmap(base, span);
