@@ -4,9 +4,12 @@
  * and a failed operator new keeps the standard's contract: it calls the
  * new handler while there is one, then throws std::bad_alloc; the nothrow
  * forms return nullptr. Exit status 0 when every check passes; a failed
- * check says which. */
+ * check says which. With "site": a double delete, for debug mode's report
+ * to name the function that said new. */
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,7 +58,30 @@ const char *definer(const char *sym) {
 
 }  // namespace
 
-int main() {
+/* The allocation a debug report names: this function, the caller of
+ * operator new (src/malloc/new.c passes its own return address), not the
+ * operator. */
+extern "C" __attribute__((noinline)) int *new_here() {
+    int *o = new int(7);
+    __asm__ volatile("" : : "r"(o) : "memory");
+    return o;
+}
+
+/* "site": a double delete, which the preload in debug mode reports and
+ * ends (malloc.new.debug_site matches the report). */
+int double_delete() {
+    std::signal(SIGABRT, [](int) { _exit(3); }); /* the report's abort: an exit, which the regex judges */
+    int *o = new_here();
+    __asm__ volatile("" : "+r"(o) : : "memory");
+    delete o;
+    __asm__ volatile("" : "+r"(o) : : "memory");
+    delete o;
+    std::fprintf(stderr, "FAIL: a double delete went unreported\n");
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !std::strcmp(argv[1], "site")) return double_delete();
     for (const char *sym : {"_Znwm", "_Znam", "_ZdlPv", "_ZdaPvm", "_ZnwmSt11align_val_t"})
         if (!std::strstr(definer(sym), "poolkit-malloc")) {
             std::fprintf(stderr, "FAIL: %s is %s's, not libpoolkit-malloc's\n", sym, definer(sym));

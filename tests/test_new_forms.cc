@@ -152,3 +152,27 @@ PKTEST_CHILD(FormsDefaultChecksNone) {
 }
 
 TEST(NewForms, DefaultModeChecksNoForm) { EXPECT_CHILD_PASSES("FormsDefaultChecksNone", kDefault); }
+
+/* Debug mode names the line that said new, not the operator: the
+ * operators pass their own return address (pk__alloc_at), where the
+ * library's own would be inside operator new. */
+extern "C" __attribute__((noinline)) int *forms_new_here() {
+    int *o = new int(7);
+    __asm__ volatile("" : : "r"(o) : "memory");
+    return o;
+}
+
+PKTEST_CHILD(FormsDebugSiteOfNew) {
+    pk_set_error_handler(print_fields_handler, nullptr);
+    int *o = hide(forms_new_here());
+    delete hide(o);
+    delete hide(o);
+    return no_report();
+}
+
+TEST(NewForms, DebugModeNamesTheCallerOfNew) {
+    ChildResult r = run_child("FormsDebugSiteOfNew", {{"POOLKIT_DEBUG", "1"}});
+    ASSERT_GE(r.status, 0) << r.describe();
+    EXPECT_NE(r.err.find("what=double free "), std::string::npos) << r.describe();
+    EXPECT_NE(r.err.find("allocated at forms_new_here+0x"), std::string::npos) << r.describe();
+}

@@ -195,8 +195,15 @@ PK_API void pk__free_sized_slow(void *ptr, size_t size);
 #define PK__FORM_NEW_ARRAY 2u
 PK_API void *pk__alloc_as(size_t size, unsigned form);
 PK_API void *pk__aligned_alloc_as(size_t align, size_t size, unsigned form);
-PK_API void pk__free_as(void *ptr, unsigned form);
-PK_API void pk__free_sized_as(void *ptr, size_t size, unsigned form);
+/* pk__alloc_as and pk__aligned_alloc_as with the site debug mode's and
+ * hardened mode's reports name: the operators pass their own caller, so
+ * that a report names the line that said new, not the operator. */
+PK_API void *pk__alloc_at(size_t size, unsigned form, void *caller);
+PK_API void *pk__aligned_alloc_at(size_t align, size_t size, unsigned form, void *caller);
+/* nothrow: a noexcept operator delete then calls them as its last step
+ * (a tail call), so that a report's free site is the delete's caller. */
+PK_API __attribute__((nothrow)) void pk__free_as(void *ptr, unsigned form);
+PK_API __attribute__((nothrow)) void pk__free_sized_as(void *ptr, size_t size, unsigned form);
 
 #ifdef PK__HAVE_INLINE
 /* The thread's slot for a size's class (slot 0 before the class is made).
@@ -229,6 +236,14 @@ static inline __attribute__((always_inline)) void *pk__alloc_as_inline(size_t si
     return pk__alloc_as(size, form);
 }
 
+static inline __attribute__((always_inline)) void *pk__alloc_at_inline(size_t size, unsigned form, void *caller) {
+    if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
+        void *obj = pk__slot_alloc_try(pk__alloc_small_slot(size));
+        if (__builtin_expect(obj != PK__NULL, 1)) return obj;
+    }
+    return pk__alloc_at(size, form, caller);
+}
+
 static inline __attribute__((always_inline)) void pk__free_sized_as_inline(void *ptr, size_t size, unsigned form) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1) &&
         __builtin_expect(pk__slot_free_inline(pk__alloc_small_slot(size), ptr), 1))
@@ -244,6 +259,7 @@ PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size) {
 }
 #else
 #  define pk__alloc_as_inline pk__alloc_as
+#  define pk__alloc_at_inline pk__alloc_at
 #  define pk__free_sized_as_inline pk__free_sized_as
 #endif
 #undef PK__ALLOC_INLINE

@@ -38,10 +38,11 @@ namespace pk {
 namespace detail {
 
 /* The standard's loop: the new handler, while there is one, then
- * bad_alloc. Never returns nullptr. */
-inline void *new_or_throw(std::size_t size, unsigned form) {
+ * bad_alloc. Never returns nullptr. caller: the operator's own, the site
+ * debug and hardened reports name. */
+inline void *new_or_throw(std::size_t size, unsigned form, void *caller) {
     for (;;) {
-        void *p = pk__alloc_as_inline(size, form);
+        void *p = pk__alloc_at_inline(size, form, caller);
         if (p) return p;
         std::new_handler h = std::get_new_handler();
         if (!h) throw std::bad_alloc();
@@ -49,18 +50,18 @@ inline void *new_or_throw(std::size_t size, unsigned form) {
     }
 }
 
-inline void *new_nothrow(std::size_t size, unsigned form) noexcept {
+inline void *new_nothrow(std::size_t size, unsigned form, void *caller) noexcept {
     try {
-        return new_or_throw(size, form);
+        return new_or_throw(size, form, caller);
     } catch (...) {
         return nullptr;
     }
 }
 
 #if __cpp_aligned_new
-inline void *aligned_new_or_throw(std::size_t size, std::align_val_t al, unsigned form) {
+inline void *aligned_new_or_throw(std::size_t size, std::align_val_t al, unsigned form, void *caller) {
     for (;;) {
-        void *p = pk__aligned_alloc_as(static_cast<std::size_t>(al), size, form);
+        void *p = pk__aligned_alloc_at(static_cast<std::size_t>(al), size, form, caller);
         if (p) return p;
         std::new_handler h = std::get_new_handler();
         if (!h) throw std::bad_alloc();
@@ -68,9 +69,9 @@ inline void *aligned_new_or_throw(std::size_t size, std::align_val_t al, unsigne
     }
 }
 
-inline void *aligned_new_nothrow(std::size_t size, std::align_val_t al, unsigned form) noexcept {
+inline void *aligned_new_nothrow(std::size_t size, std::align_val_t al, unsigned form, void *caller) noexcept {
     try {
-        return aligned_new_or_throw(size, al, form);
+        return aligned_new_or_throw(size, al, form, caller);
     } catch (...) {
         return nullptr;
     }
@@ -80,13 +81,21 @@ inline void *aligned_new_nothrow(std::size_t size, std::align_val_t al, unsigned
 }  // namespace detail
 }  // namespace pk
 
-void *operator new(std::size_t size) { return pk::detail::new_or_throw(size, PK__FORM_NEW); }
-void *operator new[](std::size_t size) { return pk::detail::new_or_throw(size, PK__FORM_NEW_ARRAY); }
-void *operator new(std::size_t size, const std::nothrow_t &) noexcept {
-    return pk::detail::new_nothrow(size, PK__FORM_NEW);
+/* The operators pass their own return address: the line that said new,
+ * which debug and hardened reports name; not inlined, or it would be the
+ * caller's caller. */
+
+__attribute__((noinline)) void *operator new(std::size_t size) {
+    return pk::detail::new_or_throw(size, PK__FORM_NEW, __builtin_return_address(0));
 }
-void *operator new[](std::size_t size, const std::nothrow_t &) noexcept {
-    return pk::detail::new_nothrow(size, PK__FORM_NEW_ARRAY);
+__attribute__((noinline)) void *operator new[](std::size_t size) {
+    return pk::detail::new_or_throw(size, PK__FORM_NEW_ARRAY, __builtin_return_address(0));
+}
+__attribute__((noinline)) void *operator new(std::size_t size, const std::nothrow_t &) noexcept {
+    return pk::detail::new_nothrow(size, PK__FORM_NEW, __builtin_return_address(0));
+}
+__attribute__((noinline)) void *operator new[](std::size_t size, const std::nothrow_t &) noexcept {
+    return pk::detail::new_nothrow(size, PK__FORM_NEW_ARRAY, __builtin_return_address(0));
 }
 
 void operator delete(void *p) noexcept { pk__free_as(p, PK__FORM_NEW); }
@@ -100,17 +109,17 @@ void operator delete[](void *p, std::size_t size) noexcept { pk__free_sized_as_i
 #endif
 
 #if __cpp_aligned_new
-void *operator new(std::size_t size, std::align_val_t al) {
-    return pk::detail::aligned_new_or_throw(size, al, PK__FORM_NEW);
+__attribute__((noinline)) void *operator new(std::size_t size, std::align_val_t al) {
+    return pk::detail::aligned_new_or_throw(size, al, PK__FORM_NEW, __builtin_return_address(0));
 }
-void *operator new[](std::size_t size, std::align_val_t al) {
-    return pk::detail::aligned_new_or_throw(size, al, PK__FORM_NEW_ARRAY);
+__attribute__((noinline)) void *operator new[](std::size_t size, std::align_val_t al) {
+    return pk::detail::aligned_new_or_throw(size, al, PK__FORM_NEW_ARRAY, __builtin_return_address(0));
 }
-void *operator new(std::size_t size, std::align_val_t al, const std::nothrow_t &) noexcept {
-    return pk::detail::aligned_new_nothrow(size, al, PK__FORM_NEW);
+__attribute__((noinline)) void *operator new(std::size_t size, std::align_val_t al, const std::nothrow_t &) noexcept {
+    return pk::detail::aligned_new_nothrow(size, al, PK__FORM_NEW, __builtin_return_address(0));
 }
-void *operator new[](std::size_t size, std::align_val_t al, const std::nothrow_t &) noexcept {
-    return pk::detail::aligned_new_nothrow(size, al, PK__FORM_NEW_ARRAY);
+__attribute__((noinline)) void *operator new[](std::size_t size, std::align_val_t al, const std::nothrow_t &) noexcept {
+    return pk::detail::aligned_new_nothrow(size, al, PK__FORM_NEW_ARRAY, __builtin_return_address(0));
 }
 void operator delete(void *p, std::align_val_t) noexcept { pk__free_as(p, PK__FORM_NEW); }
 void operator delete[](void *p, std::align_val_t) noexcept { pk__free_as(p, PK__FORM_NEW_ARRAY); }

@@ -355,12 +355,17 @@ static inline void *hard_alloc_small(size_t size, void *caller) {
     return hard_alloc(size, size, 0, caller);
 }
 
-void *pk__alloc_slow(size_t size) {
+/* pk_alloc's path in the library, caller the site a report names. */
+static inline __attribute__((always_inline)) void *alloc_slow_at(size_t size, void *caller) {
     if (unlikely(depth != 0)) return boot_alloc(size, 0, false);
-    if (unlikely(alloc_hardened())) return hard_alloc_small(size, __builtin_return_address(0));
+    if (unlikely(alloc_hardened())) return hard_alloc_small(size, caller);
     if (size > PK_ALLOC_CLASS_MAX) return large_from_library(size, 0, false);
-    return class_alloc(alloc_class_of(size), __builtin_return_address(0));
+    return class_alloc(alloc_class_of(size), caller);
 }
+
+void *pk__alloc_slow(size_t size) { return alloc_slow_at(size, __builtin_return_address(0)); }
+
+void *alloc_at(size_t size, void *caller) { return alloc_slow_at(size, caller); }
 
 #ifndef PK__HAVE_INLINE
 void *pk_alloc(size_t size) { return pk__alloc_slow(size); }
@@ -399,21 +404,23 @@ static PK_NOINLINE bool class_aligns(size_t ci, size_t align) {
     return p && alloc_pool_aligns(p, align);
 }
 
-void *pk_aligned_alloc(size_t align, size_t size) {
+void *aligned_alloc_at(size_t align, size_t size, void *caller) {
     if (!is_pow2(align)) {
         errno = EINVAL;
         return NULL;
     }
     if (unlikely(depth != 0)) return boot_alloc(size, align, false);
-    if (unlikely(alloc_hardened())) return hard_alloc(size, size, align, __builtin_return_address(0));
+    if (unlikely(alloc_hardened())) return hard_alloc(size, size, align, caller);
     size_t want = size < align ? align : size;
     if (align <= SLAB_BYTES && want <= PK_ALLOC_CLASS_MAX) {
         size_t ci = alloc_class_aligned(alloc_class_of(want), align);
         if (ci < PK__ALLOC_CLASSES && (align <= SLOT_ALIGN_MAX || class_aligns(ci, align)))
-            return class_alloc(ci, __builtin_return_address(0));
+            return class_alloc(ci, caller);
     }
     return large_from_library(size, align, false);
 }
+
+void *pk_aligned_alloc(size_t align, size_t size) { return aligned_alloc_at(align, size, __builtin_return_address(0)); }
 
 /* ---- free ---- */
 

@@ -69,6 +69,16 @@ void *pk__aligned_alloc_as(size_t align, size_t size, unsigned form) {
     return with_form(pk_aligned_alloc(align, size), form);
 }
 
+void *pk__alloc_at(size_t size, unsigned form, void *caller) {
+    if (likely(!forms_kept())) return alloc_at(size, caller);
+    return with_form(alloc_at(size, caller), form);
+}
+
+void *pk__aligned_alloc_at(size_t align, size_t size, unsigned form, void *caller) {
+    if (likely(!forms_kept())) return aligned_alloc_at(align, size, caller);
+    return with_form(aligned_alloc_at(align, size, caller), form);
+}
+
 void pk__free_as(void *ptr, unsigned form) {
     if (ptr && unlikely(forms_kept())) check_form(ptr, form);
     pk_free(ptr);

@@ -107,6 +107,10 @@ void alloc_pool_destroy(pk_pool *p);
  * PK__ALLOC_CLASSES if none. Its slots are aligned to align up to
  * SLOT_ALIGN_MAX; past it, only where its pool says so (alloc_pool_aligns). */
 size_t alloc_class_aligned(size_t ci, size_t align);
+/* pk_alloc and pk_aligned_alloc past their inline paths, with the site a
+ * report names (the C++ operators' own caller, not the operator). */
+void *alloc_at(size_t size, void *caller);
+void *aligned_alloc_at(size_t align, size_t size, void *caller);
 
 /* Whether every slot of class pool p is aligned to align (a power of two
  * from alloc_class_aligned). Past a page, as p's slabs lay their slots

@@ -41,9 +41,11 @@ __attribute__((noreturn, cold)) static void no_memory(void) {
 /* The handler to call after a failure, or NULL. */
 static new_handler handler(void) { return _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL; }
 
-__attribute__((noinline)) static void *new_slow(size_t size, size_t align, unsigned form, int nothrow) {
+/* caller: the operator's own (__builtin_return_address in the operator,
+ * where new_as is inlined), the site a report names. */
+__attribute__((noinline)) static void *new_slow(size_t size, size_t align, unsigned form, int nothrow, void *caller) {
     for (;;) {
-        void *p = align ? pk__aligned_alloc_as(align, size, form) : pk__alloc_as(size, form);
+        void *p = align ? pk__aligned_alloc_at(align, size, form, caller) : pk__alloc_at(size, form, caller);
         if (p) return p;
         new_handler h = handler();
         if (!h) {
@@ -54,24 +56,26 @@ __attribute__((noinline)) static void *new_slow(size_t size, size_t align, unsig
     }
 }
 
-static inline void *new_as(size_t size, unsigned form) {
-    void *p = pk__alloc_as_inline(size, form);
-    return __builtin_expect(p != NULL, 1) ? p : new_slow(size, 0, form, 0);
+static inline __attribute__((always_inline)) void *new_as(size_t size, unsigned form, void *caller) {
+    void *p = pk__alloc_at_inline(size, form, caller);
+    return __builtin_expect(p != NULL, 1) ? p : new_slow(size, 0, form, 0, caller);
 }
+
+#define CALLER __builtin_return_address(0)
 
 #define NEW PK__FORM_NEW
 #define ARR PK__FORM_NEW_ARRAY
 
 /* new, new[] and their nothrow forms */
-EXPORT void *_Znwm(size_t size) { return new_as(size, NEW); }
-EXPORT void *_Znam(size_t size) { return new_as(size, ARR); }
+EXPORT void *_Znwm(size_t size) { return new_as(size, NEW, CALLER); }
+EXPORT void *_Znam(size_t size) { return new_as(size, ARR, CALLER); }
 EXPORT void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) {
     (void)nt;
-    return new_slow(size, 0, NEW, 1);
+    return new_slow(size, 0, NEW, 1, CALLER);
 }
 EXPORT void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) {
     (void)nt;
-    return new_slow(size, 0, ARR, 1);
+    return new_slow(size, 0, ARR, 1, CALLER);
 }
 
 /* delete, delete[], nothrow and sized */
@@ -89,15 +93,15 @@ EXPORT void _ZdlPvm(void *p, size_t size) { pk__free_sized_as_inline(p, size, NE
 EXPORT void _ZdaPvm(void *p, size_t size) { pk__free_sized_as_inline(p, size, ARR); }
 
 /* the aligned forms (std::align_val_t is a size_t) */
-EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, NEW, 0); }
-EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, ARR, 0); }
+EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, NEW, 0, CALLER); }
+EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_slow(size, align, ARR, 0, CALLER); }
 EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
     (void)nt;
-    return new_slow(size, align, NEW, 1);
+    return new_slow(size, align, NEW, 1, CALLER);
 }
 EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
     (void)nt;
-    return new_slow(size, align, ARR, 1);
+    return new_slow(size, align, ARR, 1, CALLER);
 }
 EXPORT void _ZdlPvSt11align_val_t(void *p, size_t align) {
     (void)align;
