@@ -15,11 +15,11 @@ static pk_error_handler handler;
 static void *handler_arg;
 
 void pk_set_error_handler(pk_error_handler h, void *arg) {
-    pthread_mutex_lock(&handler_lock);
+    pk_lock(&handler_lock);
     fork_test_point(HOOK_ERROR_HANDLER, &handler_lock);
     handler = h;
     handler_arg = arg;
-    pthread_mutex_unlock(&handler_lock);
+    pk_unlock(&handler_lock);
 }
 
 static void default_handler(const pk_error *err, void *arg) {
@@ -40,10 +40,10 @@ void error_report(pk_severity sev, const char *what, const char *pool, const voi
     snprintf(message, sizeof message, "poolkit: %s: %s", what, body);
     pk_error err = {sev, what, pool, ptr, message};
 
-    pthread_mutex_lock(&handler_lock);
+    pk_lock(&handler_lock);
     pk_error_handler h = handler;
     void *arg = handler_arg;
-    pthread_mutex_unlock(&handler_lock);
+    pk_unlock(&handler_lock);
     (h ? h : default_handler)(&err, arg);
     if (sev == PK_FATAL) abort();
 }
@@ -53,5 +53,5 @@ void assert_fail(const char *file, int line, const char *cond) {
     abort(); /* error_report never returns from a fatal report */
 }
 
-void error_fork_lock(void) { pthread_mutex_lock(&handler_lock); }
-void error_fork_unlock(void) { pthread_mutex_unlock(&handler_lock); }
+void error_fork_lock(void) { pk_lock(&handler_lock); }
+void error_fork_unlock(void) { pk_unlock(&handler_lock); }

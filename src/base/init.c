@@ -24,6 +24,10 @@
  * test. Here, at the bottom, since every layer's locks have a point. */
 void (*fork_test_hook)(hook_point point, void *lock);
 
+/* Set by fork.c's handlers for the forking thread (internal.h, pk_lock):
+ * here, below every layer that takes a lock. */
+__thread bool pk_fork_window __attribute__((tls_model("initial-exec")));
+
 #define INIT_HOOKS_MAX 4
 
 static void (*hooks[INIT_EVENTS][INIT_HOOKS_MAX])(void);

@@ -36,6 +36,26 @@
  * than one in each file's data. A cache line each: no two slow paths that
  * take different locks share a line. */
 #define PK_FORK_LOCK __attribute__((section("pk_fork_locks"), aligned(64)))
+
+/* A fork's window (process/fork.c): from the library's prepare handler to
+ * its parent or child handler, the forking thread holds every lock above.
+ * Handlers other libraries registered before the library's own run inside
+ * that window (prepare handlers in the reverse order of registration,
+ * parent and child handlers in it), and one that allocates or frees would
+ * wait on a lock its own thread holds, for ever; in the window the
+ * forking thread takes none, its own holding them all already. Every lock
+ * of the library goes through these but the purge thread's state (sweep.c),
+ * which the window does not hold. */
+extern __thread bool pk_fork_window __attribute__((tls_model("initial-exec")));
+static inline void pk_lock(pthread_mutex_t *m) {
+    if (__builtin_expect(!pk_fork_window, 1)) pthread_mutex_lock(m);
+}
+static inline void pk_unlock(pthread_mutex_t *m) {
+    if (__builtin_expect(!pk_fork_window, 1)) pthread_mutex_unlock(m);
+}
+static inline int pk_trylock(pthread_mutex_t *m) {
+    return __builtin_expect(!pk_fork_window, 1) ? pthread_mutex_trylock(m) : 0;
+}
 /* For the same reason a fork's child compares a word before it writes it,
  * where the forking thread's own state is usually unchanged. */
 #define PK_SET_IF_CHANGED(lvalue, value)           \

@@ -92,7 +92,7 @@ static PK_NOINLINE pk_pool *class_pool_make(size_t ci) {
      * with the lock already held: a fork in between left it held in the
      * child). */
     init_announce(INIT_SHARED_STATE);
-    pthread_mutex_lock(&class_lock);
+    pk_lock(&class_lock);
     fork_test_point(HOOK_ALLOC_CLASSES, &class_lock);
     p = class_pools[ci];
     if (!p) {
@@ -114,7 +114,7 @@ static PK_NOINLINE pk_pool *class_pool_make(size_t ci) {
             __atomic_store_n(&class_pools[ci], p, __ATOMIC_RELEASE);
         }
     }
-    pthread_mutex_unlock(&class_lock);
+    pk_unlock(&class_lock);
     if (!p) errno = ENOMEM;
     return p;
 }
@@ -127,8 +127,8 @@ size_t alloc_classes_made(void) {
 
 pk_pool *alloc_class_made(size_t ci) { return ci < ALLOC_CLASSES_ALL ? class_pool_made(ci) : NULL; }
 
-void alloc_fork_lock(void) { pthread_mutex_lock(&class_lock); }
-void alloc_fork_unlock(void) { pthread_mutex_unlock(&class_lock); }
+void alloc_fork_lock(void) { pk_lock(&class_lock); }
+void alloc_fork_unlock(void) { pk_unlock(&class_lock); }
 
 /* ---- re-entry: the thread's depth, the bootstrap buffer, deferred frees ---- */
 

@@ -271,10 +271,10 @@ static bool insert_locked(const block *b) {
 }
 
 static bool insert(const block *b) {
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     fork_test_point(HOOK_LARGE_BLOCKS, &large_lock);
     bool ok = insert_locked(b);
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
     return ok;
 }
 
@@ -380,7 +380,7 @@ static bool recycled_take(size_t span, guarded_span *out) {
 static bool guarded_let_go(void) {
     guarded_span go[HARD_FREED_BLOCKS + HARD_RECYCLED];
     size_t n = 0;
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     for (size_t i = 0; i < recycled_n; i++) go[n++] = recycled[i];
     recycled_n = 0;
     for (size_t i = 0; i < HARD_FREED_BLOCKS; i++) {
@@ -395,7 +395,7 @@ static bool guarded_let_go(void) {
     }
     for (size_t i = 0; i < n; i++) warm_bytes -= go[i].warm;
     __atomic_store_n(&warm_bytes, warm_bytes, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
     for (size_t i = 0; i < n; i++) guarded_unmap(go[i].base, go[i].len);
     return n > 0;
 }
@@ -405,9 +405,9 @@ static bool guarded_let_go(void) {
  * ENOMEM. */
 static char *guarded_map(size_t len, size_t span, size_t *mapped) {
     guarded_span r;
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     bool reuse = recycled_take(span, &r);
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
     size_t page = os_page_size();
     if (reuse) {
         char *end = r.base + r.len - page;
@@ -483,17 +483,17 @@ static void free_guarded(block *e, block *gone, bool checked) {
     gone->base = NULL;
     if (e->freed) {
         block copy = *e;
-        pthread_mutex_unlock(&large_lock);
+        pk_unlock(&large_lock);
         report_guarded_twice((void *)copy.ptr);
     }
     if (e->form != PK__FORM_MALLOC) {
         block copy = *e;
-        pthread_mutex_unlock(&large_lock);
+        pk_unlock(&large_lock);
         alloc_report_form(NULL, (void *)copy.ptr, copy.size, copy.form, PK__FORM_MALLOC);
     }
     if (!checked && hard_changed((char *)e->ptr, e->size, len, &first, &last)) {
         block copy = *e;
-        pthread_mutex_unlock(&large_lock);
+        pk_unlock(&large_lock);
         report_guarded_overflow(&copy, first, last);
     }
     e->warm = false;
@@ -533,7 +533,7 @@ static void free_guarded(block *e, block *gone, bool checked) {
 size_t large_warm_bytes(void) { return __atomic_load_n(&warm_bytes, __ATOMIC_RELAXED); }
 
 void large_warm_tick(uint64_t now) {
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     if (warm_bytes && now >= warm_freed_ms && now - warm_freed_ms >= (uint64_t)options_purge_delay_ms()) {
         for (size_t i = 0; i < HARD_FREED_BLOCKS; i++) {
             block *b = freed_ring[i] ? find(freed_ring[i]) : NULL;
@@ -547,24 +547,24 @@ void large_warm_tick(uint64_t now) {
         }
         __atomic_store_n(&warm_bytes, 0, __ATOMIC_RELAXED);
     }
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
 }
 
 bool large_grow_guarded(void *ptr, size_t size) {
     size_t first, last;
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     block *e = find((uintptr_t)ptr);
     bool grows = e && e->size && !e->freed && e->form == PK__FORM_MALLOC && size >= e->size && size <= guarded_room(e);
     /* only the check bytes that become the block's: the rest wait for the
      * free, so a buffer grown a few bytes at a time reads each once */
     if (grows && hard_changed(ptr, e->size, size, &first, &last)) {
         block copy = *e;
-        pthread_mutex_unlock(&large_lock);
+        pk_unlock(&large_lock);
         report_guarded_overflow(&copy, first, last);
     }
     /* the check bytes past it hold their pattern still (by position) */
     if (grows) __atomic_store_n(&e->size, size, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
     return grows;
 }
 
@@ -575,7 +575,7 @@ void *large_shrink_guarded(void *ptr, size_t size, void *caller) {
     if (!base) return NULL;
     char *to = base + mapped - page - len;
     block gone = {.base = NULL}, b;
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     /* Room for the new entry first (a move cannot be undone; room() moves
      * the entries, so before the old one is found). */
     bool ok = free_entry((uintptr_t)to) || room();
@@ -583,7 +583,7 @@ void *large_shrink_guarded(void *ptr, size_t size, void *caller) {
     ok = ok && e && e->size && !e->freed && e->form == PK__FORM_MALLOC && size < e->size;
     if (ok && hard_changed(ptr, e->size, guarded_room(e), &first, &last)) {
         block copy = *e;
-        pthread_mutex_unlock(&large_lock);
+        pk_unlock(&large_lock);
         report_guarded_overflow(&copy, first, last);
     }
     /* the old one's check bytes were read above: the pages that move
@@ -595,7 +595,7 @@ void *large_shrink_guarded(void *ptr, size_t size, void *caller) {
                     .caller = caller, .form = PK__FORM_MALLOC};
         insert_locked(&b); /* room was made, under the same lock */
     }
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
     if (gone.base) guarded_unmap(gone.base, gone.len);
     if (!ok) {
         guarded_unmap(base, mapped);
@@ -606,22 +606,22 @@ void *large_shrink_guarded(void *ptr, size_t size, void *caller) {
 }
 
 bool large_form(const void *ptr, unsigned *form, size_t *size) {
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     block *e = find((uintptr_t)ptr);
     bool guarded = e && e->size && !e->freed;
     if (guarded) {
         *form = e->form;
         *size = e->size;
     }
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
     return guarded;
 }
 
 void large_set_form(const void *ptr, unsigned form) {
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     block *e = find((uintptr_t)ptr);
     if (e && e->size && !e->freed) e->form = (unsigned char)form;
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
 }
 
 PK_COLD __attribute__((noreturn)) static void report_guard_fault(int sig, const void *addr, const block *b) {
@@ -647,7 +647,7 @@ PK_COLD __attribute__((noreturn)) static void report_guard_fault(int sig, const 
 bool large_explain_fault(int sig, const void *addr) {
     /* the faulting thread may hold the lock (a fault in the library): then
      * the fault goes unexplained rather than waiting forever */
-    if (pthread_mutex_trylock(&large_lock) != 0) return false;
+    if (pk_trylock(&large_lock) != 0) return false;
     block hit = {0};
     for (size_t i = 0; table && i < cap; i++) {
         const block *b = &table[i];
@@ -656,7 +656,7 @@ bool large_explain_fault(int sig, const void *addr) {
             break;
         }
     }
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
     if (hit.ptr) report_guard_fault(sig, addr, &hit);
     return false;
 }
@@ -664,23 +664,23 @@ bool large_explain_fault(int sig, const void *addr) {
 bool large_free(void *ptr) {
     block b = {0}, gone = {0};
     fit_bound bound = {0, 0, false};
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     block *e = find((uintptr_t)ptr);
     bool guarded = e && e->size; /* a hardened block, between guard pages */
     if (guarded) free_guarded(e, &gone, false);
     else if (e) take_locked(e, &b, &bound);
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
     if (gone.base) guarded_unmap(gone.base, gone.len);
     if (b.base) os_unmap_later_fit(b.base, b.len, bound);
     return e != NULL;
 }
 
 bool large_usable(const void *ptr, size_t *usable) {
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     block *b = find((uintptr_t)ptr);
     if (b && b->freed) b = NULL;
     if (b) *usable = b->size ? b->size : b->len - (size_t)((const char *)ptr - b->base);
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
     return b != NULL;
 }
 
@@ -799,13 +799,13 @@ void *large_resize(void *ptr, size_t size, bool sets_leave, bool *mine) {
     block b;
     fit_bound bound;
     size_t len = size > SIZE_MAX / 2 ? 0 : align_up(size, os_page_size());
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     block *e = find((uintptr_t)ptr);
     *mine = e && !(sets_leave && e->set);
     bool same = *mine && !e->size && len && policy_grow_serves(e->len, len);
     if (same) remember_fit(ptr, e->len, large_takes); /* the next resize it serves takes no lock */
     else if (*mine && len) take_locked(e, &b, &bound);
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
     if (!*mine || same) return *mine ? ptr : NULL;
     if (!len) {
         errno = ENOMEM;
@@ -843,33 +843,33 @@ void *large_realloc(void *ptr, size_t size) {
 }
 
 large_set *large_set_of(const void *ptr) {
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     block *b = find((uintptr_t)ptr);
     large_set *set = b ? b->set : NULL;
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
     return set;
 }
 
 void large_set_count(const large_set *set, size_t *blocks, size_t *bytes) {
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     *blocks = set->n;
     *bytes = set->bytes;
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
 }
 
 /* One block at a time, the last of the array: the lock is not held over
  * the unmapping. */
 void large_free_set(large_set *set) {
     for (;;) {
-        pthread_mutex_lock(&large_lock);
+        pk_lock(&large_lock);
         uintptr_t ptr = set->n ? set->ptrs[set->n - 1] : 0;
-        pthread_mutex_unlock(&large_lock);
+        pk_unlock(&large_lock);
         if (!ptr) break;
         if (large_free((void *)ptr)) continue;
         /* not in the table: never so, but the loop must end */
-        pthread_mutex_lock(&large_lock);
+        pk_lock(&large_lock);
         if (set->n && set->ptrs[set->n - 1] == ptr) set->n--;
-        pthread_mutex_unlock(&large_lock);
+        pk_unlock(&large_lock);
     }
     if (set->ptrs) os_unmap(set->ptrs, set->cap * sizeof(uintptr_t));
     set->ptrs = NULL;
@@ -877,12 +877,12 @@ void large_free_set(large_set *set) {
 }
 
 void large_stats_get(large_stats *out) {
-    pthread_mutex_lock(&large_lock);
+    pk_lock(&large_lock);
     out->blocks = live - freed_count;
     out->bytes = bytes;
     out->peak_bytes = peak_bytes;
-    pthread_mutex_unlock(&large_lock);
+    pk_unlock(&large_lock);
 }
 
-void large_fork_lock(void) { pthread_mutex_lock(&large_lock); }
-void large_fork_unlock(void) { pthread_mutex_unlock(&large_lock); }
+void large_fork_lock(void) { pk_lock(&large_lock); }
+void large_fork_unlock(void) { pk_unlock(&large_lock); }

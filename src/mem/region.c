@@ -134,19 +134,19 @@ static region *region_new(void) {
 
 static struct slab *huge_take(size_t span, bool *warm, char **base) {
     size_t bytes = SLAB_BYTES + span;
-    pthread_mutex_lock(&lock);
+    pk_lock(&lock);
     void *want = reuse_n ? (void *)reuse[--reuse_n] : NULL;
-    pthread_mutex_unlock(&lock);
+    pk_unlock(&lock);
     region *r = os_map_reuse_near(want, bytes, REGION_BYTES);
     if (!r) return NULL;
     memset(r, 0, 2 * RECORD_BYTES); /* a reused mapping holds retain.c's entry */
     r->bytes = bytes;
     r->huge = true;
     *warm = true;
-    pthread_mutex_lock(&lock);
+    pk_lock(&lock);
     map_bit(r, true);
     __atomic_store_n(&huge_mapped, huge_mapped + 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&lock);
+    pk_unlock(&lock);
     *base = (char *)r + SLAB_BYTES;
     return (struct slab *)((char *)r + RECORD_BYTES);
 }
@@ -167,7 +167,7 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
         (span > SLAB_BYTES && __atomic_load_n(&huge_mapped, __ATOMIC_RELAXED) < HUGE_OWN_MAX))
         return huge_take(span, warm, base);
     size_t k = region_places(span);
-    pthread_mutex_lock(&lock);
+    pk_lock(&lock);
     fork_test_point(HOOK_ADDRESS_MAP, &lock);
     region *r = NULL;
     uint64_t starts = 0;
@@ -178,7 +178,7 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
     bool made = !r;
     if (made) {
         if (!(r = region_new())) {
-            pthread_mutex_unlock(&lock);
+            pk_unlock(&lock);
             errno = ENOMEM;
             return NULL;
         }
@@ -189,7 +189,7 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
     /* fresh places are a page request too (fault.h), but in a region just
      * mapped, whose mapping was the request */
     if (kept != run && !made && !os_request()) {
-        pthread_mutex_unlock(&lock);
+        pk_unlock(&lock);
         return NULL;
     }
     size_t kept_n = (size_t)__builtin_popcountll(kept);
@@ -207,7 +207,7 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
     char *s = (char *)r + i * RECORD_BYTES;
     memset(s, 0, k * RECORD_BYTES);
     *base = (char *)r + i * SLAB_BYTES;
-    pthread_mutex_unlock(&lock);
+    pk_unlock(&lock);
     if (kept_n) retain_uncharge(kept_n * SLAB_BYTES); /* retain.c's lock comes before this one (fork.c) */
     return (struct slab *)s;
 }
@@ -249,17 +249,17 @@ void region_give(struct slab *s, size_t span, bool keep) {
     region *r = region_at((uintptr_t)s);
     keep = keep && !TRACK_ENABLED && options_purge_delay_ms() > 0;
     if (r->huge) {
-        pthread_mutex_lock(&lock);
+        pk_lock(&lock);
         map_bit(r, false);
         __atomic_store_n(&huge_mapped, huge_mapped - 1, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&lock);
+        pk_unlock(&lock);
         map_drop((uintptr_t)r, (uintptr_t)r + r->bytes); /* whether kept or not: retain.c unmaps kept ones later */
         bool kept = keep && os_unmap_later(r, r->bytes, REGION_BYTES);
         if (!keep) os_unmap(r, r->bytes);
         if (!kept) { /* its address free: the next region's first try */
-            pthread_mutex_lock(&lock);
+            pk_lock(&lock);
             if (reuse_n < REUSE_ADDRESSES) reuse[reuse_n++] = (uintptr_t)r;
-            pthread_mutex_unlock(&lock);
+            pk_unlock(&lock);
         }
         return;
     }
@@ -267,7 +267,7 @@ void region_give(struct slab *s, size_t span, bool keep) {
     uint64_t run = run_bits(i, k);
     keep = keep && retain_charge(k * SLAB_BYTES);
     if (!keep) places_drop(r, i, k); /* before the places are free for another slab */
-    pthread_mutex_lock(&lock);
+    pk_lock(&lock);
     bool had_kept = r->kept != 0;
     r->free |= run;
     bool drop = false;
@@ -282,7 +282,7 @@ void region_give(struct slab *s, size_t span, bool keep) {
         region_unlink(r);
         drop = true;
     }
-    pthread_mutex_unlock(&lock);
+    pk_unlock(&lock);
     if (drop) region_unmap(r);
 }
 
@@ -291,7 +291,7 @@ void region_give(struct slab *s, size_t span, bool keep) {
 static size_t release_kept(uint64_t before) {
     size_t bytes = 0;
     region *gone = NULL;
-    pthread_mutex_lock(&lock);
+    pk_lock(&lock);
     for (region *r = kept_regions, *next; r; r = next) {
         next = r->on[ON_KEPT].next;
         bool had_kept = r->kept != 0;
@@ -310,7 +310,7 @@ static size_t release_kept(uint64_t before) {
             gone = r;
         }
     }
-    pthread_mutex_unlock(&lock);
+    pk_unlock(&lock);
     if (bytes) retain_uncharge(bytes);
     for (region *r = gone, *next; r; r = next) {
         next = r->on[ON_RUN].next;
@@ -336,18 +336,18 @@ static uint64_t kept_oldest(void) {
 void region_tick(uint64_t now) {
     uint64_t base = (uint64_t)options_purge_delay_ms();
     if (!__atomic_load_n(&kept_bytes, __ATOMIC_RELAXED) || now < base) return;
-    pthread_mutex_lock(&lock);
+    pk_lock(&lock);
     uint64_t first = kept_oldest(), delay = base << placing.shift;
     if (first != UINT64_MAX && now >= first + delay) {
         adapt_judge(&placing, fresh, base);
         delay = base << placing.shift;
     }
-    pthread_mutex_unlock(&lock);
+    pk_unlock(&lock);
     if (first == UINT64_MAX || now < first + delay) return;
     size_t bytes = release_kept(now - delay + 1);
-    pthread_mutex_lock(&lock);
+    pk_lock(&lock);
     adapt_gave(&placing, bytes, fresh, now - first);
-    pthread_mutex_unlock(&lock);
+    pk_unlock(&lock);
 }
 
 size_t region_release_kept(void) { return release_kept(UINT64_MAX); }
@@ -387,19 +387,19 @@ static void leaf_pages_drop(const char *lo, const char *hi) {
  * slab's forget: a page describes 6 MiB of slabs, which come and go. */
 static void map_drop(uintptr_t start, uintptr_t end) {
     uintptr_t mask = ((uintptr_t)1 << MAP_L2_BITS) - 1, last = (end - 1) >> GRANULE_SHIFT;
-    pthread_mutex_lock(&lock);
+    pk_lock(&lock);
     for (uintptr_t g = start >> GRANULE_SHIFT; g <= last;) {
         uintptr_t leaf_last = g | mask, to = last < leaf_last ? last : leaf_last;
         const map_entry *leaf = __atomic_load_n(&map_l1[g >> MAP_L2_BITS], __ATOMIC_ACQUIRE);
         if (leaf) leaf_pages_drop((const char *)&leaf[g & mask], (const char *)(&leaf[to & mask] + 1) - 1);
         g = to + 1;
     }
-    pthread_mutex_unlock(&lock);
+    pk_unlock(&lock);
 }
 
 bool map_set(uintptr_t start, uintptr_t end, const map_entry *value) {
     bool ok = true;
-    pthread_mutex_lock(&lock);
+    pk_lock(&lock);
     for (uintptr_t g = start >> GRANULE_SHIFT; g <= (end - 1) >> GRANULE_SHIFT; g++) {
         size_t i1 = (size_t)(g >> MAP_L2_BITS), i2 = (size_t)(g & ((1u << MAP_L2_BITS) - 1));
         map_entry *leaf = __atomic_load_n(&map_l1[i1], __ATOMIC_ACQUIRE);
@@ -414,9 +414,9 @@ bool map_set(uintptr_t start, uintptr_t end, const map_entry *value) {
         }
         entry_store(&leaf[i2], value);
     }
-    pthread_mutex_unlock(&lock);
+    pk_unlock(&lock);
     return ok;
 }
 
-void region_fork_lock(void) { pthread_mutex_lock(&lock); }
-void region_fork_unlock(void) { pthread_mutex_unlock(&lock); }
+void region_fork_lock(void) { pk_lock(&lock); }
+void region_fork_unlock(void) { pk_unlock(&lock); }

@@ -93,7 +93,7 @@ static unsigned keep_shift;
 static void note_fresh(size_t bytes) { __atomic_fetch_add(&fresh, bytes, __ATOMIC_RELAXED); }
 
 void *os_map_reuse_near(void *want, size_t size, size_t align) {
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
     /* Its own size first; else a longer one, cut: a huge slab's region
      * left by one class serves the next of a shorter class without a
@@ -107,7 +107,7 @@ void *os_map_reuse_near(void *want, size_t size, size_t align) {
         *link = r->next;
         __atomic_store_n(&held, held - have, __ATOMIC_RELAXED);
     }
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
     if (have > size) os_unmap((char *)r + size, have - size);
     if (r) return r;
     note_fresh(size);
@@ -120,7 +120,7 @@ bool os_unmap_later(void *p, size_t size, size_t align) {
     bool keep = !TRACK_ENABLED && size >= sizeof(retained) && options_purge_delay_ms() > 0;
     if (keep) {
         retained *r = p;
-        pthread_mutex_lock(&retain_lock);
+        pk_lock(&retain_lock);
         keep = held + size <= RETAIN_BYTES;
         if (keep) {
             r->size = size;
@@ -131,7 +131,7 @@ bool os_unmap_later(void *p, size_t size, size_t align) {
             head = r;
             __atomic_store_n(&held, held + size, __ATOMIC_RELAXED);
         }
-        pthread_mutex_unlock(&retain_lock);
+        pk_unlock(&retain_lock);
     }
     if (!keep) os_unmap(p, size);
     return keep;
@@ -183,10 +183,10 @@ static bool slack_fits(size_t len) {
 }
 
 static void keep_slack(char *p, size_t len) {
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     bool keep = slack_fits(len);
     if (keep) fit_add(piece_of(p, len, os_now_ms(), CLEAN));
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
     if (!keep) os_unmap(p, len);
 }
 
@@ -228,7 +228,7 @@ static fit take_best(size_t size) {
 static void *map_fit(size_t size, size_t *dirty) {
     fit f, piece[GATHER_PIECES];
     size_t pieces = 0, got = 0, extra = 0;
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
     f = take_best(size);
     if (!f.base && __atomic_load_n(&last_bound.gather, __ATOMIC_RELAXED)) {
@@ -238,7 +238,7 @@ static void *map_fit(size_t size, size_t *dirty) {
         size_t slack = size * LARGE_FIT_SLACK;
         if (pieces && slack / LARGE_FIT_SLACK == size && slack_fits(slack)) extra = slack;
     }
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
     *dirty = f.base ? (f.dirty == CLEAN ? 0 : size) : got;
     if (f.base) return f.base;
     void *p = gather(piece, pieces, size, extra);
@@ -249,10 +249,10 @@ static void *map_fit(size_t size, size_t *dirty) {
 }
 
 void *os_fit_take(size_t size) {
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
     fit f = take_best(size);
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
     return f.base;
 }
 
@@ -285,7 +285,7 @@ void *os_map_fit_zero(size_t size, bool clear) {
 void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear) {
     char *got = NULL;
     bool was_clean = false;
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
     size_t i = fits_aligned(len, align);
     if (i != FIT_NONE) {
@@ -303,19 +303,19 @@ void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear) {
         }
         got = (char *)at;
     }
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
     return zero && !was_clean ? zero_kept(got, len, clear) : got;
 }
 
 size_t os_fit_claim(void *at, size_t least, size_t most) {
     size_t got = 0;
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     size_t i = fits_starting(at);
     if (i != FIT_NONE && fit_table[i].len >= least) {
         got = fit_table[i].len < most ? fit_table[i].len : most;
         fit_take_front(i, got);
     }
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
     return got;
 }
 
@@ -347,10 +347,10 @@ static void join_beside(fit *f) {
  * freed beside it meanwhile, where the bound still has room for it (other
  * frees may have filled it); else given back. */
 static void put_back(fit f) {
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     bool keep = slack_fits(f.len);
     if (keep) join_beside(&f), fit_add(f);
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
     if (!keep) os_unmap(f.base, f.len);
 }
 
@@ -405,7 +405,7 @@ static uint64_t next_look;
  * *end when the table's end came. */
 static size_t take_residue(fit *taken, size_t *budget, bool *end) {
     size_t n = 0, step = RESIDUE_STEP_BYTES, i;
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     for (i = look_at < fit_count ? look_at : fit_count; i < fit_count && n < GONE_BATCH && step && *budget;) {
         fit *f = &fit_table[i];
         size_t looked = f->len < step ? f->len : step;
@@ -416,7 +416,7 @@ static size_t take_residue(fit *taken, size_t *budget, bool *end) {
     }
     *end = i >= fit_count;
     look_at = *end ? 0 : i;
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
     return n;
 }
 
@@ -480,7 +480,7 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     bool sparse = look && resident && resident < sample >> LARGE_SPARSE_SHIFT;
     uint64_t now = os_now_ms();
     fit f = piece_of(p, len, now, WRITTEN);
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     if (sparse) {
         f.dirty = round_no;
         residue += resident * os_page_size() * LARGE_SPARSE_EVERY;
@@ -499,10 +499,10 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     bool keep = f.len > 0;
     while (keep && fit_count && (fit_count >= count || fit_bytes + f.len > bound)) {
         if (n_gone == GONE_BATCH) {
-            pthread_mutex_unlock(&retain_lock);
+            pk_unlock(&retain_lock);
             unmap_all(gone, n_gone);
             n_gone = 0;
-            pthread_mutex_lock(&retain_lock);
+            pk_lock(&retain_lock);
             continue;
         }
         bool full = fit_count >= count;
@@ -520,7 +520,7 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     }
     if (keep) fit_add(f);
     fit stale = decay_due();
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
     if (!keep) os_unmap(f.base, f.len);
     if (cut.len) os_unmap(cut.base, cut.len);
     unmap_all(gone, n_gone);
@@ -538,7 +538,7 @@ static size_t release_older(uint64_t before) {
     fit gone_fits[GONE_BATCH];
     size_t bytes = 0, n_fits;
     uint64_t left; /* the oldest entry kept */
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     do {
         n_fits = 0;
         left = UINT64_MAX;
@@ -551,10 +551,10 @@ static size_t release_older(uint64_t before) {
             }
         }
         if (n_fits == GONE_BATCH) {
-            pthread_mutex_unlock(&retain_lock);
+            pk_unlock(&retain_lock);
             for (size_t i = 0; i < n_fits; i++) bytes += gone_fits[i].len;
             unmap_all(gone_fits, n_fits);
-            pthread_mutex_lock(&retain_lock);
+            pk_lock(&retain_lock);
         }
     } while (n_fits == GONE_BATCH);
     for (retained **link = &head, *r; (r = *link);) {
@@ -569,7 +569,7 @@ static size_t release_older(uint64_t before) {
         }
     }
     __atomic_store_n(&oldest, left, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
     for (size_t i = 0; i < n_fits; i++) bytes += gone_fits[i].len;
     unmap_all(gone_fits, n_fits);
     while (gone) {
@@ -586,11 +586,11 @@ static size_t release_older(uint64_t before) {
  * gave back, the age of the oldest it took. Returns the delay then in
  * force. */
 static uint64_t judge_purge(uint64_t base) {
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     adapt_judge(&keeping, __atomic_load_n(&fresh, __ATOMIC_RELAXED), base);
     unsigned shift = keeping.shift;
     __atomic_store_n(&keep_shift, shift, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
     return base << shift;
 }
 
@@ -602,9 +602,9 @@ void os_retain_tick(uint64_t now) {
     uint64_t delay = judge_purge(base);
     if (now < first + delay) return;
     size_t bytes = release_older(now - delay + 1);
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     adapt_gave(&keeping, bytes, __atomic_load_n(&fresh, __ATOMIC_RELAXED), now - first);
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
 }
 
 size_t os_retain_release(void) { return release_older(UINT64_MAX); }
@@ -616,18 +616,18 @@ size_t os_retained_bytes(void) {
 size_t os_fit_bytes(void) { return __atomic_load_n(&fit_bytes, __ATOMIC_RELAXED); }
 
 bool retain_charge(size_t size) {
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     bool ok = held + size <= RETAIN_BYTES;
     if (ok) __atomic_store_n(&held, held + size, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
     return ok;
 }
 
 void retain_uncharge(size_t size) {
-    pthread_mutex_lock(&retain_lock);
+    pk_lock(&retain_lock);
     __atomic_store_n(&held, held - size, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&retain_lock);
+    pk_unlock(&retain_lock);
 }
 
-void os_fork_lock(void) { pthread_mutex_lock(&retain_lock); }
-void os_fork_unlock(void) { pthread_mutex_unlock(&retain_lock); }
+void os_fork_lock(void) { pk_lock(&retain_lock); }
+void os_fork_unlock(void) { pk_unlock(&retain_lock); }

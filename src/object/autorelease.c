@@ -128,7 +128,7 @@ static void update_watch(arp_thread *t) {
 static pk_pool *pages(void) {
     pk_pool *p = __atomic_load_n(&page_pool, __ATOMIC_ACQUIRE);
     if (likely(p != NULL)) return p;
-    pthread_mutex_lock(&page_lock);
+    pk_lock(&page_lock);
     fork_test_point(HOOK_ARP_PAGES, &page_lock);
     p = page_pool;
     if (!p) {
@@ -141,7 +141,7 @@ static pk_pool *pages(void) {
         p = pk_pool_create(&c);
         if (p) __atomic_store_n(&page_pool, p, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&page_lock);
+    pk_unlock(&page_lock);
     return p;
 }
 
@@ -554,5 +554,5 @@ void pk_autorelease_stats_get(pk_autorelease_stats *out) {
     out->page_allocs = t->page_allocs;
 }
 
-void arp_fork_lock(void) { pthread_mutex_lock(&page_lock); }
-void arp_fork_unlock(void) { pthread_mutex_unlock(&page_lock); }
+void arp_fork_lock(void) { pk_lock(&page_lock); }
+void arp_fork_unlock(void) { pk_unlock(&page_lock); }

@@ -262,13 +262,13 @@ static void record_drop(pk_pool *p) {
 }
 
 static pk_pool *record_get(void) {
-    pthread_mutex_lock(&spare_lock);
+    pk_lock(&spare_lock);
     fork_test_point(HOOK_POOL_RECORDS, &spare_lock);
     pk_pool *p = spare_records;
     if (p) {
         spare_records = p->next;
         spare_count--;
-        pthread_mutex_unlock(&spare_lock);
+        pk_unlock(&spare_lock);
         size_t key = p->key;
         memset(p, 0, sizeof *p);
         p->key = key;
@@ -288,7 +288,7 @@ static pk_pool *record_get(void) {
         free_index[free_count++] = (uint32_t)index;
         index = 0;
     }
-    pthread_mutex_unlock(&spare_lock);
+    pk_unlock(&spare_lock);
     if (!index) {
         errno = ENOMEM;
         return NULL;
@@ -303,7 +303,7 @@ static pk_pool *record_get(void) {
 static void record_retire(pk_pool *p);
 
 static void record_put(pk_pool *p) {
-    pthread_mutex_lock(&spare_lock);
+    pk_lock(&spare_lock);
     if (!TRACK_ENABLED && spare_count < SPARE_RECORDS_MAX) {
         p->next = spare_records;
         spare_records = p;
@@ -311,16 +311,16 @@ static void record_put(pk_pool *p) {
     } else {
         record_drop(p);
     }
-    pthread_mutex_unlock(&spare_lock);
+    pk_unlock(&spare_lock);
 }
 
 static void record_retire(pk_pool *p) {
     if (p->debug) {
-        pthread_mutex_lock(&spare_lock);
+        pk_lock(&spare_lock);
         pk_pool *oldest = quarantine[quarantine_next];
         quarantine[quarantine_next] = p;
         quarantine_next = (quarantine_next + 1) % QUARANTINE_RECORDS;
-        pthread_mutex_unlock(&spare_lock);
+        pk_unlock(&spare_lock);
         if (!oldest) return;
         p = oldest;
     }
@@ -362,7 +362,7 @@ static void unlock_one(pk_pool *p, void *arg) {
 
 void pools_fork_lock_each(void) {
     pools_each_held(lock_one, NULL);
-    pthread_mutex_lock(&spare_lock);
+    pk_lock(&spare_lock);
 }
 
 static void fork_child_one(pk_pool *p, void *arg) {
@@ -376,7 +376,7 @@ void pools_fork_child(const tc_slot *mine, const tc_slot *mine_end) {
 }
 
 void pools_fork_unlock(void) {
-    pthread_mutex_unlock(&spare_lock);
+    pk_unlock(&spare_lock);
     pools_each_held(unlock_one, NULL);
     pools_unlock_list();
 }
@@ -384,7 +384,7 @@ void pools_fork_unlock(void) {
 /* The program asked for its memory back: the quarantined debug records go
  * too (a stale debug pool pointer then faults instead of being reported). */
 size_t pk_pool_release_cache(void) {
-    pthread_mutex_lock(&spare_lock);
+    pk_lock(&spare_lock);
     size_t bytes = 0;
     for (pk_pool *p = spare_records, *next; p; p = next) {
         next = p->next;
@@ -399,7 +399,7 @@ size_t pk_pool_release_cache(void) {
         quarantine[i] = NULL;
         bytes += POOL_RECORD_BYTES;
     }
-    pthread_mutex_unlock(&spare_lock);
+    pk_unlock(&spare_lock);
     return bytes + os_retain_release() + region_release_kept();
 }
 

@@ -8,44 +8,44 @@ static pthread_mutex_t list_lock PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 static pk_pool *pools;
 
 void pools_add(pk_pool *p) {
-    pthread_mutex_lock(&list_lock);
+    pk_lock(&list_lock);
     fork_test_point(HOOK_POOL_LIST, &list_lock);
     p->prev = NULL;
     p->next = pools;
     if (pools) pools->prev = p;
     pools = p;
-    pthread_mutex_unlock(&list_lock);
+    pk_unlock(&list_lock);
 }
 
 void pools_remove(pk_pool *p) {
-    pthread_mutex_lock(&list_lock);
+    pk_lock(&list_lock);
     if (p->prev) p->prev->next = p->next;
     else pools = p->next;
     if (p->next) p->next->prev = p->prev;
-    pthread_mutex_unlock(&list_lock);
+    pk_unlock(&list_lock);
 }
 
 bool pools_try_each_shared(void (*fn)(pk_pool *p, void *arg), void *arg) {
-    if (pthread_mutex_trylock(&list_lock) != 0) return false;
+    if (pk_trylock(&list_lock) != 0) return false;
     for (pk_pool *p = pools; p; p = p->next) {
         if (!p->locked || !pool_trylock(p)) continue;
         fn(p, arg);
         pool_unlock(p);
     }
-    pthread_mutex_unlock(&list_lock);
+    pk_unlock(&list_lock);
     return true;
 }
 
 size_t pk_pool_foreach(void (*fn)(pk_pool *pool, void *arg), void *arg) {
     size_t n = 0;
-    pthread_mutex_lock(&list_lock);
+    pk_lock(&list_lock);
     for (pk_pool *p = pools; p; p = p->next, n++) fn(p, arg);
-    pthread_mutex_unlock(&list_lock);
+    pk_unlock(&list_lock);
     return n;
 }
 
-void pools_lock_list(void) { pthread_mutex_lock(&list_lock); }
-void pools_unlock_list(void) { pthread_mutex_unlock(&list_lock); }
+void pools_lock_list(void) { pk_lock(&list_lock); }
+void pools_unlock_list(void) { pk_unlock(&list_lock); }
 
 void pools_each_held(void (*fn)(pk_pool *p, void *arg), void *arg) {
     for (pk_pool *p = pools; p; p = p->next) fn(p, arg);

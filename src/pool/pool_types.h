@@ -381,18 +381,18 @@ struct pk_pool {
 
 static inline void pool_lock(pk_pool *p) {
     if (!p->locked) return;
-    pthread_mutex_lock(p->lock);
+    pk_lock(p->lock);
     POOL_OWNER_SET(p, pthread_self());
 }
 static inline bool pool_trylock(pk_pool *p) {
-    if (pthread_mutex_trylock(p->lock) != 0) return false;
+    if (pk_trylock(p->lock) != 0) return false;
     POOL_OWNER_SET(p, pthread_self());
     return true;
 }
 static inline void pool_unlock(pk_pool *p) {
     if (!p->locked) return;
     POOL_OWNER_SET(p, (pthread_t)0);
-    pthread_mutex_unlock(p->lock);
+    pk_unlock(p->lock);
 }
 
 static inline const char *pool_name(const pk_pool *p) { return p->name ? p->name : "(unnamed)"; }

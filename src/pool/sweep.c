@@ -256,9 +256,9 @@ static void stop_thread(bool at_exit) {
  * process that never started it takes no lock here. */
 __attribute__((destructor)) static void stop_at_exit(void) {
     if (!__atomic_load_n(&ever_started, __ATOMIC_ACQUIRE)) return;
-    pthread_mutex_lock(&control);
+    pk_lock(&control);
     stop_thread(true);
-    pthread_mutex_unlock(&control);
+    pk_unlock(&control);
 }
 
 /* Caller holds control: the start the environment (first poll) or the
@@ -278,14 +278,14 @@ static void settle_due_start(void) {
 
 /* A poll never waits: a start or stop in progress settles it instead. */
 static PK_COLD void start_if_due(void) {
-    if (pthread_mutex_trylock(&control) != 0) return;
+    if (pk_trylock(&control) != 0) return;
     settle_due_start();
-    pthread_mutex_unlock(&control);
+    pk_unlock(&control);
 }
 
 int pk_set_background_purge(int on) {
     init_announce(INIT_SHARED_STATE); /* fork handlers (fork.c) */
-    pthread_mutex_lock(&control);
+    pk_lock(&control);
     fork_test_point(HOOK_PURGE_CONTROL, &control);
     /* A read counts as a first call (a due start happens first); a setting
      * overrides the start that was due. */
@@ -295,7 +295,7 @@ int pk_set_background_purge(int on) {
     if (on > 0 && !running) {
         int rc = start_thread();
         if (rc != 0) {
-            pthread_mutex_unlock(&control);
+            pk_unlock(&control);
             errno = rc;
             return -1;
         }
@@ -303,7 +303,7 @@ int pk_set_background_purge(int on) {
         stop_thread(false);
     }
     if (on >= 0) options_set_background_purge(on > 0);
-    pthread_mutex_unlock(&control);
+    pk_unlock(&control);
     return was;
 }
 
@@ -312,11 +312,11 @@ int pk_set_background_purge(int on) {
 static bool ran_before_fork; /* under control, from prepare to the child */
 
 void purge_fork_lock(void) {
-    pthread_mutex_lock(&control);
+    pk_lock(&control);
     PK_SET_IF_CHANGED(ran_before_fork, running); /* the last fork left its page to be copied */
 }
 
-void purge_fork_unlock(void) { pthread_mutex_unlock(&control); }
+void purge_fork_unlock(void) { pk_unlock(&control); }
 
 void purge_fork_child(void) {
     PK_SET_IF_CHANGED(running, false);

@@ -74,8 +74,8 @@ static tc_slot *stock;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
-void tcache_registry_lock(void) { pthread_mutex_lock(&registry); }
-void tcache_registry_unlock(void) { pthread_mutex_unlock(&registry); }
+void tcache_registry_lock(void) { pk_lock(&registry); }
+void tcache_registry_unlock(void) { pk_unlock(&registry); }
 
 static void rec_stock(void);
 
@@ -105,7 +105,7 @@ static void table_stock(void) {
 static void (*heap_exit)(pk_pool *p, tc_slot *c);
 
 void tcache_attach(pk_pool *p, void (*on_exit)(pk_pool *p, tc_slot *c)) {
-    pthread_mutex_lock(&registry);
+    pk_lock(&registry);
     heap_exit = on_exit;
     fork_test_point(HOOK_REGISTRY, &registry);
     rec_stock(); /* so the next thread to use a pool need not map a page */
@@ -113,7 +113,7 @@ void tcache_attach(pk_pool *p, void (*on_exit)(pk_pool *p, tc_slot *c)) {
     key_pool[p->key] = p;
     if (stock) (void)heap_chunk_ready(stock, p->key);
     if (p->key >= key_high) __atomic_store_n(&key_high, p->key + 1, __ATOMIC_RELAXED); /* the fault handler reads it */
-    pthread_mutex_unlock(&registry);
+    pk_unlock(&registry);
 }
 
 void tcache_detach(pk_pool *p) {
@@ -150,7 +150,7 @@ static void give_back(pk_pool *p, tc_slot *c) {
 static void thread_exit(void *arg) {
     thread_rec *rec = arg;
     state = THREAD_EXITING;
-    pthread_mutex_lock(&registry);
+    pk_lock(&registry);
     for (size_t k = 1; k < key_high; k++)
         if (key_pool[k]) give_back(key_pool[k], &tc_table[k]);
     if (rec->prev) rec->prev->next = rec->next;
@@ -166,7 +166,7 @@ static void thread_exit(void *arg) {
     } else {
         table_unmap(mine);
     }
-    pthread_mutex_unlock(&registry);
+    pk_unlock(&registry);
     self = NULL;
 }
 
@@ -189,12 +189,12 @@ static void make_exit_key(void) { pthread_key_create(&exit_key, thread_exit); }
 
 static bool thread_register(void) {
     pthread_once(&exit_key_once, make_exit_key);
-    pthread_mutex_lock(&registry);
+    pk_lock(&registry);
     rec_stock();
     table_stock();
     thread_rec *rec = spare_recs;
     if (!rec || !stock) {
-        pthread_mutex_unlock(&registry);
+        pk_unlock(&registry);
         return false;
     }
     spare_recs = rec->next;
@@ -205,7 +205,7 @@ static bool thread_register(void) {
     if (threads) threads->prev = rec;
     threads = rec;
     pk__tc_table = (char *)rec->slots;
-    pthread_mutex_unlock(&registry);
+    pk_unlock(&registry);
     self = rec;
     state = THREAD_LIVE;
     pthread_setspecific(exit_key, rec);
@@ -227,9 +227,9 @@ size_t tcache_keys_used(void) { return __atomic_load_n(&key_high, __ATOMIC_RELAX
 
 size_t tcache_live_threads(void) {
     size_t n = 0;
-    pthread_mutex_lock(&registry);
+    pk_lock(&registry);
     for (thread_rec *t = threads; t; t = t->next) n++;
-    pthread_mutex_unlock(&registry);
+    pk_unlock(&registry);
     return n;
 }
 

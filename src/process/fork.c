@@ -9,7 +9,10 @@
  * those threads may have been inside a fast or slow path, their slots and
  * heaps half-changed, so nothing follows their lists; their slabs stay
  * mapped and unused and their objects counted as live in the child (a leak
- * there, never an object handed out twice). */
+ * there, never an object handed out twice). Handlers of other libraries
+ * that run between prepare and parent or child (registered before ours)
+ * may allocate: the forking thread takes no lock meanwhile (internal.h,
+ * pk_fork_window). */
 #include "pool/pool_internal.h"
 
 #include <pthread.h>
@@ -25,6 +28,7 @@ static void prepare(void) {
     region_fork_lock();      /* the regions and the maps: a leaf */
     large_fork_lock();       /* pk_alloc's mapped blocks: a leaf */
     error_fork_lock();       /* the error handler: a leaf */
+    pk_fork_window = true;   /* the handlers that run next take none (internal.h) */
 }
 
 static void release_library(void) {
@@ -39,6 +43,7 @@ static void release_library(void) {
 }
 
 static void parent(void) {
+    pk_fork_window = false;
     release_library();
     purge_fork_unlock();
 }
@@ -46,6 +51,7 @@ static void parent(void) {
 /* The child has one thread: no purge thread (sweep.c makes its state
  * afresh and starts it again lazily). */
 static void child(void) {
+    pk_fork_window = false;
     const tc_slot *lo = NULL, *hi = NULL;
     tcache_table_range(&lo, &hi); /* none: every heap belonged to a thread gone */
     pools_fork_child(lo, hi);
