@@ -386,6 +386,16 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * a few faults, where a step faults in hundreds of pages. */
 #define GIVE_EMPTY_STEP ((size_t)1 << 20)
 
+/* FREE_POLL_CALLS: the malloc library's free polls the purge (sweep.c,
+ * pool_purge_poll: a read of the coarse clock while no sweep is due) once
+ * per this many calls on a thread. Memory kept for the purge delay goes
+ * back on the library's calls, and a program whose allocations and frees
+ * all take the inline paths (a block freed and made again at once, after
+ * it freed a large block or many slabs' objects) made none, and kept that
+ * memory for as long as it ran (glibc, jemalloc and mimalloc gave back a
+ * freed 256 MiB block under the same calls). */
+#define FREE_POLL_CALLS 32
+
 /* The background purge (sweep.c): a thread that runs the sweep every
  * interval, for programs that go fully idle. It sleeps at most
  * PURGE_BACKGROUND_MAX_SLEEP_MS at a time, so a delay changed by a call is
@@ -453,6 +463,14 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define LARGE_KEEP_COUNT_MIN 32
 #define LARGE_KEEP_FLOOR ((size_t)64 << 20)
 #define LARGE_KEEP_PEAKS 2
+/* A freed mapping longer than LARGE_KEEP_MAX goes back at once, as
+ * glibc's, jemalloc's and mimalloc's huge blocks do: kept, the pages of a
+ * buffer of hundreds of MiB that a program freed before it went quiet (or
+ * shrank by realloc into a class) stayed resident until its next call
+ * into the library; the faults of such a block again cost little beside
+ * the writes that fill it. Longer than the vectors bench_large doubles
+ * and the blocks of its random lengths (5-25 MiB), which reuse theirs. */
+#define LARGE_KEEP_MAX ((size_t)128 << 20)
 
 /* Residue in the kept pieces (retain.c): a kept piece serves the fronts
  * of blocks of other lengths, so a program whose large blocks are written

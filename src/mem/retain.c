@@ -466,7 +466,7 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     __atomic_store_n(&last_bound.bytes, bound, __ATOMIC_RELAXED);
     __atomic_store_n(&last_bound.count, count, __ATOMIC_RELAXED);
     __atomic_store_n(&last_bound.gather, b.gather, __ATOMIC_RELAXED);
-    if (TRACK_ENABLED || options_purge_delay_ms() <= 0 || len > bound) {
+    if (TRACK_ENABLED || options_purge_delay_ms() <= 0 || len > bound || len > LARGE_KEEP_MAX) {
         os_unmap(p, len);
         return;
     }
