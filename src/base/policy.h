@@ -386,16 +386,6 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * a few faults, where a step faults in hundreds of pages. */
 #define GIVE_EMPTY_STEP ((size_t)1 << 20)
 
-/* FREE_POLL_CALLS: the malloc library's free polls the purge (sweep.c,
- * pool_purge_poll: a read of the coarse clock while no sweep is due) once
- * per this many calls on a thread. Memory kept for the purge delay goes
- * back on the library's calls, and a program whose allocations and frees
- * all take the inline paths (a block freed and made again at once, after
- * it freed a large block or many slabs' objects) made none, and kept that
- * memory for as long as it ran (glibc, jemalloc and mimalloc gave back a
- * freed 256 MiB block under the same calls). */
-#define FREE_POLL_CALLS 32
-
 /* The background purge (sweep.c): a thread that runs the sweep every
  * interval, for programs that go fully idle. It sleeps at most
  * PURGE_BACKGROUND_MAX_SLEEP_MS at a time, so a delay changed by a call is

@@ -300,12 +300,6 @@ static void large_poll(void) {
     leave();
 }
 
-void alloc_poll(void) {
-    if (depth) return;
-    depth++;
-    pool_purge_poll_quiet();
-    leave();
-}
 
 /* A hardened block (alloc_harden.c): of size 0, in a class pool with its
  * check word, or guarded in a mapping of its own of room bytes or more

@@ -110,11 +110,6 @@ size_t alloc_class_aligned(size_t ci, size_t align);
 /* pk_alloc and pk_aligned_alloc past their inline paths, with the site a
  * report names (the C++ operators' own caller, not the operator). */
 void *alloc_at(size_t size, void *caller);
-/* The purge's poll, unless inside the library, starting no thread
- * (pool_purge_poll_quiet): for a caller whose calls all take the inline
- * paths (malloc.c's free, which the C library calls under locks of its
- * own). */
-void alloc_poll(void);
 void *aligned_alloc_at(size_t align, size_t size, void *caller);
 
 /* Whether every slot of class pool p is aligned to align (a power of two

@@ -20,8 +20,6 @@
  * from its bootstrap buffer, and runs the pools' fork handlers (alloc.c).
  */
 #include "base/internal.h"
-#include "base/policy.h"
-#include "front/alloc_internal.h"
 
 #include <poolkit/alloc.h>
 #include <poolkit/pool.h>
@@ -51,18 +49,7 @@ __attribute__((constructor)) static void fork_handlers_now(void) { init_announce
 
 EXPORT void *malloc(size_t size) { return pk_alloc(size); }
 
-/* FREE_POLL_CALLS (policy.h): the calls until this thread's next poll. */
-static __thread unsigned frees_to_poll __attribute__((tls_model("initial-exec")));
-
-static __attribute__((noinline, cold)) void free_poll(void) {
-    frees_to_poll = FREE_POLL_CALLS - 1;
-    alloc_poll();
-}
-
-EXPORT void free(void *ptr) {
-    if (__builtin_expect(frees_to_poll-- == 0, 0)) free_poll();
-    pk_free(ptr);
-}
+EXPORT void free(void *ptr) { pk_free(ptr); }
 
 EXPORT void *calloc(size_t n, size_t size) { return pk_calloc(n, size); }
 

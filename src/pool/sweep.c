@@ -81,14 +81,14 @@ static bool sweep(uint64_t now) {
     return pools_try_each_shared(tick_one, &now);
 }
 
-static inline __attribute__((always_inline)) uint64_t poll(bool may_start) {
+uint64_t pool_purge_poll(void) {
     uint64_t now = os_now_ms(), next = __atomic_load_n(&next_poll_ms, __ATOMIC_RELAXED);
     /* A sweep scheduled further away than the delay in force allows was
      * scheduled under a longer one (pk_set_purge_delay shortened it): due
      * now, else memory waited up to half the old delay. */
     if (likely(now < next) && likely(next - now <= PURGE_INTERVAL_MS((uint64_t)options_purge_delay_ms())))
         return now;
-    if (unlikely(__atomic_load_n(&start_due, __ATOMIC_RELAXED)) && may_start) start_if_due();
+    if (unlikely(__atomic_load_n(&start_due, __ATOMIC_RELAXED))) start_if_due();
     uint64_t delay = (uint64_t)options_purge_delay_ms();
     /* With delay 0 memory goes back on the calls that free it and nothing is
      * retained: no sweep to make. */
@@ -101,10 +101,6 @@ static inline __attribute__((always_inline)) uint64_t poll(bool may_start) {
     if (!sweep(now)) __atomic_store_n(&next_poll_ms, next, __ATOMIC_RELAXED);
     return now;
 }
-
-uint64_t pool_purge_poll(void) { return poll(true); }
-
-uint64_t pool_purge_poll_quiet(void) { return poll(false); }
 
 /* ---- the background purge ---- */
 

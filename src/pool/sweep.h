@@ -10,11 +10,6 @@
  * and not running); called on slow paths and whole-pool calls with no lock
  * held. Returns the time it read (os_now_ms), for the caller's own tick. */
 uint64_t pool_purge_poll(void);
-/* pool_purge_poll that starts no thread: for a caller that may run while
- * the C library holds a lock of its own (free: glibc frees an exited
- * thread's TLS holding the lock of its stack cache, which pthread_create
- * takes). */
-uint64_t pool_purge_poll_quiet(void);
 /* fn runs on every sweep from now on, with the time, no lock held: a layer
  * above that keeps memory of its own for the purge delay (the hardened
  * front end's freed guarded blocks); with UINT64_MAX it gives back all it
