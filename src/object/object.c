@@ -478,7 +478,7 @@ void object_census(void (*fn)(const pk_class *cls, size_t live, void *arg), void
     if (!c) return;
     pk_pool *p;
     for (size_t ci = 0; ci < ALLOC_CLASSES_ALL; ci++)
-        if ((p = alloc_class_made(ci)) != NULL) pk_pool_visit(p, census_count, c);
+        if ((p = alloc_class_made(ci)) != NULL) pool_visit_held(p, census_count, c);
     for (size_t i = 0; i < c->n; i++) fn(c->cls[i], c->live[i], arg);
     if (c->other) fn(NULL, c->other, arg);
     free(c);

@@ -134,17 +134,25 @@ void pool_each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
     }
 }
 
-void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
-    pool_check_live(p, "pk_pool_visit", NULL);
+/* pk_pool_visit's steps; held: the walk under the pool's lock too. */
+static void visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg, bool held) {
     tcache_registry_lock();
     pool_lock(p);
     heap_abandon_all(p); /* every free object home: the threads set up anew */
     central_collect_own(p);
     POOL_VALIDATE_DEEP(p);
+    if (held) pool_each_live(p, fn, arg);
     pool_unlock(p);
     tcache_registry_unlock();
-    pool_each_live(p, fn, arg);
+    if (!held) pool_each_live(p, fn, arg);
 }
+
+void pk_pool_visit(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) {
+    pool_check_live(p, "pk_pool_visit", NULL);
+    visit(p, fn, arg, false);
+}
+
+void pool_visit_held(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg) { visit(p, fn, arg, true); }
 
 pk_pool *pk_pool_owner(const void *ptr) { return slab_owner(ptr); }
 

@@ -60,6 +60,11 @@ void pool_each_live_debug(pk_pool *p, bool (*fn)(void *obj, void *const *sites, 
  * slot is live exactly when it was handed out and is not on its slab's
  * free list. */
 void pool_each_live(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg);
+/* pk_pool_visit with the walk under the pool's lock, for fn that calls
+ * nothing of the pool while other threads may still call it (the exit
+ * summary: exit() from one thread while others allocate from debug
+ * pools, whose calls all take the lock). */
+void pool_visit_held(pk_pool *p, void (*fn)(void *obj, void *arg), void *arg);
 
 
 #endif

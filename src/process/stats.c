@@ -446,7 +446,7 @@ static void add_leaking_pool(pk_pool *p, void *arg) {
      * run: the pool's entry counts its blocks alone. */
     size_t blocks = st.live, in_objects = 0;
     if (objects && k->quiet) {
-        pk_pool_visit(p, count_object, &in_objects);
+        pool_visit_held(p, count_object, &in_objects); /* other threads may run on: their calls wait */
         blocks -= in_objects < blocks ? in_objects : blocks;
     }
     if (blocks)
