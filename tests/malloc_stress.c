@@ -204,13 +204,15 @@ static void callocs(void) {
         void *d[16];
         for (int i = 0; i < 16; i++) {
             d[i] = malloc(n);
-            memset(d[i], 0xee, n);
+            memset(d[i], 0xee, malloc_usable_size(d[i])); /* its slack too, which calloc's block may reuse */
         }
         for (int i = 0; i < 16; i++) free(d[i]);
         for (int i = 0; i < 16; i++) {
             unsigned char *z = calloc(n, 1);
             CHECK(z != NULL, "calloc(%zu)", n);
-            for (size_t k = 0; k < n; k++) CHECK(z[k] == 0, "calloc(%zu) byte %zu not zero", n, k);
+            /* the slack malloc_usable_size reports too, as glibc's */
+            size_t usable = malloc_usable_size(z);
+            for (size_t k = 0; k < usable; k++) CHECK(z[k] == 0, "calloc(%zu) byte %zu of %zu not zero", n, k, usable);
             d[i] = z;
         }
         for (int i = 0; i < 16; i++) free(d[i]);
@@ -218,6 +220,29 @@ static void callocs(void) {
     volatile size_t huge = SIZE_MAX / 4; /* hidden from the compiler's size checks */
     errno = 0;
     CHECK(calloc_p(huge, 8) == NULL && errno == ENOMEM, "calloc overflow");
+}
+
+/* ---- glibc's own names of the family ---- */
+
+void *__libc_malloc(size_t);
+void *__libc_calloc(size_t, size_t);
+void *__libc_realloc(void *, size_t);
+void *__libc_memalign(size_t, size_t);
+void __libc_free(void *);
+
+/* glibc exports the family under its own names too; a program that calls
+ * them passes their blocks to free and free's to them: one allocator. */
+static void libc_names(void) {
+    char *a = __libc_malloc(100), *b = __libc_calloc(10, 10), *c = __libc_memalign(64, 100);
+    CHECK(a && b && c && (uintptr_t)c % 64 == 0, "__libc_malloc, __libc_calloc, __libc_memalign");
+    memset(a, 1, 100);
+    a = __libc_realloc(a, 5000);
+    CHECK(a && a[99] == 1, "__libc_realloc");
+    free(a);
+    __libc_free(b);
+    char *d = malloc(100);
+    __libc_free(d);
+    free(c);
 }
 
 /* ---- malloc_trim ---- */
@@ -314,9 +339,10 @@ int main(int argc, char **argv) {
     realloc_chains(200);
     aligned();
     callocs();
+    libc_names();
     trim();
     forks();
-    printf("malloc_stress: every check passed (threads, realloc chains, aligned sizes, calloc, malloc_trim, "
+    printf("malloc_stress: every check passed (threads, realloc chains, aligned sizes, calloc, __libc_ names, malloc_trim, "
            "fork)\n");
     return 0;
 }

@@ -380,8 +380,12 @@ void *pk_calloc(size_t n, size_t size) {
     if (unlikely(depth != 0)) return boot_alloc(total, 0, true);
     if (unlikely(alloc_hardened())) return hard_alloc_small(total, __builtin_return_address(0));
     if (total > PK_ALLOC_CLASS_MAX) return large_from_library(total, 0, true); /* fresh pages */
-    void *obj = class_alloc(alloc_class_of(total), __builtin_return_address(0));
-    if (obj) memset(obj, 0, total);
+    /* the class's whole slot, which malloc_usable_size reports usable, as
+     * glibc clears its whole chunk: a program that grows into the slack
+     * finds zeros there too */
+    size_t ci = alloc_class_of(total);
+    void *obj = class_alloc(ci, __builtin_return_address(0));
+    if (obj) memset(obj, 0, alloc_class_size(ci));
     return obj;
 }
 

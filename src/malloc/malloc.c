@@ -99,6 +99,19 @@ EXPORT void *pvalloc(size_t size) {
 
 EXPORT size_t malloc_usable_size(void *ptr) { return pk_usable_size(ptr); }
 
+/* glibc's own names for the family, which it exports beside the standard
+ * ones: a program or library that calls them (a wrapper of malloc that
+ * reaches the C library's through them, an old profiler) would pass its
+ * blocks between two allocators, and free of either's reports the other's
+ * as foreign. Here they are the same calls. */
+EXPORT void *__libc_malloc(size_t size) { return pk_alloc(size); }
+EXPORT void __libc_free(void *ptr) { pk_free(ptr); }
+EXPORT void *__libc_calloc(size_t n, size_t size) { return pk_calloc(n, size); }
+EXPORT void *__libc_realloc(void *ptr, size_t size) { return pk_realloc(ptr, size); }
+EXPORT void *__libc_memalign(size_t align, size_t size) { return memalign(align, size); }
+EXPORT void *__libc_valloc(size_t size) { return valloc(size); }
+EXPORT void *__libc_pvalloc(size_t size) { return pvalloc(size); }
+
 /* What a program asks for when it calls it (after a spike, before it goes
  * idle): the free memory back to the system now, not after the purge delay.
  * pad, glibc's room left at the top of its heap, has nothing to apply to:

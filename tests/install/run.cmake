@@ -137,11 +137,13 @@ endforeach()
 
 # 3. Only public names (pk_...) are global in either library: the static one
 #    must not hand its internal names to the programs that link it; and
-#    libpoolkit-malloc.so exports those, the malloc family and the global
+#    libpoolkit-malloc.so exports those, the malloc family (with glibc's
+#    __libc_ names of it) and the global
 #    operator new and delete (their mangled names: _Znw, _Zna, _Zdl, _Zda),
 #    nothing else.
 set(malloc_family malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign
-    valloc pvalloc malloc_usable_size malloc_trim)
+    valloc pvalloc malloc_usable_size malloc_trim __libc_malloc __libc_free __libc_calloc __libc_realloc
+    __libc_memalign __libc_valloc __libc_pvalloc)
 find_program(NM nm)
 if(NM)
     foreach(check "libpoolkit.a;-g;--defined-only" "libpoolkit.so;-D;--defined-only"
