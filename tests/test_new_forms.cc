@@ -176,3 +176,25 @@ TEST(NewForms, DebugModeNamesTheCallerOfNew) {
     EXPECT_NE(r.err.find("what=double free "), std::string::npos) << r.describe();
     EXPECT_NE(r.err.find("allocated at forms_new_here+0x"), std::string::npos) << r.describe();
 }
+
+/* Hardened mode names the call that freed twice: delete, not free. */
+PKTEST_CHILD(FormsDoubleDeleteNamed) {
+    return ends_in_report([] {
+        int *o = hide(new int(7));
+        delete hide(o);
+        delete hide(o);
+    });
+}
+
+PKTEST_CHILD(FormsDoubleDeleteArrayOfAGuardedBlockNamed) {
+    return ends_in_report([] {
+        char *a = hide(new char[kGuarded]);
+        delete[] hide(a);
+        delete[] hide(a);
+    });
+}
+
+TEST(NewForms, ADoubleDeleteIsReportedAsADelete) {
+    expect_report("FormsDoubleDeleteNamed", "double free", "delete(0x");
+    expect_report("FormsDoubleDeleteArrayOfAGuardedBlockNamed", "double free", "delete[](0x");
+}

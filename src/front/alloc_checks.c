@@ -98,6 +98,10 @@ static const char *freed_by(unsigned form) {
     return form == PK__FORM_NEW ? "delete" : form == PK__FORM_NEW_ARRAY ? "delete[]" : "free";
 }
 
+__thread unsigned alloc_freeing_form __attribute__((tls_model("initial-exec")));
+
+const char *alloc_free_call(void) { return freed_by(alloc_freeing_form); }
+
 void alloc_report_form(const pk_pool *p, const void *obj, size_t n, unsigned made, unsigned freed) {
     error_report(PK_FATAL, "mismatched free", p ? p->name : NULL, obj,
                  "%s(%p): block %p of %zu bytes%s%s%s was allocated with %s and freed with %s, not %s",

@@ -28,6 +28,11 @@ void hard_pattern_setup(void);
 void hard_fill(char *b, size_t from, size_t to);
 bool hard_changed(const char *b, size_t from, size_t to, size_t *first, size_t *last);
 
+/* The call that frees now (hardened mode: pk__free_as and
+ * pk__free_sized_as set it around their free), for a report's name of it:
+ * "free", "delete" or "delete[]". */
+extern __thread unsigned alloc_freeing_form __attribute__((tls_model("initial-exec")));
+const char *alloc_free_call(void);
 /* A block (of pool p, NULL for a guarded one) of n bytes allocated in one
  * form (alloc.h's PK__FORM_*) and freed in another, reported (PK_FATAL). */
 PK_COLD __attribute__((noreturn)) void alloc_report_form(const pk_pool *p, const void *obj, size_t n,

@@ -79,12 +79,25 @@ void *pk__aligned_alloc_at(size_t align, size_t size, unsigned form, void *calle
     return with_form(aligned_alloc_at(align, size, caller), form);
 }
 
+/* Hardened: the form named by a report of the free (alloc_free_call). */
 void pk__free_as(void *ptr, unsigned form) {
-    if (ptr && unlikely(forms_kept())) check_form(ptr, form);
+    if (ptr && unlikely(forms_kept())) {
+        check_form(ptr, form);
+        alloc_freeing_form = form;
+        pk_free(ptr);
+        alloc_freeing_form = PK__FORM_MALLOC;
+        return;
+    }
     pk_free(ptr);
 }
 
 void pk__free_sized_as(void *ptr, size_t size, unsigned form) {
-    if (ptr && unlikely(forms_kept())) check_form(ptr, form);
+    if (ptr && unlikely(forms_kept())) {
+        check_form(ptr, form);
+        alloc_freeing_form = form;
+        pk_free_sized(ptr, size);
+        alloc_freeing_form = PK__FORM_MALLOC;
+        return;
+    }
     pk_free_sized(ptr, size);
 }

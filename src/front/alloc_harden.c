@@ -169,9 +169,9 @@ PK_COLD __attribute__((noreturn)) static void report_underflow(const pk_pool *p,
 
 PK_COLD __attribute__((noreturn)) static void report_not_in_use(const pk_pool *p, const void *obj) {
     error_report(PK_FATAL, "double free", p->name, obj,
-                 "free(%p): the block (pool '%s') is not in use: freed already (its check word is clear), "
+                 "%s(%p): the block (pool '%s') is not in use: freed already (its check word is clear), "
                  "or never handed out",
-                 obj, pool_name(p));
+                 alloc_free_call(), obj, pool_name(p));
     __builtin_unreachable();
 }
 

@@ -468,7 +468,7 @@ PK_COLD __attribute__((noreturn)) static void report_guarded_overflow(const bloc
 }
 
 PK_COLD __attribute__((noreturn)) static void report_guarded_twice(const void *ptr) {
-    error_report(PK_FATAL, "double free", NULL, ptr, "free(%p): the block was freed already", ptr);
+    error_report(PK_FATAL, "double free", NULL, ptr, "%s(%p): the block was freed already", alloc_free_call(), ptr);
     __builtin_unreachable();
 }
 
