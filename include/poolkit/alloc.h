@@ -202,8 +202,8 @@ PK_API void *pk__alloc_at(size_t size, unsigned form, void *caller);
 PK_API void *pk__aligned_alloc_at(size_t align, size_t size, unsigned form, void *caller);
 /* nothrow: a noexcept operator delete then calls them as its last step
  * (a tail call), so that a report's free site is the delete's caller. */
-PK_API __attribute__((nothrow)) void pk__free_as(void *ptr, unsigned form);
-PK_API __attribute__((nothrow)) void pk__free_sized_as(void *ptr, size_t size, unsigned form);
+PK_API PK__ATTR_NOTHROW void pk__free_as(void *ptr, unsigned form);
+PK_API PK__ATTR_NOTHROW void pk__free_sized_as(void *ptr, size_t size, unsigned form);
 
 #ifdef PK__HAVE_INLINE
 /* The thread's slot for a size's class (slot 0 before the class is made).

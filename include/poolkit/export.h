@@ -49,6 +49,11 @@
 #  define PK__ATTR_SIZE(n)
 #  define PK__ATTR_SIZE2(n, m)
 #endif
+#if PK__HAS_ATTRIBUTE(__nothrow__)
+#  define PK__ATTR_NOTHROW __attribute__((__nothrow__))
+#else
+#  define PK__ATTR_NOTHROW
+#endif
 #if PK__HAS_ATTRIBUTE(__alloc_align__)
 #  define PK__ATTR_ALIGN(n) __attribute__((__alloc_align__(n)))
 #else
