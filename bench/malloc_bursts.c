@@ -20,9 +20,11 @@
  * whose objects change size between phases); an allocator that keeps the
  * memory one size freed for that size alone holds the sum of the phases,
  * where the peak resident size (VmHWM, the summary's last figure) could
- * stay at the largest phase.
+ * stay at the largest phase. A size may carry its own count, "102400x10000":
+ * phases of big blocks and of many small ones (a parser's records, then a
+ * tree of small nodes), whose peak could stay at the larger phase's.
  *
- * Usage: malloc_bursts [COUNT (1000000) SIZE[,SIZE...] (32) SILENCE_MS (700) BURSTS (6) THREADS (0)]
+ * Usage: malloc_bursts [COUNT (1000000) SIZE[xCOUNT][,SIZE[xCOUNT]...] (32) SILENCE_MS (700) BURSTS (6) THREADS (0)]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -31,7 +33,7 @@
 
 #include "plain_bursts.h"
 
-static long count;
+static long count, counts[7]; /* this burst's; each size's */
 static size_t sizes[7], size; /* the sizes in turn; this burst's */
 static int nsizes, done;
 static char **blocks;
@@ -53,6 +55,7 @@ static int run_burst(void *unused) {
     (void)unused;
     void *failed = NULL;
     pthread_t worker;
+    count = counts[done % nsizes];
     size = sizes[done++ % nsizes];
     if (!threads) failed = burst(&failed);
     else if (pthread_create(&worker, NULL, burst, &failed) != 0 || pthread_join(worker, &failed) != 0)
@@ -61,11 +64,14 @@ static int run_burst(void *unused) {
     return failed != NULL;
 }
 
-/* "64,48,128" into sizes; 0 if it is not a list of up to 7 sizes. */
-static int parse_sizes(const char *arg) {
+/* "64,48x20,128" into sizes and counts (COUNT where a size has none); 0 if
+ * it is not a list of up to 7 sizes. */
+static int parse_sizes(const char *arg, long all) {
     for (char *at = (char *)arg; nsizes < 7;) {
         unsigned long v = strtoul(at, &at, 10);
         if (v < 1) return 0;
+        counts[nsizes] = *at == 'x' ? strtol(at + 1, &at, 10) : all;
+        if (counts[nsizes] < 1) return 0;
         sizes[nsizes++] = v;
         if (*at == '\0') return 1;
         if (*at++ != ',') return 0;
@@ -75,7 +81,9 @@ static int parse_sizes(const char *arg) {
 
 int main(int argc, char **argv) {
     count = argc > 1 ? atol(argv[1]) : 1000000;
-    int sizes_ok = parse_sizes(argc > 2 ? argv[2] : "32");
+    int sizes_ok = count >= 1 && parse_sizes(argc > 2 ? argv[2] : "32", count);
+    for (int i = 0; i < nsizes; i++)
+        if (counts[i] > count) count = counts[i]; /* the blocks' array holds the most */
     long silence = argc > 3 ? atol(argv[3]) : 700;
     int bursts = argc > 4 ? atoi(argv[4]) : 6;
     threads = argc > 5 ? atoi(argv[5]) : 0;

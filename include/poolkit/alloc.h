@@ -185,7 +185,7 @@ PK_API void pk__free_sized_slow(void *ptr, size_t size);
 
 /* The forms a block is allocated and freed in: malloc's (free), new's
  * (delete) and new[]'s (delete[]). <poolkit/new.hpp> and the malloc
- * library's operators call the _as entries, which are pk_alloc,
+ * library's operators call the _at and _as entries, which are pk_alloc,
  * pk_aligned_alloc, pk_free and pk_free_sized but for the form: hardened
  * mode (POOLKIT_HARDENED=1) keeps it with the block and reports a free in
  * another form ("mismatched free"); default mode neither keeps nor checks
@@ -193,11 +193,13 @@ PK_API void pk__free_sized_slow(void *ptr, size_t size);
 #define PK__FORM_MALLOC 0u
 #define PK__FORM_NEW 1u
 #define PK__FORM_NEW_ARRAY 2u
+/* pk_alloc and pk_aligned_alloc with the form, and the site debug mode's
+ * and hardened mode's reports name: the operators pass their own caller,
+ * so that a report names the line that said new, not the operator. The _as
+ * entries, without the caller, are those of programs built against an
+ * earlier new.hpp. */
 PK_API void *pk__alloc_as(size_t size, unsigned form);
 PK_API void *pk__aligned_alloc_as(size_t align, size_t size, unsigned form);
-/* pk__alloc_as and pk__aligned_alloc_as with the site debug mode's and
- * hardened mode's reports name: the operators pass their own caller, so
- * that a report names the line that said new, not the operator. */
 PK_API void *pk__alloc_at(size_t size, unsigned form, void *caller);
 PK_API void *pk__aligned_alloc_at(size_t align, size_t size, unsigned form, void *caller);
 /* nothrow: a noexcept operator delete then calls them as its last step
@@ -224,18 +226,10 @@ PK__ALLOC_INLINE PK__ATTR_MALLOC PK__ATTR_SIZE(1) void *pk_alloc(size_t size) {
 }
 #  endif
 
-/* pk__alloc_as and pk__free_sized_as with pk_alloc's and pk_free_sized's
+/* pk__alloc_at and pk__free_sized_as with pk_alloc's and pk_free_sized's
  * inline paths in front: a hardened class pool has none (its calls all
  * reach the library, which keeps the form), so what they serve is a
  * default-mode block, which keeps no form. */
-static inline __attribute__((always_inline)) void *pk__alloc_as_inline(size_t size, unsigned form) {
-    if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
-        void *obj = pk__slot_alloc_try(pk__alloc_small_slot(size));
-        if (__builtin_expect(obj != PK__NULL, 1)) return obj;
-    }
-    return pk__alloc_as(size, form);
-}
-
 static inline __attribute__((always_inline)) void *pk__alloc_at_inline(size_t size, unsigned form, void *caller) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
         void *obj = pk__slot_alloc_try(pk__alloc_small_slot(size));
@@ -258,7 +252,6 @@ PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size) {
     pk__free_sized_slow(ptr, size);
 }
 #else
-#  define pk__alloc_as_inline pk__alloc_as
 #  define pk__alloc_at_inline pk__alloc_at
 #  define pk__free_sized_as_inline pk__free_sized_as
 #endif

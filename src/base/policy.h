@@ -454,7 +454,8 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 #define LARGE_KEEP_FLOOR ((size_t)64 << 20)
 #define LARGE_KEEP_PEAKS 2
 /* A freed mapping longer than LARGE_KEEP_MAX goes back at once, as
- * glibc's, jemalloc's and mimalloc's huge blocks do: kept, the pages of a
+ * glibc's, jemalloc's and mimalloc 2.0.9's huge blocks do (3.4 keeps
+ * them): kept, the pages of a
  * buffer of hundreds of MiB that a program freed before it went quiet (or
  * shrank by realloc into a class) stayed resident until its next call
  * into the library; the faults of such a block again cost little beside

@@ -59,16 +59,6 @@ static void check_form(void *ptr, unsigned form) {
     }
 }
 
-void *pk__alloc_as(size_t size, unsigned form) {
-    if (likely(!forms_kept())) return pk_alloc(size);
-    return with_form(pk_alloc(size), form);
-}
-
-void *pk__aligned_alloc_as(size_t align, size_t size, unsigned form) {
-    if (likely(!forms_kept())) return pk_aligned_alloc(align, size);
-    return with_form(pk_aligned_alloc(align, size), form);
-}
-
 void *pk__alloc_at(size_t size, unsigned form, void *caller) {
     if (likely(!forms_kept())) return alloc_at(size, caller);
     return with_form(alloc_at(size, caller), form);
@@ -77,6 +67,13 @@ void *pk__alloc_at(size_t size, unsigned form, void *caller) {
 void *pk__aligned_alloc_at(size_t align, size_t size, unsigned form, void *caller) {
     if (likely(!forms_kept())) return aligned_alloc_at(align, size, caller);
     return with_form(aligned_alloc_at(align, size, caller), form);
+}
+
+/* The entries programs built against an earlier <poolkit/new.hpp> call. */
+void *pk__alloc_as(size_t size, unsigned form) { return pk__alloc_at(size, form, __builtin_return_address(0)); }
+
+void *pk__aligned_alloc_as(size_t align, size_t size, unsigned form) {
+    return pk__aligned_alloc_at(align, size, form, __builtin_return_address(0));
 }
 
 /* Hardened: the form named by a report of the free (alloc_free_call). */

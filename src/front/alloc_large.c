@@ -371,6 +371,17 @@ static bool recycled_take(size_t span, guarded_span *out) {
     return true;
 }
 
+/* Freed guarded block b's entry out of the table (a fault there is named
+ * no more), its mapping returned, with its resident bytes. Under the lock. */
+static guarded_span freed_leaves(block *b) {
+    guarded_span s = {b->base, b->len, b->warm ? guarded_room(b) : 0};
+    __atomic_store_n(&large_takes, large_takes + 1, __ATOMIC_RELEASE);
+    entry_gone(b);
+    live--;
+    freed_count--;
+    return s;
+}
+
 /* The address space freed guarded blocks hold, let go where the system
  * refused a new guarded mapping (a limit on the process's address space,
  * RLIMIT_AS): the recycled mappings, and the freed blocks' own, whose
@@ -379,22 +390,17 @@ static bool recycled_take(size_t span, guarded_span *out) {
  * for the next, got NULL at every later call. Whether any went. */
 static bool guarded_let_go(void) {
     guarded_span go[HARD_FREED_BLOCKS + HARD_RECYCLED];
-    size_t n = 0;
+    size_t n = 0, warm = 0;
     pk_lock(&large_lock);
     for (size_t i = 0; i < recycled_n; i++) go[n++] = recycled[i];
     recycled_n = 0;
     for (size_t i = 0; i < HARD_FREED_BLOCKS; i++) {
         block *b = freed_ring[i] ? find(freed_ring[i]) : NULL;
         freed_ring[i] = 0;
-        if (!b) continue;
-        go[n++] = (guarded_span){b->base, b->len, b->warm ? guarded_room(b) : 0};
-        __atomic_store_n(&large_takes, large_takes + 1, __ATOMIC_RELEASE);
-        entry_gone(b);
-        live--;
-        freed_count--;
+        if (b) go[n++] = freed_leaves(b);
     }
-    for (size_t i = 0; i < n; i++) warm_bytes -= go[i].warm;
-    __atomic_store_n(&warm_bytes, warm_bytes, __ATOMIC_RELAXED);
+    for (size_t i = 0; i < n; i++) warm += go[i].warm;
+    __atomic_store_n(&warm_bytes, warm_bytes - warm, __ATOMIC_RELAXED);
     pk_unlock(&large_lock);
     for (size_t i = 0; i < n; i++) guarded_unmap(go[i].base, go[i].len);
     return n > 0;
@@ -514,7 +520,6 @@ static void free_guarded(block *e, block *gone, bool checked) {
     freed_next = (freed_next + 1) % HARD_FREED_BLOCKS;
     block *o = old ? find(old) : NULL;
     if (o) {
-        __atomic_store_n(&large_takes, large_takes + 1, __ATOMIC_RELEASE);
         /* its mapping waits among the recycled, the oldest of which leaves */
         if (recycled_n == HARD_RECYCLED) {
             gone->base = recycled[0].base;
@@ -523,10 +528,7 @@ static void free_guarded(block *e, block *gone, bool checked) {
             memmove(&recycled[0], &recycled[1], (HARD_RECYCLED - 1) * sizeof recycled[0]);
             recycled_n--;
         }
-        recycled[recycled_n++] = (guarded_span){o->base, o->len, o->warm ? guarded_room(o) : 0};
-        entry_gone(o);
-        live--;
-        freed_count--;
+        recycled[recycled_n++] = freed_leaves(o);
     }
 }
 
