@@ -207,8 +207,9 @@ void *os_map_fit(size_t size);
  * a read and then a write of a fresh page take) or given back to the
  * system, to come back zero as they are touched (a long block the program
  * may use little of: the fits still shrink by it); pages fresh or grown
- * are not touched. */
-void *os_map_fit_zero(size_t size, bool clear);
+ * are not touched. *resident: whether every page of it is resident now
+ * (cleared whole), which os_unmap_later_fit_resident passes on. */
+void *os_map_fit_zero(size_t size, bool clear, bool *resident);
 /* len bytes (a multiple of the page size) at a multiple of align (a power
  * of two past the page size) from a kept mapping that holds them so, the
  * newest that does, what lies either side of them waiting on; NULL where
@@ -229,6 +230,10 @@ size_t os_fit_claim(void *at, size_t least, size_t most);
  * (the smallest unmapped first) of at most bound.bytes together (the
  * oldest unmapped first), or unmaps it now. */
 void os_unmap_later_fit(void *p, size_t len, fit_bound bound);
+/* The same for a mapping whose every page is resident (a zeroed block
+ * cleared whole, os_map_fit_zero): a zeroed block that takes it next
+ * clears it with no look at its pages (os_kept_in_use's system call). */
+void os_unmap_later_fit_resident(void *p, size_t len, fit_bound bound);
 /* Whether enough of the pages of [p, p + len) (page-aligned, mapped) are
  * resident to be written over whole (KEPT_DENSE_SHIFT, policy.h), or len
  * is at most KEPT_DENSE_MIN. */

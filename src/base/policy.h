@@ -617,7 +617,8 @@ static inline fit_bound policy_keep_bound(size_t peak, size_t live) {
  * its blocks whole keeps reusing them as they are. */
 #define KEPT_DENSE_SHIFT 1
 /* Up to KEPT_DENSE_MIN bytes are written over with no look (mincore, a
- * system call per resize or zeroed block), as before: buffers of 64-256
+ * system call per resize or zeroed block; none where a zeroed block
+ * cleared the pages whole before: retain.c's RESIDENT), as before: buffers of 64-256
  * KiB grown in turn by threads that each take over from one that exited
  * spent more time in the look than it could spare them (docs/alloc.md). */
 #define KEPT_DENSE_MIN ((size_t)256 << 10)

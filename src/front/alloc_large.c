@@ -75,6 +75,9 @@ typedef struct block {
     bool freed;     /* freed, kept no-access among the last freed */
     bool warm;      /* freed, its pages still resident (HARD_WARM_BYTES) */
     unsigned char form; /* malloc, new or new[] (alloc.h's PK__FORM_*) */
+    /* every page of its mapping resident (a zeroed block cleared whole):
+     * its mapping goes to the fits as such (os_unmap_later_fit_resident) */
+    bool resident;
 } block;
 _Static_assert(1 << GROW_ROOM_SHIFT == ALLOC_PER_DOUBLING, "policy.h: a mapping's room is the classes' step");
 
@@ -160,6 +163,7 @@ static void entry_put(block *e, const block *b) {
     e->freed = b->freed;
     e->warm = b->warm;
     e->form = b->form;
+    e->resident = b->resident;
     __atomic_store_n(&e->len, b->len, __ATOMIC_RELEASE);
     __atomic_store_n(&e->size, b->size, __ATOMIC_RELEASE);
     __atomic_store_n(&e->set, b->set, __ATOMIC_RELEASE);
@@ -328,14 +332,16 @@ void *large_alloc_in(large_set *set, size_t size, size_t align, bool zero) {
      * in again, twice where the program reads before it writes. */
     size_t kept = os_fit_bytes();
     if (kept < len) central_give_empties(len - kept);
+    bool resident = false;
     char *base = align > page ? fit_aligned(&len, align, zero)
-                 : zero       ? os_map_fit_zero(len, len <= LARGE_ZERO_REUSE_MAX)
+                 : zero       ? os_map_fit_zero(len, len <= LARGE_ZERO_REUSE_MAX, &resident)
                               : os_map_fit(len);
     if (!base) {
         errno = ENOMEM;
         return NULL;
     }
-    block b = {.ptr = (uintptr_t)base, .base = base, .len = len, .align = align, .set = set, .form = PK__FORM_MALLOC};
+    block b = {.ptr = (uintptr_t)base, .base = base, .len = len, .align = align, .set = set, .form = PK__FORM_MALLOC,
+               .resident = resident};
     if (!insert(&b)) {
         os_unmap(base, len);
         errno = ENOMEM;
@@ -673,7 +679,7 @@ bool large_free(void *ptr) {
     else if (e) take_locked(e, &b, &bound);
     pk_unlock(&large_lock);
     if (gone.base) guarded_unmap(gone.base, gone.len);
-    if (b.base) os_unmap_later_fit(b.base, b.len, bound);
+    if (b.base) (b.resident ? os_unmap_later_fit_resident : os_unmap_later_fit)(b.base, b.len, bound);
     return e != NULL;
 }
 
@@ -746,7 +752,7 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
      * the block's pages are in use (KEPT_DENSE_SHIFT: a copy writes every
      * page). */
     bool aligned = b->align > os_page_size(), copies = !aligned && b->len <= GROW_COPY_MAX;
-    bool dense = copies && os_kept_in_use(b->base, b->len);
+    bool dense = copies && (b->resident || os_kept_in_use(b->base, b->len));
     char *kept = dense ? os_fit_take(want) : NULL;
     if (kept) {
         os_copy_resident(kept, b->base, b->len);
@@ -816,6 +822,7 @@ void *large_resize(void *ptr, size_t size, bool sets_leave, bool *mine) {
     block to = b;
     size_t got = len;
     if (len > b.len) {
+        to.resident = false; /* what it grows over may not be */
         void *p = grown(&b, len, bound, &got);
         if (p) {
             to.ptr = (uintptr_t)p;
@@ -826,7 +833,7 @@ void *large_resize(void *ptr, size_t size, bool sets_leave, bool *mine) {
         /* The tail waits among the fits, its pages still faulted in; an
          * aligned block keeps its slack to an aligned end (fit_aligned). */
         if (b.align > os_page_size() && align_up(len, b.align) < b.len) len = align_up(len, b.align);
-        if (len < b.len) os_unmap_later_fit(b.base + len, b.len - len, bound);
+        if (len < b.len) (b.resident ? os_unmap_later_fit_resident : os_unmap_later_fit)(b.base + len, b.len - len, bound);
         to.len = got = len;
     }
     insert(&to); /* into the entry take left, or one as free: it cannot fail */

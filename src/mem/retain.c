@@ -52,10 +52,15 @@ typedef struct retained {
 } retained;
 
 /* A fit's dirty: CLEAN when every page is one the system zeroes (fresh,
- * or given back since); WRITTEN when a user may have written some; else
- * the round in which residue came (LARGE_RESIDUE_MAX). */
+ * or given back since); WRITTEN when a user may have written some;
+ * RESIDENT when a user wrote every page (a zeroed block cleared whole), so
+ * they are resident; else the round in which residue came
+ * (LARGE_RESIDUE_MAX). Two joined keep the lower (dirty_joined), but
+ * RESIDENT beside another state is WRITTEN: not every page is known
+ * resident then. */
 #define CLEAN UINT64_MAX
 #define WRITTEN (UINT64_MAX - 1)
+#define RESIDENT (UINT64_MAX - 2)
 
 /* What leaves the fits at once under the lock, on the stack, before the
  * lock is dropped to unmap it. */
@@ -224,8 +229,9 @@ static fit take_best(size_t size) {
 }
 
 /* size bytes as os_map_fit gives them; *dirty gets how many at the front
- * may hold what a last user wrote (the rest are fresh, zero pages). */
-static void *map_fit(size_t size, size_t *dirty) {
+ * may hold what a last user wrote (the rest are fresh, zero pages),
+ * *resident whether they are all resident (a RESIDENT fit). */
+static void *map_fit(size_t size, size_t *dirty, bool *resident) {
     fit f, piece[GATHER_PIECES];
     size_t pieces = 0, got = 0, extra = 0;
     pk_lock(&retain_lock);
@@ -240,6 +246,7 @@ static void *map_fit(size_t size, size_t *dirty) {
     }
     pk_unlock(&retain_lock);
     *dirty = f.base ? (f.dirty == CLEAN ? 0 : size) : got;
+    *resident = f.base && f.dirty == RESIDENT;
     if (f.base) return f.base;
     void *p = gather(piece, pieces, size, extra);
     note_fresh(p ? size - got : size);
@@ -258,7 +265,8 @@ void *os_fit_take(size_t size) {
 
 void *os_map_fit(size_t size) {
     size_t dirty;
-    return map_fit(size, &dirty);
+    bool resident;
+    return map_fit(size, &dirty, &resident);
 }
 
 bool os_kept_in_use(void *p, size_t len) {
@@ -268,18 +276,20 @@ bool os_kept_in_use(void *p, size_t len) {
 }
 
 /* The first dirty bytes of p, kept memory, zero: cleared (os_map_fit_zero
- * says when, and where most are resident), or given back to come back
- * zero. */
-static void *zero_kept(void *p, size_t dirty, bool clear) {
-    if (p && clear && os_kept_in_use(p, dirty)) memset(p, 0, dirty);
+ * says when, and where most are resident: known so, or looked at), or
+ * given back to come back zero. Whether it cleared them. */
+static bool zero_kept(void *p, size_t dirty, bool clear, bool resident) {
+    bool cleared = p && clear && (resident || os_kept_in_use(p, dirty));
+    if (cleared) memset(p, 0, dirty);
     else if (p) os_zero_pages(p, dirty);
-    return p;
+    return cleared;
 }
 
-void *os_map_fit_zero(size_t size, bool clear) {
+void *os_map_fit_zero(size_t size, bool clear, bool *resident) {
     size_t dirty;
-    void *p = map_fit(size, &dirty);
-    return zero_kept(p, dirty, clear);
+    void *p = map_fit(size, &dirty, resident);
+    *resident = zero_kept(p, dirty, clear, *resident) && dirty == size;
+    return p;
 }
 
 void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear) {
@@ -304,7 +314,8 @@ void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear) {
         got = (char *)at;
     }
     pk_unlock(&retain_lock);
-    return zero && !was_clean ? zero_kept(got, len, clear) : got;
+    if (zero && !was_clean) zero_kept(got, len, clear, false);
+    return got;
 }
 
 size_t os_fit_claim(void *at, size_t least, size_t most) {
@@ -329,6 +340,11 @@ static fit decay_due(void) {
     return piece_of(NULL, 0, 0, CLEAN);
 }
 
+static uint64_t dirty_joined(uint64_t a, uint64_t b) {
+    uint64_t low = a < b ? a : b;
+    return a != b && low == RESIDENT ? WRITTEN : low;
+}
+
 /* *f joined with the fits just before and after it, out of the table:
  * blocks freed side by side serve a longer one. Under the lock. */
 static void join_beside(fit *f) {
@@ -339,7 +355,7 @@ static void join_beside(fit *f) {
         if (joined.base < f->base) f->base = joined.base;
         f->len += joined.len;
         if (joined.since < f->since) f->since = joined.since;
-        if (joined.dirty < f->dirty) f->dirty = joined.dirty;
+        f->dirty = dirty_joined(f->dirty, joined.dirty);
     }
 }
 
@@ -461,7 +477,7 @@ static size_t fit_victim(bool full) {
     return v;
 }
 
-void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
+static void unmap_later_fit(void *p, size_t len, fit_bound b, uint64_t dirty) {
     size_t bound = b.bytes, count = b.count < LARGE_KEEP_COUNT ? b.count : LARGE_KEEP_COUNT;
     __atomic_store_n(&last_bound.bytes, bound, __ATOMIC_RELAXED);
     __atomic_store_n(&last_bound.count, count, __ATOMIC_RELAXED);
@@ -475,11 +491,11 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     /* LARGE_SPARSE_SHIFT: residue, or pages the next block reuses; one
      * free in LARGE_SPARSE_EVERY looks (a system call) */
     size_t sample = len / os_page_size() < LARGE_SPARSE_PAGES ? len / os_page_size() : LARGE_SPARSE_PAGES;
-    bool look = frees_seen++ % LARGE_SPARSE_EVERY == 0;
+    bool look = dirty == WRITTEN && frees_seen++ % LARGE_SPARSE_EVERY == 0;
     size_t resident = look ? os_resident_pages(p, sample) : 0;
     bool sparse = look && resident && resident < sample >> LARGE_SPARSE_SHIFT;
     uint64_t now = os_now_ms();
-    fit f = piece_of(p, len, now, WRITTEN);
+    fit f = piece_of(p, len, now, dirty);
     pk_lock(&retain_lock);
     if (sparse) {
         f.dirty = round_no;
@@ -527,6 +543,10 @@ void os_unmap_later_fit(void *p, size_t len, fit_bound b) {
     if (stale.base) decay(stale);
     look_if_due(now);
 }
+
+void os_unmap_later_fit(void *p, size_t len, fit_bound b) { unmap_later_fit(p, len, b, WRITTEN); }
+
+void os_unmap_later_fit_resident(void *p, size_t len, fit_bound b) { unmap_later_fit(p, len, b, RESIDENT); }
 
 /* ---- the purge ---- */
 
