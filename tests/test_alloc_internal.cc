@@ -395,6 +395,47 @@ TEST(AllocLargeKept, AZeroedBlockPastTheClearingBoundGivesTheKeptPagesBack) {
     pk_free(q);
 }
 
+/* A block past GROW_COPY_MAX that realloc grows past its mapping takes
+ * its room from the kept mappings, their pages resident already, not
+ * fresh pages beside them (what the program holds and what waits together
+ * would pass the most it held): where a kept mapping holds the room, and
+ * where none does. The room's kept pages were written whole: resident,
+ * where fresh ones are not until written. */
+void grows_over_kept_pages(size_t len, size_t kept_len) {
+    KeptBlocks kept;
+    char *b = static_cast<char *>(pk_alloc(len));
+    ASSERT_NE(b, nullptr);
+    /* a page no one may use right after it (where free): the kept mapping
+     * must not lie there, where the block would grow over it in place */
+    void *spacer = mmap(b + len, 1, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    char *k = static_cast<char *>(pk_alloc(kept_len));
+    ASSERT_NE(k, nullptr);
+    std::memset(k, 1, kept_len);
+    std::memset(b, 2, len);
+    pk_free(k);
+    ASSERT_EQ(kept_bytes(), kept_len);
+    const size_t grown = len + kept_len / 2;
+    char *g = static_cast<char *>(pk_realloc(b, grown));
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(resident_pages(g + len, grown - len), (grown - len) / size_t(sysconf(_SC_PAGESIZE)))
+        << "the room took fresh pages while kept ones waited";
+    EXPECT_LT(kept_bytes(), kept_len) << "the kept pages still wait";
+    size_t changed = 0;
+    for (size_t i = 0; i < len; i += 512) changed += g[i] != 2;
+    EXPECT_EQ(changed, 0u) << "the block's bytes did not move with it";
+    EXPECT_EQ(g[len - 1], 2);
+    pk_free(g);
+    if (spacer != MAP_FAILED) munmap(spacer, 1);
+}
+
+TEST(AllocLargeKept, ALongBlockGrownTakesItsRoomFromAKeptMappingThatHoldsIt) {
+    grows_over_kept_pages(GROW_COPY_MAX + MiB, GROW_COPY_MAX);
+}
+
+TEST(AllocLargeKept, ALongBlockGrownTakesItsRoomFromKeptMappingsThatHoldLess) {
+    grows_over_kept_pages(GROW_COPY_MAX + MiB, 8 * MiB);
+}
+
 TEST(AllocLargeKept, ABlockAlignedPastAPageTakesAKeptMapping) {
     KeptBlocks kept;
     const size_t len = 4 * MiB, align = 64 * 1024, size = MiB;

@@ -216,6 +216,11 @@ void *os_map_fit_zero(size_t size, bool clear, bool *resident);
  * none does (or no room is left for a second piece). With zero, zero as
  * os_map_fit_zero makes them (clear: cleared, else given back). */
 void *os_fit_take_aligned(size_t len, size_t align, bool zero, bool clear);
+/* size bytes (a multiple of the page size), a fresh mapping whose pages
+ * past its first `front` bytes are the kept mappings' (moved there as
+ * os_map_fit gathers them: no copy, no fault), the rest fresh; NULL where
+ * none is kept or the system refuses. */
+void *os_map_fit_after(size_t size, size_t front);
 /* size bytes (a multiple of the page size) from the front of the smallest
  * kept mapping that holds them, the rest waiting on; NULL where none does
  * (nothing is mapped: os_map_fit's gather is not tried). */

@@ -534,14 +534,20 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
 /* A mapped block of at most GROW_COPY_MAX bytes that has to move to grow
  * is copied into a kept mapping that holds it and its room, if one waits,
  * whose pages are faulted in already, and if the block's own pages are in
- * use (KEPT_DENSE_SHIFT); a longer one, and one where none waits, moves
- * by mremap (by its mappings where it spans several) and faults its room
- * in. Buffers of 64-256 KiB grown in turn by threads that each take over
- * from one that exited faulted nearly every page in afresh by mremap
- * while what the last thread freed waited unused (docs/alloc.md); blocks
- * of a few MiB grown so ran faster copied than moved and faulted in, and
- * the bound is that of a zeroed block's clearing (LARGE_ZERO_REUSE_MAX),
- * the same trade. */
+ * use (KEPT_DENSE_SHIFT); one where none waits moves by mremap (by its
+ * mappings where it spans several) and faults its room in. Buffers of
+ * 64-256 KiB grown in turn by threads that each take over from one that
+ * exited faulted nearly every page in afresh by mremap while what the
+ * last thread freed waited unused (docs/alloc.md); blocks of a few MiB
+ * grown so ran faster copied than moved and faulted in, and the bound is
+ * that of a zeroed block's clearing (LARGE_ZERO_REUSE_MAX), the same
+ * trade. A longer one whose pages are in use, while kept mappings wait,
+ * takes their pages for its room (retain.c's gather, after its own pages,
+ * which move there): grown by fresh pages beside the kept ones, buffers of
+ * 100 MB built again and again held what they held and as much again
+ * kept (docs/alloc.md). Below the bound the gather's system calls cost
+ * more than the faults they save (buffers of 64 KiB-4 MiB grown by
+ * threads in turn ran 1.5-3.5x slower). */
 #define GROW_COPY_MAX LARGE_ZERO_REUSE_MAX
 /* The mapping's length for a block grown to len bytes (page-rounded). */
 static inline size_t policy_grow_to(size_t len, size_t page) {

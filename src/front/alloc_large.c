@@ -752,12 +752,23 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
      * the block's pages are in use (KEPT_DENSE_SHIFT: a copy writes every
      * page). */
     bool aligned = b->align > os_page_size(), copies = !aligned && b->len <= GROW_COPY_MAX;
-    bool dense = copies && (b->resident || os_kept_in_use(b->base, b->len));
-    char *kept = dense ? os_fit_take(want) : NULL;
+    bool dense = !aligned && (b->resident || os_kept_in_use(b->base, b->len));
+    char *kept = dense && copies ? os_fit_take(want) : NULL;
     if (kept) {
         os_copy_resident(kept, b->base, b->len);
         os_unmap_later_fit(b->base, b->len, bound);
         return kept;
+    }
+    /* A longer one, while kept mappings wait: their pages gathered after
+     * its own make its room, its pages moved before them (GROW_COPY_MAX,
+     * policy.h). */
+    char *room = dense && !copies && os_fit_bytes() ? os_map_fit_after(want, b->len) : NULL;
+    char *to = room ? moved_over(room, b, want, bound) : NULL;
+    if (to) return to;
+    if (room) {
+        os_copy_resident(room, b->base, b->len);
+        os_unmap_later_fit(b->base, b->len, bound);
+        return room;
     }
     central_give_empties(want - b->len); /* its fresh pages */
     /* A mapping aligned past a page may move to any page: copied then. */
@@ -765,11 +776,8 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
     if (p) return p;
     char *fresh = aligned ? fit_aligned(got, b->align, false) : os_map_fit(want);
     if (!fresh) return NULL;
-    /* copied where its pages are in use: the kept pages under fresh stay
-     * (a block past GROW_COPY_MAX is looked at only here, where mremap
-     * refused it) */
-    if (!aligned && !copies) dense = os_kept_in_use(b->base, b->len);
-    char *to = aligned || dense ? NULL : moved_over(fresh, b, want, bound);
+    /* copied where its pages are in use: the kept pages under fresh stay */
+    to = aligned || dense ? NULL : moved_over(fresh, b, want, bound);
     if (to) return to;
     os_copy_resident(fresh, b->base, b->len);
     os_unmap_later_fit(b->base, b->len, bound);

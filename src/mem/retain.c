@@ -200,10 +200,10 @@ static void keep_slack(char *p, size_t len) {
  * fresh bytes past it for the fits; NULL, every piece given back, if the
  * system refuses (what a refused move left at its target is not the
  * caller's to unmap: another thread may map there). */
-static void *gather(fit *piece, size_t n, size_t size, size_t extra) {
+static void *gather(fit *piece, size_t n, size_t size, size_t extra, size_t front) {
     char *to = os_map(size + extra, 0);
     if (to && extra) keep_slack(to + size, extra);
-    size_t at = 0, i = 0, moved = 0, refused;
+    size_t at = front, i = 0, moved = 0, refused;
     while (to && i < n && os_move_pages(to + at, piece[i].base, piece[i].len, &moved, &refused, true))
         at += piece[i++].len;
     if (to && i < n) {
@@ -248,11 +248,24 @@ static void *map_fit(size_t size, size_t *dirty, bool *resident) {
     *dirty = f.base ? (f.dirty == CLEAN ? 0 : size) : got;
     *resident = f.base && f.dirty == RESIDENT;
     if (f.base) return f.base;
-    void *p = gather(piece, pieces, size, extra);
+    void *p = gather(piece, pieces, size, extra, 0);
     note_fresh(p ? size - got : size);
     if (p) return p;
     *dirty = 0;
     return os_map(size, 0);
+}
+
+void *os_map_fit_after(size_t size, size_t front) {
+    fit piece[GATHER_PIECES];
+    size_t got;
+    pk_lock(&retain_lock);
+    fork_test_point(HOOK_RETAINED, &retain_lock);
+    size_t pieces = choose_pieces(size - front, piece, &got);
+    pk_unlock(&retain_lock);
+    if (!pieces) return NULL;
+    void *p = gather(piece, pieces, size, 0, front);
+    if (p) note_fresh(size - front - got); /* the front takes the caller's pages */
+    return p;
 }
 
 void *os_fit_take(size_t size) {
