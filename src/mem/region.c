@@ -209,6 +209,10 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
     *base = (char *)r + i * SLAB_BYTES;
     pk_unlock(&lock);
     if (kept_n) retain_uncharge(kept_n * SLAB_BYTES); /* retain.c's lock comes before this one (fork.c) */
+    /* a region's fresh pages, while freed large blocks' wait unused: as
+     * many of theirs go back (the program's memory moved from large blocks
+     * to small objects, and would hold both) */
+    if (made && os_fit_bytes()) os_fit_give(REGION_BYTES);
     return (struct slab *)s;
 }
 
