@@ -436,8 +436,8 @@ TEST(AllocLargeKept, ALongBlockGrownTakesItsRoomFromKeptMappingsThatHoldLess) {
     grows_over_kept_pages(GROW_COPY_MAX + MiB, 8 * MiB);
 }
 
-/* Small objects that need fresh regions while freed large blocks'
- * mappings wait unused take as many of the kept pages back to the system:
+/* Small objects whose slabs fault fresh pages in while freed large
+ * blocks' mappings wait unused give as many of the kept pages back:
  * a program whose memory moved from large blocks to small objects held
  * both (the kept mappings wait for the purge delay, a minute here). */
 TEST(AllocLargeKept, FreshRegionsForSmallObjectsGiveTheKeptPagesBack) {
