@@ -20,6 +20,7 @@
 #include <thread>
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 extern "C" {
@@ -458,6 +459,45 @@ TEST(AllocLargeKept, FreshRegionsForSmallObjectsGiveTheKeptPagesBack) {
     }
     EXPECT_EQ(kept_bytes(), 0u) << "kept pages waited while " << small * 64 / MiB << " MiB of fresh regions came";
     for (char *o : objs) pk_free(o);
+}
+
+long minor_faults() {
+    rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+
+/* A block whose room was gathered from kept pieces lies over several of
+ * the system's mappings, which mremap refuses to grow: grown again where
+ * nothing is kept, its pages move to the fresh mapping (no copy), where a
+ * copy faulted every page of the fresh mapping in and wrote it. */
+TEST(AllocLargeKept, ABlockOverSeveralMappingsGrownWhereNothingIsKeptMovesItsPages) {
+    if (running_under_valgrind()) GTEST_SKIP() << "page faults are the tool's here";
+    KeptBlocks kept;
+    const size_t len = GROW_COPY_MAX + MiB, page = size_t(sysconf(_SC_PAGESIZE));
+    char *b = static_cast<char *>(pk_alloc(len));
+    ASSERT_NE(b, nullptr);
+    void *spacer = mmap(b + len, 1, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    char *k = static_cast<char *>(pk_alloc(8 * MiB));
+    ASSERT_NE(k, nullptr);
+    std::memset(k, 1, 8 * MiB);
+    std::memset(b, 2, len);
+    pk_free(k);
+    char *g = static_cast<char *>(pk_realloc(b, len + 4 * MiB)); /* the room gathered */
+    ASSERT_NE(g, nullptr);
+    size_t have = pk_usable_size(g);
+    std::memset(g + len, 3, have - len);
+    pk_pool_release_cache(); /* nothing kept */
+    long before = minor_faults();
+    char *h = static_cast<char *>(pk_realloc(g, have + MiB));
+    long faults = minor_faults() - before;
+    ASSERT_NE(h, nullptr);
+    EXPECT_LT(faults, long(have / page / 8)) << "the block was copied into fresh pages, not moved";
+    size_t changed = 0;
+    for (size_t i = 0; i < have; i += 512) changed += h[i] != (i < len ? 2 : 3);
+    EXPECT_EQ(changed, 0u) << "the block's bytes did not move with it";
+    pk_free(h);
+    if (spacer != MAP_FAILED) munmap(spacer, 1);
 }
 
 /* Whether the page at p is mapped (mincore fails with ENOMEM where not). */

@@ -202,6 +202,9 @@ bool os_unmap_later(void *p, size_t size, size_t align);
  * large block's mapping kept by os_unmap_later_fit (not zero), or one
  * grown to size, or a fresh one from os_map. NULL with errno ENOMEM. */
 void *os_map_fit(size_t size);
+/* The same; *written gets how many of its first bytes are kept pages a
+ * user may have written (0: fresh pages, or ones given back). */
+void *os_map_fit_written(size_t size, size_t *written);
 /* The same, zero: what was kept is cleared (clear: a kept mapping's pages
  * are faulted in already, so clearing them costs less than the two faults
  * a read and then a write of a fresh page take) or given back to the

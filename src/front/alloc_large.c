@@ -774,10 +774,13 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
     /* A mapping aligned past a page may move to any page: copied then. */
     void *p = aligned ? NULL : os_remap(b->base, b->len, want);
     if (p) return p;
-    char *fresh = aligned ? fit_aligned(got, b->align, false) : os_map_fit(want);
+    size_t written = 0;
+    char *fresh = aligned ? fit_aligned(got, b->align, false) : os_map_fit_written(want, &written);
     if (!fresh) return NULL;
-    /* copied where its pages are in use: the kept pages under fresh stay */
-    to = aligned || dense ? NULL : moved_over(fresh, b, want, bound);
+    /* copied where its pages are in use and kept pages lie under fresh:
+     * they stay; moved over fresh ones (a block over several of the
+     * system's mappings, its room gathered: no copy, no fault) */
+    to = aligned || (dense && written) ? NULL : moved_over(fresh, b, want, bound);
     if (to) return to;
     os_copy_resident(fresh, b->base, b->len);
     os_unmap_later_fit(b->base, b->len, bound);

@@ -276,10 +276,14 @@ void *os_fit_take(size_t size) {
     return f.base;
 }
 
-void *os_map_fit(size_t size) {
-    size_t dirty;
+void *os_map_fit_written(size_t size, size_t *written) {
     bool resident;
-    return map_fit(size, &dirty, &resident);
+    return map_fit(size, written, &resident);
+}
+
+void *os_map_fit(size_t size) {
+    size_t written;
+    return os_map_fit_written(size, &written);
 }
 
 bool os_kept_in_use(void *p, size_t len) {
