@@ -25,9 +25,11 @@
  * ratios are printed beside them (its inline path is newer than the references).
  *
  * Usage (bench/refs.sh writes the command):
- *   hotloop_refs [--reps N] [--quick] [--iters N] [--lib LABEL=PROGRAM | --lib LABEL=!WHY]...
+ *   hotloop_refs [--reps N] [--quick] [--iters N] [--lib LABEL=PROGRAM | --lib LABEL=!WHY | --lib LABEL=!!WHY]...
  *       the driver: today is this program, the --lib copies are references
- *       (LABEL a commit; "!WHY" prints the row as not available)
+ *       (LABEL a commit; "!WHY" prints the row as not available, "!!WHY" as
+ *       a FAIL: a reference that should have run, its build or this
+ *       program's compile against it broken)
  *   hotloop_refs --worker ITERS
  *       one pass over the sizes: "size naive default local hardened object" per line (ns)
  *   hotloop_refs --icount N SIZE
@@ -182,6 +184,7 @@ static struct lib {
     char label[64];
     const char *program; /* NULL: not available */
     const char *why;
+    int broken; /* not available for a fault of this repository's: a FAIL */
 } libs[MAX_LIBS];
 static int nlibs;
 
@@ -223,7 +226,8 @@ static int parse_lib(const char *arg) {
     if (!eq || nlibs == MAX_LIBS) return -1;
     struct lib *l = &libs[nlibs++];
     snprintf(l->label, sizeof l->label, "%.*s", (int)(eq - arg), arg);
-    if (eq[1] == '!') l->why = eq + 2;
+    l->broken = eq[1] == '!' && eq[2] == '!';
+    if (eq[1] == '!') l->why = eq + (l->broken ? 3 : 2);
     else l->program = eq + 1;
     return 0;
 }
@@ -241,10 +245,10 @@ int main(int argc, char **argv) {
 
     bench_opts o = bench_parse(argc, argv, 9);
     long iters = bench_arg_long(&o, "--iters", o.quick ? 1000000 : 4000000);
-    libs[nlibs++] = (struct lib){"today", "/proc/self/exe", NULL};
+    libs[nlibs++] = (struct lib){"today", "/proc/self/exe", NULL, 0};
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--lib") == 0 && (i + 1 >= argc || parse_lib(argv[++i]) != 0)) {
-            fprintf(stderr, "usage: %s [--reps N] [--quick] [--iters N] [--lib LABEL=PROGRAM|LABEL=!WHY]...\n",
+            fprintf(stderr, "usage: %s [--reps N] [--quick] [--iters N] [--lib LABEL=PROGRAM|LABEL=!WHY|LABEL=!!WHY]...\n",
                     argv[0]);
             return 2;
         }
@@ -272,6 +276,7 @@ int main(int argc, char **argv) {
                 if (l == 0) return 1;
                 libs[l].program = NULL;
                 libs[l].why = "its program failed to run (run it with --worker 1000 to see why)";
+                libs[l].broken = 1;
             }
         }
         for (int l = 0; l < nlibs; l++)
@@ -325,8 +330,8 @@ int main(int argc, char **argv) {
      * copies alternated on a shared machine. */
     for (int l = 1; l < nlibs; l++) {
         if (!libs[l].program) {
-            printf("target: hot loop, today no slower than %s: not measured: %s\n", libs[l].label,
-                   libs[l].why);
+            printf("target: hot loop, today no slower than %s: not measured: %s%s\n", libs[l].label, libs[l].why,
+                   libs[l].broken ? "  -> FAIL" : "");
             continue;
         }
         worst w = {0, 0, 0};

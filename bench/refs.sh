@@ -89,13 +89,13 @@ for c in $refs; do
                 >>"$dir/build.log" 2>&1 ||
             ! cmake --build "$dir/build" --target poolkit -j"$jobs" >>"$dir/build.log" 2>&1 ||
             [ ! -f "$dir/build/libpoolkit.a" ]; then
-            args+=(--lib "$c=!its build failed (see $dir/build.log)")
+            args+=(--lib "$c=!!its build failed (see $dir/build.log)")
             rm -rf "$dir/build"
             continue
         fi
     fi
     if ! compile "$dir" "$dir/src/include" "$dir/build/libpoolkit.a" 2>"$dir/compile.log"; then
-        args+=(--lib "$c=!hotloop_refs does not compile against it (see $dir/compile.log)")
+        args+=(--lib "$c=!!hotloop_refs does not compile against it (see $dir/compile.log)")
         continue
     fi
     args+=(--lib "$c=$dir/hotloop_refs")
