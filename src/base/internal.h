@@ -254,11 +254,6 @@ size_t os_retain_release(void);
 size_t os_retained_bytes(void);
 /* Bytes of freed large blocks' mappings kept now (os_unmap_later_fit). */
 size_t os_fit_bytes(void);
-/* At least bytes of the kept fits' pages (where that many are kept),
- * the oldest first, given back to the system with their address space:
- * what a program that faults fresh pages in for its small objects no
- * longer uses of its large blocks' (region.c). The bytes given. */
-size_t os_fit_give(size_t bytes);
 /* region.c's kept places count against the same bound: true (and counted)
  * if size more bytes fit it. */
 bool retain_charge(size_t size);

@@ -483,28 +483,6 @@ static void unmap_all(const fit *f, size_t n) {
     for (size_t i = 0; i < n; i++) os_unmap(f[i].base, f[i].len);
 }
 
-/* gone's *n fits unmapped, the lock dropped meanwhile, where GONE_BATCH
- * wait: whether they were (what the caller looked at may have changed).
- * Under the lock. */
-static bool drained(fit *gone, size_t *n) {
-    if (*n < GONE_BATCH) return false;
-    pk_unlock(&retain_lock);
-    unmap_all(gone, *n);
-    *n = 0;
-    pk_lock(&retain_lock);
-    return true;
-}
-
-/* Fit i's last `over` bytes out of the table (all of it where it holds no
- * more): its front waits on. Under the lock. */
-static fit take_tail(size_t i, size_t over) {
-    if (over >= fit_table[i].len) return fits_remove(i);
-    size_t left = fit_table[i].len - over;
-    fit f = piece_of(fit_table[i].base + left, over, 0, CLEAN);
-    fits_resize(i, fit_table[i].base, left);
-    return f;
-}
-
 /* The entry that goes first when the table is full (the smallest: the
  * fewest pages lost) or past the bound (the oldest). Under the lock;
  * fit_count > 0. */
@@ -553,12 +531,25 @@ static void unmap_later_fit(void *p, size_t len, fit_bound b, uint64_t dirty) {
     }
     bool keep = f.len > 0;
     while (keep && fit_count && (fit_count >= count || fit_bytes + f.len > bound)) {
-        if (drained(gone, &n_gone)) continue;
+        if (n_gone == GONE_BATCH) {
+            pk_unlock(&retain_lock);
+            unmap_all(gone, n_gone);
+            n_gone = 0;
+            pk_lock(&retain_lock);
+            continue;
+        }
         bool full = fit_count >= count;
         size_t v = fit_victim(full);
         /* past the count, the whole entry goes; past the bound, only as
          * much of it as the bound wants (its tail) */
-        gone[n_gone++] = take_tail(v, full ? SIZE_MAX : align_up(fit_bytes + f.len - bound, os_page_size()));
+        size_t over = full ? SIZE_MAX : align_up(fit_bytes + f.len - bound, os_page_size());
+        if (over < fit_table[v].len) {
+            size_t left = fit_table[v].len - over;
+            gone[n_gone++] = piece_of(fit_table[v].base + left, over, 0, CLEAN);
+            fits_resize(v, fit_table[v].base, left);
+        } else {
+            gone[n_gone++] = fits_remove(v);
+        }
     }
     if (keep) fit_add(f);
     fit stale = decay_due();
@@ -660,28 +651,6 @@ size_t os_retained_bytes(void) {
 }
 
 size_t os_fit_bytes(void) { return __atomic_load_n(&fit_bytes, __ATOMIC_RELAXED); }
-
-/* The oldest fit that holds pages (not CLEAN), or FIT_NONE. Under the lock. */
-static size_t oldest_written(void) {
-    size_t v = FIT_NONE;
-    for (size_t i = 0; i < fit_count; i++)
-        if (fit_table[i].dirty != CLEAN && (v == FIT_NONE || fit_table[i].since < fit_table[v].since)) v = i;
-    return v;
-}
-
-size_t os_fit_give(size_t bytes) {
-    fit gone[GONE_BATCH];
-    size_t given = 0, n_gone = 0;
-    pk_lock(&retain_lock);
-    for (size_t v; given < bytes && (v = oldest_written()) != FIT_NONE;) {
-        if (drained(gone, &n_gone)) continue;
-        gone[n_gone++] = take_tail(v, align_up(bytes - given, os_page_size()));
-        given += gone[n_gone - 1].len;
-    }
-    pk_unlock(&retain_lock);
-    unmap_all(gone, n_gone);
-    return given;
-}
 
 bool retain_charge(size_t size) {
     pk_lock(&retain_lock);
