@@ -734,6 +734,14 @@ static char *moved_over(char *fresh, const block *b, size_t want, fit_bound boun
     return spare;
 }
 
+/* b's contents copied into to (a mapping of its new length), its own
+ * mapping kept for the next block: to. */
+static char *copied_into(char *to, const block *b, fit_bound bound) {
+    os_copy_resident(to, b->base, b->len);
+    os_unmap_later_fit(b->base, b->len, bound);
+    return to;
+}
+
 /* b's mapping grown to hold len bytes with its contents, or NULL (b
  * unchanged); *got, its new length: up to policy_grow_to's, room to grow
  * on, so that a buffer grown a little at a time asks once per step of
@@ -754,37 +762,25 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
     bool aligned = b->align > os_page_size(), copies = !aligned && b->len <= GROW_COPY_MAX;
     bool dense = !aligned && (b->resident || os_kept_in_use(b->base, b->len));
     char *kept = dense && copies ? os_fit_take(want) : NULL;
-    if (kept) {
-        os_copy_resident(kept, b->base, b->len);
-        os_unmap_later_fit(b->base, b->len, bound);
-        return kept;
-    }
+    if (kept) return copied_into(kept, b, bound);
     /* A longer one, while kept mappings wait: their pages gathered after
      * its own make its room, its pages moved before them (GROW_COPY_MAX,
-     * policy.h). */
-    char *room = dense && !copies && os_fit_bytes() ? os_map_fit_after(want, b->len) : NULL;
-    char *to = room ? moved_over(room, b, want, bound) : NULL;
-    if (to) return to;
-    if (room) {
-        os_copy_resident(room, b->base, b->len);
-        os_unmap_later_fit(b->base, b->len, bound);
-        return room;
-    }
-    central_give_empties(want - b->len); /* its fresh pages */
-    /* A mapping aligned past a page may move to any page: copied then. */
-    void *p = aligned ? NULL : os_remap(b->base, b->len, want);
-    if (p) return p;
+     * policy.h); the room's front is fresh, so it moves as below. */
     size_t written = 0;
-    char *fresh = aligned ? fit_aligned(got, b->align, false) : os_map_fit_written(want, &written);
-    if (!fresh) return NULL;
+    char *fresh = dense && !copies && os_fit_bytes() ? os_map_fit_after(want, b->len) : NULL;
+    if (!fresh) {
+        central_give_empties(want - b->len); /* its fresh pages */
+        /* A mapping aligned past a page may move to any page: copied then. */
+        void *p = aligned ? NULL : os_remap(b->base, b->len, want);
+        if (p) return p;
+        fresh = aligned ? fit_aligned(got, b->align, false) : os_map_fit_written(want, &written);
+        if (!fresh) return NULL;
+    }
     /* copied where its pages are in use and kept pages lie under fresh:
      * they stay; moved over fresh ones (a block over several of the
      * system's mappings, its room gathered: no copy, no fault) */
-    to = aligned || (dense && written) ? NULL : moved_over(fresh, b, want, bound);
-    if (to) return to;
-    os_copy_resident(fresh, b->base, b->len);
-    os_unmap_later_fit(b->base, b->len, bound);
-    return fresh;
+    char *to = aligned || (dense && written) ? NULL : moved_over(fresh, b, want, bound);
+    return to ? to : copied_into(fresh, b, bound);
 }
 
 bool large_serves(const void *ptr, size_t size, bool sets_leave) {
