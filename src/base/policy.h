@@ -543,11 +543,10 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * that of a zeroed block's clearing (LARGE_ZERO_REUSE_MAX), the same
  * trade. A longer one whose pages are in use, while kept mappings wait,
  * takes their pages for its room (retain.c's gather, after its own pages,
- * which move there): grown by fresh pages beside the kept ones, buffers of
- * 100 MB built again and again held what they held and as much again
- * kept (docs/alloc.md). Below the bound the gather's system calls cost
- * more than the faults they save (buffers of 64 KiB-4 MiB grown by
- * threads in turn ran 1.5-3.5x slower). */
+ * which move there): grown by fresh pages beside the kept ones, buffers
+ * built again and again held what they held and as much again kept
+ * (docs/alloc.md). Below the bound the gather's system calls cost more
+ * than the faults they save (docs/alloc.md gives both measurements). */
 #define GROW_COPY_MAX LARGE_ZERO_REUSE_MAX
 /* The mapping's length for a block grown to len bytes (page-rounded). */
 static inline size_t policy_grow_to(size_t len, size_t page) {
