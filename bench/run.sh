@@ -307,6 +307,34 @@ bursts_preloaded() {
 }
 part "the preloaded bursts runs failed" bursts_preloaded "$@"
 
+# Memory that moves from large blocks to small objects, preloaded: a phase
+# of 600 KB blocks (256 MiB), then one of 24 B objects (128 MiB), then the
+# large blocks again; the target: a peak at most 1.1x glibc's (the freed
+# blocks' pages go back as the small objects take fresh ones). Beside it,
+# phases of 1 MiB blocks and 64 B objects in turn, sixteen of them: bursts
+# 3-16 at most glibc's time (the gives pause once the program takes its
+# pages back: FIT_GIVE_REGRET, policy.h), the peak printed.
+shift_preloaded() {
+    local prog lib g p
+    prog=$(find_prog malloc_bursts) || { echo "== malloc_bursts: not built"; return 1; }
+    lib=$(ls "$build"/libpoolkit-malloc.so.* "$build"/src/libpoolkit-malloc.so.* 2>/dev/null | head -n 1)
+    [ -n "$lib" ] || { echo "== malloc_bursts: libpoolkit-malloc.so not built"; return 1; }
+    echo "== memory that moves from large blocks to small objects, preloaded"
+    for args in "1 614400x437,24x5592405 0 3 0" "1 1048576x200,64x2000000 0 16 0"; do
+        echo "commands: $prog $args; LD_PRELOAD=$lib $prog $args"
+        g=$("$prog" $args | tail -n 1) || return 1
+        p=$(LD_PRELOAD="$lib" "$prog" $args | tail -n 1) || return 1
+        echo "  glibc:   $g"
+        echo "  poolkit: $p"
+        if [ "${args% 0 3 0}" != "$args" ]; then
+            echo "$p $g" | awk '{n = NF / 2; printf "target: a phase of large blocks, then small objects (%s), preloaded: peak RSS %.2fx glibc (%d vs %d KiB; target <= 1.1x)  -> %s\n", $4, $(n - 1) / $(NF - 1), $(n - 1), $(NF - 1), $(n - 1) <= 1.1 * $(NF - 1) ? "PASS" : "FAIL"}'
+        else
+            echo "$p $g" | awk '{n = NF / 2; printf "target: phases of large blocks and small objects in turn (%s), preloaded: bursts 3-%s %.2fx glibc time (target <= 1x); peak RSS %.2fx glibc (informative)  -> %s\n", $4, substr($23, 3), $24 / $(n + 24), $(n - 1) / $(NF - 1), $24 <= $(n + 24) ? "PASS" : "FAIL"}'
+        fi
+    done
+}
+part "the preloaded shift runs failed" shift_preloaded
+
 # Hardened against default under the preload: real programs (those
 # installed of python3, perl, sqlite3), each with POOLKIT_HARDENED=0 and =1
 # in interleaved pairs, wall time; the median of each program's ratios

@@ -437,6 +437,63 @@ TEST(AllocLargeKept, ALongBlockGrownTakesItsRoomFromKeptMappingsThatHoldLess) {
     grows_over_kept_pages(GROW_COPY_MAX + MiB, 8 * MiB);
 }
 
+/* Small objects whose slabs fault fresh pages in while freed large
+ * blocks' mappings wait unused give as many of the kept pages back:
+ * a program whose memory moved from large blocks to small objects held
+ * both (the kept mappings wait for the purge delay, a minute here). */
+TEST(AllocLargeKept, FreshRegionsForSmallObjectsGiveTheKeptPagesBack) {
+    KeptBlocks kept;
+    const size_t blocks = 8, small = 48 * MiB / 64;
+    std::vector<char *> big, objs;
+    for (size_t i = 0; i < blocks; i++) {
+        big.push_back(static_cast<char *>(pk_alloc(MiB)));
+        ASSERT_NE(big.back(), nullptr);
+        std::memset(big.back(), 1, MiB);
+    }
+    for (char *b : big) pk_free(b);
+    ASSERT_EQ(kept_bytes(), blocks * MiB);
+    for (size_t i = 0; i < small; i++) {
+        objs.push_back(static_cast<char *>(pk_alloc(64)));
+        ASSERT_NE(objs.back(), nullptr);
+        objs.back()[0] = 1;
+    }
+    EXPECT_EQ(kept_bytes(), 0u) << "kept pages waited while " << small * 64 / MiB << " MiB of fresh regions came";
+    for (char *o : objs) pk_free(o);
+}
+
+/* FIT_GIVE_REGRET: kept pages given back for small objects, then as many
+ * mapped afresh for large blocks, pause the next gives for the purge
+ * delay (doubled at each regret, IDLE_SHIFT_MAX times at most); after it
+ * they go again. The clock is the test's: os_fit_owe takes it. */
+TEST(AllocLargeKept, KeptPagesGivenBackThenMappedAfreshPauseTheNextGives) {
+    KeptBlocks kept; /* its release starts the gives afresh */
+    const size_t n = 8;
+    auto cycle = [&]() { /* n blocks written, then freed */
+        std::vector<char *> big;
+        for (size_t i = 0; i < n; i++) {
+            big.push_back(static_cast<char *>(pk_alloc(MiB)));
+            ASSERT_NE(big.back(), nullptr);
+            std::memset(big.back(), 1, MiB);
+        }
+        for (char *b : big) pk_free(b);
+    };
+    cycle();
+    ASSERT_EQ(kept_bytes(), n * MiB);
+    const uint64_t t0 = os_now_ms(), pause_max = uint64_t(pk_set_purge_delay(60000)) << IDLE_SHIFT_MAX;
+    EXPECT_EQ(os_fit_owe(n / 2 * MiB, t0), n / 2 * MiB) << "no give before: none to regret";
+    cycle(); /* half the blocks fresh: as much as went */
+    ASSERT_EQ(kept_bytes(), n * MiB);
+    EXPECT_EQ(os_fit_owe(MiB, t0 + 1), 0u) << "given back, then mapped afresh: the gives pause";
+    EXPECT_EQ(kept_bytes(), n * MiB);
+    EXPECT_EQ(os_fit_owe(MiB, t0 + 1 + pause_max), MiB) << "the pause is over";
+    EXPECT_EQ(os_fit_owe(MiB, t0 + 2 + pause_max), MiB) << "no block mapped afresh since: no regret";
+    EXPECT_EQ(kept_bytes(), (n - 2) * MiB);
+    cycle(); /* mapped afresh again: a regret, judged at the next give */
+    pk_pool_release_cache();
+    cycle();
+    EXPECT_EQ(os_fit_owe(MiB, t0 + 3 + pause_max), MiB) << "all given back by a call: the gives start afresh";
+}
+
 long minor_faults() {
     rusage u;
     getrusage(RUSAGE_SELF, &u);
@@ -474,6 +531,37 @@ TEST(AllocLargeKept, ABlockOverSeveralMappingsGrownWhereNothingIsKeptMovesItsPag
     EXPECT_EQ(changed, 0u) << "the block's bytes did not move with it";
     pk_free(h);
     if (spacer != MAP_FAILED) munmap(spacer, 1);
+}
+
+/* Whether the page at p is mapped (mincore fails with ENOMEM where not). */
+bool mapped(const char *p) {
+    unsigned char v;
+    return mincore(const_cast<char *>(p), size_t(sysconf(_SC_PAGESIZE)), &v) == 0;
+}
+
+/* os_fit_give takes the oldest kept mapping that holds pages whole, then
+ * as much of the next one's tail as is still wanted: its front waits on. */
+TEST(AllocLargeKept, KeptPagesGoBackTheOldestFirstAndTheLastCutToWhatIsWanted) {
+    KeptBlocks kept;
+    const fit_bound any = {SIZE_MAX / 2, LARGE_KEEP_COUNT, true};
+    /* two mappings with a reserved gap between them, so they do not join */
+    char *room = static_cast<char *>(os_reserve(12 * MiB, 0));
+    ASSERT_NE(room, nullptr);
+    char *older = room, *newer = room + 4 * MiB;
+    ASSERT_TRUE(os_commit(older, 2 * MiB));
+    ASSERT_TRUE(os_commit(newer, 8 * MiB));
+    std::memset(older, 1, 2 * MiB);
+    std::memset(newer, 1, 8 * MiB);
+    os_unmap_later_fit(older, 2 * MiB, any);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3)); /* a later stamp */
+    os_unmap_later_fit(newer, 8 * MiB, any);
+    ASSERT_EQ(os_fit_bytes(), 10 * MiB);
+    EXPECT_EQ(os_fit_give(3 * MiB), 3 * MiB);
+    EXPECT_EQ(os_fit_bytes(), 7 * MiB);
+    EXPECT_FALSE(mapped(older)) << "the older mapping waits on";
+    EXPECT_TRUE(mapped(newer + 7 * MiB - size_t(sysconf(_SC_PAGESIZE)))) << "the newer one's front went";
+    EXPECT_FALSE(mapped(newer + 7 * MiB)) << "the newer one's tail waits on";
+    os_unmap(room + 2 * MiB, 2 * MiB); /* the gap; the rest is the fits' or gone */
 }
 
 TEST(AllocLargeKept, ABlockAlignedPastAPageTakesAKeptMapping) {

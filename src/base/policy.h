@@ -386,6 +386,18 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * a few faults, where a step faults in hundreds of pages. */
 #define GIVE_EMPTY_STEP ((size_t)1 << 20)
 
+/* FIT_GIVE_REGRET: the other way round, small objects' slabs that take
+ * fresh places while freed large blocks' mappings wait give as many of
+ * those pages back, once per GIVE_EMPTY_STEP (region.c, retain.c's
+ * os_fit_owe): a program whose memory moved from large blocks to small
+ * objects held both for the purge delay. Where large blocks then map fresh
+ * pages for at least half of what went since these gives began, the
+ * program trades its memory between the two kinds in turn, and each give
+ * cost it faults in both: the gives pause for the purge delay, doubled at
+ * each such regret up to IDLE_SHIFT_MAX times, and the program keeps both
+ * kinds' memory meanwhile, as it does with no give at all. */
+#define FIT_GIVE_REGRET 1
+
 /* The background purge (sweep.c): a thread that runs the sweep every
  * interval, for programs that go fully idle. It sleeps at most
  * PURGE_BACKGROUND_MAX_SLEEP_MS at a time, so a delay changed by a call is

@@ -315,7 +315,9 @@ static char *fit_aligned(size_t *len, size_t align, bool zero) {
     /* one a block of the same shape left, whole: one look-up, and no
      * pieces to give back */
     char *kept = os_fit_take_aligned(*len, align, zero, *len <= LARGE_ZERO_REUSE_MAX);
-    return kept ? kept : os_map(*len, align);
+    if (kept) return kept;
+    os_fit_note_fresh(*len);
+    return os_map(*len, align);
 }
 
 void *large_alloc_in(large_set *set, size_t size, size_t align, bool zero) {
@@ -772,7 +774,10 @@ static void *grown(const block *b, size_t len, fit_bound bound, size_t *got) {
         central_give_empties(want - b->len); /* its fresh pages */
         /* A mapping aligned past a page may move to any page: copied then. */
         void *p = aligned ? NULL : os_remap(b->base, b->len, want);
-        if (p) return p;
+        if (p) {
+            os_fit_note_fresh(want - b->len);
+            return p;
+        }
         fresh = aligned ? fit_aligned(got, b->align, false) : os_map_fit_written(want, &written);
         if (!fresh) return NULL;
     }

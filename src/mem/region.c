@@ -161,6 +161,20 @@ static uint64_t run_starts(uint64_t mask, size_t k) {
 /* The bits of the run of k places from place i. */
 static uint64_t run_bits(size_t i, size_t k) { return (~(uint64_t)0 >> (64 - k)) << i; }
 
+/* Fresh places' pages, while freed large blocks' wait unused: as many of
+ * theirs go back (the program's memory moved from large blocks to small
+ * objects, and would hold both), once per GIVE_EMPTY_STEP of them (the
+ * look takes retain.c's lock, the giving a system call). */
+static size_t fits_owed; /* relaxed atomic */
+
+static void fits_owe(size_t bytes) {
+    if (!os_fit_bytes()) return;
+    size_t owed = __atomic_add_fetch(&fits_owed, bytes, __ATOMIC_RELAXED);
+    if (owed >= GIVE_EMPTY_STEP &&
+        __atomic_compare_exchange_n(&fits_owed, &owed, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        os_fit_owe(owed, os_now_ms());
+}
+
 struct slab *region_take(size_t span, bool *warm, char **base) {
     *warm = false;
     if (span > REGION_RUN_BYTES ||
@@ -209,6 +223,7 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
     *base = (char *)r + i * SLAB_BYTES;
     pk_unlock(&lock);
     if (kept_n) retain_uncharge(kept_n * SLAB_BYTES); /* retain.c's lock comes before this one (fork.c) */
+    if (kept_n < k) fits_owe((k - kept_n) * SLAB_BYTES);
     return (struct slab *)s;
 }
 

@@ -97,6 +97,25 @@ static unsigned keep_shift;
 
 static void note_fresh(size_t bytes) { __atomic_fetch_add(&fresh, bytes, __ATOMIC_RELAXED); }
 
+/* FIT_GIVE_REGRET (policy.h): the fits given back for small objects'
+ * fresh places (os_fit_owe), judged by the large blocks' fresh bytes since
+ * (fits_fresh, a relaxed atomic: mapped where no fit served). Under the
+ * lock. */
+static uint64_t fits_fresh;
+static struct {
+    size_t gone;     /* given since the run of gives began (0: none) */
+    uint64_t mark;   /* fits_fresh then */
+    uint64_t resume; /* os_now_ms() before which none go */
+    unsigned shift;  /* the doublings of the pause */
+} owing;
+
+void os_fit_note_fresh(size_t bytes) { __atomic_fetch_add(&fits_fresh, bytes, __ATOMIC_RELAXED); }
+
+static void note_fits_fresh(size_t bytes) {
+    note_fresh(bytes);
+    os_fit_note_fresh(bytes);
+}
+
 void *os_map_reuse_near(void *want, size_t size, size_t align) {
     pk_lock(&retain_lock);
     fork_test_point(HOOK_RETAINED, &retain_lock);
@@ -249,7 +268,7 @@ static void *map_fit(size_t size, size_t *dirty, bool *resident) {
     *resident = f.base && f.dirty == RESIDENT;
     if (f.base) return f.base;
     void *p = gather(piece, pieces, size, extra, 0);
-    note_fresh(p ? size - got : size);
+    note_fits_fresh(p ? size - got : size);
     if (p) return p;
     *dirty = 0;
     return os_map(size, 0);
@@ -264,7 +283,7 @@ void *os_map_fit_after(size_t size, size_t front) {
     pk_unlock(&retain_lock);
     if (!pieces) return NULL;
     void *p = gather(piece, pieces, size, 0, front);
-    if (p) note_fresh(size - front - got); /* the front takes the caller's pages */
+    if (p) note_fits_fresh(size - front - got); /* the front takes the caller's pages */
     return p;
 }
 
@@ -483,6 +502,28 @@ static void unmap_all(const fit *f, size_t n) {
     for (size_t i = 0; i < n; i++) os_unmap(f[i].base, f[i].len);
 }
 
+/* gone's *n fits unmapped, the lock dropped meanwhile, where GONE_BATCH
+ * wait: whether they were (what the caller looked at may have changed).
+ * Under the lock. */
+static bool drained(fit *gone, size_t *n) {
+    if (*n < GONE_BATCH) return false;
+    pk_unlock(&retain_lock);
+    unmap_all(gone, *n);
+    *n = 0;
+    pk_lock(&retain_lock);
+    return true;
+}
+
+/* Fit i's last `over` bytes out of the table (all of it where it holds no
+ * more): its front waits on. Under the lock. */
+static fit take_tail(size_t i, size_t over) {
+    if (over >= fit_table[i].len) return fits_remove(i);
+    size_t left = fit_table[i].len - over;
+    fit f = piece_of(fit_table[i].base + left, over, 0, CLEAN);
+    fits_resize(i, fit_table[i].base, left);
+    return f;
+}
+
 /* The entry that goes first when the table is full (the smallest: the
  * fewest pages lost) or past the bound (the oldest). Under the lock;
  * fit_count > 0. */
@@ -531,25 +572,12 @@ static void unmap_later_fit(void *p, size_t len, fit_bound b, uint64_t dirty) {
     }
     bool keep = f.len > 0;
     while (keep && fit_count && (fit_count >= count || fit_bytes + f.len > bound)) {
-        if (n_gone == GONE_BATCH) {
-            pk_unlock(&retain_lock);
-            unmap_all(gone, n_gone);
-            n_gone = 0;
-            pk_lock(&retain_lock);
-            continue;
-        }
+        if (drained(gone, &n_gone)) continue;
         bool full = fit_count >= count;
         size_t v = fit_victim(full);
         /* past the count, the whole entry goes; past the bound, only as
          * much of it as the bound wants (its tail) */
-        size_t over = full ? SIZE_MAX : align_up(fit_bytes + f.len - bound, os_page_size());
-        if (over < fit_table[v].len) {
-            size_t left = fit_table[v].len - over;
-            gone[n_gone++] = piece_of(fit_table[v].base + left, over, 0, CLEAN);
-            fits_resize(v, fit_table[v].base, left);
-        } else {
-            gone[n_gone++] = fits_remove(v);
-        }
+        gone[n_gone++] = take_tail(v, full ? SIZE_MAX : align_up(fit_bytes + f.len - bound, os_page_size()));
     }
     if (keep) fit_add(f);
     fit stale = decay_due();
@@ -644,13 +672,72 @@ void os_retain_tick(uint64_t now) {
     pk_unlock(&retain_lock);
 }
 
-size_t os_retain_release(void) { return release_older(UINT64_MAX); }
+size_t os_retain_release(void) {
+    /* nothing kept is left to hold: the gives start afresh (FIT_GIVE_REGRET) */
+    pk_lock(&retain_lock);
+    memset(&owing, 0, sizeof owing);
+    pk_unlock(&retain_lock);
+    return release_older(UINT64_MAX);
+}
 
 size_t os_retained_bytes(void) {
     return __atomic_load_n(&held, __ATOMIC_RELAXED) + __atomic_load_n(&fit_bytes, __ATOMIC_RELAXED);
 }
 
 size_t os_fit_bytes(void) { return __atomic_load_n(&fit_bytes, __ATOMIC_RELAXED); }
+
+/* The oldest fit that holds pages (not CLEAN), or FIT_NONE. Under the lock. */
+static size_t oldest_written(void) {
+    size_t v = FIT_NONE;
+    for (size_t i = 0; i < fit_count; i++)
+        if (fit_table[i].dirty != CLEAN && (v == FIT_NONE || fit_table[i].since < fit_table[v].since)) v = i;
+    return v;
+}
+
+/* At least bytes of the written fits, the oldest first, out of the table
+ * into gone (GONE_BATCH of them; more unmapped on the way, the lock
+ * dropped meanwhile); *n_gone of them. The bytes taken. Under the lock. */
+static size_t give_oldest(size_t bytes, fit *gone, size_t *n_gone) {
+    size_t given = 0;
+    for (size_t v; given < bytes && (v = oldest_written()) != FIT_NONE;) {
+        if (drained(gone, n_gone)) continue;
+        gone[(*n_gone)++] = take_tail(v, align_up(bytes - given, os_page_size()));
+        given += gone[*n_gone - 1].len;
+    }
+    return given;
+}
+
+size_t os_fit_give(size_t bytes) {
+    fit gone[GONE_BATCH];
+    size_t n_gone = 0;
+    pk_lock(&retain_lock);
+    size_t given = give_oldest(bytes, gone, &n_gone);
+    pk_unlock(&retain_lock);
+    unmap_all(gone, n_gone);
+    return given;
+}
+
+_Static_assert(IDLE_SHIFT_MAX == 4, "docs/alloc.md: the gives' pause grows to 16 times the purge delay");
+
+size_t os_fit_owe(size_t bytes, uint64_t now) {
+    fit gone[GONE_BATCH];
+    size_t n_gone = 0, given = 0;
+    pk_lock(&retain_lock);
+    uint64_t made = __atomic_load_n(&fits_fresh, __ATOMIC_RELAXED);
+    if (FIT_GIVE_REGRET && owing.gone && 2 * (made - owing.mark) >= owing.gone) {
+        owing.resume = now + ((uint64_t)options_purge_delay_ms() << owing.shift);
+        if (owing.shift < IDLE_SHIFT_MAX) owing.shift++;
+        owing.gone = 0;
+    }
+    if (now >= owing.resume) {
+        if (!owing.gone) owing.mark = made;
+        given = give_oldest(bytes, gone, &n_gone);
+        owing.gone += given;
+    }
+    pk_unlock(&retain_lock);
+    unmap_all(gone, n_gone);
+    return given;
+}
 
 bool retain_charge(size_t size) {
     pk_lock(&retain_lock);
