@@ -68,6 +68,18 @@ static inline size_t policy_extend(size_t slot) {
     return k ? k : 1;
 }
 
+/* A slab's first links take at most EXTEND_FIRST of its fresh slots, and
+ * each link after as many as it has handed out, up to EXTEND_BYTES: a pool
+ * per task that uses a few dozen small objects (a tree, a request) links a
+ * few dozen slots, not a page of them (256 of 16 bytes), and one that goes
+ * on links pages after a doubling or two. Slots of 64 bytes and more link
+ * a page at once, as hardened pools' HARD_EXTEND slots at most. */
+#define EXTEND_FIRST 64
+static inline size_t policy_extend_next(size_t extend, size_t handed) {
+    size_t k = handed > EXTEND_FIRST ? handed : EXTEND_FIRST;
+    return k < extend ? k : extend;
+}
+
 /* Hardened pools link at most HARD_EXTEND fresh slots at a time: each is
  * shuffled and encoded as it is linked, and those still unused when the
  * list goes home (a trim, a thread's exit, a pool's destroy) are walked and

@@ -634,14 +634,17 @@ static slab *next_slab(pk_pool *p, heap *h, bool may_map, uint64_t now) {
     return NULL;
 }
 
+_Static_assert(EXTEND_BYTES / 16 == 256 && EXTEND_BYTES / EXTEND_FIRST == 64 && EXTEND_FIRST == HARD_EXTEND,
+               "policy.h's comment on EXTEND_FIRST names these figures");
+
 /* Links the current slab's next never-used slots onto the empty list. */
 static bool extend(pk_pool *p, heap *h, slab *s) {
     if (s->bump >= s->capacity) return false;
     void *list = NULL;
     size_t before = slab_touched(p, s);
     /* Slots touched before go all at once (no page to fault in); fresh ones
-     * a page at a time. */
-    size_t k = s->bump < s->high ? s->high - s->bump : p->extend;
+     * as many as were handed out, from EXTEND_FIRST up to a page. */
+    size_t k = s->bump < s->high ? s->high - s->bump : policy_extend_next(p->extend, s->bump);
     k = slab_carve(&p->carve, &h->rng, s, k, &list);
     BUMP(h->allocs, k);
     BUMP(h->resident, slab_touched(p, s) - before);
