@@ -100,20 +100,13 @@ static void list_remove(region **head, region *r, int on) {
     l->prev = l->next = NULL;
 }
 
-/* The longest run of set bits in mask, up to at most (the run lists'
- * last index: a region mostly free costs no more steps than that). */
-static uint32_t longest_run(uint64_t mask, uint32_t at_most) {
-    uint32_t n = 0;
-    for (; mask && n < at_most; n++) mask &= mask >> 1;
-    return n;
-}
-
 /* r onto the lists its places now say (after a change of free or kept,
  * which had_kept says it had before). */
 static void lists_note(region *r, bool had_kept) {
     if (!had_kept && r->kept) list_add(&kept_regions, r, ON_KEPT);
     else if (had_kept && !r->kept) list_remove(&kept_regions, r, ON_KEPT);
-    uint32_t run = longest_run(r->free, RUN_LISTS - 1);
+    uint32_t run = region_longest_run(r->free);
+    _Static_assert(RUN_LISTS - 1 == REGION_RUN_MAX, "the run lists end at the longest run counted");
     if (run == r->run) return;
     if (r->run) list_remove(&run_lists[r->run], r, ON_RUN);
     if (run) list_add(&run_lists[run], r, ON_RUN);

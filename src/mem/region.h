@@ -77,6 +77,29 @@ static inline struct slab *slab_of(uintptr_t x) {
 _Static_assert(REGION_RUN_BYTES / SLAB_BYTES <= (REGION_SLABS - 1) / 3, "three runs fit a region's places");
 _Static_assert(REGION_RUN_BYTES == (size_t)1 << 20, "the comment above names 1 MiB");
 
+/* The longest run of set bits in mask (a region's free places), or
+ * REGION_RUN_MAX if it is at least that long: the run lists' index
+ * (region.c), so found in a few steps however free the region. f[k] has
+ * bit i set where bits i .. i + 2^k - 1 of mask all are, and the run is
+ * built from the longest such step down. */
+#define REGION_RUN_MAX (REGION_RUN_BYTES / SLAB_BYTES)
+static inline uint32_t region_longest_run(uint64_t mask) {
+    _Static_assert(REGION_RUN_MAX == 16, "f[4] says a run of REGION_RUN_MAX");
+    uint64_t f[5] = {mask};
+    for (int k = 1; k < 5; k++) f[k] = f[k - 1] & (f[k - 1] >> (1u << (k - 1)));
+    if (f[4]) return REGION_RUN_MAX;
+    uint64_t starts = mask; /* where a run of n set bits starts */
+    uint32_t n = 0;
+    for (int k = 3; k >= 0; k--) {
+        uint64_t longer = starts & (f[k] >> n);
+        if (longer) {
+            starts = longer;
+            n += 1u << k;
+        }
+    }
+    return n;
+}
+
 /* The places a slab of span bytes (at most REGION_RUN_BYTES) takes. */
 static inline size_t region_places(size_t span) { return (span + SLAB_BYTES - 1) / SLAB_BYTES; }
 
