@@ -452,6 +452,10 @@ TEST(AllocLargeKept, FreshRegionsForSmallObjectsGiveTheKeptPagesBack) {
     }
     for (char *b : big) pk_free(b);
     ASSERT_EQ(kept_bytes(), blocks * MiB);
+    /* only mappings that waited go (FIT_GIVE_IDLE_SHIFT): a delay of 1.6 s
+     * makes that 100 ms, and the purge by age waits the 1.6 s */
+    pk_set_purge_delay(1600);
+    std::this_thread::sleep_for(std::chrono::milliseconds((1600 >> FIT_GIVE_IDLE_SHIFT) + 20));
     for (size_t i = 0; i < small; i++) {
         objs.push_back(static_cast<char *>(pk_alloc(64)));
         ASSERT_NE(objs.back(), nullptr);
@@ -479,7 +483,9 @@ TEST(AllocLargeKept, KeptPagesGivenBackThenMappedAfreshPauseTheNextGives) {
     };
     cycle();
     ASSERT_EQ(kept_bytes(), n * MiB);
-    const uint64_t t0 = os_now_ms(), pause_max = uint64_t(pk_set_purge_delay(60000)) << IDLE_SHIFT_MAX;
+    EXPECT_EQ(os_fit_owe(n / 2 * MiB, os_now_ms()), 0u) << "mappings freed a moment ago wait (FIT_GIVE_IDLE_SHIFT)";
+    /* the test's clock: past the wait of FIT_GIVE_IDLE_SHIFT for the mappings freed now */
+    const uint64_t t0 = os_now_ms() + 60000, pause_max = uint64_t(pk_set_purge_delay(60000)) << IDLE_SHIFT_MAX;
     EXPECT_EQ(os_fit_owe(n / 2 * MiB, t0), n / 2 * MiB) << "no give before: none to regret";
     cycle(); /* half the blocks fresh: as much as went */
     ASSERT_EQ(kept_bytes(), n * MiB);
@@ -539,7 +545,7 @@ bool mapped(const char *p) {
     return mincore(const_cast<char *>(p), size_t(sysconf(_SC_PAGESIZE)), &v) == 0;
 }
 
-/* os_fit_give takes the oldest kept mapping that holds pages whole, then
+/* os_fit_owe takes the oldest kept mapping that holds pages whole, then
  * as much of the next one's tail as is still wanted: its front waits on. */
 TEST(AllocLargeKept, KeptPagesGoBackTheOldestFirstAndTheLastCutToWhatIsWanted) {
     KeptBlocks kept;
@@ -556,7 +562,7 @@ TEST(AllocLargeKept, KeptPagesGoBackTheOldestFirstAndTheLastCutToWhatIsWanted) {
     std::this_thread::sleep_for(std::chrono::milliseconds(3)); /* a later stamp */
     os_unmap_later_fit(newer, 8 * MiB, any);
     ASSERT_EQ(os_fit_bytes(), 10 * MiB);
-    EXPECT_EQ(os_fit_give(3 * MiB), 3 * MiB);
+    EXPECT_EQ(os_fit_owe(3 * MiB, os_now_ms() + 60000), 3 * MiB); /* both waited long enough */
     EXPECT_EQ(os_fit_bytes(), 7 * MiB);
     EXPECT_FALSE(mapped(older)) << "the older mapping waits on";
     EXPECT_TRUE(mapped(newer + 7 * MiB - size_t(sysconf(_SC_PAGESIZE)))) << "the newer one's front went";

@@ -254,15 +254,14 @@ size_t os_retain_release(void);
 size_t os_retained_bytes(void);
 /* Bytes of freed large blocks' mappings kept now (os_unmap_later_fit). */
 size_t os_fit_bytes(void);
-/* At least bytes of the kept fits' pages (where that many are kept),
- * the oldest first, given back to the system with their address space:
- * what a program that faults fresh pages in for its small objects no
- * longer uses of its large blocks' (region.c). The bytes given. */
-size_t os_fit_give(size_t bytes);
-/* os_fit_give for fresh places of small objects' slabs (region.c), at
- * os_now_ms() now, unless paused (FIT_GIVE_REGRET, policy.h): nothing
- * goes back for a while once large blocks have mapped fresh pages for at
- * least half of what the last gives took. The bytes given. */
+/* At least bytes of the kept fits' pages that waited since before now
+ * less the purge delay shifted right by FIT_GIVE_IDLE_SHIFT (where that
+ * many are kept), the oldest first, given back to the system with their
+ * address space: what a program that faults fresh pages in for its small
+ * objects (region.c) no longer uses of its large blocks', at os_now_ms()
+ * now, unless paused (FIT_GIVE_REGRET, policy.h): nothing goes back for a
+ * while once large blocks have mapped fresh pages for at least half of
+ * what the last gives took. The bytes given. */
 size_t os_fit_owe(size_t bytes, uint64_t now);
 /* Fresh bytes a large block took where no fit served (os_map_fit and
  * os_map_fit_after count their own): what os_fit_owe judges by. */

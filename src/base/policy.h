@@ -402,13 +402,17 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * fresh places while freed large blocks' mappings wait give as many of
  * those pages back, once per GIVE_EMPTY_STEP (region.c, retain.c's
  * os_fit_owe): a program whose memory moved from large blocks to small
- * objects held both for the purge delay. Where large blocks then map fresh
- * pages for at least half of what went since these gives began, the
- * program trades its memory between the two kinds in turn, and each give
- * cost it faults in both: the gives pause for the purge delay, doubled at
- * each such regret up to IDLE_SHIFT_MAX times, and the program keeps both
- * kinds' memory meanwhile, as it does with no give at all. */
-#define FIT_GIVE_REGRET 1
+ * objects held both for the purge delay. Only mappings that waited at
+ * least the purge delay shifted right by FIT_GIVE_IDLE_SHIFT go: threads
+ * in turn that grow buffers through the classes into mapped blocks reuse
+ * the mappings the last one left a moment later, and faulted them in again
+ * where they went at once. Where large blocks then map fresh pages for at
+ * least half of what went since these gives began, the program trades its
+ * memory between the two kinds in turn, and each give cost it faults in
+ * both: the gives pause for the purge delay, doubled at each such regret
+ * up to IDLE_SHIFT_MAX times, and the program keeps both kinds' memory
+ * meanwhile, as it does with no give at all. */
+#define FIT_GIVE_IDLE_SHIFT 4
 
 /* The background purge (sweep.c): a thread that runs the sweep every
  * interval, for programs that go fully idle. It sleeps at most

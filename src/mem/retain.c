@@ -694,26 +694,17 @@ static size_t oldest_written(void) {
     return v;
 }
 
-/* At least bytes of the written fits, the oldest first, out of the table
- * into gone (GONE_BATCH of them; more unmapped on the way, the lock
- * dropped meanwhile); *n_gone of them. The bytes taken. Under the lock. */
-static size_t give_oldest(size_t bytes, fit *gone, size_t *n_gone) {
+/* At least bytes of the written fits retained before `before`, the oldest
+ * first, out of the table into gone (GONE_BATCH of them; more unmapped on
+ * the way, the lock dropped meanwhile); *n_gone of them. The bytes taken.
+ * Under the lock. */
+static size_t give_oldest(size_t bytes, uint64_t before, fit *gone, size_t *n_gone) {
     size_t given = 0;
-    for (size_t v; given < bytes && (v = oldest_written()) != FIT_NONE;) {
+    for (size_t v; given < bytes && (v = oldest_written()) != FIT_NONE && fit_table[v].since < before;) {
         if (drained(gone, n_gone)) continue;
         gone[(*n_gone)++] = take_tail(v, align_up(bytes - given, os_page_size()));
         given += gone[*n_gone - 1].len;
     }
-    return given;
-}
-
-size_t os_fit_give(size_t bytes) {
-    fit gone[GONE_BATCH];
-    size_t n_gone = 0;
-    pk_lock(&retain_lock);
-    size_t given = give_oldest(bytes, gone, &n_gone);
-    pk_unlock(&retain_lock);
-    unmap_all(gone, n_gone);
     return given;
 }
 
@@ -724,14 +715,15 @@ size_t os_fit_owe(size_t bytes, uint64_t now) {
     size_t n_gone = 0, given = 0;
     pk_lock(&retain_lock);
     uint64_t made = __atomic_load_n(&fits_fresh, __ATOMIC_RELAXED);
-    if (FIT_GIVE_REGRET && owing.gone && 2 * (made - owing.mark) >= owing.gone) {
+    if (owing.gone && 2 * (made - owing.mark) >= owing.gone) {
         owing.resume = now + ((uint64_t)options_purge_delay_ms() << owing.shift);
         if (owing.shift < IDLE_SHIFT_MAX) owing.shift++;
         owing.gone = 0;
     }
     if (now >= owing.resume) {
         if (!owing.gone) owing.mark = made;
-        given = give_oldest(bytes, gone, &n_gone);
+        uint64_t idle = (uint64_t)options_purge_delay_ms() >> FIT_GIVE_IDLE_SHIFT;
+        given = give_oldest(bytes, now >= idle ? now - idle + 1 : 0, gone, &n_gone);
         owing.gone += given;
     }
     pk_unlock(&retain_lock);
