@@ -372,12 +372,13 @@ static inline bool free_pending(pk_pool *p, tc_slot *c, void *obj) {
 void pk__pool_free_slow(pk_pool *p, void *obj) {
     tc_slot *c = slot_of_handle(p);
     if (free_pending(p, c, obj)) return;
-    if (likely(free_short(c, obj, 0, false))) return;
+    if (likely(free_short(c, obj, false))) return;
     free_dispatch(p, obj, __builtin_return_address(0));
 }
 
 void pk__pool_free_other(void *c, void *obj, uintptr_t cur, pk_pool *p) {
-    if (likely(free_short(c, obj, cur, true))) return;
+    (void)cur; /* not 0: the slot is a default pool's, whose links are plain */
+    if (likely(free_short(c, obj, true))) return;
     free_dispatch(p, obj, __builtin_return_address(0));
 }
 
@@ -387,17 +388,16 @@ void pk__pool_free_slot(void *c, void *obj, pk_pool *p) {
     if (likely(hcur != 0)) {
         /* a hardened list with a current slab: its slot has a heap and a
          * secret, and no pending chain takes the object (free_pending is
-         * for slots with no current slab); the map is read only for an
-         * object of another region than that slab's, as free_short's */
-        if ((((x ^ hcur) >> REGION_SHIFT) == 0 || likely(region_holds(x))) && likely(free_short_in(t, obj, false)))
-            return;
-    } else if (free_pending(p, t, obj) || likely(free_short(t, obj, 0, false))) {
+         * for slots with no current slab); the map read as free_short
+         * reads it */
+        if (likely(region_holds(x)) && likely(free_short_in(t, obj, false))) return;
+    } else if (free_pending(p, t, obj) || likely(free_short(t, obj, false))) {
         return;
     }
     free_dispatch(p, obj, __builtin_return_address(0));
 }
 
 void pool_free_at(pk_pool *p, void *obj, void *caller) {
-    if (likely(free_short(slot_of_handle(p), obj, 0, false))) return;
+    if (likely(free_short(slot_of_handle(p), obj, false))) return;
     free_dispatch(p, obj, caller);
 }

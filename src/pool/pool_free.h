@@ -172,19 +172,17 @@ static inline bool free_short_in(tc_slot *c, void *obj, bool plain) {
 /* The short path: the owner's free of an object of one of its slabs that
  * is not the current one (free_into_slab), after the region map says a
  * region lies at the address, so that its record, found by masking
- * (region.h), may be read. cur: the slot's current slab word (plain
- * callers have one), or 0 (the others: a hardened slot's is its hcur);
- * the map is read only for objects of other regions than the current
- * slab's, and for every pointer, NULL and low addresses included, where
- * there is none. */
-static inline bool free_short(tc_slot *c, void *obj, uintptr_t cur, bool plain) {
-    uintptr_t x = (uintptr_t)obj;
+ * (region.h), may be read. The map is read for every pointer: a compare
+ * with the current slab's word that skipped it for objects of that slab's
+ * region was a branch that frees in random order over more than one region
+ * went either way at random, mispredicted as often (docs/results.md,
+ * "Random frees and the region map"). */
+static inline bool free_short(tc_slot *c, void *obj, bool plain) {
     /* plain pools (low 0) store links as they are, hardened ones whose
      * inline paths the slot serves (secret set) encode them (harden.h);
      * the others have something to do per object, in the library */
     if (!plain && unlikely(!c->heap || (c->low && !c->secret))) return false;
-    if (!plain) cur = __atomic_load_n(&c->hcur, __ATOMIC_RELAXED);
-    if (((!plain && !cur) || ((x ^ cur) >> REGION_SHIFT) != 0) && unlikely(!region_holds(x))) return false;
+    if (unlikely(!region_holds((uintptr_t)obj))) return false;
     return free_short_in(c, obj, plain);
 }
 
