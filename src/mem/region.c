@@ -37,9 +37,11 @@ typedef struct region_link {
     struct region *prev, *next;
 } region_link;
 
-/* A region's header, in its record 0. Its first REGION_INERT bytes stay
- * zero: a pointer into the header's place finds this record as its slab's
- * (slab_of), which must name no owner, no pool and no slot (slab.h). */
+/* A region's header, at its start: record 0 of color 0's array (region.h,
+ * RECORD_COLORS), unused by the other colors, whose record 0 stays zero.
+ * Its first REGION_INERT bytes stay zero: a pointer into the header's place
+ * finds record 0 as its slab's (slab_of), which must name no owner, no pool
+ * and no slot (slab.h). */
 typedef struct region {
     char inert[REGION_INERT];
     region_link on[ON_LISTS];
@@ -49,7 +51,7 @@ typedef struct region {
     uint32_t run;               /* its run list (0: on none) */
     bool huge;                  /* one slab, as long as its slot needs */
 } region;
-_Static_assert(sizeof(region) <= RECORD_BYTES, "a region's header fits its record 0");
+_Static_assert(sizeof(region) <= RECORD_BYTES, "a region's header fits record 0 of color 0");
 
 /* Places 1 .. REGION_SLABS - 1. */
 #define ALL_PLACES (~(uint64_t)0 >> (64 - REGION_SLABS) & ~(uint64_t)1)
@@ -70,13 +72,20 @@ static idle_adapt placing;
 static uint64_t fresh;
 
 static region *region_at(uintptr_t x) { return (region *)(x & ~(uintptr_t)(REGION_BYTES - 1)); }
-static size_t place_of(const struct slab *s) { return ((uintptr_t)s & (SLAB_BYTES - 1)) / RECORD_BYTES; }
+/* The color of r's records (region.h, RECORD_COLORS), and record i. */
+static size_t color_of(const region *r) { return ((uintptr_t)r >> REGION_SHIFT) & (RECORD_COLORS - 1); }
+static char *record_at(region *r, size_t i) { return (char *)r + color_of(r) * RECORD_ARRAY + i * RECORD_BYTES; }
+static size_t place_of(const struct slab *s) { return ((uintptr_t)s & (RECORD_ARRAY - 1)) / RECORD_BYTES; }
 
-/* When each kept place was kept (ms), in the first place past the records:
- * a record belongs to its slab's layer (slab.h), this is the region's. */
-_Static_assert(REGION_SLABS * (RECORD_BYTES + sizeof(uint64_t)) <= SLAB_BYTES,
-               "the kept places' times fit the first place after the records");
-static uint64_t *kept_since(region *r) { return (uint64_t *)((char *)r + REGION_SLABS * RECORD_BYTES); }
+/* When each kept place was kept (ms), in the array of the next color (no
+ * record of the region's lies there), past the header where that is array
+ * 0: a record belongs to its slab's layer (slab.h), this is the region's. */
+_Static_assert(RECORD_BYTES + REGION_SLABS * sizeof(uint64_t) <= RECORD_ARRAY,
+               "the kept places' times fit another color's array, past the region's header");
+static uint64_t *kept_since(region *r) {
+    size_t next = (color_of(r) + 1) & (RECORD_COLORS - 1);
+    return (uint64_t *)((char *)r + next * RECORD_ARRAY + (next == 0 ? RECORD_BYTES : 0));
+}
 
 static void map_bit(const region *r, bool on) {
     uintptr_t i = (uintptr_t)r >> REGION_SHIFT;
@@ -132,7 +141,9 @@ static struct slab *huge_take(size_t span, bool *warm, char **base) {
     pk_unlock(&lock);
     region *r = os_map_reuse_near(want, bytes, REGION_BYTES);
     if (!r) return NULL;
-    memset(r, 0, 2 * RECORD_BYTES); /* a reused mapping holds retain.c's entry */
+    /* a reused mapping holds retain.c's entry, and what its block held */
+    memset(r, 0, 2 * RECORD_BYTES);
+    memset(record_at(r, 0), 0, 2 * RECORD_BYTES);
     r->bytes = bytes;
     r->huge = true;
     *warm = true;
@@ -141,7 +152,7 @@ static struct slab *huge_take(size_t span, bool *warm, char **base) {
     __atomic_store_n(&huge_mapped, huge_mapped + 1, __ATOMIC_RELAXED);
     pk_unlock(&lock);
     *base = (char *)r + SLAB_BYTES;
-    return (struct slab *)((char *)r + RECORD_BYTES);
+    return (struct slab *)record_at(r, 1);
 }
 
 /* The places of mask that start a run of k of them (bit i: place i). */
@@ -211,7 +222,7 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
     lists_note(r, had_kept);
     /* the run's other records too: a pointer into its later places reads
      * one (slab_of), which must name no slab */
-    char *s = (char *)r + i * RECORD_BYTES;
+    char *s = record_at(r, i);
     memset(s, 0, k * RECORD_BYTES);
     *base = (char *)r + i * SLAB_BYTES;
     pk_unlock(&lock);

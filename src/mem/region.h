@@ -2,10 +2,11 @@
  *
  * A region is REGION_BYTES aligned to REGION_BYTES (policy.h). Its first
  * SLAB_BYTES hold the region's header (struct region) and the records
- * (struct slab, slab.h) of its slabs, RECORD_BYTES apart: the slab at
- * region + i * SLAB_BYTES is described by record i, i from 1. So an
- * object's record is its address with the low REGION_SHIFT bits replaced
- * by the slab's index times RECORD_BYTES (slab_of): mimalloc's segments and
+ * (struct slab, slab.h) of its slabs, RECORD_BYTES apart in the array of
+ * the region's color (RECORD_COLORS): the slab at region + i * SLAB_BYTES
+ * is described by record i, i from 1. So an object's record is its address
+ * with the low REGION_SHIFT bits replaced by the color's array and the
+ * slab's index times RECORD_BYTES (slab_of): mimalloc's segments and
  * pages. A slot that does not fit a place gets a region of its own (huge:
  * one slab, at region + SLAB_BYTES, as long as the slot needs) or, once
  * HUGE_OWN_MAX such regions are mapped (policy.h), a run of places in a
@@ -40,8 +41,22 @@ _Static_assert(SLAB_BYTES == (size_t)1 << GRANULE_SHIFT,
                "one address-map entry per slab: an entry names one slab");
 #define REGION_SLABS (REGION_BYTES / SLAB_BYTES)
 #define RECORD_BYTES 256
+#define RECORD_SHIFT 8
 #define REGION_INERT 64 /* zero bytes that start a region's header (slab.h asserts what they cover) */
-_Static_assert(REGION_SLABS * RECORD_BYTES <= SLAB_BYTES, "a region's records fit its first slab's place");
+/* RECORD_COLORS: a region's records lie in one of RECORD_COLORS arrays of
+ * its header's place, the one its address's low region bits name, so that
+ * the records of a slab's place in different regions (whose addresses
+ * agree in every bit below REGION_SHIFT) fall in different cache sets: with
+ * one array, a thread freeing at random over many regions met the record's
+ * line outside the second-level cache on many of its frees, that set's ways
+ * taken by the other regions' records of the same place (docs/results.md,
+ * "Records in colors"). */
+#define RECORD_COLORS 4
+#define RECORD_ARRAY (REGION_SLABS * RECORD_BYTES) /* one color's records */
+_Static_assert(RECORD_BYTES == (size_t)1 << RECORD_SHIFT, "a record's index is its offset shifted");
+_Static_assert(RECORD_COLORS * RECORD_ARRAY == SLAB_BYTES, "a region's records, in any color, fit its first slab's place");
+_Static_assert(REGION_SLABS == (size_t)1 << (REGION_SHIFT - GRANULE_SHIFT),
+               "the color's bits follow the place's in an address, as the array's follow the record's in an offset");
 _Static_assert(REGION_SLABS <= 64, "a region's places are the bits of a word");
 _Static_assert(SLAB_BYTES == 64 * 1024 && SLAB_BYTES / 64 == 1024 && 4096 / RECORD_BYTES == 16 &&
                    REGION_BYTES == 4 * 1024 * 1024 && REGION_SLABS - 1 == 63,
@@ -59,12 +74,14 @@ static inline bool region_holds(uintptr_t x) {
     return (__atomic_load_n(&region_bits[word], __ATOMIC_RELAXED) >> ((x >> REGION_SHIFT) & 63)) & 1;
 }
 
-/* The record of the slab whose place holds x, x in a mapped region (its
- * header's place, index 0, is the region's own header, whose first
- * REGION_INERT bytes read as a record of no slab). */
+/* The record of the slab whose place holds x, x in a mapped region: in its
+ * color's array (RECORD_COLORS), the place's index times RECORD_BYTES, both
+ * from one shift of the address (its header's place, index 0, reads as a
+ * record of no slab: the region's own header, whose first REGION_INERT
+ * bytes are zero, or zero bytes). */
 static inline struct slab *slab_of(uintptr_t x) {
     uintptr_t base = x & ~(uintptr_t)(REGION_BYTES - 1);
-    return (struct slab *)(base + ((x >> GRANULE_SHIFT) & (REGION_SLABS - 1)) * RECORD_BYTES);
+    return (struct slab *)(base + ((x >> (GRANULE_SHIFT - RECORD_SHIFT)) & ((RECORD_COLORS * REGION_SLABS - 1) << RECORD_SHIFT)));
 }
 
 /* ---- places ---- */
