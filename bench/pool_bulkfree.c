@@ -1,9 +1,11 @@
-/* Bulk frees in the order objects were made, or in another: each
- * round allocates COUNT objects of SIZE bytes one at a time, puts them in
- * ORDER's order, and frees them BATCH objects a pk_pool_free_bulk call. The
- * instruction counts at two COUNTs, under valgrind --tool=callgrind,
- * differ by the work of the objects between them (docs/results.md,
- * "Hardened pools"); the program prints nothing.
+/* Frees in the order objects were made, or in another: each round
+ * allocates COUNT objects of SIZE bytes one at a time, puts them in ORDER's
+ * order, and frees them BATCH objects a pk_pool_free_bulk call, or, with
+ * BATCH 0, one pk_pool_free each (the owner's short path: docs/results.md,
+ * "Random frees and the region map"). The instruction counts at two
+ * COUNTs, under valgrind --tool=callgrind, differ by the work of the
+ * objects between them (docs/results.md, "Hardened pools"); the program
+ * prints the fastest round's ns a free.
  *
  * Usage: pool_bulkfree COUNT ORDER (0 as made, 1 shuffled, 2 two objects of
  *        each half in turn, 3 one of each) [HARDENED (1)]
@@ -14,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* The first half's objects and the second half's in turn, run objects of
  * each at a time (the halves' slabs differ once a half fills a slab). */
@@ -41,7 +44,8 @@ int main(int argc, char **argv) {
     pk_pool_config cfg = {.name = "bulkfree", .size = size, .flags = hardened ? PK_POOL_HARDENED : 0u};
     pk_pool *p = pk_pool_create(&cfg);
     void **objs = malloc(n * sizeof *objs);
-    if (!p || !objs || !batch) return 1;
+    if (!p || !objs) return 1;
+    double best = 0;
     for (size_t r = 0; r < rounds; r++) {
         for (size_t i = 0; i < n; i++)
             if (!(objs[i] = pk_pool_alloc(p))) return 1;
@@ -53,8 +57,17 @@ int main(int argc, char **argv) {
             objs[j] = t;
         }
         if (shuffled >= 2) interleave(objs, n, shuffled == 2 ? 2 : 1);
-        for (size_t i = 0; i < n; i += batch) pk_pool_free_bulk(p, objs + i, n - i < batch ? n - i : batch);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (!batch)
+            for (size_t i = 0; i < n; i++) pk_pool_free(p, objs[i]);
+        else
+            for (size_t i = 0; i < n; i += batch) pk_pool_free_bulk(p, objs + i, n - i < batch ? n - i : batch);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ns = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / (double)n;
+        if (r == 0 || ns < best) best = ns;
     }
+    printf("%.2f ns a free, the fastest of %zu rounds\n", best, rounds);
     pk_pool_destroy(p);
     free(objs);
     return 0;

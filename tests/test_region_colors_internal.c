@@ -5,8 +5,9 @@
  * different arrays; a pointer into any region's header place reads a
  * record of no slab (its first REGION_INERT bytes zero); and the times of
  * kept places, written into another color's array, leave the region's own
- * records as they were; a slab of its own mapping taken in a mapping kept
- * from before has a zero record. Exit 0: every check passed. */
+ * records as they were; a slab of its own mapping lies at color 0, its
+ * record in the header's first page, and taken in a mapping kept from
+ * before has a zero record. Exit 0: every check passed. */
 #include "mem/region.h"
 #include "base/track.h"
 
@@ -117,23 +118,26 @@ int main(void) {
               "the header place still no slab once a place is kept");
     }
 
-    /* a slab of its own mapping, given back kept with its header's place
-     * written all over (as a large block's data would be), then taken
-     * again: the mapping comes back (tool builds keep none), its record
-     * zero whatever the color */
-    char *hb = NULL, *hb2, *others_base[8];
-    struct slab *h = NULL, *others[8];
-    size_t n_others = 0;
-    /* one of a color other than 0's, whose record lies past the header */
-    while (n_others < 8) {
-        h = region_take(2 * SLAB_BYTES, &warm, &hb);
-        check(h != NULL, "a slab of its own mapping");
-        if (!h || color_of_address((uintptr_t)hb) != 0) break;
-        others[n_others] = h;
-        others_base[n_others++] = hb;
-        h = NULL;
+    /* slabs of their own mappings: at addresses of color 0, their record in
+     * the header's first page (one page resident for both); one given back
+     * kept with its header's place written all over (as a large block's
+     * data would be), then taken again: the mapping comes back (tool builds
+     * keep none), its record zero */
+    char *hb = NULL, *hb2;
+    struct slab *h = NULL;
+    for (size_t i = 0; i < 2 * RECORD_COLORS; i++) {
+        char *b;
+        struct slab *o = region_take(2 * SLAB_BYTES, &warm, &b);
+        check(o != NULL, "a slab of its own mapping");
+        if (!o) break;
+        uintptr_t rb = (uintptr_t)b & ~(uintptr_t)(REGION_BYTES - 1);
+        check(color_of_address(rb) == 0, "a slab of its own mapping at color 0");
+        check(((uintptr_t)o & ~(uintptr_t)4095) == rb, "its record in the header's first page");
+        check(slab_of((uintptr_t)b) == o, "a slab of its own mapping: its record");
+        if (h) region_give(h, 2 * SLAB_BYTES, false);
+        h = o;
+        hb = b;
     }
-    check(h != NULL, "a slab of its own mapping of a color other than 0");
     if (h) {
         char *hr = (char *)((uintptr_t)hb & ~(uintptr_t)(REGION_BYTES - 1));
         memset(hr + 2 * RECORD_BYTES, 0xA5, SLAB_BYTES - 2 * RECORD_BYTES);
@@ -148,10 +152,6 @@ int main(void) {
             check(slab_of((uintptr_t)hb2) == h2, "its slot's record");
             region_give(h2, 2 * SLAB_BYTES, false);
         }
-    }
-    for (size_t i = 0; i < n_others; i++) {
-        check(slab_of((uintptr_t)others_base[i]) == others[i], "a slab of its own mapping: its record");
-        region_give(others[i], 2 * SLAB_BYTES, false);
     }
 
     for (size_t g = 0; g < REGIONS; g++)

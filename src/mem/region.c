@@ -134,16 +134,23 @@ static region *region_new(void) {
     return r;
 }
 
+/* A slab of its own mapping lies at an address of color 0 (region.h,
+ * RECORD_COLORS): its record then shares the first page with the region's
+ * header, where another color's lay a page apart, a page more resident for
+ * every such slab (docs/results.md, "Records in colors"). */
+#define HUGE_ALIGN (RECORD_COLORS * REGION_BYTES)
+
 static struct slab *huge_take(size_t span, bool *warm, char **base) {
     size_t bytes = SLAB_BYTES + span;
     pk_lock(&lock);
-    void *want = reuse_n ? (void *)reuse[--reuse_n] : NULL;
+    void *want = reuse_n && (reuse[reuse_n - 1] & (HUGE_ALIGN - 1)) == 0 ? (void *)reuse[--reuse_n] : NULL;
     pk_unlock(&lock);
-    region *r = os_map_reuse_near(want, bytes, REGION_BYTES);
+    region *r = os_map_reuse_near(want, bytes, HUGE_ALIGN);
     if (!r) return NULL;
-    /* a reused mapping holds retain.c's entry, and what its block held */
+    PK_ASSERT_INTERNAL(color_of(r) == 0); /* the hint so aligned, or the system's mapping */
+    /* a reused mapping holds retain.c's entry, and what its block held:
+     * the header and record 1, of color 0 */
     memset(r, 0, 2 * RECORD_BYTES);
-    memset(record_at(r, 0), 0, 2 * RECORD_BYTES);
     r->bytes = bytes;
     r->huge = true;
     *warm = true;
@@ -273,7 +280,7 @@ void region_give(struct slab *s, size_t span, bool keep) {
         __atomic_store_n(&huge_mapped, huge_mapped - 1, __ATOMIC_RELAXED);
         pk_unlock(&lock);
         map_drop((uintptr_t)r, (uintptr_t)r + r->bytes); /* whether kept or not: retain.c unmaps kept ones later */
-        bool kept = keep && os_unmap_later(r, r->bytes, REGION_BYTES);
+        bool kept = keep && os_unmap_later(r, r->bytes, HUGE_ALIGN);
         if (!keep) os_unmap(r, r->bytes);
         if (!kept) { /* its address free: the next region's first try */
             pk_lock(&lock);
