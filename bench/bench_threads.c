@@ -138,8 +138,9 @@ static int steady(void) {
                  n ? ", " : "", lives[p / 2], p % 2 ? "64 B" : "16-128 B", h,
                  bench_median(&t[p][C_HARD]), bench_median(&t[p][C_POOL]));
     }
-    pass = bench_target(pass, "steady state: pk_pool <= 0.8x mimalloc at every "
-                              "scale: %s", line);
+    if (cont[C_MI].why) pass = bench_skip("steady state: pk_pool <= 0.8x mimalloc at every scale", cont[C_MI].why);
+    else pass = bench_target(pass, "steady state: pk_pool <= 0.8x mimalloc at every "
+                                   "scale: %s", line);
     pass_hard = bench_target(pass_hard, "steady state: PK_POOL_HARDENED <= 1.15x the "
                                         "default pool at every scale: %s", line_hard);
     return pass && pass_hard;
@@ -206,6 +207,7 @@ static int scratch(void) {
     printf("  false sharing on this machine (the controls, overlapped runs): side by side / apart "
            "= %.2fx: %s\n", apart > 0 ? side / apart : NAN,
            shows ? "it shows" : "it does not show, so the rows above cannot tell allocators apart");
+    if (cont[C_MI].why) return bench_skip("cache-scratch: pk_pool <= 1.05x mimalloc", cont[C_MI].why);
     return bench_target(met, "cache-scratch: pk_pool <= 1.05x mimalloc, in "
                              "the runs where the workers overlapped most: %s%s", line,
                         shows && decided ? "" : " (not decided here: the workers did not both "
@@ -242,6 +244,7 @@ static int batches(void) {
         if (cont[c].why || !t[c].n) row(c, &t[c], NULL, "ns");
         else bench_row(cont[c].label, &t[c], "ns", extra);
     }
+    if (cont[C_MI].why) return bench_skip("remote batches: pk_pool <= 0.6x mimalloc", cont[C_MI].why);
     return bench_target(ratio.n > 0 && bench_median(&ratio) <= 0.6,
                         "remote batches: pk_pool <= 0.6x mimalloc: %.2fx (%.1f vs "
                         "%.1f ns per object)", bench_median(&ratio), bench_median(&t[C_POOL]),

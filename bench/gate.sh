@@ -89,32 +89,32 @@
 #                 lean allocation follows (HARD_POP); past the list's
 #                 budget the frees go home as remote frees, until the list
 #                 runs dry and a refill renews it (about half of them)
-#   pk_free into another of the thread's slabs of its class <= 52 per free
-#                 (measured 51.65), likewise: the push onto the class's list
-#                 (the owned index, below) and the drains that send the
-#                 blocks home, in runs of one slab (OWN_FREES, policy.h),
-#                 each keeping the block freed last as the list's head,
-#                 checked (48.70 before: a double free of that block went
-#                 home unseen; 49.65 before the count's test came before
-#                 its store, below)
+#   pk_free into another of the thread's slabs of its class <= 61 per free
+#                 (measured 60.70), likewise: the inline path's look-up
+#                 (the owned index names the slab, not its slot's current
+#                 one), then the call with the slot in hand: the push onto
+#                 the class's list and the drains that send the blocks
+#                 home, in runs of one slab (OWN_FREES, policy.h), each
+#                 keeping the block freed last as the list's head, checked
+#                 (51.65 when pk_free was a call that read the index
+#                 itself: the inline path costs these frees 9 and saves a
+#                 block of the current slab 10 and its call)
 #   pk_free into another of the thread's slabs of its class in random
-#                 order <= 70 per free (measured 67.56; 146 when every
-#                 free pushed and the drains sent the blocks home one at a
-#                 time): the frontother loop over its objects shuffled, so
-#                 after the first drain each block goes home alone, from
-#                 the owned index to its slab's list (OWN_DIRECT, policy.h)
-#   pk_alloc+pk_free (unsized, one size) <= 40 per pair (measured 40 with
+#                 order <= 79 per free (measured 78.77; 67.56 before the
+#                 inline path; 146 when every free pushed and the drains
+#                 sent the blocks home one at a time): the frontother loop
+#                 over its objects shuffled, so after the first drain each
+#                 block goes home alone, from the owned index to its slab's
+#                 list (OWN_DIRECT, policy.h)
+#   pk_alloc+pk_free (unsized, one size) <= 31 per pair (measured 30 with
 #                 gcc 12; target 40, met): pk_alloc inline, 10 (the size's
 #                 slot offset from a table, the slot's list popped);
-#                 pk_free, a call of 30 (the thread's owned index entry for
+#                 pk_free inline, 20 (the thread's owned index entry for
 #                 the address compared with it, the class's slot from it,
-#                 the head's compare, the count of other slabs' blocks
-#                 tested before the push and stored after it, so that the
-#                 frees OWN_DIRECT sends home store nothing to it: 38 when
-#                 the count was one read-modify-write, whose store each
-#                 such free waited on, a teardown of 250,000 64-byte blocks
-#                 in random order 17.7 ns a free against 13.6 now; no
-#                 region map, no slab record)
+#                 its current slab's word compared, the head's compare,
+#                 the push; 40 when pk_free was a call that also kept the
+#                 count of other slabs' blocks, alloc.c, own_push_in: no
+#                 region map, no slab record either way)
 #   pk_new+pk_release of one class <= 75 per pair (measured 74 with gcc 12,
 #                 objects of OBJ_SIZE, 32 bytes: the lab's object-generation
 #                 row), net of the empty loop: pk_new 28 (the thread's class
@@ -225,8 +225,8 @@ TARGET_DEFAULT=20
 TARGET_LOCAL=12
 GATE_OTHER=65
 TARGET_OTHER=30
-GATE_FRONTOTHER=52
-GATE_FRONTRANDOM=70
+GATE_FRONTOTHER=61
+GATE_FRONTRANDOM=79
 GATE_REMOTE=81
 GATE_CONSUMER=65
 GATE_LISTED=79
@@ -234,7 +234,7 @@ GATE_HARDLISTED=108
 GATE_HARDCHAIN=159
 GATE_HARDEDGE=143
 GATE_HARDOTHER=81
-GATE_FRONTEND=40
+GATE_FRONTEND=31
 GATE_OBJPAIR=75
 GATE_RETAIN=29
 GATE_GROW=38
@@ -361,7 +361,7 @@ check "pk_pool LOCAL  " "$net_local" "$GATE_LOCAL" "$TARGET_LOCAL"
 check "pk_pool HARDENED" "$net_hardened" "$GATE_HARDENED" "" \
     "${ratio_hardened}x the default pair (informative: its timed target, <= 1.5x the default pool, is bench_hotloop's)"
 check "pk_alloc+pk_free (unsized)" "$net_frontend" "$GATE_FRONTEND" "" \
-    "target <= $TARGET_FRONTEND: $(awk -v v="$net_frontend" -v t="$TARGET_FRONTEND" 'BEGIN {print (v <= t) ? "met" : "not met"}'); the size-class front end, one size a run: pk_alloc inline, pk_free one call that finds the class's slot from the thread's owned index"
+    "target <= $TARGET_FRONTEND: $(awk -v v="$net_frontend" -v t="$TARGET_FRONTEND" 'BEGIN {print (v <= t) ? "met" : "not met"}'); the size-class front end, one size a run: pk_alloc inline, pk_free inline for a block of its class's current slab (the thread's owned index names the slot)"
 check "pk_new+pk_release ($OBJ_SIZE-byte objects)" "$net_objpair" "$GATE_OBJPAIR" "" \
     "the front end's class slot and the object's header; no stack frame on either fast path"
 check "pk_retain" "$net_retain" "$GATE_RETAIN" "" \

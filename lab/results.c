@@ -282,6 +282,15 @@ void lab_target_add(lab_target *t, const char *sep, double ratio, double most, c
     va_start(ap, fmt);
     vsnprintf(t->line + n, sizeof t->line - n, fmt, ap);
     va_end(ap);
+    /* a figure not measured (a peer this machine lacks) reads "-", as
+     * lab_fmt prints it, not printf's "nan" */
+    for (char *q = t->line + n; (q = strstr(q, "nan")) != NULL;) {
+        char *from = q > t->line && q[-1] == '-' ? q - 1 : q;
+        char *rest = q + 3 + (q[3] == 'x'); /* a ratio's "x" with it */
+        *from = '-';
+        memmove(from + 1, rest, strlen(rest) + 1);
+        q = from + 1;
+    }
     if (isnan(ratio)) return;
     t->any = 1;
     t->met &= ratio <= most;

@@ -183,6 +183,20 @@ PK_API extern uint32_t pk__alloc_small_slots[PK__ALLOC_SMALL_MAX / 8 + 1];
 PK_API void *pk__alloc_slow(size_t size);
 PK_API void pk__free_sized_slow(void *ptr, size_t size);
 
+/* Past its slots, the thread's table holds the owned index: PK__OWN_INDEX
+ * entries of two words, one per slab of address (modulo PK__OWN_INDEX
+ * slabs), each naming a slab a class pool's heap of the thread owns (its
+ * word: the slab's address | PK__SLAB_MASK, as a slot's cur) and that
+ * class's slot (its byte offset in the table). pk_free finds from the
+ * address alone, in two loads of the thread's own table, whether the
+ * block is of the current slab of its class, and then pushes it as the
+ * pool's inline free does. Anything else goes to pk__free_owned with the
+ * slot the index named (its slab is the thread's: the library pushes it
+ * there too), or NULL. */
+#define PK__OWN_INDEX 1024
+#define PK__OWN_INDEX_OFF ((PK__STATIC_CAST(uintptr_t, 1) << PK__KEY_BITS) << PK__SLOT_SHIFT)
+PK_API void pk__free_owned(void *ptr, void *c);
+
 /* The forms a block is allocated and freed in: malloc's (free), new's
  * (delete) and new[]'s (delete[]). <poolkit/new.hpp> and the malloc
  * library's operators call the _at and _as entries, which are pk_alloc,
@@ -251,6 +265,33 @@ PK__ALLOC_INLINE void pk_free_sized(void *ptr, size_t size) {
         return;
     pk__free_sized_slow(ptr, size);
 }
+
+/* pk_free with its inline path: the owned index's entry for ptr's slab,
+ * then, if the entry names it and it is its slot's current slab, the
+ * slot's push (not the list's head freed again). */
+static inline __attribute__((always_inline)) void pk__free_inline(void *ptr) {
+    uintptr_t x = PK__REINTERPRET_CAST(uintptr_t, ptr);
+    /* what the compiler knows of ptr (NULL, a local, a block of size 0)
+     * would have it warn of the push's store, which only a block of the
+     * index's slab reaches */
+    __asm__("" : "+r"(x));
+    uintptr_t word = x | PK__SLAB_MASK;
+    const pk__link *e = PK__REINTERPRET_CAST(const pk__link *, pk__tc_table + PK__OWN_INDEX_OFF +
+                                             ((x >> (PK__SLAB_SHIFT - 4)) & ((PK__OWN_INDEX - 1) << 4)));
+    pk__link *c = PK__NULL;
+    if (__builtin_expect(__atomic_load_n(&e[0], __ATOMIC_RELAXED) == word, 1)) {
+        c = PK__REINTERPRET_CAST(pk__link *, pk__tc_table + __atomic_load_n(&e[1], __ATOMIC_RELAXED));
+        if (__builtin_expect(__atomic_load_n(&c[2], __ATOMIC_RELAXED) == word, 1) &&
+            __builtin_expect(pk__slot_push(c, PK__REINTERPRET_CAST(void *, x)), 1))
+            return;
+    }
+    pk__free_owned(ptr, c);
+}
+/* pk_free stays a function (its address, the allocating calls' pairing
+ * with it); a call of it takes the inline path. */
+#  ifndef PK__EMIT_ALLOC_EXTERN_INLINE
+#    define pk_free(ptr) pk__free_inline(ptr)
+#  endif
 #else
 #  define pk__alloc_at_inline pk__alloc_at
 #  define pk__free_sized_as_inline pk__free_sized_as

@@ -336,7 +336,8 @@ PK_API pk_pool *pk_pool_owner(const void *ptr);
 #define PK__RECORD_SHIFT 12 /* pool records are 4096 bytes apart */
 #define PK__KEY_BITS 16     /* in an area of 65,536 of them */
 #define PK__SLOT_SHIFT 6    /* 64-byte slots */
-#define PK__SLAB_MASK PK__STATIC_CAST(uintptr_t, 0xFFFF) /* a slab's bytes, less one */
+#define PK__SLAB_SHIFT 16
+#define PK__SLAB_MASK ((PK__STATIC_CAST(uintptr_t, 1) << PK__SLAB_SHIFT) - 1) /* a slab's bytes, less one */
 
 PK_API void *pk__pool_alloc_slow(pk_pool *pool);
 PK_API void pk__pool_free_slow(pk_pool *pool, void *obj);

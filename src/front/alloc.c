@@ -562,52 +562,72 @@ static PK_NOINLINE void own_full(tc_slot *c, void *ptr, void *head) {
     own_drain(c);
 }
 
-/* A block of a slab the thread's heap of its class owns (the owned index,
- * pool_types.h), current or not: onto the class's list, one path whatever
- * the slab (OWN_FREES; another slab's home while OWN_DIRECT holds), unless
- * it is the list's head (freed again): whether it went. want: the class's slot the caller requires (pk_free_sized's),
+/* A block of a slab the thread's heap of its class owns, whose class's
+ * slot c the owned index named (pool_types.h), current slab or not: onto
+ * the class's list, one path whatever the slab (OWN_FREES; another slab's
+ * home while OWN_DIRECT holds), unless it is the list's head (freed again):
+ * whether it went. word: the block's address | (SLAB_BYTES - 1), the
+ * entry's. want: the class's slot the caller requires (pk_free_sized's),
  * or NULL for any. A heap that owns a slab has a current one (heap.c,
  * refill), so the slot's list is set up. */
-static inline __attribute__((always_inline)) bool own_push(char *table, void *ptr, const tc_slot *want) {
-    uintptr_t x = (uintptr_t)ptr, word = x | (SLAB_BYTES - 1);
-    const own_entry *e = own_entry_at(table, x);
-    if (likely(__atomic_load_n(&e->word, __ATOMIC_RELAXED) == word)) {
-        tc_slot *c = (tc_slot *)(table + __atomic_load_n(&e->slot, __ATOMIC_RELAXED));
-        uintptr_t cur = __atomic_load_n(&c->cur, __ATOMIC_RELAXED);
-        void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
-        if (likely(ptr != head) && (!want || c == want)) {
-            heap *h = c->heap;
-            intptr_t room = h->own_room - (word != cur); /* a block of another slab counts */
-            if (unlikely(room < 0)) {
-                own_full(c, ptr, head);
-                return true;
-            }
-            *(void **)ptr = head;
-            __atomic_store_n(&c->head, ptr, __ATOMIC_RELAXED);
-            h->own_room = room; /* stats read it racily: heap.c */
+static inline __attribute__((always_inline)) bool own_push_in(tc_slot *c, void *ptr, uintptr_t word,
+                                                              const tc_slot *want) {
+    uintptr_t cur = __atomic_load_n(&c->cur, __ATOMIC_RELAXED);
+    void *head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+    if (likely(ptr != head) && (!want || c == want)) {
+        heap *h = c->heap;
+        intptr_t room = h->own_room - (word != cur); /* a block of another slab counts */
+        if (unlikely(room < 0)) {
+            own_full(c, ptr, head);
             return true;
         }
+        *(void **)ptr = head;
+        __atomic_store_n(&c->head, ptr, __ATOMIC_RELAXED);
+        h->own_room = room; /* stats read it racily: heap.c */
+        return true;
     }
     return false;
 }
 
-/* First the thread's owned index (a block of any slab its heap of the
- * class owns: onto the class's list, a push the inline paths could make,
- * so inside the library too). Else the slab's record from the address (the
- * region map's bit, then the record by masking), once: the class's slot in
- * the thread's table from it, the inline free (an object of the thread's
- * current slab the index did not name), then, for an object of another slab
- * the thread owns, the short path with the record in hand (pool_free.h,
+_Static_assert(PK__OWN_INDEX == OWN_INDEX && PK__OWN_INDEX_OFF == OWN_INDEX_OFF && PK__SLAB_SHIFT == SLAB_SHIFT &&
+                   offsetof(own_entry, word) == 0 && offsetof(own_entry, slot) == sizeof(uintptr_t),
+               "alloc.h's inline pk_free reads the owned index as pool_types.h lays it out");
+
+/* The slot the owned index names for ptr's slab in the thread's table, or
+ * NULL. */
+static inline __attribute__((always_inline)) tc_slot *own_slot(char *table, void *ptr) {
+    uintptr_t x = (uintptr_t)ptr;
+    const own_entry *e = own_entry_at(table, x);
+    if (likely(__atomic_load_n(&e->word, __ATOMIC_RELAXED) == (x | (SLAB_BYTES - 1))))
+        return (tc_slot *)(table + __atomic_load_n(&e->slot, __ATOMIC_RELAXED));
+    return NULL;
+}
+
+/* own_push_in on the slot the owned index names, if any. */
+static inline __attribute__((always_inline)) bool own_push(char *table, void *ptr, const tc_slot *want) {
+    tc_slot *c = own_slot(table, ptr);
+    return c && own_push_in(c, ptr, (uintptr_t)ptr | (SLAB_BYTES - 1), want);
+}
+
+/* pk_free's steps once the owned index was read (c: the slot it named, or
+ * NULL): a block of a slab the thread's heap of its class owns onto the
+ * class's list, a push the inline paths could make, so inside the library
+ * too. Else the slab's record from the address (the region map's bit,
+ * then the record by masking), once: the class's slot in the thread's
+ * table from it, the inline free (an object of the thread's current slab
+ * the index did not name), then, for an object of another slab the thread
+ * owns, the short path with the record in hand (pool_free.h,
  * free_into_slab), as the typed pool's own miss takes it, unless the call
  * comes from inside the library (see "Re-entry": it waits); a block of a
  * hardened class pool, to its checks with the record in hand
- * (hard_free_at). Everything else goes on to free_slow. No guess of
- * the class (the one freed into last, say) comes first: with mixed sizes
- * it fails about half the time, a mispredicted branch each (docs/alloc.md,
- * "How fast"). */
-void pk_free(void *ptr) {
+ * (hard_free_at). Everything else goes on to free_slow. No guess of the
+ * class (the one freed into last, say) comes first: with mixed sizes it
+ * fails about half the time, a mispredicted branch each (docs/alloc.md,
+ * "How fast"). Inlined into its two entries, so that the caller a report
+ * names is theirs. */
+static inline __attribute__((always_inline)) void free_owned(void *ptr, tc_slot *owned) {
     uintptr_t x = (uintptr_t)ptr;
-    if (likely(own_push(pk__tc_table, ptr, NULL))) return;
+    if (likely(owned != NULL) && likely(own_push_in(owned, ptr, x | (SLAB_BYTES - 1), NULL))) return;
     if (unlikely(!region_holds(x))) {
         free_slow(NULL, ptr, __builtin_return_address(0));
         return;
@@ -632,6 +652,13 @@ void pk_free(void *ptr) {
     }
     free_slow(alloc_pool_in(s), ptr, __builtin_return_address(0));
 }
+
+/* alloc.h's inline pk_free calls this one with the slot the index named;
+ * callers of the function (PK_NO_INLINE, its address) read the index
+ * here. */
+void pk_free(void *ptr) { free_owned(ptr, own_slot(pk__tc_table, ptr)); }
+
+void pk__free_owned(void *ptr, void *c) { free_owned(ptr, (tc_slot *)c); }
 
 void alloc_free_missed(pk_pool *p, void *ptr, pk__link *c, uintptr_t cur) {
     if (likely(cur != 0 && depth == 0) && likely(class_free_short((tc_slot *)c, slab_of((uintptr_t)ptr), ptr)))

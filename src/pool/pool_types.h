@@ -140,7 +140,9 @@ PK_API extern __thread char *pk__tc_table __attribute__((tls_model("initial-exec
  * two loads of the thread's own table, that its own heap owns the object's
  * slab and which slot serves it, without the address map or the slab's
  * record, and pushes the object onto that slot's list whether its slab is
- * the current one or not (alloc.c). An entry is exact: set when the heap
+ * the current one or not: inline for the current one (alloc.h, whose
+ * PK__OWN_INDEX and PK__OWN_INDEX_OFF alloc.c ties to these), in the
+ * library for the others (alloc.c). An entry is exact: set when the heap
  * takes the slab, cleared when the slab leaves it (heap.c, count_in and
  * count_out), relaxed atomics, as the owner alone reads it and others
  * write it only while the owner is quiescent (destroy, visit). Two owned
