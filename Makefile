@@ -2,7 +2,8 @@
 #
 #   make               release build (gcc) in build/
 #   make test          everything CI checks; see the stages below
-#   make bench         release build, then bench/run.sh build/
+#   make bench         the peers installed (scripts/lab-setup.sh), release
+#                      build, then bench/run.sh build/
 #   make install       install build/ under PREFIX (default /usr/local; DESTDIR works),
 #                      with libpoolkit-objc.a where GNUstep is installed
 #   make lab           lab/run.sh build: installs the peers, builds and runs the
@@ -191,7 +192,11 @@ test-gate: build
 	    echo "gate: bench/gate.sh not present, skipped"; \
 	fi
 
-bench: build
+# The peers first (scripts/lab-setup.sh, without the lab's GNUstep and Zig),
+# so that a fresh machine's build finds them and its targets have figures.
+bench:
+	@POOLKIT_LAB_SETUP_CONTENDERS=0 bash scripts/lab-setup.sh || echo "bench: set-up incomplete (see above); going on"
+	@$(MAKE) --no-print-directory build
 	@if [ -f bench/run.sh ]; then \
 	    echo "bash bench/run.sh $(abspath $(BUILD))"; \
 	    bash bench/run.sh $(abspath $(BUILD)); \

@@ -32,7 +32,9 @@
 #
 # Environment: PK_LAB_WHY_DIR, a folder where the reason a contender
 # program's setup failed is written (pk-lab-objc.why, pk-lab-zig.why; lab/run.sh
-# points it next to pk-lab); POOLKIT_LAB_SETUP_PACKAGES=0 skips apt-get.
+# points it next to pk-lab); POOLKIT_LAB_SETUP_PACKAGES=0 skips apt-get;
+# POOLKIT_LAB_SETUP_CONTENDERS=0 skips GNUstep and Zig (make bench, whose
+# programs are C and C++ alone).
 # Exit status: 0, unless the virtual environment cannot be made (the report
 # then has no charts).
 set -uo pipefail
@@ -120,7 +122,9 @@ contender_setup() {
     fi
     rm -f "$err"
 }
-contender_setup pk-lab-objc "$root/lab/objc/setup.sh"
-contender_setup pk-lab-zig "$root/lab/zig/setup.sh"
+if [ "${POOLKIT_LAB_SETUP_CONTENDERS:-1}" != 0 ]; then
+    contender_setup pk-lab-objc "$root/lab/objc/setup.sh"
+    contender_setup pk-lab-zig "$root/lab/zig/setup.sh"
+fi
 
 exit $status

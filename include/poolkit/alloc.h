@@ -46,9 +46,10 @@ extern "C" {
 /* The largest size a class pool serves; larger blocks are mapped alone. */
 #define PK_ALLOC_CLASS_MAX ((size_t)256 << 10)
 
-/* pk_alloc and pk_free_sized are inline where the compiler allows it (the
- * section at the end); their declarations come first either way, so that
- * every allocating call below can name its deallocators. */
+/* pk_alloc, pk_free and pk_free_sized are inline where the compiler allows
+ * it (the section at the end; pk_free stays a function as well, which a
+ * macro of its name bypasses there); their declarations come first either
+ * way, so that every allocating call below can name its deallocators. */
 #ifdef PK__HAVE_INLINE
 #  ifdef PK__EMIT_ALLOC_EXTERN_INLINE /* the library's one external definition */
 #    define PK__ALLOC_INLINE PK_API
