@@ -1,6 +1,9 @@
 /* Large blocks: mimalloc-bench's malloc-large shape (after glibc's
  * benchtests) through pk_alloc/pk_free and through the C library's malloc,
- * in one process, side by side.
+ * side by side, each run in a child forked from a process that measures
+ * nothing itself (in_child): every run of every allocator starts from the
+ * same state, whatever ran before it (a peer's cached memory, glibc's mmap
+ * threshold, which each large block it frees moves).
  *
  * 20 slots; each iteration allocates a block of a random size from 5 to
  * 25 MiB (over the front end's last class: a mapping of its own), writes it
@@ -29,10 +32,8 @@
  * std::vector, no realloc) to VEC_BYTES, beside one that grows by half,
  * VEC_ROUNDS rounds after one untimed, each freeing both at its end: ms
  * per round and minor faults for poolkit and each peer the lab loads,
- * interleaved (peers keep their memory from one repetition to the next,
- * poolkit and glibc give theirs back). The last
- * frees of a round, of its longest blocks, are what the next round's
- * blocks take: kept, they are not faulted in again. Target: poolkit at
+ * interleaved. The last frees of a round, of its longest blocks, are what
+ * the next round's blocks take: kept, they are not faulted in again. Target: poolkit at
  * most 1.0x glibc's time (the median of the ratios), printed beside the
  * best peer.
  *
@@ -78,6 +79,7 @@
 #include <poolkit/pool.h>
 
 #include <malloc.h>
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -118,6 +120,65 @@ static double grow_ns(const rp_alloc *a) {
     return ns;
 }
 
+/* shape() in a child (lab/shared.h's shared_in_child): out[0] its seconds,
+ * out[1] its faults. */
+static void shape_child(void *arg, double *out) {
+    const long *ci = arg;
+    run_result r = shape((int)ci[0], ci[1]);
+    out[0] = r.seconds;
+    out[1] = (double)r.faults;
+}
+
+/* shape(c, iters) in a child. Every run of every allocator here is a
+ * child's, forked from this process, which measures nothing itself, so
+ * that each starts from the same state, whatever ran before it: a peer's memory
+ * (jemalloc's dirty pages, say) or glibc's mmap threshold, which moves with
+ * every large block it frees, would otherwise carry one contender's history
+ * into the next one's figures. */
+static run_result shape_in_child(int c, long iters) {
+    long arg[2] = {c, iters};
+    double out[3];
+    if (shared_in_child(shape_child, arg, out, 2) != 0) {
+        fprintf(stderr, "bench_large: the child measuring %s failed\n", label[c]);
+        exit(1);
+    }
+    return (run_result){out[0], (long)out[1]};
+}
+
+/* The voluntary context switches of each allocator's runs of shared(). */
+static bench_series shared_switches[RP_NALLOC];
+
+/* One peer measure in a child, after one untimed there: out[0] what the
+ * timed one returns, out[1] and out[2] what it added to its extra series
+ * and to the context switches' (NaN for none). */
+typedef struct peer_run {
+    double (*measure)(const rp_alloc *, bench_series *);
+    const rp_alloc *a;
+} peer_run;
+
+static void peer_run_child(void *arg, double *out) {
+    const peer_run *r = arg;
+    bench_series extra = {{0}, 0}, *sw = &shared_switches[r->a - rp_allocs()];
+    int had = sw->n;
+    (void)r->measure(r->a, NULL); /* untimed: the allocator's steady state, its own history only */
+    out[0] = r->measure(r->a, &extra);
+    out[1] = extra.n ? extra.v[0] : NAN;
+    out[2] = sw->n > had ? sw->v[sw->n - 1] : NAN;
+}
+
+static double peer_measure(double (*measure)(const rp_alloc *, bench_series *), const rp_alloc *a,
+                           bench_series *extra) {
+    peer_run r = {measure, a};
+    double out[4];
+    if (shared_in_child(peer_run_child, &r, out, 3) != 0) {
+        fprintf(stderr, "bench_large: the child measuring %s failed\n", a->subject);
+        exit(1);
+    }
+    if (!isnan(out[1])) bench_add(extra, out[1]);
+    if (!isnan(out[2])) bench_add(&shared_switches[a - rp_allocs()], out[2]);
+    return out[0];
+}
+
 /* Each available allocator's measure, interleaved, o->reps times after one
  * untimed: rows of unit into t, the medians of poolkit's ratio to glibc's
  * and to the best peer's into *vs_glibc and *vs_best. */
@@ -126,13 +187,12 @@ static void peers_interleaved(const bench_opts *o, double (*measure)(const rp_al
                               double *vs_glibc, double *vs_best) {
     const rp_alloc *all = rp_allocs();
     bench_series rg = {{0}, 0}, rb = {{0}, 0};
-    for (int rep = -1; rep < o->reps; rep++) {
+    for (int rep = 0; rep < o->reps; rep++) { /* no warm-up: each run is a child's (in_child) */
         double v[RP_NALLOC], best = 0;
         for (int j = 0; j < RP_NALLOC; j++) {
-            int c = (j + (rep > 0 ? rep : 0)) % RP_NALLOC;
-            v[c] = all[c].available ? measure(&all[c], rep < 0 ? NULL : &extra[c]) : 0;
+            int c = (j + rep) % RP_NALLOC;
+            v[c] = all[c].available ? peer_measure(measure, &all[c], &extra[c]) : 0;
         }
-        if (rep < 0) continue;
         for (int c = 0; c < RP_NALLOC; c++) {
             if (!all[c].available) continue;
             bench_add(&t[c], v[c]);
@@ -340,16 +400,15 @@ static void rings(const bench_opts *o) {
            "calls later: us per call (median of %d, interleaved)\n",
            ALIGNED_BYTES, ALIGNED_TO >> 10, ALIGNED_LIVE, o->reps);
     peers_interleaved(o, aligned_measure, u, unused, "us", &r, &best);
-    bench_target(best <= 1.0, "aligned blocks of %zu bytes at %zu KiB: poolkit %.2fx the best peer's (target <= 1.0x); %.2fx glibc's",
+    bench_target(best <= 1.0, "aligned blocks of %zu bytes at %zu KiB: poolkit %.2fx the best peer's (target <= 1.0x); %.3gx glibc's",
                  ALIGNED_BYTES, ALIGNED_TO >> 10, best, r);
 }
 
 static int repl_calls;
 
 /* us per call of the lab's loop (lab_replaced_run), repl_calls untimed
- * first (the steady state of a long run, where the peers, which keep
- * their memory from one run to the next, would start anyway); minor
- * faults per call into *faults. */
+ * first (the steady state of a long run); minor faults per call into
+ * *faults. */
 static double repl_measure(const rp_alloc *a, bench_series *faults) {
     double ns;
     long f = lab_replaced_run(a, repl_calls, repl_calls, &ns);
@@ -367,7 +426,7 @@ static void replaced(const bench_opts *o) {
            LAB_REPL_LIVE, LAB_REPL_MIN >> 10, (LAB_REPL_MIN << LAB_REPL_DOUBLINGS) >> 20, repl_calls, o->reps);
     peers_interleaved(o, repl_measure, t, f, "us", &r, &best);
     extra_rows("minor faults per call", f);
-    bench_target(best <= 1.1, "blocks replaced among %d live: poolkit %.2fx the best peer's time (target <= 1.1x); %.2fx glibc's",
+    bench_target(best <= 1.1, "blocks replaced among %d live: poolkit %.2fx the best peer's time (target <= 1.1x); %.3gx glibc's",
                  LAB_REPL_LIVE, best, r);
 }
 
@@ -378,7 +437,6 @@ static void replaced(const bench_opts *o) {
 
 static int shared_calls;
 static char *shared_slot[SHARED_SLOTS];
-static bench_series shared_switches[RP_NALLOC];
 
 typedef struct shared_job {
     const rp_alloc *a;
@@ -412,8 +470,7 @@ static void shared_round(const rp_alloc *a, int round) {
 }
 
 /* ms per run of a round of threads after one untimed (the array full,
- * the allocator in its steady state: the peers keep their memory from one
- * run to the next anyway); minor faults per run into *faults. */
+ * the allocator in its steady state); minor faults per run into *faults. */
 static double shared_measure(const rp_alloc *a, bench_series *faults) {
     shared_round(a, 0);
     long f0 = minor_faults(), s0 = switches();
@@ -444,11 +501,12 @@ static void shared(const bench_opts *o) {
     extra_rows("minor faults per run", f);
     extra_rows("voluntary context switches per run", shared_switches);
     bench_target(best <= 1.1, "threads sharing blocks of 64 KiB-1 MiB: poolkit %.2fx the best peer's time (target <= "
-                 "1.1x); %.2fx glibc's",
+                 "1.1x); %.3gx glibc's",
                  best, r);
 }
 
 int main(int argc, char **argv) {
+    shared_reexec_for_tls(argv); /* jemalloc under dlopen, among the peers */
     bench_opts o = bench_parse(argc, argv, 5);
     long iters = bench_arg_long(&o, "--iters", o.quick ? 300 : 1000);
     bench_header("large blocks: malloc-large's shape (5-25 MiB, 20 live, random replacement), "
@@ -460,13 +518,12 @@ int main(int argc, char **argv) {
            iters, pk_set_purge_delay(-1));
 
     bench_series t[NCONT] = {{{0}, 0}}, f[NCONT] = {{{0}, 0}}, rt = {{0}, 0}, rf = {{0}, 0};
-    for (int rep = -1; rep < o.reps; rep++) {
+    for (int rep = 0; rep < o.reps; rep++) { /* no warm-up: each run is a child's (in_child) */
         run_result v[NCONT];
         for (int j = 0; j < NCONT; j++) {
-            int c = (j + (rep > 0 ? rep : 0)) % NCONT;
-            v[c] = shape(c, rep < 0 ? iters / 10 + 1 : iters);
+            int c = (j + rep) % NCONT;
+            v[c] = shape_in_child(c, iters);
         }
-        if (rep < 0) continue;
         for (int c = 0; c < NCONT; c++) {
             bench_add(&t[c], v[c].seconds);
             bench_add(&f[c], (double)v[c].faults);
