@@ -10,7 +10,9 @@
  *                     blocks from malloc, inlined; never gives memory back
  *   pk_pool           a pool of that size, inline fast paths, static library
  *                     (and PK_POOL_HARDENED)
- *   glibc malloc/free, and mimalloc, jemalloc, tcmalloc loaded at run time
+ *   glibc malloc/free, and mimalloc (Debian's 2.x and, where the lab's
+ *                     set-up installed it, PyPI's 3.x), jemalloc, tcmalloc
+ *                     loaded at run time
  *
  * Each measurement runs in a forked child with a fresh
  * context: the code warm-up (workset.h), one untimed first phase that brings
@@ -23,9 +25,9 @@
  * time; ratios are medians of per-repetition ratios.
  *
  * Targets:
- *   LIFO, FIFO  pk_pool <= 0.8x the fastest of glibc, mimalloc, jemalloc
- *               and tcmalloc (the median of per-repetition ratios)
- *   random      pk_pool <= 1.0x the fastest of the four
+ *   LIFO, FIFO  pk_pool <= 0.8x the fastest of glibc, both mimallocs,
+ *               jemalloc and tcmalloc (the median of per-repetition ratios)
+ *   random      pk_pool <= 1.0x the fastest of the five
  *   faults      pk_pool: no page faults in a repeated phase (goal 0; the
  *               peers' counts are printed beside)
  * judged at every N, at the worst size (one line per order and N).
@@ -46,7 +48,7 @@
 
 #define CAP_NS 250e6
 
-enum { C_EMPTY, C_NAIVE, C_POOL, C_HARD, C_GLIBC, C_MI, C_JE, C_TC, NCONT };
+enum { C_EMPTY, C_NAIVE, C_POOL, C_HARD, C_GLIBC, C_MI, C_MI3, C_JE, C_TC, NCONT };
 static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("empty loop", "empty loop (no allocator)"),
     BENCH_CONTENDER("naive free list", "naive free list (heap struct)"),
@@ -54,11 +56,12 @@ static bench_contender cont[NCONT] = {
     BENCH_CONTENDER("poolkit pk_pool HARDENED", "pk_pool HARDENED"),
     BENCH_CONTENDER("glibc malloc", "glibc malloc"),
     BENCH_CONTENDER("mimalloc", ""),
+    BENCH_CONTENDER(LAB_MIMALLOC3, ""),
     BENCH_CONTENDER("jemalloc", ""),
     BENCH_CONTENDER("tcmalloc", ""),
 };
-static const int mallocs[] = {C_GLIBC, C_MI, C_JE, C_TC};
-#define NMALLOCS 4
+static const int mallocs[] = {C_GLIBC, C_MI, C_MI3, C_JE, C_TC};
+#define NMALLOCS 5
 
 /* ---- the driver ---- */
 

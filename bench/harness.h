@@ -169,12 +169,22 @@ typedef struct bench_contender {
 
 #define BENCH_CONTENDER(subject, label) {subject, label, NULL, NULL}
 
-/* A peer's label: its version line without the Debian package's
- * ("jemalloc 5.3.0 (Debian 5.3.0-1)" gives "jemalloc 5.3.0"). */
+/* A peer's label: its version line without the package's ("jemalloc
+ * 5.3.0 (Debian 5.3.0-1)" gives "jemalloc 5.3.0", "mimalloc 3.4.3 (PyPI
+ * cmeel-mimalloc 3.4.3)" gives "mimalloc 3.4.3"). */
 static inline void bench_peer_label(char *label, size_t len, const lab_allocator *a) {
     snprintf(label, len, "%.60s", a->version);
-    char *deb = strstr(label, " (Debian");
-    if (deb) *deb = 0;
+    char *pkg = strstr(label, " (Debian");
+    if (!pkg) pkg = strstr(label, " (PyPI");
+    if (pkg) *pkg = 0;
+}
+
+/* The faster of two contenders' figures in one repetition (v[a], v[b];
+ * 0 or less: not measured): both mimallocs, Debian's 2.x and PyPI's 3.x,
+ * of which neither is the faster everywhere. 0 when neither was measured. */
+static inline double bench_faster(const double *v, int a, int b) {
+    if (v[a] <= 0) return v[b] > 0 ? v[b] : 0;
+    return v[b] > 0 && v[b] < v[a] ? v[b] : v[a];
 }
 
 static inline void bench_find(bench_contender *c, int n, int skip_peers) {
