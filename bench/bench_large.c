@@ -1,9 +1,10 @@
 /* Large blocks: mimalloc-bench's malloc-large shape (after glibc's
  * benchtests) through pk_alloc/pk_free and through the C library's malloc,
  * side by side, each run in a child forked from a process that measures
- * nothing itself (in_child): every run of every allocator starts from the
- * same state, whatever ran before it (a peer's cached memory, glibc's mmap
- * threshold, which each large block it frees moves).
+ * nothing itself (lab/shared.h's shared_in_child): every run of every
+ * allocator starts from the same state, whatever ran before it (a peer's
+ * cached memory, glibc's mmap threshold, which each large block it frees
+ * moves).
  *
  * 20 slots; each iteration allocates a block of a random size from 5 to
  * 25 MiB (over the front end's last class: a mapping of its own), writes it
@@ -179,15 +180,15 @@ static double peer_measure(double (*measure)(const rp_alloc *, bench_series *), 
     return out[0];
 }
 
-/* Each available allocator's measure, interleaved, o->reps times after one
- * untimed: rows of unit into t, the medians of poolkit's ratio to glibc's
+/* Each available allocator's measure, interleaved, o->reps times, each
+ * run a child's after one untimed there (peer_measure): rows of unit into t, the medians of poolkit's ratio to glibc's
  * and to the best peer's into *vs_glibc and *vs_best. */
 static void peers_interleaved(const bench_opts *o, double (*measure)(const rp_alloc *, bench_series *),
                               bench_series t[RP_NALLOC], bench_series extra[RP_NALLOC], const char *unit,
                               double *vs_glibc, double *vs_best) {
     const rp_alloc *all = rp_allocs();
     bench_series rg = {{0}, 0}, rb = {{0}, 0};
-    for (int rep = 0; rep < o->reps; rep++) { /* no warm-up: each run is a child's (in_child) */
+    for (int rep = 0; rep < o->reps; rep++) { /* no warm-up here: each run is a child's */
         double v[RP_NALLOC], best = 0;
         for (int j = 0; j < RP_NALLOC; j++) {
             int c = (j + rep) % RP_NALLOC;
@@ -518,7 +519,7 @@ int main(int argc, char **argv) {
            iters, pk_set_purge_delay(-1));
 
     bench_series t[NCONT] = {{{0}, 0}}, f[NCONT] = {{{0}, 0}}, rt = {{0}, 0}, rf = {{0}, 0};
-    for (int rep = 0; rep < o.reps; rep++) { /* no warm-up: each run is a child's (in_child) */
+    for (int rep = 0; rep < o.reps; rep++) { /* no warm-up here: each run is a child's */
         run_result v[NCONT];
         for (int j = 0; j < NCONT; j++) {
             int c = (j + rep) % NCONT;
