@@ -69,10 +69,6 @@ static int nth(int rep, int j) { return nth_of(NCONT, rep, j); }
 static int is_mi(int c) { return c == C_MI || c == C_MI3; }
 /* Why neither mimalloc is measured, or NULL. */
 static const char *mi_why(void) { return cont[C_MI].why && cont[C_MI3].why ? cont[C_MI].why : NULL; }
-/* The mimalloc whose median in s is the lower (of those measured). */
-static int mi_faster(const bench_series *s) {
-    return s[C_MI3].n && (!s[C_MI].n || bench_median(&s[C_MI3]) < bench_median(&s[C_MI])) ? C_MI3 : C_MI;
-}
 
 /* A row of medians with the per-repetition ratio to the faster mimalloc
  * beside (and, given, to the default pool). */
@@ -265,7 +261,7 @@ static int batches(void) {
         else bench_row(cont[c].label, &t[c], "ns", extra);
     }
     if (mi_why()) return bench_skip("remote batches: pk_pool <= 0.6x the faster mimalloc", mi_why());
-    int m = mi_faster(t);
+    int m = bench_faster_of(t, C_MI, C_MI3);
     return bench_target(ratio.n > 0 && bench_median(&ratio) <= 0.6,
                         "remote batches: pk_pool <= 0.6x the faster mimalloc: %.2fx (%.1f ns per "
                         "object; %s %.1f)", bench_median(&ratio), bench_median(&t[C_POOL]), cont[m].label,

@@ -137,7 +137,7 @@ int main(int argc, char **argv) {
         pass &= bench_skip("cross-thread (producer/consumer): pk_pool <= 0.3x the faster mimalloc",
                            cont[C_MI].why ? cont[C_MI].why : "the mimalloc runs failed");
     } else {
-        int m = t[C_MI3].n && (!t[C_MI].n || bench_median(&t[C_MI3]) < bench_median(&t[C_MI])) ? C_MI3 : C_MI;
+        int m = bench_faster_of(t, C_MI, C_MI3);
         pass &= bench_target(bench_median(&ratio_mi) <= 0.3,
                              "cross-thread (producer/consumer): pk_pool <= 0.3x the faster mimalloc: %.2fx "
                              "per-run ratio median (%.1f ns per object; %s %.1f)",
