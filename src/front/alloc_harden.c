@@ -480,10 +480,14 @@ void *hard_zero_block(void) {
         if (!zero_setup()) return NULL;
         z = __atomic_load_n(&zero_zone, __ATOMIC_ACQUIRE);
     }
+    /* read as zero_setup publishes it: a thread that found the zone made
+     * may meet another's compare-and-swap of the bits' pointer, which
+     * failed (they were set) */
+    uint64_t *live = __atomic_load_n(&zero_live, __ATOMIC_ACQUIRE);
     for (size_t tries = 0; tries < ZERO_SLOTS; tries++) {
         size_t i = __atomic_fetch_add(&zero_next, 1, __ATOMIC_RELAXED) % ZERO_SLOTS;
         uint64_t bit = (uint64_t)1 << (i % 64);
-        if (!(__atomic_fetch_or(&zero_live[i / 64], bit, __ATOMIC_RELAXED) & bit)) return z + i * HARD_ZERO_STEP;
+        if (!(__atomic_fetch_or(&live[i / 64], bit, __ATOMIC_RELAXED) & bit)) return z + i * HARD_ZERO_STEP;
     }
     return NULL; /* every address of the zone lives */
 }
@@ -495,12 +499,14 @@ bool hard_zero_owns(const void *ptr) {
 
 bool hard_zero_free(const void *ptr, const char *call) {
     if (!hard_zero_owns(ptr)) return false;
-    size_t off = (size_t)((const char *)ptr - zero_zone), i = off / HARD_ZERO_STEP;
+    const char *z = __atomic_load_n(&zero_zone, __ATOMIC_ACQUIRE);
+    uint64_t *live = __atomic_load_n(&zero_live, __ATOMIC_ACQUIRE);
+    size_t off = (size_t)((const char *)ptr - z), i = off / HARD_ZERO_STEP;
     uint64_t bit = (uint64_t)1 << (i % 64);
     if (off % HARD_ZERO_STEP)
         error_report(PK_FATAL, "foreign pointer", NULL, ptr,
                      "%s(%p): a pointer into the reservation of blocks of size 0, not one of them", call, ptr);
-    else if (!(__atomic_fetch_and(&zero_live[i / 64], ~bit, __ATOMIC_RELAXED) & bit))
+    else if (!(__atomic_fetch_and(&live[i / 64], ~bit, __ATOMIC_RELAXED) & bit))
         error_report(PK_FATAL, "double free", NULL, ptr, "%s(%p): a block of size 0 freed already", call, ptr);
     return true;
 }
@@ -509,7 +515,7 @@ bool hard_zero_free(const void *ptr, const char *call) {
 
 static bool explain_fault(int sig, const void *addr) {
     if (hard_zero_owns(addr)) {
-        const char *z = zero_zone;
+        const char *z = __atomic_load_n(&zero_zone, __ATOMIC_ACQUIRE);
         const char *block = z + ((const char *)addr - z) / HARD_ZERO_STEP * HARD_ZERO_STEP;
         error_report(PK_FATAL, "size-0 block used", NULL, addr,
                      "%s at %p: a read or write through a block of size 0 (%p), which has no bytes",
