@@ -74,7 +74,8 @@ static void count_foreign(pk_pool *p) {
 static size_t release_slab(pk_pool *p, slab *s, bool cache);
 
 _Static_assert(SHARE_EMPTY_SLABS * SLAB_BYTES == (size_t)1 << 20, "policy.h: a share takes at most 1 MiB");
-_Static_assert(GIVE_EMPTY_FLOOR == (size_t)16 << 20, "docs/alloc.md names the floor: 16 MiB");
+_Static_assert(GIVE_EMPTY_FLOOR == (size_t)16 << 20 && GIVE_EMPTY_PART == 4,
+               "docs/alloc.md and policy.h name the floor: 16 MiB, at most a quarter of the pools' bytes");
 
 /* What a share (share_empties, central_give_empties) is after: the bytes
  * of slabs still to take, whether slabs of huge slots count, and the pool
@@ -151,11 +152,12 @@ static size_t give_empties(pk_pool *asking, size_t bytes) {
     if (due < GIVE_EMPTY_STEP) return 0;
     __atomic_store_n(&give_due, 0, __ATOMIC_RELAXED);
     if (!pools_try_each_shared(count_one, &held)) return 0;
-    if (held <= GIVE_EMPTY_FLOOR) {
+    size_t floor = policy_give_floor(__atomic_load_n(&pool_bytes.now, __ATOMIC_RELAXED));
+    if (held <= floor) {
         __atomic_store_n(&give_armed, false, __ATOMIC_RELAXED);
         return 0;
     }
-    share sh = {asking, due < held - GIVE_EMPTY_FLOOR ? due : held - GIVE_EMPTY_FLOOR, true, 0, false};
+    share sh = {asking, due < held - floor ? due : held - floor, true, 0, false};
     size_t asked = sh.left;
     /* A huge slot's region, or run of places, can take the place of one at
      * least as long (retain.c cuts a region; region_take takes a run from
