@@ -275,7 +275,7 @@ struct Spacer {
     }
 };
 
-/* A block realloc grows past a slab (REALLOC_MAPPED_MIN, policy.h) becomes
+/* A block realloc grows past a slab (past REALLOC_MAPPED_MIN, policy.h) becomes
  * a mapped block and stays one while it keeps over that size; shrunk
  * below it, it is a class block again. Each step keeps the contents. */
 TEST(AllocRealloc, ABlockGrownPastASlabIsMappedUntilItShrinksBelowIt) {

@@ -870,4 +870,45 @@ TEST(AllocReentry, AFreeOntoTheThreadsOwnListGoesAtOnceInsideTheLibraryToo) {
     EXPECT_EQ(stats_of(victim_pool).live, 0u);
 }
 
+
+/* A block realloc grows past REALLOC_MAPPED_MIN, half a slab, becomes a
+ * mapped block: the classes past it hold one block to a slab, and a buffer
+ * grown through them left each such slab empty behind it, kept for the
+ * purge delay (buffers grown together: 300 by 8 threads in turn peaked at
+ * 127 MB, 99 MB now). */
+TEST(AllocReallocMapped, ABlockGrownPastHalfASlabIsMapped) {
+    static_assert(REALLOC_MAPPED_MIN == SLAB_BYTES / 2, "the test grows a block across it");
+    char *p = static_cast<char *>(pk_alloc(REALLOC_MAPPED_MIN - 1000));
+    ASSERT_NE(pk_pool_owner(p), nullptr);
+    memset(p, 7, REALLOC_MAPPED_MIN - 1000);
+    char *q = static_cast<char *>(pk_realloc(p, REALLOC_MAPPED_MIN + 1000));
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(pk_pool_owner(q), nullptr) << "grown past half a slab, the block is still a class's";
+    EXPECT_EQ(q[REALLOC_MAPPED_MIN - 1001], 7);
+    pk_free(q);
+}
+
+/* Past REALLOC_MAPPED_LIVE_MAX mapped blocks live, a block realloc grows
+ * within the classes' sizes stays a class's: each mapped block is one of
+ * the process's mappings, which Linux caps (vm.max_map_count), and a
+ * program with a hundred thousand such buffers got NULL at the cap. */
+TEST(AllocReallocMapped, PastTheBoundOnMappedBlocksGrownBlocksStayInTheClasses) {
+    const size_t n = REALLOC_MAPPED_LIVE_MAX + 500, grown = REALLOC_MAPPED_MIN + 4096;
+    std::vector<char *> b(n);
+    size_t mapped = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *p = static_cast<char *>(pk_alloc(100));
+        ASSERT_NE(p, nullptr);
+        p[0] = static_cast<char>(i);
+        b[i] = static_cast<char *>(pk_realloc(p, grown));
+        ASSERT_NE(b[i], nullptr) << i;
+        EXPECT_EQ(b[i][0], static_cast<char>(i));
+        mapped += pk_pool_owner(b[i]) == nullptr;
+    }
+    /* the process's other mapped blocks counted too: at most the bound */
+    EXPECT_LE(mapped, (size_t)REALLOC_MAPPED_LIVE_MAX);
+    EXPECT_GT(mapped, (size_t)REALLOC_MAPPED_LIVE_MAX / 2) << "the blocks below the bound were not mapped";
+    for (char *p : b) pk_free(p);
+}
+
 } // namespace

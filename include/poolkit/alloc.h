@@ -110,8 +110,10 @@ PK_API PK__ALLOCATOR PK__ATTR_SIZE(1) void *pk_zalloc(size_t size);
 /* Resizes ptr's memory to size bytes, keeping its contents up to the
  * smaller of the two sizes: in place when size is of the same class (or,
  * for a mapped block, when the system can resize the mapping), else moved.
- * A block grown past 64 KiB becomes a mapped block, whatever its size, and
- * stays one while it is over 64 KiB; grown past its mapping, it takes a
+ * A block grown past 32 KiB becomes a mapped block, whatever its size, and
+ * stays one while it is over 32 KiB (unless the process holds many mapped
+ * blocks already: each is one of its mappings, which the system caps);
+ * grown past its mapping, it takes a
  * quarter again as room, so that a buffer that keeps growing asks for
  * pages once per quarter, not at every page. NULL ptr: pk_alloc(size). size 0:
  * frees ptr and returns NULL. On failure returns NULL with errno ENOMEM

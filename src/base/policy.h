@@ -552,9 +552,19 @@ static inline size_t policy_give_floor(size_t pool_bytes_held) {
  * of its own, kept for the purge delay by its class alone) kept one more
  * copy of it: a thousand buffers grown together by realloc to 256 KiB held
  * several times their bytes, where glibc, which grows such blocks in its
- * heap or by mremap, held about their bytes (docs/alloc.md gives the
- * figures). */
-#define REALLOC_MAPPED_MIN SLAB_BYTES
+ * heap or by mremap, held about their bytes; past half a slab, each of
+ * those classes' slots takes a slab of its own too, whose emptied slabs
+ * buffers that threads in turn grow left for the next thread beside the
+ * mapped blocks (docs/alloc.md gives the figures). */
+#define REALLOC_MAPPED_MIN (SLAB_BYTES / 2)
+/* Each mapped block is one of the process's mappings, which Linux caps
+ * (vm.max_map_count, 65,530 by default, thread stacks and libraries
+ * counted too): past REALLOC_MAPPED_LIVE_MAX mapped blocks live, a block
+ * realloc grows within the classes' sizes stays in the classes, and one
+ * whose mapping cannot be had (the cap reached all the same) takes a
+ * class's slot. 100,000 buffers grown by realloc to 70,000 B each got
+ * NULL at the 98,303rd, where glibc's heap went on. */
+#define REALLOC_MAPPED_LIVE_MAX 16384
 
 /* A mapped block that realloc grows past its mapping takes a quarter
  * again (GROW_ROOM_SHIFT) where it has to ask the system or move, and a

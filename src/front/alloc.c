@@ -773,7 +773,8 @@ static void *move_into(void *to, void *ptr, size_t keep, size_t size) {
 
 static void *moved(void *ptr, size_t keep, size_t size) { return move_into(pk_alloc(size), ptr, keep, size); }
 
-_Static_assert(REALLOC_MAPPED_MIN == 64 * 1024, "alloc.h's pk_realloc and docs/alloc.md name 64 KiB");
+_Static_assert(REALLOC_MAPPED_MIN == 32 * 1024 && REALLOC_MAPPED_LIVE_MAX == 16384,
+               "alloc.h's pk_realloc, docs/alloc.md and docs/malloc.md name 32 KiB and 16,384");
 
 static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
     if (!ptr) return pk_alloc(size);
@@ -822,16 +823,27 @@ static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
                              pool_name(p));
             return ptr;
         }
-        if (size > p->size && size > REALLOC_MAPPED_MIN) /* REALLOC_MAPPED_MIN (policy.h) */
-            return move_into(large_from_library(size, 0, false), ptr, p->size, size);
+        /* REALLOC_MAPPED_MIN and REALLOC_MAPPED_LIVE_MAX (policy.h) */
+        if (size > p->size && size > REALLOC_MAPPED_MIN &&
+            (size > PK_ALLOC_CLASS_MAX || large_few(REALLOC_MAPPED_LIVE_MAX))) {
+            int saved = errno;
+            void *to = large_from_library(size, 0, false);
+            if (to || size > PK_ALLOC_CLASS_MAX) return move_into(to, ptr, p->size, size);
+            /* no mapping to be had (the process's mappings at Linux's cap,
+             * vm.max_map_count, say): a class holds it still, as glibc's
+             * heap does */
+            errno = saved;
+        }
         return moved(ptr, p->size, size);
     }
     if (!p && size > REALLOC_MAPPED_MIN && !boot_owns(ptr)) { /* a mapped block stays one */
         if (large_serves(ptr, size, size <= PK_ALLOC_CLASS_MAX)) return ptr;
         bool mine;
         large_poll();
+        int saved = errno;
         void *to = large_resize(ptr, size, size <= PK_ALLOC_CLASS_MAX, &mine);
-        if (mine) return to;
+        if (mine && (to || size > PK_ALLOC_CLASS_MAX)) return to;
+        if (mine) errno = saved; /* no mapping to be had: a class, below */
     }
     size_t n = usable_or_report(ptr, p, "pk_realloc");
     if (!p && large_set_of(ptr)) return heap_realloc(NULL, ptr, size);
