@@ -392,10 +392,9 @@ static inline size_t policy_spares(size_t capacity, size_t span) {
  * beside what came next for the delay. The floor keeps the slabs a program
  * that trades blocks of several sizes reuses at its next ones. It is at
  * most 1 / GIVE_EMPTY_PART of the bytes the pools hold (empty slabs
- * included): a whole 16 MiB in a program whose pools hold 40 MiB was a
- * sixth of its peak, which glibc, trimming as it goes, did not keep
- * (bench/run.sh, buffers grown together: 400 buffers, peak 108.8 MB
- * against glibc's 87.7, 101.5 with the floor in proportion). */
+ * included): the whole floor in a program whose pools hold a few dozen
+ * MiB was a large part of its peak, which glibc, trimming as it goes, did
+ * not keep (docs/alloc.md gives the figures). */
 #define GIVE_EMPTY_FLOOR ((size_t)16 << 20)
 #define GIVE_EMPTY_PART 4
 static inline size_t policy_give_floor(size_t pool_bytes_held) {
@@ -562,8 +561,9 @@ static inline size_t policy_give_floor(size_t pool_bytes_held) {
  * counted too): past REALLOC_MAPPED_LIVE_MAX mapped blocks live, a block
  * realloc grows within the classes' sizes stays in the classes, and one
  * whose mapping cannot be had (the cap reached all the same) takes a
- * class's slot. 100,000 buffers grown by realloc to 70,000 B each got
- * NULL at the 98,303rd, where glibc's heap went on. */
+ * class's slot: a program that grew a hundred thousand buffers by realloc
+ * past the bound ran out of mappings, where glibc's heap went on
+ * (docs/alloc.md). */
 #define REALLOC_MAPPED_LIVE_MAX 16384
 
 /* A mapped block that realloc grows past its mapping takes a quarter
