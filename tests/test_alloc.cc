@@ -1064,6 +1064,55 @@ TEST(AllocLargeReuse, KeptBlocksGoBackWithNoCallUnderTheBackgroundPurge) {
                         {{"POOLKIT_PURGE_DELAY_MS", "50"}, {"POOLKIT_BACKGROUND_PURGE", "1"}});
 }
 
+/* A block realloc grows past REALLOC_MAPPED_MIN (policy.h) where the
+ * system refuses a mapping (a limit on the address space here; in a
+ * program, the cap on its mappings) takes a slot of its class, whose slab
+ * has room: a block, not NULL. So does a mapped block whose mapping
+ * cannot grow. */
+PKTEST_CHILD(ReallocTakesAClassSlotWhereNoMappingIsHad) {
+    if (PKTEST_ASAN || PKTEST_TSAN || running_under_valgrind())
+        CHILD_SKIP("the tool reserves address space of its own, past any such limit");
+    const size_t small = 20000, grown = 40000, more = 200000;
+    /* free slots of the grown sizes' classes, their slabs made before the
+     * limit, and a mapped block */
+    void *keep = pk_alloc(grown), *keep_more = pk_alloc(more);
+    pk_free(pk_alloc(grown));
+    pk_free(pk_alloc(more));
+    char *p = static_cast<char *>(pk_alloc(small));
+    char *m = static_cast<char *>(pk_realloc(pk_alloc(small), grown));
+    CHILD_CHECK(keep && keep_more && p && m, "no block");
+    CHILD_CHECK(!pk_pool_owner(m), "a block grown past %zu bytes is not mapped", grown);
+    memset(p, 5, small);
+    memset(m, 6, grown);
+    struct rlimit was;
+    CHILD_CHECK(getrlimit(RLIMIT_AS, &was) == 0, "getrlimit: %s", std::strerror(errno));
+    size_t base = vm_bytes();
+    CHILD_CHECK(base > 0, "no VmSize in /proc/self/status");
+    struct rlimit rl = {base + 16 * 1024, was.rlim_max};
+    CHILD_CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit: %s", std::strerror(errno));
+    char *q = static_cast<char *>(pk_realloc(p, grown));
+    int err = errno;
+    char *n = q ? static_cast<char *>(pk_realloc(m, more)) : nullptr;
+    int err_more = errno;
+    CHILD_CHECK(setrlimit(RLIMIT_AS, &was) == 0, "setrlimit: %s", std::strerror(errno));
+    CHILD_CHECK(q, "pk_realloc to %zu bytes: NULL (%s) with a class slot free", grown, std::strerror(err));
+    CHILD_CHECK(pk_pool_owner(q), "a mapped block under a limit that leaves no room for one");
+    for (size_t i = 0; i < small; i++) CHILD_CHECK(q[i] == 5, "byte %zu lost in the move", i);
+    CHILD_CHECK(n, "a mapped block grown to %zu bytes: NULL (%s) with a class slot free", more,
+                std::strerror(err_more));
+    CHILD_CHECK(pk_pool_owner(n), "a mapped block grown past its mapping under the limit");
+    for (size_t i = 0; i < grown; i++) CHILD_CHECK(n[i] == 6, "byte %zu lost in the move", i);
+    pk_free(q);
+    pk_free(n);
+    pk_free(keep);
+    pk_free(keep_more);
+    return CHILD_PASS;
+}
+
+TEST(AllocRealloc, ABlockThatFindsNoMappingTakesAClassSlot) {
+    EXPECT_CHILD_PASSES("ReallocTakesAClassSlotWhereNoMappingIsHad");
+}
+
 TEST(AllocSized, FreesWithTheSizeGiven) {
     std::vector<std::pair<void *, size_t>> v;
     for (size_t s = 1; s < 3000; s += 37) v.push_back({pk_alloc(s), s});
