@@ -776,6 +776,13 @@ static void *moved(void *ptr, size_t keep, size_t size) { return move_into(pk_al
 _Static_assert(REALLOC_MAPPED_MIN == 32 * 1024 && REALLOC_MAPPED_LIVE_MAX == 16384,
                "alloc.h's pk_realloc, docs/alloc.md and docs/malloc.md name 32 KiB and 16,384");
 
+/* Whether fewer than REALLOC_MAPPED_LIVE_MAX mapped blocks are live. */
+static bool mapped_few(void) {
+    large_stats ls;
+    large_stats_get(&ls);
+    return ls.blocks < REALLOC_MAPPED_LIVE_MAX;
+}
+
 static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
     if (!ptr) return pk_alloc(size);
     if (size == 0) { /* as glibc: freed, and NULL */
@@ -824,8 +831,7 @@ static PK_NOINLINE void *realloc_any(void *ptr, size_t size) {
             return ptr;
         }
         /* REALLOC_MAPPED_MIN and REALLOC_MAPPED_LIVE_MAX (policy.h) */
-        if (size > p->size && size > REALLOC_MAPPED_MIN &&
-            (size > PK_ALLOC_CLASS_MAX || large_few(REALLOC_MAPPED_LIVE_MAX))) {
+        if (size > p->size && size > REALLOC_MAPPED_MIN && (size > PK_ALLOC_CLASS_MAX || mapped_few())) {
             int saved = errno;
             void *to = large_from_library(size, 0, false);
             if (to || size > PK_ALLOC_CLASS_MAX) return move_into(to, ptr, p->size, size);

@@ -202,8 +202,6 @@ typedef struct large_stats {
     size_t blocks, bytes, peak_bytes;
 } large_stats;
 void large_stats_get(large_stats *out);
-/* Whether fewer than most blocks are live. */
-bool large_few(size_t most);
 
 /* alloc.c: pk_alloc's classes whose pool has been made (not pk_new's own). */
 size_t alloc_classes_made(void);

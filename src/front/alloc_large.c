@@ -897,13 +897,6 @@ void large_free_set(large_set *set) {
     set->cap = 0;
 }
 
-bool large_few(size_t most) {
-    pk_lock(&large_lock);
-    bool few = live - freed_count < most;
-    pk_unlock(&large_lock);
-    return few;
-}
-
 void large_stats_get(large_stats *out) {
     pk_lock(&large_lock);
     out->blocks = live - freed_count;
