@@ -439,7 +439,13 @@ static inline __attribute__((always_inline)) int pk__slot_free_try(pk__link *c, 
     if (__builtin_expect((x | PK__LOAD(c[3])) == PK__LOAD(c[5]), 1)) { /* a hardened pool's current slab, not its head */
         uintptr_t head = PK__LOAD(c[4]);
         if (__builtin_expect(x != head, 1)) {
-            *PK__STATIC_CAST(pk__link *, obj) = pk__rot32(head ^ PK__LOAD(c[6]) ^ x);
+            /* rot32(head ^ secret ^ obj), the secret and the object joined
+             * first: head is what the last allocation stored, and a loop
+             * that frees what it just allocated waits on it, so it meets
+             * one xor and the rotation on the way to the next allocation,
+             * not two xors (written as one rotation, the compiler puts
+             * the xor with head first) */
+            *PK__STATIC_CAST(pk__link *, obj) = pk__rot32(head) ^ pk__rot32(PK__LOAD(c[6]) ^ x);
             PK__STORE(c[4], x);
             return 1;
         }
