@@ -10,6 +10,7 @@
  */
 #include "mem/region.h"
 #include "base/adapt.h"
+#include "base/bytes.h"
 #include "base/track.h"
 
 #include <errno.h>
@@ -230,7 +231,7 @@ struct slab *region_take(size_t span, bool *warm, char **base) {
     /* the run's other records too: a pointer into its later places reads
      * one (slab_of), which must name no slab */
     char *s = record_at(r, i);
-    memset(s, 0, k * RECORD_BYTES);
+    bytes_zero(s, k * RECORD_BYTES);
     *base = (char *)r + i * SLAB_BYTES;
     pk_unlock(&lock);
     if (kept_n) retain_uncharge(kept_n * SLAB_BYTES); /* retain.c's lock comes before this one (fork.c) */

@@ -41,6 +41,7 @@
 #include "pool/purge.h"
 #include "pool/remote.h"
 #include "pool/tcache.h"
+#include "base/bytes.h"
 
 #include <errno.h>
 #include <string.h>
@@ -51,7 +52,7 @@ heap *heap_get(pk_pool *p, tc_slot *c) {
     heap *h = c->heap;
     if (likely(h != NULL)) return h;
     h = tcache_heap(p->key);
-    memset(h, 0, sizeof *h);
+    bytes_zero(h, sizeof *h);
     h->pool = p;
     h->slot = c;
     h->list = p->list_at == LIST_SLOT       ? (tc_list *)&c->head
@@ -863,8 +864,8 @@ static void each_other_slab(pk_pool *p, heap *h, void (*fn)(pk_pool *, heap *, s
 
 /* h's record and c's slot, as a thread that never used the pool has them. */
 static void heap_clear(heap *h, tc_slot *c) {
-    memset(h, 0, sizeof *h);
-    memset(c, 0, sizeof *c);
+    bytes_zero(h, sizeof *h);
+    bytes_zero(c, sizeof *c);
 }
 
 /* s to the pool as its heap is given back: its left_head is its free

@@ -35,6 +35,7 @@
  * pool_slow.c says how each works (pool_free.c for the frees).
  */
 #include "pool/pool_internal.h"
+#include "base/bytes.h"
 #include "base/sites.h"
 
 #include <poolkit/poolkit.h> /* pk_version_string */
@@ -270,7 +271,7 @@ static pk_pool *record_get(void) {
         spare_count--;
         pk_unlock(&spare_lock);
         size_t key = p->key;
-        memset(p, 0, sizeof *p);
+        bytes_zero(p, sizeof *p);
         p->key = key;
         return p;
     }
