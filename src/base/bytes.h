@@ -1,5 +1,6 @@
-/* Runs of a repeated word: whether a slot still holds what it was left
- * with, for the debug pools' fills (pool/check.c), the hardened front
+/* Runs of bytes: records cleared (bytes_zero, for the records a pool's
+ * create and destroy clear), and whether a slot still holds what it was
+ * left with, for the debug pools' fills (pool/check.c), the hardened front
  * end's zeroed blocks (front/alloc_harden.c) and its check bytes
  * (front/alloc_checks.c). */
 #ifndef POOLKIT_BYTES_H
@@ -11,10 +12,10 @@
 
 /* memset(p, 0, n) through the C library's call. gcc expands a memset of a
  * size it knows (a record of a few hundred bytes) into rep stos, which
- * takes tens of cycles to start on some processors (AMD's): on a pool per
- * task, made and destroyed around a few dozen objects, the four records
- * each pool clears cost about a seventh of its time (perf, 2-core AMD
- * EPYC). The library's memset stores vectors at those sizes. */
+ * takes tens of cycles to start on some processors (AMD's), where a pool
+ * per task, made and destroyed around a few dozen objects, clears four
+ * records; the library's memset stores vectors at those sizes
+ * (docs/results.md, "A pool per task"). */
 static inline void bytes_zero(void *p, size_t n) {
     __asm__("" : "+r"(n)); /* a size the compiler does not know: the call */
     memset(p, 0, n);
