@@ -106,19 +106,21 @@
 #                 over its objects shuffled, so after the first drain each
 #                 block goes home alone, from the owned index to its slab's
 #                 list (OWN_DIRECT, policy.h)
-#   pk_alloc+pk_free (unsized, one size) <= 31 per pair (measured 30 with
-#                 gcc 12; target 40, met): pk_alloc inline, 10 (the size's
-#                 slot offset from a table, the slot's list popped);
+#   pk_alloc+pk_free (unsized, one size) <= 32 per pair (measured 31 with
+#                 gcc 12; target 40, met): pk_alloc inline, 11 (the size's
+#                 slot offset from a table, the slot's list popped, the
+#                 next block's line asked for: pool.h, pk__slot_alloc_try);
 #                 pk_free inline, 20 (the thread's owned index entry for
 #                 the address compared with it, the class's slot from it,
 #                 its current slab's word compared, the head's compare,
 #                 the push; 40 when pk_free was a call that also kept the
 #                 count of other slabs' blocks, alloc.c, own_push_in: no
 #                 region map, no slab record either way)
-#   pk_new+pk_release of one class <= 75 per pair (measured 74 with gcc 12,
+#   pk_new+pk_release of one class <= 76 per pair (measured 75 with gcc 12,
 #                 objects of OBJ_SIZE, 32 bytes: the lab's object-generation
-#                 row), net of the empty loop: pk_new 28 (the thread's class
-#                 cache and its slot, the slot's inline pop, 16 bytes of fields zeroed,
+#                 row), net of the empty loop: pk_new 29 (the thread's class
+#                 cache and its slot, the slot's inline pop and the next
+#                 object's line asked for, 16 bytes of fields zeroed,
 #                 the header), pk_release 42 (the pointer against the slab
 #                 it last found an object in, the tagged count, the cached
 #                 class with no dealloc in one compare, the dead mark, the
@@ -234,8 +236,8 @@ GATE_HARDLISTED=108
 GATE_HARDCHAIN=159
 GATE_HARDEDGE=143
 GATE_HARDOTHER=81
-GATE_FRONTEND=31
-GATE_OBJPAIR=75
+GATE_FRONTEND=32
+GATE_OBJPAIR=76
 GATE_RETAIN=29
 GATE_GROW=38
 GATE_GROWMANY=200

@@ -236,7 +236,7 @@ static inline __attribute__((always_inline)) pk__link *pk__alloc_small_slot(size
 #  ifndef PK__ALLOC_CALLED
 PK__ALLOC_INLINE PK__ATTR_MALLOC PK__ATTR_SIZE(1) void *pk_alloc(size_t size) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
-        void *obj = pk__slot_alloc_try(pk__alloc_small_slot(size));
+        void *obj = pk__slot_alloc_try(pk__alloc_small_slot(size), 1);
         if (__builtin_expect(obj != PK__NULL, 1)) return obj;
     }
     return pk__alloc_slow(size);
@@ -249,7 +249,7 @@ PK__ALLOC_INLINE PK__ATTR_MALLOC PK__ATTR_SIZE(1) void *pk_alloc(size_t size) {
  * default-mode block, which keeps no form. */
 static inline __attribute__((always_inline)) void *pk__alloc_at_inline(size_t size, unsigned form, void *caller) {
     if (__builtin_expect(size <= PK__ALLOC_SMALL_MAX, 1)) {
-        void *obj = pk__slot_alloc_try(pk__alloc_small_slot(size));
+        void *obj = pk__slot_alloc_try(pk__alloc_small_slot(size), 1);
         if (__builtin_expect(obj != PK__NULL, 1)) return obj;
     }
     return pk__alloc_at(size, form, caller);

@@ -153,7 +153,7 @@ static PK_NOINLINE void *new_refill(const pk_class *cls) {
  * of fields are zeroed in place, with no loop. */
 void *pk_new(const pk_class *cls) {
     if (likely(cls == cc.cls)) {
-        object_header *h = pk__slot_alloc_try(cached_slot());
+        object_header *h = pk__slot_alloc_try(cached_slot(), 1);
         if (unlikely(!h)) return new_refill(cls);
         size_t n16 = (cls->size + 15) >> 4;
         if (unlikely(n16 > 2)) return new_zeroed(h, cls);
