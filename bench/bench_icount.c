@@ -89,6 +89,10 @@
  *                                 exactly
  *   patternloop kernel_pattern_loop the same loop over one static buffer
  *                                 (the lab's empty loop), to subtract
+ *   arena    kernel_arena         N allocations of SIZE bytes, default
+ *                                 alignment, each touched, from one arena
+ *                                 (pk_arena_alloc; the chunks' growth
+ *                                 included), no free
  * bench/gate.sh runs each mode under
  *   valgrind --tool=callgrind --toggle-collect='kernel_*'
  * for two values of N and takes the difference, so start-up costs and the
@@ -101,6 +105,7 @@
 #include "kernels.h" /* LAB_PATTERN_LOOP alone: no K_NAME */
 
 #include <poolkit/alloc.h>
+#include <poolkit/arena.h>
 #include <poolkit/object.h>
 #include <poolkit/pool.h>
 
@@ -117,6 +122,7 @@
 static char empty_target[64];
 
 BENCH_KERNEL void kernel_empty(size_t n);
+BENCH_KERNEL void kernel_arena(pk_arena *a, size_t size, size_t n);
 BENCH_KERNEL void kernel_pool_default(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_pool_local(pk_pool *pool, size_t n);
 BENCH_KERNEL void kernel_pool_hardened(pk_pool *pool, size_t n);
@@ -187,6 +193,8 @@ BENCH_KERNEL void kernel_pattern_loop(size_t size, long rounds) {
 }
 
 BENCH_KERNEL void kernel_empty(size_t n) { ICOUNT_LOOP(empty_target, (void)0) }
+
+BENCH_KERNEL void kernel_arena(pk_arena *a, size_t size, size_t n) { ICOUNT_LOOP(pk_arena_alloc(a, size, 0), (void)0) }
 
 BENCH_KERNEL void kernel_pool_default(pk_pool *pool, size_t n) {
     ICOUNT_LOOP(pk_pool_alloc(pool), pk_pool_free(pool, p))
@@ -340,6 +348,13 @@ static int run_mode(const char *mode, size_t n, size_t size) {
         kernel_empty(n);
         return 0;
     }
+    if (strcmp(mode, "arena") == 0) {
+        pk_arena *a = pk_arena_create(0);
+        if (!a) return 1;
+        kernel_arena(a, size, n);
+        pk_arena_destroy(a);
+        return 0;
+    }
     if (strcmp(mode, "frontend") == 0) {
         kernel_frontend(size, n);
         return 0;
@@ -407,7 +422,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|object|other|hardother|hardedge|remote|consumer|listed|otherloop|frontother|frontrandom|frontend|pattern|patternloop N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|arena|object|other|hardother|hardedge|remote|consumer|listed|otherloop|frontother|frontrandom|frontend|pattern|patternloop N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;

@@ -36,8 +36,10 @@ PK_API pk_arena *pk_arena_create(size_t chunk_size);
 PK_API void pk_arena_destroy(pk_arena *arena);
 
 /* Returns size bytes aligned to align (a power of two; 0 = alignof(max_align_t)),
- * valid until a rewind past this point, a reset or destroy. A request larger
- * than a chunk gets a chunk of its own. size 0 returns a unique pointer.
+ * valid until a rewind past this point, a reset or destroy. A request of the
+ * default alignment (0) takes a multiple of it, so the next one starts
+ * aligned with no padding to compute. A request larger than a chunk gets a
+ * chunk of its own. size 0 returns a unique pointer.
  * Contents are undefined. NULL with errno EINVAL (bad align) or ENOMEM; the
  * arena stays usable after either. */
 PK_API void *pk_arena_alloc(pk_arena *arena, size_t size, size_t align);

@@ -4,10 +4,21 @@
  * - Every chunk starts with a chunk header; allocations follow it. Chunks
  *   form a list from the newest (arena->cur, the one being bumped) back to
  *   the oldest, the home chunk, which is never freed before destroy.
- * - The pk_arena itself sits at the end of the home chunk, so an arena costs
- *   one page request, not two, and every chunk's payload starts at the same
- *   offset (CHUNK_HDR): a mark's `used` is valid in a chunk exactly when
- *   CHUNK_HDR <= used <= the chunk's position, one unsigned compare.
+ * - Every chunk's payload starts at the same offset (CHUNK_HDR): a mark's
+ *   `used` is valid in a chunk exactly when CHUNK_HDR <= used <= the
+ *   chunk's position, one unsigned compare.
+ * - The pk_arena itself, the record each allocation reads and writes, is
+ *   carved from slabs of the regions (record_take), apart from the
+ *   chunks: a program's allocation stores to the chunk (its object) and to
+ *   the record, and the next allocation loads the record back. On an Intel
+ *   Xeon, with the record near the chunks (at the end of the home chunk,
+ *   where it sat before), that load waited as if on the object's stores
+ *   for stretches of a run, and an arena per task took twice as long in
+ *   them (docs/results.md, "An arena's record apart from its chunks"). The
+ *   regions lie far from the chunks, which are mappings of their own.
+ * - A request of the default alignment takes a multiple of it, so the
+ *   position stays so aligned and the allocation's bump is one add on the
+ *   chain from one allocation to the next (no padding to compute first).
  * - Normal chunks are arena->chunk_size bytes; a request that cannot fit in
  *   one gets a chunk of its own, sized to fit, which becomes current (the
  *   rest of the previous chunk is abandoned, so marks stay (chunk, offset)).
@@ -33,6 +44,7 @@
  */
 #include "base/internal.h"
 #include "base/policy.h"
+#include "mem/region.h"
 #include "pool/sweep.h"
 
 #include <poolkit/arena.h>
@@ -49,20 +61,23 @@ typedef struct chunk {
 } chunk;
 
 struct pk_arena {
+    /* first: the word record_free links a freed record through, so that
+     * a destroyed arena's record no longer passes check_live */
+    uintptr_t live;    /* live_word(a) while the arena lives; 0 once destroyed */
     char *ptr;         /* next free byte in cur */
     char *end;         /* end of cur's usable bytes */
     chunk *cur;        /* newest chunk */
     chunk *spare;      /* freed normal chunks kept for reuse (the spare list), or NULL */
     size_t chunk_size; /* normal chunk size: a multiple of the page size */
     size_t big_bytes;  /* bytes of the chunks of their own (oversized) in the list */
-    uintptr_t live;    /* live_word(a) while the arena lives; 0 once destroyed */
+    chunk *home;       /* the oldest chunk, kept until destroy */
 };
 
 /* The arena's word while it lives, keyed by its address, so that a handle
- * destroyed already (its chunk kept for the next arena, still mapped) or
- * one that is no arena is reported, not freed twice: a second destroy put
- * the home chunk among the kept mappings twice, and two later arenas got
- * the same memory. */
+ * destroyed already (its record on record_free, its home chunk
+ * kept for the next arena, still mapped) or one that is no arena is
+ * reported, not freed twice: a second destroy put the home chunk among the
+ * kept mappings twice, and two later arenas got the same memory. */
 static uintptr_t live_word(const pk_arena *a) { return (uintptr_t)a ^ (uintptr_t)0x9e3779b97f4a7c15u; }
 
 static PK_COLD PK_NOINLINE void report_dead(const pk_arena *a, const char *call) {
@@ -95,20 +110,69 @@ size_t arena_count_library(long change) {
 #define DEFAULT_ALIGN alignof(max_align_t)
 #define DEFAULT_CHUNK_SIZE ((size_t)64 * 1024)
 #define CHUNK_HDR align_up(sizeof(chunk), DEFAULT_ALIGN)
-#define ARENA_SIZE align_up(sizeof(pk_arena), DEFAULT_ALIGN)
 
-static chunk *home_of(const pk_arena *a) {
-    return (chunk *)(void *)((char *)a + ARENA_SIZE - a->chunk_size);
+/* Records (the file's comment says why they lie apart), carved from slabs
+ * taken from the regions, ARENA_RECORD bytes each, under record_lock, a
+ * leaf (the slab is taken with the lock released, fork's handlers take it
+ * among the leaves: arena_fork_lock). A destroyed arena's record goes onto
+ * record_free, linked through its first word (live), and the next arena
+ * takes it; the slabs stay, as many as the most arenas live at once
+ * needed. Not a pool: a pool of the library's own would show in the
+ * program's figures (pk_stats_get's pools and objects) for every program
+ * that makes an arena. */
+#define ARENA_RECORD align_up(sizeof(pk_arena), DEFAULT_ALIGN)
+static pthread_mutex_t record_lock PK_FORK_LOCK = PK_SPIN_MUTEX_INITIALIZER;
+static pk_arena *record_free;
+static char *record_next, *record_end;
+
+void arena_fork_lock(void) { pk_lock(&record_lock); }
+void arena_fork_unlock(void) { pk_unlock(&record_lock); }
+
+/* A record from the free list or the current slab, or NULL. Under the lock. */
+static pk_arena *record_pop(void) {
+    pk_arena *a = record_free;
+    if (a) {
+        record_free = (pk_arena *)a->live;
+    } else if ((size_t)(record_end - record_next) >= ARENA_RECORD) {
+        a = (pk_arena *)(void *)record_next;
+        record_next += ARENA_RECORD;
+    }
+    return a;
 }
 
-static char *usable_end(const pk_arena *a, chunk *c) {
-    return c == home_of(a) ? (char *)a : (char *)c + c->size;
+static pk_arena *record_take(void) {
+    pk_lock(&record_lock);
+    pk_arena *a = record_pop();
+    pk_unlock(&record_lock);
+    while (!a) {
+        bool warm;
+        char *base;
+        struct slab *s = region_take(SLAB_BYTES, &warm, &base);
+        if (!s) return NULL;
+        pk_lock(&record_lock);
+        bool used = (size_t)(record_end - record_next) < ARENA_RECORD && !record_free;
+        if (used) {
+            record_next = base;
+            record_end = base + SLAB_BYTES;
+        }
+        a = record_pop();
+        pk_unlock(&record_lock);
+        if (!used) region_give(s, SLAB_BYTES, true); /* another thread's came first */
+    }
+    return a;
+}
+
+static void record_give(pk_arena *a) {
+    pk_lock(&record_lock);
+    a->live = (uintptr_t)record_free;
+    record_free = a;
+    pk_unlock(&record_lock);
 }
 
 static void make_current(pk_arena *a, chunk *c, size_t used) {
     a->cur = c;
     a->ptr = (char *)c + used;
-    a->end = usable_end(a, c);
+    a->end = (char *)c + c->size;
 }
 
 static void unmap_chunk(chunk *c) {
@@ -166,11 +230,20 @@ pk_arena *pk_arena_create(size_t chunk_size) {
      * what stayed unused for the purge delay (and the poll ticks the pools). */
     init_announce(INIT_SHARED_STATE); /* fork handlers (fork.c) */
     os_retain_tick(pool_purge_poll());
+    pk_arena *a = record_take();
+    if (!a) {
+        errno = ENOMEM;
+        return NULL;
+    }
     chunk *home = os_map_reuse(chunk_size, page);
-    if (!home) return NULL;
+    if (!home) {
+        record_give(a);
+        errno = ENOMEM;
+        return NULL;
+    }
     home->prev = NULL;
     home->size = chunk_size;
-    pk_arena *a = (pk_arena *)(void *)((char *)home + chunk_size - ARENA_SIZE);
+    a->home = home;
     a->spare = NULL;
     a->chunk_size = chunk_size;
     a->big_bytes = 0;
@@ -199,7 +272,7 @@ void pk_arena_destroy(pk_arena *arena) {
     if (!arena) return;
     check_live(arena, "pk_arena_destroy");
     pool_purge_poll(); /* a call that reaches the library: idle memory goes first */
-    chunk *home = home_of(arena);
+    chunk *home = arena->home;
     size_t bytes = home->size + retain_chunks(arena, arena->spare, NULL) + retain_chunks(arena, arena->cur, home);
     account(-1, -(long)bytes);
     /* no room and no chunk: the inline paths of a call on the destroyed
@@ -207,7 +280,8 @@ void pk_arena_destroy(pk_arena *arena) {
     arena->live = 0;
     arena->ptr = arena->end = NULL;
     arena->cur = NULL;
-    os_unmap_later(home, home->size, os_page_size()); /* last: the arena lives in it */
+    os_unmap_later(home, home->size, os_page_size());
+    record_give(arena);
 }
 
 /* Whether size bytes aligned to align fit in the current chunk, with *pad
@@ -278,7 +352,17 @@ static PK_NOINLINE void *alloc_slow(pk_arena *a, size_t size, size_t align) {
 }
 
 void *pk_arena_alloc(pk_arena *arena, size_t size, size_t align) {
-    if (align == 0) align = DEFAULT_ALIGN;
+    if (likely(align == 0)) {
+        /* 0 for 0 and past SIZE_MAX - DEFAULT_ALIGN + 1, which then fail
+         * the compare (rounded - 1 wraps) and take the slow path */
+        size_t rounded = (size + DEFAULT_ALIGN - 1) & ~(DEFAULT_ALIGN - 1);
+        char *p = arena->ptr;
+        if (likely(((uintptr_t)p & (DEFAULT_ALIGN - 1)) == 0 && rounded - 1 < (size_t)(arena->end - p))) {
+            arena->ptr = p + rounded;
+            return p;
+        }
+        align = DEFAULT_ALIGN;
+    }
     size_t pad;
     if (likely(is_pow2(align) && fits(arena, size, align, &pad))) return bump(arena, pad, size);
     return alloc_slow(arena, size, align);
@@ -339,12 +423,12 @@ void pk_arena_rewind(pk_arena *arena, pk_arena_mark mark) {
     rewind_slow(arena, mark);
 }
 
-/* The chunk kept current is the home chunk: it holds the arena, and it is
- * of normal size, as large as any other chunk that could be kept. The others
- * go to the spare list (oversized ones back to the system). */
+/* The chunk kept current is the home chunk: it is of normal size, as large
+ * as any other chunk that could be kept. The others go to the spare list
+ * (oversized ones back to the system). */
 void pk_arena_reset(pk_arena *arena) {
     check_live(arena, "pk_arena_reset");
-    chunk *home = home_of(arena);
+    chunk *home = arena->home;
     uint64_t now = os_now_ms();
     fit_bound bound = big_bound(arena);
     for (chunk *c = arena->cur, *prev; c != home; c = prev) {

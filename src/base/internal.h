@@ -301,6 +301,9 @@ size_t arena_count(void);
  * exit is no leak of the program's (the main thread's is never
  * destroyed). */
 size_t arena_count_library(long change);
+/* The arena records' lock (arena.c, a leaf), for fork's handlers. */
+void arena_fork_lock(void);
+void arena_fork_unlock(void);
 
 static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 static inline bool is_pow2(size_t n) { return n && !(n & (n - 1)); }

@@ -27,12 +27,14 @@ static void prepare(void) {
     os_fork_lock();          /* retained memory: a leaf */
     region_fork_lock();      /* the regions and the maps: a leaf */
     large_fork_lock();       /* pk_alloc's mapped blocks: a leaf */
+    arena_fork_lock();       /* arenas' records: a leaf */
     error_fork_lock();       /* the error handler: a leaf */
     pk_fork_window = true;   /* the handlers that run next take none (internal.h) */
 }
 
 static void release_library(void) {
     error_fork_unlock();
+    arena_fork_unlock();
     large_fork_unlock();
     region_fork_unlock();
     os_fork_unlock();
