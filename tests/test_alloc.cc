@@ -417,8 +417,11 @@ TEST(AllocRealloc, BuffersGrownAgainAfterAllWereFreedReuseTheirPages) {
         faults = grown_in_turn(b, step);
         ASSERT_GE(faults, 0);
     }
-    /* a tenth of the pages: the classes below a slab, the last pieces */
-    EXPECT_LT(static_cast<size_t>(faults), bytes / page_size() / 10)
+    /* a fifth of the pages: the classes below a slab, the last pieces;
+     * how many depends on where the system placed the mappings, which
+     * changes from run to run (docs/results.md, "Buffers grown again:
+     * the faults' spread"); with no kept piece reused, all of them */
+    EXPECT_LT(static_cast<size_t>(faults), bytes / page_size() / 5)
         << faults << " faults in the last round for " << bytes << " bytes";
     for (char *p : b) pk_free(p);
 }
