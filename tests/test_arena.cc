@@ -429,6 +429,25 @@ TEST(Arena, AnArenasRecordLiesApartFromItsChunks) {
     pk_pool_release_cache(); /* nothing kept for the tests after it (out of memory's) */
 }
 
+TEST(Arena, AThreadThatExitsHandsItsKeptRecordBack) {
+    /* A thread keeps the record of the arena it destroyed last for its
+     * next one; at its exit the record goes to the others, so threads that
+     * come and go, an arena each, reuse one record rather than leave one
+     * behind apiece. */
+    pk_arena *mine = pk_arena_create(0); /* takes whatever this thread kept */
+    ASSERT_NE(mine, nullptr);
+    pk_arena *theirs = nullptr;
+    std::thread([&] {
+        theirs = pk_arena_create(0);
+        pk_arena_destroy(theirs);
+    }).join();
+    pk_arena *next = pk_arena_create(0);
+    EXPECT_EQ(next, theirs) << "the exited thread's record was not handed back";
+    pk_arena_destroy(next);
+    pk_arena_destroy(mine);
+    pk_pool_release_cache(); /* nothing kept for the tests after it (out of memory's) */
+}
+
 TEST(Arena, OutOfMemoryReturnsNullAndTheArenaRecovers) {
     pk_fault_fail_after(0);
     errno = 0;
