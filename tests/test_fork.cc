@@ -422,6 +422,69 @@ TEST(Fork, ChildOfASingleThreadedParentCanUseEveryCall) {
     expect_parent_intact(sh);
 }
 
+/* Fork's handlers take and release every pool's lock from a table of the
+ * listed pools' keys, each pool leaving its place to the last as it is
+ * destroyed: after pools made and destroyed in a shuffled order, records
+ * and keys reused, parent and child must each find every pool's lock free.
+ * A pool whose lock is left out, or taken twice, hangs the fork or one
+ * side after it: the whole runs in a child of its own, under the alarm. */
+static int made_and_destroyed_then_forked() {
+    Rng rng(7);
+    std::vector<pk_pool *> pools;
+    auto make = [&](int n) {
+        for (int i = 0; i < n; i++) {
+            pk_pool_config c{};
+            c.name = "fork-listed";
+            c.size = 16 + 8 * rng.below(8);
+            c.flags = rng.below(4) == 0 ? PK_POOL_LOCAL : 0;
+            pk_pool *p = pk_pool_create(&c);
+            if (!p) return false;
+            pk_pool_free(p, pk_pool_alloc(p));
+            pools.push_back(p);
+        }
+        return true;
+    };
+    auto destroy_some = [&](size_t n) {
+        for (size_t i = 0; i < n && !pools.empty(); i++) {
+            size_t at = rng.below(pools.size());
+            pk_pool_destroy(pools[at]);
+            pools.erase(pools.begin() + static_cast<long>(at));
+        }
+    };
+    if (!make(64)) return 10;
+    destroy_some(40);
+    if (!make(24)) return 11;
+    destroy_some(20);
+    if (!make(12)) return 12;
+    auto use_all = [&] {
+        for (pk_pool *p : pools) {
+            void *o = pk_pool_alloc(p);
+            if (!o) return 1;
+            pk_pool_free(p, o);
+            pk_pool_trim(p); /* the pool's lock */
+        }
+        pk_pool_config c{};
+        c.name = "after-fork";
+        c.size = 24;
+        pk_pool *fresh = pk_pool_create(&c);
+        if (!fresh) return 2;
+        pk_pool_destroy(fresh);
+        return 0;
+    };
+    for (int i = 0; i < 3; i++) {
+        int status = fork_and_wait(use_all, fork_child_limit());
+        if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 20 + i;
+        if (use_all() != 0) return 30 + i;
+    }
+    for (pk_pool *p : pools) pk_pool_destroy(p);
+    return 0;
+}
+
+TEST(Fork, PoolsMadeAndDestroyedInAnyOrderAreAllReleasedOnBothSides) {
+    int status = fork_and_wait(made_and_destroyed_then_forked, 2 * fork_child_limit());
+    ASSERT_TRUE(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) << describe_status(status);
+}
+
 TEST(Fork, ChildCanUseEveryCallWhileOneThreadHammersSlowPaths) {
     Shared sh;
     Hammer hammer;

@@ -24,9 +24,9 @@
  * test. Here, at the bottom, since every layer's locks have a point. */
 void (*fork_test_hook)(hook_point point, void *lock);
 
-/* Set by fork.c's handlers for the forking thread (internal.h, pk_lock):
+/* Set by fork.c's handlers to the forking thread (internal.h, pk_lock):
  * here, below every layer that takes a lock. */
-__thread bool pk_fork_window __attribute__((tls_model("initial-exec")));
+uintptr_t pk_fork_owner PK_FORK_LOCK;
 
 #define INIT_HOOKS_MAX 4
 

@@ -37,6 +37,19 @@
  * take different locks share a line. */
 #define PK_FORK_LOCK __attribute__((section("pk_fork_locks"), aligned(64)))
 
+/* Tables of a fixed size, zeroed, of which a program touches the first
+ * pages (or a few): gcc puts them in .lbss, which the linker places after
+ * every other variable, so that the small ones lie on a few pages
+ * together. Spread among the tables, they took a page table (a 2 MiB span)
+ * each here and there, which every fork copies and the process holds.
+ * clang makes such a section hold its zeros in the file: there they stay
+ * in .bss. */
+#if defined(__GNUC__) && !defined(__clang__)
+#  define PK_BIG_TABLE __attribute__((section(".lbss")))
+#else
+#  define PK_BIG_TABLE
+#endif
+
 /* A fork's window (process/fork.c): from the library's prepare handler to
  * its parent or child handler, the forking thread holds every lock above.
  * Handlers other libraries registered before the library's own run inside
@@ -45,16 +58,23 @@
  * wait on a lock its own thread holds, for ever; in the window the
  * forking thread takes none, its own holding them all already. Every lock
  * of the library goes through these but the purge thread's state (sweep.c),
- * which the window does not hold. */
-extern __thread bool pk_fork_window __attribute__((tls_model("initial-exec")));
+ * which the window does not hold. The window's owner (the forking thread's
+ * pthread_self, 0 outside a window) lies among the fork locks, on the page
+ * the handlers write anyway: a flag in thread-local storage, cleared by
+ * the parent's handler, cost the parent a copied page at every fork. */
+extern uintptr_t pk_fork_owner;
+static inline bool pk_in_fork_window(void) {
+    uintptr_t owner = __atomic_load_n(&pk_fork_owner, __ATOMIC_RELAXED);
+    return __builtin_expect(owner != 0, 0) && owner == (uintptr_t)pthread_self();
+}
 static inline void pk_lock(pthread_mutex_t *m) {
-    if (__builtin_expect(!pk_fork_window, 1)) pthread_mutex_lock(m);
+    if (!pk_in_fork_window()) pthread_mutex_lock(m);
 }
 static inline void pk_unlock(pthread_mutex_t *m) {
-    if (__builtin_expect(!pk_fork_window, 1)) pthread_mutex_unlock(m);
+    if (!pk_in_fork_window()) pthread_mutex_unlock(m);
 }
 static inline int pk_trylock(pthread_mutex_t *m) {
-    return __builtin_expect(!pk_fork_window, 1) ? pthread_mutex_trylock(m) : 0;
+    return !pk_in_fork_window() ? pthread_mutex_trylock(m) : 0;
 }
 /* For the same reason a fork's child compares a word before it writes it,
  * where the forking thread's own state is usually unchanged. */

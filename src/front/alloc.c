@@ -140,7 +140,7 @@ static __thread void *deferred __attribute__((tls_model("initial-exec")));
  * the array costs memory only where it is written. */
 #define BOOT_BYTES ((size_t)256 << 10)
 #define BOOT_HEADER 16 /* the block's size, keeping 16-byte alignment */
-static char boot[BOOT_BYTES] __attribute__((aligned(64)));
+static char boot[BOOT_BYTES] __attribute__((aligned(64))) PK_BIG_TABLE;
 static size_t boot_used;
 
 static bool boot_owns(const void *ptr) {

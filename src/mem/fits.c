@@ -12,7 +12,7 @@
 #define ALIGNED_RECENT 4
 _Static_assert(INDEX_UNTIL < INDEX_FROM && INDEX_FROM < LARGE_KEEP_COUNT, "the index's bounds");
 
-fit fit_table[LARGE_KEEP_COUNT];
+fit fit_table[LARGE_KEEP_COUNT] PK_BIG_TABLE;
 size_t fit_count, fit_bytes;
 bool fit_indexed;
 
@@ -147,7 +147,7 @@ size_t fits_aligned_indexed(size_t len, size_t align) {
 _Static_assert((ADDR_SLOTS & (ADDR_SLOTS - 1)) == 0, "the address tables' slots are a power of two");
 
 /* [0] by base, [1] by end. */
-static uint32_t at_addr[2][ADDR_SLOTS];
+static uint32_t at_addr[2][ADDR_SLOTS] PK_BIG_TABLE;
 
 static const char *key_of(size_t i, int end) { return fit_table[i].base + (end ? fit_table[i].len : 0); }
 

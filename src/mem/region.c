@@ -18,8 +18,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-uint64_t region_bits[((size_t)1 << (REGION_MAP_BITS - REGION_SHIFT)) / 64];
-map_entry *map_l1[1u << MAP_L1_BITS];
+uint64_t region_bits[((size_t)1 << (REGION_MAP_BITS - REGION_SHIFT)) / 64] PK_BIG_TABLE;
+map_entry *map_l1[1u << MAP_L1_BITS] PK_BIG_TABLE;
 
 static pthread_mutex_t lock PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 
@@ -64,7 +64,7 @@ static size_t huge_mapped;    /* huge regions mapped (HUGE_OWN_MAX); written und
  * program that maps and unmaps regions reuses its address space (and the
  * address map's leaves that cover it). Under lock. */
 #define REUSE_ADDRESSES 1024
-static uintptr_t reuse[REUSE_ADDRESSES];
+static uintptr_t reuse[REUSE_ADDRESSES] PK_BIG_TABLE;
 static size_t reuse_n;
 static size_t kept_bytes;    /* under lock; read without it */
 /* IDLE_ADAPT (policy.h, base/adapt.h) for the kept places, in bytes of

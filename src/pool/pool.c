@@ -223,7 +223,7 @@ _Static_assert(TABLE_KEYS % AREA_CHUNK == 0, "the area is whole chunks");
 
 static pthread_mutex_t spare_lock PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 static char *chunks[TABLE_KEYS / AREA_CHUNK]; /* under spare_lock */
-static uint32_t free_index[TABLE_KEYS];
+static uint32_t free_index[TABLE_KEYS] PK_BIG_TABLE;
 static size_t free_count, next_index = 1; /* indexes never used: [next_index, TABLE_KEYS) */
 static pk_pool *spare_records;
 static size_t spare_count;
@@ -232,7 +232,7 @@ static size_t spare_count;
  * quarantine of freed memory) for the next QUARANTINE_RECORDS debug pools
  * destroyed, so that a debug pool used after its destroy is reported rather
  * than served by whichever pool got its record. Under spare_lock. */
-static pk_pool *quarantine[QUARANTINE_RECORDS];
+static pk_pool *quarantine[QUARANTINE_RECORDS] PK_BIG_TABLE;
 static size_t quarantine_next;
 
 /* The pools' locks, by key (pool_types.h says why they are not in the
@@ -241,7 +241,7 @@ typedef struct {
     pthread_mutex_t m;
 } __attribute__((aligned(64))) pool_lock_slot;
 _Static_assert(sizeof(pool_lock_slot) == 64, "one lock a cache line: no two pools' slow paths share one");
-static pool_lock_slot pool_locks[TABLE_KEYS] __attribute__((aligned(4096))); /* the first keys' locks on one page */
+static pool_lock_slot pool_locks[TABLE_KEYS] __attribute__((aligned(4096))) PK_BIG_TABLE; /* the first keys' locks on one page */
 
 static pk_pool *record_at(size_t index) {
     return (pk_pool *)(chunks[index / AREA_CHUNK] + index % AREA_CHUNK * POOL_RECORD_BYTES);
@@ -352,17 +352,22 @@ void pool_report_dead(const pk_pool *p, const char *call, const void *obj) {
 
 void pools_fork_lock_list(void) { pools_lock_list(); }
 
-static void lock_one(pk_pool *p, void *arg) {
-    (void)arg;
-    pool_lock(p);
-}
-static void unlock_one(pk_pool *p, void *arg) {
-    (void)arg;
-    pool_unlock(p);
+/* Every listed pool's lock, by key (pool_list.c says why not through the
+ * list); debug builds note the owner in the record (ASSERT_POOL_LOCKED). */
+static void fork_lock_listed(bool take) {
+    size_t n;
+    const uint32_t *keys = pools_listed_keys(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (keys[i] & LISTED_LOCAL) continue;
+        pthread_mutex_t *m = &pool_locks[keys[i]].m;
+        if (take) pk_lock(m);
+        POOL_OWNER_SET(record_at(keys[i]), take ? pthread_self() : (pthread_t)0);
+        if (!take) pk_unlock(m);
+    }
 }
 
 void pools_fork_lock_each(void) {
-    pools_each_held(lock_one, NULL);
+    fork_lock_listed(true);
     pk_lock(&spare_lock);
 }
 
@@ -371,14 +376,34 @@ static void fork_child_one(pk_pool *p, void *arg) {
     heap_fork_child(p, mine[0], mine[1]);
 }
 
+#ifndef NDEBUG
+/* What the child's walk would have found: the forking thread's heap alone
+ * in each pool, and no remote free counted. */
+static void alone_is_whole(pk_pool *p, void *arg) {
+    (void)arg;
+    assert(!p->heaps || !p->heaps->next);
+    assert(p->remote_base == 0);
+}
+#endif
+
 void pools_fork_child(const tc_slot *mine, const tc_slot *mine_end) {
+    /* With no heap but the forking thread's in any pool and no remote free
+     * ever begun, there is nothing to drop or count again: the walk would
+     * read every pool's record (a page each) in a child whose address
+     * translations start cold. */
+    if (tcache_alone() && !remote_any_pool()) {
+#ifndef NDEBUG
+        pools_each_held(alone_is_whole, NULL);
+#endif
+        return;
+    }
     const tc_slot *range[2] = {mine, mine_end};
     pools_each_held(fork_child_one, range);
 }
 
 void pools_fork_unlock(void) {
     pk_unlock(&spare_lock);
-    pools_each_held(unlock_one, NULL);
+    fork_lock_listed(false);
     pools_unlock_list();
 }
 

@@ -19,5 +19,9 @@ bool pools_try_each_shared(void (*fn)(pk_pool *p, void *arg), void *arg);
 void pools_lock_list(void);
 void pools_unlock_list(void);
 void pools_each_held(void (*fn)(pk_pool *p, void *arg), void *arg);
+/* The listed pools' keys, *n of them, for the fork handlers while they hold
+ * the list's lock; LISTED_LOCAL marks a PK_POOL_LOCAL pool's. */
+#define LISTED_LOCAL ((uint32_t)1 << 31)
+const uint32_t *pools_listed_keys(size_t *n);
 
 #endif

@@ -309,6 +309,7 @@ struct pk_pool {
                          (under lock), and the seed of each heap's own */
     struct pk_pool *prev, *next; /* the list of live pools, under the pool list's lock;
                                     next links spare records too (pool.c) */
+    uint32_t listed_at;          /* its place in pool_list.c's arrays, under the same lock */
     /* POOL_LIVE from a successful create to destroy, then POOL_DEAD: the
      * record stays mapped (spare, or held back for debug pools: pool.c), so
      * the slow paths and whole-pool calls catch a pool used after its

@@ -3,10 +3,17 @@
  * chain, REMOTE_BATCH), for its owner to collect (central.c). */
 #include "pool/remote.h"
 
+/* Set with the first pool's remote_any, never cleared (remote.h). */
+static bool any_pool;
+
+bool remote_any_pool(void) { return __atomic_load_n(&any_pool, __ATOMIC_RELAXED); }
+
 static void push_chain(pk_pool *p, slab *s, void *head, void *tail, size_t n) {
     if (unlikely(s->lost)) return; /* fork child: its objects stay counted as live */
-    if (unlikely(!__atomic_load_n(&p->remote_any, __ATOMIC_RELAXED)))
+    if (unlikely(!__atomic_load_n(&p->remote_any, __ATOMIC_RELAXED))) {
+        __atomic_store_n(&any_pool, true, __ATOMIC_RELAXED);
         __atomic_store_n(&p->remote_any, true, __ATOMIC_RELAXED);
+    }
     if (chains_counted(p)) { /* the chain's length and tail, in its head's second word */
         uintptr_t tail_at = ((uintptr_t)tail - (uintptr_t)s->objects) / p->geo.slot;
         chain_mark_store(p, head, tail_at << 32 | n);

@@ -55,7 +55,7 @@ enum { THREAD_NEW, THREAD_LIVE, THREAD_EXITING };
 /* The table of threads that have not registered (or have exited). Only
  * ever read, and all zero: the inline paths write a slot only after finding
  * an object on its list or its current slab matching. */
-static tc_slot unregistered[TABLE_KEYS + OWN_INDEX_BYTES / sizeof(tc_slot)]; /* and an empty index */
+static tc_slot unregistered[TABLE_KEYS + OWN_INDEX_BYTES / sizeof(tc_slot)] PK_BIG_TABLE; /* and an empty index */
 
 __thread char *pk__tc_table __attribute__((tls_model("initial-exec"), aligned(64))) = (char *)unregistered;
 static __thread thread_rec *self __attribute__((tls_model("initial-exec")));
@@ -65,7 +65,7 @@ static pthread_mutex_t registry PK_FORK_LOCK = PTHREAD_MUTEX_INITIALIZER;
 static thread_rec *threads, *spare_recs;
 /* Under the registry lock: the pool with heaps of each key (NULL when
  * none), keys below key_high. */
-static pk_pool *key_pool[TABLE_KEYS];
+static pk_pool *key_pool[TABLE_KEYS] PK_BIG_TABLE;
 static size_t key_high = 1;
 /* Under the registry lock: a table kept ready for the next thread (made when
  * a pool is created, or left by a thread that exited), so a new thread's
@@ -139,6 +139,8 @@ bool tcache_table_range(const tc_slot **lo, const tc_slot **hi) {
     *hi = tc_table + TABLE_KEYS;
     return true;
 }
+
+bool tcache_alone(void) { return !threads || (threads == self && !self->next && state == THREAD_LIVE); }
 
 /* Thread exit: the heap's slabs go back to the pool and the slot is
  * forgotten; caller holds the registry lock (which keeps the pool alive). */

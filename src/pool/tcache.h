@@ -20,6 +20,10 @@ tc_slot *tcache_slot(pk_pool *p);
 void tcache_prepare(pk_pool *p);
 /* The calling thread's table, [*lo, *hi); false when it has none. */
 bool tcache_table_range(const tc_slot **lo, const tc_slot **hi);
+/* No thread but the calling one, live, holds a table: every heap of every
+ * pool is its own (a thread's exit gives its heaps back). Caller holds the
+ * registry's lock (fork's handlers). */
+bool tcache_alone(void);
 /* Keys given out so far (every slot from there on was never set up); read
  * without the registry's lock, by the fault handler (crash.c). */
 size_t tcache_keys_used(void);

@@ -12,7 +12,12 @@
  * there, never an object handed out twice). Handlers of other libraries
  * that run between prepare and parent or child (registered before ours)
  * may allocate: the forking thread takes no lock meanwhile (internal.h,
- * pk_fork_window). */
+ * pk_fork_owner).
+ *
+ * A page either side writes after the fork is copied, and the child's
+ * first touch of each page costs it an address translation from tables
+ * just made: the handlers write the fork locks' page and the pools' lock
+ * table, and read no pool's record where nothing needs it (pools.h). */
 #include "pool/pool_internal.h"
 
 #include <pthread.h>
@@ -29,7 +34,8 @@ static void prepare(void) {
     large_fork_lock();       /* pk_alloc's mapped blocks: a leaf */
     arena_fork_lock();       /* arenas' records: a leaf */
     error_fork_lock();       /* the error handler: a leaf */
-    pk_fork_window = true;   /* the handlers that run next take none (internal.h) */
+    /* the handlers that run next take none (internal.h) */
+    __atomic_store_n(&pk_fork_owner, (uintptr_t)pthread_self(), __ATOMIC_RELAXED);
 }
 
 static void release_library(void) {
@@ -45,7 +51,7 @@ static void release_library(void) {
 }
 
 static void parent(void) {
-    pk_fork_window = false;
+    __atomic_store_n(&pk_fork_owner, 0, __ATOMIC_RELAXED);
     release_library();
     purge_fork_unlock();
 }
@@ -53,7 +59,7 @@ static void parent(void) {
 /* The child has one thread: no purge thread (sweep.c makes its state
  * afresh and starts it again lazily). */
 static void child(void) {
-    pk_fork_window = false;
+    __atomic_store_n(&pk_fork_owner, 0, __ATOMIC_RELAXED);
     const tc_slot *lo = NULL, *hi = NULL;
     tcache_table_range(&lo, &hi); /* none: every heap belonged to a thread gone */
     pools_fork_child(lo, hi);
