@@ -415,13 +415,18 @@ static inline size_t policy_give_floor(size_t pool_bytes_held) {
  * least the purge delay shifted right by FIT_GIVE_IDLE_SHIFT go: threads
  * in turn that grow buffers through the classes into mapped blocks reuse
  * the mappings the last one left a moment later, and faulted them in again
- * where they went at once. Where large blocks then map fresh pages for at
+ * where they went at once. The wait is short beside that of the purge:
+ * while it runs, the small objects' pages and whatever else the program
+ * writes (its own large blocks, which no give answers) add to the freed
+ * mappings, and a phase of small objects right after one of large blocks
+ * peaked that much over glibc's, which unmaps them at the free
+ * (docs/alloc.md gives the figures). Where large blocks then map fresh pages for at
  * least half of what went since these gives began, the program trades its
  * memory between the two kinds in turn, and each give cost it faults in
  * both: the gives pause for the purge delay, doubled at each such regret
  * up to IDLE_SHIFT_MAX times, and the program keeps both kinds' memory
  * meanwhile, as it does with no give at all. */
-#define FIT_GIVE_IDLE_SHIFT 4
+#define FIT_GIVE_IDLE_SHIFT 6
 
 /* The background purge (sweep.c): a thread that runs the sweep every
  * interval, for programs that go fully idle. It sleeps at most

@@ -46,7 +46,8 @@ void pools_fork_lock_list(void);
 void pools_fork_lock_each(void);
 void pools_fork_unlock(void);
 /* The fork child's pools drop the heaps of threads gone (the forking
- * thread's table is [mine, mine_end)). */
+ * thread's table is [mine, mine_end)); where no other thread held heaps
+ * and no remote free ever began, none is read. */
 void pools_fork_child(const tc_slot *mine, const tc_slot *mine_end);
 
 /* pool.c: calls fn(obj, sites, arg) on a debug pool's live objects (slot
