@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <sys/mman.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -133,6 +134,57 @@ TEST(Autorelease, AnAutoreleasedObjectLivesUntilThePop) {
     EXPECT_EQ(pk_refcount(t), 1u);
     pk_release(t);
     EXPECT_EQ(g_deallocs, before + 1);
+}
+
+/* A pool of one object takes a short way when the object's release runs
+ * no code: it must still leave an object another reference holds alive,
+ * and release one whose slab the thread did not touch last. */
+const pk_class kQuiet = {"Quiet", 16, nullptr};
+const pk_class kQuietOther = {"QuietOther", 48, nullptr};
+
+size_t quiet_live(const pk_class *cls) {
+    pk_pool_stats s;
+    pk_pool_stats_get(pk_class_pool(cls), &s);
+    return s.live;
+}
+
+TEST(Autorelease, APoolOfOneQuietObjectLeavesAnotherReferenceAlive) {
+    void *o = pk_retain(pk_new(&kQuiet));
+    size_t live = quiet_live(&kQuiet);
+    pk_autorelease_pool p = pk_autorelease_push();
+    pk_autorelease(o);
+    pk_autorelease_pop(p);
+    EXPECT_EQ(pk_refcount(o), 1u);
+    EXPECT_EQ(quiet_live(&kQuiet), live);
+    static_cast<char *>(o)[15] = 1;
+    pk_release(o);
+    EXPECT_EQ(quiet_live(&kQuiet), live - 1);
+}
+
+TEST(Autorelease, APoolOfOneQuietObjectIsReleasedWhateverSlabTheThreadTouchedLast) {
+    for (int i = 0; i < 100; i++) {
+        void *o = pk_new(&kQuiet);
+        size_t live = quiet_live(&kQuiet);
+        pk_release(pk_new(&kQuietOther)); /* another class's slab, last */
+        pk_autorelease_pool p = pk_autorelease_push();
+        pk_autorelease(o);
+        pk_autorelease_pop(p);
+        EXPECT_EQ(quiet_live(&kQuiet), live - 1) << "round " << i;
+    }
+}
+
+/* Its short way reads no word of a pointer that is no object: one in a
+ * page that cannot be read is reported, not followed. */
+TEST(Autorelease, APoolOfOneForeignPointerIsReportedUnread) {
+    long page = sysconf(_SC_PAGESIZE);
+    char *none = static_cast<char *>(mmap(nullptr, 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(none, MAP_FAILED);
+    pk_release(pk_new(&kQuiet)); /* the thread's last slab: an object pool's */
+    pk_autorelease_pool p = pk_autorelease_push();
+    pk_autorelease(none + page + 16);
+    EXPECT_TRUE(pop_is_reported(p));
+    EXPECT_EQ(t_report.what, "foreign pointer");
+    munmap(none, 2 * page);
 }
 
 TEST(Autorelease, NestedPoolsDrainOnlyTheirOwn) {

@@ -358,7 +358,8 @@ static PK_NOINLINE void pop_elsewhere(arp_thread *t, uintptr_t token) {
 }
 
 /* Every pop the inline path does not finish. */
-void pk__autorelease_pop_slow(uintptr_t token) {
+/* Every pop of a pool that holds entries, or of one elsewhere. */
+static PK_NOINLINE void pop_entries(uintptr_t token) {
     arp_thread *t = &arp_tls;
     uintptr_t num = token & NUM_MASK, word = token - num + TAG_POOL;
     uintptr_t *at = slot_at(num), *top = pk__arp.top;
@@ -381,6 +382,30 @@ void pk__autorelease_pop_slow(uintptr_t token) {
         }
     }
     pop_hot(t, at, token);
+}
+
+/* A pool of one object (a pool per object, an object per request) first,
+ * with no call but the object's free at its end: the pool's word just
+ * below the top (as the inline pop, which takes an empty pool, finds its
+ * own: the page's header words before its slots never equal a pool's
+ * word), the object quiet (object_release_quietly), its slab the one the
+ * thread last found; anything else, a cold slab included, goes the way of
+ * every pop. Frees the frame a call in the middle would make it keep. */
+void pk__autorelease_pop_slow(uintptr_t token) {
+    uintptr_t num = token & NUM_MASK;
+    uintptr_t *at = slot_at(num);
+    if (likely(at + 2 == pk__arp.top && *at == token - num + TAG_POOL && num > pk__arp.watch)) {
+        uintptr_t w = at[1];
+        object_header *h = header_of((void *)w);
+        if (likely((w & TAG_MASK) == 0 && object_pooled_cached((void *)w) &&
+                   __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE) == REFS_LIVE1 && h->cls->dealloc == NULL)) {
+            pk__arp.top = at;
+            pk__arp.pending--;
+            object_dispose_quiet(h, h->cls);
+            return;
+        }
+    }
+    pop_entries(token);
 }
 
 /* ---- pushing, autoreleasing, deferring ---- */
