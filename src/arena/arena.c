@@ -10,11 +10,10 @@
  * - The pk_arena itself, the record each allocation reads and writes, is
  *   carved from slabs of the regions (record_take), apart from the
  *   chunks: a program's allocation stores to the chunk (its object) and to
- *   the record, and the next allocation loads the record back. On an Intel
- *   Xeon, with the record near the chunks (at the end of the home chunk,
- *   where it sat before), that load waited as if on the object's stores
- *   for stretches of a run, and an arena per task took twice as long in
- *   them (docs/results.md, "An arena's record apart from its chunks"). The
+ *   the record, and the next allocation loads the record back. With the
+ *   record within some megabytes of the objects, some processors make that
+ *   load wait as if on the objects' stores, for stretches of a run
+ *   (docs/results.md, "An arena's record apart from its chunks"). The
  *   regions lie far from the chunks, which are mappings of their own.
  * - A request of the default alignment takes a multiple of it, so the
  *   position stays so aligned and the allocation's bump is one add on the
