@@ -368,19 +368,6 @@ static PK_NOINLINE void pop_entries(uintptr_t token) {
         pop_elsewhere(t, token);
         return;
     }
-    /* In the hot page. One object whose release runs no code (count 1, no
-     * dealloc): nothing can be autoreleased meanwhile, so the pool goes
-     * first and the release is the last thing done. */
-    if (at + 2 == top && num > pk__arp.watch) {
-        uintptr_t w = at[1];
-        if ((w & TAG_MASK) == 0) {
-            pk__arp.top = at;
-            pk__arp.pending--;
-            if (likely(object_release_quietly((void *)w))) return;
-            pk__arp.top = top; /* it may run code: back, and the general way */
-            pk__arp.pending++;
-        }
-    }
     pop_hot(t, at, token);
 }
 
@@ -388,17 +375,18 @@ static PK_NOINLINE void pop_entries(uintptr_t token) {
  * with no call but the object's free at its end: the pool's word just
  * below the top (as the inline pop, which takes an empty pool, finds its
  * own: the page's header words before its slots never equal a pool's
- * word), the object quiet (object_release_quietly), its slab the one the
- * thread last found; anything else, a cold slab included, goes the way of
- * every pop. Frees the frame a call in the middle would make it keep. */
+ * word), the object quiet in the thread's last slab (object_quiet_cached).
+ * Nothing can be autoreleased meanwhile, so the pool goes first and the
+ * release is the last thing done. Anything else, a cold slab included,
+ * goes the way of every pop. Frees the frame a call in the middle would
+ * make it keep. */
 void pk__autorelease_pop_slow(uintptr_t token) {
     uintptr_t num = token & NUM_MASK;
     uintptr_t *at = slot_at(num);
     if (likely(at + 2 == pk__arp.top && *at == token - num + TAG_POOL && num > pk__arp.watch)) {
         uintptr_t w = at[1];
-        object_header *h = header_of((void *)w);
-        if (likely((w & TAG_MASK) == 0 && object_pooled_cached((void *)w) &&
-                   __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE) == REFS_LIVE1 && h->cls->dealloc == NULL)) {
+        object_header *h = (w & TAG_MASK) == 0 ? object_quiet_cached((void *)w) : NULL;
+        if (likely(h != NULL)) {
             pk__arp.top = at;
             pk__arp.pending--;
             object_dispose_quiet(h, h->cls);

@@ -174,16 +174,15 @@ void object_release_unpooled(void *obj);
  * is 1 and whose only reference the caller holds. */
 void object_dispose_quiet(object_header *h, const pk_class *cls);
 
-/* Releases obj if that runs no code of the program (a live object whose
- * class has no dealloc); false, having done nothing, otherwise. */
-static inline bool object_release_quietly(void *obj) {
-    if (unlikely(!object_pooled(obj))) return false;
+/* obj's header if releasing obj runs no code of the program (a live
+ * object with one reference, whose class has no dealloc) and obj lies in
+ * the slab the thread last found one in (object_pooled_cached: nothing
+ * else of obj is read first); NULL otherwise. */
+static inline object_header *object_quiet_cached(void *obj) {
+    if (!object_pooled_cached(obj)) return NULL;
     object_header *h = header_of(obj);
-    uintptr_t n = __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
-    const pk_class *cls = h->cls;
-    if (n != REFS_LIVE1 || cls->dealloc != NULL) return false;
-    object_dispose_quiet(h, cls);
-    return true;
+    if (__atomic_load_n(&h->refs, __ATOMIC_ACQUIRE) != REFS_LIVE1 || h->cls->dealloc != NULL) return NULL;
+    return h;
 }
 
 /* object.c: the count reached zero (we hold the only reference). */
