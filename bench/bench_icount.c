@@ -56,6 +56,11 @@
  *                                 the thread's current one (pk_free's
  *                                 owned index, its drains included), no
  *                                 allocation in the loop
+ *   frontremote kernel_frontend_other N pk_free calls, by a thread with
+ *                                 a current slab of the class, of blocks
+ *                                 a live thread made (onto its list while
+ *                                 HOT_FOREIGN's budget lasts, else the
+ *                                 pending chain home)
  *   frontrandom kernel_frontend_other the frontother loop over the same
  *                                 objects in a random order (a fixed
  *                                 seed): a teardown in random order,
@@ -242,7 +247,8 @@ BENCH_KERNEL void kernel_grow_many(char **b, size_t n) {
 /* The remote mode's owner: makes the objects, then lives until the frees
  * are done (its slabs stay its own: the frees are remote ones). */
 typedef struct remote_owner {
-    pk_pool *pool;
+    pk_pool *pool; /* NULL: blocks of size from pk_alloc (frontremote) */
+    size_t size;
     void **objs;
     size_t n;
     pthread_barrier_t made, freed;
@@ -250,7 +256,7 @@ typedef struct remote_owner {
 
 static void *remote_owner_run(void *arg) {
     remote_owner *o = arg;
-    for (size_t i = 0; i < o->n; i++) o->objs[i] = pk_pool_alloc(o->pool);
+    for (size_t i = 0; i < o->n; i++) o->objs[i] = o->pool ? pk_pool_alloc(o->pool) : pk_alloc(o->size);
     pthread_barrier_wait(&o->made);
     pthread_barrier_wait(&o->freed);
     return NULL;
@@ -263,6 +269,7 @@ static void *remote_owner_run(void *arg) {
 static int run_remote(size_t n, size_t size, int listed, int consumer, unsigned flags, int two) {
     remote_owner o;
     o.pool = pk_pool_create(&(pk_pool_config){.name = "remote", .size = size, .flags = flags});
+    o.size = size;
     size_t made = listed ? n + 20 * (65536 / size) : n;
     o.n = made;
     o.objs = malloc(made * sizeof *o.objs);
@@ -282,6 +289,26 @@ static int run_remote(size_t n, size_t size, int listed, int consumer, unsigned 
     if (mine) pk_pool_free(o.pool, mine);
     free(o.objs);
     pk_pool_destroy(o.pool);
+    return 0;
+}
+
+/* frontremote: pk_free, by a thread with a current slab of the class, of
+ * n blocks a live thread made (their slabs its heap's). */
+static int run_frontremote(size_t n, size_t size) {
+    remote_owner o = {.pool = NULL, .size = size, .n = n};
+    o.objs = malloc(n * sizeof *o.objs);
+    void *mine = pk_alloc(size); /* this thread's heap and current slab of the class */
+    pthread_t t;
+    if (!o.objs || !mine) return 1;
+    pthread_barrier_init(&o.made, NULL, 2);
+    pthread_barrier_init(&o.freed, NULL, 2);
+    if (pthread_create(&t, NULL, remote_owner_run, &o) != 0) return 1;
+    pthread_barrier_wait(&o.made);
+    kernel_frontend_other(o.objs, n);
+    pthread_barrier_wait(&o.freed);
+    pthread_join(t, NULL);
+    pk_free(mine);
+    free(o.objs);
     return 0;
 }
 
@@ -315,6 +342,7 @@ static int run_hardedge(size_t n, size_t size) {
 
 static int run_mode(const char *mode, size_t n, size_t size) {
     if (strcmp(mode, "hardedge") == 0) return run_hardedge(n, size);
+    if (strcmp(mode, "frontremote") == 0) return run_frontremote(n, size);
     if (strcmp(mode, "remote") == 0 || strcmp(mode, "listed") == 0 || strcmp(mode, "consumer") == 0)
         return run_remote(n, size, mode[0] == 'l', mode[0] == 'c', 0, 0);
     if (strcmp(mode, "hardlisted") == 0 || strcmp(mode, "hardchain") == 0)
@@ -422,7 +450,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|arena|object|other|hardother|hardedge|remote|consumer|listed|otherloop|frontother|frontrandom|frontend|pattern|patternloop N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|arena|object|other|hardother|hardedge|remote|consumer|listed|otherloop|frontother|frontrandom|frontremote|frontend|pattern|patternloop N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;

@@ -27,7 +27,9 @@
 # of them; twice that under heavy load); --quick takes about a third of that.
 # After the programs, shapes run as programs of their own with and without
 # libpoolkit-malloc.so: malloc-large's, buffers grown together by realloc,
-# threads allocating and freeing in rounds at once, a program that forks
+# threads allocating and freeing in rounds at once, random lifetimes and
+# sizes (alloc-test's shape), batches freed by another thread with threads
+# replaced (rptest's), a program that forks
 # again and again, bursts after silences and bursts by threads that end.
 # Timing targets are reported, not enforced (a shared machine is noisy): the
 # exit status is non-zero only when a program fails to run. The gate that
@@ -260,6 +262,24 @@ rounds_preloaded() {
         "threads allocating and freeing in rounds at once" "ns a pair" "$@"
 }
 part "the preloaded malloc-rounds runs failed" rounds_preloaded "$@"
+
+# Random lifetimes and sizes, each thread on its own (alloc-test's shape:
+# malloc_random). "random: T threads, S slots, N steps, 5 B-M B: X ns a
+# step, ...": X is field 11.
+random_preloaded() {
+    against_fastest malloc_random "2 131072 10000000 10" "2 131072 3000000 10" 11 \
+        "random lifetimes and sizes, a thread each" "ns a step" "$@"
+}
+part "the preloaded malloc-random runs failed" random_preloaded "$@"
+
+# Mixed sizes to 16,000 B, batches freed by the next thread, the threads
+# replaced (rptest's shape with larson's hand-overs: malloc_cross). "cross:
+# G generations of T threads, ..., 8-M B: X ns a call, ...": X is field 13.
+cross_preloaded() {
+    against_fastest malloc_cross "100 2 500 1000 16000" "40 2 500 1000 16000" 13 \
+        "mixed sizes, batches freed by another thread, threads replaced" "ns a call" "$@"
+}
+part "the preloaded malloc-cross runs failed" cross_preloaded "$@"
 
 # A program holding blocks of some forty classes that forks again and
 # again, each child exiting at once (tests/malloc_fork_pages.c), symbols

@@ -15,8 +15,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -1143,6 +1145,59 @@ TEST(AllocThreads, ObjectsFreedOnAnotherThreadGoHome) {
     consumer.join();
     pk_pool_stats st = stats_of(pk_pool_owner(pk_alloc(16)));
     EXPECT_GT(st.remote_frees, 0u);
+}
+
+/* Blocks another thread made, freed by a thread that allocates from their
+ * class too (its own current slab of the class): while their maker lives
+ * (onto the freeing thread's list, or home by the pending chain) and after
+ * it exited (its slabs the pool's: the library's dispatch, which may adopt
+ * one). Every block comes home, and none is handed out twice after. */
+TEST(AllocThreads, BlocksOfAnotherThreadFreedByOneThatAllocatesTheClassAllComeHome) {
+    const size_t size = 3000, n = scaled(4000, 400);
+    for (bool maker_lives : {true, false}) {
+        void *first = pk_alloc(size); /* the class's pool made before its count is read */
+        pk_pool *pool = pk_pool_owner(first);
+        const size_t live = stats_of(pool).live;
+        std::vector<void *> made(n);
+        std::mutex m;
+        std::condition_variable cv;
+        bool done = false;
+        std::thread maker([&] {
+            for (size_t i = 0; i < n; i++) fill_pattern(made[i] = pk_alloc(size), 64, i);
+            if (!maker_lives) return;
+            std::unique_lock<std::mutex> lock(m);
+            cv.wait(lock, [&] { return done; });
+        });
+        if (!maker_lives) maker.join();
+        else
+            while (stats_of(pool).live < live + n) std::this_thread::yield();
+        std::thread freer([&] {
+            void *mine = pk_alloc(size);
+            ASSERT_NE(mine, nullptr);
+            for (size_t i = 0; i < n; i++) {
+                ASSERT_EQ(check_pattern(made[i], 64, i), 64u) << i;
+                pk_free(made[i]);
+            }
+            pk_free(mine);
+        });
+        freer.join();
+        {
+            std::lock_guard<std::mutex> lock(m);
+            done = true;
+        }
+        cv.notify_one();
+        if (maker.joinable()) maker.join();
+        EXPECT_EQ(stats_of(pool).live, live) << (maker_lives ? "maker alive" : "maker gone");
+        std::set<void *> again;
+        for (size_t i = 0; i < n; i++) {
+            void *b = pk_alloc(size);
+            EXPECT_TRUE(again.insert(b).second) << "a block handed out twice";
+            made[i] = b;
+        }
+        for (void *b : made) pk_free(b);
+        EXPECT_EQ(stats_of(pool).live, live);
+        pk_free(first);
+    }
 }
 
 /* A block of a class whose slabs hold one (128 KiB) that another live

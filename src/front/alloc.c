@@ -497,15 +497,37 @@ static PK_NOINLINE void class_free_edge(tc_slot *c, slab *s, void *ptr) {
     leave();
 }
 
+/* A free of ptr, a block of s, a slab another live thread's heap of the
+ * class owns, by a thread whose slot c of the class has a current slab,
+ * outside the library (depth 0; the short path's owner check refused it):
+ * onto this thread's list or the pending chain home (pool_free.h,
+ * free_foreign) with the record in hand, as a typed pool's short path
+ * sends it; what free_foreign leaves (the pool's own slab, whose free may
+ * adopt it; no slot) to free_slow. Through free_slow and then
+ * pool_free_at, such a free found the record and asked the short path's
+ * questions twice more: a server whose threads free each other's blocks
+ * made it at most of its frees. */
+static PK_NOINLINE void class_free_foreign(tc_slot *c, slab *s, void *ptr, void *caller) {
+    depth++;
+    bool done = free_foreign(c, s, ptr);
+    leave();
+    if (!done) free_slow(alloc_pool_in(s), ptr, caller);
+}
+
 /* The short path (pool_free.h, free_into_slab) of ptr, a block of s, one
  * of the slabs of the class whose slot c has a current slab, outside the
- * library (depth 0): whether it took the free. pk_free and
- * alloc_free_missed share it. */
-static inline bool class_free_short(tc_slot *c, slab *s, void *ptr) {
+ * library (depth 0), a block of another live thread's slab included
+ * (class_free_foreign, which names caller where it reports): whether it
+ * took the free. pk_free and alloc_free_missed share it. */
+static inline __attribute__((always_inline)) bool class_free_short(tc_slot *c, slab *s, void *ptr, void *caller) {
     int done = free_into_slab(c, s, ptr, true);
     if (likely(done == FREE_DONE)) return true;
     if (done == FREE_EDGE) {
         class_free_edge(c, s, ptr);
+        return true;
+    }
+    if (done == FREE_FOREIGN) {
+        class_free_foreign(c, s, ptr, caller);
         return true;
     }
     return false;
@@ -645,7 +667,7 @@ static inline __attribute__((always_inline)) void free_owned(void *ptr, tc_slot 
         if (likely(pk__slot_push((pk__link *)c, ptr))) return;
     } else if (likely(__atomic_load_n(&c->cur, __ATOMIC_RELAXED) != 0 && depth == 0)) {
         /* a plain list with a current slab (pool.h) */
-        if (likely(class_free_short(c, s, ptr))) return;
+        if (likely(class_free_short(c, s, ptr, __builtin_return_address(0)))) return;
     } else if (unlikely(__atomic_load_n(&alloc_mode, __ATOMIC_RELAXED) == ALLOC_MODE_HARDENED)) {
         hard_free_at(s, ptr, __builtin_return_address(0));
         return;
@@ -661,7 +683,8 @@ void pk_free(void *ptr) { free_owned(ptr, own_slot(pk__tc_table, ptr)); }
 void pk__free_owned(void *ptr, void *c) { free_owned(ptr, (tc_slot *)c); }
 
 void alloc_free_missed(pk_pool *p, void *ptr, pk__link *c, uintptr_t cur) {
-    if (likely(cur != 0 && depth == 0) && likely(class_free_short((tc_slot *)c, slab_of((uintptr_t)ptr), ptr)))
+    if (likely(cur != 0 && depth == 0) &&
+        likely(class_free_short((tc_slot *)c, slab_of((uintptr_t)ptr), ptr, __builtin_return_address(0))))
         return;
     class_free(p, ptr, __builtin_return_address(0));
 }
