@@ -1161,16 +1161,21 @@ TEST(AllocThreads, BlocksOfAnotherThreadFreedByOneThatAllocatesTheClassAllComeHo
         std::vector<void *> made(n);
         std::mutex m;
         std::condition_variable cv;
-        bool done = false;
+        bool made_all = false, done = false;
         std::thread maker([&] {
             for (size_t i = 0; i < n; i++) fill_pattern(made[i] = pk_alloc(size), 64, i);
             if (!maker_lives) return;
             std::unique_lock<std::mutex> lock(m);
+            made_all = true;
+            cv.notify_all();
             cv.wait(lock, [&] { return done; });
         });
-        if (!maker_lives) maker.join();
-        else
-            while (stats_of(pool).live < live + n) std::this_thread::yield();
+        if (!maker_lives) {
+            maker.join();
+        } else {
+            std::unique_lock<std::mutex> lock(m);
+            cv.wait(lock, [&] { return made_all; });
+        }
         std::thread freer([&] {
             void *mine = pk_alloc(size);
             ASSERT_NE(mine, nullptr);
@@ -1185,7 +1190,7 @@ TEST(AllocThreads, BlocksOfAnotherThreadFreedByOneThatAllocatesTheClassAllComeHo
             std::lock_guard<std::mutex> lock(m);
             done = true;
         }
-        cv.notify_one();
+        cv.notify_all();
         if (maker.joinable()) maker.join();
         EXPECT_EQ(stats_of(pool).live, live) << (maker_lives ? "maker alive" : "maker gone");
         std::set<void *> again;
