@@ -61,6 +61,10 @@
  *                                 a live thread made (onto its list while
  *                                 HOT_FOREIGN's budget lasts, else the
  *                                 pending chain home)
+ *   fill     kernel_pool_fill     N allocations from a default pool of
+ *                                 objects of SIZE (8 KiB: eight a slab),
+ *                                 none freed: every eighth a refill that
+ *                                 leaves a used-up slab for a new one
  *   frontrandom kernel_frontend_other the frontother loop over the same
  *                                 objects in a random order (a fixed
  *                                 seed): a teardown in random order,
@@ -140,6 +144,7 @@ BENCH_KERNEL void kernel_other_loop(void **objs, size_t n);
 BENCH_KERNEL void kernel_pool_replace(pk_pool *pool, void **objs, size_t n);
 BENCH_KERNEL void kernel_pool_replace_two(pk_pool *pool, void **objs, size_t n);
 BENCH_KERNEL void kernel_frontend_other(void **objs, size_t n);
+BENCH_KERNEL void kernel_pool_fill(pk_pool *pool, void **objs, size_t n);
 BENCH_KERNEL void kernel_pattern(pk_pool *pool, size_t size, long rounds);
 BENCH_KERNEL void kernel_pattern_loop(size_t size, long rounds);
 
@@ -174,6 +179,13 @@ BENCH_KERNEL void kernel_other_loop(void **objs, size_t n) {
 
 BENCH_KERNEL void kernel_frontend_other(void **objs, size_t n) {
     for (size_t i = 0; i < n; i++) pk_free(objs[i]);
+}
+
+BENCH_KERNEL void kernel_pool_fill(pk_pool *pool, void **objs, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        objs[i] = pk_pool_alloc(pool);
+        BENCH_ESCAPE(objs[i]);
+    }
 }
 
 #define PATTERN_ALLOC(c, sz) ((void)(sz), pk_pool_alloc((pk_pool *)(c)))
@@ -343,6 +355,16 @@ static int run_hardedge(size_t n, size_t size) {
 static int run_mode(const char *mode, size_t n, size_t size) {
     if (strcmp(mode, "hardedge") == 0) return run_hardedge(n, size);
     if (strcmp(mode, "frontremote") == 0) return run_frontremote(n, size);
+    if (strcmp(mode, "fill") == 0) {
+        pk_pool *pool = pk_pool_create(&(pk_pool_config){.name = "fill", .size = size});
+        void **objs = malloc(n * sizeof *objs);
+        if (!pool || !objs) return 1;
+        kernel_pool_fill(pool, objs, n);
+        for (size_t i = 0; i < n; i++) pk_pool_free(pool, objs[i]);
+        free(objs);
+        pk_pool_destroy(pool);
+        return 0;
+    }
     if (strcmp(mode, "remote") == 0 || strcmp(mode, "listed") == 0 || strcmp(mode, "consumer") == 0)
         return run_remote(n, size, mode[0] == 'l', mode[0] == 'c', 0, 0);
     if (strcmp(mode, "hardlisted") == 0 || strcmp(mode, "hardchain") == 0)
@@ -450,7 +472,7 @@ int main(int argc, char **argv) {
         size_t n = (size_t)strtoull(argv[2], NULL, 10);
         size_t size = argc >= 4 ? (size_t)strtoull(argv[3], NULL, 10) : 64;
         if (run_mode(argv[1], n, size) != 0) {
-            fprintf(stderr, "usage: %s default|local|hardened|empty|arena|object|other|hardother|hardedge|remote|consumer|listed|otherloop|frontother|frontrandom|frontremote|frontend|pattern|patternloop N [SIZE]\n", argv[0]);
+            fprintf(stderr, "usage: %s default|local|hardened|empty|arena|object|other|hardother|hardedge|remote|consumer|listed|otherloop|frontother|frontrandom|frontremote|fill|frontend|pattern|patternloop N [SIZE]\n", argv[0]);
             return 2;
         }
         return 0;
