@@ -301,13 +301,6 @@ static PK_NOINLINE size_t plain_run(slab_grid g, uintptr_t handed, size_t link_o
     return k;
 }
 
-/* The heap's list goes back onto the current slab's free list (the
- * objects of other owned slabs listed, HOT_FREES and HOT_LIST, come back
- * linked in *hot for the caller to send home: home_hot); the slab is left
- * on no list for the caller to place. Every object is checked to be a slot
- * of the slab, so a broken list is reported here rather than kept (trim,
- * thread exit, destroy), and the walk stops at the most the list can hold
- * (the slab's slots and the hot objects). */
 /* The heap's current slab s off it, its list empty now. */
 static slab *uninstalled(heap *h, slab *s) {
     list_set(h, NULL, 0);
@@ -318,11 +311,18 @@ static slab *uninstalled(heap *h, slab *s) {
     return s;
 }
 
+/* The heap's list goes back onto the current slab's free list (the
+ * objects of other owned slabs listed, HOT_FREES and HOT_LIST, come back
+ * linked in *hot for the caller to send home: home_hot); the slab is left
+ * on no list for the caller to place. Every object is checked to be a slot
+ * of the slab, so a broken list is reported here rather than kept (trim,
+ * thread exit, destroy), and the walk stops at the most the list can hold
+ * (the slab's slots and the hot objects). */
 static slab *uninstall(pk_pool *p, heap *h, void **hot) {
     slab *s = h->cur;
     *hot = NULL;
-    /* a refill's (the list ran dry): nothing to walk, where the walk's set-up
-     * cost a slab change about 80 instructions (bench/gate.sh's pattern) */
+    /* a refill's (the list ran dry): nothing to walk, so none of the walk's
+     * set-up (bench/gate.sh's fill row counts a slab change with it) */
     if (!tc_head(h->list)) return uninstalled(h, s);
     size_t n = 0, met = 0, hots = 0, hot_max = hot_most(p, h), most = (size_t)s->capacity + hot_max; /* n: the inline paths keep no count */
     char *first = NULL, *last = NULL, *head = tc_head(h->list);
