@@ -505,8 +505,8 @@ static PK_NOINLINE void class_free_edge(tc_slot *c, slab *s, void *ptr) {
  * sends it; what free_foreign leaves (the pool's own slab, whose free may
  * adopt it; no slot) to free_slow. Through free_slow and then
  * pool_free_at, such a free found the record and asked the short path's
- * questions twice more: a server whose threads free each other's blocks
- * made it at most of its frees. */
+ * questions twice more, and in a server whose threads free each other's
+ * blocks such frees are many. */
 static PK_NOINLINE void class_free_foreign(tc_slot *c, slab *s, void *ptr, void *caller) {
     depth++;
     bool done = free_foreign(c, s, ptr);

@@ -357,7 +357,6 @@ static PK_NOINLINE void pop_elsewhere(arp_thread *t, uintptr_t token) {
     pop_live(t, num, word);
 }
 
-/* Every pop the inline path does not finish. */
 /* Every pop of a pool that holds entries, or of one elsewhere. */
 static PK_NOINLINE void pop_entries(uintptr_t token) {
     arp_thread *t = &arp_tls;
